@@ -1,0 +1,446 @@
+//! Campaigns: groups of near-identical messages and their counters.
+//!
+//! Every message in the window belongs to one campaign, found through its
+//! slot. A message that matches several campaigns merges them into the
+//! oldest (a template that drifts stays one campaign); the others become
+//! aliases that forward to it, so entries already in the window need no
+//! rewrite. A slot holds a reference count (window entries naming it plus
+//! aliases pointing at it) and is freed at zero, so the number of slots never
+//! exceeds twice the window's entries. Counts fall as entries leave the
+//! window ([`Campaigns::release`]).
+
+use std::collections::HashMap;
+
+use crate::simhash::hex;
+
+/// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
+/// message, shown as 12 hex digits. The same on every host for the same
+/// first message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CampaignId(pub u64);
+
+impl CampaignId {
+    pub fn from_exact(exact: &[u8; 32]) -> CampaignId {
+        let mut b = [0u8; 8];
+        b[2..].copy_from_slice(&exact[..6]);
+        CampaignId(u64::from_be_bytes(b))
+    }
+}
+
+impl std::fmt::Display for CampaignId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = self.0.to_be_bytes();
+        f.write_str(&hex(&b[2..]))
+    }
+}
+
+/// Distinct sender domains tracked per campaign (by 16-bit hash).
+const MAX_SENDERS: usize = 64;
+/// Longest sample subject kept, in characters.
+const MAX_SUBJECT: usize = 120;
+
+/// A live campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Campaign {
+    pub id: CampaignId,
+    pub first_seen: u64,
+    pub last_seen: u64,
+    /// Messages in the window.
+    pub messages: u32,
+    /// Recipients of those messages (one message to 300 RCPT TO counts 300).
+    pub recipients: u64,
+    /// Recipients weighted by match strength, in hundredths.
+    pub score_centi: u64,
+    /// (sender-domain hash, messages) for up to 64 domains.
+    pub senders: Vec<(u16, u32)>,
+    /// A few sender domains in clear, for people.
+    pub sender_names: Vec<String>,
+    pub sample_subject: Option<String>,
+    /// Set once the campaign has been reported as bulk (alerts fire once).
+    pub alerted: bool,
+}
+
+impl Campaign {
+    /// Weighted recipients, the number compared with the thresholds.
+    pub fn score(&self) -> f64 {
+        self.score_centi as f64 / 100.0
+    }
+
+    /// Distinct sender domains (saturates at 64).
+    pub fn sender_domains(&self) -> usize {
+        self.senders.iter().filter(|(_, n)| *n > 0).count()
+    }
+}
+
+fn add_sender(senders: &mut Vec<(u16, u32)>, h: u16, n: u32) {
+    if let Some((_, m)) = senders.iter_mut().find(|(x, _)| *x == h) {
+        *m += n;
+    } else if senders.len() < MAX_SENDERS {
+        senders.push((h, n));
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Slot {
+    Free,
+    Live { campaign: Campaign, refs: u32 },
+    /// A campaign merged into `target`; `id` was its own id.
+    Alias { target: u32, refs: u32, id: CampaignId },
+}
+
+/// What a new member contributes.
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'a> {
+    pub now: u64,
+    pub recipients: u16,
+    pub weight_pct: u8,
+    pub sender: u16,
+    pub sender_name: Option<&'a str>,
+    pub subject: Option<&'a str>,
+}
+
+/// All campaigns, by slot.
+#[derive(Debug, Clone, Default)]
+pub struct Campaigns {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    by_id: HashMap<CampaignId, u32>,
+    live: usize,
+    pub keep_subjects: bool,
+}
+
+/// Longest alias chain followed; chains are short (one link per merge of a
+/// merged campaign), this only guards against a bug looping forever.
+const MAX_CHAIN: usize = 1024;
+
+impl Campaigns {
+    pub fn new(keep_subjects: bool) -> Campaigns {
+        Campaigns {
+            keep_subjects,
+            ..Campaigns::default()
+        }
+    }
+
+    /// Number of live campaigns.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Number of slots in use (live and aliases).
+    pub fn slots_in_use(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// The live slot a slot forwards to.
+    pub fn resolve(&self, mut slot: u32) -> Option<u32> {
+        for _ in 0..MAX_CHAIN {
+            match self.slots.get(slot as usize)? {
+                Slot::Live { .. } => return Some(slot),
+                Slot::Alias { target, .. } => slot = *target,
+                Slot::Free => return None,
+            }
+        }
+        None
+    }
+
+    pub fn get(&self, slot: u32) -> Option<&Campaign> {
+        match self.slots.get(self.resolve(slot)? as usize)? {
+            Slot::Live { campaign, .. } => Some(campaign),
+            _ => None,
+        }
+    }
+
+    fn get_mut(&mut self, slot: u32) -> Option<&mut Campaign> {
+        let root = self.resolve(slot)?;
+        match self.slots.get_mut(root as usize)? {
+            Slot::Live { campaign, .. } => Some(campaign),
+            _ => None,
+        }
+    }
+
+    /// The id a slot was created with (live or merged), for checking that a
+    /// remembered slot still means the same campaign.
+    pub fn slot_id(&self, slot: u32) -> Option<CampaignId> {
+        match self.slots.get(slot as usize)? {
+            Slot::Live { campaign, .. } => Some(campaign.id),
+            Slot::Alias { id, .. } => Some(*id),
+            Slot::Free => None,
+        }
+    }
+
+    /// The live slot of a campaign id.
+    pub fn slot_of(&self, id: CampaignId) -> Option<u32> {
+        self.by_id.get(&id).copied()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Campaign> {
+        self.slots.iter().filter_map(|s| match s {
+            Slot::Live { campaign, .. } => Some(campaign),
+            _ => None,
+        })
+    }
+
+    fn alloc(&mut self, s: Slot) -> u32 {
+        if let Some(i) = self.free.pop() {
+            if let Some(x) = self.slots.get_mut(i as usize) {
+                *x = s;
+            }
+            i
+        } else {
+            self.slots.push(s);
+            (self.slots.len() - 1) as u32
+        }
+    }
+
+    /// Starts a campaign. Its id is derived from `exact`; if that id is
+    /// taken (the same first message seen as two campaigns, or a 48-bit
+    /// collision) the id is bumped until free.
+    pub fn create(&mut self, exact: &[u8; 32], now: u64) -> u32 {
+        let mut id = CampaignId::from_exact(exact);
+        while self.by_id.contains_key(&id) {
+            id = CampaignId((id.0 + 1) & 0xFFFF_FFFF_FFFF);
+        }
+        let slot = self.alloc(Slot::Live {
+            campaign: Campaign {
+                id,
+                first_seen: now,
+                last_seen: now,
+                messages: 0,
+                recipients: 0,
+                score_centi: 0,
+                senders: Vec::new(),
+                sender_names: Vec::new(),
+                sample_subject: None,
+                alerted: false,
+            },
+            refs: 0,
+        });
+        self.by_id.insert(id, slot);
+        self.live += 1;
+        slot
+    }
+
+    /// Adds a message to the campaign behind `slot`; the caller records
+    /// `slot` in the message's window entry (one reference).
+    pub fn add_member(&mut self, slot: u32, m: Member<'_>) {
+        self.add_ref(slot);
+        let keep_subjects = self.keep_subjects;
+        let Some(c) = self.get_mut(slot) else {
+            return;
+        };
+        c.messages = c.messages.saturating_add(1);
+        c.recipients = c.recipients.saturating_add(u64::from(m.recipients));
+        c.score_centi = c
+            .score_centi
+            .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
+        c.last_seen = c.last_seen.max(m.now);
+        add_sender(&mut c.senders, m.sender, 1);
+        if let Some(name) = m.sender_name {
+            if c.sender_names.len() < 5 && !c.sender_names.iter().any(|n| n == name) {
+                c.sender_names.push(name.chars().take(100).collect());
+            }
+        }
+        if keep_subjects && c.sample_subject.is_none() {
+            c.sample_subject = m.subject.map(|s| s.chars().take(MAX_SUBJECT).collect());
+        }
+    }
+
+    fn add_ref(&mut self, slot: u32) {
+        if let Some(Slot::Live { refs, .. } | Slot::Alias { refs, .. }) = self.slots.get_mut(slot as usize) {
+            *refs += 1;
+        }
+    }
+
+    /// Drops one reference to `slot`, freeing it (and releasing what an alias
+    /// points at) at zero.
+    fn drop_ref(&mut self, mut slot: u32) {
+        for _ in 0..MAX_CHAIN {
+            let Some(s) = self.slots.get_mut(slot as usize) else {
+                return;
+            };
+            let next = match s {
+                Slot::Live { refs, campaign } => {
+                    *refs = refs.saturating_sub(1);
+                    if *refs == 0 {
+                        let id = campaign.id;
+                        *s = Slot::Free;
+                        self.by_id.remove(&id);
+                        self.live = self.live.saturating_sub(1);
+                        self.free.push(slot);
+                    }
+                    None
+                }
+                Slot::Alias { refs, target, .. } => {
+                    *refs = refs.saturating_sub(1);
+                    if *refs == 0 {
+                        let t = *target;
+                        *s = Slot::Free;
+                        self.free.push(slot);
+                        Some(t)
+                    } else {
+                        None
+                    }
+                }
+                Slot::Free => None,
+            };
+            match next {
+                Some(t) => slot = t,
+                None => return,
+            }
+        }
+    }
+
+    /// A window entry of campaign `slot` left the window: take its share out
+    /// of the counters and drop its reference.
+    pub fn release(&mut self, slot: u32, recipients: u16, weight_pct: u8, sender: u16) {
+        if let Some(c) = self.get_mut(slot) {
+            c.messages = c.messages.saturating_sub(1);
+            c.recipients = c.recipients.saturating_sub(u64::from(recipients));
+            c.score_centi = c
+                .score_centi
+                .saturating_sub(u64::from(recipients) * u64::from(weight_pct));
+            if let Some(pos) = c.senders.iter().position(|(h, _)| *h == sender) {
+                if let Some((_, n)) = c.senders.get_mut(pos) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        c.senders.swap_remove(pos);
+                    }
+                }
+            }
+        }
+        self.drop_ref(slot);
+    }
+
+    /// Merges the campaigns behind `slots` into the one first seen earliest
+    /// (ties: lowest id) and returns its slot.
+    pub fn merge(&mut self, slots: &[u32]) -> Option<u32> {
+        let mut roots: Vec<u32> = slots.iter().filter_map(|s| self.resolve(*s)).collect();
+        roots.sort_unstable();
+        roots.dedup();
+        let target = *roots.iter().min_by_key(|r| {
+            self.get(**r).map_or((u64::MAX, u64::MAX), |c| (c.first_seen, c.id.0))
+        })?;
+        for r in roots {
+            if r == target {
+                continue;
+            }
+            let Some(Slot::Live { campaign, refs }) = self.slots.get(r as usize).cloned() else {
+                continue;
+            };
+            if let Some(t) = self.get_mut(target) {
+                t.first_seen = t.first_seen.min(campaign.first_seen);
+                t.last_seen = t.last_seen.max(campaign.last_seen);
+                t.messages = t.messages.saturating_add(campaign.messages);
+                t.recipients = t.recipients.saturating_add(campaign.recipients);
+                t.score_centi = t.score_centi.saturating_add(campaign.score_centi);
+                t.alerted |= campaign.alerted;
+                for (h, n) in campaign.senders {
+                    add_sender(&mut t.senders, h, n);
+                }
+                for n in campaign.sender_names {
+                    if t.sender_names.len() < 5 && !t.sender_names.contains(&n) {
+                        t.sender_names.push(n);
+                    }
+                }
+                if t.sample_subject.is_none() {
+                    t.sample_subject = campaign.sample_subject;
+                }
+            }
+            self.by_id.remove(&campaign.id);
+            self.live = self.live.saturating_sub(1);
+            if let Some(s) = self.slots.get_mut(r as usize) {
+                *s = Slot::Alias { target, refs, id: campaign.id };
+            }
+            self.add_ref(target);
+        }
+        Some(target)
+    }
+
+    /// Marks the campaign as alerted; returns true the first time.
+    pub fn mark_alerted(&mut self, slot: u32) -> bool {
+        match self.get_mut(slot) {
+            Some(c) if !c.alerted => {
+                c.alerted = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Raw slots, for snapshots.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// Rebuilds from snapshot slots; `None` if they are inconsistent.
+    pub fn from_slots(slots: Vec<Slot>, keep_subjects: bool) -> Option<Campaigns> {
+        let mut c = Campaigns::new(keep_subjects);
+        for (i, s) in slots.iter().enumerate() {
+            match s {
+                Slot::Free => c.free.push(i as u32),
+                Slot::Live { campaign, .. } => {
+                    if c.by_id.insert(campaign.id, i as u32).is_some() {
+                        return None;
+                    }
+                    c.live += 1;
+                }
+                Slot::Alias { target, .. } => {
+                    if *target as usize >= slots.len() {
+                        return None;
+                    }
+                }
+            }
+        }
+        c.slots = slots;
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(now: u64, rcpt: u16) -> Member<'static> {
+        Member { now, recipients: rcpt, weight_pct: 100, sender: 1, sender_name: Some("a.example"), subject: Some("s") }
+    }
+
+    #[test]
+    fn counts_rise_and_fall() {
+        let mut c = Campaigns::new(true);
+        let s = c.create(&[1; 32], 10);
+        c.add_member(s, member(10, 1));
+        c.add_member(s, member(11, 300));
+        assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((2, 301)));
+        c.release(s, 1, 100, 1);
+        assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((1, 300)));
+        c.release(s, 300, 100, 1);
+        assert!(c.get(s).is_none(), "freed when its last message leaves");
+        assert_eq!(c.live(), 0);
+        assert_eq!(c.slots_in_use(), 0);
+    }
+
+    #[test]
+    fn merge_keeps_oldest_and_sums() {
+        let mut c = Campaigns::new(true);
+        let a = c.create(&[1; 32], 5);
+        c.add_member(a, member(5, 2));
+        let b = c.create(&[2; 32], 9);
+        c.add_member(b, member(9, 3));
+        let t = c.merge(&[b, a]).unwrap();
+        assert_eq!(t, a);
+        assert_eq!(c.get(b).map(|x| x.id), c.get(a).map(|x| x.id));
+        assert_eq!(c.get(a).map(|x| (x.messages, x.recipients)), Some((2, 5)));
+        assert_eq!(c.live(), 1);
+        // Entries leave: b's entry releases through the alias.
+        c.release(b, 3, 100, 1);
+        assert_eq!(c.get(a).map(|x| x.messages), Some(1));
+        c.release(a, 2, 100, 1);
+        assert_eq!(c.slots_in_use(), 0, "alias and campaign both freed");
+    }
+
+    #[test]
+    fn id_is_twelve_hex_digits() {
+        let id = CampaignId::from_exact(&[0xAB; 32]);
+        assert_eq!(id.to_string(), "abababababab");
+    }
+}

@@ -1,0 +1,795 @@
+//! Configuration: TOML in, validated [`Config`] out.
+//!
+//! Two stages, as in ripgrep's `LowArgs` -> `HiArgs`: [`raw::RawConfig`] is
+//! the file as written (every key optional, unknown keys refused), and
+//! [`Config::from_raw`] fills in the defaults, checks ranges and cross-field
+//! rules, and names the offending key path in every error. The defaults live
+//! in one place, the `Default` impls below; `config/bulkwatch.toml` shows the
+//! same values and a test keeps the two equal.
+//!
+//! This module reads files only in [`Config::load`]; everything else is pure.
+
+mod error;
+pub mod raw;
+
+pub use error::ConfigError;
+
+use ipnet::IpNet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use raw::RawConfig;
+
+/// The default 128-bit key of the shingle hash, as 32 hex digits: the ASCII
+/// bytes of `bulkwatch-fp-v1!`. Every host of a site must use the same key,
+/// or their fingerprints will not match.
+pub const DEFAULT_HASH_KEY: &str = "62756c6b77617463682d66702d763121";
+
+/// The whole validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub scan: ScanConfig,
+    pub normalize: NormalizeConfig,
+    pub fingerprint: FingerprintConfig,
+    pub window: WindowConfig,
+    pub exact: ExactConfig,
+    pub campaign: CampaignConfig,
+    pub thresholds: Thresholds,
+    pub allow: AllowConfig,
+    pub milter: MilterConfig,
+    pub policy: PolicyConfig,
+    pub state: StateConfig,
+    pub metrics: MetricsConfig,
+    pub alerts: AlertsConfig,
+    pub store: StoreConfig,
+}
+
+/// Bounds on how much of a message the engine looks at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanConfig {
+    /// Decoded text kept for fingerprinting, in bytes; the rest is ignored.
+    pub max_scan_bytes: usize,
+    /// Raw message bytes handed to the MIME parser; a longer message is cut.
+    pub max_parse_bytes: usize,
+}
+
+/// Which normalization steps run (each one can be switched off).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormalizeConfig {
+    pub nfkc: bool,
+    pub case_fold: bool,
+    pub strip_markup: bool,
+    pub urls_to_host: bool,
+    pub fold_digits: bool,
+    pub drop_random_tokens: bool,
+    pub strip_greetings: bool,
+    pub strip_recipient: bool,
+    pub strip_quotes: bool,
+    pub strip_signatures: bool,
+    pub stop_words: bool,
+}
+
+/// How features and fingerprints are computed. Changing any of these
+/// changes every fingerprint: all hosts of a site must agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FingerprintConfig {
+    pub shingle_words: usize,
+    /// SipHash-1-3 key (k0, k1), little-endian halves of the 16 key bytes.
+    pub hash_key: (u64, u64),
+    /// Keep only shingle hashes that are 0 mod m (1 keeps all).
+    pub sample_modulus: u64,
+    /// Fewer shingles than this: the message takes no part in near matching.
+    pub min_features: usize,
+    pub include_subject: bool,
+}
+
+/// The sliding window of recent fingerprints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowConfig {
+    pub window: Duration,
+    pub max_entries: usize,
+    /// Near-duplicate radius k: fingerprints within this Hamming distance match.
+    pub max_distance: u32,
+}
+
+/// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExactConfig {
+    pub bloom_items: usize,
+    pub bloom_fp_rate: f64,
+    pub generations: usize,
+    pub lru_capacity: usize,
+}
+
+/// Campaign bookkeeping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignConfig {
+    /// Keep a sample subject per campaign (shown in logs, alerts, /campaigns).
+    pub keep_subjects: bool,
+}
+
+/// When a campaign is suspect or bulk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Weighted recipients at which a campaign is bulk.
+    pub bulk_threshold: f64,
+    /// Weighted recipients at which a campaign is suspect.
+    pub suspect_threshold: f64,
+    /// Near matches at this distance or less count in full.
+    pub strong_distance: u32,
+    /// Weight of a near match farther than `strong_distance`.
+    pub weak_match_weight: f64,
+}
+
+/// Mail that is never judged: solicited bulk, trusted relays, own users.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AllowConfig {
+    /// Lower-case domains; a subdomain matches too.
+    pub sender_domains: Vec<String>,
+    pub client_networks: Vec<IpNet>,
+    /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
+    pub authenticated: bool,
+}
+
+/// Where and how the milter listens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SocketSpec {
+    Inet(String),
+    Unix(PathBuf),
+}
+
+/// What the milter does for a verdict level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing at all.
+    None,
+    /// Add the X-Bulkwatch header.
+    Tag,
+    /// Tag and hold in Postfix's hold queue.
+    Quarantine,
+    /// 550 5.7.1.
+    Reject,
+    /// 451 4.7.1.
+    Tempfail,
+    /// Accept and drop silently.
+    Discard,
+}
+
+impl Action {
+    fn parse(key: &str, s: &str) -> Result<Self, ConfigError> {
+        Ok(match s {
+            "none" => Action::None,
+            "tag" => Action::Tag,
+            "quarantine" => Action::Quarantine,
+            "reject" => Action::Reject,
+            "tempfail" => Action::Tempfail,
+            "discard" => Action::Discard,
+            other => {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("`{other}` is not one of none, tag, quarantine, reject, tempfail, discard"),
+                ))
+            }
+        })
+    }
+
+    /// The name used in TOML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::None => "none",
+            Action::Tag => "tag",
+            Action::Quarantine => "quarantine",
+            Action::Reject => "reject",
+            Action::Tempfail => "tempfail",
+            Action::Discard => "discard",
+        }
+    }
+}
+
+/// What to do when the engine fails or times out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureAction {
+    Accept,
+    Tempfail,
+}
+
+/// The milter adapter's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MilterConfig {
+    pub socket: SocketSpec,
+    pub socket_owner: Option<String>,
+    pub socket_group: Option<String>,
+    pub socket_mode: u32,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    pub engine_timeout: Duration,
+    pub failure_action: FailureAction,
+    pub reject_text: String,
+    pub tempfail_text: String,
+}
+
+/// Action per verdict level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyConfig {
+    pub suspect: Action,
+    pub bulk: Action,
+}
+
+/// Persistence of the in-memory state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateConfig {
+    pub state_dir: PathBuf,
+    pub snapshot_interval: Duration,
+}
+
+/// Prometheus text metrics and the /campaigns endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsConfig {
+    /// `None`: no metrics listener.
+    pub listen: Option<String>,
+}
+
+/// Mail alerts when a campaign first turns bulk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertsConfig {
+    pub to: Vec<String>,
+    pub from: String,
+    /// `host:port` of an SMTP relay that accepts mail without authentication.
+    pub smtp: String,
+    pub min_interval: Duration,
+}
+
+/// Which store holds the shared state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreBackend {
+    Memory,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreConfig {
+    pub backend: StoreBackend,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            scan: ScanConfig {
+                max_scan_bytes: 256 * 1024,
+                max_parse_bytes: 8 * 1024 * 1024,
+            },
+            normalize: NormalizeConfig {
+                nfkc: true,
+                case_fold: true,
+                strip_markup: true,
+                urls_to_host: true,
+                fold_digits: true,
+                drop_random_tokens: true,
+                strip_greetings: true,
+                strip_recipient: true,
+                strip_quotes: true,
+                strip_signatures: true,
+                stop_words: false,
+            },
+            fingerprint: FingerprintConfig {
+                shingle_words: 2,
+                hash_key: parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
+                sample_modulus: 1,
+                min_features: 8,
+                include_subject: false,
+            },
+            window: WindowConfig {
+                window: Duration::from_secs(6 * 3600),
+                max_entries: 1_000_000,
+                max_distance: 3,
+            },
+            exact: ExactConfig {
+                bloom_items: 1_000_000,
+                bloom_fp_rate: 0.001,
+                generations: 4,
+                lru_capacity: 100_000,
+            },
+            campaign: CampaignConfig {
+                keep_subjects: true,
+            },
+            thresholds: Thresholds {
+                bulk_threshold: 20.0,
+                suspect_threshold: 5.0,
+                strong_distance: 2,
+                weak_match_weight: 0.5,
+            },
+            allow: AllowConfig {
+                sender_domains: Vec::new(),
+                client_networks: Vec::new(),
+                authenticated: true,
+            },
+            milter: MilterConfig {
+                socket: SocketSpec::Inet("127.0.0.1:7357".to_owned()),
+                socket_owner: None,
+                socket_group: None,
+                socket_mode: 0o660,
+                max_message_bytes: 1024 * 1024,
+                max_connections: 256,
+                engine_timeout: Duration::from_millis(2000),
+                failure_action: FailureAction::Accept,
+                reject_text: "Message rejected as bulk mail".to_owned(),
+                tempfail_text: "Message deferred, try again later".to_owned(),
+            },
+            policy: PolicyConfig {
+                suspect: Action::Tag,
+                bulk: Action::Tag,
+            },
+            state: StateConfig {
+                state_dir: PathBuf::from("state"),
+                snapshot_interval: Duration::from_secs(300),
+            },
+            metrics: MetricsConfig {
+                listen: Some("127.0.0.1:9357".to_owned()),
+            },
+            alerts: AlertsConfig {
+                to: Vec::new(),
+                from: "bulkwatch@localhost".to_owned(),
+                smtp: "127.0.0.1:25".to_owned(),
+                min_interval: Duration::from_secs(600),
+            },
+            store: StoreConfig {
+                backend: StoreBackend::Memory,
+            },
+        }
+    }
+}
+
+/// Parses 32 hex digits into the two SipHash key halves.
+fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
+    let s = s.trim();
+    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    let (a, b) = bytes.split_at(8);
+    Some((
+        u64::from_le_bytes(a.try_into().ok()?),
+        u64::from_le_bytes(b.try_into().ok()?),
+    ))
+}
+
+fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
+    key: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<T, ConfigError> {
+    if v < lo || v > hi {
+        Err(ConfigError::invalid(key, format!("{v} is outside {lo}..={hi}")))
+    } else {
+        Ok(v)
+    }
+}
+
+fn to_usize(key: &str, v: u64, lo: u64, hi: u64) -> Result<usize, ConfigError> {
+    let v = in_range(key, v, lo, hi)?;
+    usize::try_from(v).map_err(|_| ConfigError::invalid(key, "too large for this platform"))
+}
+
+/// Parses `inet:HOST:PORT`, `inet:PORT@HOST` (sendmail style) or `unix:/path`.
+pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
+    if let Some(path) = s.strip_prefix("unix:") {
+        if !path.starts_with('/') {
+            return Err(ConfigError::invalid(key, "a unix socket path must be absolute"));
+        }
+        return Ok(SocketSpec::Unix(PathBuf::from(path)));
+    }
+    if let Some(rest) = s.strip_prefix("inet:").or_else(|| s.strip_prefix("inet6:")) {
+        let addr = match rest.split_once('@') {
+            Some((port, host)) => format!("{host}:{port}"),
+            None => rest.to_owned(),
+        };
+        let port_ok = addr
+            .rsplit_once(':')
+            .map(|(_, p)| p.parse::<u16>().is_ok())
+            .unwrap_or(false);
+        if !port_ok {
+            return Err(ConfigError::invalid(key, format!("`{s}` has no valid port")));
+        }
+        return Ok(SocketSpec::Inet(addr));
+    }
+    Err(ConfigError::invalid(
+        key,
+        format!("`{s}` must start with inet: or unix:"),
+    ))
+}
+
+impl Config {
+    /// Reads and validates a TOML file.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] when the file cannot be read; `Parse` or
+    /// `Invalid` naming the file and the key otherwise.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))
+    }
+
+    /// Parses and validates TOML text.
+    ///
+    /// # Errors
+    /// `Parse` for bad TOML or unknown keys, `Invalid` for bad values.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            origin: "config".to_owned(),
+            message: e.to_string(),
+        })?;
+        Config::from_raw(raw).map_err(|e| e.with_origin("config"))
+    }
+
+    /// Fills defaults and validates.
+    ///
+    /// # Errors
+    /// `Invalid` naming the first bad key.
+    pub fn from_raw(raw: RawConfig) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        if let Some(s) = raw.scan {
+            if let Some(v) = s.max_scan_bytes {
+                c.scan.max_scan_bytes = to_usize("scan.max_scan_bytes", v, 1024, 64 << 20)?;
+            }
+            if let Some(v) = s.max_parse_bytes {
+                c.scan.max_parse_bytes = to_usize("scan.max_parse_bytes", v, 1024, 1 << 30)?;
+            }
+        }
+        if let Some(n) = raw.normalize {
+            let d = &mut c.normalize;
+            macro_rules! set {
+                ($f:ident) => {
+                    if let Some(v) = n.$f {
+                        d.$f = v;
+                    }
+                };
+            }
+            set!(nfkc);
+            set!(case_fold);
+            set!(strip_markup);
+            set!(urls_to_host);
+            set!(fold_digits);
+            set!(drop_random_tokens);
+            set!(strip_greetings);
+            set!(strip_recipient);
+            set!(strip_quotes);
+            set!(strip_signatures);
+            set!(stop_words);
+        }
+        if let Some(f) = raw.fingerprint {
+            if let Some(v) = f.shingle_words {
+                c.fingerprint.shingle_words =
+                    to_usize("fingerprint.shingle_words", v.into(), 1, 8)?;
+            }
+            if let Some(v) = f.hash_key {
+                c.fingerprint.hash_key = parse_hash_key(&v).ok_or_else(|| {
+                    ConfigError::invalid("fingerprint.hash_key", "must be exactly 32 hex digits")
+                })?;
+            }
+            if let Some(v) = f.sample_modulus {
+                c.fingerprint.sample_modulus =
+                    in_range("fingerprint.sample_modulus", v, 1, 64)?.into();
+            }
+            if let Some(v) = f.min_features {
+                c.fingerprint.min_features =
+                    to_usize("fingerprint.min_features", v.into(), 1, 10_000)?;
+            }
+            if let Some(v) = f.include_subject {
+                c.fingerprint.include_subject = v;
+            }
+        }
+        if let Some(w) = raw.window {
+            if let Some(v) = w.window_secs {
+                c.window.window =
+                    Duration::from_secs(in_range("window.window_secs", v, 60, 30 * 86400)?);
+            }
+            if let Some(v) = w.max_entries {
+                c.window.max_entries = to_usize("window.max_entries", v, 16, 1 << 30)?;
+            }
+            if let Some(v) = w.max_distance {
+                c.window.max_distance = in_range("window.max_distance", v, 0, 7)?;
+            }
+        }
+        if let Some(e) = raw.exact {
+            if let Some(v) = e.bloom_items {
+                c.exact.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
+            }
+            if let Some(v) = e.bloom_fp_rate {
+                if !(v > 0.0 && v < 0.5) {
+                    return Err(ConfigError::invalid(
+                        "exact.bloom_fp_rate",
+                        format!("{v} must be above 0 and below 0.5"),
+                    ));
+                }
+                c.exact.bloom_fp_rate = v;
+            }
+            if let Some(v) = e.generations {
+                c.exact.generations = to_usize("exact.generations", v.into(), 2, 16)?;
+            }
+            if let Some(v) = e.lru_capacity {
+                c.exact.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 28)?;
+            }
+        }
+        if let Some(cp) = raw.campaign {
+            if let Some(v) = cp.keep_subjects {
+                c.campaign.keep_subjects = v;
+            }
+        }
+        if let Some(t) = raw.thresholds {
+            let th = &mut c.thresholds;
+            if let Some(v) = t.bulk_threshold {
+                th.bulk_threshold = in_range("thresholds.bulk_threshold", v, 1.0, 1e9)?;
+            }
+            if let Some(v) = t.suspect_threshold {
+                th.suspect_threshold = in_range("thresholds.suspect_threshold", v, 1.0, 1e9)?;
+            }
+            if let Some(v) = t.strong_distance {
+                th.strong_distance = in_range("thresholds.strong_distance", v, 0, 7)?;
+            }
+            if let Some(v) = t.weak_match_weight {
+                th.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
+            }
+        }
+        if c.thresholds.suspect_threshold > c.thresholds.bulk_threshold {
+            return Err(ConfigError::invalid(
+                "thresholds.suspect_threshold",
+                format!(
+                    "{} is above thresholds.bulk_threshold ({})",
+                    c.thresholds.suspect_threshold, c.thresholds.bulk_threshold
+                ),
+            ));
+        }
+        if let Some(a) = raw.allow {
+            if let Some(v) = a.sender_domains {
+                c.allow.sender_domains = v
+                    .into_iter()
+                    .map(|d| d.trim().trim_start_matches('.').to_ascii_lowercase())
+                    .filter(|d| !d.is_empty())
+                    .collect();
+            }
+            if let Some(v) = a.client_networks {
+                let mut nets = Vec::with_capacity(v.len());
+                for s in v {
+                    let net = s
+                        .parse::<IpNet>()
+                        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                        .map_err(|_| {
+                            ConfigError::invalid(
+                                "allow.client_networks",
+                                format!("`{s}` is not an address or CIDR network"),
+                            )
+                        })?;
+                    nets.push(net);
+                }
+                c.allow.client_networks = nets;
+            }
+            if let Some(v) = a.authenticated {
+                c.allow.authenticated = v;
+            }
+        }
+        if let Some(m) = raw.milter {
+            let mc = &mut c.milter;
+            if let Some(v) = m.socket {
+                mc.socket = parse_socket("milter.socket", &v)?;
+            }
+            mc.socket_owner = m.socket_owner.or(mc.socket_owner.take());
+            mc.socket_group = m.socket_group.or(mc.socket_group.take());
+            if let Some(v) = m.socket_mode {
+                mc.socket_mode = u32::from_str_radix(v.trim_start_matches("0o"), 8)
+                    .ok()
+                    .filter(|m| *m <= 0o777)
+                    .ok_or_else(|| {
+                        ConfigError::invalid("milter.socket_mode", "must be an octal mode such as \"0660\"")
+                    })?;
+            }
+            if let Some(v) = m.max_message_bytes {
+                mc.max_message_bytes = to_usize("milter.max_message_bytes", v, 1024, 1 << 30)?;
+            }
+            if let Some(v) = m.max_connections {
+                mc.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
+            }
+            if let Some(v) = m.engine_timeout_ms {
+                mc.engine_timeout =
+                    Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
+            }
+            if let Some(v) = m.failure_action {
+                mc.failure_action = match v.as_str() {
+                    "accept" => FailureAction::Accept,
+                    "tempfail" => FailureAction::Tempfail,
+                    other => {
+                        return Err(ConfigError::invalid(
+                            "milter.failure_action",
+                            format!("`{other}` is not accept or tempfail"),
+                        ))
+                    }
+                };
+            }
+            if let Some(v) = m.reject_text {
+                mc.reject_text = reply_text("milter.reject_text", v)?;
+            }
+            if let Some(v) = m.tempfail_text {
+                mc.tempfail_text = reply_text("milter.tempfail_text", v)?;
+            }
+        }
+        if let Some(p) = raw.policy {
+            if let Some(v) = p.suspect {
+                c.policy.suspect = Action::parse("policy.suspect", &v)?;
+            }
+            if let Some(v) = p.bulk {
+                c.policy.bulk = Action::parse("policy.bulk", &v)?;
+            }
+        }
+        if let Some(s) = raw.state {
+            if let Some(v) = s.state_dir {
+                if v.is_empty() {
+                    return Err(ConfigError::invalid("state.state_dir", "must not be empty"));
+                }
+                c.state.state_dir = PathBuf::from(v);
+            }
+            if let Some(v) = s.snapshot_interval_secs {
+                c.state.snapshot_interval = Duration::from_secs(in_range(
+                    "state.snapshot_interval_secs",
+                    v,
+                    1,
+                    86400,
+                )?);
+            }
+        }
+        if let Some(m) = raw.metrics {
+            if let Some(v) = m.listen {
+                if v.is_empty() {
+                    c.metrics.listen = None;
+                } else if v.parse::<std::net::SocketAddr>().is_err() {
+                    return Err(ConfigError::invalid(
+                        "metrics.listen",
+                        format!("`{v}` is not an address:port (empty string turns metrics off)"),
+                    ));
+                } else {
+                    c.metrics.listen = Some(v);
+                }
+            }
+        }
+        if let Some(a) = raw.alerts {
+            if let Some(v) = a.to {
+                c.alerts.to = v;
+            }
+            if let Some(v) = a.from {
+                c.alerts.from = v;
+            }
+            if let Some(v) = a.smtp {
+                c.alerts.smtp = v;
+            }
+            if let Some(v) = a.min_interval_secs {
+                c.alerts.min_interval = Duration::from_secs(v);
+            }
+        }
+        if let Some(s) = raw.store {
+            if let Some(v) = s.backend {
+                c.store.backend = match v.as_str() {
+                    "memory" => StoreBackend::Memory,
+                    other => {
+                        return Err(ConfigError::invalid(
+                            "store.backend",
+                            format!("`{other}` is not supported by this build (memory)"),
+                        ))
+                    }
+                };
+            }
+        }
+        Ok(c)
+    }
+
+    /// Keys whose change needs a restart, named by their paths, comparing
+    /// `self` (running) with `new` (just loaded).
+    pub fn restart_needed(&self, new: &Config) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        if self.milter.socket != new.milter.socket {
+            keys.push("milter.socket");
+        }
+        if self.milter.socket_owner != new.milter.socket_owner
+            || self.milter.socket_group != new.milter.socket_group
+            || self.milter.socket_mode != new.milter.socket_mode
+        {
+            keys.push("milter.socket_owner/group/mode");
+        }
+        if self.metrics.listen != new.metrics.listen {
+            keys.push("metrics.listen");
+        }
+        if self.state.state_dir != new.state.state_dir {
+            keys.push("state.state_dir");
+        }
+        if self.store.backend != new.store.backend {
+            keys.push("store.backend");
+        }
+        if self.fingerprint != new.fingerprint || self.normalize != new.normalize {
+            keys.push("fingerprint/normalize (fingerprints would no longer match the window)");
+        }
+        if self.window != new.window || self.exact != new.exact {
+            keys.push("window/exact (sizes of the in-memory state)");
+        }
+        keys
+    }
+}
+
+/// SMTP reply text: printable ASCII, no CR/LF, bounded.
+fn reply_text(key: &str, v: String) -> Result<String, ConfigError> {
+    if v.is_empty() || v.len() > 200 || !v.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(ConfigError::invalid(
+            key,
+            "must be 1 to 200 printable ASCII characters",
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        assert_eq!(Config::from_toml_str("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn default_hash_key_parses() {
+        assert!(parse_hash_key(DEFAULT_HASH_KEY).is_some());
+        assert_ne!(Config::default().fingerprint.hash_key, (0, 0));
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_its_name() {
+        let err = Config::from_toml_str("[window]\nmax_distanse = 3\n").unwrap_err();
+        assert!(err.to_string().contains("max_distanse"), "{err}");
+    }
+
+    #[test]
+    fn out_of_range_value_names_key_path() {
+        let err = Config::from_toml_str("[window]\nmax_distance = 40\n").unwrap_err();
+        assert_eq!(err.key(), Some("window.max_distance"));
+    }
+
+    #[test]
+    fn suspect_above_bulk_is_refused() {
+        let err = Config::from_toml_str(
+            "[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.key(), Some("thresholds.suspect_threshold"));
+    }
+
+    #[test]
+    fn sockets_parse() {
+        assert_eq!(
+            parse_socket("k", "inet:127.0.0.1:7357").unwrap(),
+            SocketSpec::Inet("127.0.0.1:7357".into())
+        );
+        assert_eq!(
+            parse_socket("k", "inet:7357@localhost").unwrap(),
+            SocketSpec::Inet("localhost:7357".into())
+        );
+        assert_eq!(
+            parse_socket("k", "unix:/run/bw.sock").unwrap(),
+            SocketSpec::Unix("/run/bw.sock".into())
+        );
+        assert!(parse_socket("k", "tcp:1").is_err());
+        assert!(parse_socket("k", "unix:rel").is_err());
+    }
+
+    #[test]
+    fn networks_and_domains_normalize() {
+        let c = Config::from_toml_str(
+            "[allow]\nsender_domains = [\".News.Example.COM\"]\nclient_networks = [\"10.0.0.0/8\", \"::1\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.allow.sender_domains, vec!["news.example.com"]);
+        assert_eq!(c.allow.client_networks.len(), 2);
+    }
+}

@@ -1,0 +1,434 @@
+//! The engine: raw message plus envelope in, [`Verdict`] out.
+//!
+//! Two steps, so the expensive one can run without holding a lock:
+//! - [`analyze`] is a pure function of the bytes, the envelope and the
+//!   configuration: MIME -> normalized text -> shingles -> [`Fingerprint`].
+//! - [`Engine::decide`] looks the fingerprint up in the window (exact set and
+//!   near index), joins or merges campaigns, records the message and applies
+//!   the thresholds. It takes the time as an argument and reads no clock.
+//!
+//! The engine does no I/O: no network, no files, no clock. The milter, the
+//! CLI and the store call it.
+
+use std::net::IpAddr;
+
+use crate::campaign::{CampaignId, Campaigns, Member};
+use crate::config::Config;
+use crate::exact::{bloom_seed, ExactSet};
+use crate::index::window::Entry;
+use crate::index::NearIndex;
+use crate::mime::normalize::{normalize, Normalized};
+use crate::mime::{extract, MimeOutcome};
+use crate::shingle::shingles;
+use crate::simhash::{exact_hash, resemblance, simhash, Fingerprint, VERSION};
+use crate::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
+
+/// Seconds since the Unix epoch, as passed in by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct UnixSecs(pub u64);
+
+/// What the MTA knows about a message besides its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Envelope {
+    pub client_addr: Option<IpAddr>,
+    pub helo: Option<String>,
+    /// MAIL FROM address without angle brackets; empty for the null sender.
+    pub mail_from: Option<String>,
+    /// RCPT TO addresses.
+    pub rcpts: Vec<String>,
+    /// `{auth_authen}`: set when the client authenticated.
+    pub auth_user: Option<String>,
+    pub queue_id: Option<String>,
+}
+
+impl Envelope {
+    /// Recipients the message counts for: the RCPT TO count, at least 1.
+    pub fn recipient_count(&self) -> u16 {
+        u16::try_from(self.rcpts.len().max(1)).unwrap_or(u16::MAX)
+    }
+}
+
+/// The stateless part of the work on one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    /// `None` when the message could not be parsed.
+    pub fingerprint: Option<Fingerprint>,
+    pub normalized: Normalized,
+    pub features: usize,
+    pub attachments: usize,
+    pub message_id: Option<String>,
+    pub subject: Option<String>,
+    /// Domain of the header From address.
+    pub from_domain: Option<String>,
+    pub truncated: bool,
+}
+
+/// Parses, normalizes and fingerprints one message. Never fails: an
+/// unparseable message gives an `Analysis` without fingerprint.
+pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
+    let body = match extract(raw, &cfg.scan) {
+        MimeOutcome::Parsed(b) => b,
+        MimeOutcome::Unparsed => {
+            return Analysis {
+                fingerprint: None,
+                normalized: Normalized::default(),
+                features: 0,
+                attachments: 0,
+                message_id: None,
+                subject: None,
+                from_domain: None,
+                truncated: false,
+            }
+        }
+    };
+    let normalized = normalize(&body, &env.rcpts, &cfg.normalize);
+    let sh = shingles(&normalized, &cfg.fingerprint);
+    let fingerprint = Fingerprint {
+        simhash: simhash(&sh),
+        exact: exact_hash(&normalized.text, &body.attachments),
+        features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
+        version: VERSION,
+    };
+    Analysis {
+        fingerprint: Some(fingerprint),
+        features: sh.len(),
+        attachments: body.attachments.len(),
+        normalized,
+        message_id: body.message_id,
+        subject: body.subject,
+        from_domain: body.from_domain,
+        truncated: body.truncated,
+    }
+}
+
+/// Sizes of the engine's state, for metrics and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineStats {
+    pub window_entries: usize,
+    pub campaigns: usize,
+    pub campaign_slots: usize,
+    pub bloom_fill: f64,
+    pub lru_entries: usize,
+    pub window_heap_bytes: usize,
+    pub bloom_bytes: usize,
+}
+
+/// The stateful engine: window, exact set and campaigns.
+#[derive(Debug)]
+pub struct Engine {
+    cfg: Config,
+    pub(crate) index: NearIndex,
+    pub(crate) exact: ExactSet,
+    pub(crate) campaigns: Campaigns,
+}
+
+/// 16-bit hash of a sender domain (for distinct-sender counts).
+fn sender_hash(domain: &str) -> u16 {
+    let h = crate::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
+    (h >> 48) as u16
+}
+
+fn domain_of(addr: &str) -> Option<&str> {
+    addr.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>')).filter(|d| !d.is_empty())
+}
+
+impl Engine {
+    /// An empty engine.
+    pub fn new(cfg: &Config) -> Engine {
+        Engine {
+            index: NearIndex::new(cfg.window.max_distance, cfg.window.max_entries),
+            exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
+            campaigns: Campaigns::new(cfg.campaign.keep_subjects),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Takes a reloaded configuration. Thresholds, allow-lists, policy and
+    /// campaign options apply to the next message; settings that shape the
+    /// state (see [`Config::restart_needed`]) keep their running values.
+    pub fn reconfigure(&mut self, new: &Config) {
+        let mut merged = new.clone();
+        merged.fingerprint = self.cfg.fingerprint.clone();
+        merged.normalize = self.cfg.normalize.clone();
+        merged.window = self.cfg.window.clone();
+        merged.exact = self.cfg.exact.clone();
+        merged.scan = self.cfg.scan.clone();
+        self.campaigns.keep_subjects = merged.campaign.keep_subjects;
+        self.cfg = merged;
+    }
+
+    /// Why this message is allow-listed, if it is.
+    pub fn allowed(&self, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
+        let allow = &self.cfg.allow;
+        if allow.authenticated && env.auth_user.as_deref().is_some_and(|u| !u.is_empty()) {
+            return Some(AllowReason::Authenticated);
+        }
+        if let Some(ip) = env.client_addr {
+            if allow.client_networks.iter().any(|n| n.contains(&ip)) {
+                return Some(AllowReason::ClientNetwork);
+            }
+        }
+        if !allow.sender_domains.is_empty() {
+            let domain = env
+                .mail_from
+                .as_deref()
+                .and_then(domain_of)
+                .map(str::to_ascii_lowercase)
+                .or_else(|| analysis.from_domain.clone());
+            if let Some(d) = domain {
+                let hit = allow.sender_domains.iter().any(|a| {
+                    d == *a || (d.len() > a.len() && d.ends_with(a.as_str()) && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
+                });
+                if hit {
+                    return Some(AllowReason::SenderDomain);
+                }
+            }
+        }
+        None
+    }
+
+    /// Removes what has left the window at `now`.
+    pub fn expire(&mut self, now: UnixSecs) {
+        let cutoff = now.0.saturating_sub(self.cfg.window.window.as_secs());
+        let campaigns = &mut self.campaigns;
+        self.index.evict_before(cutoff, |e| {
+            campaigns.release(e.campaign, e.recipients, e.weight, e.sender);
+        });
+        self.exact.rotate(now.0);
+    }
+
+    /// Looks the message up, records it and judges it.
+    pub fn decide(&mut self, a: &Analysis, env: &Envelope, now: UnixSecs) -> Verdict {
+        if let Some(reason) = self.allowed(a, env) {
+            return Verdict::allowed(reason);
+        }
+        let Some(fp) = a.fingerprint else {
+            return Verdict::skipped(SkipReason::Unparsed, 0, None);
+        };
+        let near_ok = a.features >= self.cfg.fingerprint.min_features;
+        if !near_ok && a.attachments == 0 {
+            return Verdict::skipped(SkipReason::TooShort, a.features, Some(fp.simhash));
+        }
+        self.expire(now);
+
+        // Exact: Bloom first, then the LRU for the campaign.
+        let mut exact = false;
+        let mut found: Vec<u32> = Vec::new();
+        if self.exact.contains(&fp.exact) {
+            if let Some((slot, id)) = self.exact.campaign_of(&fp.exact) {
+                if self.campaigns.slot_id(slot) == Some(CampaignId(id)) {
+                    exact = true;
+                    found.push(slot);
+                }
+            }
+        }
+        // Near: every window entry within distance k.
+        let mut best: Option<u32> = exact.then_some(0);
+        if near_ok {
+            for m in self.index.query(fp.simhash) {
+                best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
+                if m.distance == 0 {
+                    exact = exact || !found.is_empty();
+                }
+                if !found.contains(&m.campaign) {
+                    found.push(m.campaign);
+                }
+            }
+        }
+        let slot = if found.is_empty() {
+            self.campaigns.create(&fp.exact, now.0)
+        } else {
+            match self.campaigns.merge(&found) {
+                Some(s) => s,
+                None => self.campaigns.create(&fp.exact, now.0),
+            }
+        };
+        let t = &self.cfg.thresholds;
+        let weight_pct: u8 = match best {
+            None => 100,
+            Some(d) if exact || d <= t.strong_distance => 100,
+            Some(_) => (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8,
+        };
+        let sender_name = env
+            .mail_from
+            .as_deref()
+            .and_then(domain_of)
+            .map(str::to_ascii_lowercase)
+            .or_else(|| a.from_domain.clone());
+        let sender = sender_hash(sender_name.as_deref().unwrap_or(""));
+        let recipients = env.recipient_count();
+        self.campaigns.add_member(
+            slot,
+            Member {
+                now: now.0,
+                recipients,
+                weight_pct,
+                sender,
+                sender_name: sender_name.as_deref(),
+                subject: a.subject.as_deref(),
+            },
+        );
+        let entry = Entry {
+            simhash: fp.simhash,
+            time: u32::try_from(now.0).unwrap_or(u32::MAX),
+            campaign: slot,
+            recipients,
+            sender,
+            weight: weight_pct,
+            near: near_ok,
+        };
+        if let Some(old) = self.index.insert(entry) {
+            self.campaigns.release(old.campaign, old.recipients, old.weight, old.sender);
+        }
+        let id = self.campaigns.slot_id(slot).map_or(0, |i| i.0);
+        self.exact.insert(fp.exact, (slot, id), now.0);
+
+        let summary = self.campaigns.get(slot).map(CampaignSummary::from);
+        let level = summary
+            .as_ref()
+            .map_or(Level::Clean, |c| level_for(c.score, &self.cfg.thresholds));
+        let newly_bulk = level == Level::Bulk && self.campaigns.mark_alerted(slot);
+        Verdict {
+            level,
+            skip: None,
+            allow: None,
+            exact,
+            distance: best,
+            resemblance: best.map(|d| if exact { 1.0 } else { resemblance(d) }),
+            campaign: summary,
+            newly_bulk,
+            simhash: Some(fp.simhash),
+            features: a.features,
+        }
+    }
+
+    /// `analyze` then `decide`.
+    pub fn process(&mut self, raw: &[u8], env: &Envelope, now: UnixSecs) -> Verdict {
+        let a = analyze(raw, env, &self.cfg);
+        self.decide(&a, env, now)
+    }
+
+    /// Live campaigns.
+    pub fn campaigns(&self) -> impl Iterator<Item = &crate::campaign::Campaign> {
+        self.campaigns.iter()
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            window_entries: self.index.len(),
+            campaigns: self.campaigns.live(),
+            campaign_slots: self.campaigns.slots_in_use(),
+            bloom_fill: self.exact.fill_ratio(),
+            lru_entries: self.exact.lru_len(),
+            window_heap_bytes: self.index.heap_bytes(),
+            bloom_bytes: self.exact.bloom_bytes(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spam(name: &str, n: u32) -> String {
+        format!(
+            "From: Deals <offers@deals.example>\nTo: {name} <{name}@example.net>\nSubject: Your offer {n}\n\n\
+             Dear {name},\n\nWe are pleased to tell you that your account qualifies for our premium \
+             savings program. Act now to claim the discount before the end of the week. \
+             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\n\n\
+             Our team reviewed your profile and selected you for an exclusive reward. Reply \
+             today and receive free shipping on every order. Ref {n}{n}.\n"
+        )
+    }
+
+    fn env() -> Envelope {
+        Envelope { rcpts: vec!["x@example.net".into()], ..Envelope::default() }
+    }
+
+    #[test]
+    fn personalized_copies_form_one_bulk_campaign() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 5.0;
+        cfg.thresholds.suspect_threshold = 3.0;
+        let mut e = Engine::new(&cfg);
+        let names = ["alice", "bob", "carol", "dave", "erin", "frank"];
+        let verdicts: Vec<Verdict> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| e.process(spam(n, 1000 + i as u32).as_bytes(), &env(), UnixSecs(100 + i as u64)))
+            .collect();
+        let ids: Vec<_> = verdicts.iter().map(|v| v.campaign.as_ref().map(|c| c.id)).collect();
+        assert!(ids.iter().all(|i| *i == ids[0] && i.is_some()), "{ids:?}");
+        assert_eq!(verdicts[0].level, Level::Clean);
+        assert_eq!(verdicts[2].level, Level::Suspect);
+        assert_eq!(verdicts[5].level, Level::Bulk);
+        assert!(verdicts[4].newly_bulk && !verdicts[5].newly_bulk);
+    }
+
+    #[test]
+    fn counts_fall_when_messages_leave_the_window() {
+        let cfg = Config::default();
+        let mut e = Engine::new(&cfg);
+        e.process(spam("alice", 1).as_bytes(), &env(), UnixSecs(1000));
+        let v = e.process(spam("bob", 2).as_bytes(), &env(), UnixSecs(1001));
+        assert_eq!(v.campaign.map(|c| c.messages), Some(2));
+        let later = UnixSecs(1001 + cfg.window.window.as_secs() + 1);
+        let v = e.process(spam("carol", 3).as_bytes(), &env(), later);
+        assert_eq!(v.campaign.map(|c| c.messages), Some(1));
+        assert_eq!(e.stats().window_entries, 1);
+        assert_eq!(e.stats().campaigns, 1);
+    }
+
+    #[test]
+    fn empty_bodies_do_not_form_campaigns() {
+        let mut e = Engine::new(&Config::default());
+        for i in 0..10 {
+            let v = e.process(format!("Subject: hi {i}\n\n").as_bytes(), &env(), UnixSecs(i));
+            assert_eq!(v.level, Level::Skipped);
+            assert_eq!(v.skip, Some(SkipReason::TooShort));
+        }
+        assert_eq!(e.stats().window_entries, 0);
+    }
+
+    #[test]
+    fn unparseable_input_is_skipped() {
+        let mut e = Engine::new(&Config::default());
+        let v = e.process(b"", &env(), UnixSecs(0));
+        assert_eq!(v.skip, Some(SkipReason::Unparsed));
+    }
+
+    #[test]
+    fn allow_lists_apply() {
+        let cfg = Config::from_toml_str(
+            "[allow]\nsender_domains = [\"deals.example\"]\nclient_networks = [\"192.0.2.0/24\"]\n",
+        )
+        .unwrap();
+        let mut e = Engine::new(&cfg);
+        let mut en = env();
+        en.mail_from = Some("news@mail.deals.example".into());
+        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::SenderDomain));
+        let mut en = env();
+        en.mail_from = Some("x@baddeals.example".into());
+        en.client_addr = Some("192.0.2.7".parse().unwrap());
+        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::ClientNetwork));
+        let mut en = env();
+        en.auth_user = Some("alice".into());
+        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::Authenticated));
+    }
+
+    #[test]
+    fn one_message_to_many_recipients_counts_each() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 300.0;
+        let mut e = Engine::new(&cfg);
+        let en = Envelope { rcpts: (0..300).map(|i| format!("u{i}@example.net")).collect(), ..Envelope::default() };
+        let v = e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0));
+        assert_eq!(v.campaign.map(|c| c.recipients), Some(300));
+        assert_eq!(v.level, Level::Bulk);
+    }
+}

@@ -1,0 +1,10 @@
+#![forbid(unsafe_code)]
+pub mod config;
+pub mod mime;
+pub mod index;
+pub mod shingle;
+pub mod simhash;
+pub mod campaign;
+pub mod exact;
+pub mod engine;
+pub mod verdict;

@@ -1,0 +1,211 @@
+//! Raw message bytes to [`BodyText`]: the only user of mail-parser.
+//!
+//! Input: the RFC 5322 message as received. Output: the visible text of every
+//! text/plain and text/html body part (transfer encodings and charsets
+//! decoded, HTML rendered by [`html::to_text`]), the Subject, link targets,
+//! SHA-256 of each attachment, and the header facts normalization needs
+//! (recipient names). Work is bounded by `max_parse_bytes` of input and
+//! `max_scan_bytes` of text. This module never panics on input and never
+//! fails: a message mail-parser cannot read becomes [`MimeOutcome::Unparsed`].
+
+pub mod html;
+pub mod normalize;
+
+use mail_parser::{Message, MessageParser, MessagePart, PartType};
+use sha2::{Digest, Sha256};
+
+use crate::config::ScanConfig;
+
+/// Most attachments hashed per message.
+pub const MAX_ATTACHMENTS: usize = 32;
+/// Nested message/rfc822 parts followed this deep.
+const MAX_NESTED: usize = 3;
+
+/// What the engine needs from one message, before normalization.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BodyText {
+    /// Visible text of the body parts, parts separated by blank lines.
+    pub text: String,
+    pub subject: Option<String>,
+    /// Link targets found in HTML parts (plain-text URLs stay in `text`).
+    pub urls: Vec<String>,
+    /// SHA-256 of each attachment's decoded bytes, in MIME order.
+    pub attachments: Vec<[u8; 32]>,
+    /// Display names and addresses of To/Cc, for stripping personalization.
+    pub recipients: Vec<String>,
+    pub from_domain: Option<String>,
+    pub message_id: Option<String>,
+    /// Text or input was cut at a configured bound.
+    pub truncated: bool,
+    /// mail-parser reported a decoding problem in some part.
+    pub encoding_problem: bool,
+}
+
+/// Result of reading a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MimeOutcome {
+    Parsed(BodyText),
+    /// mail-parser found no message in the bytes (empty, or no header block).
+    Unparsed,
+}
+
+/// Parses `raw` and extracts its text, bounded by `scan`.
+pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
+    let mut truncated = false;
+    let input = match raw.get(..scan.max_parse_bytes) {
+        Some(cut) if cut.len() < raw.len() => {
+            truncated = true;
+            cut
+        }
+        _ => raw,
+    };
+    let Some(message) = MessageParser::default().parse(input) else {
+        return MimeOutcome::Unparsed;
+    };
+    if message.headers().is_empty() && message.parts.len() <= 1 && message.raw_message.is_empty() {
+        return MimeOutcome::Unparsed;
+    }
+    let mut body = BodyText {
+        subject: message.subject().map(|s| s.chars().take(512).collect()),
+        message_id: message.message_id().map(|s| s.chars().take(512).collect()),
+        truncated,
+        ..BodyText::default()
+    };
+    for addr in message.to().into_iter().chain(message.cc()).flat_map(|a| a.iter()).take(64) {
+        if let Some(name) = &addr.name {
+            body.recipients.push(name.to_string());
+        }
+        if let Some(address) = &addr.address {
+            body.recipients.push(address.to_string());
+        }
+    }
+    body.from_domain = message
+        .from()
+        .and_then(|a| a.first())
+        .and_then(|a| a.address.as_deref())
+        .and_then(|a| a.rsplit_once('@'))
+        .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
+    collect(&message, scan.max_scan_bytes, &mut body, 0);
+    MimeOutcome::Parsed(body)
+}
+
+/// Adds the text, URLs and attachment hashes of `message` to `body`.
+fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usize) {
+    let before = body.text.len();
+    for &id in &message.html_body {
+        if let Some(part) = message.parts.get(id as usize) {
+            add_part(part, limit, body);
+        }
+    }
+    // Some broken messages (a missing closing boundary, odd content types)
+    // leave html_body empty although text parts exist: take every text part.
+    if body.text.len() == before {
+        for part in &message.parts {
+            if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
+                add_part(part, limit, body);
+            }
+        }
+    }
+    for &id in &message.attachments {
+        let Some(part) = message.parts.get(id as usize) else {
+            continue;
+        };
+        match &part.body {
+            PartType::Binary(b) | PartType::InlineBinary(b) => {
+                if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() {
+                    body.attachments.push(Sha256::digest(b).into());
+                }
+            }
+            PartType::Message(inner) if depth < MAX_NESTED => collect(inner, limit, body, depth + 1),
+            _ => {}
+        }
+        body.encoding_problem |= part.is_encoding_problem;
+    }
+    for part in &message.parts {
+        body.encoding_problem |= part.is_encoding_problem;
+    }
+}
+
+fn add_part(part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
+    if body.text.len() >= limit {
+        body.truncated = true;
+        return;
+    }
+    if !body.text.is_empty() {
+        body.text.push_str("\n\n");
+    }
+    match &part.body {
+        PartType::Html(html) => html::to_text(html, &mut body.text, &mut body.urls, limit),
+        PartType::Text(text) => {
+            let room = limit.saturating_sub(body.text.len());
+            let mut end = room.min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            if end < text.len() {
+                body.truncated = true;
+            }
+            body.text.push_str(text.get(..end).unwrap_or(""));
+        }
+        _ => {}
+    }
+    if body.text.len() >= limit {
+        body.truncated = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan() -> ScanConfig {
+        crate::config::Config::default().scan
+    }
+
+    fn parsed(raw: &str) -> BodyText {
+        match extract(raw.as_bytes(), &scan()) {
+            MimeOutcome::Parsed(b) => b,
+            MimeOutcome::Unparsed => panic!("unparsed"),
+        }
+    }
+
+    #[test]
+    fn alternative_uses_the_html_part() {
+        let b = parsed(
+            "Subject: hi\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=B\n\n--B\nContent-Type: text/plain\n\nplain words\n--B\nContent-Type: text/html\n\n<p>html words</p>\n--B--\n",
+        );
+        assert!(b.text.contains("html words") && !b.text.contains("plain words"), "{}", b.text);
+        assert_eq!(b.subject.as_deref(), Some("hi"));
+    }
+
+    #[test]
+    fn base64_and_qp_decode_to_same_text() {
+        let b64 = parsed("Subject: x\nContent-Transfer-Encoding: base64\n\naGVsbG8gd29ybGQ=\n");
+        let qp = parsed("Subject: x\nContent-Transfer-Encoding: quoted-printable\n\nhello=20w=\norld\n");
+        assert_eq!(b64.text.trim(), "hello world");
+        assert_eq!(qp.text.trim(), "hello world");
+    }
+
+    #[test]
+    fn attachments_are_hashed() {
+        let b = parsed(
+            "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nsee\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\nAAEC\n--B--\n",
+        );
+        assert_eq!(b.attachments.len(), 1);
+        assert_eq!(b.attachments[0], <[u8; 32]>::from(Sha256::digest([0u8, 1, 2])));
+    }
+
+    #[test]
+    fn empty_input_is_unparsed() {
+        assert_eq!(extract(b"", &scan()), MimeOutcome::Unparsed);
+    }
+
+    #[test]
+    fn text_is_bounded() {
+        let mut cfg = scan();
+        cfg.max_scan_bytes = 1024;
+        let raw = format!("Subject: x\n\n{}", "word ".repeat(10_000));
+        let MimeOutcome::Parsed(b) = extract(raw.as_bytes(), &cfg) else { panic!() };
+        assert!(b.text.len() <= 1024 && b.truncated);
+    }
+}

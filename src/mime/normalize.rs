@@ -1,0 +1,504 @@
+//! Visible text to normalized text: what stays the same across a campaign.
+//!
+//! Input: [`BodyText`] plus the envelope recipients. Output: [`Normalized`],
+//! one string of tokens (separated by one space) and sentences (separated by
+//! `\n`), ready for shingling and for the exact SHA-256. Each step is switched
+//! by [`NormalizeConfig`]:
+//!
+//! 1. NFKC and lower-casing (Unicode `to_lowercase`, which equals full case
+//!    folding except for a handful of characters such as final sigma), with
+//!    zero-width characters and soft hyphens removed.
+//! 2. Line steps: quoted lines of replies (`> ...`, `On .. wrote:`, Outlook's
+//!    `-----Original Message-----` and all below it); signature and footer
+//!    blocks after a separator line near the end; greeting lines at the top.
+//! 3. Token steps: URLs and e-mail addresses reduced to their host; the
+//!    recipient's own address and name words dropped; digit runs folded to
+//!    `#`; random-looking tokens dropped; optional stop words.
+//! 4. Sentence boundaries at `.!?;` and blank lines, so shingles do not span
+//!    sentences and a swapped sentence changes no shingle.
+//!
+//! CJK text has no spaces: each Han, kana or Hangul character is a token.
+
+use unicode_normalization::UnicodeNormalization;
+
+use super::BodyText;
+use crate::config::NormalizeConfig;
+
+/// A separator line opens a footer only when at most this many non-empty
+/// lines follow it (mailing-list footers, sponsor blocks and disclaimers are
+/// short; a campaign's body after a decorative rule is not).
+const FOOTER_MAX_LINES: usize = 20;
+/// Greeting lines are looked for among the first lines that have text.
+const GREETING_LINES: usize = 3;
+
+/// Normalized text of one message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Normalized {
+    /// Tokens separated by ' ', sentences by '\n'. No empty sentences.
+    pub text: String,
+    /// Normalized subject (tokens separated by ' '), empty if none.
+    pub subject: String,
+    pub tokens: usize,
+}
+
+/// Normalizes `body`. `envelope_rcpts` are the SMTP RCPT TO addresses (may be
+/// empty); together with To/Cc they define what personalization to remove.
+pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConfig) -> Normalized {
+    let text = fold(&body.text, cfg);
+    let personal = Personal::new(body, envelope_rcpts, cfg);
+    let lines = select_lines(&text, cfg);
+    let mut out = Normalized::default();
+    let mut sentence_open = false;
+    for line in lines {
+        if line.trim().is_empty() {
+            end_sentence(&mut out.text, &mut sentence_open);
+            continue;
+        }
+        for chunk in line.split_whitespace() {
+            emit_chunk(chunk, &personal, cfg, &mut out, &mut sentence_open);
+        }
+    }
+    end_sentence(&mut out.text, &mut sentence_open);
+    if out.text.ends_with('\n') {
+        out.text.pop();
+    }
+    if let Some(subject) = &body.subject {
+        let s = fold(strip_reply_prefixes(subject), cfg);
+        let mut sub = Normalized::default();
+        let mut open = false;
+        for chunk in s.split_whitespace() {
+            emit_chunk(chunk, &personal, cfg, &mut sub, &mut open);
+        }
+        out.subject = sub.text.replace('\n', " ").trim().to_owned();
+    }
+    out
+}
+
+/// NFKC, lower case, zero-width characters removed.
+fn fold(text: &str, cfg: &NormalizeConfig) -> String {
+    let keep = |c: &char| !matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}' | '\0');
+    if text.is_ascii() {
+        let mut s: String = text.chars().filter(keep).collect();
+        if cfg.case_fold {
+            s.make_ascii_lowercase();
+        }
+        return s;
+    }
+    let mut s = String::with_capacity(text.len());
+    let chars: Box<dyn Iterator<Item = char>> = if cfg.nfkc {
+        Box::new(text.nfkc())
+    } else {
+        Box::new(text.chars())
+    };
+    for c in chars.filter(keep) {
+        if cfg.case_fold {
+            s.extend(c.to_lowercase());
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+fn strip_reply_prefixes(subject: &str) -> &str {
+    let mut s = subject.trim();
+    loop {
+        let lower = s.get(..4).map(str::to_ascii_lowercase).unwrap_or_default();
+        if lower.starts_with("re:") || lower.starts_with("fw:") || lower.starts_with("aw:") {
+            s = s.get(3..).unwrap_or("").trim_start();
+        } else if lower == "fwd:" {
+            s = s.get(4..).unwrap_or("").trim_start();
+        } else {
+            return s;
+        }
+    }
+}
+
+/// Line-level steps: quotes, footers, greetings.
+fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
+    let mut lines: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if cfg.strip_quotes {
+            if t.starts_with("-----original message-----")
+                || t.starts_with("----- original message -----")
+            {
+                break;
+            }
+            if t.starts_with('>') || is_attribution(t) {
+                continue;
+            }
+        }
+        lines.push(line);
+    }
+    if cfg.strip_signatures {
+        cut_footer(&mut lines);
+    }
+    if cfg.strip_greetings {
+        let mut seen = 0;
+        let mut i = 0;
+        while i < lines.len() && seen < GREETING_LINES {
+            let t = lines.get(i).map_or("", |l| l.trim());
+            if t.is_empty() {
+                i += 1;
+                continue;
+            }
+            seen += 1;
+            if is_greeting(t) {
+                lines.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    lines
+}
+
+/// "On Tue, 3 Sep 2002, Jane Doe wrote:" and its many variants.
+fn is_attribution(t: &str) -> bool {
+    t.len() < 200 && (t.ends_with("wrote:") || t.ends_with("writes:") || t.ends_with("schrieb:"))
+}
+
+/// A line that opens a signature or footer block.
+fn is_separator(line: &str) -> bool {
+    if line == "-- " || line == "--" {
+        return true;
+    }
+    let t = line.trim();
+    let mut chars = t.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    t.len() >= 10 && matches!(first, '_' | '-' | '=' | '*' | '~') && t.chars().all(|c| c == first)
+}
+
+/// Cuts at the first separator line that has at most [`FOOTER_MAX_LINES`]
+/// non-empty lines after it and some text before it.
+fn cut_footer(lines: &mut Vec<&str>) {
+    let non_empty_after = |from: usize, lines: &[&str]| {
+        lines.iter().skip(from + 1).filter(|l| !l.trim().is_empty()).count()
+    };
+    let mut text_before = false;
+    for i in 0..lines.len() {
+        let line = lines.get(i).copied().unwrap_or("");
+        if text_before && is_separator(line) && non_empty_after(i, lines) <= FOOTER_MAX_LINES {
+            lines.truncate(i);
+            return;
+        }
+        text_before |= line.chars().any(char::is_alphanumeric);
+    }
+}
+
+/// "Dear John Smith,", "Hello jane@example.com!", "Hi Maria", "John,".
+fn is_greeting(t: &str) -> bool {
+    let words = t.split_whitespace().count();
+    if words > 8 {
+        return false;
+    }
+    const OPENERS: [&str; 12] = [
+        "dear", "hello", "hi", "hey", "greetings", "good morning", "good afternoon",
+        "good evening", "attn", "attention", "howdy", "bonjour",
+    ];
+    let starts = OPENERS.iter().any(|o| {
+        t.strip_prefix(o)
+            .is_some_and(|r| r.is_empty() || r.starts_with(|c: char| !c.is_alphanumeric()))
+    });
+    starts || (words <= 3 && t.ends_with(',') && t.chars().any(char::is_alphabetic))
+}
+
+/// The recipient's address and name words, lower-cased.
+struct Personal {
+    addresses: Vec<String>,
+    words: Vec<String>,
+}
+
+impl Personal {
+    fn new(body: &BodyText, rcpts: &[String], cfg: &NormalizeConfig) -> Personal {
+        let mut p = Personal {
+            addresses: Vec::new(),
+            words: Vec::new(),
+        };
+        if !cfg.strip_recipient {
+            return p;
+        }
+        for r in body.recipients.iter().chain(rcpts).take(64) {
+            let r = r.trim().trim_matches(|c| c == '<' || c == '>').to_lowercase();
+            if let Some((local, _)) = r.split_once('@') {
+                for w in local.split(|c: char| !c.is_alphanumeric()) {
+                    if w.chars().count() >= 3 {
+                        p.words.push(w.to_owned());
+                    }
+                }
+                p.addresses.push(r);
+            } else {
+                for w in r.split(|c: char| !c.is_alphanumeric()) {
+                    if w.chars().count() >= 2 {
+                        p.words.push(w.to_owned());
+                    }
+                }
+            }
+        }
+        p
+    }
+
+    fn is_address(&self, a: &str) -> bool {
+        self.addresses.iter().any(|x| x == a)
+    }
+
+    fn is_name(&self, w: &str) -> bool {
+        self.words.iter().any(|x| x == w)
+    }
+}
+
+fn end_sentence(out: &mut String, open: &mut bool) {
+    if *open {
+        out.push('\n');
+        *open = false;
+    }
+}
+
+fn push_token(tok: &str, out: &mut Normalized, open: &mut bool) {
+    if tok.is_empty() {
+        return;
+    }
+    if *open {
+        out.text.push(' ');
+    }
+    out.text.push_str(tok);
+    out.tokens += 1;
+    *open = true;
+}
+
+/// Handles one whitespace-separated chunk of a line.
+fn emit_chunk(chunk: &str, personal: &Personal, cfg: &NormalizeConfig, out: &mut Normalized, open: &mut bool) {
+    let trimmed = chunk.trim_matches(|c: char| "<>()[]{}\"',;:".contains(c));
+    if let Some(host) = url_host(trimmed) {
+        if cfg.urls_to_host {
+            for label in host.split('.').filter(|l| !l.is_empty()) {
+                push_token(label, out, open);
+            }
+            return;
+        }
+    } else if let Some((local, domain)) = trimmed.split_once('@') {
+        if !local.is_empty() && domain.contains('.') && !domain.contains('@') {
+            if personal.is_address(trimmed) {
+                return;
+            }
+            if cfg.urls_to_host {
+                for label in domain.split('.').filter(|l| !l.is_empty()) {
+                    push_token(label, out, open);
+                }
+                return;
+            }
+        }
+    }
+    let mut word = String::new();
+    for c in chunk.chars() {
+        if is_cjk(c) {
+            flush_word(&mut word, personal, cfg, out, open);
+            let mut buf = [0u8; 4];
+            push_token(c.encode_utf8(&mut buf), out, open);
+        } else if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush_word(&mut word, personal, cfg, out, open);
+            if matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？') {
+                end_sentence(&mut out.text, open);
+            }
+        }
+    }
+    flush_word(&mut word, personal, cfg, out, open);
+}
+
+fn flush_word(word: &mut String, personal: &Personal, cfg: &NormalizeConfig, out: &mut Normalized, open: &mut bool) {
+    if word.is_empty() {
+        return;
+    }
+    let w = std::mem::take(word);
+    if cfg.strip_recipient && personal.is_name(&w) {
+        return;
+    }
+    if cfg.drop_random_tokens && looks_random(&w) {
+        return;
+    }
+    if cfg.stop_words && STOP_WORDS.binary_search(&w.as_str()).is_ok() {
+        return;
+    }
+    if cfg.fold_digits && w.bytes().any(|b| b.is_ascii_digit()) {
+        let mut folded = String::with_capacity(w.len());
+        let mut in_digits = false;
+        for c in w.chars() {
+            if c.is_ascii_digit() {
+                if !in_digits {
+                    folded.push('#');
+                }
+                in_digits = true;
+            } else {
+                folded.push(c);
+                in_digits = false;
+            }
+        }
+        push_token(&folded, out, open);
+    } else {
+        push_token(&w, out, open);
+    }
+}
+
+/// The host of an `http(s)://`, `ftp://` or `www.` URL, lower-cased, without
+/// user info, port and a leading `www.`.
+pub fn url_host(s: &str) -> Option<&str> {
+    let rest = if let Some(i) = s.find("://") {
+        let scheme = s.get(..i)?;
+        if scheme.is_empty() || !scheme.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return None;
+        }
+        s.get(i + 3..)?
+    } else if s.starts_with("www.") {
+        s
+    } else {
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = host.split(':').next()?;
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    let host = host.trim_end_matches('.');
+    if host.is_empty() {
+        None
+    } else {
+        Some(host)
+    }
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FFFF)
+}
+
+/// Hash-buster tokens: long hex or base64-like strings, letter/digit mixes,
+/// very long words, and ASCII letter strings no language would write.
+fn looks_random(w: &str) -> bool {
+    let len = w.chars().count();
+    if len >= 25 {
+        return true;
+    }
+    if !w.is_ascii() {
+        return false;
+    }
+    let digits = w.bytes().filter(u8::is_ascii_digit).count();
+    let letters = len - digits;
+    if digits > 0 && letters > 0 && len >= 8 {
+        return true;
+    }
+    if digits == 0 && len >= 5 {
+        let vowels = w.bytes().filter(|b| b"aeiouy".contains(b)).count();
+        if vowels == 0 {
+            return true;
+        }
+        let mut run = 0;
+        for b in w.bytes() {
+            if b"aeiouy".contains(&b) {
+                run = 0;
+            } else {
+                run += 1;
+                if run >= 6 {
+                    return true;
+                }
+            }
+        }
+        if len >= 12 && vowels * 6 < len {
+            return true;
+        }
+    }
+    false
+}
+
+/// English stop words, sorted for binary search.
+const STOP_WORDS: [&str; 40] = [
+    "a", "about", "all", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has",
+    "have", "i", "if", "in", "is", "it", "its", "me", "my", "not", "of", "on", "or", "our", "so",
+    "that", "the", "this", "to", "was", "we", "will", "with", "you", "your", "yours",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn norm(text: &str) -> String {
+        let body = BodyText {
+            text: text.to_owned(),
+            recipients: vec!["John Smith".into(), "john.smith@example.net".into()],
+            ..BodyText::default()
+        };
+        normalize(&body, &[], &Config::default().normalize).text
+    }
+
+    #[test]
+    fn stop_words_are_sorted() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn greeting_and_name_are_removed() {
+        assert_eq!(
+            norm("Dear John Smith,\n\nWe have a great OFFER for you, John."),
+            norm("Hello jane@example.org!\n\nWe have a great offer for you.")
+        );
+    }
+
+    #[test]
+    fn urls_become_hosts() {
+        assert_eq!(
+            norm("Visit https://www.Track.example/c/abc?u=1 today"),
+            "visit track example today"
+        );
+    }
+
+    #[test]
+    fn digits_fold_and_random_tokens_drop() {
+        assert_eq!(norm("Order 12345 ref a8f3k2j9x0 total $1,299"), "order # ref total # #");
+        assert_eq!(norm("xkcdqwrtz hello"), "hello");
+    }
+
+    #[test]
+    fn wrapping_and_sentence_order_keep_sentences() {
+        let a = norm("First sentence here. Second\nsentence there.");
+        let b = norm("First sentence\nhere.    Second sentence there.");
+        assert_eq!(a, b);
+        assert_eq!(a, "first sentence here\nsecond sentence there");
+    }
+
+    #[test]
+    fn quotes_and_attribution_are_dropped() {
+        assert_eq!(
+            norm("I agree.\n\nOn Mon, 1 Jan 2024, Bob wrote:\n> old text\n> > older"),
+            "i agree"
+        );
+        assert_eq!(norm("Fine.\n-----Original Message-----\nFrom: x\nold"), "fine");
+    }
+
+    #[test]
+    fn short_footer_is_cut_but_long_body_after_rule_is_kept() {
+        assert_eq!(
+            norm("Thanks.\n_______________________________________________\nList mailing list\nlist@example.org"),
+            "thanks"
+        );
+        let long: String = (0..30).map(|i| format!("line number {i} of the offer\n")).collect();
+        let text = format!("Intro.\n==========\n{long}");
+        assert!(norm(&text).contains("offer"));
+    }
+
+    #[test]
+    fn cjk_characters_are_tokens() {
+        assert_eq!(norm("免费发票"), "免 费 发 票");
+    }
+
+    #[test]
+    fn url_host_parses() {
+        assert_eq!(url_host("http://user@Host.example:80/x"), Some("Host.example"));
+        assert_eq!(url_host("www.x.test/a"), Some("x.test"));
+        assert_eq!(url_host("mailto:x"), None);
+        assert_eq!(url_host("://x"), None);
+    }
+}

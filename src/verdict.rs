@@ -1,0 +1,225 @@
+//! [`Verdict`]: what the engine concluded about one message, and the level
+//! rule that maps a campaign's weighted size to clean / suspect / bulk.
+
+use crate::campaign::{Campaign, CampaignId};
+use crate::config::Thresholds;
+
+/// The level of a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Clean,
+    Suspect,
+    Bulk,
+    /// Allow-listed: not judged, not recorded.
+    Allowed,
+    /// Not judged (see [`SkipReason`]).
+    Skipped,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Clean => "clean",
+            Level::Suspect => "suspect",
+            Level::Bulk => "bulk",
+            Level::Allowed => "allowed",
+            Level::Skipped => "skipped",
+        }
+    }
+
+    /// All levels, for metrics.
+    pub const ALL: [Level; 5] = [Level::Clean, Level::Suspect, Level::Bulk, Level::Allowed, Level::Skipped];
+}
+
+/// Why a message was not judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// mail-parser found no message in the bytes.
+    Unparsed,
+    /// Fewer than `min_features` shingles and no attachment: empty, one-line
+    /// or image-only bodies must not form campaigns with each other.
+    TooShort,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Unparsed => "unparsed",
+            SkipReason::TooShort => "too_short",
+        }
+    }
+}
+
+/// Why a message was allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllowReason {
+    SenderDomain,
+    ClientNetwork,
+    Authenticated,
+}
+
+impl AllowReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllowReason::SenderDomain => "sender_domain",
+            AllowReason::ClientNetwork => "client_network",
+            AllowReason::Authenticated => "authenticated",
+        }
+    }
+}
+
+/// A campaign as seen right after this message joined it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignSummary {
+    pub id: CampaignId,
+    pub messages: u32,
+    pub recipients: u64,
+    /// Weighted recipients (weak matches count less).
+    pub score: f64,
+    pub first_seen: u64,
+    pub last_seen: u64,
+    pub sender_domains: usize,
+    pub senders: Vec<String>,
+    pub sample_subject: Option<String>,
+}
+
+impl From<&Campaign> for CampaignSummary {
+    fn from(c: &Campaign) -> Self {
+        CampaignSummary {
+            id: c.id,
+            messages: c.messages,
+            recipients: c.recipients,
+            score: c.score(),
+            first_seen: c.first_seen,
+            last_seen: c.last_seen,
+            sender_domains: c.sender_domains(),
+            senders: c.sender_names.clone(),
+            sample_subject: c.sample_subject.clone(),
+        }
+    }
+}
+
+/// The engine's answer for one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub level: Level,
+    pub skip: Option<SkipReason>,
+    pub allow: Option<AllowReason>,
+    /// The normalized text matched a message of the window exactly.
+    pub exact: bool,
+    /// Smallest Hamming distance to a window entry (0 for exact), if matched.
+    pub distance: Option<u32>,
+    /// Estimated resemblance to the closest match: 1.0 for exact, else
+    /// cos(π·d/64), the cosine similarity simhash estimates.
+    pub resemblance: Option<f64>,
+    pub campaign: Option<CampaignSummary>,
+    /// This message made its campaign bulk for the first time.
+    pub newly_bulk: bool,
+    pub simhash: Option<u64>,
+    pub features: usize,
+}
+
+impl Verdict {
+    pub(crate) fn skipped(reason: SkipReason, features: usize, simhash: Option<u64>) -> Verdict {
+        Verdict {
+            level: Level::Skipped,
+            skip: Some(reason),
+            allow: None,
+            exact: false,
+            distance: None,
+            resemblance: None,
+            campaign: None,
+            newly_bulk: false,
+            simhash,
+            features,
+        }
+    }
+
+    pub(crate) fn allowed(reason: AllowReason) -> Verdict {
+        Verdict {
+            level: Level::Allowed,
+            allow: Some(reason),
+            skip: None,
+            ..Verdict::skipped(SkipReason::TooShort, 0, None)
+        }
+    }
+
+    /// The value of an `X-Bulkwatch` header: level first, then what a Sieve
+    /// rule or a person needs, e.g.
+    /// `bulk; campaign=3fa9c1d2e4f5; size=57; distance=2; resemblance=0.99`.
+    pub fn header_value(&self) -> String {
+        let mut s = self.level.as_str().to_owned();
+        if let Some(r) = self.skip {
+            s.push_str("; reason=");
+            s.push_str(r.as_str());
+        }
+        if let Some(r) = self.allow {
+            s.push_str("; reason=");
+            s.push_str(r.as_str());
+        }
+        if let Some(c) = &self.campaign {
+            s.push_str(&format!("; campaign={}; size={}", c.id, c.recipients));
+        }
+        if self.exact {
+            s.push_str("; exact=yes");
+        }
+        if let Some(d) = self.distance {
+            s.push_str(&format!("; distance={d}"));
+        }
+        if let Some(r) = self.resemblance {
+            s.push_str(&format!("; resemblance={r:.2}"));
+        }
+        s
+    }
+}
+
+/// The level for a campaign of weighted size `score`.
+pub fn level_for(score: f64, t: &Thresholds) -> Level {
+    if score >= t.bulk_threshold {
+        Level::Bulk
+    } else if score >= t.suspect_threshold {
+        Level::Suspect
+    } else {
+        Level::Clean
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn levels_follow_thresholds() {
+        let mut t = Config::default().thresholds;
+        t.bulk_threshold = 10.0;
+        t.suspect_threshold = 3.0;
+        assert_eq!(level_for(2.9, &t), Level::Clean);
+        assert_eq!(level_for(3.0, &t), Level::Suspect);
+        assert_eq!(level_for(10.0, &t), Level::Bulk);
+    }
+
+    #[test]
+    fn header_names_level_campaign_and_distance() {
+        let v = Verdict {
+            level: Level::Bulk,
+            exact: false,
+            distance: Some(2),
+            resemblance: Some(0.99),
+            campaign: Some(CampaignSummary {
+                id: CampaignId(0x3fa9c1),
+                messages: 5,
+                recipients: 57,
+                score: 57.0,
+                first_seen: 0,
+                last_seen: 0,
+                sender_domains: 1,
+                senders: vec![],
+                sample_subject: None,
+            }),
+            ..Verdict::skipped(SkipReason::TooShort, 0, None)
+        };
+        let v = Verdict { skip: None, ..v };
+        assert_eq!(v.header_value(), "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99");
+    }
+}
