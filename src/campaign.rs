@@ -312,8 +312,9 @@ impl Campaigns {
     }
 
     /// Merges the campaigns behind `slots` into the one first seen earliest
-    /// (ties: lowest id) and returns its slot.
-    pub fn merge(&mut self, slots: &[u32]) -> Option<u32> {
+    /// (ties: lowest id) and returns its slot; the ids merged away are
+    /// appended to `absorbed`.
+    pub fn merge(&mut self, slots: &[u32], absorbed: &mut Vec<CampaignId>) -> Option<u32> {
         let mut roots: Vec<u32> = slots.iter().filter_map(|s| self.resolve(*s)).collect();
         roots.sort_unstable();
         roots.dedup();
@@ -347,6 +348,7 @@ impl Campaigns {
                 }
             }
             self.by_id.remove(&campaign.id);
+            absorbed.push(campaign.id);
             self.live = self.live.saturating_sub(1);
             if let Some(s) = self.slots.get_mut(r as usize) {
                 *s = Slot::Alias { target, refs, id: campaign.id };
@@ -426,7 +428,9 @@ mod tests {
         c.add_member(a, member(5, 2));
         let b = c.create(&[2; 32], 9);
         c.add_member(b, member(9, 3));
-        let t = c.merge(&[b, a]).unwrap();
+        let mut gone = Vec::new();
+        let t = c.merge(&[b, a], &mut gone).unwrap();
+        assert_eq!(gone.len(), 1);
         assert_eq!(t, a);
         assert_eq!(c.get(b).map(|x| x.id), c.get(a).map(|x| x.id));
         assert_eq!(c.get(a).map(|x| (x.messages, x.recipients)), Some((2, 5)));

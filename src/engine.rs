@@ -16,11 +16,12 @@ use crate::campaign::{CampaignId, Campaigns, Member};
 use crate::config::Config;
 use crate::exact::{bloom_seed, ExactSet};
 use crate::index::window::Entry;
-use crate::index::NearIndex;
+use crate::index::{NearIndex, Query};
+use crate::minhash::{jaccard_estimate, min_sketch, seeds};
 use crate::mime::normalize::{normalize, Normalized};
 use crate::mime::{extract, MimeOutcome};
-use crate::shingle::shingles;
-use crate::simhash::{exact_hash, resemblance, simhash, Fingerprint, VERSION};
+use crate::shingle::{shingles, word_set};
+use crate::simhash::{exact_hash, simhash, Fingerprint, VERSION};
 use crate::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
 
 /// Seconds since the Unix epoch, as passed in by the caller.
@@ -85,6 +86,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
     let sh = shingles(&normalized, &cfg.fingerprint);
     let fingerprint = Fingerprint {
         simhash: simhash(&sh),
+        min: min_sketch(&word_set(&normalized, &cfg.fingerprint), &seeds(cfg.fingerprint.hash_key)),
         exact: exact_hash(&normalized.text, &body.attachments),
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
         version: VERSION,
@@ -136,7 +138,12 @@ impl Engine {
     /// An empty engine.
     pub fn new(cfg: &Config) -> Engine {
         Engine {
-            index: NearIndex::new(cfg.window.max_distance, cfg.window.max_entries),
+            index: NearIndex::new(
+                cfg.window.max_distance,
+                cfg.window.max_entries,
+                cfg.window.minhash_bands,
+                cfg.window.max_sketch_diff,
+            ),
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
             cfg: cfg.clone(),
@@ -227,32 +234,37 @@ impl Engine {
                 }
             }
         }
-        // Near: every window entry within distance k.
+        // Near: every window entry within distance k, or sharing a MinHash
+        // band with a close sketch. The closest match explains the verdict.
         let mut best: Option<u32> = exact.then_some(0);
+        let mut best_sketch: Option<u32> = exact.then_some(0);
         if near_ok {
-            for m in self.index.query(fp.simhash) {
+            let q = Query { simhash: fp.simhash, sketch: fp.min.sketch, bands: &fp.min.bands };
+            for m in self.index.query(&q) {
                 best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
-                if m.distance == 0 {
-                    exact = exact || !found.is_empty();
-                }
+                best_sketch = Some(best_sketch.map_or(m.sketch_diff, |b| b.min(m.sketch_diff)));
                 if !found.contains(&m.campaign) {
                     found.push(m.campaign);
                 }
             }
         }
+        let mut merged = Vec::new();
         let slot = if found.is_empty() {
             self.campaigns.create(&fp.exact, now.0)
         } else {
-            match self.campaigns.merge(&found) {
+            match self.campaigns.merge(&found, &mut merged) {
                 Some(s) => s,
                 None => self.campaigns.create(&fp.exact, now.0),
             }
         };
         let t = &self.cfg.thresholds;
-        let weight_pct: u8 = match best {
-            None => 100,
-            Some(d) if exact || d <= t.strong_distance => 100,
-            Some(_) => (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8,
+        let strong = exact
+            || best.is_some_and(|d| d <= t.strong_distance)
+            || best_sketch.is_some_and(|s| s <= t.strong_sketch_diff);
+        let weight_pct: u8 = if best.is_none() || strong {
+            100
+        } else {
+            (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8
         };
         let sender_name = env
             .mail_from
@@ -275,6 +287,7 @@ impl Engine {
         );
         let entry = Entry {
             simhash: fp.simhash,
+            sketch: fp.min.sketch,
             time: u32::try_from(now.0).unwrap_or(u32::MAX),
             campaign: slot,
             recipients,
@@ -282,7 +295,7 @@ impl Engine {
             weight: weight_pct,
             near: near_ok,
         };
-        if let Some(old) = self.index.insert(entry) {
+        if let Some(old) = self.index.insert(entry, &fp.min.bands) {
             self.campaigns.release(old.campaign, old.recipients, old.weight, old.sender);
         }
         let id = self.campaigns.slot_id(slot).map_or(0, |i| i.0);
@@ -299,9 +312,10 @@ impl Engine {
             allow: None,
             exact,
             distance: best,
-            resemblance: best.map(|d| if exact { 1.0 } else { resemblance(d) }),
+            resemblance: best_sketch.map(|s| if exact { 1.0 } else { jaccard_estimate(s) }),
             campaign: summary,
             newly_bulk,
+            merged,
             simhash: Some(fp.simhash),
             features: a.features,
         }
@@ -311,6 +325,11 @@ impl Engine {
     pub fn process(&mut self, raw: &[u8], env: &Envelope, now: UnixSecs) -> Verdict {
         let a = analyze(raw, env, &self.cfg);
         self.decide(&a, env, now)
+    }
+
+    /// Arrival time of the newest message in the window.
+    pub fn latest_time(&self) -> Option<UnixSecs> {
+        self.index.window().iter().last().map(|(_, e)| UnixSecs(u64::from(e.time)))
     }
 
     /// Live campaigns.

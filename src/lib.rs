@@ -8,3 +8,8 @@ pub mod campaign;
 pub mod exact;
 pub mod engine;
 pub mod verdict;
+pub mod replay;
+pub mod cli;
+pub mod milter;
+pub mod snapshot;
+pub mod minhash;

@@ -45,6 +45,26 @@ pub fn hash_tokens<'a>(tokens: impl IntoIterator<Item = &'a str>, key: (u64, u64
     h.finish()
 }
 
+/// The set of single words of a normalized message (the MinHash features:
+/// an inserted hash-buster word adds one element and breaks nothing around
+/// it, where it breaks `shingle_words` shingles).
+pub fn word_set(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
+    let mut one = cfg.clone();
+    one.shingle_words = 1;
+    let mut s = shingles(
+        &Normalized {
+            text: norm.text.replace('\n', " "),
+            subject: norm.subject.clone(),
+            tokens: norm.tokens,
+        },
+        &FingerprintConfig { shingle_words: 1, sample_modulus: 1, ..one },
+    );
+    for f in &mut s.features {
+        f.1 = 1;
+    }
+    s
+}
+
 /// Computes the shingles of a normalized message.
 pub fn shingles(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
     let mut hashes: Vec<u64> = Vec::with_capacity(norm.tokens + 8);

@@ -109,12 +109,14 @@ pub struct Verdict {
     pub exact: bool,
     /// Smallest Hamming distance to a window entry (0 for exact), if matched.
     pub distance: Option<u32>,
-    /// Estimated resemblance to the closest match: 1.0 for exact, else
-    /// cos(π·d/64), the cosine similarity simhash estimates.
+    /// Estimated Jaccard resemblance to the closest match, from the MinHash
+    /// sketches (1.0 for exact).
     pub resemblance: Option<f64>,
     pub campaign: Option<CampaignSummary>,
     /// This message made its campaign bulk for the first time.
     pub newly_bulk: bool,
+    /// Campaign ids this message merged into `campaign`.
+    pub merged: Vec<CampaignId>,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -130,6 +132,7 @@ impl Verdict {
             resemblance: None,
             campaign: None,
             newly_bulk: false,
+            merged: Vec::new(),
             simhash,
             features,
         }

@@ -91,6 +91,11 @@ pub struct WindowConfig {
     pub max_entries: usize,
     /// Near-duplicate radius k: fingerprints within this Hamming distance match.
     pub max_distance: u32,
+    /// MinHash LSH band tables (0 turns the second stage off).
+    pub minhash_bands: usize,
+    /// A band candidate matches when at most this many of its 32 sketch
+    /// values differ (10 ≈ estimated Jaccard 0.58).
+    pub max_sketch_diff: u32,
 }
 
 /// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
@@ -118,6 +123,8 @@ pub struct Thresholds {
     pub suspect_threshold: f64,
     /// Near matches at this distance or less count in full.
     pub strong_distance: u32,
+    /// Matches whose sketch differs in at most this many values count in full.
+    pub strong_sketch_diff: u32,
     /// Weight of a near match farther than `strong_distance`.
     pub weak_match_weight: f64,
 }
@@ -282,6 +289,8 @@ impl Default for Config {
                 window: Duration::from_secs(6 * 3600),
                 max_entries: 1_000_000,
                 max_distance: 3,
+                minhash_bands: 4,
+                max_sketch_diff: 10,
             },
             exact: ExactConfig {
                 bloom_items: 1_000_000,
@@ -296,6 +305,7 @@ impl Default for Config {
                 bulk_threshold: 20.0,
                 suspect_threshold: 5.0,
                 strong_distance: 2,
+                strong_sketch_diff: 5,
                 weak_match_weight: 0.5,
             },
             allow: AllowConfig {
@@ -496,6 +506,12 @@ impl Config {
             if let Some(v) = w.max_distance {
                 c.window.max_distance = in_range("window.max_distance", v, 0, 7)?;
             }
+            if let Some(v) = w.minhash_bands {
+                c.window.minhash_bands = to_usize("window.minhash_bands", v.into(), 0, 16)?;
+            }
+            if let Some(v) = w.max_sketch_diff {
+                c.window.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
+            }
         }
         if let Some(e) = raw.exact {
             if let Some(v) = e.bloom_items {
@@ -532,6 +548,9 @@ impl Config {
             }
             if let Some(v) = t.strong_distance {
                 th.strong_distance = in_range("thresholds.strong_distance", v, 0, 7)?;
+            }
+            if let Some(v) = t.strong_sketch_diff {
+                th.strong_sketch_diff = in_range("thresholds.strong_sketch_diff", v, 0, 32)?;
             }
             if let Some(v) = t.weak_match_weight {
                 th.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;

@@ -63,6 +63,8 @@ pub struct RawWindow {
     pub window_secs: Option<u64>,
     pub max_entries: Option<u64>,
     pub max_distance: Option<u32>,
+    pub minhash_bands: Option<u32>,
+    pub max_sketch_diff: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -87,6 +89,7 @@ pub struct RawThresholds {
     pub bulk_threshold: Option<f64>,
     pub suspect_threshold: Option<f64>,
     pub strong_distance: Option<u32>,
+    pub strong_sketch_diff: Option<u32>,
     pub weak_match_weight: Option<f64>,
 }
 

@@ -1,24 +1,41 @@
-//! Near-duplicate lookup: the sliding [`window::Window`] of recent simhashes
-//! and the permuted [`tables::Tables`] over it.
+//! Near-duplicate lookup: the sliding [`window::Window`] of recent messages,
+//! the permuted block [`tables::Tables`] over their simhashes and the MinHash
+//! [`tables::Bands`] over their band keys.
 //!
-//! [`NearIndex::query`] returns exactly the live entries within Hamming
-//! distance k of a fingerprint (a property test compares it with a brute-force
-//! scan); [`NearIndex::evict_before`] removes entries older than the window
-//! from both structures. No clock: callers pass the time.
+//! An entry matches a query when its simhash is within Hamming distance k
+//! (found exactly, through the block tables), or when it shares a MinHash
+//! band and its b-bit sketch differs in at most `max_sketch_diff` of 32
+//! values (the second stage, for pairs simhash places too far apart).
+//! [`NearIndex::query`] returns exactly those entries (a property test
+//! compares it with a brute-force scan); [`NearIndex::evict_before`] removes
+//! entries older than the window from all structures. No clock: callers pass
+//! the time.
 
 pub mod tables;
 pub mod window;
 
+use crate::minhash::sketch_diff;
 use crate::simhash::hamming;
-use tables::Tables;
+use tables::{Bands, Tables};
 use window::{Entry, Window};
 
 /// A match found in the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Match {
     pub seq: u64,
+    /// Simhash Hamming distance.
     pub distance: u32,
+    /// Differing 2-bit MinHash values (0..=32).
+    pub sketch_diff: u32,
     pub campaign: u32,
+}
+
+/// A query: both fingerprints of a message.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub simhash: u64,
+    pub sketch: u64,
+    pub bands: &'a [u64],
 }
 
 /// Window plus tables, kept in step.
@@ -26,21 +43,37 @@ pub struct Match {
 pub struct NearIndex {
     window: Window,
     tables: Tables,
+    bands: Bands,
+    /// Next band bucket to sweep for stale items.
+    sweep_cursor: usize,
     max_entries: usize,
+    max_sketch_diff: u32,
 }
 
 impl NearIndex {
-    /// An empty index of radius `k` holding at most `max_entries`.
-    pub fn new(k: u32, max_entries: usize) -> NearIndex {
+    /// An empty index of radius `k` holding at most `max_entries`, with
+    /// `bands` MinHash band tables (0 disables the second stage).
+    pub fn new(k: u32, max_entries: usize, bands: usize, max_sketch_diff: u32) -> NearIndex {
         NearIndex {
             window: Window::default(),
             tables: Tables::new(k, max_entries),
+            bands: Bands::new(bands, max_entries),
+            sweep_cursor: 0,
             max_entries: max_entries.max(1),
+            max_sketch_diff,
         }
     }
 
     pub fn radius(&self) -> u32 {
         self.tables.radius()
+    }
+
+    pub fn band_count(&self) -> usize {
+        self.bands.count()
+    }
+
+    pub fn max_sketch_diff(&self) -> u32 {
+        self.max_sketch_diff
     }
 
     pub fn len(&self) -> usize {
@@ -55,29 +88,38 @@ impl NearIndex {
         &self.window
     }
 
-    /// Every live entry within distance k of `h`, each once, sorted by
-    /// distance then sequence number.
-    pub fn query(&self, h: u64) -> Vec<Match> {
+    /// Does entry `e` match the query by the rules above? (`shares_band` is
+    /// known by the caller.)
+    fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32)> {
+        let d = hamming(e.simhash, q.simhash);
+        let sd = sketch_diff(e.sketch, q.sketch);
+        (d <= self.tables.radius() || (shares_band && sd <= self.max_sketch_diff)).then_some((d, sd))
+    }
+
+    /// Every live near entry matching `q`, each once, sorted by sketch
+    /// difference, then distance, then sequence number.
+    pub fn query(&self, q: &Query<'_>) -> Vec<Match> {
         let mut out: Vec<Match> = Vec::new();
-        self.tables.candidates(h, |low| {
+        let consider = |low: u32, shares_band: bool, out: &mut Vec<Match>| {
             if let Some((seq, e)) = self.window.get_by_low(low) {
-                let d = hamming(e.simhash, h);
-                if d <= self.tables.radius() && !out.iter().any(|m| m.seq == seq) {
-                    out.push(Match {
-                        seq,
-                        distance: d,
-                        campaign: e.campaign,
-                    });
+                if out.iter().any(|m| m.seq == seq) {
+                    return;
+                }
+                if let Some((d, sd)) = self.accept(e, q, shares_band) {
+                    out.push(Match { seq, distance: d, sketch_diff: sd, campaign: e.campaign });
                 }
             }
-        });
-        out.sort_unstable_by_key(|m| (m.distance, m.seq));
+        };
+        self.tables.candidates(q.simhash, |low| consider(low, false, &mut out));
+        self.bands.candidates(q.bands, |low| consider(low, true, &mut out));
+        out.sort_unstable_by_key(|m| (m.sketch_diff, m.distance, m.seq));
         out
     }
 
-    /// Adds an entry; if the window is full, the oldest entry leaves first
-    /// and is returned so the caller can update its campaign.
-    pub fn insert(&mut self, e: Entry) -> Option<Entry> {
+    /// Adds an entry (with its band keys; ignored when `e.near` is false);
+    /// if the window is full, the oldest entry leaves first and is returned
+    /// so the caller can update its campaign.
+    pub fn insert(&mut self, e: Entry, bands: &[u64]) -> Option<Entry> {
         let evicted = if self.window.len() >= self.max_entries {
             self.pop_oldest()
         } else {
@@ -86,6 +128,13 @@ impl NearIndex {
         let seq = self.window.push(e);
         if e.near {
             self.tables.insert(e.simhash, seq);
+            self.bands.insert(bands, seq);
+        }
+        if self.bands.count() > 0 {
+            let window = &self.window;
+            self.sweep_cursor = self
+                .bands
+                .sweep(self.sweep_cursor, 4, |low| window.get_by_low(low).is_some());
         }
         evicted
     }
@@ -109,19 +158,11 @@ impl NearIndex {
         }
     }
 
-    /// Rebuilds an index from snapshot parts.
-    pub fn from_parts(k: u32, max_entries: usize, base: u64, entries: Vec<Entry>) -> NearIndex {
-        let mut idx = NearIndex::new(k, max_entries);
-        for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.near) {
-            idx.tables.insert(e.simhash, base + i as u64);
-        }
-        idx.window = Window::from_parts(base, entries);
-        idx
-    }
-
     /// Heap bytes held by window and tables.
     pub fn heap_bytes(&self) -> usize {
-        self.window.heap_bytes() + self.tables.heap_bytes()
+        self.window.heap_bytes()
+            + self.tables.heap_bytes()
+            + self.bands.heap_bytes()
     }
 }
 
@@ -131,7 +172,16 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(h: u64, time: u32) -> Entry {
-        Entry { simhash: h, time, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+        Entry { simhash: h, sketch: h.rotate_left(17), time, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+    }
+
+    fn bands_of(h: u64) -> [u64; 2] {
+        // Synthetic band keys: shared by fingerprints with the same top byte.
+        [h >> 56, (h >> 48) & 0xFF | 0x100]
+    }
+
+    fn q(h: u64, b: &[u64]) -> Query<'_> {
+        Query { simhash: h, sketch: h.rotate_left(17), bands: b }
     }
 
     /// SplitMix64, for reproducible random fingerprints.
@@ -152,24 +202,27 @@ mod tests {
         h
     }
 
-    fn brute(idx: &NearIndex, h: u64) -> Vec<(u64, u32)> {
-        let mut v: Vec<(u64, u32)> = idx
+    /// The oracle: scan every live entry and apply the match rule directly.
+    fn brute(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32)> {
+        let mut v: Vec<(u64, u32, u32)> = idx
             .window()
             .iter()
             .filter_map(|(s, e)| {
                 let d = hamming(e.simhash, h);
-                (d <= idx.radius()).then_some((s, d))
+                let sd = sketch_diff(e.sketch, h.rotate_left(17));
+                let shares = idx.band_count() > 0 && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
+                (d <= idx.radius() || (shares && sd <= idx.max_sketch_diff())).then_some((s, d, sd))
             })
             .collect();
-        v.sort_unstable_by_key(|&(s, d)| (d, s));
-        v
+        v.sort_unstable_by_key(|&(s, d, sd)| (sd, d, s));
+        v.into_iter().map(|(s, d, _)| (s, d)).collect()
     }
 
     #[test]
     fn query_equals_brute_force_on_100k_fingerprints() {
-        for k in [3u32, 4] {
-            let mut st = 42 + u64::from(k);
-            let mut idx = NearIndex::new(k, 200_000);
+        for (k, nbands) in [(3u32, 0usize), (4, 0), (3, 2)] {
+            let mut st = 42 + u64::from(k) + nbands as u64;
+            let mut idx = NearIndex::new(k, 200_000, nbands, 10);
             let mut bases = Vec::new();
             for i in 0..100_000u32 {
                 // Clusters: most fingerprints are a near copy of an earlier one,
@@ -182,13 +235,13 @@ mod tests {
                     let b = bases[(splitmix(&mut st) as usize) % bases.len()];
                     flip(b, (splitmix(&mut st) % u64::from(k + 3)) as u32, &mut st)
                 };
-                idx.insert(entry(h, i));
+                idx.insert(entry(h, i), &bands_of(h));
             }
-            for q in 0..2_000 {
+            for n in 0..1_000 {
                 let b = bases[(splitmix(&mut st) as usize) % bases.len()];
-                let h = flip(b, (q % (k + 3)) as u32, &mut st);
-                let got: Vec<(u64, u32)> = idx.query(h).iter().map(|m| (m.seq, m.distance)).collect();
-                assert_eq!(got, brute(&idx, h), "k={k} query {q}");
+                let h = flip(b, (n % (k + 3)) as u32, &mut st);
+                let got: Vec<(u64, u32)> = idx.query(&q(h, &bands_of(h))).iter().map(|m| (m.seq, m.distance)).collect();
+                assert_eq!(got, brute(&idx, h, &bands_of(h)), "k={k} bands={nbands} query {n}");
             }
         }
     }
@@ -196,29 +249,32 @@ mod tests {
     #[test]
     fn distance_k_is_found_and_k_plus_one_is_not() {
         let mut st = 7;
-        let mut idx = NearIndex::new(3, 1000);
+        let mut idx = NearIndex::new(3, 1000, 0, 0);
         let h = splitmix(&mut st);
-        idx.insert(entry(h, 0));
+        idx.insert(entry(h, 0), &[]);
         for _ in 0..200 {
-            assert_eq!(idx.query(flip(h, 3, &mut st)).len(), 1);
-            assert!(idx.query(flip(h, 4, &mut st)).is_empty());
+            let a = flip(h, 3, &mut st);
+            let b = flip(h, 4, &mut st);
+            assert_eq!(idx.query(&q(a, &[])).len(), 1);
+            assert!(idx.query(&q(b, &[])).is_empty());
         }
     }
 
     #[test]
     fn eviction_by_time_and_by_size() {
-        let mut idx = NearIndex::new(3, 3);
+        let mut idx = NearIndex::new(3, 3, 2, 10);
         for t in 0..3 {
-            assert!(idx.insert(entry(u64::from(t) * 0x1111, t)).is_none());
+            let h = u64::from(t) * 0x1111;
+            assert!(idx.insert(entry(h, t), &bands_of(h)).is_none());
         }
-        let out = idx.insert(entry(0xFFFF, 3)).expect("full window evicts");
+        let out = idx.insert(entry(0xFFFF, 3), &bands_of(0xFFFF)).expect("full window evicts");
         assert_eq!(out.time, 0);
-        assert!(idx.query(0).is_empty());
+        assert!(idx.query(&q(0, &bands_of(0))).iter().all(|m| m.distance > 0));
         let mut gone = Vec::new();
         idx.evict_before(3, |e| gone.push(e.time));
         assert_eq!(gone, vec![1, 2]);
         assert_eq!(idx.len(), 1);
-        assert_eq!(idx.query(0xFFFF).len(), 1);
+        assert_eq!(idx.query(&q(0xFFFF, &bands_of(0xFFFF))).len(), 1);
     }
 
     proptest! {
@@ -226,15 +282,16 @@ mod tests {
         fn eviction_keeps_nothing_older_than_cutoff(times in proptest::collection::vec(0u32..1000, 1..200), cutoff in 0u64..1100) {
             let mut sorted = times.clone();
             sorted.sort_unstable();
-            let mut idx = NearIndex::new(3, 10_000);
+            let mut idx = NearIndex::new(3, 10_000, 2, 10);
             for (i, t) in sorted.iter().enumerate() {
-                idx.insert(entry(i as u64 * 0x9E37_79B9, *t));
+                let h = i as u64 * 0x9E37_79B9;
+                idx.insert(entry(h, *t), &bands_of(h));
             }
             idx.evict_before(cutoff, |_| {});
             prop_assert!(idx.window().iter().all(|(_, e)| u64::from(e.time) >= cutoff));
             prop_assert_eq!(idx.len(), sorted.iter().filter(|t| u64::from(**t) >= cutoff).count());
             for (_, e) in idx.window().iter() {
-                prop_assert!(idx.query(e.simhash).iter().any(|m| m.distance == 0));
+                prop_assert!(idx.query(&q(e.simhash, &bands_of(e.simhash))).iter().any(|m| m.distance == 0));
             }
         }
     }

@@ -1,13 +1,19 @@
-//! Permuted block tables for Hamming search (Manku, Jain, Das Sarma 2007).
+//! Bucket tables over the window: permuted block tables for Hamming search
+//! (Manku, Jain, Das Sarma 2007) and MinHash band tables (LSH).
 //!
-//! The 64 bits are cut into k+1 blocks. Two fingerprints within distance k
-//! differ in at most k bits, so by pigeonhole at least one block is equal in
-//! both. Table t is keyed by (a prefix of) block t: a query looks in one
-//! bucket per table and is sure to meet every fingerprint within distance k,
-//! distance k included. Each bucket item packs the entry's sequence number
-//! (low 32 bits) with 32 other bits of its fingerprint, so most candidates are
-//! rejected without touching the window (the bits are a subset, so this
-//! prefilter never rejects a true match).
+//! **Block tables.** The 64 bits are cut into k+1 blocks. Two fingerprints
+//! within distance k differ in at most k bits, so by pigeonhole at least one
+//! block is equal in both. Table t is keyed by (a prefix of) block t: a query
+//! looks in one bucket per table and is sure to meet every fingerprint within
+//! distance k, distance k included.
+//!
+//! **Band tables.** Table j is keyed by band key j of [`crate::minhash`]; a
+//! query meets every entry that shares at least one band.
+//!
+//! Each bucket item packs the entry's sequence number (low 32 bits) with 32
+//! check bits (other bits of the fingerprint, or the rest of the band key), so
+//! most candidates are rejected without touching the window; the check can
+//! only reject items that cannot match.
 //!
 //! Items enter buckets in sequence order and the window evicts in sequence
 //! order, so an evicted entry is always at the front of each of its buckets:
@@ -15,19 +21,64 @@
 
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, Copy)]
-struct Block {
-    shift: u32,
-    key_bits: u32,
+/// Buckets of (check << 32 | seq) items, indexed by `bits` key bits.
+#[derive(Debug, Clone)]
+struct BucketTable {
+    bits: u32,
+    buckets: Vec<VecDeque<u64>>,
 }
 
-/// k+1 tables of buckets.
-#[derive(Debug, Clone)]
-pub struct Tables {
-    k: u32,
-    blocks: Vec<Block>,
-    buckets: Vec<Vec<VecDeque<u64>>>,
-    items: usize,
+impl BucketTable {
+    fn new(bits: u32) -> BucketTable {
+        BucketTable {
+            bits,
+            buckets: vec![VecDeque::new(); 1usize << bits],
+        }
+    }
+
+    fn index(&self, key: u64) -> usize {
+        (key & ((1u64 << self.bits) - 1)) as usize
+    }
+
+    fn insert(&mut self, key: u64, check: u32, seq: u64) {
+        let i = self.index(key);
+        if let Some(b) = self.buckets.get_mut(i) {
+            b.push_back((u64::from(check) << 32) | (seq & 0xFFFF_FFFF));
+        }
+    }
+
+    fn remove_oldest(&mut self, key: u64, seq: u64) {
+        let low = seq & 0xFFFF_FFFF;
+        let i = self.index(key);
+        let Some(b) = self.buckets.get_mut(i) else {
+            return;
+        };
+        if b.front().is_some_and(|it| it & 0xFFFF_FFFF == low) {
+            b.pop_front();
+        } else if let Some(pos) = b.iter().position(|it| it & 0xFFFF_FFFF == low) {
+            // Not reached while callers keep the eviction-order contract.
+            b.remove(pos);
+        }
+        if b.is_empty() && b.capacity() > 16 {
+            b.shrink_to_fit();
+        }
+    }
+
+    /// Items of the bucket of `key`, as (check, low seq).
+    fn scan(&self, key: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.buckets
+            .get(self.index(key))
+            .into_iter()
+            .flatten()
+            .map(|&it| ((it >> 32) as u32, it as u32))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.buckets
+            .iter()
+            .map(|b| b.capacity() * 8 + std::mem::size_of::<VecDeque<u64>>())
+            .sum()
+    }
 }
 
 /// Bucket index bits for a window of `capacity` entries: about 4 entries per
@@ -35,6 +86,20 @@ pub struct Tables {
 fn table_bits(capacity: usize) -> u32 {
     let log2 = usize::BITS - capacity.max(1).leading_zeros();
     log2.saturating_sub(2).clamp(8, 20)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    shift: u32,
+    key_bits: u32,
+}
+
+/// k+1 permuted block tables over simhashes.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    k: u32,
+    blocks: Vec<Block>,
+    tables: Vec<BucketTable>,
 }
 
 impl Tables {
@@ -54,24 +119,16 @@ impl Tables {
             });
             shift += width;
         }
-        let buckets = blocks
-            .iter()
-            .map(|b| vec![VecDeque::new(); 1usize << b.key_bits])
-            .collect();
-        Tables {
-            k,
-            blocks,
-            buckets,
-            items: 0,
-        }
+        let tables = blocks.iter().map(|b| BucketTable::new(b.key_bits)).collect();
+        Tables { k, blocks, tables }
     }
 
     pub fn radius(&self) -> u32 {
         self.k
     }
 
-    fn key(b: Block, h: u64) -> usize {
-        ((h >> b.shift) & ((1u64 << b.key_bits) - 1)) as usize
+    fn key(b: Block, h: u64) -> u64 {
+        h >> b.shift
     }
 
     /// 32 bits of `h` starting just above the key (wrapping around).
@@ -81,66 +138,99 @@ impl Tables {
 
     /// Adds an entry. Sequence numbers must be added in increasing order.
     pub fn insert(&mut self, h: u64, seq: u64) {
-        for (b, table) in self.blocks.iter().zip(self.buckets.iter_mut()) {
-            let item = (u64::from(Self::check(*b, h)) << 32) | (seq & 0xFFFF_FFFF);
-            if let Some(bucket) = table.get_mut(Self::key(*b, h)) {
-                bucket.push_back(item);
-            }
+        for (b, t) in self.blocks.iter().zip(self.tables.iter_mut()) {
+            t.insert(Self::key(*b, h), Self::check(*b, h), seq);
         }
-        self.items += 1;
     }
 
-    /// Removes the entry `seq` with fingerprint `h`, which must be the oldest
-    /// entry in the tables.
+    /// Removes the entry `seq` with fingerprint `h`, the oldest one present.
     pub fn remove_oldest(&mut self, h: u64, seq: u64) {
-        let low = seq & 0xFFFF_FFFF;
-        for (b, table) in self.blocks.iter().zip(self.buckets.iter_mut()) {
-            let Some(bucket) = table.get_mut(Self::key(*b, h)) else {
-                continue;
-            };
-            if bucket.front().is_some_and(|it| it & 0xFFFF_FFFF == low) {
-                bucket.pop_front();
-            } else if let Some(pos) = bucket.iter().position(|it| it & 0xFFFF_FFFF == low) {
-                // Not reached when callers keep the contract; kept for safety.
-                bucket.remove(pos);
-            }
-            if bucket.is_empty() && bucket.capacity() > 16 {
-                bucket.shrink_to_fit();
-            }
+        for (b, t) in self.blocks.iter().zip(self.tables.iter_mut()) {
+            t.remove_oldest(Self::key(*b, h), seq);
         }
-        self.items = self.items.saturating_sub(1);
     }
 
     /// Calls `found(low_seq)` for every candidate that passes the prefilter
     /// in some table. A candidate can be reported once per table it matches.
     pub fn candidates(&self, h: u64, mut found: impl FnMut(u32)) {
-        for (b, table) in self.blocks.iter().zip(&self.buckets) {
+        for (b, t) in self.blocks.iter().zip(&self.tables) {
             let q = Self::check(*b, h);
-            let Some(bucket) = table.get(Self::key(*b, h)) else {
-                continue;
-            };
-            for &item in bucket {
-                if ((item >> 32) as u32 ^ q).count_ones() <= self.k {
-                    found(item as u32);
+            for (check, low) in t.scan(Self::key(*b, h)) {
+                if (check ^ q).count_ones() <= self.k {
+                    found(low);
                 }
             }
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.items
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items == 0
-    }
-
-    /// Bytes of heap held by buckets (capacity, not length).
     pub fn heap_bytes(&self) -> usize {
-        self.buckets
-            .iter()
-            .flatten()
-            .map(|b| b.capacity() * 8 + std::mem::size_of::<VecDeque<u64>>())
-            .sum()
+        self.tables.iter().map(BucketTable::heap_bytes).sum()
+    }
+}
+
+/// One table per MinHash band.
+#[derive(Debug, Clone)]
+pub struct Bands {
+    tables: Vec<BucketTable>,
+}
+
+impl Bands {
+    /// `n` band tables (0 disables the stage) for up to `capacity` entries.
+    pub fn new(n: usize, capacity: usize) -> Bands {
+        let bits = table_bits(capacity);
+        Bands {
+            tables: (0..n).map(|_| BucketTable::new(bits)).collect(),
+        }
+    }
+
+    pub fn count(&self) -> usize {
+        self.tables.len()
+    }
+
+    pub fn insert(&mut self, bands: &[u64], seq: u64) {
+        for (t, key) in self.tables.iter_mut().zip(bands) {
+            t.insert(*key, (key >> 32) as u32, seq);
+        }
+    }
+
+    /// Drops stale items (those `live` rejects) from the front of `count`
+    /// buckets per table starting at `start`, and returns where to start
+    /// next. Band keys are not kept per entry (that would cost 8 bytes per
+    /// band per entry), so band items are deleted lazily: a stale item never
+    /// matches (its sequence number is no longer in the window), and this
+    /// sweep, run a few buckets per insertion, keeps their number bounded.
+    pub fn sweep(&mut self, start: usize, count: usize, live: impl Fn(u32) -> bool) -> usize {
+        let mut next = start;
+        for t in &mut self.tables {
+            let n = t.buckets.len();
+            for i in 0..count {
+                if let Some(b) = t.buckets.get_mut((start + i) % n.max(1)) {
+                    while b.front().is_some_and(|it| !live(*it as u32)) {
+                        b.pop_front();
+                    }
+                    if b.is_empty() && b.capacity() > 16 {
+                        b.shrink_to_fit();
+                    }
+                }
+            }
+            next = (start + count) % n.max(1);
+        }
+        next
+    }
+
+    /// Calls `found(low_seq)` for every entry sharing a band key.
+    pub fn candidates(&self, bands: &[u64], mut found: impl FnMut(u32)) {
+        for (t, key) in self.tables.iter().zip(bands) {
+            let q = (key >> 32) as u32;
+            for (check, low) in t.scan(*key) {
+                if check == q {
+                    found(low);
+                }
+            }
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.tables.iter().map(BucketTable::heap_bytes).sum()
     }
 }

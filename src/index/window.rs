@@ -7,10 +7,12 @@
 
 use std::collections::VecDeque;
 
-/// One message in the window. 24 bytes.
+/// One message in the window. 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     pub simhash: u64,
+    /// b-bit MinHash sketch (see `crate::minhash`).
+    pub sketch: u64,
     /// Arrival time, Unix seconds (u32 lasts until 2106).
     pub time: u32,
     /// Campaign slot (see `campaign::Campaigns`).
@@ -97,12 +99,12 @@ mod tests {
     use super::*;
 
     fn e(s: u64) -> Entry {
-        Entry { simhash: s, time: 0, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+        Entry { simhash: s, sketch: 0, time: 0, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
     }
 
     #[test]
-    fn entry_is_24_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 24);
+    fn entry_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
     }
 
     #[test]

@@ -11,7 +11,10 @@
 pub mod html;
 pub mod normalize;
 
-use mail_parser::{Message, MessageParser, MessagePart, PartType};
+use base64::Engine as _;
+use mail_parser::decoders::charsets::map::charset_decoder;
+use mail_parser::{Encoding, Message, MessageParser, MessagePart, MimeHeaders, PartType};
+use std::borrow::Cow;
 use sha2::{Digest, Sha256};
 
 use crate::config::ScanConfig;
@@ -94,7 +97,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     let before = body.text.len();
     for &id in &message.html_body {
         if let Some(part) = message.parts.get(id as usize) {
-            add_part(part, limit, body);
+            add_part(message, part, limit, body);
         }
     }
     // Some broken messages (a missing closing boundary, odd content types)
@@ -102,7 +105,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     if body.text.len() == before {
         for part in &message.parts {
             if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
-                add_part(part, limit, body);
+                add_part(message, part, limit, body);
             }
         }
     }
@@ -126,7 +129,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     }
 }
 
-fn add_part(part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
+fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
     if body.text.len() >= limit {
         body.truncated = true;
         return;
@@ -134,9 +137,26 @@ fn add_part(part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
     if !body.text.is_empty() {
         body.text.push_str("\n\n");
     }
-    match &part.body {
-        PartType::Html(html) => html::to_text(html, &mut body.text, &mut body.urls, limit),
-        PartType::Text(text) => {
+    // On a failed decode mail-parser keeps the raw text and resets
+    // `encoding`, so the header says what it was.
+    let declared_base64 = part
+        .content_transfer_encoding()
+        .is_some_and(|e| e.trim().eq_ignore_ascii_case("base64"));
+    let redecoded = if part.is_encoding_problem && (part.encoding == Encoding::Base64 || declared_base64) {
+        lenient_base64_text(message, part)
+    } else {
+        None
+    };
+    let content: Option<(bool, &str)> = match (&redecoded, &part.body) {
+        (Some(t), PartType::Html(_)) => Some((true, t.as_ref())),
+        (Some(t), _) => Some((false, t.as_ref())),
+        (None, PartType::Html(h)) => Some((true, h.as_ref())),
+        (None, PartType::Text(t)) => Some((false, t.as_ref())),
+        _ => None,
+    };
+    match content {
+        Some((true, html)) => html::to_text(html, &mut body.text, &mut body.urls, limit),
+        Some((false, text)) => {
             let room = limit.saturating_sub(body.text.len());
             let mut end = room.min(text.len());
             while !text.is_char_boundary(end) {
@@ -152,6 +172,39 @@ fn add_part(part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// Decodes a base64 text part that mail-parser could not decode (seen in
+/// real spam: a missing closing boundary, stray characters, bad padding),
+/// skipping every byte outside the base64 alphabet, then its charset.
+fn lenient_base64_text(message: &Message<'_>, part: &MessagePart<'_>) -> Option<String> {
+    let raw = message
+        .raw_message
+        .get(part.offset_body as usize..part.offset_end as usize)?;
+    let mut clean: Vec<u8> = raw
+        .iter()
+        .copied()
+        .filter(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
+        .collect();
+    clean.truncate(clean.len() - clean.len() % 4 + if clean.len() % 4 >= 2 { clean.len() % 4 } else { 0 });
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    let bytes = engine.decode(&clean).ok()?;
+    let decoder = part
+        .content_type()
+        .and_then(|ct| ct.attribute("charset"))
+        .and_then(|c| charset_decoder(c.as_bytes()));
+    Some(match decoder {
+        Some(d) => d(&bytes),
+        None => match String::from_utf8_lossy(&bytes) {
+            Cow::Borrowed(s) => s.to_owned(),
+            Cow::Owned(s) => s,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -193,6 +246,16 @@ mod tests {
         );
         assert_eq!(b.attachments.len(), 1);
         assert_eq!(b.attachments[0], <[u8; 32]>::from(Sha256::digest([0u8, 1, 2])));
+    }
+
+    #[test]
+    fn base64_part_without_closing_boundary_still_gives_text() {
+        let b64 = "SGVscCB3YW50ZWQuIFdlIGFyZSBsb29raW5nIGZvciByZXBzLg0K";
+        let raw = format!(
+            "Subject: x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\nContent-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: base64\n\n{b64}\n!!\n"
+        );
+        let b = parsed(&raw);
+        assert!(b.text.contains("Help wanted. We are looking for reps."), "{:?}", b.text);
     }
 
     #[test]

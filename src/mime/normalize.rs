@@ -159,17 +159,24 @@ fn is_attribution(t: &str) -> bool {
     t.len() < 200 && (t.ends_with("wrote:") || t.ends_with("writes:") || t.ends_with("schrieb:"))
 }
 
-/// A line that opens a signature or footer block.
+/// A line that opens a signature or footer block: the signature delimiter
+/// (RFC 3676 section 4.3), or a rule of one repeated character (`_-=*~#`)
+/// that may carry a label, as list software writes them
+/// (`------ Yahoo! Groups Sponsor ------~-->`).
 fn is_separator(line: &str) -> bool {
     if line == "-- " || line == "--" {
         return true;
     }
     let t = line.trim();
-    let mut chars = t.chars();
-    let Some(first) = chars.next() else {
+    let Some(first) = t.chars().next() else {
         return false;
     };
-    t.len() >= 10 && matches!(first, '_' | '-' | '=' | '*' | '~') && t.chars().all(|c| c == first)
+    if t.len() < 10 || !matches!(first, '_' | '-' | '=' | '*' | '~' | '#') {
+        return false;
+    }
+    let lead = t.chars().take_while(|c| *c == first).count();
+    let rule = t.chars().filter(|c| matches!(c, '_' | '-' | '=' | '*' | '~' | '#')).count();
+    lead >= 4 && rule * 2 >= t.chars().count()
 }
 
 /// Cuts at the first separator line that has at most [`FOOTER_MAX_LINES`]
@@ -338,7 +345,12 @@ fn flush_word(word: &mut String, personal: &Personal, cfg: &NormalizeConfig, out
                 in_digits = false;
             }
         }
-        push_token(&folded, out, open);
+        // A token that is only a number carries nothing that survives
+        // personalization (amounts, ids, dates), and the same number can be
+        // written as one token or several ("1234", "12-34").
+        if folded != "#" {
+            push_token(&folded, out, open);
+        }
     } else {
         push_token(&w, out, open);
     }
@@ -457,7 +469,7 @@ mod tests {
 
     #[test]
     fn digits_fold_and_random_tokens_drop() {
-        assert_eq!(norm("Order 12345 ref a8f3k2j9x0 total $1,299"), "order # ref total # #");
+        assert_eq!(norm("Order 12345 ref a8f3k2j9x0 total $1,299 v2"), "order ref total v#");
         assert_eq!(norm("xkcdqwrtz hello"), "hello");
     }
 
@@ -487,6 +499,15 @@ mod tests {
         let long: String = (0..30).map(|i| format!("line number {i} of the offer\n")).collect();
         let text = format!("Intro.\n==========\n{long}");
         assert!(norm(&text).contains("offer"));
+    }
+
+    #[test]
+    fn labelled_rule_opens_a_footer() {
+        assert_eq!(
+            norm("Nice find.\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nDVDs Free\nhttp://us.click.yahoo.com/x\n"),
+            "nice find"
+        );
+        assert!(!is_separator("--- a sentence that only starts with dashes, and goes on"));
     }
 
     #[test]

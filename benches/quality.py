@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Quality of bulkwatch's campaign detection, measured against independent truth.
+
+Two measurements, both printed as tables:
+
+1. Near-identical real mail (--corpus DIR): every pair of messages in the
+   SpamAssassin mboxes whose decoded, tag-stripped, lower-cased text has
+   Jaccard >= 0.8 on word 4-shingles (computed here with Python's email
+   package, not with bulkwatch's parser) should share a bulkwatch campaign id
+   ("linked"); precision is the share of pairs bulkwatch links whose Jaccard
+   is >= 0.5 (and, stricter, >= 0.8).
+
+2. Campaign detection on a mixed stream (--fixtures DIR): the synthetic
+   campaigns of fixtures/mbox/campaigns.mbox interleaved (seeded shuffle)
+   with real ham and spam from the corpus, replayed at --bulk-threshold.
+   Campaign recall: share of campaigns with at least one message flagged
+   bulk; message recall: share of messages past the threshold-th of their
+   campaign that are flagged bulk; ids per campaign: distinct final campaign
+   ids over a campaign's messages; ham flagged: real ham messages flagged bulk.
+
+Usage:
+  cargo build --release
+  python3 benches/quality.py --bin target/release/bulkwatch \
+      --corpus ../shared/corpus --fixtures fixtures [--bulk-threshold 5]
+
+Nothing here writes into the repository; the mixed mbox goes to a temp dir.
+"""
+import argparse, collections, email, email.policy, json, mailbox, os, random, re, subprocess, sys, tempfile
+
+TAG = re.compile(r'<[^>]*>')
+WORD = re.compile(r'\w+')
+
+def text_of(raw):
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    except Exception:
+        return ''
+    parts = []
+    for p in msg.walk():
+        if p.get_content_maintype() != 'text':
+            continue
+        try:
+            payload = p.get_payload(decode=True) or b''
+            cs = p.get_content_charset() or 'latin-1'
+            try:
+                t = payload.decode(cs, errors='replace')
+            except LookupError:
+                t = payload.decode('latin-1', errors='replace')
+        except Exception:
+            continue
+        if p.get_content_subtype() == 'html':
+            t = TAG.sub(' ', t)
+        parts.append(t)
+    return ' '.join(parts).lower()
+
+def shingles(text, k=4):
+    w = WORD.findall(text)
+    return {tuple(w[i:i + k]) for i in range(max(0, len(w) - k + 1))}
+
+def mbox_messages(path):
+    mb = mailbox.mbox(path, create=False)
+    for key in mb.keys():
+        yield mb.get_bytes(key)
+
+def run_replay(binary, paths, threshold, extra=()):
+    out = subprocess.run([binary, 'replay', '--format', 'jsonl', '--bulk-threshold', str(threshold), *extra, *paths],
+                         capture_output=True, check=False)
+    if out.returncode not in (0, 1):
+        sys.exit('replay failed: ' + out.stderr.decode(errors='replace'))
+    return [json.loads(l) for l in out.stdout.decode().splitlines()]
+
+def near_identical(args):
+    names = ['sa-spam.mbox', 'sa-easy-ham.mbox', 'sa-hard-ham.mbox']
+    paths = [os.path.join(args.corpus, n) for n in names]
+    sets, msgs = [], 0
+    for p in paths:
+        for raw in mbox_messages(p):
+            sets.append(shingles(text_of(raw)))
+    recs = run_replay(args.bin, paths, args.bulk_threshold)
+    assert len(recs) == len(sets), (len(recs), len(sets))
+    inv = collections.defaultdict(list)
+    for i, s in enumerate(sets):
+        for sh in s:
+            inv[sh].append(i)
+    inter = collections.Counter()
+    for ids in inv.values():
+        if len(ids) > 200:  # boilerplate shingle shared by many: skip as a candidate source
+            continue
+        for a in range(len(ids)):
+            for b in range(a + 1, len(ids)):
+                inter[(ids[a], ids[b])] += 1
+    def jac(i, j):
+        si, sj = sets[i], sets[j]
+        if not si or not sj:
+            return 0.0
+        return len(si & sj) / len(si | sj)
+    truth = [(i, j) for (i, j), c in inter.items() if c > 0 and jac(i, j) >= 0.8]
+    camp = [r['campaign'] for r in recs]
+    linked_truth = sum(1 for i, j in truth if camp[i] is not None and camp[i] == camp[j])
+    groups = collections.defaultdict(list)
+    for i, c in enumerate(camp):
+        if c is not None:
+            groups[c].append(i)
+    linked = [(g[a], g[b]) for g in groups.values() for a in range(len(g)) for b in range(a + 1, len(g))]
+    ok5 = sum(1 for i, j in linked if jac(i, j) >= 0.5)
+    ok8 = sum(1 for i, j in linked if jac(i, j) >= 0.8)
+    print('near-identical real pairs (Jaccard >= 0.8, word 4-shingles):', len(truth))
+    print('  linked by bulkwatch (same campaign): %d = %.4f' % (linked_truth, linked_truth / max(1, len(truth))))
+    print('  pairs bulkwatch links: %d; with Jaccard >= 0.5: %.4f; >= 0.8: %.4f' % (
+        len(linked), ok5 / max(1, len(linked)), ok8 / max(1, len(linked))))
+    bad = [(i, j, round(jac(i, j), 3)) for i, j in linked if jac(i, j) < 0.5][:10]
+    if bad:
+        print('  linked pairs below 0.5 (global index i, j, Jaccard):', bad)
+    missed = [(i, j, round(jac(i, j), 3)) for i, j in truth if not (camp[i] is not None and camp[i] == camp[j])][:10]
+    if missed:
+        print('  missed pairs (i, j, Jaccard):', missed)
+
+def mixed_stream(args):
+    labels = {}
+    with open(os.path.join(args.fixtures, 'labels.tsv')) as f:
+        next(f)
+        for line in f:
+            mb, idx, mid, label = line.rstrip('\n').split('\t')
+            labels[(mb, int(idx))] = label
+    items = []
+    for i, raw in enumerate(mbox_messages(os.path.join(args.fixtures, 'mbox', 'campaigns.mbox'))):
+        items.append((labels[('campaigns.mbox', i + 1)], raw))
+    for name, label in [('sa-easy-ham.mbox', 'ham'), ('sa-hard-ham.mbox', 'ham'), ('sa-spam.mbox', 'spam')]:
+        for raw in mbox_messages(os.path.join(args.corpus, name)):
+            items.append((label, raw))
+    # Interleave: campaigns keep their internal order, positions are shuffled.
+    rng = random.Random(args.seed)
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    by_label = collections.defaultdict(list)
+    for i, (label, _) in enumerate(items):
+        by_label[label].append(i)
+    slots = collections.defaultdict(list)
+    for pos, i in enumerate(order):
+        slots[items[i][0]].append(pos)
+    placed = [None] * len(items)
+    for label, idxs in by_label.items():
+        for pos, i in zip(sorted(slots[label]), idxs):
+            placed[pos] = i
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, 'mixed.mbox')
+        with open(path, 'wb') as f:
+            for i in placed:
+                raw = items[i][1]
+                f.write(b'From MAILER-DAEMON Thu Jan  1 00:00:00 1970\n')
+                for line in raw.split(b'\n'):
+                    if re.match(rb'^>*From ', line):
+                        line = b'>' + line
+                    f.write(line + b'\n')
+                f.write(b'\n')
+        recs = run_replay(args.bin, [path], args.bulk_threshold)
+    assert len(recs) == len(placed), (len(recs), len(placed))
+    per = collections.defaultdict(list)
+    for r, i in zip(recs, placed):
+        per[items[i][0]].append(r)
+    ham = per.pop('ham', [])
+    spam = per.pop('spam', [])
+    print('mixed stream: %d messages, %d campaigns, %d ham, %d spam, bulk_threshold %s' % (
+        len(recs), len(per), len(ham), len(spam), args.bulk_threshold))
+    print('%-6s %5s %8s %9s %6s' % ('label', 'msgs', 'flagged', 'msgrecall', 'ids'))
+    caught, ids_total, past_total, past_flagged = 0, 0, 0, 0
+    for label in sorted(per):
+        rs = per[label]
+        flagged = sum(1 for r in rs if r['level'] == 'bulk')
+        past = rs[int(args.bulk_threshold):]
+        pf = sum(1 for r in past if r['level'] == 'bulk')
+        ids = len({r['campaign'] for r in rs if r['campaign'] is not None})
+        caught += flagged > 0
+        ids_total += ids
+        past_total += len(past)
+        past_flagged += pf
+        print('%-6s %5d %8d %9.3f %6d' % (label, len(rs), flagged, pf / max(1, len(past)), ids))
+    print('campaign recall: %.3f  message recall past threshold: %.3f  ids per campaign: %.2f' % (
+        caught / max(1, len(per)), past_flagged / max(1, past_total), ids_total / max(1, len(per))))
+    hf = [r for r in ham if r['level'] == 'bulk']
+    print('ham flagged bulk: %d of %d; spam flagged bulk: %d of %d' % (
+        len(hf), len(ham), sum(1 for r in spam if r['level'] == 'bulk'), len(spam)))
+    for r in hf[:10]:
+        print('  ham flagged:', r['message_id'], r['campaign'], r['campaign_size'])
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--bin', default='target/release/bulkwatch')
+    ap.add_argument('--corpus', default='../shared/corpus')
+    ap.add_argument('--fixtures')
+    ap.add_argument('--bulk-threshold', type=float, default=5)
+    ap.add_argument('--seed', type=int, default=1)
+    args = ap.parse_args()
+    if args.corpus and os.path.isdir(args.corpus):
+        near_identical(args)
+    if args.fixtures:
+        mixed_stream(args)
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,106 @@
+//! The command line: `serve`, `replay`, `scan`, `tune`, `check-config`.
+//!
+//! Each command lives in its own file with an args struct and a `run`
+//! function returning an [`ExitCode`]-like status or a [`CliError`]. Exit
+//! codes: 0 ok, 1 bulk found (`scan`, `replay`), 2 error.
+
+pub mod check_config;
+pub mod replay;
+pub mod scan;
+pub mod tune;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, ConfigError};
+
+/// Errors a command reports before exiting with status 2.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("configuration error")]
+    Config(#[from] ConfigError),
+    #[error("cannot read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Usage(String),
+    #[error("{what}")]
+    Other {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// What a command ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    BulkFound,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "bulkwatch", version, about = "Catch bulk, near-identical mail campaigns as they stream in", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the milter daemon for Postfix.
+    Serve(crate::milter::serve::ServeArgs),
+    /// Feed mbox files through the engine and report what it would flag.
+    Replay(replay::ReplayArgs),
+    /// Explain the fingerprint and verdict of one message.
+    Scan(scan::ScanArgs),
+    /// Sweep radius and thresholds over a labelled mbox and propose values.
+    Tune(tune::TuneArgs),
+    /// Validate a configuration file and print the effective settings.
+    CheckConfig(check_config::CheckConfigArgs),
+}
+
+/// Loads `path`, or the built-in defaults when `None`.
+///
+/// # Errors
+/// The file cannot be read or is invalid.
+pub fn load_config(path: Option<&PathBuf>) -> Result<Config, CliError> {
+    match path {
+        Some(p) => Ok(Config::load(p)?),
+        None => Ok(Config::default()),
+    }
+}
+
+/// Runs the parsed command line.
+///
+/// # Errors
+/// Whatever the command reports; `main` prints it with its causes.
+pub fn run(cli: Cli) -> Result<Outcome, CliError> {
+    match cli.command {
+        Command::Serve(a) => crate::milter::serve::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Scan(a) => scan::run(a),
+        Command::Tune(a) => tune::run(a),
+        Command::CheckConfig(a) => check_config::run(a),
+    }
+}
+
+/// Prints an error and each of its causes on its own line, to stderr.
+pub fn print_error(err: &dyn std::error::Error) {
+    eprintln!("bulkwatch: error: {err}");
+    let mut source = err.source();
+    while let Some(s) = source {
+        eprintln!("  caused by: {s}");
+        source = s.source();
+    }
+}

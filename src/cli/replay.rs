@@ -1,0 +1,143 @@
+//! `bulkwatch replay MBOX...`: what bulkwatch would have flagged.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::{load_config, CliError, Outcome};
+use crate::replay::{replay_files, Record, ReplayOptions, ReplaySummary};
+use crate::verdict::Level;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Table,
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Configuration file (default: built-in defaults).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Output format: a table, or one JSON object per message (see README).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Override thresholds.bulk_threshold.
+    #[arg(long)]
+    pub bulk_threshold: Option<f64>,
+    /// Simulated messages per second (default 1: one second apart).
+    #[arg(long, default_value_t = 1.0)]
+    pub rate: f64,
+    /// mbox files, replayed in the order given.
+    #[arg(required = true)]
+    pub mbox: Vec<PathBuf>,
+}
+
+pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
+    let mut cfg = load_config(args.config.as_ref())?;
+    if let Some(t) = args.bulk_threshold {
+        if !(t >= 1.0) {
+            return Err(CliError::Usage("--bulk-threshold must be at least 1".into()));
+        }
+        cfg.thresholds.bulk_threshold = t;
+        cfg.thresholds.suspect_threshold = cfg.thresholds.suspect_threshold.min(t);
+    }
+    if !(args.rate > 0.0 && args.rate.is_finite()) {
+        return Err(CliError::Usage("--rate must be a positive number".into()));
+    }
+    let bar = if std::io::stderr().is_terminal() {
+        let total: u64 = args.mbox.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(format!("replaying {} bytes", total));
+        Some(pb)
+    } else {
+        None
+    };
+    let summary = replay_files(&args.mbox, &cfg, ReplayOptions { rate: args.rate }, |n| {
+        if let Some(b) = &bar {
+            b.inc(n);
+        }
+    })
+    .map_err(|(path, source)| CliError::Read { path, source })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let res = match args.format {
+        Format::Jsonl => write_jsonl(&mut out, &summary),
+        Format::Table => write_table(&mut out, &summary),
+    };
+    res.and_then(|_| out.flush()).map_err(|source| CliError::Write { path: "stdout".into(), source })?;
+    Ok(if summary.count(Level::Bulk) > 0 { Outcome::BulkFound } else { Outcome::Ok })
+}
+
+/// The JSON object of one record: the jsonl contract (README).
+pub fn record_json(r: &Record) -> serde_json::Value {
+    serde_json::json!({
+        "n": r.n,
+        "message_id": r.message_id,
+        "level": r.level.as_str(),
+        "campaign": r.campaign.map(|c| c.to_string()),
+        "campaign_size": r.campaign_size,
+        "exact": r.exact,
+        "distance": r.distance,
+        "resemblance": r.resemblance.map(|x| (x * 10_000.0).round() / 10_000.0),
+        "mbox": r.mbox,
+        "index": r.index,
+        "features": r.features,
+        "skip_reason": r.skip_reason,
+    })
+}
+
+fn write_jsonl(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
+    for r in &s.records {
+        writeln!(out, "{}", record_json(r))?;
+    }
+    Ok(())
+}
+
+fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
+    writeln!(out, "{:>6}  {:<8} {:<12} {:>6} {:>4}  subject", "n", "level", "campaign", "size", "dist")?;
+    for r in &s.records {
+        writeln!(
+            out,
+            "{:>6}  {:<8} {:<12} {:>6} {:>4}  {}",
+            r.n,
+            r.level.as_str(),
+            r.campaign.map_or("-".to_owned(), |c| c.to_string()),
+            r.campaign_size,
+            r.distance.map_or("-".to_owned(), |d| d.to_string()),
+            r.subject.as_deref().unwrap_or("").chars().take(60).collect::<String>()
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "messages: {}  clean: {}  suspect: {}  bulk: {}  allowed: {}  skipped: {}  unreadable: {}",
+        s.records.len(),
+        s.count(Level::Clean),
+        s.count(Level::Suspect),
+        s.count(Level::Bulk),
+        s.count(Level::Allowed),
+        s.count(Level::Skipped),
+        s.read_errors
+    )?;
+    let campaigns = s.campaigns();
+    writeln!(out, "campaigns of 2 or more messages: {}", campaigns.len())?;
+    writeln!(out, "{:<12} {:>6} {:>7} {:>7}  {:<8} sample subject", "campaign", "msgs", "first", "last", "level")?;
+    for c in campaigns.iter().take(50) {
+        writeln!(
+            out,
+            "{:<12} {:>6} {:>7} {:>7}  {:<8} {}",
+            c.id.to_string(),
+            c.messages,
+            c.first_n,
+            c.last_n,
+            c.max_level.as_str(),
+            c.sample_subject.as_deref().unwrap_or("").chars().take(60).collect::<String>()
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! The `bulkwatch` binary: parse arguments, dispatch, map the outcome to an
+//! exit code (0 ok, 1 bulk found, 2 error).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = bulkwatch::cli::Cli::parse();
+    match bulkwatch::cli::run(cli) {
+        Ok(bulkwatch::cli::Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(bulkwatch::cli::Outcome::BulkFound) => ExitCode::from(1),
+        Err(e) => {
+            bulkwatch::cli::print_error(&e);
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! The milter adapter.
+pub mod serve;

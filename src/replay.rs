@@ -1,0 +1,240 @@
+//! Replaying mailboxes through the engine with simulated time.
+//!
+//! This is the library function behind `bulkwatch replay` and `bulkwatch
+//! tune`, and the one the tests call. Messages are fed in file order; the
+//! clock starts at [`REPLAY_EPOCH`] and advances by `1 / rate` seconds per
+//! message (one second by default), because Date headers are often wrong.
+//! An mbox has no envelope: each message counts as one recipient (it was
+//! delivered to one mailbox), and the recipient names used for stripping
+//! personalization come from its To and Cc headers.
+//!
+//! Campaign ids in the returned records are the final ids: a campaign that
+//! was later merged into an older one is reported under the older id.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use mail_parser::mailbox::mbox::MessageIterator;
+
+use crate::campaign::CampaignId;
+use crate::config::Config;
+use crate::engine::{Engine, Envelope, UnixSecs};
+use crate::verdict::{Level, Verdict};
+
+/// Simulated time of the first message: 2024-01-01T00:00:00Z.
+pub const REPLAY_EPOCH: u64 = 1_704_067_200;
+
+/// Options of a replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Messages per simulated second (1.0: one second apart).
+    pub rate: f64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { rate: 1.0 }
+    }
+}
+
+/// One replayed message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// 1-based index over all inputs.
+    pub n: usize,
+    pub mbox: String,
+    /// 1-based index within its mbox.
+    pub index: usize,
+    pub message_id: Option<String>,
+    pub level: Level,
+    /// Final campaign id (after merges).
+    pub campaign: Option<CampaignId>,
+    /// Campaign recipients when this message was judged.
+    pub campaign_size: u64,
+    pub exact: bool,
+    pub distance: Option<u32>,
+    pub resemblance: Option<f64>,
+    pub features: usize,
+    pub simhash: Option<u64>,
+    pub subject: Option<String>,
+    pub skip_reason: Option<&'static str>,
+}
+
+/// A campaign found by the replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignReport {
+    pub id: CampaignId,
+    pub messages: usize,
+    pub first_n: usize,
+    pub last_n: usize,
+    pub max_level: Level,
+    pub sample_subject: Option<String>,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Default)]
+pub struct ReplaySummary {
+    pub records: Vec<Record>,
+    /// Messages that could not be read from an mbox (I/O errors).
+    pub read_errors: usize,
+    pub by_level: HashMap<&'static str, usize>,
+}
+
+impl ReplaySummary {
+    /// Campaigns of two or more messages, largest first.
+    pub fn campaigns(&self) -> Vec<CampaignReport> {
+        let mut map: HashMap<CampaignId, CampaignReport> = HashMap::new();
+        for r in &self.records {
+            let Some(id) = r.campaign else { continue };
+            let e = map.entry(id).or_insert(CampaignReport {
+                id,
+                messages: 0,
+                first_n: r.n,
+                last_n: r.n,
+                max_level: Level::Clean,
+                sample_subject: r.subject.clone(),
+            });
+            e.messages += 1;
+            e.last_n = r.n;
+            if matches!(r.level, Level::Suspect | Level::Bulk) && r.level > e.max_level {
+                e.max_level = r.level;
+            }
+        }
+        let mut v: Vec<CampaignReport> = map.into_values().filter(|c| c.messages >= 2).collect();
+        v.sort_by(|a, b| b.messages.cmp(&a.messages).then(a.first_n.cmp(&b.first_n)));
+        v
+    }
+
+    pub fn count(&self, level: Level) -> usize {
+        self.by_level.get(level.as_str()).copied().unwrap_or(0)
+    }
+}
+
+/// Union-find over campaign ids merged during the replay.
+#[derive(Default)]
+struct Merges(HashMap<CampaignId, CampaignId>);
+
+impl Merges {
+    fn find(&self, mut id: CampaignId) -> CampaignId {
+        for _ in 0..10_000 {
+            match self.0.get(&id) {
+                Some(next) if *next != id => id = *next,
+                _ => break,
+            }
+        }
+        id
+    }
+}
+
+/// Streams the messages of one mbox: (index, bytes) or an I/O error.
+pub fn read_mbox(reader: impl BufRead) -> impl Iterator<Item = std::io::Result<Vec<u8>>> {
+    MessageIterator::new(reader).map(|m| m.map(|m| m.unwrap_contents()))
+}
+
+/// The replay state, fed one message at a time.
+pub struct Replayer {
+    engine: Engine,
+    opts: ReplayOptions,
+    merges: Merges,
+    pub summary: ReplaySummary,
+}
+
+impl Replayer {
+    pub fn new(cfg: &Config, opts: ReplayOptions) -> Replayer {
+        Replayer {
+            engine: Engine::new(cfg),
+            opts,
+            merges: Merges::default(),
+            summary: ReplaySummary::default(),
+        }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Simulated time of message `n` (1-based).
+    fn time_of(&self, n: usize) -> UnixSecs {
+        let secs = (n.saturating_sub(1) as f64 / self.opts.rate.max(1e-9)).floor();
+        UnixSecs(REPLAY_EPOCH + secs.min(1e12) as u64)
+    }
+
+    /// Feeds one message and returns its verdict.
+    pub fn feed(&mut self, mbox: &str, index: usize, raw: &[u8]) -> Verdict {
+        let n = self.summary.records.len() + 1;
+        let env = Envelope::default();
+        let a = crate::engine::analyze(raw, &env, self.engine.config());
+        let v = self.engine.decide(&a, &env, self.time_of(n));
+        if let Some(c) = &v.campaign {
+            for m in &v.merged {
+                self.merges.0.insert(*m, c.id);
+            }
+        }
+        *self.summary.by_level.entry(v.level.as_str()).or_default() += 1;
+        self.summary.records.push(Record {
+            n,
+            mbox: mbox.to_owned(),
+            index,
+            message_id: a.message_id.clone(),
+            level: v.level,
+            campaign: v.campaign.as_ref().map(|c| c.id),
+            campaign_size: v.campaign.as_ref().map_or(0, |c| c.recipients),
+            exact: v.exact,
+            distance: v.distance,
+            resemblance: v.resemblance,
+            features: v.features,
+            simhash: v.simhash,
+            subject: a.subject.clone(),
+            skip_reason: v.skip.map(|s| s.as_str()),
+        });
+        v
+    }
+
+    /// Counts a message that could not be read.
+    pub fn read_error(&mut self) {
+        self.summary.read_errors += 1;
+    }
+
+    /// Resolves campaign ids through the merges and returns the summary.
+    pub fn finish(mut self) -> ReplaySummary {
+        for r in &mut self.summary.records {
+            if let Some(id) = r.campaign {
+                r.campaign = Some(self.merges.find(id));
+            }
+        }
+        self.summary
+    }
+}
+
+/// Replays mbox files in order. `progress` is called after each message.
+///
+/// # Errors
+/// Opening a file fails: the path and the I/O error.
+pub fn replay_files(
+    paths: &[PathBuf],
+    cfg: &Config,
+    opts: ReplayOptions,
+    mut progress: impl FnMut(u64),
+) -> Result<ReplaySummary, (PathBuf, std::io::Error)> {
+    let mut r = Replayer::new(cfg, opts);
+    for path in paths {
+        let file = std::fs::File::open(path).map_err(|e| (path.clone(), e))?;
+        let name = mbox_name(path);
+        for (i, msg) in read_mbox(std::io::BufReader::new(file)).enumerate() {
+            match msg {
+                Ok(bytes) => {
+                    r.feed(&name, i + 1, &bytes);
+                }
+                Err(_) => r.read_error(),
+            }
+            progress(1);
+        }
+    }
+    Ok(r.finish())
+}
+
+/// File name of an mbox path, for records.
+pub fn mbox_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
