@@ -143,6 +143,7 @@ impl Engine {
                 cfg.window.max_entries,
                 cfg.window.minhash_bands,
                 cfg.window.max_sketch_diff,
+                cfg.window.max_minhash_distance,
             ),
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
@@ -238,9 +239,13 @@ impl Engine {
         // band with a close sketch. The closest match explains the verdict.
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
+        let mut nearest = None;
         if near_ok {
             let q = Query { simhash: fp.simhash, sketch: fp.min.sketch, bands: &fp.min.bands };
-            for m in self.index.query(&q) {
+            let matches = self.index.query(&q);
+            // Sorted by sketch difference, then distance: the first is closest.
+            nearest = matches.first().map(|m| m.seq);
+            for m in matches {
                 best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
                 best_sketch = Some(best_sketch.map_or(m.sketch_diff, |b| b.min(m.sketch_diff)));
                 if !found.contains(&m.campaign) {
@@ -295,6 +300,7 @@ impl Engine {
             weight: weight_pct,
             near: near_ok,
         };
+        let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &fp.min.bands) {
             self.campaigns.release(old.campaign, old.recipients, old.weight, old.sender);
         }
@@ -316,6 +322,8 @@ impl Engine {
             campaign: summary,
             newly_bulk,
             merged,
+            seq: Some(seq),
+            nearest,
             simhash: Some(fp.simhash),
             features: a.features,
         }

@@ -59,6 +59,8 @@ pub struct Record {
     pub simhash: Option<u64>,
     pub subject: Option<String>,
     pub skip_reason: Option<&'static str>,
+    /// `n` of the closest earlier message it matched, if any.
+    pub nearest: Option<usize>,
 }
 
 /// A campaign found by the replay.
@@ -137,6 +139,8 @@ pub struct Replayer {
     engine: Engine,
     opts: ReplayOptions,
     merges: Merges,
+    /// Window sequence number -> record number, for `nearest`.
+    seq_to_n: HashMap<u64, usize>,
     pub summary: ReplaySummary,
 }
 
@@ -146,6 +150,7 @@ impl Replayer {
             engine: Engine::new(cfg),
             opts,
             merges: Merges::default(),
+            seq_to_n: HashMap::new(),
             summary: ReplaySummary::default(),
         }
     }
@@ -172,6 +177,10 @@ impl Replayer {
             }
         }
         *self.summary.by_level.entry(v.level.as_str()).or_default() += 1;
+        if let Some(seq) = v.seq {
+            self.seq_to_n.insert(seq, n);
+        }
+        let nearest = v.nearest.and_then(|s| self.seq_to_n.get(&s).copied());
         self.summary.records.push(Record {
             n,
             mbox: mbox.to_owned(),
@@ -187,6 +196,7 @@ impl Replayer {
             simhash: v.simhash,
             subject: a.subject.clone(),
             skip_reason: v.skip.map(|s| s.as_str()),
+            nearest,
         });
         v
     }

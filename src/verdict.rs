@@ -117,6 +117,10 @@ pub struct Verdict {
     pub newly_bulk: bool,
     /// Campaign ids this message merged into `campaign`.
     pub merged: Vec<CampaignId>,
+    /// Window sequence number this message was recorded under, if recorded.
+    pub seq: Option<u64>,
+    /// Sequence number of the closest match in the window, if any.
+    pub nearest: Option<u64>,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -133,6 +137,8 @@ impl Verdict {
             campaign: None,
             newly_bulk: false,
             merged: Vec::new(),
+            seq: None,
+            nearest: None,
             simhash,
             features,
         }

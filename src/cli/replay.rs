@@ -88,6 +88,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "index": r.index,
         "features": r.features,
         "skip_reason": r.skip_reason,
+        "nearest": r.nearest,
     })
 }
 

@@ -94,8 +94,11 @@ pub struct WindowConfig {
     /// MinHash LSH band tables (0 turns the second stage off).
     pub minhash_bands: usize,
     /// A band candidate matches when at most this many of its 32 sketch
-    /// values differ (10 ≈ estimated Jaccard 0.58).
+    /// values differ (8 ≈ estimated Jaccard 0.67).
     pub max_sketch_diff: u32,
+    /// ... and when its simhash is at most this far (two long texts can
+    /// share most of their vocabulary and nothing else).
+    pub max_minhash_distance: u32,
 }
 
 /// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
@@ -290,7 +293,8 @@ impl Default for Config {
                 max_entries: 1_000_000,
                 max_distance: 3,
                 minhash_bands: 4,
-                max_sketch_diff: 10,
+                max_sketch_diff: 8,
+                max_minhash_distance: 14,
             },
             exact: ExactConfig {
                 bloom_items: 1_000_000,
@@ -511,6 +515,9 @@ impl Config {
             }
             if let Some(v) = w.max_sketch_diff {
                 c.window.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
+            }
+            if let Some(v) = w.max_minhash_distance {
+                c.window.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
             }
         }
         if let Some(e) = raw.exact {
@@ -810,5 +817,18 @@ mod tests {
         .unwrap();
         assert_eq!(c.allow.sender_domains, vec!["news.example.com"]);
         assert_eq!(c.allow.client_networks.len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod shipped_file {
+    use super::*;
+
+    /// config/bulkwatch.toml documents the defaults: it must not drift.
+    #[test]
+    fn shipped_config_equals_built_in_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bulkwatch.toml");
+        let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg, Config::default());
     }
 }

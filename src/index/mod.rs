@@ -4,8 +4,9 @@
 //!
 //! An entry matches a query when its simhash is within Hamming distance k
 //! (found exactly, through the block tables), or when it shares a MinHash
-//! band and its b-bit sketch differs in at most `max_sketch_diff` of 32
-//! values (the second stage, for pairs simhash places too far apart).
+//! band, its b-bit sketch differs in at most `max_sketch_diff` of 32
+//! values and its simhash is within `max_minhash_distance` (the second
+//! stage, for pairs simhash places too far apart).
 //! [`NearIndex::query`] returns exactly those entries (a property test
 //! compares it with a brute-force scan); [`NearIndex::evict_before`] removes
 //! entries older than the window from all structures. No clock: callers pass
@@ -48,12 +49,13 @@ pub struct NearIndex {
     sweep_cursor: usize,
     max_entries: usize,
     max_sketch_diff: u32,
+    max_minhash_distance: u32,
 }
 
 impl NearIndex {
     /// An empty index of radius `k` holding at most `max_entries`, with
     /// `bands` MinHash band tables (0 disables the second stage).
-    pub fn new(k: u32, max_entries: usize, bands: usize, max_sketch_diff: u32) -> NearIndex {
+    pub fn new(k: u32, max_entries: usize, bands: usize, max_sketch_diff: u32, max_minhash_distance: u32) -> NearIndex {
         NearIndex {
             window: Window::default(),
             tables: Tables::new(k, max_entries),
@@ -61,7 +63,12 @@ impl NearIndex {
             sweep_cursor: 0,
             max_entries: max_entries.max(1),
             max_sketch_diff,
+            max_minhash_distance,
         }
+    }
+
+    pub fn max_minhash_distance(&self) -> u32 {
+        self.max_minhash_distance
     }
 
     pub fn radius(&self) -> u32 {
@@ -93,7 +100,8 @@ impl NearIndex {
     fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
-        (d <= self.tables.radius() || (shares_band && sd <= self.max_sketch_diff)).then_some((d, sd))
+        let by_minhash = shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
+        (d <= self.tables.radius() || by_minhash).then_some((d, sd))
     }
 
     /// Every live near entry matching `q`, each once, sorted by sketch
@@ -211,7 +219,7 @@ mod tests {
                 let d = hamming(e.simhash, h);
                 let sd = sketch_diff(e.sketch, h.rotate_left(17));
                 let shares = idx.band_count() > 0 && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
-                (d <= idx.radius() || (shares && sd <= idx.max_sketch_diff())).then_some((s, d, sd))
+                (d <= idx.radius() || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance())).then_some((s, d, sd))
             })
             .collect();
         v.sort_unstable_by_key(|&(s, d, sd)| (sd, d, s));
@@ -222,7 +230,7 @@ mod tests {
     fn query_equals_brute_force_on_100k_fingerprints() {
         for (k, nbands) in [(3u32, 0usize), (4, 0), (3, 2)] {
             let mut st = 42 + u64::from(k) + nbands as u64;
-            let mut idx = NearIndex::new(k, 200_000, nbands, 10);
+            let mut idx = NearIndex::new(k, 200_000, nbands, 10, 40);
             let mut bases = Vec::new();
             for i in 0..100_000u32 {
                 // Clusters: most fingerprints are a near copy of an earlier one,
@@ -249,7 +257,7 @@ mod tests {
     #[test]
     fn distance_k_is_found_and_k_plus_one_is_not() {
         let mut st = 7;
-        let mut idx = NearIndex::new(3, 1000, 0, 0);
+        let mut idx = NearIndex::new(3, 1000, 0, 0, 0);
         let h = splitmix(&mut st);
         idx.insert(entry(h, 0), &[]);
         for _ in 0..200 {
@@ -262,7 +270,7 @@ mod tests {
 
     #[test]
     fn eviction_by_time_and_by_size() {
-        let mut idx = NearIndex::new(3, 3, 2, 10);
+        let mut idx = NearIndex::new(3, 3, 2, 10, 64);
         for t in 0..3 {
             let h = u64::from(t) * 0x1111;
             assert!(idx.insert(entry(h, t), &bands_of(h)).is_none());
@@ -282,7 +290,7 @@ mod tests {
         fn eviction_keeps_nothing_older_than_cutoff(times in proptest::collection::vec(0u32..1000, 1..200), cutoff in 0u64..1100) {
             let mut sorted = times.clone();
             sorted.sort_unstable();
-            let mut idx = NearIndex::new(3, 10_000, 2, 10);
+            let mut idx = NearIndex::new(3, 10_000, 2, 10, 64);
             for (i, t) in sorted.iter().enumerate() {
                 let h = i as u64 * 0x9E37_79B9;
                 idx.insert(entry(h, *t), &bands_of(h));

@@ -154,6 +154,8 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
         (None, PartType::Text(t)) => Some((false, t.as_ref())),
         _ => None,
     };
+    // Real spam declares HTML as text/plain; a reader's client renders it.
+    let content = content.map(|(is_html, t)| (is_html || looks_like_html(t), t));
     match content {
         Some((true, html)) => html::to_text(html, &mut body.text, &mut body.urls, limit),
         Some((false, text)) => {
@@ -172,6 +174,12 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// A text part that is really an HTML document.
+fn looks_like_html(text: &str) -> bool {
+    let head: String = text.trim_start().chars().take(512).collect::<String>().to_ascii_lowercase();
+    head.starts_with('<') && (head.contains("<html") || head.contains("<body") || head.contains("<!doctype html"))
 }
 
 /// Decodes a base64 text part that mail-parser could not decode (seen in
@@ -256,6 +264,12 @@ mod tests {
         );
         let b = parsed(&raw);
         assert!(b.text.contains("Help wanted. We are looking for reps."), "{:?}", b.text);
+    }
+
+    #[test]
+    fn html_declared_as_plain_text_is_rendered() {
+        let b = parsed("Subject: x\nContent-Type: text/plain\n\n<html><body><p>Hello <b>there</b></p></body></html>\n");
+        assert_eq!(b.text.trim(), "Hello there");
     }
 
     #[test]

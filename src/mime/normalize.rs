@@ -133,6 +133,7 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
     }
     if cfg.strip_signatures {
         cut_footer(&mut lines);
+        cut_disclaimer(&mut lines);
     }
     if cfg.strip_greetings {
         let mut seen = 0;
@@ -194,6 +195,58 @@ fn cut_footer(lines: &mut Vec<&str>) {
         }
         text_before |= line.chars().any(char::is_alphanumeric);
     }
+}
+
+/// Phrases of legal disclaimers (lower case, as after folding).
+const DISCLAIMER_MARKERS: [&str; 10] = [
+    "confidential",
+    "intended recipient",
+    "intended only for",
+    "if you have received this",
+    "received this e-mail in error",
+    "received this email in error",
+    "privileged",
+    "unauthorized",
+    "any attachments",
+    "notify the sender",
+];
+
+/// Cuts a company disclaimer: from the first paragraph, after some text and
+/// within the last [`FOOTER_MAX_LINES`] non-empty lines, that holds at least
+/// two disclaimer phrases. Disclaimers often have no rule line above them,
+/// and a 90-word disclaimer under a two-line message would otherwise make all
+/// of a company's mail look alike.
+fn cut_disclaimer(lines: &mut Vec<&str>) {
+    let total = lines.iter().filter(|l| !l.trim().is_empty()).count();
+    let mut seen = 0;
+    let mut para_start: Option<usize> = None;
+    let mut text_before = false;
+    for i in 0..=lines.len() {
+        let line = lines.get(i).copied().unwrap_or("");
+        if line.trim().is_empty() {
+            if let Some(start) = para_start.take() {
+                let para: String = lines.get(start..i).unwrap_or(&[]).join(" ");
+                let hits = DISCLAIMER_MARKERS.iter().filter(|m| para.contains(*m)).count();
+                let after = total.saturating_sub(seen_before(lines, start));
+                if text_before && hits >= 2 && after <= FOOTER_MAX_LINES {
+                    lines.truncate(start);
+                    return;
+                }
+                text_before = true;
+            }
+            continue;
+        }
+        if para_start.is_none() {
+            para_start = Some(i);
+        }
+        seen += 1;
+    }
+    let _ = seen;
+}
+
+/// Non-empty lines before index `i`.
+fn seen_before(lines: &[&str], i: usize) -> usize {
+    lines.iter().take(i).filter(|l| !l.trim().is_empty()).count()
 }
 
 /// "Dear John Smith,", "Hello jane@example.com!", "Hi Maria", "John,".
@@ -499,6 +552,15 @@ mod tests {
         let long: String = (0..30).map(|i| format!("line number {i} of the offer\n")).collect();
         let text = format!("Intro.\n==========\n{long}");
         assert!(norm(&text).contains("offer"));
+    }
+
+    #[test]
+    fn disclaimer_paragraph_at_the_end_is_cut() {
+        let d = "This e-mail and any attachments are confidential and intended only for the addressee. \
+                 If you have received this e-mail in error, please notify the sender.";
+        assert_eq!(norm(&format!("Lunch at noon?\n\n{d}\n")), "lunch at noon");
+        // One phrase alone is not a disclaimer.
+        assert!(norm("Hi all.\n\nThis is confidential, keep it to yourselves.").contains("confidential"));
     }
 
     #[test]
