@@ -52,6 +52,9 @@ pub struct Record {
     pub campaign: Option<CampaignId>,
     /// Campaign recipients when this message was judged.
     pub campaign_size: u64,
+    /// Weighted campaign size when this message was judged (what the
+    /// thresholds compare).
+    pub score: f64,
     pub exact: bool,
     pub distance: Option<u32>,
     pub resemblance: Option<f64>,
@@ -189,6 +192,7 @@ impl Replayer {
             level: v.level,
             campaign: v.campaign.as_ref().map(|c| c.id),
             campaign_size: v.campaign.as_ref().map_or(0, |c| c.recipients),
+            score: v.campaign.as_ref().map_or(0.0, |c| c.score),
             exact: v.exact,
             distance: v.distance,
             resemblance: v.resemblance,
@@ -246,5 +250,8 @@ pub fn replay_files(
 
 /// File name of an mbox path, for records.
 pub fn mbox_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }

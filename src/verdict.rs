@@ -28,7 +28,13 @@ impl Level {
     }
 
     /// All levels, for metrics.
-    pub const ALL: [Level; 5] = [Level::Clean, Level::Suspect, Level::Bulk, Level::Allowed, Level::Skipped];
+    pub const ALL: [Level; 5] = [
+        Level::Clean,
+        Level::Suspect,
+        Level::Bulk,
+        Level::Allowed,
+        Level::Skipped,
+    ];
 }
 
 /// Why a message was not judged.
@@ -229,6 +235,9 @@ mod tests {
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };
         let v = Verdict { skip: None, ..v };
-        assert_eq!(v.header_value(), "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99");
+        assert_eq!(
+            v.header_value(),
+            "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99"
+        );
     }
 }

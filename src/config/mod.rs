@@ -178,7 +178,9 @@ impl Action {
             other => {
                 return Err(ConfigError::invalid(
                     key,
-                    format!("`{other}` is not one of none, tag, quarantine, reject, tempfail, discard"),
+                    format!(
+                        "`{other}` is not one of none, tag, quarantine, reject, tempfail, discard"
+                    ),
                 ))
             }
         })
@@ -377,7 +379,10 @@ fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     hi: T,
 ) -> Result<T, ConfigError> {
     if v < lo || v > hi {
-        Err(ConfigError::invalid(key, format!("{v} is outside {lo}..={hi}")))
+        Err(ConfigError::invalid(
+            key,
+            format!("{v} is outside {lo}..={hi}"),
+        ))
     } else {
         Ok(v)
     }
@@ -392,7 +397,10 @@ fn to_usize(key: &str, v: u64, lo: u64, hi: u64) -> Result<usize, ConfigError> {
 pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
     if let Some(path) = s.strip_prefix("unix:") {
         if !path.starts_with('/') {
-            return Err(ConfigError::invalid(key, "a unix socket path must be absolute"));
+            return Err(ConfigError::invalid(
+                key,
+                "a unix socket path must be absolute",
+            ));
         }
         return Ok(SocketSpec::Unix(PathBuf::from(path)));
     }
@@ -406,7 +414,10 @@ pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
             .map(|(_, p)| p.parse::<u16>().is_ok())
             .unwrap_or(false);
         if !port_ok {
-            return Err(ConfigError::invalid(key, format!("`{s}` has no valid port")));
+            return Err(ConfigError::invalid(
+                key,
+                format!("`{s}` has no valid port"),
+            ));
         }
         return Ok(SocketSpec::Inet(addr));
     }
@@ -612,7 +623,10 @@ impl Config {
                     .ok()
                     .filter(|m| *m <= 0o777)
                     .ok_or_else(|| {
-                        ConfigError::invalid("milter.socket_mode", "must be an octal mode such as \"0660\"")
+                        ConfigError::invalid(
+                            "milter.socket_mode",
+                            "must be an octal mode such as \"0660\"",
+                        )
                     })?;
             }
             if let Some(v) = m.max_message_bytes {
@@ -660,12 +674,8 @@ impl Config {
                 c.state.state_dir = PathBuf::from(v);
             }
             if let Some(v) = s.snapshot_interval_secs {
-                c.state.snapshot_interval = Duration::from_secs(in_range(
-                    "state.snapshot_interval_secs",
-                    v,
-                    1,
-                    86400,
-                )?);
+                c.state.snapshot_interval =
+                    Duration::from_secs(in_range("state.snapshot_interval_secs", v, 1, 86400)?);
             }
         }
         if let Some(m) = raw.metrics {
@@ -784,10 +794,9 @@ mod tests {
 
     #[test]
     fn suspect_above_bulk_is_refused() {
-        let err = Config::from_toml_str(
-            "[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n",
-        )
-        .unwrap_err();
+        let err =
+            Config::from_toml_str("[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n")
+                .unwrap_err();
         assert_eq!(err.key(), Some("thresholds.suspect_threshold"));
     }
 

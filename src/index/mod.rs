@@ -55,7 +55,13 @@ pub struct NearIndex {
 impl NearIndex {
     /// An empty index of radius `k` holding at most `max_entries`, with
     /// `bands` MinHash band tables (0 disables the second stage).
-    pub fn new(k: u32, max_entries: usize, bands: usize, max_sketch_diff: u32, max_minhash_distance: u32) -> NearIndex {
+    pub fn new(
+        k: u32,
+        max_entries: usize,
+        bands: usize,
+        max_sketch_diff: u32,
+        max_minhash_distance: u32,
+    ) -> NearIndex {
         NearIndex {
             window: Window::default(),
             tables: Tables::new(k, max_entries),
@@ -100,7 +106,8 @@ impl NearIndex {
     fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
-        let by_minhash = shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
+        let by_minhash =
+            shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
         (d <= self.tables.radius() || by_minhash).then_some((d, sd))
     }
 
@@ -114,12 +121,19 @@ impl NearIndex {
                     return;
                 }
                 if let Some((d, sd)) = self.accept(e, q, shares_band) {
-                    out.push(Match { seq, distance: d, sketch_diff: sd, campaign: e.campaign });
+                    out.push(Match {
+                        seq,
+                        distance: d,
+                        sketch_diff: sd,
+                        campaign: e.campaign,
+                    });
                 }
             }
         };
-        self.tables.candidates(q.simhash, |low| consider(low, false, &mut out));
-        self.bands.candidates(q.bands, |low| consider(low, true, &mut out));
+        self.tables
+            .candidates(q.simhash, |low| consider(low, false, &mut out));
+        self.bands
+            .candidates(q.bands, |low| consider(low, true, &mut out));
         out.sort_unstable_by_key(|m| (m.sketch_diff, m.distance, m.seq));
         out
     }
@@ -159,7 +173,11 @@ impl NearIndex {
     /// Removes every entry older than `cutoff` (Unix seconds) from the front,
     /// calling `evicted` for each.
     pub fn evict_before(&mut self, cutoff: u64, mut evicted: impl FnMut(&Entry)) {
-        while self.window.front().is_some_and(|e| u64::from(e.time) < cutoff) {
+        while self
+            .window
+            .front()
+            .is_some_and(|e| u64::from(e.time) < cutoff)
+        {
             if let Some(e) = self.pop_oldest() {
                 evicted(&e);
             }
@@ -168,9 +186,7 @@ impl NearIndex {
 
     /// Heap bytes held by window and tables.
     pub fn heap_bytes(&self) -> usize {
-        self.window.heap_bytes()
-            + self.tables.heap_bytes()
-            + self.bands.heap_bytes()
+        self.window.heap_bytes() + self.tables.heap_bytes() + self.bands.heap_bytes()
     }
 }
 
@@ -180,7 +196,16 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(h: u64, time: u32) -> Entry {
-        Entry { simhash: h, sketch: h.rotate_left(17), time, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+        Entry {
+            simhash: h,
+            sketch: h.rotate_left(17),
+            time,
+            campaign: 0,
+            recipients: 1,
+            sender: 0,
+            weight: 100,
+            near: true,
+        }
     }
 
     fn bands_of(h: u64) -> [u64; 2] {
@@ -189,7 +214,11 @@ mod tests {
     }
 
     fn q(h: u64, b: &[u64]) -> Query<'_> {
-        Query { simhash: h, sketch: h.rotate_left(17), bands: b }
+        Query {
+            simhash: h,
+            sketch: h.rotate_left(17),
+            bands: b,
+        }
     }
 
     /// SplitMix64, for reproducible random fingerprints.
@@ -218,8 +247,11 @@ mod tests {
             .filter_map(|(s, e)| {
                 let d = hamming(e.simhash, h);
                 let sd = sketch_diff(e.sketch, h.rotate_left(17));
-                let shares = idx.band_count() > 0 && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
-                (d <= idx.radius() || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance())).then_some((s, d, sd))
+                let shares = idx.band_count() > 0
+                    && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
+                (d <= idx.radius()
+                    || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance()))
+                .then_some((s, d, sd))
             })
             .collect();
         v.sort_unstable_by_key(|&(s, d, sd)| (sd, d, s));
@@ -247,9 +279,17 @@ mod tests {
             }
             for n in 0..1_000 {
                 let b = bases[(splitmix(&mut st) as usize) % bases.len()];
-                let h = flip(b, (n % (k + 3)) as u32, &mut st);
-                let got: Vec<(u64, u32)> = idx.query(&q(h, &bands_of(h))).iter().map(|m| (m.seq, m.distance)).collect();
-                assert_eq!(got, brute(&idx, h, &bands_of(h)), "k={k} bands={nbands} query {n}");
+                let h = flip(b, n % (k + 3), &mut st);
+                let got: Vec<(u64, u32)> = idx
+                    .query(&q(h, &bands_of(h)))
+                    .iter()
+                    .map(|m| (m.seq, m.distance))
+                    .collect();
+                assert_eq!(
+                    got,
+                    brute(&idx, h, &bands_of(h)),
+                    "k={k} bands={nbands} query {n}"
+                );
             }
         }
     }
@@ -275,9 +315,14 @@ mod tests {
             let h = u64::from(t) * 0x1111;
             assert!(idx.insert(entry(h, t), &bands_of(h)).is_none());
         }
-        let out = idx.insert(entry(0xFFFF, 3), &bands_of(0xFFFF)).expect("full window evicts");
+        let out = idx
+            .insert(entry(0xFFFF, 3), &bands_of(0xFFFF))
+            .expect("full window evicts");
         assert_eq!(out.time, 0);
-        assert!(idx.query(&q(0, &bands_of(0))).iter().all(|m| m.distance > 0));
+        assert!(idx
+            .query(&q(0, &bands_of(0)))
+            .iter()
+            .all(|m| m.distance > 0));
         let mut gone = Vec::new();
         idx.evict_before(3, |e| gone.push(e.time));
         assert_eq!(gone, vec![1, 2]);

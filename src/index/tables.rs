@@ -119,7 +119,10 @@ impl Tables {
             });
             shift += width;
         }
-        let tables = blocks.iter().map(|b| BucketTable::new(b.key_bits)).collect();
+        let tables = blocks
+            .iter()
+            .map(|b| BucketTable::new(b.key_bits))
+            .collect();
         Tables { k, blocks, tables }
     }
 
