@@ -66,8 +66,10 @@ def mbox_messages(path):
     for key in mb.keys():
         yield mb.get_bytes(key)
 
+CONFIG = []
+
 def run_replay(binary, paths, threshold, extra=()):
-    out = subprocess.run([binary, 'replay', '--format', 'jsonl', '--bulk-threshold', str(threshold), *extra, *paths],
+    out = subprocess.run([binary, 'replay', '--format', 'jsonl', '--bulk-threshold', str(threshold), *CONFIG, *extra, *paths],
                          capture_output=True, check=False)
     if out.returncode not in (0, 1):
         sys.exit('replay failed: ' + out.stderr.decode(errors='replace'))
@@ -201,7 +203,10 @@ def main():
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--strip-quotes', action='store_true',
                     help='drop quoted lines (> ...) of text/plain parts before computing the truth Jaccard')
+    ap.add_argument('--config', help='bulkwatch configuration file to replay with')
     args = ap.parse_args()
+    if args.config:
+        CONFIG.extend(['--config', args.config])
     if args.corpus and os.path.isdir(args.corpus):
         near_identical(args)
     if args.fixtures:

@@ -20,7 +20,7 @@ use crate::index::{NearIndex, Query};
 use crate::mime::normalize::{normalize, Normalized};
 use crate::mime::{extract, MimeOutcome};
 use crate::minhash::{jaccard_estimate, min_sketch, seeds};
-use crate::shingle::{shingles, word_set};
+use crate::shingle::features;
 use crate::simhash::{exact_hash, simhash, Fingerprint, VERSION};
 use crate::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
 
@@ -83,13 +83,11 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
         }
     };
     let normalized = normalize(&body, &env.rcpts, &cfg.normalize);
-    let sh = shingles(&normalized, &cfg.fingerprint);
+    let f = features(&normalized, &cfg.fingerprint);
+    let sh = f.shingles;
     let fingerprint = Fingerprint {
         simhash: simhash(&sh),
-        min: min_sketch(
-            &word_set(&normalized, &cfg.fingerprint),
-            &seeds(cfg.fingerprint.hash_key),
-        ),
+        min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),
         exact: exact_hash(&normalized.text, &body.attachments),
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
         version: VERSION,

@@ -1,15 +1,19 @@
-//! Normalized text to weighted features: hashed word shingles.
+//! Normalized text to weighted features: hashed word shingles, and the set
+//! of words for MinHash.
 //!
-//! A shingle is `shingle_words` consecutive tokens of one sentence (a
-//! sentence shorter than that gives one shingle of all its tokens); shingles
-//! never span sentences. Each shingle is hashed with SipHash-1-3 keyed by
-//! `fingerprint.hash_key`, over the UTF-8 bytes of each token followed by the
-//! byte 0xFF (which never occurs in UTF-8, so token boundaries are
-//! unambiguous). The hash is the same on every host and after every restart
-//! for the same key. With `sample_modulus = m > 1` only hashes that are
-//! 0 mod m are kept (Broder 1997).
+//! Every token is hashed once with SipHash-1-3 keyed by
+//! `fingerprint.hash_key`, over its UTF-8 bytes. A shingle is
+//! `shingle_words` consecutive tokens of one sentence (a sentence shorter
+//! than that gives one shingle of all its tokens); shingles never span
+//! sentences. A shingle's hash combines its tokens' hashes in order:
+//! `acc = mix64(rotl(acc, 27) ^ h_i)` from `acc = w` (SplitMix64's
+//! finalizer as mix64), so it depends on the key through every token. Both
+//! are the same on every host and after every restart for the same key.
+//! With `sample_modulus = m > 1` only shingle hashes that are 0 mod m are
+//! kept (Broder 1997).
 //!
-//! Output: [`Shingles`], distinct hashes with their counts, sorted by hash.
+//! Output: [`Features`]: distinct shingle hashes with their counts, sorted,
+//! and the distinct token hashes (the word set), sorted.
 
 use siphasher::sip::SipHasher13;
 use std::hash::Hasher;
@@ -17,7 +21,7 @@ use std::hash::Hasher;
 use crate::config::FingerprintConfig;
 use crate::mime::normalize::Normalized;
 
-/// Distinct shingle hashes with their frequencies.
+/// Distinct hashes with their frequencies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Shingles {
     /// (hash, count), sorted by hash, hashes distinct.
@@ -33,74 +37,100 @@ impl Shingles {
     pub fn is_empty(&self) -> bool {
         self.features.is_empty()
     }
+
+    /// Sorts and counts raw hashes.
+    fn from_hashes(mut hashes: Vec<u64>) -> Shingles {
+        hashes.sort_unstable();
+        let mut features: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
+        for h in hashes {
+            match features.last_mut() {
+                Some((last, n)) if *last == h => *n = n.saturating_add(1),
+                _ => features.push((h, 1)),
+            }
+        }
+        Shingles { features }
+    }
 }
 
-/// Hashes one shingle (a slice of tokens) with the configured key.
-pub fn hash_tokens<'a>(tokens: impl IntoIterator<Item = &'a str>, key: (u64, u64)) -> u64 {
+/// Shingles for the simhash and the word set for MinHash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Features {
+    pub shingles: Shingles,
+    /// Distinct token hashes (counts are 1): an inserted hash-buster word
+    /// adds one element and breaks nothing around it, where it breaks
+    /// `shingle_words` shingles.
+    pub words: Shingles,
+}
+
+/// SipHash-1-3 of one token with the configured key.
+pub fn hash_token(token: &str, key: (u64, u64)) -> u64 {
     let mut h = SipHasher13::new_with_keys(key.0, key.1);
-    for t in tokens {
-        h.write(t.as_bytes());
-        h.write_u8(0xFF);
-    }
+    h.write(token.as_bytes());
     h.finish()
 }
 
-/// The set of single words of a normalized message (the MinHash features:
-/// an inserted hash-buster word adds one element and breaks nothing around
-/// it, where it breaks `shingle_words` shingles).
-pub fn word_set(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
-    let mut one = cfg.clone();
-    one.shingle_words = 1;
-    let mut s = shingles(
-        &Normalized {
-            text: norm.text.replace('\n', " "),
-            subject: norm.subject.clone(),
-            tokens: norm.tokens,
-        },
-        &FingerprintConfig {
-            shingle_words: 1,
-            sample_modulus: 1,
-            ..one
-        },
-    );
-    for f in &mut s.features {
-        f.1 = 1;
-    }
-    s
+/// SplitMix64's finalizer.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
-/// Computes the shingles of a normalized message.
-pub fn shingles(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
-    let mut hashes: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
+/// Combines token hashes into a shingle hash (order matters).
+pub fn combine(token_hashes: &[u64]) -> u64 {
+    token_hashes
+        .iter()
+        .fold(token_hashes.len() as u64, |acc, h| {
+            mix64(acc.rotate_left(27) ^ h)
+        })
+}
+
+/// Hashes a shingle given as tokens (for callers that have no token hashes).
+pub fn hash_tokens<'a>(tokens: impl IntoIterator<Item = &'a str>, key: (u64, u64)) -> u64 {
+    let hashes: Vec<u64> = tokens.into_iter().map(|t| hash_token(t, key)).collect();
+    combine(&hashes)
+}
+
+/// Computes the features of a normalized message.
+pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
     let w = cfg.shingle_words.max(1);
-    let mut tokens: Vec<&str> = Vec::with_capacity(64);
+    let mut shingles: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
+    let mut words: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
+    let mut sentence: Vec<u64> = Vec::with_capacity(64);
     let subject = cfg.include_subject.then_some(norm.subject.as_str());
-    for sentence in norm.text.split('\n').chain(subject) {
-        tokens.clear();
-        tokens.extend(sentence.split(' ').filter(|t| !t.is_empty()));
-        if tokens.is_empty() {
+    for line in norm.text.split('\n').chain(subject) {
+        sentence.clear();
+        sentence.extend(
+            line.split(' ')
+                .filter(|t| !t.is_empty())
+                .map(|t| hash_token(t, cfg.hash_key)),
+        );
+        if sentence.is_empty() {
             continue;
         }
-        if tokens.len() <= w {
-            hashes.push(hash_tokens(tokens.iter().copied(), cfg.hash_key));
+        words.extend_from_slice(&sentence);
+        if sentence.len() <= w {
+            shingles.push(combine(&sentence));
         } else {
-            for win in tokens.windows(w) {
-                hashes.push(hash_tokens(win.iter().copied(), cfg.hash_key));
-            }
+            shingles.extend(sentence.windows(w).map(combine));
         }
     }
     if cfg.sample_modulus > 1 {
-        hashes.retain(|h| h % cfg.sample_modulus == 0);
+        shingles.retain(|h| h % cfg.sample_modulus == 0);
     }
-    hashes.sort_unstable();
-    let mut features: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
-    for h in hashes {
-        match features.last_mut() {
-            Some((last, n)) if *last == h => *n = n.saturating_add(1),
-            _ => features.push((h, 1)),
-        }
+    let mut words = Shingles::from_hashes(words);
+    for f in &mut words.features {
+        f.1 = 1;
     }
-    Shingles { features }
+    Features {
+        shingles: Shingles::from_hashes(shingles),
+        words,
+    }
+}
+
+/// The shingles of a normalized message.
+pub fn shingles(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
+    features(norm, cfg).shingles
 }
 
 #[cfg(test)]

@@ -296,7 +296,7 @@ impl Default for Config {
                 max_distance: 3,
                 minhash_bands: 4,
                 max_sketch_diff: 8,
-                max_minhash_distance: 14,
+                max_minhash_distance: 16,
             },
             exact: ExactConfig {
                 bloom_items: 1_000_000,

@@ -147,7 +147,7 @@ impl NearIndex {
         } else {
             None
         };
-        let seq = self.window.push(e);
+        let seq = self.window.push(e, self.max_entries);
         if e.near {
             self.tables.insert(e.simhash, seq);
             self.bands.insert(bands, seq);

@@ -43,6 +43,11 @@ impl BucketTable {
     fn insert(&mut self, key: u64, check: u32, seq: u64) {
         let i = self.index(key);
         if let Some(b) = self.buckets.get_mut(i) {
+            if b.len() == b.capacity() {
+                // Grow by a quarter, not double: buckets are many and small,
+                // and doubling leaves a third of their memory unused.
+                b.reserve_exact((b.len() / 4).max(4));
+            }
             b.push_back((u64::from(check) << 32) | (seq & 0xFFFF_FFFF));
         }
     }
@@ -64,13 +69,12 @@ impl BucketTable {
         }
     }
 
-    /// Items of the bucket of `key`, as (check, low seq).
-    fn scan(&self, key: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
+    /// The items of the bucket of `key` (check << 32 | low seq), as the
+    /// two contiguous slices of the ring buffer.
+    fn scan(&self, key: u64) -> (&[u64], &[u64]) {
         self.buckets
             .get(self.index(key))
-            .into_iter()
-            .flatten()
-            .map(|&it| ((it >> 32) as u32, it as u32))
+            .map_or((&[][..], &[][..]), VecDeque::as_slices)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -81,11 +85,14 @@ impl BucketTable {
     }
 }
 
-/// Bucket index bits for a window of `capacity` entries: about 4 entries per
-/// bucket at capacity, between 8 and 20 bits.
-fn table_bits(capacity: usize) -> u32 {
+/// Bucket index bits for a window of `capacity` entries with about
+/// `per_bucket` (a power of two) entries per bucket at capacity, between 8
+/// and 20 bits. Each bucket costs a 32-byte header, so fewer, fuller buckets
+/// save memory; a query scans one bucket per table.
+fn table_bits(capacity: usize, per_bucket: usize) -> u32 {
     let log2 = usize::BITS - capacity.max(1).leading_zeros();
-    log2.saturating_sub(2).clamp(8, 20)
+    log2.saturating_sub(per_bucket.trailing_zeros())
+        .clamp(8, 20)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +114,7 @@ impl Tables {
     pub fn new(k: u32, capacity: usize) -> Tables {
         let k = k.min(7);
         let n = k + 1;
-        let bits = table_bits(capacity);
+        let bits = table_bits(capacity, 4);
         let mut blocks = Vec::with_capacity(n as usize);
         let mut shift = 0;
         for i in 0..n {
@@ -157,10 +164,13 @@ impl Tables {
     /// in some table. A candidate can be reported once per table it matches.
     pub fn candidates(&self, h: u64, mut found: impl FnMut(u32)) {
         for (b, t) in self.blocks.iter().zip(&self.tables) {
-            let q = Self::check(*b, h);
-            for (check, low) in t.scan(Self::key(*b, h)) {
-                if (check ^ q).count_ones() <= self.k {
-                    found(low);
+            let q = u64::from(Self::check(*b, h)) << 32;
+            let (x, y) = t.scan(Self::key(*b, h));
+            for &item in x.iter().chain(y) {
+                // The check bits sit in the high half; the low half (the
+                // sequence number) is masked off.
+                if ((item ^ q) >> 32).count_ones() <= self.k {
+                    found(item as u32);
                 }
             }
         }
@@ -180,7 +190,7 @@ pub struct Bands {
 impl Bands {
     /// `n` band tables (0 disables the stage) for up to `capacity` entries.
     pub fn new(n: usize, capacity: usize) -> Bands {
-        let bits = table_bits(capacity);
+        let bits = table_bits(capacity, 32);
         Bands {
             tables: (0..n).map(|_| BucketTable::new(bits)).collect(),
         }
@@ -224,10 +234,11 @@ impl Bands {
     /// Calls `found(low_seq)` for every entry sharing a band key.
     pub fn candidates(&self, bands: &[u64], mut found: impl FnMut(u32)) {
         for (t, key) in self.tables.iter().zip(bands) {
-            let q = (key >> 32) as u32;
-            for (check, low) in t.scan(*key) {
-                if check == q {
-                    found(low);
+            let q = key >> 32;
+            let (x, y) = t.scan(*key);
+            for &item in x.iter().chain(y) {
+                if item >> 32 == q {
+                    found(item as u32);
                 }
             }
         }

@@ -44,8 +44,15 @@ impl Window {
         self.entries.is_empty()
     }
 
-    /// Appends an entry and returns its sequence number.
-    pub fn push(&mut self, e: Entry) -> u64 {
+    /// Appends an entry and returns its sequence number. The buffer grows by
+    /// doubling but never past `max` entries, so a full window holds exactly
+    /// what it needs.
+    pub fn push(&mut self, e: Entry, max: usize) -> u64 {
+        if self.entries.len() == self.entries.capacity() {
+            let len = self.entries.len();
+            let grow = len.max(16).min(max.saturating_sub(len)).max(1);
+            self.entries.reserve_exact(grow);
+        }
         self.entries.push_back(e);
         self.base + self.entries.len() as u64 - 1
     }
@@ -125,7 +132,7 @@ mod tests {
     fn sequence_numbers_survive_pops() {
         let mut w = Window::default();
         for i in 0..10 {
-            assert_eq!(w.push(e(i)), i);
+            assert_eq!(w.push(e(i), 100), i);
         }
         assert_eq!(w.pop_front().map(|(s, _)| s), Some(0));
         assert_eq!(w.get_by_low(5).map(|(s, x)| (s, x.simhash)), Some((5, 5)));

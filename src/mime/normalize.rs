@@ -47,15 +47,26 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     let text = fold(&body.text, cfg);
     let personal = Personal::new(body, envelope_rcpts, cfg);
     let lines = select_lines(&text, cfg);
-    let mut out = Normalized::default();
+    let mut out = Normalized {
+        text: String::with_capacity(text.len()),
+        ..Normalized::default()
+    };
     let mut sentence_open = false;
+    let mut word = String::with_capacity(64);
     for line in lines {
         if line.trim().is_empty() {
             end_sentence(&mut out.text, &mut sentence_open);
             continue;
         }
         for chunk in line.split_whitespace() {
-            emit_chunk(chunk, &personal, cfg, &mut out, &mut sentence_open);
+            emit_chunk(
+                chunk,
+                &mut word,
+                &personal,
+                cfg,
+                &mut out,
+                &mut sentence_open,
+            );
         }
     }
     end_sentence(&mut out.text, &mut sentence_open);
@@ -67,7 +78,7 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
         let mut sub = Normalized::default();
         let mut open = false;
         for chunk in s.split_whitespace() {
-            emit_chunk(chunk, &personal, cfg, &mut sub, &mut open);
+            emit_chunk(chunk, &mut word, &personal, cfg, &mut sub, &mut open);
         }
         out.subject = sub.text.replace('\n', " ").trim().to_owned();
     }
@@ -371,20 +382,29 @@ fn push_token(tok: &str, out: &mut Normalized, open: &mut bool) {
 /// Handles one whitespace-separated chunk of a line.
 fn emit_chunk(
     chunk: &str,
+    word: &mut String,
     personal: &Personal,
     cfg: &NormalizeConfig,
     out: &mut Normalized,
     open: &mut bool,
 ) {
-    let trimmed = chunk.trim_matches(|c: char| "<>()[]{}\"',;:".contains(c));
-    if let Some(host) = url_host(trimmed) {
+    let trimmed = chunk.trim_matches(|c: char| {
+        matches!(
+            c,
+            '<' | '>' | '(' | ')' | '[' | ']' | '{' | '}' | '"' | '\'' | ',' | ';' | ':'
+        )
+    });
+    // Cheap byte tests first: most chunks are plain words.
+    let maybe_url = trimmed.as_bytes().contains(&b':') || trimmed.starts_with("www.");
+    let maybe_mail = !maybe_url && trimmed.as_bytes().contains(&b'@');
+    if let Some(host) = maybe_url.then(|| url_host(trimmed)).flatten() {
         if cfg.urls_to_host {
             for label in host.split('.').filter(|l| !l.is_empty()) {
                 push_token(label, out, open);
             }
             return;
         }
-    } else if let Some((local, domain)) = trimmed.split_once('@') {
+    } else if let Some((local, domain)) = maybe_mail.then(|| trimmed.split_once('@')).flatten() {
         if !local.is_empty() && domain.contains('.') && !domain.contains('@') {
             if personal.is_address(trimmed) {
                 return;
@@ -397,22 +417,37 @@ fn emit_chunk(
             }
         }
     }
-    let mut word = String::new();
+    word.clear();
+    if chunk.is_ascii() {
+        // ASCII fast path: bytes, no char decoding, no CJK test.
+        for &b in chunk.as_bytes() {
+            if b.is_ascii_alphanumeric() {
+                word.push(char::from(b));
+            } else {
+                flush_word(word, personal, cfg, out, open);
+                if matches!(b, b'.' | b'!' | b'?' | b';') {
+                    end_sentence(&mut out.text, open);
+                }
+            }
+        }
+        flush_word(word, personal, cfg, out, open);
+        return;
+    }
     for c in chunk.chars() {
         if is_cjk(c) {
-            flush_word(&mut word, personal, cfg, out, open);
+            flush_word(word, personal, cfg, out, open);
             let mut buf = [0u8; 4];
             push_token(c.encode_utf8(&mut buf), out, open);
         } else if c.is_alphanumeric() {
             word.push(c);
         } else {
-            flush_word(&mut word, personal, cfg, out, open);
+            flush_word(word, personal, cfg, out, open);
             if matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？') {
                 end_sentence(&mut out.text, open);
             }
         }
     }
-    flush_word(&mut word, personal, cfg, out, open);
+    flush_word(word, personal, cfg, out, open);
 }
 
 fn flush_word(
@@ -495,39 +530,35 @@ fn is_cjk(c: char) -> bool {
 /// Hash-buster tokens: long hex or base64-like strings, letter/digit mixes,
 /// very long words, and ASCII letter strings no language would write.
 fn looks_random(w: &str) -> bool {
-    let len = w.chars().count();
+    if !w.is_ascii() {
+        return w.chars().count() >= 25;
+    }
+    let len = w.len();
     if len >= 25 {
         return true;
     }
-    if !w.is_ascii() {
+    if len < 5 {
         return false;
     }
-    let digits = w.bytes().filter(u8::is_ascii_digit).count();
+    // One pass: digits, vowels, longest consonant run.
+    let (mut digits, mut vowels, mut run, mut max_run) = (0usize, 0usize, 0usize, 0usize);
+    for b in w.bytes() {
+        if b.is_ascii_digit() {
+            digits += 1;
+            run = 0;
+        } else if matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y') {
+            vowels += 1;
+            run = 0;
+        } else {
+            run += 1;
+            max_run = max_run.max(run);
+        }
+    }
     let letters = len - digits;
     if digits > 0 && letters > 0 && len >= 8 {
         return true;
     }
-    if digits == 0 && len >= 5 {
-        let vowels = w.bytes().filter(|b| b"aeiouy".contains(b)).count();
-        if vowels == 0 {
-            return true;
-        }
-        let mut run = 0;
-        for b in w.bytes() {
-            if b"aeiouy".contains(&b) {
-                run = 0;
-            } else {
-                run += 1;
-                if run >= 6 {
-                    return true;
-                }
-            }
-        }
-        if len >= 12 && vowels * 6 < len {
-            return true;
-        }
-    }
-    false
+    digits == 0 && (vowels == 0 || max_run >= 6 || (len >= 12 && vowels * 6 < len))
 }
 
 /// English stop words, sorted for binary search.
