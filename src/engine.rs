@@ -376,6 +376,22 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Fingerprints are a function of the text: the same on every call,
+        /// and the same whether lines end in LF or CRLF.
+        #[test]
+        fn fingerprint_is_deterministic_and_eol_invariant(body in "[a-zA-Z .,!?\n>-]{0,2000}") {
+            let cfg = Config::default();
+            let env = Envelope::default();
+            let lf = format!("Subject: x\n\n{body}");
+            let crlf = lf.replace('\n', "\r\n");
+            let a = analyze(lf.as_bytes(), &env, &cfg);
+            prop_assert_eq!(&a, &analyze(lf.as_bytes(), &env, &cfg));
+            prop_assert_eq!(a.fingerprint, analyze(crlf.as_bytes(), &env, &cfg).fingerprint);
+        }
+    }
 
     fn spam(name: &str, n: u32) -> String {
         format!(
