@@ -38,6 +38,20 @@ pub struct Query<'a> {
     pub bands: &'a [u64],
 }
 
+/// What [`NearIndex::to_parts`] returns and [`NearIndex::from_parts`] takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexParts {
+    /// Sequence number of the first entry.
+    pub base: u64,
+    /// Window entries, oldest first.
+    pub entries: Vec<Entry>,
+    /// Bucket index bits of the band tables.
+    pub band_bits: u32,
+    /// Per band table, the non-empty buckets as (index, raw items).
+    pub bands: Vec<Vec<(u32, Vec<u64>)>>,
+    pub sweep_cursor: usize,
+}
+
 /// Window plus tables, kept in step.
 #[derive(Debug, Clone)]
 pub struct NearIndex {
@@ -158,6 +172,45 @@ impl NearIndex {
         }
     }
 
+    /// The state a snapshot needs: the window (first sequence number and
+    /// entries) and the band items. The block tables are not included:
+    /// they are a function of the window and [`NearIndex::from_parts`]
+    /// rebuilds them.
+    pub fn to_parts(&self) -> IndexParts {
+        IndexParts {
+            base: self.window.next_seq() - self.window.len() as u64,
+            entries: self.window.iter().map(|(_, e)| *e).collect(),
+            band_bits: self.bands.bits(),
+            bands: self.bands.to_parts(),
+            sweep_cursor: self.sweep_cursor,
+        }
+    }
+
+    /// Rebuilds an index of radius `k` (see [`NearIndex::new`]) from
+    /// snapshot parts. Returns the index and whether the band items were
+    /// restored (false: the band tables have another shape now and start
+    /// empty). The caller keeps `parts.entries` within `max_entries` (the
+    /// snapshot reader refuses more); the next insertion evicts as usual.
+    pub fn from_parts(
+        k: u32,
+        max_entries: usize,
+        bands: usize,
+        max_sketch_diff: u32,
+        parts: IndexParts,
+    ) -> (NearIndex, bool) {
+        let mut idx = NearIndex::new(k, max_entries, bands, max_sketch_diff);
+        idx.window = Window::from_parts(parts.base, parts.entries);
+        for (seq, e) in idx.window.iter() {
+            if e.near {
+                idx.tables.insert(e.simhash, seq);
+            }
+        }
+        let restored = idx.bands.restore_parts(parts.band_bits, parts.bands);
+        let buckets = 1usize << idx.bands.bits();
+        idx.sweep_cursor = parts.sweep_cursor % buckets.max(1);
+        (idx, restored)
+    }
+
     /// Heap bytes held by window and tables.
     pub fn heap_bytes(&self) -> usize {
         self.window.heap_bytes()
@@ -275,6 +328,28 @@ mod tests {
         assert_eq!(gone, vec![1, 2]);
         assert_eq!(idx.len(), 1);
         assert_eq!(idx.query(&q(0xFFFF, &bands_of(0xFFFF))).len(), 1);
+    }
+
+    #[test]
+    fn parts_round_trip_answers_queries_alike() {
+        let mut st = 11;
+        let mut idx = NearIndex::new(3, 500, 2, 10);
+        for t in 0..400u32 {
+            let h = splitmix(&mut st);
+            idx.insert(entry(h, t), &bands_of(h));
+        }
+        idx.evict_before(50, |_| {});
+        let parts = idx.to_parts();
+        let (back, bands_ok) = NearIndex::from_parts(3, 500, 2, 10, parts.clone());
+        assert!(bands_ok);
+        assert_eq!(back.to_parts(), parts);
+        for (_, e) in idx.window().iter().step_by(7) {
+            let probe = flip(e.simhash, 2, &mut st);
+            assert_eq!(idx.query(&q(probe, &bands_of(probe))), back.query(&q(probe, &bands_of(probe))));
+        }
+        let (other, bands_ok) = NearIndex::from_parts(3, 1 << 20, 2, 10, parts);
+        assert!(!bands_ok, "band tables of another size are not restored");
+        assert_eq!(other.len(), idx.len());
     }
 
     proptest! {
