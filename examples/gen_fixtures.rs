@@ -38,6 +38,13 @@
 //! rustc -O --edition 2021 examples/gen_fixtures.rs -o /tmp/gen_fixtures && /tmp/gen_fixtures fixtures
 //! ```
 
+// Style lints only: changing these lines would change the committed fixtures.
+#![allow(
+    clippy::wrong_self_convention,
+    clippy::manual_is_multiple_of,
+    clippy::manual_pattern_char_comparison
+)]
+
 use std::fs;
 use std::path::Path;
 
@@ -352,7 +359,13 @@ fn qp(data: &[u8]) -> String {
 fn encode_charset(s: &str, latin1: bool) -> Vec<u8> {
     if latin1 {
         s.chars()
-            .map(|c| if (c as u32) < 256 { c as u32 as u8 } else { b'?' })
+            .map(|c| {
+                if (c as u32) < 256 {
+                    c as u32 as u8
+                } else {
+                    b'?'
+                }
+            })
             .collect()
     } else {
         s.as_bytes().to_vec()
@@ -500,19 +513,91 @@ impl Mbox {
 // ---------------------------------------------------------------------------
 
 const FIRST_NAMES: &[&str] = &[
-    "James", "Mary", "John", "Patricia", "Robert", "Jennifer", "Michael", "Linda", "David",
-    "Elizabeth", "William", "Barbara", "Richard", "Susan", "Joseph", "Jessica", "Thomas",
-    "Sarah", "Carlos", "Maria", "Ahmed", "Fatima", "Wei", "Mei", "Raj", "Anita", "Olga", "Ivan",
-    "Kenji", "Aiko", "Lars", "Ingrid", "Pedro", "Lucia", "Samuel", "Grace", "Noah", "Emma",
-    "Liam", "Chloe", "Jane", "Omar",
+    "James",
+    "Mary",
+    "John",
+    "Patricia",
+    "Robert",
+    "Jennifer",
+    "Michael",
+    "Linda",
+    "David",
+    "Elizabeth",
+    "William",
+    "Barbara",
+    "Richard",
+    "Susan",
+    "Joseph",
+    "Jessica",
+    "Thomas",
+    "Sarah",
+    "Carlos",
+    "Maria",
+    "Ahmed",
+    "Fatima",
+    "Wei",
+    "Mei",
+    "Raj",
+    "Anita",
+    "Olga",
+    "Ivan",
+    "Kenji",
+    "Aiko",
+    "Lars",
+    "Ingrid",
+    "Pedro",
+    "Lucia",
+    "Samuel",
+    "Grace",
+    "Noah",
+    "Emma",
+    "Liam",
+    "Chloe",
+    "Jane",
+    "Omar",
 ];
 
 const LAST_NAMES: &[&str] = &[
-    "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez",
-    "Martinez", "Hernandez", "Lopez", "Wilson", "Anderson", "Thomas", "Taylor", "Moore",
-    "Jackson", "Martin", "Lee", "Perez", "Thompson", "White", "Harris", "Clark", "Lewis",
-    "Walker", "Hall", "Young", "King", "Nakamura", "Schmidt", "Novak", "Kowalski", "Okafor",
-    "Singh", "Chen", "Ivanova", "Rossi", "Doe",
+    "Smith",
+    "Johnson",
+    "Williams",
+    "Brown",
+    "Jones",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Hernandez",
+    "Lopez",
+    "Wilson",
+    "Anderson",
+    "Thomas",
+    "Taylor",
+    "Moore",
+    "Jackson",
+    "Martin",
+    "Lee",
+    "Perez",
+    "Thompson",
+    "White",
+    "Harris",
+    "Clark",
+    "Lewis",
+    "Walker",
+    "Hall",
+    "Young",
+    "King",
+    "Nakamura",
+    "Schmidt",
+    "Novak",
+    "Kowalski",
+    "Okafor",
+    "Singh",
+    "Chen",
+    "Ivanova",
+    "Rossi",
+    "Doe",
 ];
 
 const RCPT_DOMAINS: &[&str] = &[
@@ -538,10 +623,10 @@ const WORDS: &[&str] = &[
     "mosaic", "nutmeg", "oxbow", "parsley", "quill", "russet", "sparrow", "timber", "upland",
     "vessel", "wander", "yarrow", "acorn", "burrow", "cinder", "drift", "estuary", "fennel",
     "gravel", "heron", "island", "jigsaw", "kestrel", "ledger", "mantle", "nimbus", "ostrich",
-    "prairie", "quarry", "ripple", "shingle", "trellis", "uplift", "valley", "whisker",
-    "almond", "basalt", "crimson", "dune", "elm", "fjord", "gossamer", "hazel", "indigo",
-    "jetty", "knoll", "loom", "mirth", "nook", "opal", "pivot", "quince", "rustic", "sable",
-    "tinsel", "urchin", "vellum", "wicker", "zinnia",
+    "prairie", "quarry", "ripple", "shingle", "trellis", "uplift", "valley", "whisker", "almond",
+    "basalt", "crimson", "dune", "elm", "fjord", "gossamer", "hazel", "indigo", "jetty", "knoll",
+    "loom", "mirth", "nook", "opal", "pivot", "quince", "rustic", "sable", "tinsel", "urchin",
+    "vellum", "wicker", "zinnia",
 ];
 
 const URL_SEGMENTS: &[&str] = &["c", "r", "t", "go", "l", "click", "track"];
@@ -1071,7 +1156,10 @@ fn insert_word(paras: &mut [Vec<String>], w: &str, rng: &mut Rng) {
 fn hidden_element(rng: &mut Rng) -> String {
     let content = if rng.chance(55) {
         let n = rng.range(3, 8);
-        (0..n).map(|_| rng.pick(WORDS)).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|_| rng.pick(WORDS))
+            .collect::<Vec<_>>()
+            .join(" ")
     } else if rng.chance(50) {
         rng.hex(12, 32)
     } else {
@@ -1081,7 +1169,10 @@ fn hidden_element(rng: &mut Rng) -> String {
         0 => format!("<span style=\"display:none\">{}</span>", content),
         1 => format!("<font color=\"#ffffff\">{}</font>", content),
         2 => format!("<span style=\"font-size:0px\">{}</span>", content),
-        3 => format!("<span style=\"display: none !important\">{}</span>", content),
+        3 => format!(
+            "<span style=\"display: none !important\">{}</span>",
+            content
+        ),
         _ => format!(
             "<span style=\"display:none;max-height:0px;overflow:hidden;mso-hide:all\">{}</span>",
             content
@@ -1170,7 +1261,10 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
     let r = rng.urltok(8, 14);
     let url = if rng.chance(30) {
         let m = rng.hex(4, 4);
-        format!("https://{}/{}/{}?uid={}&r={}&m={}", c.track_host, seg, h, uid, r, m)
+        format!(
+            "https://{}/{}/{}?uid={}&r={}&m={}",
+            c.track_host, seg, h, uid, r, m
+        )
     } else {
         format!("https://{}/{}/{}?uid={}&r={}", c.track_host, seg, h, uid, r)
     };
@@ -1434,7 +1528,11 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
         hdr(&mut m, "X-Mailer", rng.pick(MAILERS));
     }
     if rng.chance(25) {
-        hdr(&mut m, "Reply-To", &format!("{}@{}", local, rng.pick(c.sender_domains)));
+        hdr(
+            &mut m,
+            "Reply-To",
+            &format!("{}@{}", local, rng.pick(c.sender_domains)),
+        );
     }
     hdr(&mut m, "MIME-Version", "1.0");
     let q = rng.chance(50);
@@ -1867,7 +1965,11 @@ fn text_msg(headers: &[(&str, String)], body: &str, qp_enc: bool) -> Vec<u8> {
     }
     hdr(&mut m, "MIME-Version", "1.0");
     let cs = if body.is_ascii() { "us-ascii" } else { "utf-8" };
-    hdr(&mut m, "Content-Type", &format!("text/plain; charset=\"{}\"", cs));
+    hdr(
+        &mut m,
+        "Content-Type",
+        &format!("text/plain; charset=\"{}\"", cs),
+    );
     if qp_enc {
         hdr(&mut m, "Content-Transfer-Encoding", "quoted-printable");
         m.push(b'\n');
@@ -1926,7 +2028,12 @@ fn gen_threads(rng: &mut Rng, out: &mut Vec<HamMsg>, seq: &mut usize) {
                 Some((pbody, pwho, pt, pto, psubj, ptext)) => {
                     let (pname, paddr) = th.people[*pwho];
                     let attribution = if rng.chance(60) {
-                        format!("On {}, {} <{}> wrote:", reply_date(*pt + off * 60), pname, paddr)
+                        format!(
+                            "On {}, {} <{}> wrote:",
+                            reply_date(*pt + off * 60),
+                            pname,
+                            paddr
+                        )
                     } else {
                         format!("On {}, {} wrote:", numeric_date(*pt + off * 60), pname)
                     };
@@ -1947,7 +2054,13 @@ fn gen_threads(rng: &mut Rng, out: &mut Vec<HamMsg>, seq: &mut usize) {
                     }
                 }
             };
-            let msgid = format!("t{}.{}.{}@{}", ti + 1, mi + 1, rng.hex(6, 6), domain_of(addr));
+            let msgid = format!(
+                "t{}.{}.{}@{}",
+                ti + 1,
+                mi + 1,
+                rng.hex(6, 6),
+                domain_of(addr)
+            );
             let mut headers: Vec<(&str, String)> = vec![
                 ("From", fmt_addr(name, addr)),
                 ("To", to.clone()),
@@ -2015,7 +2128,13 @@ fn gen_mailing_list(rng: &mut Rng, out: &mut Vec<HamMsg>, seq: &mut usize) {
             ("Sender", "Tinkerers <tinkerers-bounces@lists.example.org>".to_string()),
         ];
         let bytes = text_msg(&headers, &body, false);
-        out.push((t, *seq, "tinkerers-bounces@lists.example.org".to_string(), msgid, bytes));
+        out.push((
+            t,
+            *seq,
+            "tinkerers-bounces@lists.example.org".to_string(),
+            msgid,
+            bytes,
+        ));
         *seq += 1;
         t += rng.range(3600, 30 * 3600) as i64;
     }
@@ -2107,7 +2226,10 @@ fn gen_notifications(rng: &mut Rng, out: &mut Vec<HamMsg>, seq: &mut usize) {
         let msgid = format!("tk.{}.{}@helpdesk.example.org", ticket, i + 1);
         let requester = rng.pick(SHORT_PEOPLE);
         let headers: Vec<(&str, String)> = vec![
-            ("From", "IT Helpdesk <helpdesk@helpdesk.example.org>".to_string()),
+            (
+                "From",
+                "IT Helpdesk <helpdesk@helpdesk.example.org>".to_string(),
+            ),
             ("To", fmt_addr(requester.0, requester.1)),
             ("Subject", format!("[Ticket #{}] {}", ticket, title)),
             ("Date", rfc2822(t, 60)),
@@ -2115,7 +2237,13 @@ fn gen_notifications(rng: &mut Rng, out: &mut Vec<HamMsg>, seq: &mut usize) {
             ("Auto-Submitted", "auto-generated".to_string()),
         ];
         let bytes = text_msg(&headers, &body, false);
-        out.push((t, *seq, "helpdesk@helpdesk.example.org".to_string(), msgid, bytes));
+        out.push((
+            t,
+            *seq,
+            "helpdesk@helpdesk.example.org".to_string(),
+            msgid,
+            bytes,
+        ));
         *seq += 1;
         ticket += rng.range(3, 60);
         t += rng.range(3600, 40 * 3600) as i64;
@@ -2185,7 +2313,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "Missing closing boundary", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "multipart/alternative; boundary=\"=_missing_close_01\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "multipart/alternative; boundary=\"=_missing_close_01\"",
+        );
         m.extend_from_slice(b"\n--=_missing_close_01\nContent-Type: text/plain; charset=us-ascii\n\nThe plain part is here and the closing boundary never comes.\n--=_missing_close_01\nContent-Type: text/html; charset=us-ascii\n\n<p>The html part is here and the closing boundary never comes.</p>\n");
         mbox.add(env, t, &m, Some(&id), "malformed");
         t += 600;
@@ -2196,7 +2328,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "Boundary declared but never used", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"never-used-42\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "multipart/mixed; boundary=\"never-used-42\"",
+        );
         m.extend_from_slice(b"\nThis body claims to be multipart but contains no boundary lines at all.\nA parser should fall back to treating it as a single text part,\nor at least not crash.\n");
         mbox.add(env, t, &m, Some(&id), "malformed");
         t += 600;
@@ -2253,7 +2389,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "=?x-unknown-42?Q?caf=E9_du_march=E9?=", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "text/plain; charset=\"x-unknown-42\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "text/plain; charset=\"x-unknown-42\"",
+        );
         hdr(&mut m, "Content-Transfer-Encoding", "8bit");
         m.extend_from_slice(b"\nThis part declares a charset nobody knows.\nHigh bytes follow: caf\xe9, na\xefve, \x8f\x90\x9d\xff\xfe.\nA decoder should fall back rather than fail.\n");
         mbox.add(env, t, &m, Some(&id), "malformed");
@@ -2295,7 +2435,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "Multipart nested 100 levels deep", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"lvl000\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "multipart/mixed; boundary=\"lvl000\"",
+        );
         m.push(b'\n');
         for level in 0..100 {
             m.extend_from_slice(format!("--lvl{:03}\n", level).as_bytes());
@@ -2339,7 +2483,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "Binary data declared as text/plain", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"bin-as-text\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "multipart/mixed; boundary=\"bin-as-text\"",
+        );
         m.extend_from_slice(b"\n--bin-as-text\nContent-Type: text/plain; charset=us-ascii\n\nSee the attached report.\n--bin-as-text\nContent-Type: text/plain; charset=us-ascii; name=\"report.txt\"\nContent-Disposition: attachment; filename=\"report.txt\"\nContent-Transfer-Encoding: 8bit\n\n");
         m.extend_from_slice(b"\x89PNG\x1a\n\0\0\0\rIHDR");
         for _ in 0..2048 {
@@ -2356,8 +2504,16 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         m.extend_from_slice(b" leading continuation line before any header\n");
         hdr(&mut m, "From", "=?UTF-8?B?!!!notbase64?= <odd@broken.test>");
-        hdr(&mut m, "To", "victim@example.com, , <>, \"unterminated <x@example.com>");
-        hdr(&mut m, "Subject", "=?UTF-8?Q?unterminated_encoded_word and =?bogus?X?abc?=");
+        hdr(
+            &mut m,
+            "To",
+            "victim@example.com, , <>, \"unterminated <x@example.com>",
+        );
+        hdr(
+            &mut m,
+            "Subject",
+            "=?UTF-8?Q?unterminated_encoded_word and =?bogus?X?abc?=",
+        );
         hdr(&mut m, "Date", "Tuesday, sometime last week");
         hdr(&mut m, "Message-ID", &format!("<{}>", id));
         m.extend_from_slice(b"This line has no colon and is not a header\n");
@@ -2374,7 +2530,11 @@ fn gen_malformed(mbox: &mut Mbox) {
         let mut m = Vec::new();
         mal_headers(&mut m, "Mismatched nested boundaries", &id, t);
         hdr(&mut m, "MIME-Version", "1.0");
-        hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"outer\"");
+        hdr(
+            &mut m,
+            "Content-Type",
+            "multipart/mixed; boundary=\"outer\"",
+        );
         m.extend_from_slice(b"\n--outer\nContent-Type: multipart/alternative; boundary=\"inner\"\n\n--inner\nContent-Type: text/plain\n\ninner plain part\n--inner\nContent-Type: text/html\n\n<p>inner html part, inner boundary never closed</p>\n--outer--\n--inner--\ntrailing text after both terminators\n");
         mbox.add(env, t, &m, Some(&id), "malformed");
         t += 600;
@@ -2400,7 +2560,9 @@ fn write_file(path: &Path, data: &[u8]) {
 }
 
 fn main() {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "fixtures".to_string());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fixtures".to_string());
     let out = Path::new(&out);
     let mbox_dir = out.join("mbox");
     fs::create_dir_all(&mbox_dir)

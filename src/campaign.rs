@@ -83,9 +83,16 @@ fn add_sender(senders: &mut Vec<(u16, u32)>, h: u16, n: u32) {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Slot {
     Free,
-    Live { campaign: Campaign, refs: u32 },
+    Live {
+        campaign: Campaign,
+        refs: u32,
+    },
     /// A campaign merged into `target`; `id` was its own id.
-    Alias { target: u32, refs: u32, id: CampaignId },
+    Alias {
+        target: u32,
+        refs: u32,
+        id: CampaignId,
+    },
 }
 
 /// What a new member contributes.
@@ -246,7 +253,9 @@ impl Campaigns {
     }
 
     fn add_ref(&mut self, slot: u32) {
-        if let Some(Slot::Live { refs, .. } | Slot::Alias { refs, .. }) = self.slots.get_mut(slot as usize) {
+        if let Some(Slot::Live { refs, .. } | Slot::Alias { refs, .. }) =
+            self.slots.get_mut(slot as usize)
+        {
             *refs += 1;
         }
     }
@@ -319,7 +328,8 @@ impl Campaigns {
         roots.sort_unstable();
         roots.dedup();
         let target = *roots.iter().min_by_key(|r| {
-            self.get(**r).map_or((u64::MAX, u64::MAX), |c| (c.first_seen, c.id.0))
+            self.get(**r)
+                .map_or((u64::MAX, u64::MAX), |c| (c.first_seen, c.id.0))
         })?;
         for r in roots {
             if r == target {
@@ -351,7 +361,11 @@ impl Campaigns {
             absorbed.push(campaign.id);
             self.live = self.live.saturating_sub(1);
             if let Some(s) = self.slots.get_mut(r as usize) {
-                *s = Slot::Alias { target, refs, id: campaign.id };
+                *s = Slot::Alias {
+                    target,
+                    refs,
+                    id: campaign.id,
+                };
             }
             self.add_ref(target);
         }
@@ -403,7 +417,14 @@ mod tests {
     use super::*;
 
     fn member(now: u64, rcpt: u16) -> Member<'static> {
-        Member { now, recipients: rcpt, weight_pct: 100, sender: 1, sender_name: Some("a.example"), subject: Some("s") }
+        Member {
+            now,
+            recipients: rcpt,
+            weight_pct: 100,
+            sender: 1,
+            sender_name: Some("a.example"),
+            subject: Some("s"),
+        }
     }
 
     #[test]

@@ -17,9 +17,9 @@ use crate::config::Config;
 use crate::exact::{bloom_seed, ExactSet};
 use crate::index::window::Entry;
 use crate::index::{NearIndex, Query};
-use crate::minhash::{jaccard_estimate, min_sketch, seeds};
 use crate::mime::normalize::{normalize, Normalized};
 use crate::mime::{extract, MimeOutcome};
+use crate::minhash::{jaccard_estimate, min_sketch, seeds};
 use crate::shingle::{shingles, word_set};
 use crate::simhash::{exact_hash, simhash, Fingerprint, VERSION};
 use crate::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
@@ -86,7 +86,10 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
     let sh = shingles(&normalized, &cfg.fingerprint);
     let fingerprint = Fingerprint {
         simhash: simhash(&sh),
-        min: min_sketch(&word_set(&normalized, &cfg.fingerprint), &seeds(cfg.fingerprint.hash_key)),
+        min: min_sketch(
+            &word_set(&normalized, &cfg.fingerprint),
+            &seeds(cfg.fingerprint.hash_key),
+        ),
         exact: exact_hash(&normalized.text, &body.attachments),
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
         version: VERSION,
@@ -131,7 +134,9 @@ fn sender_hash(domain: &str) -> u16 {
 }
 
 fn domain_of(addr: &str) -> Option<&str> {
-    addr.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>')).filter(|d| !d.is_empty())
+    addr.rsplit_once('@')
+        .map(|(_, d)| d.trim_end_matches('>'))
+        .filter(|d| !d.is_empty())
 }
 
 impl Engine {
@@ -143,6 +148,7 @@ impl Engine {
                 cfg.window.max_entries,
                 cfg.window.minhash_bands,
                 cfg.window.max_sketch_diff,
+                cfg.window.max_minhash_distance,
             ),
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
@@ -189,7 +195,10 @@ impl Engine {
                 .or_else(|| analysis.from_domain.clone());
             if let Some(d) = domain {
                 let hit = allow.sender_domains.iter().any(|a| {
-                    d == *a || (d.len() > a.len() && d.ends_with(a.as_str()) && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
+                    d == *a
+                        || (d.len() > a.len()
+                            && d.ends_with(a.as_str())
+                            && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
                 });
                 if hit {
                     return Some(AllowReason::SenderDomain);
@@ -238,9 +247,17 @@ impl Engine {
         // band with a close sketch. The closest match explains the verdict.
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
+        let mut nearest = None;
         if near_ok {
-            let q = Query { simhash: fp.simhash, sketch: fp.min.sketch, bands: &fp.min.bands };
-            for m in self.index.query(&q) {
+            let q = Query {
+                simhash: fp.simhash,
+                sketch: fp.min.sketch,
+                bands: &fp.min.bands,
+            };
+            let matches = self.index.query(&q);
+            // Sorted by sketch difference, then distance: the first is closest.
+            nearest = matches.first().map(|m| m.seq);
+            for m in matches {
                 best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
                 best_sketch = Some(best_sketch.map_or(m.sketch_diff, |b| b.min(m.sketch_diff)));
                 if !found.contains(&m.campaign) {
@@ -295,8 +312,10 @@ impl Engine {
             weight: weight_pct,
             near: near_ok,
         };
+        let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &fp.min.bands) {
-            self.campaigns.release(old.campaign, old.recipients, old.weight, old.sender);
+            self.campaigns
+                .release(old.campaign, old.recipients, old.weight, old.sender);
         }
         let id = self.campaigns.slot_id(slot).map_or(0, |i| i.0);
         self.exact.insert(fp.exact, (slot, id), now.0);
@@ -316,6 +335,8 @@ impl Engine {
             campaign: summary,
             newly_bulk,
             merged,
+            seq: Some(seq),
+            nearest,
             simhash: Some(fp.simhash),
             features: a.features,
         }
@@ -329,7 +350,11 @@ impl Engine {
 
     /// Arrival time of the newest message in the window.
     pub fn latest_time(&self) -> Option<UnixSecs> {
-        self.index.window().iter().last().map(|(_, e)| UnixSecs(u64::from(e.time)))
+        self.index
+            .window()
+            .iter()
+            .last()
+            .map(|(_, e)| UnixSecs(u64::from(e.time)))
     }
 
     /// Live campaigns.
@@ -366,7 +391,10 @@ mod tests {
     }
 
     fn env() -> Envelope {
-        Envelope { rcpts: vec!["x@example.net".into()], ..Envelope::default() }
+        Envelope {
+            rcpts: vec!["x@example.net".into()],
+            ..Envelope::default()
+        }
     }
 
     #[test]
@@ -379,9 +407,18 @@ mod tests {
         let verdicts: Vec<Verdict> = names
             .iter()
             .enumerate()
-            .map(|(i, n)| e.process(spam(n, 1000 + i as u32).as_bytes(), &env(), UnixSecs(100 + i as u64)))
+            .map(|(i, n)| {
+                e.process(
+                    spam(n, 1000 + i as u32).as_bytes(),
+                    &env(),
+                    UnixSecs(100 + i as u64),
+                )
+            })
             .collect();
-        let ids: Vec<_> = verdicts.iter().map(|v| v.campaign.as_ref().map(|c| c.id)).collect();
+        let ids: Vec<_> = verdicts
+            .iter()
+            .map(|v| v.campaign.as_ref().map(|c| c.id))
+            .collect();
         assert!(ids.iter().all(|i| *i == ids[0] && i.is_some()), "{ids:?}");
         assert_eq!(verdicts[0].level, Level::Clean);
         assert_eq!(verdicts[2].level, Level::Suspect);
@@ -407,7 +444,11 @@ mod tests {
     fn empty_bodies_do_not_form_campaigns() {
         let mut e = Engine::new(&Config::default());
         for i in 0..10 {
-            let v = e.process(format!("Subject: hi {i}\n\n").as_bytes(), &env(), UnixSecs(i));
+            let v = e.process(
+                format!("Subject: hi {i}\n\n").as_bytes(),
+                &env(),
+                UnixSecs(i),
+            );
             assert_eq!(v.level, Level::Skipped);
             assert_eq!(v.skip, Some(SkipReason::TooShort));
         }
@@ -430,14 +471,23 @@ mod tests {
         let mut e = Engine::new(&cfg);
         let mut en = env();
         en.mail_from = Some("news@mail.deals.example".into());
-        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::SenderDomain));
+        assert_eq!(
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
+            Some(AllowReason::SenderDomain)
+        );
         let mut en = env();
         en.mail_from = Some("x@baddeals.example".into());
         en.client_addr = Some("192.0.2.7".parse().unwrap());
-        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::ClientNetwork));
+        assert_eq!(
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
+            Some(AllowReason::ClientNetwork)
+        );
         let mut en = env();
         en.auth_user = Some("alice".into());
-        assert_eq!(e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow, Some(AllowReason::Authenticated));
+        assert_eq!(
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
+            Some(AllowReason::Authenticated)
+        );
     }
 
     #[test]
@@ -445,7 +495,10 @@ mod tests {
         let mut cfg = Config::default();
         cfg.thresholds.bulk_threshold = 300.0;
         let mut e = Engine::new(&cfg);
-        let en = Envelope { rcpts: (0..300).map(|i| format!("u{i}@example.net")).collect(), ..Envelope::default() };
+        let en = Envelope {
+            rcpts: (0..300).map(|i| format!("u{i}@example.net")).collect(),
+            ..Envelope::default()
+        };
         let v = e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0));
         assert_eq!(v.campaign.map(|c| c.recipients), Some(300));
         assert_eq!(v.level, Level::Bulk);

@@ -127,7 +127,12 @@ impl ExactSet {
     pub fn fill_ratio(&self) -> f64 {
         self.gens.back().map_or(0.0, |g| {
             let bits = g.bloom.len().max(1) as f64;
-            let set: u64 = g.bloom.as_slice().iter().map(|b| u64::from(b.count_ones())).sum();
+            let set: u64 = g
+                .bloom
+                .as_slice()
+                .iter()
+                .map(|b| u64::from(b.count_ones()))
+                .sum();
             set as f64 / bits
         })
     }

@@ -64,7 +64,10 @@ pub fn min_sketch(shingles: &Shingles, seeds: &[u64; MINHASHES]) -> MinSketch {
         out.sketch |= (m & 3) << (2 * i);
     }
     for (j, b) in out.bands.iter_mut().enumerate() {
-        let (a, c) = (mins.get(2 * j).copied().unwrap_or(0), mins.get(2 * j + 1).copied().unwrap_or(0));
+        let (a, c) = (
+            mins.get(2 * j).copied().unwrap_or(0),
+            mins.get(2 * j + 1).copied().unwrap_or(0),
+        );
         *b = mix(a ^ mix(c ^ 0x6261_6e64));
     }
     out
@@ -108,7 +111,7 @@ mod tests {
 
     #[test]
     fn estimate_tracks_jaccard() {
-        // 1000 pairs of sets with Jaccard 0.8 (900 shared of 1000 each... 
+        // 1000 pairs of sets with Jaccard 0.8 (900 shared of 1000 each...
         // |A∩B| = 800, |A∪B| = 1000).
         let s = seeds((3, 4));
         let mut total = 0.0;
@@ -117,7 +120,10 @@ mod tests {
             let base = t * 10_000;
             let a = set(base..base + 900);
             let b = set(base + 100..base + 1000);
-            total += jaccard_estimate(sketch_diff(min_sketch(&a, &s).sketch, min_sketch(&b, &s).sketch));
+            total += jaccard_estimate(sketch_diff(
+                min_sketch(&a, &s).sketch,
+                min_sketch(&b, &s).sketch,
+            ));
         }
         let mean = total / n as f64;
         assert!((mean - 0.8).abs() < 0.05, "{mean}");

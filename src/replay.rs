@@ -52,6 +52,9 @@ pub struct Record {
     pub campaign: Option<CampaignId>,
     /// Campaign recipients when this message was judged.
     pub campaign_size: u64,
+    /// Weighted campaign size when this message was judged (what the
+    /// thresholds compare).
+    pub score: f64,
     pub exact: bool,
     pub distance: Option<u32>,
     pub resemblance: Option<f64>,
@@ -59,6 +62,8 @@ pub struct Record {
     pub simhash: Option<u64>,
     pub subject: Option<String>,
     pub skip_reason: Option<&'static str>,
+    /// `n` of the closest earlier message it matched, if any.
+    pub nearest: Option<usize>,
 }
 
 /// A campaign found by the replay.
@@ -137,6 +142,8 @@ pub struct Replayer {
     engine: Engine,
     opts: ReplayOptions,
     merges: Merges,
+    /// Window sequence number -> record number, for `nearest`.
+    seq_to_n: HashMap<u64, usize>,
     pub summary: ReplaySummary,
 }
 
@@ -146,6 +153,7 @@ impl Replayer {
             engine: Engine::new(cfg),
             opts,
             merges: Merges::default(),
+            seq_to_n: HashMap::new(),
             summary: ReplaySummary::default(),
         }
     }
@@ -172,6 +180,10 @@ impl Replayer {
             }
         }
         *self.summary.by_level.entry(v.level.as_str()).or_default() += 1;
+        if let Some(seq) = v.seq {
+            self.seq_to_n.insert(seq, n);
+        }
+        let nearest = v.nearest.and_then(|s| self.seq_to_n.get(&s).copied());
         self.summary.records.push(Record {
             n,
             mbox: mbox.to_owned(),
@@ -180,6 +192,7 @@ impl Replayer {
             level: v.level,
             campaign: v.campaign.as_ref().map(|c| c.id),
             campaign_size: v.campaign.as_ref().map_or(0, |c| c.recipients),
+            score: v.campaign.as_ref().map_or(0.0, |c| c.score),
             exact: v.exact,
             distance: v.distance,
             resemblance: v.resemblance,
@@ -187,6 +200,7 @@ impl Replayer {
             simhash: v.simhash,
             subject: a.subject.clone(),
             skip_reason: v.skip.map(|s| s.as_str()),
+            nearest,
         });
         v
     }
@@ -236,5 +250,8 @@ pub fn replay_files(
 
 /// File name of an mbox path, for records.
 pub fn mbox_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }

@@ -57,7 +57,11 @@ pub fn word_set(norm: &Normalized, cfg: &FingerprintConfig) -> Shingles {
             subject: norm.subject.clone(),
             tokens: norm.tokens,
         },
-        &FingerprintConfig { shingle_words: 1, sample_modulus: 1, ..one },
+        &FingerprintConfig {
+            shingle_words: 1,
+            sample_modulus: 1,
+            ..one
+        },
     );
     for f in &mut s.features {
         f.1 = 1;
@@ -128,14 +132,20 @@ mod tests {
 
     #[test]
     fn key_changes_hash_and_separator_prevents_ambiguity() {
-        assert_ne!(hash_tokens(["ab", "c"], (1, 2)), hash_tokens(["a", "bc"], (1, 2)));
+        assert_ne!(
+            hash_tokens(["ab", "c"], (1, 2)),
+            hash_tokens(["a", "bc"], (1, 2))
+        );
         assert_ne!(hash_tokens(["ab"], (1, 2)), hash_tokens(["ab"], (1, 3)));
     }
 
     #[test]
     fn sampling_keeps_only_zero_mod_m() {
         let n = Normalized {
-            text: (0..500).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" "),
+            text: (0..500)
+                .map(|i| format!("w{i}"))
+                .collect::<Vec<_>>()
+                .join(" "),
             subject: String::new(),
             tokens: 500,
         };

@@ -51,9 +51,10 @@ pub fn simhash(shingles: &Shingles) -> u64 {
             }
         }
     }
-    sums.iter()
-        .enumerate()
-        .fold(0u64, |acc, (bit, &s)| if s > 0 { acc | (1 << bit) } else { acc })
+    sums.iter().enumerate().fold(
+        0u64,
+        |acc, (bit, &s)| if s > 0 { acc | (1 << bit) } else { acc },
+    )
 }
 
 /// SHA-256 over the normalized text, then each attachment hash.
@@ -81,10 +82,12 @@ pub fn resemblance(distance: u32) -> f64 {
 /// Lower-case hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]
@@ -94,7 +97,9 @@ mod tests {
 
     #[test]
     fn single_feature_simhash_is_its_hash() {
-        let s = Shingles { features: vec![(0xDEAD_BEEF_0123_4567, 3)] };
+        let s = Shingles {
+            features: vec![(0xDEAD_BEEF_0123_4567, 3)],
+        };
         assert_eq!(simhash(&s), 0xDEAD_BEEF_0123_4567);
         assert_eq!(simhash(&Shingles::default()), 0);
     }
@@ -102,7 +107,9 @@ mod tests {
     #[test]
     fn one_frequent_feature_does_not_decide_every_bit() {
         // 20 distinct features once each, one feature 1000 times.
-        let mut f: Vec<(u64, u32)> = (1..=20u64).map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), 1)).collect();
+        let mut f: Vec<(u64, u32)> = (1..=20u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15), 1))
+            .collect();
         f.push((0xFFFF_FFFF_FFFF_FFFF, 1000));
         assert_ne!(simhash(&Shingles { features: f }), u64::MAX);
         assert_eq!(weight(1), 1);

@@ -41,7 +41,7 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::exact::{ExactSet, Generation};
 use crate::index::window::Entry;
-use crate::index::{IndexParts, NearIndex};
+use crate::index::IndexParts;
 
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
@@ -643,26 +643,19 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
             what: "inconsistent campaign slots".into(),
         }
     })?;
-    let (index, bands_restored) = NearIndex::from_parts(
-        cfg.window.max_distance,
-        cfg.window.max_entries,
-        cfg.window.minhash_bands,
-        cfg.window.max_sketch_diff,
-        IndexParts {
-            base,
-            entries,
-            band_bits,
-            bands,
-            sweep_cursor: usize::try_from(sweep_cursor).unwrap_or(0),
-        },
-    );
+    let bands_restored = engine.index.restore_parts(IndexParts {
+        base,
+        entries,
+        band_bits,
+        bands,
+        sweep_cursor: usize::try_from(sweep_cursor).unwrap_or(0),
+    });
     let mut exact = ExactSet::new(
         &cfg.exact,
         cfg.window.window.as_secs(),
         crate::exact::bloom_seed(cfg),
     );
     exact.restore(gens, lru);
-    engine.index = index;
     engine.exact = exact;
     engine.campaigns = campaigns;
     Ok((

@@ -28,7 +28,13 @@ impl Level {
     }
 
     /// All levels, for metrics.
-    pub const ALL: [Level; 5] = [Level::Clean, Level::Suspect, Level::Bulk, Level::Allowed, Level::Skipped];
+    pub const ALL: [Level; 5] = [
+        Level::Clean,
+        Level::Suspect,
+        Level::Bulk,
+        Level::Allowed,
+        Level::Skipped,
+    ];
 }
 
 /// Why a message was not judged.
@@ -117,6 +123,10 @@ pub struct Verdict {
     pub newly_bulk: bool,
     /// Campaign ids this message merged into `campaign`.
     pub merged: Vec<CampaignId>,
+    /// Window sequence number this message was recorded under, if recorded.
+    pub seq: Option<u64>,
+    /// Sequence number of the closest match in the window, if any.
+    pub nearest: Option<u64>,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -133,6 +143,8 @@ impl Verdict {
             campaign: None,
             newly_bulk: false,
             merged: Vec::new(),
+            seq: None,
+            nearest: None,
             simhash,
             features,
         }
@@ -223,6 +235,9 @@ mod tests {
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };
         let v = Verdict { skip: None, ..v };
-        assert_eq!(v.header_value(), "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99");
+        assert_eq!(
+            v.header_value(),
+            "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99"
+        );
     }
 }

@@ -15,7 +15,10 @@ pub struct CheckConfigArgs {
 
 pub fn run(args: CheckConfigArgs) -> Result<Outcome, CliError> {
     let cfg = Config::load(&args.file)?;
-    println!("# {}: OK. Effective settings (defaults filled in):", args.file.display());
+    println!(
+        "# {}: OK. Effective settings (defaults filled in):",
+        args.file.display()
+    );
     println!("{cfg:#?}");
     Ok(Outcome::Ok)
 }

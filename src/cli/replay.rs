@@ -37,17 +37,24 @@ pub struct ReplayArgs {
 pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
     let mut cfg = load_config(args.config.as_ref())?;
     if let Some(t) = args.bulk_threshold {
-        if !(t >= 1.0) {
-            return Err(CliError::Usage("--bulk-threshold must be at least 1".into()));
+        if t.is_nan() || t < 1.0 {
+            return Err(CliError::Usage(
+                "--bulk-threshold must be at least 1".into(),
+            ));
         }
         cfg.thresholds.bulk_threshold = t;
         cfg.thresholds.suspect_threshold = cfg.thresholds.suspect_threshold.min(t);
     }
-    if !(args.rate > 0.0 && args.rate.is_finite()) {
+    if args.rate.is_nan() || args.rate <= 0.0 || args.rate.is_infinite() {
         return Err(CliError::Usage("--rate must be a positive number".into()));
     }
     let bar = if std::io::stderr().is_terminal() {
-        let total: u64 = args.mbox.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum();
+        let total: u64 = args
+            .mbox
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
         let pb = indicatif::ProgressBar::new_spinner();
         pb.set_message(format!("replaying {} bytes", total));
         Some(pb)
@@ -69,8 +76,16 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
         Format::Jsonl => write_jsonl(&mut out, &summary),
         Format::Table => write_table(&mut out, &summary),
     };
-    res.and_then(|_| out.flush()).map_err(|source| CliError::Write { path: "stdout".into(), source })?;
-    Ok(if summary.count(Level::Bulk) > 0 { Outcome::BulkFound } else { Outcome::Ok })
+    res.and_then(|_| out.flush())
+        .map_err(|source| CliError::Write {
+            path: "stdout".into(),
+            source,
+        })?;
+    Ok(if summary.count(Level::Bulk) > 0 {
+        Outcome::BulkFound
+    } else {
+        Outcome::Ok
+    })
 }
 
 /// The JSON object of one record: the jsonl contract (README).
@@ -88,6 +103,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "index": r.index,
         "features": r.features,
         "skip_reason": r.skip_reason,
+        "nearest": r.nearest,
     })
 }
 
@@ -99,7 +115,11 @@ fn write_jsonl(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
 }
 
 fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
-    writeln!(out, "{:>6}  {:<8} {:<12} {:>6} {:>4}  subject", "n", "level", "campaign", "size", "dist")?;
+    writeln!(
+        out,
+        "{:>6}  {:<8} {:<12} {:>6} {:>4}  subject",
+        "n", "level", "campaign", "size", "dist"
+    )?;
     for r in &s.records {
         writeln!(
             out,
@@ -109,7 +129,12 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
             r.campaign.map_or("-".to_owned(), |c| c.to_string()),
             r.campaign_size,
             r.distance.map_or("-".to_owned(), |d| d.to_string()),
-            r.subject.as_deref().unwrap_or("").chars().take(60).collect::<String>()
+            r.subject
+                .as_deref()
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect::<String>()
         )?;
     }
     writeln!(out)?;
@@ -126,7 +151,11 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
     )?;
     let campaigns = s.campaigns();
     writeln!(out, "campaigns of 2 or more messages: {}", campaigns.len())?;
-    writeln!(out, "{:<12} {:>6} {:>7} {:>7}  {:<8} sample subject", "campaign", "msgs", "first", "last", "level")?;
+    writeln!(
+        out,
+        "{:<12} {:>6} {:>7} {:>7}  {:<8} sample subject",
+        "campaign", "msgs", "first", "last", "level"
+    )?;
     for c in campaigns.iter().take(50) {
         writeln!(
             out,
@@ -136,7 +165,12 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
             c.first_n,
             c.last_n,
             c.max_level.as_str(),
-            c.sample_subject.as_deref().unwrap_or("").chars().take(60).collect::<String>()
+            c.sample_subject
+                .as_deref()
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect::<String>()
         )?;
     }
     Ok(())

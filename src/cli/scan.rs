@@ -30,13 +30,19 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
     let mut raw = Vec::new();
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            raw = std::fs::read(p).map_err(|source| CliError::Read { path: p.clone(), source })?;
+            raw = std::fs::read(p).map_err(|source| CliError::Read {
+                path: p.clone(),
+                source,
+            })?;
         }
         None => {
             std::io::stdin()
                 .take(cfg.scan.max_parse_bytes as u64)
                 .read_to_end(&mut raw)
-                .map_err(|source| CliError::Read { path: "stdin".into(), source })?;
+                .map_err(|source| CliError::Read {
+                    path: "stdin".into(),
+                    source,
+                })?;
         }
     }
     let env = Envelope::default();
@@ -44,7 +50,10 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
     let shown: String = a.normalized.text.chars().take(args.show).collect();
     println!("message-id:  {}", a.message_id.as_deref().unwrap_or("-"));
     println!("subject:     {}", a.subject.as_deref().unwrap_or("-"));
-    println!("features:    {} (min_features {})", a.features, cfg.fingerprint.min_features);
+    println!(
+        "features:    {} (min_features {})",
+        a.features, cfg.fingerprint.min_features
+    );
     println!("tokens:      {}", a.normalized.tokens);
     match &a.fingerprint {
         Some(fp) => {
@@ -54,14 +63,29 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
         }
         None => println!("simhash:     - (message could not be parsed)"),
     }
-    println!("normalized:\n{}{}", shown, if a.normalized.text.chars().count() > args.show { "\n[...]" } else { "" });
+    println!(
+        "normalized:\n{}{}",
+        shown,
+        if a.normalized.text.chars().count() > args.show {
+            "\n[...]"
+        } else {
+            ""
+        }
+    );
     if let Some(state) = &args.state {
-        let mut engine = crate::snapshot::load_engine(state, &cfg)
-            .map_err(|e| CliError::Other { what: format!("cannot use state {}", state.display()), source: Box::new(e) })?;
+        let mut engine =
+            crate::snapshot::load_engine(state, &cfg).map_err(|e| CliError::Other {
+                what: format!("cannot use state {}", state.display()),
+                source: Box::new(e),
+            })?;
         let now = engine.latest_time().unwrap_or(UnixSecs(0));
         let v = engine.decide(&a, &env, now);
         println!("verdict:     {}", v.header_value());
-        return Ok(if v.level == Level::Bulk { Outcome::BulkFound } else { Outcome::Ok });
+        return Ok(if v.level == Level::Bulk {
+            Outcome::BulkFound
+        } else {
+            Outcome::Ok
+        });
     }
     let _ = Engine::new;
     Ok(Outcome::Ok)

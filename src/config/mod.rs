@@ -94,8 +94,11 @@ pub struct WindowConfig {
     /// MinHash LSH band tables (0 turns the second stage off).
     pub minhash_bands: usize,
     /// A band candidate matches when at most this many of its 32 sketch
-    /// values differ (10 ≈ estimated Jaccard 0.58).
+    /// values differ (8 ≈ estimated Jaccard 0.67).
     pub max_sketch_diff: u32,
+    /// ... and when its simhash is at most this far (two long texts can
+    /// share most of their vocabulary and nothing else).
+    pub max_minhash_distance: u32,
 }
 
 /// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
@@ -175,7 +178,9 @@ impl Action {
             other => {
                 return Err(ConfigError::invalid(
                     key,
-                    format!("`{other}` is not one of none, tag, quarantine, reject, tempfail, discard"),
+                    format!(
+                        "`{other}` is not one of none, tag, quarantine, reject, tempfail, discard"
+                    ),
                 ))
             }
         })
@@ -290,7 +295,8 @@ impl Default for Config {
                 max_entries: 1_000_000,
                 max_distance: 3,
                 minhash_bands: 4,
-                max_sketch_diff: 10,
+                max_sketch_diff: 8,
+                max_minhash_distance: 14,
             },
             exact: ExactConfig {
                 bloom_items: 1_000_000,
@@ -373,7 +379,10 @@ fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     hi: T,
 ) -> Result<T, ConfigError> {
     if v < lo || v > hi {
-        Err(ConfigError::invalid(key, format!("{v} is outside {lo}..={hi}")))
+        Err(ConfigError::invalid(
+            key,
+            format!("{v} is outside {lo}..={hi}"),
+        ))
     } else {
         Ok(v)
     }
@@ -388,7 +397,10 @@ fn to_usize(key: &str, v: u64, lo: u64, hi: u64) -> Result<usize, ConfigError> {
 pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
     if let Some(path) = s.strip_prefix("unix:") {
         if !path.starts_with('/') {
-            return Err(ConfigError::invalid(key, "a unix socket path must be absolute"));
+            return Err(ConfigError::invalid(
+                key,
+                "a unix socket path must be absolute",
+            ));
         }
         return Ok(SocketSpec::Unix(PathBuf::from(path)));
     }
@@ -402,7 +414,10 @@ pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
             .map(|(_, p)| p.parse::<u16>().is_ok())
             .unwrap_or(false);
         if !port_ok {
-            return Err(ConfigError::invalid(key, format!("`{s}` has no valid port")));
+            return Err(ConfigError::invalid(
+                key,
+                format!("`{s}` has no valid port"),
+            ));
         }
         return Ok(SocketSpec::Inet(addr));
     }
@@ -512,6 +527,9 @@ impl Config {
             if let Some(v) = w.max_sketch_diff {
                 c.window.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
             }
+            if let Some(v) = w.max_minhash_distance {
+                c.window.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
+            }
         }
         if let Some(e) = raw.exact {
             if let Some(v) = e.bloom_items {
@@ -605,7 +623,10 @@ impl Config {
                     .ok()
                     .filter(|m| *m <= 0o777)
                     .ok_or_else(|| {
-                        ConfigError::invalid("milter.socket_mode", "must be an octal mode such as \"0660\"")
+                        ConfigError::invalid(
+                            "milter.socket_mode",
+                            "must be an octal mode such as \"0660\"",
+                        )
                     })?;
             }
             if let Some(v) = m.max_message_bytes {
@@ -653,12 +674,8 @@ impl Config {
                 c.state.state_dir = PathBuf::from(v);
             }
             if let Some(v) = s.snapshot_interval_secs {
-                c.state.snapshot_interval = Duration::from_secs(in_range(
-                    "state.snapshot_interval_secs",
-                    v,
-                    1,
-                    86400,
-                )?);
+                c.state.snapshot_interval =
+                    Duration::from_secs(in_range("state.snapshot_interval_secs", v, 1, 86400)?);
             }
         }
         if let Some(m) = raw.metrics {
@@ -777,10 +794,9 @@ mod tests {
 
     #[test]
     fn suspect_above_bulk_is_refused() {
-        let err = Config::from_toml_str(
-            "[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n",
-        )
-        .unwrap_err();
+        let err =
+            Config::from_toml_str("[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n")
+                .unwrap_err();
         assert_eq!(err.key(), Some("thresholds.suspect_threshold"));
     }
 
@@ -810,5 +826,18 @@ mod tests {
         .unwrap();
         assert_eq!(c.allow.sender_domains, vec!["news.example.com"]);
         assert_eq!(c.allow.client_networks.len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod shipped_file {
+    use super::*;
+
+    /// config/bulkwatch.toml documents the defaults: it must not drift.
+    #[test]
+    fn shipped_config_equals_built_in_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bulkwatch.toml");
+        let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg, Config::default());
     }
 }

@@ -65,6 +65,7 @@ pub struct RawWindow {
     pub max_distance: Option<u32>,
     pub minhash_bands: Option<u32>,
     pub max_sketch_diff: Option<u32>,
+    pub max_minhash_distance: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

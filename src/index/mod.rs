@@ -4,8 +4,9 @@
 //!
 //! An entry matches a query when its simhash is within Hamming distance k
 //! (found exactly, through the block tables), or when it shares a MinHash
-//! band and its b-bit sketch differs in at most `max_sketch_diff` of 32
-//! values (the second stage, for pairs simhash places too far apart).
+//! band, its b-bit sketch differs in at most `max_sketch_diff` of 32
+//! values and its simhash is within `max_minhash_distance` (the second
+//! stage, for pairs simhash places too far apart).
 //! [`NearIndex::query`] returns exactly those entries (a property test
 //! compares it with a brute-force scan); [`NearIndex::evict_before`] removes
 //! entries older than the window from all structures. No clock: callers pass
@@ -62,12 +63,19 @@ pub struct NearIndex {
     sweep_cursor: usize,
     max_entries: usize,
     max_sketch_diff: u32,
+    max_minhash_distance: u32,
 }
 
 impl NearIndex {
     /// An empty index of radius `k` holding at most `max_entries`, with
     /// `bands` MinHash band tables (0 disables the second stage).
-    pub fn new(k: u32, max_entries: usize, bands: usize, max_sketch_diff: u32) -> NearIndex {
+    pub fn new(
+        k: u32,
+        max_entries: usize,
+        bands: usize,
+        max_sketch_diff: u32,
+        max_minhash_distance: u32,
+    ) -> NearIndex {
         NearIndex {
             window: Window::default(),
             tables: Tables::new(k, max_entries),
@@ -75,7 +83,12 @@ impl NearIndex {
             sweep_cursor: 0,
             max_entries: max_entries.max(1),
             max_sketch_diff,
+            max_minhash_distance,
         }
+    }
+
+    pub fn max_minhash_distance(&self) -> u32 {
+        self.max_minhash_distance
     }
 
     pub fn radius(&self) -> u32 {
@@ -107,7 +120,9 @@ impl NearIndex {
     fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
-        (d <= self.tables.radius() || (shares_band && sd <= self.max_sketch_diff)).then_some((d, sd))
+        let by_minhash =
+            shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
+        (d <= self.tables.radius() || by_minhash).then_some((d, sd))
     }
 
     /// Every live near entry matching `q`, each once, sorted by sketch
@@ -120,12 +135,19 @@ impl NearIndex {
                     return;
                 }
                 if let Some((d, sd)) = self.accept(e, q, shares_band) {
-                    out.push(Match { seq, distance: d, sketch_diff: sd, campaign: e.campaign });
+                    out.push(Match {
+                        seq,
+                        distance: d,
+                        sketch_diff: sd,
+                        campaign: e.campaign,
+                    });
                 }
             }
         };
-        self.tables.candidates(q.simhash, |low| consider(low, false, &mut out));
-        self.bands.candidates(q.bands, |low| consider(low, true, &mut out));
+        self.tables
+            .candidates(q.simhash, |low| consider(low, false, &mut out));
+        self.bands
+            .candidates(q.bands, |low| consider(low, true, &mut out));
         out.sort_unstable_by_key(|m| (m.sketch_diff, m.distance, m.seq));
         out
     }
@@ -165,7 +187,11 @@ impl NearIndex {
     /// Removes every entry older than `cutoff` (Unix seconds) from the front,
     /// calling `evicted` for each.
     pub fn evict_before(&mut self, cutoff: u64, mut evicted: impl FnMut(&Entry)) {
-        while self.window.front().is_some_and(|e| u64::from(e.time) < cutoff) {
+        while self
+            .window
+            .front()
+            .is_some_and(|e| u64::from(e.time) < cutoff)
+        {
             if let Some(e) = self.pop_oldest() {
                 evicted(&e);
             }
@@ -186,36 +212,30 @@ impl NearIndex {
         }
     }
 
-    /// Rebuilds an index of radius `k` (see [`NearIndex::new`]) from
-    /// snapshot parts. Returns the index and whether the band items were
-    /// restored (false: the band tables have another shape now and start
-    /// empty). The caller keeps `parts.entries` within `max_entries` (the
-    /// snapshot reader refuses more); the next insertion evicts as usual.
-    pub fn from_parts(
-        k: u32,
-        max_entries: usize,
-        bands: usize,
-        max_sketch_diff: u32,
-        parts: IndexParts,
-    ) -> (NearIndex, bool) {
-        let mut idx = NearIndex::new(k, max_entries, bands, max_sketch_diff);
-        idx.window = Window::from_parts(parts.base, parts.entries);
-        for (seq, e) in idx.window.iter() {
+    /// Replaces the contents with snapshot parts: the window, the block
+    /// tables rebuilt from it, and the band items if the band tables still
+    /// have the saved shape. Returns whether the band items were restored
+    /// (false: the band tables start empty and refill as mail arrives).
+    /// The caller keeps `parts.entries` within `max_entries` (the snapshot
+    /// reader refuses more); the next insertion evicts as usual.
+    pub fn restore_parts(&mut self, parts: IndexParts) -> bool {
+        self.tables = Tables::new(self.tables.radius(), self.max_entries);
+        self.bands = Bands::new(self.bands.count(), self.max_entries);
+        self.window = Window::from_parts(parts.base, parts.entries);
+        for (seq, e) in self.window.iter() {
             if e.near {
-                idx.tables.insert(e.simhash, seq);
+                self.tables.insert(e.simhash, seq);
             }
         }
-        let restored = idx.bands.restore_parts(parts.band_bits, parts.bands);
-        let buckets = 1usize << idx.bands.bits();
-        idx.sweep_cursor = parts.sweep_cursor % buckets.max(1);
-        (idx, restored)
+        let restored = self.bands.restore_parts(parts.band_bits, parts.bands);
+        let buckets = 1usize << self.bands.bits();
+        self.sweep_cursor = parts.sweep_cursor % buckets.max(1);
+        restored
     }
 
     /// Heap bytes held by window and tables.
     pub fn heap_bytes(&self) -> usize {
-        self.window.heap_bytes()
-            + self.tables.heap_bytes()
-            + self.bands.heap_bytes()
+        self.window.heap_bytes() + self.tables.heap_bytes() + self.bands.heap_bytes()
     }
 }
 
@@ -225,7 +245,16 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(h: u64, time: u32) -> Entry {
-        Entry { simhash: h, sketch: h.rotate_left(17), time, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+        Entry {
+            simhash: h,
+            sketch: h.rotate_left(17),
+            time,
+            campaign: 0,
+            recipients: 1,
+            sender: 0,
+            weight: 100,
+            near: true,
+        }
     }
 
     fn bands_of(h: u64) -> [u64; 2] {
@@ -234,7 +263,11 @@ mod tests {
     }
 
     fn q(h: u64, b: &[u64]) -> Query<'_> {
-        Query { simhash: h, sketch: h.rotate_left(17), bands: b }
+        Query {
+            simhash: h,
+            sketch: h.rotate_left(17),
+            bands: b,
+        }
     }
 
     /// SplitMix64, for reproducible random fingerprints.
@@ -263,8 +296,11 @@ mod tests {
             .filter_map(|(s, e)| {
                 let d = hamming(e.simhash, h);
                 let sd = sketch_diff(e.sketch, h.rotate_left(17));
-                let shares = idx.band_count() > 0 && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
-                (d <= idx.radius() || (shares && sd <= idx.max_sketch_diff())).then_some((s, d, sd))
+                let shares = idx.band_count() > 0
+                    && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
+                (d <= idx.radius()
+                    || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance()))
+                .then_some((s, d, sd))
             })
             .collect();
         v.sort_unstable_by_key(|&(s, d, sd)| (sd, d, s));
@@ -275,7 +311,7 @@ mod tests {
     fn query_equals_brute_force_on_100k_fingerprints() {
         for (k, nbands) in [(3u32, 0usize), (4, 0), (3, 2)] {
             let mut st = 42 + u64::from(k) + nbands as u64;
-            let mut idx = NearIndex::new(k, 200_000, nbands, 10);
+            let mut idx = NearIndex::new(k, 200_000, nbands, 10, 40);
             let mut bases = Vec::new();
             for i in 0..100_000u32 {
                 // Clusters: most fingerprints are a near copy of an earlier one,
@@ -292,9 +328,17 @@ mod tests {
             }
             for n in 0..1_000 {
                 let b = bases[(splitmix(&mut st) as usize) % bases.len()];
-                let h = flip(b, (n % (k + 3)) as u32, &mut st);
-                let got: Vec<(u64, u32)> = idx.query(&q(h, &bands_of(h))).iter().map(|m| (m.seq, m.distance)).collect();
-                assert_eq!(got, brute(&idx, h, &bands_of(h)), "k={k} bands={nbands} query {n}");
+                let h = flip(b, n % (k + 3), &mut st);
+                let got: Vec<(u64, u32)> = idx
+                    .query(&q(h, &bands_of(h)))
+                    .iter()
+                    .map(|m| (m.seq, m.distance))
+                    .collect();
+                assert_eq!(
+                    got,
+                    brute(&idx, h, &bands_of(h)),
+                    "k={k} bands={nbands} query {n}"
+                );
             }
         }
     }
@@ -302,7 +346,7 @@ mod tests {
     #[test]
     fn distance_k_is_found_and_k_plus_one_is_not() {
         let mut st = 7;
-        let mut idx = NearIndex::new(3, 1000, 0, 0);
+        let mut idx = NearIndex::new(3, 1000, 0, 0, 0);
         let h = splitmix(&mut st);
         idx.insert(entry(h, 0), &[]);
         for _ in 0..200 {
@@ -315,14 +359,19 @@ mod tests {
 
     #[test]
     fn eviction_by_time_and_by_size() {
-        let mut idx = NearIndex::new(3, 3, 2, 10);
+        let mut idx = NearIndex::new(3, 3, 2, 10, 64);
         for t in 0..3 {
             let h = u64::from(t) * 0x1111;
             assert!(idx.insert(entry(h, t), &bands_of(h)).is_none());
         }
-        let out = idx.insert(entry(0xFFFF, 3), &bands_of(0xFFFF)).expect("full window evicts");
+        let out = idx
+            .insert(entry(0xFFFF, 3), &bands_of(0xFFFF))
+            .expect("full window evicts");
         assert_eq!(out.time, 0);
-        assert!(idx.query(&q(0, &bands_of(0))).iter().all(|m| m.distance > 0));
+        assert!(idx
+            .query(&q(0, &bands_of(0)))
+            .iter()
+            .all(|m| m.distance > 0));
         let mut gone = Vec::new();
         idx.evict_before(3, |e| gone.push(e.time));
         assert_eq!(gone, vec![1, 2]);
@@ -333,21 +382,26 @@ mod tests {
     #[test]
     fn parts_round_trip_answers_queries_alike() {
         let mut st = 11;
-        let mut idx = NearIndex::new(3, 500, 2, 10);
+        let mut idx = NearIndex::new(3, 500, 2, 10, 64);
         for t in 0..400u32 {
             let h = splitmix(&mut st);
             idx.insert(entry(h, t), &bands_of(h));
         }
         idx.evict_before(50, |_| {});
         let parts = idx.to_parts();
-        let (back, bands_ok) = NearIndex::from_parts(3, 500, 2, 10, parts.clone());
+        let mut back = NearIndex::new(3, 500, 2, 10, 64);
+        let bands_ok = back.restore_parts(parts.clone());
         assert!(bands_ok);
         assert_eq!(back.to_parts(), parts);
         for (_, e) in idx.window().iter().step_by(7) {
             let probe = flip(e.simhash, 2, &mut st);
-            assert_eq!(idx.query(&q(probe, &bands_of(probe))), back.query(&q(probe, &bands_of(probe))));
+            assert_eq!(
+                idx.query(&q(probe, &bands_of(probe))),
+                back.query(&q(probe, &bands_of(probe)))
+            );
         }
-        let (other, bands_ok) = NearIndex::from_parts(3, 1 << 20, 2, 10, parts);
+        let mut other = NearIndex::new(3, 1 << 20, 2, 10, 64);
+        let bands_ok = other.restore_parts(parts);
         assert!(!bands_ok, "band tables of another size are not restored");
         assert_eq!(other.len(), idx.len());
     }
@@ -357,7 +411,7 @@ mod tests {
         fn eviction_keeps_nothing_older_than_cutoff(times in proptest::collection::vec(0u32..1000, 1..200), cutoff in 0u64..1100) {
             let mut sorted = times.clone();
             sorted.sort_unstable();
-            let mut idx = NearIndex::new(3, 10_000, 2, 10);
+            let mut idx = NearIndex::new(3, 10_000, 2, 10, 64);
             for (i, t) in sorted.iter().enumerate() {
                 let h = i as u64 * 0x9E37_79B9;
                 idx.insert(entry(h, *t), &bands_of(h));

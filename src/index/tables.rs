@@ -119,7 +119,10 @@ impl Tables {
             });
             shift += width;
         }
-        let tables = blocks.iter().map(|b| BucketTable::new(b.key_bits)).collect();
+        let tables = blocks
+            .iter()
+            .map(|b| BucketTable::new(b.key_bits))
+            .collect();
         Tables { k, blocks, tables }
     }
 
@@ -167,7 +170,6 @@ impl Tables {
         self.tables.iter().map(BucketTable::heap_bytes).sum()
     }
 }
-
 
 /// One table per MinHash band.
 #[derive(Debug, Clone)]
@@ -289,7 +291,11 @@ mod tests {
     fn band_parts_round_trip() {
         let mut b = Bands::new(3, 1000);
         for seq in 0..50u64 {
-            let keys = [seq.wrapping_mul(0x9E37_79B9_7F4A_7C15), seq % 7, (seq % 3) << 40];
+            let keys = [
+                seq.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                seq % 7,
+                (seq % 3) << 40,
+            ];
             b.insert(&keys, seq);
         }
         let parts = b.to_parts();

@@ -66,13 +66,18 @@ impl Window {
     /// The entry whose sequence number has these low 32 bits, if it is live.
     pub fn get_by_low(&self, low: u32) -> Option<(u64, &Entry)> {
         let offset = low.wrapping_sub(self.base as u32) as usize;
-        self.entries.get(offset).map(|e| (self.base + offset as u64, e))
+        self.entries
+            .get(offset)
+            .map(|e| (self.base + offset as u64, e))
     }
 
     /// Iterates (sequence number, entry), oldest first.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &Entry)> {
         let base = self.base;
-        self.entries.iter().enumerate().map(move |(i, e)| (base + i as u64, e))
+        self.entries
+            .iter()
+            .enumerate()
+            .map(move |(i, e)| (base + i as u64, e))
     }
 
     /// Sequence number the next pushed entry gets.
@@ -99,7 +104,16 @@ mod tests {
     use super::*;
 
     fn e(s: u64) -> Entry {
-        Entry { simhash: s, sketch: 0, time: 0, campaign: 0, recipients: 1, sender: 0, weight: 100, near: true }
+        Entry {
+            simhash: s,
+            sketch: 0,
+            time: 0,
+            campaign: 0,
+            recipients: 1,
+            sender: 0,
+            weight: 100,
+            near: true,
+        }
     }
 
     #[test]

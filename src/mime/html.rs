@@ -159,7 +159,11 @@ fn parse_tag(s: &str) -> Option<Tag> {
     while bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric()) {
         i += 1;
     }
-    if i == name_start || !bytes.get(name_start).is_some_and(|b| b.is_ascii_alphabetic()) {
+    if i == name_start
+        || !bytes
+            .get(name_start)
+            .is_some_and(|b| b.is_ascii_alphabetic())
+    {
         return None;
     }
     let name = s.get(name_start..i)?.to_ascii_lowercase();
@@ -214,7 +218,10 @@ fn attributes(attrs: &str) -> Vec<(String, String)> {
     let b = attrs.as_bytes();
     let mut i = 0;
     while i < b.len() && out.len() < 64 {
-        while b.get(i).is_some_and(|c| c.is_ascii_whitespace() || *c == b'/') {
+        while b
+            .get(i)
+            .is_some_and(|c| c.is_ascii_whitespace() || *c == b'/')
+        {
             i += 1;
         }
         let ks = i;
@@ -305,7 +312,10 @@ fn tiny_length(val: &str) -> bool {
     let Ok(n) = num.parse::<f32>() else {
         return false;
     };
-    n == 0.0 || (unit == "px" && n <= 2.0) || (unit == "pt" && n <= 1.5) || (unit == "em" && n < 0.2)
+    n == 0.0
+        || (unit == "px" && n <= 2.0)
+        || (unit == "pt" && n <= 1.5)
+        || (unit == "em" && n < 0.2)
 }
 
 fn is_white(val: &str) -> bool {
@@ -325,17 +335,53 @@ fn is_raw_text(name: &str) -> bool {
 fn is_void(name: &str) -> bool {
     matches!(
         name,
-        "area" | "base" | "br" | "col" | "embed" | "hr" | "img" | "input" | "link" | "meta"
-            | "param" | "source" | "track" | "wbr"
+        "area"
+            | "base"
+            | "br"
+            | "col"
+            | "embed"
+            | "hr"
+            | "img"
+            | "input"
+            | "link"
+            | "meta"
+            | "param"
+            | "source"
+            | "track"
+            | "wbr"
     )
 }
 
 fn is_block(name: &str) -> bool {
     matches!(
         name,
-        "p" | "div" | "table" | "tr" | "li" | "ul" | "ol" | "h1" | "h2" | "h3" | "h4" | "h5"
-            | "h6" | "blockquote" | "hr" | "pre" | "center" | "form" | "dl" | "dt" | "dd"
-            | "section" | "article" | "header" | "footer" | "body" | "html" | "address"
+        "p" | "div"
+            | "table"
+            | "tr"
+            | "li"
+            | "ul"
+            | "ol"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "blockquote"
+            | "hr"
+            | "pre"
+            | "center"
+            | "form"
+            | "dl"
+            | "dt"
+            | "dd"
+            | "section"
+            | "article"
+            | "header"
+            | "footer"
+            | "body"
+            | "html"
+            | "address"
     )
 }
 
@@ -377,7 +423,8 @@ pub fn decode_entities(text: &str, out: &mut String, room: usize) {
                 .find(|(_, c)| *c == ';')
                 .map(|(i, _)| i + 1)
         });
-        let decoded = semi.and_then(|end| decode_entity(after.get(1..end).unwrap_or("")).map(|c| (c, end + 1)));
+        let decoded = semi
+            .and_then(|end| decode_entity(after.get(1..end).unwrap_or("")).map(|c| (c, end + 1)));
         match decoded {
             Some((c, used)) => {
                 if out.len() + c.len_utf8() <= limit {
@@ -414,7 +461,11 @@ fn decode_entity(name: &str) -> Option<char> {
         } else {
             num.parse::<u32>().ok()?
         };
-        return Some(char::from_u32(code).filter(|c| *c != '\0').unwrap_or('\u{FFFD}'));
+        return Some(
+            char::from_u32(code)
+                .filter(|c| *c != '\0')
+                .unwrap_or('\u{FFFD}'),
+        );
     }
     let c = match name {
         "nbsp" | "ensp" | "emsp" | "thinsp" => ' ',
@@ -516,8 +567,14 @@ mod tests {
              <font color=\"#FFFFFF\">quux</font><span style='font-size:0px'>x1</span>\
              <div style=\"color:white\">wh</div><p style=\"background-color:#fff\">seen</p>",
         );
-        assert!(t.contains("buy") && t.contains("now") && t.contains("seen"), "{t}");
-        assert!(!t.contains("zebra") && !t.contains("quux") && !t.contains("x1") && !t.contains("wh"), "{t}");
+        assert!(
+            t.contains("buy") && t.contains("now") && t.contains("seen"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("zebra") && !t.contains("quux") && !t.contains("x1") && !t.contains("wh"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -529,18 +586,32 @@ mod tests {
 
     #[test]
     fn entities_decode() {
-        assert_eq!(text("caf&eacute; &#86;&#x49;agra &amp; &bogus;").0, "café VIagra & &bogus;");
+        assert_eq!(
+            text("caf&eacute; &#86;&#x49;agra &amp; &bogus;").0,
+            "café VIagra & &bogus;"
+        );
     }
 
     #[test]
     fn scripts_styles_and_head_are_skipped() {
-        let (t, _) = text("<head><title>T</title></head><style>p{}</style><script>x<y</script>body");
+        let (t, _) =
+            text("<head><title>T</title></head><style>p{}</style><script>x<y</script>body");
         assert_eq!(t.trim(), "body");
     }
 
     #[test]
     fn unterminated_constructs_do_not_panic() {
-        for s in ["<", "<a href=\"", "<!--", "<!", "<p", "&", "&#xFFFFFFFF;", "<script>", "</"] {
+        for s in [
+            "<",
+            "<a href=\"",
+            "<!--",
+            "<!",
+            "<p",
+            "&",
+            "&#xFFFFFFFF;",
+            "<script>",
+            "</",
+        ] {
             let _ = text(s);
         }
     }

@@ -14,8 +14,8 @@ pub mod normalize;
 use base64::Engine as _;
 use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::{Encoding, Message, MessageParser, MessagePart, MimeHeaders, PartType};
-use std::borrow::Cow;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 
 use crate::config::ScanConfig;
 
@@ -74,7 +74,13 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         truncated,
         ..BodyText::default()
     };
-    for addr in message.to().into_iter().chain(message.cc()).flat_map(|a| a.iter()).take(64) {
+    for addr in message
+        .to()
+        .into_iter()
+        .chain(message.cc())
+        .flat_map(|a| a.iter())
+        .take(64)
+    {
         if let Some(name) = &addr.name {
             body.recipients.push(name.to_string());
         }
@@ -114,12 +120,14 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
             continue;
         };
         match &part.body {
-            PartType::Binary(b) | PartType::InlineBinary(b) => {
-                if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() {
-                    body.attachments.push(Sha256::digest(b).into());
-                }
+            PartType::Binary(b) | PartType::InlineBinary(b)
+                if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
+            {
+                body.attachments.push(Sha256::digest(b).into());
             }
-            PartType::Message(inner) if depth < MAX_NESTED => collect(inner, limit, body, depth + 1),
+            PartType::Message(inner) if depth < MAX_NESTED => {
+                collect(inner, limit, body, depth + 1)
+            }
             _ => {}
         }
         body.encoding_problem |= part.is_encoding_problem;
@@ -142,11 +150,12 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     let declared_base64 = part
         .content_transfer_encoding()
         .is_some_and(|e| e.trim().eq_ignore_ascii_case("base64"));
-    let redecoded = if part.is_encoding_problem && (part.encoding == Encoding::Base64 || declared_base64) {
-        lenient_base64_text(message, part)
-    } else {
-        None
-    };
+    let redecoded =
+        if part.is_encoding_problem && (part.encoding == Encoding::Base64 || declared_base64) {
+            lenient_base64_text(message, part)
+        } else {
+            None
+        };
     let content: Option<(bool, &str)> = match (&redecoded, &part.body) {
         (Some(t), PartType::Html(_)) => Some((true, t.as_ref())),
         (Some(t), _) => Some((false, t.as_ref())),
@@ -154,6 +163,8 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
         (None, PartType::Text(t)) => Some((false, t.as_ref())),
         _ => None,
     };
+    // Real spam declares HTML as text/plain; a reader's client renders it.
+    let content = content.map(|(is_html, t)| (is_html || looks_like_html(t), t));
     match content {
         Some((true, html)) => html::to_text(html, &mut body.text, &mut body.urls, limit),
         Some((false, text)) => {
@@ -174,6 +185,18 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     }
 }
 
+/// A text part that is really an HTML document.
+fn looks_like_html(text: &str) -> bool {
+    let head: String = text
+        .trim_start()
+        .chars()
+        .take(512)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    head.starts_with('<')
+        && (head.contains("<html") || head.contains("<body") || head.contains("<!doctype html"))
+}
+
 /// Decodes a base64 text part that mail-parser could not decode (seen in
 /// real spam: a missing closing boundary, stray characters, bad padding),
 /// skipping every byte outside the base64 alphabet, then its charset.
@@ -186,7 +209,14 @@ fn lenient_base64_text(message: &Message<'_>, part: &MessagePart<'_>) -> Option<
         .copied()
         .filter(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
         .collect();
-    clean.truncate(clean.len() - clean.len() % 4 + if clean.len() % 4 >= 2 { clean.len() % 4 } else { 0 });
+    clean.truncate(
+        clean.len() - clean.len() % 4
+            + if clean.len() % 4 >= 2 {
+                clean.len() % 4
+            } else {
+                0
+            },
+    );
     let engine = base64::engine::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         base64::engine::GeneralPurposeConfig::new()
@@ -227,14 +257,19 @@ mod tests {
         let b = parsed(
             "Subject: hi\nMIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=B\n\n--B\nContent-Type: text/plain\n\nplain words\n--B\nContent-Type: text/html\n\n<p>html words</p>\n--B--\n",
         );
-        assert!(b.text.contains("html words") && !b.text.contains("plain words"), "{}", b.text);
+        assert!(
+            b.text.contains("html words") && !b.text.contains("plain words"),
+            "{}",
+            b.text
+        );
         assert_eq!(b.subject.as_deref(), Some("hi"));
     }
 
     #[test]
     fn base64_and_qp_decode_to_same_text() {
         let b64 = parsed("Subject: x\nContent-Transfer-Encoding: base64\n\naGVsbG8gd29ybGQ=\n");
-        let qp = parsed("Subject: x\nContent-Transfer-Encoding: quoted-printable\n\nhello=20w=\norld\n");
+        let qp =
+            parsed("Subject: x\nContent-Transfer-Encoding: quoted-printable\n\nhello=20w=\norld\n");
         assert_eq!(b64.text.trim(), "hello world");
         assert_eq!(qp.text.trim(), "hello world");
     }
@@ -245,7 +280,10 @@ mod tests {
             "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nsee\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\nAAEC\n--B--\n",
         );
         assert_eq!(b.attachments.len(), 1);
-        assert_eq!(b.attachments[0], <[u8; 32]>::from(Sha256::digest([0u8, 1, 2])));
+        assert_eq!(
+            b.attachments[0],
+            <[u8; 32]>::from(Sha256::digest([0u8, 1, 2]))
+        );
     }
 
     #[test]
@@ -255,7 +293,17 @@ mod tests {
             "Subject: x\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\nContent-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: base64\n\n{b64}\n!!\n"
         );
         let b = parsed(&raw);
-        assert!(b.text.contains("Help wanted. We are looking for reps."), "{:?}", b.text);
+        assert!(
+            b.text.contains("Help wanted. We are looking for reps."),
+            "{:?}",
+            b.text
+        );
+    }
+
+    #[test]
+    fn html_declared_as_plain_text_is_rendered() {
+        let b = parsed("Subject: x\nContent-Type: text/plain\n\n<html><body><p>Hello <b>there</b></p></body></html>\n");
+        assert_eq!(b.text.trim(), "Hello there");
     }
 
     #[test]
@@ -268,7 +316,9 @@ mod tests {
         let mut cfg = scan();
         cfg.max_scan_bytes = 1024;
         let raw = format!("Subject: x\n\n{}", "word ".repeat(10_000));
-        let MimeOutcome::Parsed(b) = extract(raw.as_bytes(), &cfg) else { panic!() };
+        let MimeOutcome::Parsed(b) = extract(raw.as_bytes(), &cfg) else {
+            panic!()
+        };
         assert!(b.text.len() <= 1024 && b.truncated);
     }
 }

@@ -76,16 +76,24 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
 
 /// NFKC, lower case, zero-width characters removed.
 fn fold(text: &str, cfg: &NormalizeConfig) -> String {
-    let keep = |c: &char| !matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}' | '\0');
+    let keep = |c: &char| {
+        !matches!(
+            c,
+            '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}' | '\0'
+        )
+    };
     if text.is_ascii() {
-        let mut s: String = text.chars().filter(keep).collect();
+        let mut s = text.replace('\0', "");
         if cfg.case_fold {
             s.make_ascii_lowercase();
         }
         return s;
     }
     let mut s = String::with_capacity(text.len());
-    let chars: Box<dyn Iterator<Item = char>> = if cfg.nfkc {
+    let needs_nfkc = cfg.nfkc
+        && unicode_normalization::is_nfkc_quick(text.chars())
+            != unicode_normalization::IsNormalized::Yes;
+    let chars: Box<dyn Iterator<Item = char>> = if needs_nfkc {
         Box::new(text.nfkc())
     } else {
         Box::new(text.chars())
@@ -133,6 +141,7 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
     }
     if cfg.strip_signatures {
         cut_footer(&mut lines);
+        cut_disclaimer(&mut lines);
     }
     if cfg.strip_greetings {
         let mut seen = 0;
@@ -175,7 +184,10 @@ fn is_separator(line: &str) -> bool {
         return false;
     }
     let lead = t.chars().take_while(|c| *c == first).count();
-    let rule = t.chars().filter(|c| matches!(c, '_' | '-' | '=' | '*' | '~' | '#')).count();
+    let rule = t
+        .chars()
+        .filter(|c| matches!(c, '_' | '-' | '=' | '*' | '~' | '#'))
+        .count();
     lead >= 4 && rule * 2 >= t.chars().count()
 }
 
@@ -183,7 +195,11 @@ fn is_separator(line: &str) -> bool {
 /// non-empty lines after it and some text before it.
 fn cut_footer(lines: &mut Vec<&str>) {
     let non_empty_after = |from: usize, lines: &[&str]| {
-        lines.iter().skip(from + 1).filter(|l| !l.trim().is_empty()).count()
+        lines
+            .iter()
+            .skip(from + 1)
+            .filter(|l| !l.trim().is_empty())
+            .count()
     };
     let mut text_before = false;
     for i in 0..lines.len() {
@@ -196,6 +212,69 @@ fn cut_footer(lines: &mut Vec<&str>) {
     }
 }
 
+/// Phrases of legal disclaimers (lower case, as after folding).
+const DISCLAIMER_MARKERS: [&str; 10] = [
+    "confidential",
+    "intended recipient",
+    "intended only for",
+    "if you have received this",
+    "received this e-mail in error",
+    "received this email in error",
+    "privileged",
+    "unauthorized",
+    "any attachments",
+    "notify the sender",
+];
+
+/// Cuts a company disclaimer: from the first paragraph, after some text and
+/// within the last [`FOOTER_MAX_LINES`] non-empty lines, that holds at least
+/// two disclaimer phrases. Disclaimers often have no rule line above them,
+/// and a 90-word disclaimer under a two-line message would otherwise make all
+/// of a company's mail look alike. Only the tail is examined, so the cost is
+/// bounded whatever the message's length.
+fn cut_disclaimer(lines: &mut Vec<&str>) {
+    // Index of the first line of the tail: the last FOOTER_MAX_LINES
+    // non-empty lines.
+    let mut tail_start = lines.len();
+    let mut seen = 0;
+    while tail_start > 0 && seen < FOOTER_MAX_LINES {
+        tail_start -= 1;
+        if !lines.get(tail_start).is_some_and(|l| l.trim().is_empty()) {
+            seen += 1;
+        }
+    }
+    // Paragraph boundaries: a paragraph starts at a non-empty line after an
+    // empty line (or at the tail's start if that begins a paragraph).
+    let text_before = |i: usize, lines: &[&str]| {
+        lines
+            .iter()
+            .take(i)
+            .any(|l| l.chars().any(char::is_alphanumeric))
+    };
+    let mut i = tail_start;
+    while i < lines.len() {
+        let starts_para = !lines.get(i).is_some_and(|l| l.trim().is_empty())
+            && (i == 0 || lines.get(i - 1).is_some_and(|l| l.trim().is_empty()));
+        if starts_para {
+            let end = (i..lines.len())
+                .find(|j| lines.get(*j).is_some_and(|l| l.trim().is_empty()))
+                .unwrap_or(lines.len());
+            let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
+            let hits = DISCLAIMER_MARKERS
+                .iter()
+                .filter(|m| para.contains(*m))
+                .count();
+            if hits >= 2 && text_before(i, lines) {
+                lines.truncate(i);
+                return;
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+}
+
 /// "Dear John Smith,", "Hello jane@example.com!", "Hi Maria", "John,".
 fn is_greeting(t: &str) -> bool {
     let words = t.split_whitespace().count();
@@ -203,8 +282,18 @@ fn is_greeting(t: &str) -> bool {
         return false;
     }
     const OPENERS: [&str; 12] = [
-        "dear", "hello", "hi", "hey", "greetings", "good morning", "good afternoon",
-        "good evening", "attn", "attention", "howdy", "bonjour",
+        "dear",
+        "hello",
+        "hi",
+        "hey",
+        "greetings",
+        "good morning",
+        "good afternoon",
+        "good evening",
+        "attn",
+        "attention",
+        "howdy",
+        "bonjour",
     ];
     let starts = OPENERS.iter().any(|o| {
         t.strip_prefix(o)
@@ -229,7 +318,10 @@ impl Personal {
             return p;
         }
         for r in body.recipients.iter().chain(rcpts).take(64) {
-            let r = r.trim().trim_matches(|c| c == '<' || c == '>').to_lowercase();
+            let r = r
+                .trim()
+                .trim_matches(|c| c == '<' || c == '>')
+                .to_lowercase();
             if let Some((local, _)) = r.split_once('@') {
                 for w in local.split(|c: char| !c.is_alphanumeric()) {
                     if w.chars().count() >= 3 {
@@ -277,7 +369,13 @@ fn push_token(tok: &str, out: &mut Normalized, open: &mut bool) {
 }
 
 /// Handles one whitespace-separated chunk of a line.
-fn emit_chunk(chunk: &str, personal: &Personal, cfg: &NormalizeConfig, out: &mut Normalized, open: &mut bool) {
+fn emit_chunk(
+    chunk: &str,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
     let trimmed = chunk.trim_matches(|c: char| "<>()[]{}\"',;:".contains(c));
     if let Some(host) = url_host(trimmed) {
         if cfg.urls_to_host {
@@ -317,43 +415,50 @@ fn emit_chunk(chunk: &str, personal: &Personal, cfg: &NormalizeConfig, out: &mut
     flush_word(&mut word, personal, cfg, out, open);
 }
 
-fn flush_word(word: &mut String, personal: &Personal, cfg: &NormalizeConfig, out: &mut Normalized, open: &mut bool) {
+fn flush_word(
+    word: &mut String,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
     if word.is_empty() {
         return;
     }
-    let w = std::mem::take(word);
-    if cfg.strip_recipient && personal.is_name(&w) {
-        return;
-    }
-    if cfg.drop_random_tokens && looks_random(&w) {
-        return;
-    }
-    if cfg.stop_words && STOP_WORDS.binary_search(&w.as_str()).is_ok() {
-        return;
-    }
-    if cfg.fold_digits && w.bytes().any(|b| b.is_ascii_digit()) {
-        let mut folded = String::with_capacity(w.len());
-        let mut in_digits = false;
-        for c in w.chars() {
-            if c.is_ascii_digit() {
-                if !in_digits {
-                    folded.push('#');
+    let w = word.as_str();
+    let dropped = (cfg.strip_recipient && personal.is_name(w))
+        || (cfg.drop_random_tokens && looks_random(w))
+        || (cfg.stop_words && STOP_WORDS.binary_search(&w).is_ok());
+    let keep = !dropped;
+    if keep {
+        if cfg.fold_digits && w.bytes().any(|b| b.is_ascii_digit()) {
+            // A token that is only a number carries nothing that survives
+            // personalization (amounts, ids, dates), and the same number can
+            // be written as one token or several ("1234", "12-34").
+            if w.bytes().any(|b| !b.is_ascii_digit()) {
+                if *open {
+                    out.text.push(' ');
                 }
-                in_digits = true;
-            } else {
-                folded.push(c);
-                in_digits = false;
+                let mut in_digits = false;
+                for c in w.chars() {
+                    if c.is_ascii_digit() {
+                        if !in_digits {
+                            out.text.push('#');
+                        }
+                        in_digits = true;
+                    } else {
+                        out.text.push(c);
+                        in_digits = false;
+                    }
+                }
+                out.tokens += 1;
+                *open = true;
             }
+        } else {
+            push_token(w, out, open);
         }
-        // A token that is only a number carries nothing that survives
-        // personalization (amounts, ids, dates), and the same number can be
-        // written as one token or several ("1234", "12-34").
-        if folded != "#" {
-            push_token(&folded, out, open);
-        }
-    } else {
-        push_token(&w, out, open);
     }
+    word.clear();
 }
 
 /// The host of an `http(s)://`, `ftp://` or `www.` URL, lower-cased, without
@@ -469,7 +574,10 @@ mod tests {
 
     #[test]
     fn digits_fold_and_random_tokens_drop() {
-        assert_eq!(norm("Order 12345 ref a8f3k2j9x0 total $1,299 v2"), "order ref total v#");
+        assert_eq!(
+            norm("Order 12345 ref a8f3k2j9x0 total $1,299 v2"),
+            "order ref total v#"
+        );
         assert_eq!(norm("xkcdqwrtz hello"), "hello");
     }
 
@@ -487,7 +595,10 @@ mod tests {
             norm("I agree.\n\nOn Mon, 1 Jan 2024, Bob wrote:\n> old text\n> > older"),
             "i agree"
         );
-        assert_eq!(norm("Fine.\n-----Original Message-----\nFrom: x\nold"), "fine");
+        assert_eq!(
+            norm("Fine.\n-----Original Message-----\nFrom: x\nold"),
+            "fine"
+        );
     }
 
     #[test]
@@ -496,9 +607,23 @@ mod tests {
             norm("Thanks.\n_______________________________________________\nList mailing list\nlist@example.org"),
             "thanks"
         );
-        let long: String = (0..30).map(|i| format!("line number {i} of the offer\n")).collect();
+        let long: String = (0..30)
+            .map(|i| format!("line number {i} of the offer\n"))
+            .collect();
         let text = format!("Intro.\n==========\n{long}");
         assert!(norm(&text).contains("offer"));
+    }
+
+    #[test]
+    fn disclaimer_paragraph_at_the_end_is_cut() {
+        let d = "This e-mail and any attachments are confidential and intended only for the addressee. \
+                 If you have received this e-mail in error, please notify the sender.";
+        assert_eq!(norm(&format!("Lunch at noon?\n\n{d}\n")), "lunch at noon");
+        // One phrase alone is not a disclaimer.
+        assert!(
+            norm("Hi all.\n\nThis is confidential, keep it to yourselves.")
+                .contains("confidential")
+        );
     }
 
     #[test]
@@ -507,7 +632,9 @@ mod tests {
             norm("Nice find.\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nDVDs Free\nhttp://us.click.yahoo.com/x\n"),
             "nice find"
         );
-        assert!(!is_separator("--- a sentence that only starts with dashes, and goes on"));
+        assert!(!is_separator(
+            "--- a sentence that only starts with dashes, and goes on"
+        ));
     }
 
     #[test]
@@ -517,7 +644,10 @@ mod tests {
 
     #[test]
     fn url_host_parses() {
-        assert_eq!(url_host("http://user@Host.example:80/x"), Some("Host.example"));
+        assert_eq!(
+            url_host("http://user@Host.example:80/x"),
+            Some("Host.example")
+        );
         assert_eq!(url_host("www.x.test/a"), Some("x.test"));
         assert_eq!(url_host("mailto:x"), None);
         assert_eq!(url_host("://x"), None);

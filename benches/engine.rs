@@ -1,0 +1,145 @@
+//! Criterion benchmarks of the engine. Run: `cargo bench --bench engine`.
+//!
+//! - `throughput/*`: one mbox (the SpamAssassin easy-ham set when
+//!   `BULKWATCH_CORPUS` names the corpus directory, else the fixtures) split
+//!   and judged message by message, on one core: `mail_parser_baseline` is
+//!   mail-parser's own mbox split + parse + text extraction (body_text and
+//!   body_html of every part), `bulkwatch_engine` is split + analyze +
+//!   decide, the work of `bulkwatch replay`. Criterion's throughput line is
+//!   in messages per second.
+//! - `lookup/N`: one query against a window of N entries (random
+//!   fingerprints, the default radius and bands). Memory per window entry is
+//!   printed while the window is built.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bulkwatch::config::Config;
+use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
+use bulkwatch::index::window::Entry;
+use bulkwatch::index::{NearIndex, Query};
+use bulkwatch::replay::read_mbox;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+fn mbox_path() -> PathBuf {
+    match std::env::var_os("BULKWATCH_CORPUS") {
+        Some(d) => PathBuf::from(d).join("sa-easy-ham.mbox"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox/campaigns.mbox"),
+    }
+}
+
+fn throughput(c: &mut Criterion) {
+    let path = mbox_path();
+    let bytes = std::fs::read(&path).expect("mbox");
+    let count = read_mbox(&bytes[..]).count();
+    eprintln!(
+        "throughput input: {} ({} messages, {} bytes)",
+        path.display(),
+        count,
+        bytes.len()
+    );
+    let mut g = c.benchmark_group("throughput");
+    g.throughput(Throughput::Elements(count as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("mail_parser_baseline", |b| {
+        b.iter(|| {
+            let mut n = 0usize;
+            for m in read_mbox(&bytes[..]) {
+                let raw = m.expect("read");
+                if let Some(msg) = mail_parser::MessageParser::default().parse(&raw) {
+                    for i in 0..msg.text_body.len() {
+                        n += msg.body_text(i).map_or(0, |t| t.len());
+                    }
+                    for i in 0..msg.html_body.len() {
+                        n += msg.body_html(i).map_or(0, |t| t.len());
+                    }
+                }
+            }
+            black_box(n)
+        })
+    });
+    let cfg = Config::default();
+    g.bench_function("bulkwatch_engine", |b| {
+        b.iter(|| {
+            let mut engine = Engine::new(&cfg);
+            let env = Envelope::default();
+            for (i, m) in read_mbox(&bytes[..]).enumerate() {
+                let raw = m.expect("read");
+                let a = analyze(&raw, &env, &cfg);
+                black_box(engine.decide(&a, &env, UnixSecs(1_000_000 + i as u64)));
+            }
+        })
+    });
+    g.finish();
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn lookup(c: &mut Criterion) {
+    let cfg = Config::default();
+    let w = &cfg.window;
+    let mut g = c.benchmark_group("lookup");
+    for n in [10_000usize, 1_000_000, 10_000_000] {
+        let mut st = n as u64;
+        let mut idx = NearIndex::new(
+            w.max_distance,
+            n,
+            w.minhash_bands,
+            w.max_sketch_diff,
+            w.max_minhash_distance,
+        );
+        for i in 0..n {
+            let h = splitmix(&mut st);
+            let bands: Vec<u64> = (0..w.minhash_bands).map(|_| splitmix(&mut st)).collect();
+            let e = Entry {
+                simhash: h,
+                sketch: splitmix(&mut st),
+                time: i as u32,
+                campaign: 0,
+                recipients: 1,
+                sender: 0,
+                weight: 100,
+                near: true,
+            };
+            idx.insert(e, &bands);
+        }
+        eprintln!(
+            "window of {n}: {:.1} bytes per entry (window and tables, heap)",
+            idx.heap_bytes() as f64 / n as f64
+        );
+        let queries: Vec<(u64, u64, Vec<u64>)> = (0..1024)
+            .map(|_| {
+                (
+                    splitmix(&mut st),
+                    splitmix(&mut st),
+                    (0..w.minhash_bands).map(|_| splitmix(&mut st)).collect(),
+                )
+            })
+            .collect();
+        let mut i = 0usize;
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let (h, s, bands) = &queries[i % queries.len()];
+                i += 1;
+                black_box(idx.query(&Query {
+                    simhash: *h,
+                    sketch: *s,
+                    bands,
+                }))
+            })
+        });
+        drop(idx);
+    }
+    g.finish();
+}
+
+criterion_group!(benches, throughput, lookup);
+criterion_main!(benches);

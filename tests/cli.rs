@@ -1,0 +1,149 @@
+//! The built binary on the fixtures: exit codes, the jsonl contract, scan and
+//! check-config output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+}
+
+fn root(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run bulkwatch")
+}
+
+#[test]
+fn replay_jsonl_follows_the_contract() {
+    let out = run(bin()
+        .args(["replay", "--format", "jsonl", "--bulk-threshold", "5"])
+        .arg(root("fixtures/mbox/campaigns.mbox"))
+        .arg(root("fixtures/mbox/malformed.mbox")));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "bulk found -> exit 1; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let mut n = 0;
+    let mut bulk = 0;
+    for line in text.lines() {
+        n += 1;
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        assert_eq!(
+            v["n"].as_u64(),
+            Some(n),
+            "n is the 1-based index in input order"
+        );
+        assert!(v["message_id"].is_string() || v["message_id"].is_null());
+        let level = v["level"].as_str().expect("level");
+        assert!(["clean", "suspect", "bulk", "allowed", "skipped"].contains(&level));
+        bulk += usize::from(level == "bulk");
+        assert!(v["campaign"].is_string() || v["campaign"].is_null());
+        assert!(v["campaign_size"].is_u64());
+        assert!(v["exact"].is_boolean());
+        assert!(v["distance"].is_u64() || v["distance"].is_null());
+        assert!(
+            v["resemblance"].is_f64() || v["resemblance"].is_null() || v["resemblance"].is_u64()
+        );
+    }
+    assert!(n >= 900, "{n} records");
+    assert!(bulk > 500, "{bulk} bulk");
+}
+
+#[test]
+fn replay_table_ends_with_a_campaign_summary() {
+    let out = run(bin().args(["replay"]).arg(root("fixtures/mbox/ham.mbox")));
+    assert_eq!(out.status.code(), Some(0), "no bulk -> exit 0");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("messages: 153"), "{text}");
+    assert!(text.contains("bulk: 0"));
+    assert!(text.contains("campaigns of 2 or more messages:"));
+}
+
+#[test]
+fn replay_of_a_missing_file_exits_2_with_the_path() {
+    let out = run(bin().args(["replay", "/nonexistent/x.mbox"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.mbox"));
+}
+
+#[test]
+fn scan_explains_one_message() {
+    let raw = "From: a@example.com\nSubject: Hello\n\nThis is a short note about the meeting tomorrow morning in the big room upstairs.\n";
+    let mut child = bin()
+        .args(["scan", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(raw.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("simhash:") && text.contains("sha256:") && text.contains("features:"),
+        "{text}"
+    );
+    assert!(text.contains("short note about the meeting"), "{text}");
+}
+
+#[test]
+fn check_config_accepts_the_shipped_file_and_names_a_bad_key() {
+    let ok = run(bin()
+        .args(["check-config"])
+        .arg(root("config/bulkwatch.toml")));
+    assert_eq!(ok.status.code(), Some(0));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[window]\nmax_distance = 99\n").expect("write");
+    let out = run(bin().args(["check-config"]).arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("window.max_distance") && err.contains("bad.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tune_prints_a_table_a_proposal_and_writes_a_plot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("t.svg");
+    let out = run(bin()
+        .args(["tune", "--radius", "3", "--thresholds", "5,20", "--truth"])
+        .arg(root("fixtures/labels.tsv"))
+        .arg("--svg")
+        .arg(&svg)
+        .arg(root("fixtures/mbox/campaigns.mbox"))
+        .arg(root("fixtures/mbox/ham.mbox")));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("3 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    // At threshold 5 every fixture campaign is caught and no ham is flagged.
+    let cols: Vec<&str> = rows[0].split_whitespace().collect();
+    assert_eq!(cols[2], "1.000", "{text}");
+    assert_eq!(cols[4], "0", "{text}");
+    assert!(text.contains("bulk_threshold ="), "{text}");
+    let plot = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(plot.starts_with("<svg") && plot.contains("polyline"));
+}
