@@ -39,7 +39,7 @@ pub struct Query<'a> {
     pub bands: &'a [u64],
 }
 
-/// What [`NearIndex::to_parts`] returns and [`NearIndex::from_parts`] takes.
+/// What [`NearIndex::to_parts`] returns and [`NearIndex::restore_parts`] takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexParts {
     /// Sequence number of the first entry.
@@ -200,7 +200,7 @@ impl NearIndex {
 
     /// The state a snapshot needs: the window (first sequence number and
     /// entries) and the band items. The block tables are not included:
-    /// they are a function of the window and [`NearIndex::from_parts`]
+    /// they are a function of the window and [`NearIndex::restore_parts`]
     /// rebuilds them.
     pub fn to_parts(&self) -> IndexParts {
         IndexParts {
