@@ -220,3 +220,47 @@ async fn oversize_message_is_still_answered() {
     assert_eq!(m.state.metrics.errors(), 0);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn metrics_and_campaigns_are_served_over_http() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let m = start(config()).await;
+    for (i, name) in NAMES.iter().enumerate().take(3) {
+        send(m.addr, &spam(name, 4000 + i as u32)).await;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(bulkwatch::milter::metrics::serve(listener, m.state.clone()));
+    let get = |path: &'static str| async move {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    };
+    let metrics = get("/metrics").await;
+    assert!(metrics.starts_with("HTTP/1.0 200 OK\r\n"), "{metrics}");
+    assert!(
+        metrics.contains("bulkwatch_messages_total{level=\"suspect\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("bulkwatch_campaigns_active 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("bulkwatch_window_entries 3"), "{metrics}");
+    let campaigns = get("/campaigns").await;
+    let body = campaigns.split("\r\n\r\n").nth(1).unwrap();
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json[0]["messages"], 3);
+    assert_eq!(json[0]["sender_domains"][0], "deals.example");
+    assert!(json[0]["sample_subject"]
+        .as_str()
+        .unwrap()
+        .starts_with("Your offer"));
+    assert!(get("/nope").await.starts_with("HTTP/1.0 404"));
+    server.abort();
+    m.stop().await;
+}

@@ -135,6 +135,11 @@ async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
 
     // Three copies: suspect, not bulk yet.
     let d = Daemon::start(&config, &log, &socket);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o660, "milter.socket_mode default applied");
+    }
     for i in 0..3 {
         let (a, s) = deliver(&socket, i).await;
         assert_eq!(s, Status::Accept);
