@@ -214,3 +214,25 @@ pub async fn run(
 
 /// A boxed future, for shutdown handles in tests and `serve`.
 pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Action, SocketSpec};
+
+    #[test]
+    fn reload_applies_live_keys_and_keeps_the_socket() {
+        let state = State::new(Engine::new(&Config::default()));
+        let mut new = Config::default();
+        new.thresholds.bulk_threshold = 7.0;
+        new.policy.bulk = Action::Reject;
+        new.milter.socket = SocketSpec::Inet("127.0.0.1:1".into());
+        let keys = state.reload(&new);
+        assert_eq!(keys, vec!["milter.socket"]);
+        let cfg = state.config();
+        assert_eq!(cfg.thresholds.bulk_threshold, 7.0);
+        assert_eq!(cfg.policy.bulk, Action::Reject);
+        assert_eq!(cfg.milter.socket, Config::default().milter.socket);
+        assert_eq!(state.engine().config().thresholds.bulk_threshold, 7.0);
+    }
+}
