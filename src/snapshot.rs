@@ -31,6 +31,7 @@
 
 use std::fs::{self, File};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use bloomfilter::Bloom;
@@ -275,7 +276,13 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, Sna
         move |source| SnapshotError::Io { op, path, source }
     };
     let result = (|| {
-        let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
+        // 0600: campaigns carry subjects and sender domains of mail.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io("create", &tmp))?;
         f.write_all(bytes).map_err(io("write", &tmp))?;
         f.sync_all().map_err(io("fsync", &tmp))?;
         drop(f);
@@ -881,6 +888,11 @@ mod tests {
             .map(|d| d.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let aside = move_aside(&path, 77).unwrap();
         assert!(aside.to_string_lossy().ends_with("state.bin.corrupt-77"));
         assert!(!path.exists());
