@@ -1,15 +1,900 @@
-//! State snapshots.
-use std::path::Path;
+//! State snapshots: the engine's window, band tables, exact set and
+//! campaigns in a file, so a restart keeps counting where it stopped.
+//!
+//! Format (all integers little-endian):
+//!
+//! ```text
+//! magic     8 bytes  "BWSNAP\r\n"
+//! format    u16      FORMAT_VERSION
+//! fp        u8       simhash::VERSION of the writer
+//! shape     32 bytes SHA-256 of the settings that give fingerprints and
+//!                    block tables their meaning (fingerprint, normalize,
+//!                    window.max_distance, window.minhash_bands)
+//! saved_at  u64      Unix seconds
+//! sections  { tag u8, len u64, payload[len] } * 4, in tag order
+//! checksum  32 bytes SHA-256 of everything before it
+//! ```
+//!
+//! Sections: 1 window (base sequence and entries), 2 band tables (raw
+//! bucket items), 3 exact set (Bloom generations and LRU), 4 campaign slots.
+//! The block tables are rebuilt from the window.
+//!
+//! Reading trusts nothing: the checksum is checked first, then every count
+//! is compared with the configuration's bounds before anything is
+//! allocated, and every read is bounds-checked, so a truncated, corrupt or
+//! hostile file gives a [`SnapshotError`], never a panic or a huge
+//! allocation. Writing is atomic ([`write_atomic`]): a temporary file in the
+//! same directory, fsync, rename, fsync of the directory; a crash at any
+//! moment leaves the old or the new snapshot in place, never a broken one.
+//!
+//! This module does file I/O; the engine modules do not.
 
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use bloomfilter::Bloom;
+use sha2::{Digest, Sha256};
+
+use crate::campaign::{Campaign, CampaignId, Campaigns, Slot};
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::exact::{ExactSet, Generation};
+use crate::index::window::Entry;
+use crate::index::IndexParts;
 
+/// The snapshot's file name inside `state.state_dir`.
+pub const FILE_NAME: &str = "state.bin";
+/// Version of the layout described in the module docs.
+pub const FORMAT_VERSION: u16 = 1;
+const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
+const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
+const CHECKSUM_LEN: usize = 32;
+/// Longest string kept in a campaign (sender name, subject), in bytes.
+const MAX_STRING: usize = 1024;
+/// Most sender names and sender hashes per campaign (see `campaign.rs`).
+const MAX_SENDER_NAMES: usize = 5;
+const MAX_SENDERS: usize = 64;
+
+const TAG_WINDOW: u8 = 1;
+const TAG_BANDS: u8 = 2;
+const TAG_EXACT: u8 = 3;
+const TAG_CAMPAIGNS: u8 = 4;
+
+/// Why a snapshot could not be written or read.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("not yet")]
-    NotYet,
+    #[error("cannot {op} {path}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not a bulkwatch snapshot (bad magic)")]
+    BadMagic,
+    #[error("snapshot format {found}, this build reads {expected}")]
+    Format { found: u16, expected: u16 },
+    #[error("snapshot fingerprint version {found}, this build uses {expected}")]
+    FingerprintVersion { found: u8, expected: u8 },
+    #[error("snapshot was taken with other fingerprint, normalize or index settings")]
+    Shape,
+    #[error("snapshot checksum mismatch (corrupt file)")]
+    Checksum,
+    #[error("snapshot truncated in {what}")]
+    Truncated { what: &'static str },
+    #[error("snapshot {what}: {count} exceeds the configured maximum {max}")]
+    TooLarge {
+        what: &'static str,
+        count: u64,
+        max: u64,
+    },
+    #[error("snapshot invalid: {what}")]
+    Invalid { what: String },
 }
 
-pub fn load_engine(_p: &Path, _c: &Config) -> Result<Engine, SnapshotError> {
-    Err(SnapshotError::NotYet)
+/// SHA-256 of the settings without which saved fingerprints and tables
+/// mean nothing. `Debug` output is stable within a build, and the format
+/// version guards across builds.
+fn shape_hash(cfg: &Config) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(format!("{:?}", cfg.fingerprint));
+    h.update(format!("{:?}", cfg.normalize));
+    h.update(cfg.window.max_distance.to_le_bytes());
+    h.update((cfg.window.minhash_bands as u64).to_le_bytes());
+    h.finalize().into()
+}
+
+// ---------------------------------------------------------------- writing
+
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+    fn str(&mut self, s: &str) {
+        // Strings are bounded on write as on read, on a char boundary.
+        let mut end = s.len().min(MAX_STRING);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.bytes(s.as_bytes().get(..end).unwrap_or_default());
+    }
+    fn section(&mut self, tag: u8, body: Writer) {
+        self.u8(tag);
+        self.bytes(&body.0);
+    }
+}
+
+fn write_entry(w: &mut Writer, e: &Entry) {
+    w.u64(e.simhash);
+    w.u64(e.sketch);
+    w.u32(e.time);
+    w.u32(e.campaign);
+    w.u16(e.recipients);
+    w.u16(e.sender);
+    w.u8(e.weight);
+    w.u8(u8::from(e.near));
+}
+
+fn write_campaign(w: &mut Writer, c: &Campaign) {
+    w.u64(c.id.0);
+    w.u64(c.first_seen);
+    w.u64(c.last_seen);
+    w.u32(c.messages);
+    w.u64(c.recipients);
+    w.u64(c.score_centi);
+    w.u64(c.senders.len() as u64);
+    for (h, n) in &c.senders {
+        w.u16(*h);
+        w.u32(*n);
+    }
+    w.u64(c.sender_names.len() as u64);
+    for n in &c.sender_names {
+        w.str(n);
+    }
+    match &c.sample_subject {
+        Some(s) => {
+            w.u8(1);
+            w.str(s);
+        }
+        None => w.u8(0),
+    }
+    w.u8(u8::from(c.alerted));
+}
+
+/// Serializes the engine's state, stamped with `saved_at` (Unix seconds).
+/// Runs under the engine lock: it only copies memory.
+pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
+    let cfg = engine.config();
+    let mut w = Writer::default();
+    w.0.extend_from_slice(MAGIC);
+    w.u16(FORMAT_VERSION);
+    w.u8(crate::simhash::VERSION);
+    w.0.extend_from_slice(&shape_hash(cfg));
+    w.u64(saved_at);
+
+    let parts = engine.index.to_parts();
+    let mut s = Writer::default();
+    s.u64(parts.base);
+    s.u64(parts.entries.len() as u64);
+    for e in &parts.entries {
+        write_entry(&mut s, e);
+    }
+    w.section(TAG_WINDOW, s);
+
+    let mut s = Writer::default();
+    s.u32(parts.band_bits);
+    s.u64(parts.sweep_cursor as u64);
+    s.u64(parts.bands.len() as u64);
+    for table in &parts.bands {
+        s.u64(table.len() as u64);
+        for (i, items) in table {
+            s.u32(*i);
+            s.u64(items.len() as u64);
+            for it in items {
+                s.u64(*it);
+            }
+        }
+    }
+    w.section(TAG_BANDS, s);
+
+    let mut s = Writer::default();
+    let gens = engine.exact.generations();
+    s.u64(gens.len() as u64);
+    for g in gens {
+        s.u64(g.started);
+        s.u64(g.count as u64);
+        s.bytes(&g.bloom.to_bytes());
+    }
+    let lru: Vec<_> = engine.exact.lru_entries().collect();
+    s.u64(lru.len() as u64);
+    for (h, (slot, id)) in lru {
+        s.0.extend_from_slice(h);
+        s.u32(*slot);
+        s.u64(*id);
+    }
+    w.section(TAG_EXACT, s);
+
+    let mut s = Writer::default();
+    let slots = engine.campaigns.slots();
+    s.u64(slots.len() as u64);
+    for slot in slots {
+        match slot {
+            Slot::Free => s.u8(0),
+            Slot::Live { campaign, refs } => {
+                s.u8(1);
+                s.u32(*refs);
+                write_campaign(&mut s, campaign);
+            }
+            Slot::Alias { target, refs, id } => {
+                s.u8(2);
+                s.u32(*target);
+                s.u32(*refs);
+                s.u64(id.0);
+            }
+        }
+    }
+    w.section(TAG_CAMPAIGNS, s);
+
+    let sum: [u8; 32] = Sha256::digest(&w.0).into();
+    w.0.extend_from_slice(&sum);
+    w.0
+}
+
+/// Writes `bytes` to `dir/name` atomically: temporary file in `dir`, write,
+/// fsync, rename over `name`, fsync `dir`. On error the temporary file is
+/// removed and the previous file is untouched.
+///
+/// # Errors
+/// `Io` naming the step and path that failed.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, SnapshotError> {
+    let target = dir.join(name);
+    // Unique per write: a periodic snapshot still on the blocking pool and
+    // the one at shutdown must not share a temporary file.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| SnapshotError::Io { op, path, source }
+    };
+    let result = (|| {
+        // 0600: campaigns carry subjects and sender domains of mail.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io("create", &tmp))?;
+        f.write_all(bytes).map_err(io("write", &tmp))?;
+        f.sync_all().map_err(io("fsync", &tmp))?;
+        drop(f);
+        fs::rename(&tmp, &target).map_err(io("rename into place", &target))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io("fsync directory", dir))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map(|()| target)
+}
+
+/// Snapshots `engine` into `dir/state.bin` (see [`encode`], [`write_atomic`]).
+///
+/// # Errors
+/// The directory cannot be written.
+pub fn save(engine: &Engine, dir: &Path) -> Result<PathBuf, SnapshotError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    write_atomic(dir, FILE_NAME, &encode(engine, now))
+}
+
+/// Moves a snapshot that failed to load to `<path>.corrupt-<unixtime>` and
+/// returns the new path, so it can be examined and is not loaded again.
+///
+/// # Errors
+/// The rename failed.
+pub fn move_aside(path: &Path, now: u64) -> Result<PathBuf, SnapshotError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".corrupt-{now}"));
+    let to = PathBuf::from(name);
+    fs::rename(path, &to).map_err(|source| SnapshotError::Io {
+        op: "move aside",
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(to)
+}
+
+// ---------------------------------------------------------------- reading
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
+        if n > self.buf.len() {
+            return Err(SnapshotError::Truncated { what: self.what });
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, SnapshotError> {
+        Ok(u8::from_le_bytes(self.array()?))
+    }
+    fn u16(&mut self) -> Result<u16, SnapshotError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, SnapshotError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64, SnapshotError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    /// A count, refused above `max` before anything is allocated for it.
+    fn count(&mut self, max: usize) -> Result<usize, SnapshotError> {
+        let n = self.u64()?;
+        if n > max as u64 {
+            return Err(SnapshotError::TooLarge {
+                what: self.what,
+                count: n,
+                max: max as u64,
+            });
+        }
+        // n <= max, a usize.
+        Ok(n as usize)
+    }
+    /// A count of items of `item_len` bytes each that must fit in what is
+    /// left of the section, and under `max`.
+    fn items(&mut self, max: usize, item_len: usize) -> Result<usize, SnapshotError> {
+        let n = self.count(max)?;
+        if n.saturating_mul(item_len) > self.buf.len() {
+            return Err(SnapshotError::Truncated { what: self.what });
+        }
+        Ok(n)
+    }
+    fn bytes(&mut self, max: usize) -> Result<&'a [u8], SnapshotError> {
+        let n = self.count(max)?;
+        self.take(n)
+    }
+    fn string(&mut self) -> Result<String, SnapshotError> {
+        let b = self.bytes(MAX_STRING)?;
+        String::from_utf8(b.to_vec()).map_err(|_| SnapshotError::Invalid {
+            what: format!("{}: string is not UTF-8", self.what),
+        })
+    }
+    fn bool(&mut self) -> Result<bool, SnapshotError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(SnapshotError::Invalid {
+                what: format!("{}: flag {b}", self.what),
+            }),
+        }
+    }
+    fn section(&mut self, tag: u8, what: &'static str) -> Result<Reader<'a>, SnapshotError> {
+        let found = self.u8()?;
+        if found != tag {
+            return Err(SnapshotError::Invalid {
+                what: format!("expected section {tag} ({what}), found {found}"),
+            });
+        }
+        let len = self.u64()?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| *l <= self.buf.len())
+            .ok_or(SnapshotError::Truncated { what })?;
+        Ok(Reader {
+            buf: self.take(len)?,
+            what,
+        })
+    }
+    fn finish(&self) -> Result<(), SnapshotError> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(SnapshotError::Invalid {
+                what: format!("{} trailing bytes in {}", self.buf.len(), self.what),
+            })
+        }
+    }
+}
+
+const ENTRY_LEN: usize = 8 + 8 + 4 + 4 + 2 + 2 + 1 + 1;
+
+fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
+    Ok(Entry {
+        simhash: r.u64()?,
+        sketch: r.u64()?,
+        time: r.u32()?,
+        campaign: r.u32()?,
+        recipients: r.u16()?,
+        sender: r.u16()?,
+        weight: r.u8()?,
+        near: r.bool()?,
+    })
+}
+
+fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
+    let id = CampaignId(r.u64()?);
+    let first_seen = r.u64()?;
+    let last_seen = r.u64()?;
+    let messages = r.u32()?;
+    let recipients = r.u64()?;
+    let score_centi = r.u64()?;
+    let n = r.items(MAX_SENDERS, 6)?;
+    let mut senders = Vec::with_capacity(n);
+    for _ in 0..n {
+        senders.push((r.u16()?, r.u32()?));
+    }
+    let n = r.items(MAX_SENDER_NAMES, 8)?;
+    let mut sender_names = Vec::with_capacity(n);
+    for _ in 0..n {
+        sender_names.push(r.string()?);
+    }
+    let sample_subject = if r.bool()? { Some(r.string()?) } else { None };
+    let alerted = r.bool()?;
+    Ok(Campaign {
+        id,
+        first_seen,
+        last_seen,
+        messages,
+        recipients,
+        score_centi,
+        senders,
+        sender_names,
+        sample_subject,
+        alerted,
+    })
+}
+
+/// What [`decode`] found besides the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loaded {
+    /// When the snapshot was written (Unix seconds).
+    pub saved_at: u64,
+    /// False when the band tables changed size and their items were
+    /// dropped (near matching through simhash is unaffected).
+    pub bands_restored: bool,
+}
+
+/// Rebuilds an engine for `cfg` from snapshot bytes.
+///
+/// # Errors
+/// Any inconsistency: bad magic, other format or fingerprint version, other
+/// fingerprint settings, checksum mismatch, truncation, counts above the
+/// configured bounds, invalid values.
+pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
+    if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
+        return Err(SnapshotError::Truncated { what: "header" });
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    if body.get(..MAGIC.len()) != Some(MAGIC.as_slice()) {
+        return Err(SnapshotError::BadMagic);
+    }
+    let digest: [u8; 32] = Sha256::digest(body).into();
+    if digest.as_slice() != sum {
+        return Err(SnapshotError::Checksum);
+    }
+    let mut r = Reader {
+        buf: body,
+        what: "header",
+    };
+    r.take(MAGIC.len())?;
+    let format = r.u16()?;
+    if format != FORMAT_VERSION {
+        return Err(SnapshotError::Format {
+            found: format,
+            expected: FORMAT_VERSION,
+        });
+    }
+    let fp = r.u8()?;
+    if fp != crate::simhash::VERSION {
+        return Err(SnapshotError::FingerprintVersion {
+            found: fp,
+            expected: crate::simhash::VERSION,
+        });
+    }
+    if r.array::<32>()? != shape_hash(cfg) {
+        return Err(SnapshotError::Shape);
+    }
+    let saved_at = r.u64()?;
+
+    let max_entries = cfg.window.max_entries;
+    // Slots: live campaigns plus aliases, at most two per window entry
+    // (see campaign.rs), plus freed ones still in the vector.
+    let max_slots = max_entries.saturating_mul(2).saturating_add(16);
+
+    let mut s = r.section(TAG_WINDOW, "window")?;
+    let base = s.u64()?;
+    let n = s.items(max_entries, ENTRY_LEN)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        entries.push(read_entry(&mut s)?);
+    }
+    s.finish()?;
+
+    let mut s = r.section(TAG_BANDS, "band tables")?;
+    let band_bits = s.u32()?;
+    let sweep_cursor = s.u64()?;
+    let tables = s.items(cfg.window.minhash_bands, 8)?;
+    let mut bands = Vec::with_capacity(tables);
+    // Each entry is in at most one bucket per table, and stale items are
+    // swept in step with insertions: allow a generous multiple.
+    let max_items = max_entries.saturating_mul(4).saturating_add(1024);
+    let max_buckets = 1usize << band_bits.min(24);
+    for _ in 0..tables {
+        let nb = s.items(max_buckets, 12)?;
+        let mut buckets = Vec::with_capacity(nb);
+        let mut total = 0usize;
+        for _ in 0..nb {
+            let i = s.u32()?;
+            let ni = s.items(max_items.saturating_sub(total), 8)?;
+            total += ni;
+            let mut items = Vec::with_capacity(ni);
+            for _ in 0..ni {
+                items.push(s.u64()?);
+            }
+            buckets.push((i, items));
+        }
+        bands.push(buckets);
+    }
+    s.finish()?;
+
+    let mut s = r.section(TAG_EXACT, "exact set")?;
+    let mut engine = Engine::new(cfg);
+    let fresh = engine
+        .exact
+        .generations()
+        .front()
+        .map(|g| g.bloom.to_bytes())
+        .ok_or_else(|| SnapshotError::Invalid {
+            what: "empty exact set".into(),
+        })?;
+    let ngens = s.items(cfg.exact.generations, fresh.len())?;
+    let mut gens = Vec::with_capacity(ngens);
+    for _ in 0..ngens {
+        let started = s.u64()?;
+        let count = usize::try_from(s.u64()?).unwrap_or(usize::MAX);
+        let bitmap = s.bytes(fresh.len())?;
+        // The Bloom header (version, size, hash count, seed) must equal a
+        // fresh filter's: same sizes and seed, or lookups would be garbage.
+        if bitmap.len() != fresh.len() || bitmap.get(..45) != fresh.get(..45) {
+            return Err(SnapshotError::Invalid {
+                what: "Bloom filter of another size or seed".into(),
+            });
+        }
+        let bloom = Bloom::from_bytes(bitmap.to_vec()).map_err(|e| SnapshotError::Invalid {
+            what: format!("Bloom filter: {e}"),
+        })?;
+        gens.push(Generation {
+            bloom,
+            started,
+            count,
+        });
+    }
+    let nlru = s.items(cfg.exact.lru_capacity, 32 + 4 + 8)?;
+    let mut lru = Vec::with_capacity(nlru);
+    for _ in 0..nlru {
+        let h: [u8; 32] = s.array()?;
+        lru.push((h, (s.u32()?, s.u64()?)));
+    }
+    s.finish()?;
+
+    let mut s = r.section(TAG_CAMPAIGNS, "campaigns")?;
+    let nslots = s.items(max_slots, 1)?;
+    let mut slots = Vec::with_capacity(nslots);
+    for _ in 0..nslots {
+        slots.push(match s.u8()? {
+            0 => Slot::Free,
+            1 => {
+                let refs = s.u32()?;
+                Slot::Live {
+                    campaign: read_campaign(&mut s)?,
+                    refs,
+                }
+            }
+            2 => Slot::Alias {
+                target: s.u32()?,
+                refs: s.u32()?,
+                id: CampaignId(s.u64()?),
+            },
+            t => {
+                return Err(SnapshotError::Invalid {
+                    what: format!("campaign slot kind {t}"),
+                });
+            }
+        });
+    }
+    s.finish()?;
+    r.finish()?;
+
+    if let Some(e) = entries.iter().find(|e| e.campaign as usize >= slots.len()) {
+        return Err(SnapshotError::Invalid {
+            what: format!(
+                "window entry names campaign slot {} of {}",
+                e.campaign,
+                slots.len()
+            ),
+        });
+    }
+    let campaigns = Campaigns::from_slots(slots, cfg.campaign.keep_subjects).ok_or_else(|| {
+        SnapshotError::Invalid {
+            what: "inconsistent campaign slots".into(),
+        }
+    })?;
+    let bands_restored = engine.index.restore_parts(IndexParts {
+        base,
+        entries,
+        band_bits,
+        bands,
+        sweep_cursor: usize::try_from(sweep_cursor).unwrap_or(0),
+    });
+    let mut exact = ExactSet::new(
+        &cfg.exact,
+        cfg.window.window.as_secs(),
+        crate::exact::bloom_seed(cfg),
+    );
+    exact.restore(gens, lru);
+    engine.exact = exact;
+    engine.campaigns = campaigns;
+    Ok((
+        engine,
+        Loaded {
+            saved_at,
+            bands_restored,
+        },
+    ))
+}
+
+/// Loads the snapshot at `path` into an engine for `cfg`.
+///
+/// # Errors
+/// The file cannot be read, or [`decode`] refuses it.
+pub fn load_engine(path: &Path, cfg: &Config) -> Result<Engine, SnapshotError> {
+    load(path, cfg).map(|(e, _)| e)
+}
+
+/// [`load_engine`], also returning what [`Loaded`] says.
+///
+/// # Errors
+/// As [`load_engine`].
+pub fn load(path: &Path, cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
+    let bytes = fs::read(path).map_err(|source| SnapshotError::Io {
+        op: "read",
+        path: path.to_owned(),
+        source,
+    })?;
+    decode(&bytes, cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Envelope, UnixSecs};
+
+    fn spam(name: &str, n: u32) -> String {
+        format!(
+            "From: Deals <offers@deals.example>\nTo: {name} <{name}@example.net>\nSubject: Your offer {n}\n\n\
+             Dear {name},\n\nWe are pleased to tell you that your account qualifies for our premium \
+             savings program. Act now to claim the discount before the end of the week. \
+             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\n\n\
+             Our team reviewed your profile and selected you for an exclusive reward. Reply \
+             today and receive free shipping on every order. Ref {n}{n}.\n"
+        )
+    }
+
+    fn ham(n: u32) -> String {
+        format!(
+            "From: Friend <f{n}@mail.example>\nTo: me@example.net\nSubject: note {n}\n\n\
+             Topic number {n} is about gardening and the tomatoes grew {n} centimetres, \
+             the cat slept on the warm roof while neighbours discussed the weather forecast \
+             for the coming weekend and the bakery sold out of bread again today.\n"
+        )
+    }
+
+    fn small_cfg() -> Config {
+        let mut cfg = Config::default();
+        cfg.window.max_entries = 1000;
+        cfg.exact.bloom_items = 2000;
+        cfg.exact.lru_capacity = 500;
+        cfg.thresholds.bulk_threshold = 5.0;
+        cfg.thresholds.suspect_threshold = 3.0;
+        cfg
+    }
+
+    fn env() -> Envelope {
+        Envelope {
+            rcpts: vec!["x@example.net".into()],
+            ..Envelope::default()
+        }
+    }
+
+    fn counts(e: &Engine) -> (usize, usize, usize, usize, u64) {
+        let s = e.stats();
+        (
+            s.window_entries,
+            s.campaigns,
+            s.campaign_slots,
+            s.lru_entries,
+            s.bloom_fill.to_bits(),
+        )
+    }
+
+    fn fed_engine(cfg: &Config) -> Engine {
+        let mut e = Engine::new(cfg);
+        for (i, n) in ["alice", "bob", "carol", "dave"].iter().enumerate() {
+            e.process(
+                spam(n, 1000 + i as u32).as_bytes(),
+                &env(),
+                UnixSecs(1000 + i as u64),
+            );
+            e.process(ham(i as u32).as_bytes(), &env(), UnixSecs(1000 + i as u64));
+        }
+        e
+    }
+
+    #[test]
+    fn round_trip_keeps_verdicts() {
+        let cfg = small_cfg();
+        let mut a = fed_engine(&cfg);
+        let bytes = encode(&a, 42);
+        let (mut b, loaded) = decode(&bytes, &cfg).unwrap();
+        assert_eq!(
+            loaded,
+            Loaded {
+                saved_at: 42,
+                bands_restored: true
+            }
+        );
+        assert_eq!(counts(&a), counts(&b));
+        for (i, msg) in [
+            spam("erin", 2000),
+            ham(77),
+            spam("frank", 2001),
+            spam("erin", 2000),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let now = UnixSecs(2000 + i as u64);
+            let va = a.process(msg.as_bytes(), &env(), now);
+            let vb = b.process(msg.as_bytes(), &env(), now);
+            assert_eq!(va, vb, "message {i}");
+        }
+        assert_eq!(encode(&a, 1), encode(&b, 1));
+    }
+
+    #[test]
+    fn every_truncation_fails_cleanly() {
+        let cfg = small_cfg();
+        let bytes = encode(&fed_engine(&cfg), 1);
+        for n in 0..bytes.len() {
+            assert!(
+                decode(bytes.get(..n).unwrap_or_default(), &cfg).is_err(),
+                "prefix {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn flipped_byte_fails_the_checksum() {
+        let cfg = small_cfg();
+        let bytes = encode(&fed_engine(&cfg), 1);
+        for pos in (8..bytes.len()).step_by(97) {
+            let mut bad = bytes.clone();
+            bad[pos] ^= 0x20;
+            assert!(
+                matches!(decode(&bad, &cfg), Err(SnapshotError::Checksum)),
+                "byte {pos}"
+            );
+        }
+    }
+
+    /// Re-seals a modified body with a valid checksum, as a hostile writer
+    /// would, to reach the checks behind the checksum.
+    fn reseal(mut body: Vec<u8>) -> Vec<u8> {
+        let sum: [u8; 32] = Sha256::digest(&body).into();
+        body.extend_from_slice(&sum);
+        body
+    }
+
+    #[test]
+    fn hostile_counts_are_refused_before_allocating() {
+        let cfg = small_cfg();
+        let bytes = encode(&fed_engine(&cfg), 1);
+        let mut body = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
+        // Window entry count sits after the section tag, length and base.
+        let at = HEADER_LEN + 1 + 8 + 8;
+        body[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            decode(&reseal(body), &cfg),
+            Err(SnapshotError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn other_settings_are_incompatible() {
+        let cfg = small_cfg();
+        let bytes = encode(&fed_engine(&cfg), 1);
+        let mut other = cfg.clone();
+        other.fingerprint.shingle_words = 3;
+        assert!(matches!(decode(&bytes, &other), Err(SnapshotError::Shape)));
+        let mut smaller = cfg.clone();
+        smaller.window.max_entries = 4;
+        assert!(matches!(
+            decode(&bytes, &smaller),
+            Err(SnapshotError::TooLarge { .. })
+        ));
+        let mut v = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
+        v[8] = 9;
+        assert!(matches!(
+            decode(&reseal(v), &cfg),
+            Err(SnapshotError::Format { found: 9, .. })
+        ));
+    }
+
+    #[test]
+    fn band_tables_of_another_size_are_skipped() {
+        let cfg = small_cfg();
+        let fed = fed_engine(&cfg);
+        let bytes = encode(&fed, 1);
+        let mut bigger = cfg.clone();
+        bigger.window.max_entries = 1 << 16;
+        let (e, loaded) = decode(&bytes, &bigger).unwrap();
+        assert!(!loaded.bands_restored);
+        assert_eq!(e.stats().window_entries, fed.stats().window_entries);
+        assert!(e.stats().window_entries > 0);
+    }
+
+    #[test]
+    fn save_is_atomic_and_load_reads_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = small_cfg();
+        let e = fed_engine(&cfg);
+        let path = save(&e, dir.path()).unwrap();
+        assert_eq!(path, dir.path().join(FILE_NAME));
+        let back = load_engine(&path, &cfg).unwrap();
+        assert_eq!(counts(&back), counts(&e));
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|d| d.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let aside = move_aside(&path, 77).unwrap();
+        assert!(aside.to_string_lossy().ends_with("state.bin.corrupt-77"));
+        assert!(!path.exists());
+    }
 }

@@ -39,6 +39,20 @@ pub struct Query<'a> {
     pub bands: &'a [u64],
 }
 
+/// What [`NearIndex::to_parts`] returns and [`NearIndex::restore_parts`] takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexParts {
+    /// Sequence number of the first entry.
+    pub base: u64,
+    /// Window entries, oldest first.
+    pub entries: Vec<Entry>,
+    /// Bucket index bits of the band tables.
+    pub band_bits: u32,
+    /// Per band table, the non-empty buckets as (index, raw items).
+    pub bands: Vec<Vec<(u32, Vec<u64>)>>,
+    pub sweep_cursor: usize,
+}
+
 /// Window plus tables, kept in step.
 #[derive(Debug, Clone)]
 pub struct NearIndex {
@@ -182,6 +196,41 @@ impl NearIndex {
                 evicted(&e);
             }
         }
+    }
+
+    /// The state a snapshot needs: the window (first sequence number and
+    /// entries) and the band items. The block tables are not included:
+    /// they are a function of the window and [`NearIndex::restore_parts`]
+    /// rebuilds them.
+    pub fn to_parts(&self) -> IndexParts {
+        IndexParts {
+            base: self.window.next_seq() - self.window.len() as u64,
+            entries: self.window.iter().map(|(_, e)| *e).collect(),
+            band_bits: self.bands.bits(),
+            bands: self.bands.to_parts(),
+            sweep_cursor: self.sweep_cursor,
+        }
+    }
+
+    /// Replaces the contents with snapshot parts: the window, the block
+    /// tables rebuilt from it, and the band items if the band tables still
+    /// have the saved shape. Returns whether the band items were restored
+    /// (false: the band tables start empty and refill as mail arrives).
+    /// The caller keeps `parts.entries` within `max_entries` (the snapshot
+    /// reader refuses more); the next insertion evicts as usual.
+    pub fn restore_parts(&mut self, parts: IndexParts) -> bool {
+        self.tables = Tables::new(self.tables.radius(), self.max_entries);
+        self.bands = Bands::new(self.bands.count(), self.max_entries);
+        self.window = Window::from_parts(parts.base, parts.entries);
+        for (seq, e) in self.window.iter() {
+            if e.near {
+                self.tables.insert(e.simhash, seq);
+            }
+        }
+        let restored = self.bands.restore_parts(parts.band_bits, parts.bands);
+        let buckets = 1usize << self.bands.bits();
+        self.sweep_cursor = parts.sweep_cursor % buckets.max(1);
+        restored
     }
 
     /// Heap bytes held by window and tables.
@@ -328,6 +377,33 @@ mod tests {
         assert_eq!(gone, vec![1, 2]);
         assert_eq!(idx.len(), 1);
         assert_eq!(idx.query(&q(0xFFFF, &bands_of(0xFFFF))).len(), 1);
+    }
+
+    #[test]
+    fn parts_round_trip_answers_queries_alike() {
+        let mut st = 11;
+        let mut idx = NearIndex::new(3, 500, 2, 10, 64);
+        for t in 0..400u32 {
+            let h = splitmix(&mut st);
+            idx.insert(entry(h, t), &bands_of(h));
+        }
+        idx.evict_before(50, |_| {});
+        let parts = idx.to_parts();
+        let mut back = NearIndex::new(3, 500, 2, 10, 64);
+        let bands_ok = back.restore_parts(parts.clone());
+        assert!(bands_ok);
+        assert_eq!(back.to_parts(), parts);
+        for (_, e) in idx.window().iter().step_by(7) {
+            let probe = flip(e.simhash, 2, &mut st);
+            assert_eq!(
+                idx.query(&q(probe, &bands_of(probe))),
+                back.query(&q(probe, &bands_of(probe)))
+            );
+        }
+        let mut other = NearIndex::new(3, 1 << 20, 2, 10, 64);
+        let bands_ok = other.restore_parts(parts);
+        assert!(!bands_ok, "band tables of another size are not restored");
+        assert_eq!(other.len(), idx.len());
     }
 
     proptest! {

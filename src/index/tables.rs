@@ -247,4 +247,92 @@ impl Bands {
     pub fn heap_bytes(&self) -> usize {
         self.tables.iter().map(BucketTable::heap_bytes).sum()
     }
+
+    /// Bucket index bits of every band table (all tables share one size).
+    pub fn bits(&self) -> u32 {
+        self.tables.first().map_or(0, |t| t.bits)
+    }
+
+    /// The raw items of every non-empty bucket, per table, as
+    /// (bucket index, items): what a snapshot stores, since band keys are
+    /// not kept per entry and cannot be recomputed from the window.
+    pub fn to_parts(&self) -> Vec<Vec<(u32, Vec<u64>)>> {
+        self.tables
+            .iter()
+            .map(|t| {
+                t.buckets
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| !b.is_empty())
+                    .map(|(i, b)| (i as u32, b.iter().copied().collect()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Puts back what [`Bands::to_parts`] produced. Returns false, leaving
+    /// the tables empty, when the parts do not fit these tables (other
+    /// table count or size, or a bucket index out of range): the caller
+    /// then runs without the saved band items (the second stage relearns as
+    /// mail arrives).
+    pub fn restore_parts(&mut self, bits: u32, parts: Vec<Vec<(u32, Vec<u64>)>>) -> bool {
+        if bits != self.bits() || parts.len() != self.tables.len() {
+            return false;
+        }
+        for (t, buckets) in self.tables.iter_mut().zip(parts) {
+            for (i, items) in buckets {
+                let Some(b) = t.buckets.get_mut(i as usize) else {
+                    for t in &mut self.tables {
+                        t.buckets.iter_mut().for_each(VecDeque::clear);
+                    }
+                    return false;
+                };
+                *b = items.into();
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_parts_round_trip() {
+        let mut b = Bands::new(3, 1000);
+        for seq in 0..50u64 {
+            let keys = [
+                seq.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                seq % 7,
+                (seq % 3) << 40,
+            ];
+            b.insert(&keys, seq);
+        }
+        let parts = b.to_parts();
+        let mut c = Bands::new(3, 1000);
+        assert!(c.restore_parts(b.bits(), parts.clone()));
+        assert_eq!(c.to_parts(), parts);
+        let mut seen_b = Vec::new();
+        let mut seen_c = Vec::new();
+        b.candidates(&[0, 3, 1 << 40], |s| seen_b.push(s));
+        c.candidates(&[0, 3, 1 << 40], |s| seen_c.push(s));
+        assert_eq!(seen_b, seen_c);
+        assert!(!seen_b.is_empty());
+    }
+
+    #[test]
+    fn band_parts_of_another_size_are_refused() {
+        let mut b = Bands::new(2, 100);
+        b.insert(&[1, 2], 0);
+        let mut big = Bands::new(2, 1 << 20);
+        assert!(!big.restore_parts(b.bits(), b.to_parts()));
+        let mut fewer = Bands::new(1, 100);
+        assert!(!fewer.restore_parts(b.bits(), b.to_parts()));
+        let mut same = Bands::new(2, 100);
+        assert!(!same.restore_parts(b.bits(), vec![vec![(1 << 30, vec![1])], vec![]]));
+        let mut n = 0;
+        same.candidates(&[1, 2], |_| n += 1);
+        assert_eq!(n, 0, "a refused restore leaves the tables empty");
+    }
 }

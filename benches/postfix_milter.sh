@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Throughput through a real Postfix: bulkwatch vs a do-nothing milter
+# (examples/null_milter.rs) on the same socket type, in one run, plus Postfix
+# without a milter for reference. Load from Postfix's smtp-source: 1 session
+# and 10 sessions, 5000-byte messages, several messages per connection.
+#
+# Needs root and postfix (see ../shared/notes/postfix-testing.md).
+#   cargo build --release && cargo build --release --example null_milter
+#   benches/postfix_milter.sh                  # inet socket
+#   SOCK=unix benches/postfix_milter.sh        # unix socket
+# Env: PROFILE (release|debug), CARGO_TARGET_DIR, N1 / N10 (messages per
+# run), SIZE (bytes), SMTP_PORT / SINK_PORT / MILTER_PORT.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PROFILE=${PROFILE:-release}
+TARGET=${CARGO_TARGET_DIR:-$PWD/target}
+BW=$TARGET/$PROFILE/bulkwatch
+NULL=$TARGET/$PROFILE/examples/null_milter
+N1=${N1:-1000}
+N10=${N10:-4000}
+SIZE=${SIZE:-5000}
+SOCK=${SOCK:-inet}
+SMTP=${SMTP_PORT:-12525}
+SINK=${SINK_PORT:-12526}
+MPORT=${MILTER_PORT:-12527}
+
+[ "$(id -u)" = 0 ] || { echo "needs root (private postfix instance)" >&2; exit 2; }
+for f in "$BW" "$NULL" /usr/sbin/postfix /usr/sbin/smtp-source /usr/sbin/smtp-sink; do
+  [ -x "$f" ] || { echo "missing $f" >&2; exit 2; }
+done
+
+DIR=$(mktemp -d /tmp/bwbench.XXXXXX)
+chmod 0755 "$DIR"
+mkdir -p "$DIR"/{conf,queue,data,state}
+chown postfix "$DIR/data"
+if [ "$SOCK" = unix ]; then
+  MSOCK="unix:$DIR/milter.sock"
+  BWSOCK="unix:$DIR/milter.sock"
+  NULLSOCK="unix:$DIR/milter.sock"
+else
+  MSOCK="inet:127.0.0.1:$MPORT"
+  BWSOCK="inet:127.0.0.1:$MPORT"
+  NULLSOCK="127.0.0.1:$MPORT"
+fi
+
+cleanup() {
+  postfix -c "$DIR/conf" stop >/dev/null 2>&1 || true
+  [ -n "${SINKPID:-}" ] && kill "$SINKPID" 2>/dev/null || true
+  [ -n "${MPID:-}" ] && kill "$MPID" 2>/dev/null || true
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+cat > "$DIR/conf/main.cf" <<CF
+compatibility_level = 3.6
+queue_directory = $DIR/queue
+data_directory = $DIR/data
+mail_owner = postfix
+myhostname = mx.bench.example
+mydestination =
+relayhost = [127.0.0.1]:$SINK
+mynetworks = 127.0.0.0/8
+smtpd_relay_restrictions = permit_mynetworks, reject
+local_transport = error:local delivery disabled
+alias_maps =
+alias_database =
+inet_interfaces = 127.0.0.1
+inet_protocols = ipv4
+smtp_dns_support_level = disabled
+smtpd_peername_lookup = no
+maillog_file = $DIR/maillog
+maillog_file_prefixes = $DIR
+smtpd_milters = $MSOCK
+milter_protocol = 6
+milter_default_action = tempfail
+default_process_limit = 100
+CF
+cat > "$DIR/conf/master.cf" <<CF
+127.0.0.1:$SMTP inet n - n - - smtpd
+pickup unix n - n 60 1 pickup
+cleanup unix n - n - 0 cleanup
+qmgr unix n - n 300 1 qmgr
+rewrite unix - - n - - trivial-rewrite
+bounce unix - - n - 0 bounce
+defer unix - - n - 0 bounce
+trace unix - - n - 0 bounce
+verify unix - - n - 1 verify
+flush unix n - n 1000? 0 flush
+proxymap unix - - n - - proxymap
+smtp unix - - n - - smtp
+relay unix - - n - - smtp
+showq unix n - n - - showq
+error unix - - n - - error
+retry unix - - n - - error
+discard unix - - n - - discard
+local unix - n n - - local
+anvil unix - - n - 1 anvil
+scache unix - - n - 1 scache
+postlog unix-dgram n - n - 1 postlogd
+CF
+cat > "$DIR/bulkwatch.toml" <<CF
+[milter]
+socket = "$BWSOCK"
+socket_mode = "0666"
+[state]
+state_dir = "$DIR/state"
+[metrics]
+listen = ""
+CF
+
+smtp-sink -u postfix "127.0.0.1:$SINK" 1000 >/dev/null 2>&1 &
+SINKPID=$!
+postfix -c "$DIR/conf" start >/dev/null
+
+wait_milter() {
+  for _ in $(seq 1 200); do
+    if [ "$SOCK" = unix ]; then [ -S "$DIR/milter.sock" ] && return 0
+    else (exec 3<>"/dev/tcp/127.0.0.1/$MPORT") 2>/dev/null && return 0; fi
+    sleep 0.05
+  done
+  echo "milter did not come up" >&2; exit 1
+}
+
+# rate NAME SESSIONS MESSAGES: prints one table row, echoes msg/s to fd 3
+rate() {
+  local name=$1 sess=$2 msgs=$3 t0 t1
+  t0=$(date +%s.%N)
+  smtp-source -d -s "$sess" -m "$msgs" -l "$SIZE" -f bench@source.example -t rcpt@dest.example "127.0.0.1:$SMTP"
+  t1=$(date +%s.%N)
+  awk -v n="$name" -v s="$sess" -v m="$msgs" -v a="$t0" -v b="$t1" \
+    'BEGIN { printf "%-12s %8s %8s %9.2f %9.1f\n", n, s, m, b - a, m / (b - a) }'
+}
+
+run_with() {
+  local name=$1
+  shift
+  if [ "$name" != none ]; then
+    "$@" >"$DIR/$name.log" 2>&1 &
+    MPID=$!
+    wait_milter
+  fi
+  rate "$name" 1 "$N1"
+  rate "$name" 10 "$N10"
+  if [ "$name" != none ]; then
+    kill -TERM "$MPID"; wait "$MPID" || true; MPID=
+    rm -f "$DIR/milter.sock"
+  fi
+}
+
+echo "socket=$SOCK size=$SIZE profile=$PROFILE cores=$(nproc) $(date -u +%FT%TZ)"
+printf "%-12s %8s %8s %9s %9s\n" milter sessions messages seconds msg/s
+run_with null "$NULL" "$NULLSOCK" | tee "$DIR/null.rows"
+run_with bulkwatch "$BW" serve --config "$DIR/bulkwatch.toml" | tee "$DIR/bw.rows"
+# Without a milter (restart: a reload leaves idle smtpd processes that
+# still talk to the stopped milter for a while).
+postfix -c "$DIR/conf" stop >/dev/null
+postconf -c "$DIR/conf" -e "smtpd_milters ="
+postfix -c "$DIR/conf" start >/dev/null
+for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$SMTP") 2>/dev/null && break; sleep 0.05; done
+run_with none | tee "$DIR/none.rows"
+paste "$DIR/null.rows" "$DIR/bw.rows" | awk '{ printf "bulkwatch/null, %s session(s): %.1f%%\n", $2, 100 * $10 / $5 }'

@@ -1,0 +1,215 @@
+//! Milter callbacks: wiring only. Each handler takes the session (creating
+//! it if the MTA skipped a stage), pulls its arguments out without
+//! indexing, delegates to [`Session`] or [`reply`], and maps the result to
+//! a status. Every stage is registered: with TCP_NODELAY this avoids the
+//! Nagle/delayed-ACK stall (see the project notes), and it lets Postfix
+//! send everything the session collects.
+
+use std::ffi::{CStr, CString};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use indymilter::{
+    Actions, Callbacks, Context, EomContext, MacroStage, Macros, NegotiateContext, ProtoOpts,
+    SocketInfo, Status,
+};
+use tracing::{error, info, warn};
+
+use crate::milter::reply::{self, Decision};
+use crate::milter::session::Session;
+use crate::milter::State;
+
+fn text(s: &CStr) -> String {
+    String::from_utf8_lossy(s.to_bytes()).into_owned()
+}
+
+fn macro_text(m: &Macros, name: &CStr) -> Option<String> {
+    m.get(name).map(text)
+}
+
+/// The callbacks for [`crate::milter::run`].
+pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
+    let (s1, s2, s3, s4, s5) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state,
+    );
+    Callbacks::new()
+        .on_negotiate(|cx, actions, opts| Box::pin(handle_negotiate(cx, actions, opts)))
+        .on_connect(|cx, name, info| Box::pin(handle_connect(cx, name, info)))
+        .on_helo(|cx, name| Box::pin(handle_helo(cx, name)))
+        .on_mail(|cx, args| Box::pin(handle_mail(cx, args)))
+        .on_rcpt(move |cx, args| Box::pin(handle_rcpt(s1.clone(), cx, args)))
+        .on_data(|cx| Box::pin(handle_data(cx)))
+        .on_header(move |cx, name, value| Box::pin(handle_header(s2.clone(), cx, name, value)))
+        .on_eoh(move |cx| Box::pin(handle_eoh(s3.clone(), cx)))
+        .on_body(move |cx, chunk| Box::pin(handle_body(s4.clone(), cx, chunk)))
+        .on_eom(move |cx| Box::pin(handle_eom(s5.clone(), cx)))
+        .on_abort(|cx| Box::pin(handle_abort(cx)))
+        .on_close(|cx| Box::pin(handle_close(cx)))
+        .on_unknown(|_, _| Box::pin(async { Status::Continue }))
+}
+
+async fn handle_negotiate(
+    cx: &mut NegotiateContext<Session>,
+    actions: Actions,
+    _: ProtoOpts,
+) -> Status {
+    let needed = reply::needed_actions();
+    if !actions.contains(needed) {
+        // indymilter then refuses the connection; the MTA logs it and
+        // applies its milter_default_action.
+        error!(offered = ?actions, needed = ?needed, "MTA does not offer the milter actions bulkwatch uses");
+    }
+    cx.requested_actions = needed;
+    // Postfix sends `i` once the queue file exists; ask at every stage
+    // where it may appear. `{auth_authen}` comes with MAIL FROM.
+    cx.requested_macros
+        .insert(MacroStage::Mail, c"i {auth_authen}".into());
+    for stage in [
+        MacroStage::Rcpt,
+        MacroStage::Data,
+        MacroStage::Eoh,
+        MacroStage::Eom,
+    ] {
+        cx.requested_macros.insert(stage, c"i".into());
+    }
+    Status::Continue
+}
+
+async fn handle_connect(cx: &mut Context<Session>, name: CString, info: SocketInfo) -> Status {
+    let addr: Option<IpAddr> = match info {
+        SocketInfo::Inet(sa) => Some(sa.ip()),
+        _ => None,
+    };
+    cx.data
+        .get_or_insert_with(Session::default)
+        .connect(text(&name), addr);
+    Status::Continue
+}
+
+async fn handle_helo(cx: &mut Context<Session>, name: CString) -> Status {
+    cx.data
+        .get_or_insert_with(Session::default)
+        .helo(text(&name));
+    Status::Continue
+}
+
+async fn handle_mail(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
+    let from = args.first().map(|a| text(a)).unwrap_or_default();
+    let auth = macro_text(&cx.macros, c"{auth_authen}");
+    let queue_id = macro_text(&cx.macros, c"i");
+    let s = cx.data.get_or_insert_with(Session::default);
+    s.begin_message(&from, auth);
+    s.set_queue_id(queue_id);
+    Status::Continue
+}
+
+async fn handle_rcpt(state: Arc<State>, cx: &mut Context<Session>, args: Vec<CString>) -> Status {
+    let rcpt = args.first().map(|a| text(a)).unwrap_or_default();
+    let queue_id = macro_text(&cx.macros, c"i");
+    let s = cx.data.get_or_insert_with(Session::default);
+    s.set_queue_id(queue_id);
+    s.add_recipient(&rcpt, state.config().milter.max_message_bytes);
+    Status::Continue
+}
+
+async fn handle_data(cx: &mut Context<Session>) -> Status {
+    let queue_id = macro_text(&cx.macros, c"i");
+    cx.data
+        .get_or_insert_with(Session::default)
+        .set_queue_id(queue_id);
+    Status::Continue
+}
+
+async fn handle_header(
+    state: Arc<State>,
+    cx: &mut Context<Session>,
+    name: CString,
+    value: CString,
+) -> Status {
+    let max = state.config().milter.max_message_bytes;
+    cx.data
+        .get_or_insert_with(Session::default)
+        .add_header(name.as_bytes(), value.as_bytes(), max);
+    Status::Continue
+}
+
+async fn handle_eoh(state: Arc<State>, cx: &mut Context<Session>) -> Status {
+    let max = state.config().milter.max_message_bytes;
+    cx.data
+        .get_or_insert_with(Session::default)
+        .end_headers(max);
+    Status::Continue
+}
+
+async fn handle_body(
+    state: Arc<State>,
+    cx: &mut Context<Session>,
+    chunk: impl AsRef<[u8]>,
+) -> Status {
+    let max = state.config().milter.max_message_bytes;
+    cx.data
+        .get_or_insert_with(Session::default)
+        .add_body_chunk(chunk.as_ref(), max);
+    Status::Continue
+}
+
+async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
+    let queue_id = macro_text(&cx.macros, c"i");
+    let session = cx.data.get_or_insert_with(Session::default);
+    session.set_queue_id(queue_id);
+    let msg = session.finish_message();
+    let queue_id = msg.queue_id().to_owned();
+    let forged = msg.forged_headers;
+    let truncated = msg.truncated();
+    let cfg = state.config();
+    let decision = match state.judge(&cfg, msg).await {
+        Ok((verdict, elapsed)) => {
+            let decision = reply::decide(&verdict, &cfg.policy);
+            info!(
+                queue_id = %queue_id,
+                level = verdict.level.as_str(),
+                campaign = %verdict.campaign.as_ref().map(|c| c.id.to_string()).unwrap_or_default(),
+                size = verdict.campaign.as_ref().map_or(0, |c| c.recipients),
+                distance = verdict.distance.map_or(-1, i64::from),
+                engine_ms = elapsed.as_secs_f64() * 1000.0,
+                action = decision.as_str(),
+                truncated,
+                "message judged"
+            );
+            decision
+        }
+        Err(e) => {
+            state.metrics.record_error();
+            let decision = reply::failure(&cfg.milter);
+            warn!(queue_id = %queue_id, error = %e, action = decision.as_str(), "engine failed, applying failure_action");
+            decision
+        }
+    };
+    match reply::apply(&cx.actions, &mut cx.reply, &cfg.milter, &decision, forged).await {
+        Ok(status) => status,
+        Err(e) => {
+            state.metrics.record_error();
+            error!(queue_id = %queue_id, error = %e, "milter action failed");
+            match reply::failure(&cfg.milter) {
+                Decision::Tempfail => Status::Tempfail,
+                _ => Status::Accept,
+            }
+        }
+    }
+}
+
+async fn handle_abort(cx: &mut Context<Session>) -> Status {
+    if let Some(s) = cx.data.as_mut() {
+        s.abort_message();
+    }
+    Status::Continue
+}
+
+async fn handle_close(cx: &mut Context<Session>) -> Status {
+    cx.data = None;
+    Status::Continue
+}

@@ -1,0 +1,325 @@
+//! Counters, Prometheus text and a tiny HTTP/1.0 server for them.
+//!
+//! `GET /metrics` answers the Prometheus text format; `GET /campaigns` the
+//! live campaigns as JSON. The server is hand-written on a tokio
+//! `TcpListener`: one request per connection, at most 8 KiB of request
+//! read, 2 s to send it, then the connection is closed. Anything else gets
+//! 404, 405 or 400.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::milter::State;
+use crate::verdict::Level;
+
+/// Upper bounds of the engine latency histogram, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+const MAX_REQUEST: usize = 8192;
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Counters updated by the milter, read by `/metrics`.
+#[derive(Debug)]
+pub struct Metrics {
+    by_level: [AtomicU64; Level::ALL.len()],
+    errors: AtomicU64,
+    buckets: [AtomicU64; BUCKETS.len()],
+    engine_micros: AtomicU64,
+    engine_count: AtomicU64,
+    /// Unix seconds of the last snapshot written or loaded; the start time
+    /// until there is one.
+    last_snapshot: AtomicU64,
+}
+
+fn level_index(l: Level) -> usize {
+    Level::ALL.iter().position(|x| *x == l).unwrap_or(0)
+}
+
+impl Metrics {
+    pub fn new(now: u64) -> Metrics {
+        Metrics {
+            by_level: Default::default(),
+            errors: AtomicU64::new(0),
+            buckets: Default::default(),
+            engine_micros: AtomicU64::new(0),
+            engine_count: AtomicU64::new(0),
+            last_snapshot: AtomicU64::new(now),
+        }
+    }
+
+    pub fn record_verdict(&self, level: Level, elapsed: Duration) {
+        if let Some(c) = self.by_level.get(level_index(level)) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let secs = elapsed.as_secs_f64();
+        if let Some(i) = BUCKETS.iter().position(|b| secs <= *b) {
+            if let Some(c) = self.buckets.get(i) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.engine_micros.fetch_add(
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.engine_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An engine failure, timeout or action error.
+    pub fn record_error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    pub fn messages(&self, level: Level) -> u64 {
+        self.by_level
+            .get(level_index(level))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    pub fn snapshot_written(&self, at: u64) {
+        self.last_snapshot.store(at, Ordering::Relaxed);
+    }
+}
+
+/// The Prometheus text exposition of `state` at `now`.
+pub fn render(state: &State, now: u64) -> String {
+    let stats = state.engine().stats();
+    let m = &state.metrics;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_messages_total Messages judged, by verdict level."
+    );
+    let _ = writeln!(s, "# TYPE bulkwatch_messages_total counter");
+    for l in Level::ALL {
+        let _ = writeln!(
+            s,
+            "bulkwatch_messages_total{{level=\"{}\"}} {}",
+            l.as_str(),
+            m.messages(l)
+        );
+    }
+    let gauges = [
+        (
+            "bulkwatch_campaigns_active",
+            "Live campaigns in the window.",
+            stats.campaigns as f64,
+        ),
+        (
+            "bulkwatch_window_entries",
+            "Messages in the window.",
+            stats.window_entries as f64,
+        ),
+        (
+            "bulkwatch_bloom_fill_ratio",
+            "Fraction of bits set in the newest Bloom generation.",
+            stats.bloom_fill,
+        ),
+        (
+            "bulkwatch_snapshot_age_seconds",
+            "Seconds since the last state snapshot (since start when none yet).",
+            now.saturating_sub(m.last_snapshot.load(Ordering::Relaxed)) as f64,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_errors_total Engine failures, timeouts and milter action errors."
+    );
+    let _ = writeln!(
+        s,
+        "# TYPE bulkwatch_errors_total counter\nbulkwatch_errors_total {}",
+        m.errors()
+    );
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_engine_seconds Engine time per message (analyze and decide)."
+    );
+    let _ = writeln!(s, "# TYPE bulkwatch_engine_seconds histogram");
+    let mut cumulative = 0;
+    for (b, c) in BUCKETS.iter().zip(&m.buckets) {
+        cumulative += c.load(Ordering::Relaxed);
+        let _ = writeln!(
+            s,
+            "bulkwatch_engine_seconds_bucket{{le=\"{b}\"}} {cumulative}"
+        );
+    }
+    let count = m.engine_count.load(Ordering::Relaxed);
+    let _ = writeln!(s, "bulkwatch_engine_seconds_bucket{{le=\"+Inf\"}} {count}");
+    let _ = writeln!(
+        s,
+        "bulkwatch_engine_seconds_sum {}",
+        m.engine_micros.load(Ordering::Relaxed) as f64 / 1e6
+    );
+    let _ = writeln!(s, "bulkwatch_engine_seconds_count {count}");
+    s
+}
+
+/// One campaign in `/campaigns`.
+#[derive(Debug, Serialize)]
+pub struct CampaignJson {
+    pub id: String,
+    pub messages: u32,
+    pub recipients: u64,
+    pub first_seen: u64,
+    pub last_seen: u64,
+    pub sender_domains: Vec<String>,
+    pub sample_subject: Option<String>,
+}
+
+/// The live campaigns as JSON, largest first.
+pub fn campaigns_json(state: &State) -> String {
+    let mut list: Vec<CampaignJson> = state
+        .engine()
+        .campaigns()
+        .map(|c| CampaignJson {
+            id: c.id.to_string(),
+            messages: c.messages,
+            recipients: c.recipients,
+            first_seen: c.first_seen,
+            last_seen: c.last_seen,
+            sender_domains: c.sender_names.clone(),
+            sample_subject: c.sample_subject.clone(),
+        })
+        .collect();
+    list.sort_by(|a, b| {
+        b.recipients
+            .cmp(&a.recipients)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// Status line, content type and body for a request head.
+fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET", "/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            render(state, crate::milter::unix_now()),
+        ),
+        ("GET", "/campaigns") => ("200 OK", "application/json", campaigns_json(state)),
+        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
+        ("", _) => ("400 Bad Request", "text/plain", "bad request\n".into()),
+        _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
+    }
+}
+
+async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
+    let mut buf = Vec::with_capacity(1024);
+    let read = tokio::time::timeout(READ_TIMEOUT, async {
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = stream.read(&mut chunk).await?;
+            buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            if n == 0
+                || buf.windows(4).any(|w| w == b"\r\n\r\n")
+                || buf.windows(2).any(|w| w == b"\n\n")
+            {
+                return Ok::<_, std::io::Error>(());
+            }
+            if buf.len() > MAX_REQUEST {
+                return Ok(());
+            }
+        }
+    })
+    .await;
+    let (status, ctype, body) = match read {
+        Ok(Ok(())) if buf.len() <= MAX_REQUEST => respond(&state, &buf),
+        Ok(Ok(())) => (
+            "431 Request Header Fields Too Large",
+            "text/plain",
+            String::new(),
+        ),
+        _ => return,
+    };
+    let head = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Serves `/metrics` and `/campaigns` on `listener` until the task is
+/// dropped or aborted.
+pub async fn serve(listener: TcpListener, state: Arc<State>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(handle(Arc::clone(&state), stream));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::Engine;
+
+    #[test]
+    fn metrics_text_has_every_family() {
+        let state = State::new(Engine::new(&Config::default()));
+        state
+            .metrics
+            .record_verdict(Level::Bulk, Duration::from_millis(3));
+        state.metrics.record_error();
+        let text = render(&state, crate::milter::unix_now());
+        for name in [
+            "bulkwatch_messages_total{level=\"bulk\"} 1",
+            "bulkwatch_campaigns_active 0",
+            "bulkwatch_window_entries 0",
+            "bulkwatch_bloom_fill_ratio",
+            "bulkwatch_engine_seconds_bucket{le=\"0.005\"} 1",
+            "bulkwatch_engine_seconds_count 1",
+            "bulkwatch_errors_total 1",
+            "bulkwatch_snapshot_age_seconds",
+        ] {
+            assert!(text.contains(name), "{name} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn requests_are_routed() {
+        let state = State::new(Engine::new(&Config::default()));
+        assert_eq!(
+            respond(&state, b"GET /metrics HTTP/1.0\r\n\r\n").0,
+            "200 OK"
+        );
+        let (s, _, body) = respond(&state, b"GET /campaigns HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!((s, body.as_str()), ("200 OK", "[]"));
+        assert_eq!(
+            respond(&state, b"GET /x HTTP/1.0\r\n\r\n").0,
+            "404 Not Found"
+        );
+        assert_eq!(
+            respond(&state, b"POST /metrics HTTP/1.0\r\n\r\n").0,
+            "405 Method Not Allowed"
+        );
+        assert_eq!(respond(&state, b"").0, "400 Bad Request");
+    }
+}

@@ -1,0 +1,175 @@
+//! Verdict to milter reply: the only module that knows milter statuses and
+//! end-of-message actions.
+//!
+//! [`decide`] maps a verdict and the policy to a [`Decision`] (pure, unit
+//! tested); [`apply`] carries a decision out on the connection: header
+//! removal, `X-Bulkwatch`, quarantine, SMTP replies.
+
+use indymilter::{ContextActions, SetErrorReply, SmtpReply, Status};
+
+use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
+use crate::milter::session::HEADER_NAME;
+use crate::verdict::{Level, Verdict};
+
+/// Actions negotiated with the MTA: exactly those [`apply`] uses.
+pub fn needed_actions() -> indymilter::Actions {
+    indymilter::Actions::ADD_HEADER
+        | indymilter::Actions::CHANGE_HEADER
+        | indymilter::Actions::QUARANTINE
+}
+
+/// What to do with one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Deliver as is (forged headers still removed).
+    Accept,
+    /// Deliver with `X-Bulkwatch: <value>`.
+    Tag(String),
+    /// Tag and hold in the MTA's quarantine (Postfix: hold queue).
+    Quarantine(String),
+    /// 550 5.7.1.
+    Reject,
+    /// 451 4.7.1.
+    Tempfail,
+    /// Accept and drop.
+    Discard,
+}
+
+impl Decision {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Decision::Accept => "accept",
+            Decision::Tag(_) => "tag",
+            Decision::Quarantine(_) => "quarantine",
+            Decision::Reject => "reject",
+            Decision::Tempfail => "tempfail",
+            Decision::Discard => "discard",
+        }
+    }
+}
+
+/// The policy's decision for a verdict. Only suspect and bulk verdicts are
+/// acted on; clean, allowed and skipped mail is accepted untagged.
+pub fn decide(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
+    let action = match verdict.level {
+        Level::Suspect => policy.suspect,
+        Level::Bulk => policy.bulk,
+        Level::Clean | Level::Allowed | Level::Skipped => Action::None,
+    };
+    match action {
+        Action::None => Decision::Accept,
+        Action::Tag => Decision::Tag(verdict.header_value()),
+        Action::Quarantine => Decision::Quarantine(verdict.header_value()),
+        Action::Reject => Decision::Reject,
+        Action::Tempfail => Decision::Tempfail,
+        Action::Discard => Decision::Discard,
+    }
+}
+
+/// The decision when the engine failed or timed out.
+pub fn failure(cfg: &MilterConfig) -> Decision {
+    match cfg.failure_action {
+        FailureAction::Accept => Decision::Accept,
+        FailureAction::Tempfail => Decision::Tempfail,
+    }
+}
+
+/// Carries out `decision` at end of message. `forged` is the number of
+/// `X-Bulkwatch` headers that arrived with the message: each is deleted
+/// (highest index first, so indexes stay valid) whenever the message is
+/// delivered, so a sender cannot forge a verdict.
+///
+/// # Errors
+/// The connection to the MTA failed or an action was not negotiated; the
+/// caller logs it (the MTA then applies its `milter_default_action`).
+pub async fn apply(
+    actions: &impl ContextActions,
+    reply: &mut SmtpReply,
+    cfg: &MilterConfig,
+    decision: &Decision,
+    forged: usize,
+) -> Result<Status, indymilter::ActionError> {
+    match decision {
+        Decision::Accept | Decision::Tag(_) | Decision::Quarantine(_) => {
+            for i in (1..=forged).rev() {
+                let index = i32::try_from(i).unwrap_or(i32::MAX);
+                actions
+                    .change_header(HEADER_NAME, index, None::<&str>)
+                    .await?;
+            }
+            if let Decision::Tag(v) | Decision::Quarantine(v) = decision {
+                actions.add_header(HEADER_NAME, v.as_str()).await?;
+            }
+            if let Decision::Quarantine(v) = decision {
+                actions.quarantine(format!("bulkwatch: {v}")).await?;
+            }
+            Ok(Status::Accept)
+        }
+        Decision::Reject => {
+            // The text was validated (printable ASCII, bounded) with the
+            // config; should the MTA refuse it, a bare 550 is still sent.
+            let _ = reply.set_error_reply("550", Some("5.7.1"), [cfg.reject_text.as_str()]);
+            Ok(Status::Reject)
+        }
+        Decision::Tempfail => {
+            let _ = reply.set_error_reply("451", Some("4.7.1"), [cfg.tempfail_text.as_str()]);
+            Ok(Status::Tempfail)
+        }
+        Decision::Discard => Ok(Status::Discard),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::CampaignId;
+    use crate::config::Config;
+    use crate::verdict::{CampaignSummary, SkipReason};
+
+    fn verdict(level: Level) -> Verdict {
+        let v = Verdict::skipped(SkipReason::TooShort, 0, None);
+        Verdict {
+            level,
+            skip: None,
+            distance: Some(1),
+            campaign: Some(CampaignSummary {
+                id: CampaignId(1),
+                messages: 6,
+                recipients: 6,
+                score: 6.0,
+                first_seen: 0,
+                last_seen: 0,
+                sender_domains: 1,
+                senders: vec![],
+                sample_subject: None,
+            }),
+            ..v
+        }
+    }
+
+    #[test]
+    fn policy_maps_levels_to_decisions() {
+        let mut p = Config::default().policy;
+        assert_eq!(decide(&verdict(Level::Clean), &p), Decision::Accept);
+        assert_eq!(
+            decide(&verdict(Level::Bulk), &p),
+            Decision::Tag("bulk; campaign=000000000001; size=6; distance=1".into())
+        );
+        p.bulk = Action::Reject;
+        p.suspect = Action::Quarantine;
+        assert_eq!(decide(&verdict(Level::Bulk), &p), Decision::Reject);
+        assert!(matches!(
+            decide(&verdict(Level::Suspect), &p),
+            Decision::Quarantine(_)
+        ));
+        assert_eq!(decide(&verdict(Level::Allowed), &p), Decision::Accept);
+    }
+
+    #[test]
+    fn failure_follows_config() {
+        let mut m = Config::default().milter;
+        assert_eq!(failure(&m), Decision::Accept);
+        m.failure_action = FailureAction::Tempfail;
+        assert_eq!(failure(&m), Decision::Tempfail);
+    }
+}

@@ -1,0 +1,216 @@
+//! Per-connection and per-message state, filled by the callbacks and
+//! emptied at end of message and at abort.
+//!
+//! A [`Session`] lives as long as one MTA connection (one SMTP session,
+//! possibly many messages). It collects the client address and name and
+//! the HELO name; per message the envelope (MAIL FROM, every RCPT TO, queue
+//! id, `{auth_authen}`) and the header and body bytes, up to
+//! `max_message_bytes` in all. Beyond that bound nothing more is buffered
+//! and the message is scanned as far as it was kept. No analysis happens
+//! here: [`Session::finish_message`] hands the collected [`Message`] over.
+
+use std::net::IpAddr;
+
+use crate::engine::Envelope;
+
+/// The header this milter writes; copies arriving with a message are removed.
+pub const HEADER_NAME: &str = "X-Bulkwatch";
+
+/// State of one MTA connection.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub client_addr: Option<IpAddr>,
+    pub client_name: Option<String>,
+    pub helo: Option<String>,
+    message: Message,
+}
+
+/// What was collected for one message.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub envelope: Envelope,
+    /// Header section and body as received (CRLF line ends), cut at the
+    /// byte bound.
+    pub raw: Vec<u8>,
+    /// `X-Bulkwatch` headers that arrived with the message.
+    pub forged_headers: usize,
+    /// Bytes offered beyond the bound and dropped.
+    pub dropped_bytes: usize,
+}
+
+impl Message {
+    /// The queue id for logs, `NOQUEUE` when the MTA sent none.
+    pub fn queue_id(&self) -> &str {
+        self.envelope.queue_id.as_deref().unwrap_or("NOQUEUE")
+    }
+
+    /// More was offered than kept.
+    pub fn truncated(&self) -> bool {
+        self.dropped_bytes > 0
+    }
+}
+
+/// Strips the angle brackets around an SMTP path (`<a@b>` → `a@b`).
+fn bare_address(arg: &str) -> String {
+    let a = arg.trim();
+    let a = a.strip_prefix('<').unwrap_or(a);
+    a.strip_suffix('>').unwrap_or(a).to_owned()
+}
+
+impl Session {
+    pub fn connect(&mut self, name: String, addr: Option<IpAddr>) {
+        self.client_name = Some(name);
+        self.client_addr = addr;
+    }
+
+    pub fn helo(&mut self, name: String) {
+        self.helo = Some(name);
+    }
+
+    /// MAIL FROM: a new message starts (whatever was collected is dropped).
+    pub fn begin_message(&mut self, from: &str, auth_user: Option<String>) {
+        self.message = Message::default();
+        self.message.envelope = Envelope {
+            client_addr: self.client_addr,
+            helo: self.helo.clone(),
+            mail_from: Some(bare_address(from)),
+            rcpts: Vec::new(),
+            auth_user: auth_user.filter(|u| !u.is_empty()),
+            queue_id: None,
+        };
+    }
+
+    /// Notes the queue id when the MTA sends it (at MAIL, RCPT or EOM).
+    pub fn set_queue_id(&mut self, id: Option<String>) {
+        if let Some(id) = id.filter(|i| !i.is_empty()) {
+            self.message.envelope.queue_id = Some(id);
+        }
+    }
+
+    pub fn queue_id(&self) -> &str {
+        self.message.queue_id()
+    }
+
+    /// One RCPT TO. The list is bounded like the message bytes: an address
+    /// counts its length against `max_bytes`, so a flood of recipients
+    /// cannot grow memory without limit.
+    pub fn add_recipient(&mut self, rcpt: &str, max_bytes: usize) {
+        let r = bare_address(rcpt);
+        if self.used() + r.len() <= max_bytes {
+            self.message.envelope.rcpts.push(r);
+        } else {
+            self.message.dropped_bytes += r.len();
+        }
+    }
+
+    fn used(&self) -> usize {
+        self.message.raw.len()
+            + self
+                .message
+                .envelope
+                .rcpts
+                .iter()
+                .map(String::len)
+                .sum::<usize>()
+    }
+
+    fn append(&mut self, bytes: &[u8], max_bytes: usize) {
+        let room = max_bytes.saturating_sub(self.used());
+        let keep = bytes.len().min(room);
+        self.message
+            .raw
+            .extend_from_slice(bytes.get(..keep).unwrap_or_default());
+        self.message.dropped_bytes += bytes.len() - keep;
+    }
+
+    /// One header field, as `name: value` plus CRLF (RFC 5322 §2.2).
+    pub fn add_header(&mut self, name: &[u8], value: &[u8], max_bytes: usize) {
+        if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
+            self.message.forged_headers += 1;
+        }
+        let mut line = Vec::with_capacity(name.len() + value.len() + 4);
+        line.extend_from_slice(name);
+        line.extend_from_slice(b": ");
+        line.extend_from_slice(value);
+        line.extend_from_slice(b"\r\n");
+        self.append(&line, max_bytes);
+    }
+
+    /// End of headers: the empty line that separates the body.
+    pub fn end_headers(&mut self, max_bytes: usize) {
+        self.append(b"\r\n", max_bytes);
+    }
+
+    pub fn add_body_chunk(&mut self, chunk: &[u8], max_bytes: usize) {
+        self.append(chunk, max_bytes);
+    }
+
+    /// End of message: hands over what was collected and resets for the
+    /// next message on this connection.
+    pub fn finish_message(&mut self) -> Message {
+        std::mem::take(&mut self.message)
+    }
+
+    /// The MTA aborted the message: forget it.
+    pub fn abort_message(&mut self) {
+        self.message = Message::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_envelope_headers_and_body() {
+        let mut s = Session::default();
+        s.connect("mx.example".into(), "192.0.2.1".parse().ok());
+        s.helo("mx.example".into());
+        s.begin_message("<a@b.example>", Some(String::new()));
+        s.set_queue_id(Some("4Xq1".into()));
+        s.add_recipient("<c@d.example>", 1000);
+        s.add_header(b"Subject", b"hi", 1000);
+        s.add_header(b"x-bulkwatch", b"clean", 1000);
+        s.end_headers(1000);
+        s.add_body_chunk(b"body\r\n", 1000);
+        let m = s.finish_message();
+        assert_eq!(m.envelope.mail_from.as_deref(), Some("a@b.example"));
+        assert_eq!(m.envelope.rcpts, vec!["c@d.example"]);
+        assert_eq!(m.envelope.auth_user, None);
+        assert_eq!(m.queue_id(), "4Xq1");
+        assert_eq!(m.forged_headers, 1);
+        assert_eq!(m.raw, b"Subject: hi\r\nx-bulkwatch: clean\r\n\r\nbody\r\n");
+        assert_eq!(
+            s.finish_message(),
+            Message::default(),
+            "reset after end of message"
+        );
+        assert_eq!(
+            s.helo.as_deref(),
+            Some("mx.example"),
+            "connection state stays"
+        );
+    }
+
+    #[test]
+    fn bytes_beyond_the_bound_are_dropped() {
+        let mut s = Session::default();
+        s.begin_message("<>", None);
+        s.add_header(b"Subject", b"x", 20);
+        s.end_headers(20);
+        s.add_body_chunk(&[b'a'; 100], 20);
+        let m = s.finish_message();
+        assert_eq!(m.raw.len(), 20);
+        assert!(m.truncated());
+        assert_eq!(m.envelope.mail_from.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn abort_forgets_the_message() {
+        let mut s = Session::default();
+        s.begin_message("<a@b>", None);
+        s.add_body_chunk(b"x", 100);
+        s.abort_message();
+        assert_eq!(s.finish_message(), Message::default());
+    }
+}

@@ -1,0 +1,144 @@
+//! Shared test helpers: an in-process milter on 127.0.0.1:0 with a
+//! shutdown handle, and a whole MTA-side conversation per message.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bulkwatch::config::Config;
+use bulkwatch::engine::Engine;
+use bulkwatch::milter::{self, NoDelayListener, State};
+use indymilter_test::{EomActions, MacroStage, Status, TestConnection};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running milter; `stop` shuts it down and checks it exited cleanly.
+pub struct Milter {
+    pub addr: SocketAddr,
+    pub state: Arc<State>,
+    shutdown: oneshot::Sender<()>,
+    handle: JoinHandle<std::io::Result<()>>,
+}
+
+pub async fn start(cfg: Config) -> Milter {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let state = Arc::new(State::new(Engine::new(&cfg)));
+    let (shutdown, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(milter::run(
+        NoDelayListener(listener),
+        Arc::clone(&state),
+        async move {
+            let _ = rx.await;
+        },
+    ));
+    Milter {
+        addr,
+        state,
+        shutdown,
+        handle,
+    }
+}
+
+impl Milter {
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(());
+        self.handle.await.unwrap().unwrap();
+    }
+}
+
+/// Config with small thresholds: 3 copies suspect, 5 bulk.
+pub fn config() -> Config {
+    let mut cfg = Config::default();
+    cfg.thresholds.bulk_threshold = 5.0;
+    cfg.thresholds.suspect_threshold = 3.0;
+    cfg.window.max_entries = 10_000;
+    cfg.exact.bloom_items = 10_000;
+    cfg
+}
+
+/// A personalized copy of one campaign for `name`.
+pub fn spam(name: &str, n: u32) -> Mail {
+    Mail {
+        headers: vec![
+            ("From".into(), "Deals <offers@deals.example>".into()),
+            ("To".into(), format!("{name} <{name}@example.net>")),
+            ("Subject".into(), format!("Your offer {n}")),
+        ],
+        body: format!(
+            "Dear {name},\r\n\r\nWe are pleased to tell you that your account qualifies for our premium \
+             savings program. Act now to claim the discount before the end of the week. \
+             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\r\n\r\n\
+             Our team reviewed your profile and selected you for an exclusive reward. Reply \
+             today and receive free shipping on every order. Ref {n}{n}.\r\n"
+        ),
+        rcpt: format!("<{name}@example.net>"),
+        queue_id: format!("Q{n}"),
+    }
+}
+
+pub const NAMES: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "frank"];
+
+/// One message as the MTA hands it over.
+#[derive(Clone)]
+pub struct Mail {
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub rcpt: String,
+    pub queue_id: String,
+}
+
+pub async fn open(addr: SocketAddr) -> TestConnection {
+    greet(TestConnection::open(addr).await.unwrap()).await
+}
+
+pub async fn open_unix(path: &std::path::Path) -> TestConnection {
+    greet(TestConnection::configure().open_unix(path).await.unwrap()).await
+}
+
+async fn greet(mut conn: TestConnection) -> TestConnection {
+    let st = conn
+        .connect("client.example", ([192, 0, 2, 7], 40000))
+        .await
+        .unwrap();
+    assert_eq!(st, Status::Continue);
+    assert_eq!(conn.helo("client.example").await.unwrap(), Status::Continue);
+    conn
+}
+
+/// MAIL … EOM for one message on an open connection.
+pub async fn transact(conn: &mut TestConnection, m: &Mail) -> (EomActions, Status) {
+    conn.macros(MacroStage::Mail, [("i", m.queue_id.as_str())])
+        .await
+        .unwrap();
+    assert_eq!(
+        conn.mail(["<offers@deals.example>"]).await.unwrap(),
+        Status::Continue
+    );
+    assert_eq!(
+        conn.rcpt([m.rcpt.as_str()]).await.unwrap(),
+        Status::Continue
+    );
+    assert_eq!(conn.data().await.unwrap(), Status::Continue);
+    for (k, v) in &m.headers {
+        assert_eq!(
+            conn.header(k.as_str(), v.as_str()).await.unwrap(),
+            Status::Continue
+        );
+    }
+    assert_eq!(conn.eoh().await.unwrap(), Status::Continue);
+    // Chunks as an MTA sends them (65535 bytes at most).
+    for chunk in m.body.as_bytes().chunks(65_535) {
+        assert_eq!(conn.body(chunk.to_vec()).await.unwrap(), Status::Continue);
+    }
+    conn.eom().await.unwrap()
+}
+
+/// A whole connection carrying one message.
+pub async fn send(addr: SocketAddr, m: &Mail) -> (EomActions, Status) {
+    let mut conn = open(addr).await;
+    let r = transact(&mut conn, m).await;
+    conn.close().await.unwrap();
+    r
+}

@@ -1,0 +1,220 @@
+//! The built binary as a daemon: a campaign counted before SIGTERM keeps
+//! counting after a restart (snapshot), and SIGHUP with an invalid file
+//! leaves it serving with the old settings while a valid one takes effect.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{open_unix, spam, transact, NAMES};
+use indymilter_test::{EomAction, Status};
+
+struct Daemon {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(config: &Path, log: &Path, socket: &Path) -> Daemon {
+        let _ = fs::remove_file(log);
+        let out = fs::File::create(log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("RUST_LOG", "info")
+            .env_remove("NOTIFY_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        let mut d = Daemon {
+            child,
+            log: log.to_owned(),
+        };
+        d.wait_log("bulkwatch serving");
+        assert!(socket.exists());
+        d
+    }
+
+    fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (bounded) for a line in the log: the daemon's own report that
+    /// it got there, so nothing depends on how fast it is.
+    fn wait_log(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log_text().contains(needle) {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "daemon exited ({st}) before `{needle}`:\n{}",
+                    self.log_text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no `{needle}` in log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    fn stop(mut self) -> ExitStatus {
+        self.signal("-TERM");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon did not stop:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn header(actions: &indymilter_test::EomActions) -> Option<String> {
+    actions.actions.iter().find_map(|a| match a {
+        EomAction::AddHeader { name, value } if name.to_bytes() == b"X-Bulkwatch" => {
+            Some(value.to_string_lossy().into_owned())
+        }
+        _ => None,
+    })
+}
+
+fn config_text(socket: &Path, state: &Path, bulk_action: &str) -> String {
+    format!(
+        "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\nsnapshot_interval_secs = 3600\n\n\
+         [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 3.0\n\n\
+         [window]\nmax_entries = 10000\n\n[exact]\nbloom_items = 10000\n\n[policy]\nbulk = \"{bulk_action}\"\n",
+        socket.display(),
+        state.display()
+    )
+}
+
+async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Status) {
+    let mut conn = open_unix(socket).await;
+    let r = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 5000 + i as u32)).await;
+    conn.close().await.unwrap();
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    let log = dir.path().join("daemon.log");
+    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+
+    // Three copies: suspect, not bulk yet.
+    let d = Daemon::start(&config, &log, &socket);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o660, "milter.socket_mode default applied");
+    }
+    for i in 0..3 {
+        let (a, s) = deliver(&socket, i).await;
+        assert_eq!(s, Status::Accept);
+        assert_eq!(header(&a).is_some(), i == 2, "message {i}: {a:?}");
+    }
+    let st = d.stop();
+    assert!(st.success(), "exit status {st}");
+    assert!(
+        state.join("state.bin").exists(),
+        "snapshot written at shutdown"
+    );
+    assert!(!socket.exists(), "socket removed at shutdown");
+
+    // After the restart the count goes on: copies 4 and 5, the 5th is bulk.
+    let mut d = Daemon::start(&config, &log, &socket);
+    assert!(d.log_text().contains("snapshot loaded"), "{}", d.log_text());
+    let (a, _) = deliver(&socket, 3).await;
+    assert!(
+        header(&a).is_some_and(|h| h.starts_with("suspect;")),
+        "{a:?}"
+    );
+    let (a, _) = deliver(&socket, 4).await;
+    let h = header(&a).unwrap_or_default();
+    assert!(h.starts_with("bulk;") && h.contains("size=5"), "{h}");
+
+    // An invalid file is refused; the daemon serves with the old settings.
+    fs::write(&config, "[thresholds]\nbulk_threshold = \"many\"\n").unwrap();
+    d.signal("-HUP");
+    d.wait_log("reload refused");
+    let (a, s) = deliver(&socket, 5).await;
+    assert_eq!(s, Status::Accept);
+    assert!(
+        header(&a).is_some_and(|h| h.starts_with("bulk;") && h.contains("size=6")),
+        "{a:?}"
+    );
+    assert!(
+        d.log_text().contains("bulk_threshold"),
+        "the error names the key"
+    );
+
+    // A valid file takes effect for the next message.
+    fs::write(&config, config_text(&socket, &state, "reject")).unwrap();
+    d.signal("-HUP");
+    d.wait_log("configuration reloaded");
+    let (_, s) = deliver(&socket, 6).await;
+    assert!(matches!(s, Status::Reject { .. }), "{s:?}");
+
+    let st = d.stop();
+    assert!(st.success(), "exit status {st}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_snapshot_is_moved_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::create_dir_all(&state).unwrap();
+    fs::write(state.join("state.bin"), b"BWSNAP\r\n not really").unwrap();
+    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+    let d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    assert!(d.log_text().contains("moved aside"), "{}", d.log_text());
+    let (_, s) = deliver(&socket, 0).await;
+    assert_eq!(s, Status::Accept);
+    assert!(d.stop().success());
+    let names: Vec<String> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("state.bin.corrupt-")),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "state.bin"),
+        "a fresh snapshot at shutdown: {names:?}"
+    );
+}

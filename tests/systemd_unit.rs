@@ -1,0 +1,76 @@
+//! The systemd unit stays sandboxed: `systemd-analyze security` must rate
+//! it 2.0 or lower. Skipped (with a note) where systemd-analyze is absent.
+
+use std::path::Path;
+use std::process::Command;
+
+fn analyze_binary() -> Option<&'static str> {
+    ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The number in "Overall exposure level for bulkwatch.service: 1.1 OK".
+fn exposure(output: &str) -> Option<f64> {
+    let line = output
+        .lines()
+        .find(|l| l.contains("Overall exposure level"))?;
+    line.rsplit_once(": ")?
+        .1
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn unit_exposure_is_at_most_2() {
+    let Some(bin) = analyze_binary() else {
+        println!("note: systemd-analyze not installed, unit security check skipped");
+        return;
+    };
+    let unit = concat!(env!("CARGO_MANIFEST_DIR"), "/systemd/bulkwatch.service");
+    let out = Command::new(bin)
+        .args(["security", "--offline=true", unit])
+        .output()
+        .expect("run systemd-analyze");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let score = exposure(&text).unwrap_or_else(|| panic!("no exposure level in output:\n{text}"));
+    assert!(score <= 2.0, "exposure {score} > 2.0:\n{text}");
+}
+
+#[test]
+fn unit_has_the_required_settings() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/systemd/bulkwatch.service"
+    ))
+    .unwrap();
+    for line in [
+        "Type=notify",
+        "ExecStart=/usr/local/bin/bulkwatch serve --config /etc/bulkwatch/bulkwatch.toml",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "DynamicUser=yes",
+        "StateDirectory=bulkwatch",
+        "RuntimeDirectory=bulkwatch",
+        "WorkingDirectory=%S/bulkwatch",
+        "Restart=on-failure",
+        "After=network-online.target",
+        "Wants=network-online.target",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "missing {line}");
+    }
+    assert!(unit.lines().any(|l| l.starts_with("Documentation=")));
+}
+
+#[test]
+fn exposure_line_parses() {
+    assert_eq!(
+        exposure("x\n→ Overall exposure level for bulkwatch.service: 1.1 OK 🙂\n"),
+        Some(1.1)
+    );
+}
