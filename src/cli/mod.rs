@@ -1,7 +1,7 @@
 //! The command line: `serve`, `replay`, `scan`, `tune`, `check-config`.
 //!
 //! Each command lives in its own file with an args struct and a `run`
-//! function returning an [`ExitCode`]-like status or a [`CliError`]. Exit
+//! function returning an [`Outcome`] or a [`CliError`]. Exit
 //! codes: 0 ok, 1 bulk found (`scan`, `replay`), 2 error.
 
 pub mod check_config;
