@@ -3,6 +3,8 @@
 # (examples/null_milter.rs) on the same socket type, in one run, plus Postfix
 # without a milter for reference. Load from Postfix's smtp-source: 1 session
 # and 10 sessions, 5000-byte messages, several messages per connection.
+# Each milter gets a warm-up batch first, and the queue drains between runs.
+# On a shared machine run it a few times: the spread is large.
 #
 # Needs root and postfix (see ../shared/notes/postfix-testing.md).
 #   cargo build --release && cargo build --release --example null_milter
@@ -48,7 +50,7 @@ cleanup() {
   postfix -c "$DIR/conf" stop >/dev/null 2>&1 || true
   [ -n "${SINKPID:-}" ] && kill "$SINKPID" 2>/dev/null || true
   [ -n "${MPID:-}" ] && kill "$MPID" 2>/dev/null || true
-  rm -rf "$DIR"
+  if [ -n "${KEEP:-}" ]; then echo "kept $DIR" >&2; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
 
@@ -122,6 +124,13 @@ wait_milter() {
   echo "milter did not come up" >&2; exit 1
 }
 
+drain() {
+  for _ in $(seq 1 600); do
+    postqueue -c "$DIR/conf" -p 2>/dev/null | grep -q "Mail queue is empty" && return 0
+    sleep 0.1
+  done
+}
+
 # rate NAME SESSIONS MESSAGES: prints one table row, echoes msg/s to fd 3
 rate() {
   local name=$1 sess=$2 msgs=$3 t0 t1
@@ -140,8 +149,14 @@ run_with() {
     MPID=$!
     wait_milter
   fi
+  # Warm up (Postfix forks smtpd/cleanup on demand), then let the queue
+  # drain so one run's deliveries do not load the next.
+  smtp-source -d -s 10 -m 200 -l "$SIZE" -f bench@source.example -t rcpt@dest.example "127.0.0.1:$SMTP"
+  drain
   rate "$name" 1 "$N1"
+  drain
   rate "$name" 10 "$N10"
+  drain
   if [ "$name" != none ]; then
     kill -TERM "$MPID"; wait "$MPID" || true; MPID=
     rm -f "$DIR/milter.sock"

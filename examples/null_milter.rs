@@ -17,8 +17,12 @@ async fn main() -> std::io::Result<()> {
         .unwrap_or_else(|| "127.0.0.1:7358".into());
     let listener: EitherListener<NoDelayListener, UnixListener> = match addr.strip_prefix("unix:") {
         Some(path) => {
+            use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::remove_file(path);
-            EitherListener::Unix(UnixListener::bind(path)?)
+            let l = UnixListener::bind(path)?;
+            // Postfix connects as user postfix.
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
+            EitherListener::Unix(l)
         }
         None => EitherListener::Tcp(NoDelayListener(TcpListener::bind(&addr).await?)),
     };

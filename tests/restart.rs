@@ -218,3 +218,47 @@ async fn corrupt_snapshot_is_moved_aside() {
         "a fresh snapshot at shutdown: {names:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_never_leaves_a_broken_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    let text = config_text(&socket, &state, "tag").replace(
+        "snapshot_interval_secs = 3600",
+        "snapshot_interval_secs = 1",
+    );
+    fs::write(&config, text).unwrap();
+    let cfg = bulkwatch::config::Config::load(&config).unwrap();
+    let snapshot = state.join("state.bin");
+    // Kill at different points of the snapshot cycle; whatever is in place
+    // afterwards must load (or be absent before the first snapshot).
+    for (round, pause_ms) in [0u64, 350, 900, 1200, 1700].into_iter().enumerate() {
+        let mut d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+        for i in 0..3 {
+            deliver(&socket, round * 3 + i).await;
+        }
+        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+        d.child.kill().unwrap();
+        d.child.wait().unwrap();
+        if snapshot.exists() {
+            bulkwatch::snapshot::load_engine(&snapshot, &cfg)
+                .unwrap_or_else(|e| panic!("round {round}: broken snapshot: {e}"));
+        }
+        let _ = fs::remove_file(&socket);
+        let leftovers: Vec<String> = fs::read_dir(&state)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(
+            leftovers
+                .iter()
+                .all(|n| n == "state.bin" || n.starts_with(".state.bin.tmp-")),
+            "only the snapshot and at most an interrupted temporary file: {leftovers:?}"
+        );
+    }
+}

@@ -108,6 +108,16 @@ pub fn run(args: ServeArgs) -> Result<Outcome, CliError> {
 
 /// Loads `dir/state.bin`, or starts empty (moving a bad file aside).
 pub fn load_state(dir: &Path, cfg: &Config) -> (Engine, Option<u64>) {
+    // Temporary files of writes cut short (kill -9, power loss) are never
+    // loaded; remove them so they do not pile up.
+    if let Ok(rd) = fs::read_dir(dir) {
+        let prefix = format!(".{FILE_NAME}.tmp-");
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
     let path = dir.join(FILE_NAME);
     if !path.exists() {
         info!(path = %path.display(), "no snapshot, starting empty");
@@ -349,6 +359,7 @@ mod tests {
     fn bad_snapshot_is_moved_aside_and_engine_starts_empty() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(FILE_NAME), b"garbage").unwrap();
+        fs::write(dir.path().join(".state.bin.tmp-1-0"), b"half").unwrap();
         let (e, saved) = load_state(dir.path(), &Config::default());
         assert_eq!(saved, None);
         assert_eq!(e.stats().window_entries, 0);
