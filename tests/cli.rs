@@ -147,3 +147,53 @@ fn tune_prints_a_table_a_proposal_and_writes_a_plot() {
     let plot = std::fs::read_to_string(&svg).expect("svg written");
     assert!(plot.starts_with("<svg") && plot.contains("polyline"));
 }
+
+#[test]
+fn scan_with_state_judges_against_a_snapshot() {
+    use bulkwatch::config::Config;
+    use bulkwatch::engine::{Engine, Envelope, UnixSecs};
+    use bulkwatch::replay::read_mbox;
+
+    // 30 messages of one fixture campaign into an engine, saved as a daemon would.
+    let labels = std::fs::read_to_string(root("fixtures/labels.tsv")).expect("labels");
+    let c11: Vec<usize> = labels
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.first() == Some(&"campaigns.mbox") && f.get(3) == Some(&"c11"))
+                .then(|| f[1].parse::<usize>().expect("index"))
+        })
+        .collect();
+    let file = std::fs::File::open(root("fixtures/mbox/campaigns.mbox")).expect("mbox");
+    let msgs: Vec<Vec<u8>> = read_mbox(std::io::BufReader::new(file))
+        .map(|m| m.expect("read"))
+        .collect();
+    let cfg = Config::default();
+    let mut engine = Engine::new(&cfg);
+    for (t, i) in c11.iter().take(30).enumerate() {
+        engine.process(
+            &msgs[i - 1],
+            &Envelope::default(),
+            UnixSecs(1_700_000_000 + t as u64),
+        );
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = bulkwatch::snapshot::save(&engine, dir.path()).expect("save");
+
+    let another = dir.path().join("m.eml");
+    std::fs::write(&another, &msgs[c11[40] - 1]).expect("write");
+    let out = run(bin().args(["scan", "--state"]).arg(&path).arg(&another));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "bulk -> exit 1\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("verdict:     bulk; campaign="), "{text}");
+
+    // A corrupt snapshot is an error (exit 2), not a crash.
+    std::fs::write(&path, b"not a snapshot").expect("write");
+    let out = run(bin().args(["scan", "--state"]).arg(&path).arg(&another));
+    assert_eq!(out.status.code(), Some(2));
+}
