@@ -127,9 +127,15 @@ fn message(i: usize, campaign: bool) -> (String, String) {
             topics[i % 2]
         )
     };
+    // Ham and the last copies carry forged verdicts, which must not survive.
+    let forged = if !campaign || i >= 4 {
+        "X-Bulkwatch: clean; forged\r\n"
+    } else {
+        ""
+    };
     let raw = format!(
         "From: Sender <sender{i}@deals.example>\r\nTo: {name} <{name}@example.net>\r\n\
-         Subject: {} {i}\r\nMessage-ID: <{id}@deals.example>\r\n\r\n{body}",
+         Subject: {} {i}\r\nMessage-ID: <{id}@deals.example>\r\n{forged}\r\n{body}",
         if campaign { "Your offer" } else { "Note" }
     );
     (id, raw)
@@ -289,7 +295,15 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
     };
     for i in 0..6 {
         let f = find(&format!("msg-{i}-c"));
-        let tagged = f.lines().find(|l| l.starts_with("X-Bulkwatch:"));
+        let tags: Vec<&str> = f
+            .lines()
+            .filter(|l| l.starts_with("X-Bulkwatch:"))
+            .collect();
+        assert!(
+            tags.len() <= 1 && !f.contains("forged"),
+            "copy {i}: {tags:?}"
+        );
+        let tagged = tags.first().copied();
         match i {
             0 | 1 => assert!(tagged.is_none(), "copy {i}: {tagged:?}"),
             2 | 3 => assert!(
