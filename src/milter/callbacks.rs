@@ -13,7 +13,7 @@ use indymilter::{
     Actions, Callbacks, Context, EomContext, MacroStage, Macros, NegotiateContext, ProtoOpts,
     SocketInfo, Status,
 };
-use tracing::{error, info, warn};
+use tracing::{error, info, warn, Instrument};
 
 use crate::milter::reply::{self, Decision};
 use crate::milter::session::Session;
@@ -166,7 +166,9 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     let forged = msg.forged_headers;
     let truncated = msg.truncated();
     let cfg = state.config();
-    let decision = match state.judge(&cfg, msg).await {
+    // Lines logged inside the engine step (alerts) carry the queue id too.
+    let span = tracing::info_span!("message", queue_id = %queue_id);
+    let decision = match state.judge(&cfg, msg).instrument(span).await {
         Ok((verdict, elapsed)) => {
             let decision = reply::decide(&verdict, &cfg.policy);
             info!(
