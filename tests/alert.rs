@@ -1,0 +1,97 @@
+//! Alerts go out over SMTP (lettre, no TLS) to `alerts.smtp`, once per
+//! `min_interval`: checked against a minimal SMTP server on 127.0.0.1:0.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bulkwatch::campaign::CampaignId;
+use bulkwatch::config::Config;
+use bulkwatch::milter::alert;
+use bulkwatch::verdict::CampaignSummary;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// Accepts SMTP sessions and stores each message's DATA.
+async fn smtp_server(listener: TcpListener, got: Arc<Mutex<Vec<String>>>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let got = Arc::clone(&got);
+        tokio::spawn(async move {
+            let (r, mut w) = stream.into_split();
+            let mut lines = BufReader::new(r).lines();
+            w.write_all(b"220 test ESMTP\r\n").await.unwrap();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let cmd = line.to_ascii_uppercase();
+                if cmd.starts_with("DATA") {
+                    w.write_all(b"354 go\r\n").await.unwrap();
+                    let mut data = String::new();
+                    while let Ok(Some(l)) = lines.next_line().await {
+                        if l == "." {
+                            break;
+                        }
+                        data.push_str(&l);
+                        data.push('\n');
+                    }
+                    got.lock().unwrap().push(data);
+                    w.write_all(b"250 queued\r\n").await.unwrap();
+                } else if cmd.starts_with("QUIT") {
+                    w.write_all(b"221 bye\r\n").await.unwrap();
+                    break;
+                } else {
+                    w.write_all(b"250 ok\r\n").await.unwrap();
+                }
+            }
+        });
+    }
+}
+
+fn summary(id: u64) -> CampaignSummary {
+    CampaignSummary {
+        id: CampaignId(id),
+        messages: 21,
+        recipients: 21,
+        score: 21.0,
+        first_seen: 1_700_000_000,
+        last_seen: 1_700_000_100,
+        sender_domains: 1,
+        senders: vec!["deals.example".into()],
+        sample_subject: Some("Your offer".into()),
+    }
+}
+
+#[tokio::test]
+async fn alert_is_mailed_and_rate_limited() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let server = tokio::spawn(smtp_server(listener, Arc::clone(&got)));
+
+    let mut cfg = Config::default().alerts;
+    cfg.to = vec!["postmaster@example.org".into()];
+    cfg.from = "bulkwatch@example.org".into();
+    cfg.smtp = addr.to_string();
+    cfg.min_interval = Duration::from_secs(3600);
+    let (tx, rx) = mpsc::channel(alert::QUEUE);
+    tx.send(summary(0xabc)).await.unwrap();
+    tx.send(summary(0xdef)).await.unwrap();
+    drop(tx);
+    // Returns once the queue is closed and drained.
+    alert::run(cfg, rx).await;
+    server.abort();
+
+    let got = got.lock().unwrap();
+    assert_eq!(
+        got.len(),
+        1,
+        "the second campaign falls in the rate limit: {got:?}"
+    );
+    let mail = &got[0];
+    for part in [
+        "Subject: bulkwatch: bulk campaign 000000000abc",
+        "To: postmaster@example.org",
+        "Your offer",
+        "deals.example",
+    ] {
+        assert!(mail.contains(part), "{part} in\n{mail}");
+    }
+}
