@@ -373,6 +373,22 @@ impl Engine {
     }
 }
 
+/// Shared helpers for unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    /// A personalized spam message for `name`, numbered `n`.
+    pub(crate) fn spam(name: &str, n: u32) -> String {
+        format!(
+            "From: Deals <offers@deals.example>\nTo: {name} <{name}@example.net>\nSubject: Your offer {n}\n\n\
+             Dear {name},\n\nWe are pleased to tell you that your account qualifies for our premium \
+             savings program. Act now to claim the discount before the end of the week. \
+             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\n\n\
+             Our team reviewed your profile and selected you for an exclusive reward. Reply \
+             today and receive free shipping on every order. Ref {n}{n}.\n"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,16 +409,7 @@ mod tests {
         }
     }
 
-    fn spam(name: &str, n: u32) -> String {
-        format!(
-            "From: Deals <offers@deals.example>\nTo: {name} <{name}@example.net>\nSubject: Your offer {n}\n\n\
-             Dear {name},\n\nWe are pleased to tell you that your account qualifies for our premium \
-             savings program. Act now to claim the discount before the end of the week. \
-             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\n\n\
-             Our team reviewed your profile and selected you for an exclusive reward. Reply \
-             today and receive free shipping on every order. Ref {n}{n}.\n"
-        )
-    }
+    use crate::engine::testutil::spam;
 
     fn env() -> Envelope {
         Envelope {

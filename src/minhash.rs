@@ -29,8 +29,9 @@ pub struct MinSketch {
     pub bands: [u64; MAX_BANDS],
 }
 
-/// SplitMix64's finalizer: a fast, well-mixed permutation of u64.
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64's finalizer: a fast, well-mixed permutation of u64 (also
+/// combines shingle hashes in `crate::shingle`).
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -6,8 +6,8 @@
 //! `shingle_words` consecutive tokens of one sentence (a sentence shorter
 //! than that gives one shingle of all its tokens); shingles never span
 //! sentences. A shingle's hash combines its tokens' hashes in order:
-//! `acc = mix64(rotl(acc, 27) ^ h_i)` from `acc = w` (SplitMix64's
-//! finalizer as mix64), so it depends on the key through every token. Both
+//! `acc = mix(rotl(acc, 27) ^ h_i)` from `acc = w` (SplitMix64's
+//! finalizer as mix), so it depends on the key through every token. Both
 //! are the same on every host and after every restart for the same key.
 //! With `sample_modulus = m > 1` only shingle hashes that are 0 mod m are
 //! kept (Broder 1997).
@@ -20,6 +20,7 @@ use std::hash::Hasher;
 
 use crate::config::FingerprintConfig;
 use crate::mime::normalize::Normalized;
+use crate::minhash::mix;
 
 /// Distinct hashes with their frequencies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,19 +70,12 @@ pub fn hash_token(token: &str, key: (u64, u64)) -> u64 {
     h.finish()
 }
 
-/// SplitMix64's finalizer.
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Combines token hashes into a shingle hash (order matters).
 pub fn combine(token_hashes: &[u64]) -> u64 {
     token_hashes
         .iter()
         .fold(token_hashes.len() as u64, |acc, h| {
-            mix64(acc.rotate_left(27) ^ h)
+            mix(acc.rotate_left(27) ^ h)
         })
 }
 

@@ -700,16 +700,7 @@ mod tests {
     use super::*;
     use crate::engine::{Envelope, UnixSecs};
 
-    fn spam(name: &str, n: u32) -> String {
-        format!(
-            "From: Deals <offers@deals.example>\nTo: {name} <{name}@example.net>\nSubject: Your offer {n}\n\n\
-             Dear {name},\n\nWe are pleased to tell you that your account qualifies for our premium \
-             savings program. Act now to claim the discount before the end of the week. \
-             Visit https://track.deals.example/c/{n}?u={n} to confirm your details.\n\n\
-             Our team reviewed your profile and selected you for an exclusive reward. Reply \
-             today and receive free shipping on every order. Ref {n}{n}.\n"
-        )
-    }
+    use crate::engine::testutil::spam;
 
     fn ham(n: u32) -> String {
         format!(
