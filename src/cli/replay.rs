@@ -114,6 +114,11 @@ fn write_jsonl(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The first `n` characters of an optional string (empty for `None`).
+fn clip(s: Option<&str>, n: usize) -> String {
+    s.unwrap_or("").chars().take(n).collect()
+}
+
 fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
     writeln!(
         out,
@@ -129,12 +134,7 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
             r.campaign.map_or("-".to_owned(), |c| c.to_string()),
             r.campaign_size,
             r.distance.map_or("-".to_owned(), |d| d.to_string()),
-            r.subject
-                .as_deref()
-                .unwrap_or("")
-                .chars()
-                .take(60)
-                .collect::<String>()
+            clip(r.subject.as_deref(), 60)
         )?;
     }
     writeln!(out)?;
@@ -165,12 +165,7 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
             c.first_n,
             c.last_n,
             c.max_level.as_str(),
-            c.sample_subject
-                .as_deref()
-                .unwrap_or("")
-                .chars()
-                .take(60)
-                .collect::<String>()
+            clip(c.sample_subject.as_deref(), 60)
         )?;
     }
     Ok(())

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{load_config, CliError, Outcome};
-use crate::engine::{analyze, Engine, Envelope, UnixSecs};
+use crate::engine::{analyze, Envelope, UnixSecs};
 use crate::simhash::hex;
 use crate::verdict::Level;
 
@@ -87,6 +87,5 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
             Outcome::Ok
         });
     }
-    let _ = Engine::new;
     Ok(Outcome::Ok)
 }

@@ -5,6 +5,8 @@
 //! `\n`), ready for shingling and for the exact SHA-256. Each step is switched
 //! by [`NormalizeConfig`]:
 //!
+//! 0. HTML remnants in plain text (`<br>`, `&amp;`) removed or decoded
+//!    (HTML parts are always rendered by `mime::html`).
 //! 1. NFKC and lower-casing (Unicode `to_lowercase`, which equals full case
 //!    folding except for a handful of characters such as final sigma), with
 //!    zero-width characters and soft hyphens removed.
@@ -44,7 +46,12 @@ pub struct Normalized {
 /// Normalizes `body`. `envelope_rcpts` are the SMTP RCPT TO addresses (may be
 /// empty); together with To/Cc they define what personalization to remove.
 pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConfig) -> Normalized {
-    let text = fold(&body.text, cfg);
+    let folded = fold(&body.text, cfg);
+    let text = if cfg.strip_markup && (folded.contains('<') || folded.contains('&')) {
+        strip_markup(&folded)
+    } else {
+        folded
+    };
     let personal = Personal::new(body, envelope_rcpts, cfg);
     let lines = select_lines(&text, cfg);
     let mut out = Normalized {
@@ -82,6 +89,50 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
         }
         out.subject = sub.text.replace('\n', " ").trim().to_owned();
     }
+    out
+}
+
+/// HTML tags that plain-text parts carry as remnants (`<br>`, `</p>`).
+/// Only these names count as tags, so `<john@example.com>` and `a <b` stay.
+const REMNANT_TAGS: [&str; 24] = [
+    "a", "b", "body", "br", "center", "div", "em", "font", "h1", "h2", "h3", "head", "hr", "html",
+    "i", "img", "li", "ol", "p", "span", "strong", "table", "td", "tr",
+];
+
+/// Removes HTML tag remnants and decodes character references left in
+/// (already folded) plain text: what a sender's broken HTML-to-text
+/// conversion leaves behind, and a cheap hash-buster.
+fn strip_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(lt) = rest.find('<') {
+        let (before, after) = rest.split_at(lt);
+        super::html::decode_entities(before, &mut out, before.len() * 4);
+        let tag_end = after
+            .char_indices()
+            .take(200)
+            .find(|(_, c)| *c == '>' || *c == '\n')
+            .filter(|(_, c)| *c == '>')
+            .map(|(i, _)| i);
+        let name: String = after
+            .get(1..)
+            .unwrap_or("")
+            .trim_start_matches('/')
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect();
+        match tag_end {
+            Some(end) if REMNANT_TAGS.contains(&name.as_str()) => {
+                out.push(' ');
+                rest = after.get(end + 1..).unwrap_or("");
+            }
+            _ => {
+                out.push('<');
+                rest = after.get(1..).unwrap_or("");
+            }
+        }
+    }
+    super::html::decode_entities(rest, &mut out, rest.len() * 4);
     out
 }
 
@@ -666,6 +717,24 @@ mod tests {
         assert!(!is_separator(
             "--- a sentence that only starts with dashes, and goes on"
         ));
+    }
+
+    #[test]
+    fn markup_remnants_in_plain_text_are_removed() {
+        assert_eq!(
+            norm("Great<br>offer &amp; more</p>"),
+            norm("Great offer & more")
+        );
+        assert!(norm("write to <support@example.org> now").contains("example org"));
+        let cfg = NormalizeConfig {
+            strip_markup: false,
+            ..Config::default().normalize
+        };
+        let body = BodyText {
+            text: "great<br>offer".into(),
+            ..BodyText::default()
+        };
+        assert_eq!(normalize(&body, &[], &cfg).text, "great br offer");
     }
 
     #[test]
