@@ -13,7 +13,7 @@
 use std::net::IpAddr;
 
 use crate::campaign::{CampaignId, Campaigns, Member};
-use crate::config::Config;
+use crate::config::{Config, Thresholds};
 use crate::exact::{bloom_seed, ExactSet};
 use crate::index::window::Entry;
 use crate::index::{NearIndex, Query};
@@ -125,6 +125,39 @@ pub struct Engine {
     pub(crate) campaigns: Campaigns,
 }
 
+/// Why this message is allow-listed, if it is.
+pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
+    let allow = &cfg.allow;
+    if allow.authenticated && env.auth_user.as_deref().is_some_and(|u| !u.is_empty()) {
+        return Some(AllowReason::Authenticated);
+    }
+    if let Some(ip) = env.client_addr {
+        if allow.client_networks.iter().any(|n| n.contains(&ip)) {
+            return Some(AllowReason::ClientNetwork);
+        }
+    }
+    if !allow.sender_domains.is_empty() {
+        let domain = env
+            .mail_from
+            .as_deref()
+            .and_then(domain_of)
+            .map(str::to_ascii_lowercase)
+            .or_else(|| analysis.from_domain.clone());
+        if let Some(d) = domain {
+            let hit = allow.sender_domains.iter().any(|a| {
+                d == *a
+                    || (d.len() > a.len()
+                        && d.ends_with(a.as_str())
+                        && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
+            });
+            if hit {
+                return Some(AllowReason::SenderDomain);
+            }
+        }
+    }
+    None
+}
+
 /// 16-bit hash of a sender domain (for distinct-sender counts).
 fn sender_hash(domain: &str) -> u16 {
     let h = crate::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
@@ -175,35 +208,7 @@ impl Engine {
 
     /// Why this message is allow-listed, if it is.
     pub fn allowed(&self, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
-        let allow = &self.cfg.allow;
-        if allow.authenticated && env.auth_user.as_deref().is_some_and(|u| !u.is_empty()) {
-            return Some(AllowReason::Authenticated);
-        }
-        if let Some(ip) = env.client_addr {
-            if allow.client_networks.iter().any(|n| n.contains(&ip)) {
-                return Some(AllowReason::ClientNetwork);
-            }
-        }
-        if !allow.sender_domains.is_empty() {
-            let domain = env
-                .mail_from
-                .as_deref()
-                .and_then(domain_of)
-                .map(str::to_ascii_lowercase)
-                .or_else(|| analysis.from_domain.clone());
-            if let Some(d) = domain {
-                let hit = allow.sender_domains.iter().any(|a| {
-                    d == *a
-                        || (d.len() > a.len()
-                            && d.ends_with(a.as_str())
-                            && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
-                });
-                if hit {
-                    return Some(AllowReason::SenderDomain);
-                }
-            }
-        }
-        None
+        allowed(&self.cfg, analysis, env)
     }
 
     /// Removes what has left the window at `now`.
@@ -216,25 +221,27 @@ impl Engine {
         self.exact.rotate(now.0);
     }
 
-    /// Looks the message up, records it and judges it.
+    /// Looks the message up, records it and judges it (in this engine's
+    /// own memory store).
     pub fn decide(&mut self, a: &Analysis, env: &Envelope, now: UnixSecs) -> Verdict {
-        if let Some(reason) = self.allowed(a, env) {
-            return Verdict::allowed(reason);
+        match observe(&self.cfg, a, env) {
+            Err(v) => v,
+            Ok(obs) => {
+                let out = self.record_local(&obs, now);
+                finish(&self.cfg, &obs, out)
+            }
         }
-        let Some(fp) = a.fingerprint else {
-            return Verdict::skipped(SkipReason::Unparsed, 0, None);
-        };
-        let near_ok = a.features >= self.cfg.fingerprint.min_features;
-        if !near_ok && a.attachments == 0 {
-            return Verdict::skipped(SkipReason::TooShort, a.features, Some(fp.simhash));
-        }
+    }
+
+    /// The memory store: exact set, near index and campaigns.
+    fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
         self.expire(now);
 
         // Exact: Bloom first, then the LRU for the campaign.
         let mut exact = false;
         let mut found: Vec<u32> = Vec::new();
-        if self.exact.contains(&fp.exact) {
-            if let Some((slot, id)) = self.exact.campaign_of(&fp.exact) {
+        if self.exact.contains(&obs.exact) {
+            if let Some((slot, id)) = self.exact.campaign_of(&obs.exact) {
                 if self.campaigns.slot_id(slot) == Some(CampaignId(id)) {
                     exact = true;
                     found.push(slot);
@@ -246,11 +253,11 @@ impl Engine {
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
         let mut nearest = None;
-        if near_ok {
+        if obs.near {
             let q = Query {
-                simhash: fp.simhash,
-                sketch: fp.min.sketch,
-                bands: &fp.min.bands,
+                simhash: obs.simhash,
+                sketch: obs.sketch,
+                bands: &obs.bands,
             };
             let matches = self.index.query(&q);
             // Sorted by sketch difference, then distance: the first is closest.
@@ -265,78 +272,57 @@ impl Engine {
         }
         let mut merged = Vec::new();
         let slot = if found.is_empty() {
-            self.campaigns.create(&fp.exact, now.0)
+            self.campaigns.create(&obs.exact, now.0)
         } else {
             match self.campaigns.merge(&found, &mut merged) {
                 Some(s) => s,
-                None => self.campaigns.create(&fp.exact, now.0),
+                None => self.campaigns.create(&obs.exact, now.0),
             }
         };
-        let t = &self.cfg.thresholds;
-        let strong = exact
-            || best.is_some_and(|d| d <= t.strong_distance)
-            || best_sketch.is_some_and(|s| s <= t.strong_sketch_diff);
-        let weight_pct: u8 = if best.is_none() || strong {
-            100
-        } else {
-            (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8
-        };
-        let sender_name = env
-            .mail_from
-            .as_deref()
-            .and_then(domain_of)
-            .map(str::to_ascii_lowercase)
-            .or_else(|| a.from_domain.clone());
-        let sender = sender_hash(sender_name.as_deref().unwrap_or(""));
-        let recipients = env.recipient_count();
+        let weight_pct = obs.weight_pct(exact, best, best_sketch);
         self.campaigns.add_member(
             slot,
             Member {
                 now: now.0,
-                recipients,
+                recipients: obs.recipients,
                 weight_pct,
-                sender,
-                sender_name: sender_name.as_deref(),
-                subject: a.subject.as_deref(),
+                sender: obs.sender,
+                sender_name: obs.sender_name.as_deref(),
+                subject: obs.subject.as_deref(),
             },
         );
         let entry = Entry {
-            simhash: fp.simhash,
-            sketch: fp.min.sketch,
+            simhash: obs.simhash,
+            sketch: obs.sketch,
             time: u32::try_from(now.0).unwrap_or(u32::MAX),
             campaign: slot,
-            recipients,
-            sender,
+            recipients: obs.recipients,
+            sender: obs.sender,
             weight: weight_pct,
-            near: near_ok,
+            near: obs.near,
         };
         let seq = self.index.window().next_seq();
-        if let Some(old) = self.index.insert(entry, &fp.min.bands) {
+        if let Some(old) = self.index.insert(entry, &obs.bands) {
             self.campaigns
                 .release(old.campaign, old.recipients, old.weight, old.sender);
         }
         let id = self.campaigns.slot_id(slot).map_or(0, |i| i.0);
-        self.exact.insert(fp.exact, (slot, id), now.0);
+        self.exact.insert(obs.exact, (slot, id), now.0);
 
-        let summary = self.campaigns.get(slot).map(CampaignSummary::from);
-        let level = summary
+        let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
+        let bulk = campaign
             .as_ref()
-            .map_or(Level::Clean, |c| level_for(c.score, &self.cfg.thresholds));
-        let newly_bulk = level == Level::Bulk && self.campaigns.mark_alerted(slot);
-        Verdict {
-            level,
-            skip: None,
-            allow: None,
+            .is_some_and(|c| level_for(c.score, &obs.thresholds) == Level::Bulk);
+        let newly_bulk = bulk && self.campaigns.mark_alerted(slot);
+        Outcome {
             exact,
             distance: best,
-            resemblance: best_sketch.map(|s| if exact { 1.0 } else { jaccard_estimate(s) }),
-            campaign: summary,
-            newly_bulk,
-            merged,
-            seq: Some(seq),
+            sketch_diff: best_sketch,
             nearest,
-            simhash: Some(fp.simhash),
-            features: a.features,
+            seq,
+            merged,
+            campaign,
+            newly_bulk,
         }
     }
 
@@ -369,6 +355,175 @@ impl Engine {
             lru_entries: self.exact.lru_len(),
             window_heap_bytes: self.index.heap_bytes(),
             bloom_bytes: self.exact.bloom_bytes(),
+        }
+    }
+}
+
+/// What a store needs to know about one message: its fingerprints, what
+/// it counts for and the thresholds in force. Built by [`observe`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub exact: [u8; 32],
+    pub simhash: u64,
+    pub sketch: u64,
+    /// MinHash band keys, one per band table in use.
+    pub bands: Vec<u64>,
+    /// Enough features to look for near duplicates (else exact only).
+    pub near: bool,
+    pub recipients: u16,
+    /// 16-bit hash of the sender domain.
+    pub sender: u16,
+    pub sender_name: Option<String>,
+    pub subject: Option<String>,
+    pub features: usize,
+    pub thresholds: Thresholds,
+}
+
+impl Observation {
+    /// Weight of this message in its campaign, in percent: a weak match
+    /// (neither exact nor within the strong distance or sketch difference)
+    /// counts `weak_match_weight`.
+    pub fn weight_pct(&self, exact: bool, distance: Option<u32>, sketch_diff: Option<u32>) -> u8 {
+        let t = &self.thresholds;
+        let strong = exact
+            || distance.is_some_and(|d| d <= t.strong_distance)
+            || sketch_diff.is_some_and(|s| s <= t.strong_sketch_diff);
+        if distance.is_none() || strong {
+            100
+        } else {
+            (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8
+        }
+    }
+}
+
+/// What a store found and recorded for one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub exact: bool,
+    /// Smallest simhash distance of a match (0 for exact).
+    pub distance: Option<u32>,
+    /// Smallest sketch difference of a match (0 for exact).
+    pub sketch_diff: Option<u32>,
+    /// Sequence number of the closest match.
+    pub nearest: Option<u64>,
+    /// Sequence number this message was recorded under.
+    pub seq: u64,
+    /// Campaign ids merged into `campaign` by this message.
+    pub merged: Vec<CampaignId>,
+    /// The campaign the message joined, as it stands after joining.
+    pub campaign: Option<CampaignSummary>,
+    /// The campaign reached the bulk threshold for the first time.
+    pub newly_bulk: bool,
+}
+
+/// Why a store could not record a message. The caller falls back (the
+/// milter to its local window); a message is never lost over it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// Where the window, the exact set and the campaign counts live. The memory
+/// store is [`Engine`] itself; `crate::store::redis` shares them between
+/// hosts. Every store gives the same [`Outcome`] for the same stream (a
+/// contract test suite runs against each).
+pub trait Store {
+    /// Looks the message up, joins or merges campaigns and records it, all
+    /// at time `now`: the window is what arrived in `(now - window, now]`.
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError>;
+}
+
+impl Store for Engine {
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        Ok(self.record_local(obs, now))
+    }
+}
+
+/// The first half of a decision, which needs no state: allow-lists and
+/// skips give their verdict at once; anything else becomes an
+/// [`Observation`] for a store.
+pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation, Verdict> {
+    if let Some(reason) = allowed(cfg, a, env) {
+        return Err(Verdict::allowed(reason));
+    }
+    let Some(fp) = a.fingerprint else {
+        return Err(Verdict::skipped(SkipReason::Unparsed, 0, None));
+    };
+    let near = a.features >= cfg.fingerprint.min_features;
+    if !near && a.attachments == 0 {
+        return Err(Verdict::skipped(
+            SkipReason::TooShort,
+            a.features,
+            Some(fp.simhash),
+        ));
+    }
+    let sender_name = env
+        .mail_from
+        .as_deref()
+        .and_then(domain_of)
+        .map(str::to_ascii_lowercase)
+        .or_else(|| a.from_domain.clone());
+    let bands = fp
+        .min
+        .bands
+        .iter()
+        .take(cfg.window.minhash_bands)
+        .copied()
+        .collect();
+    Ok(Observation {
+        exact: fp.exact,
+        simhash: fp.simhash,
+        sketch: fp.min.sketch,
+        bands,
+        near,
+        recipients: env.recipient_count(),
+        sender: sender_hash(sender_name.as_deref().unwrap_or("")),
+        sender_name,
+        subject: a.subject.clone(),
+        features: a.features,
+        thresholds: cfg.thresholds.clone(),
+    })
+}
+
+/// The second half of a decision: the level from the campaign's weighted
+/// size and the verdict's explanation.
+pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
+    let level = out
+        .campaign
+        .as_ref()
+        .map_or(Level::Clean, |c| level_for(c.score, &cfg.thresholds));
+    Verdict {
+        level,
+        skip: None,
+        allow: None,
+        exact: out.exact,
+        distance: out.distance,
+        resemblance: out
+            .sketch_diff
+            .map(|s| if out.exact { 1.0 } else { jaccard_estimate(s) }),
+        campaign: out.campaign,
+        newly_bulk: out.newly_bulk,
+        merged: out.merged,
+        seq: Some(out.seq),
+        nearest: out.nearest,
+        simhash: Some(obs.simhash),
+        features: obs.features,
+    }
+}
+
+/// A whole decision against any store: [`observe`], [`Store::record`],
+/// [`finish`].
+pub fn decide_with(
+    store: &mut dyn Store,
+    cfg: &Config,
+    a: &Analysis,
+    env: &Envelope,
+    now: UnixSecs,
+) -> Result<Verdict, StoreError> {
+    match observe(cfg, a, env) {
+        Err(v) => Ok(v),
+        Ok(obs) => {
+            let out = store.record(&obs, now)?;
+            Ok(finish(cfg, &obs, out))
         }
     }
 }

@@ -11,6 +11,8 @@
 //! - [`campaign`], [`verdict`]: grouping and levels.
 //! - [`replay`]: mbox replay with simulated time (CLI, tune and tests).
 //! - [`config`]: TOML, raw then validated.
+//! - [`store`]: where the state lives besides memory: Redis, shared by
+//!   several MX hosts (the `Store` trait is in [`engine`]).
 //! - [`milter`], [`snapshot`], [`cli`]: the adapters.
 #![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -27,4 +29,5 @@ pub mod replay;
 pub mod shingle;
 pub mod simhash;
 pub mod snapshot;
+pub mod store;
 pub mod verdict;

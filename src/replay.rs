@@ -8,6 +8,9 @@
 //! delivered to one mailbox), and the recipient names used for stripping
 //! personalization come from its To and Cc headers.
 //!
+//! With `store.backend = "redis"` the replay reads and warms the shared
+//! state, exactly as a daemon would (the local engine is the fallback).
+//!
 //! Campaign ids in the returned records are the final ids: a campaign that
 //! was later merged into an older one is reported under the older id.
 
@@ -19,7 +22,8 @@ use mail_parser::mailbox::mbox::MessageIterator;
 
 use crate::campaign::CampaignId;
 use crate::config::Config;
-use crate::engine::{Engine, Envelope, UnixSecs};
+use crate::engine::{finish, observe, Engine, Envelope, UnixSecs};
+use crate::store::{Shared, SharedResult};
 use crate::verdict::{Level, Verdict};
 
 /// Simulated time of the first message: 2024-01-01T00:00:00Z.
@@ -84,6 +88,10 @@ pub struct ReplaySummary {
     /// Messages that could not be read from an mbox (I/O errors).
     pub read_errors: usize,
     pub by_level: HashMap<&'static str, usize>,
+    /// With the Redis store: messages Redis judged, and messages judged
+    /// from the local window because Redis failed or was skipped.
+    pub shared_ok: u64,
+    pub shared_fallbacks: u64,
 }
 
 impl ReplaySummary {
@@ -140,6 +148,9 @@ pub fn read_mbox(reader: impl BufRead) -> impl Iterator<Item = std::io::Result<V
 /// The replay state, fed one message at a time.
 pub struct Replayer {
     engine: Engine,
+    /// The Redis store, when the configuration asks for one: its verdicts
+    /// win; the local engine is the fallback (as in the milter).
+    shared: Option<Shared>,
     opts: ReplayOptions,
     merges: Merges,
     /// Window sequence number -> record number, for `nearest`.
@@ -148,9 +159,22 @@ pub struct Replayer {
 }
 
 impl Replayer {
+    /// A replayer with the store `cfg` configures. A Redis store that
+    /// cannot be set up (a bad address) is logged and the replay runs on
+    /// memory alone; a Redis that is down only makes messages fall back.
     pub fn new(cfg: &Config, opts: ReplayOptions) -> Replayer {
+        let shared = Shared::from_config(cfg).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "shared store unusable; replaying on memory alone");
+            None
+        });
+        Replayer::with_shared(cfg, opts, shared)
+    }
+
+    /// A replayer over a given shared store (or none).
+    pub fn with_shared(cfg: &Config, opts: ReplayOptions, shared: Option<Shared>) -> Replayer {
         Replayer {
             engine: Engine::new(cfg),
+            shared,
             opts,
             merges: Merges::default(),
             seq_to_n: HashMap::new(),
@@ -160,6 +184,10 @@ impl Replayer {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    pub fn shared(&self) -> Option<&Shared> {
+        self.shared.as_ref()
     }
 
     /// Simulated time of message `n` (1-based).
@@ -173,7 +201,23 @@ impl Replayer {
         let n = self.summary.records.len() + 1;
         let env = Envelope::default();
         let a = crate::engine::analyze(raw, &env, self.engine.config());
-        let v = self.engine.decide(&a, &env, self.time_of(n));
+        let now = self.time_of(n);
+        let mut v = self.engine.decide(&a, &env, now);
+        if let Some(shared) = &self.shared {
+            if let Ok(obs) = observe(self.engine.config(), &a, &env) {
+                match shared.record(&obs, now) {
+                    SharedResult::Shared(out) => {
+                        v = finish(self.engine.config(), &obs, out);
+                        self.summary.shared_ok += 1;
+                    }
+                    SharedResult::Failed(e) => {
+                        tracing::warn!(n, error = %e, "redis failed; local verdict");
+                        self.summary.shared_fallbacks += 1;
+                    }
+                    SharedResult::Skipped => self.summary.shared_fallbacks += 1,
+                }
+            }
+        }
         if let Some(c) = &v.campaign {
             for m in &v.merged {
                 self.merges.0.insert(*m, c.id);

@@ -70,6 +70,12 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if cfg.store.backend == crate::config::StoreBackend::Redis {
+        eprintln!(
+            "redis store: {} messages judged by Redis, {} from the local window",
+            summary.shared_ok, summary.shared_fallbacks
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let res = match args.format {

@@ -139,6 +139,8 @@ pub fn run(args: TuneArgs) -> Result<Outcome, CliError> {
     for &k in &args.radius {
         let mut cfg = base.clone();
         cfg.window.max_distance = k;
+        // A sweep must not write its trial runs into shared state.
+        cfg.store.backend = crate::config::StoreBackend::Memory;
         let s = replay_files(&args.mbox, &cfg, ReplayOptions::default(), |_| {})
             .map_err(|(path, source)| CliError::Read { path, source })?;
         let labels: Vec<Option<&str>> = s.records.iter().map(|r| label_of(&truth, r)).collect();

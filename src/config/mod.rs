@@ -255,12 +255,35 @@ pub struct AlertsConfig {
 /// Which store holds the shared state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreBackend {
+    /// This host's memory (with the snapshot file): the default.
     Memory,
+    /// A Redis server or cluster shared by several MX hosts, with the
+    /// memory store as the local fallback.
+    Redis,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreConfig {
     pub backend: StoreBackend,
+    pub redis: RedisConfig,
+}
+
+/// `[store.redis]`: where the shared state lives and how long to wait for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedisConfig {
+    /// `redis://host:port/db` of one server, or seed nodes of a cluster.
+    pub urls: Vec<String>,
+    pub cluster: bool,
+    /// Prefix of every key (several sites or tests can share one Redis).
+    pub key_prefix: String,
+    /// Connect, read and write timeout; beyond it the message is judged
+    /// from the local window.
+    pub timeout: Duration,
+    /// Connections kept open (one per message in flight).
+    pub pool_size: usize,
+    /// After a failure, how long messages are judged locally before Redis
+    /// is tried again.
+    pub retry_interval: Duration,
 }
 
 impl Default for Config {
@@ -350,6 +373,14 @@ impl Default for Config {
             },
             store: StoreConfig {
                 backend: StoreBackend::Memory,
+                redis: RedisConfig {
+                    urls: vec!["redis://127.0.0.1:6379/0".to_owned()],
+                    cluster: false,
+                    key_prefix: "bulkwatch".to_owned(),
+                    timeout: Duration::from_millis(50),
+                    pool_size: 8,
+                    retry_interval: Duration::from_secs(5),
+                },
             },
         }
     }
@@ -710,13 +741,61 @@ impl Config {
             if let Some(v) = s.backend {
                 c.store.backend = match v.as_str() {
                     "memory" => StoreBackend::Memory,
+                    "redis" => StoreBackend::Redis,
                     other => {
                         return Err(ConfigError::invalid(
                             "store.backend",
-                            format!("`{other}` is not supported by this build (memory)"),
+                            format!("`{other}` is not memory or redis"),
                         ))
                     }
                 };
+            }
+            if let Some(r) = s.redis {
+                let rc = &mut c.store.redis;
+                if let Some(v) = r.urls {
+                    if v.is_empty() {
+                        return Err(ConfigError::invalid(
+                            "store.redis.urls",
+                            "needs at least one redis:// address",
+                        ));
+                    }
+                    for u in &v {
+                        if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
+                            return Err(ConfigError::invalid(
+                                "store.redis.urls",
+                                format!("`{u}` is not a redis:// or redis+unix:// address"),
+                            ));
+                        }
+                    }
+                    rc.urls = v;
+                }
+                if let Some(v) = r.cluster {
+                    rc.cluster = v;
+                }
+                if let Some(v) = r.key_prefix {
+                    if v.is_empty()
+                        || v.len() > 64
+                        || !v
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+                    {
+                        return Err(ConfigError::invalid(
+                            "store.redis.key_prefix",
+                            "must be 1 to 64 characters of letters, digits, - _ . :",
+                        ));
+                    }
+                    rc.key_prefix = v;
+                }
+                if let Some(v) = r.timeout_ms {
+                    rc.timeout = Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
+                }
+                if let Some(v) = r.pool_size {
+                    rc.pool_size = to_usize("store.redis.pool_size", v, 1, 1024)?;
+                }
+                if let Some(v) = r.retry_secs {
+                    rc.retry_interval =
+                        Duration::from_secs(in_range("store.redis.retry_secs", v, 1, 3600)?);
+                }
             }
         }
         Ok(c)
@@ -741,8 +820,8 @@ impl Config {
         if self.state.state_dir != new.state.state_dir {
             keys.push("state.state_dir");
         }
-        if self.store.backend != new.store.backend {
-            keys.push("store.backend");
+        if self.store != new.store {
+            keys.push("store");
         }
         if self.fingerprint != new.fingerprint || self.normalize != new.normalize {
             keys.push("fingerprint/normalize (fingerprints would no longer match the window)");

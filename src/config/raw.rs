@@ -150,4 +150,16 @@ pub struct RawAlerts {
 #[serde(deny_unknown_fields)]
 pub struct RawStore {
     pub backend: Option<String>,
+    pub redis: Option<RawRedis>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRedis {
+    pub urls: Option<Vec<String>>,
+    pub cluster: Option<bool>,
+    pub key_prefix: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub pool_size: Option<u64>,
+    pub retry_secs: Option<u64>,
 }

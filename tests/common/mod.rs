@@ -2,6 +2,8 @@
 //! shutdown handle, and a whole MTA-side conversation per message.
 #![allow(dead_code)]
 
+pub mod redis;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -1,0 +1,119 @@
+//! Stores behind the engine's window, exact set and campaign counts.
+//!
+//! The [`crate::engine::Store`] trait is the interface; the memory store is
+//! the [`crate::engine::Engine`] itself (the default, with the snapshot
+//! file), and [`redis::RedisStore`] shares the state of several MX hosts.
+//!
+//! With Redis configured, every host still records each message in its own
+//! memory store as well: [`Shared`] asks Redis first and, when Redis fails
+//! or is slower than `store.redis.timeout_ms`, the local verdict stands.
+//! After a failure Redis is left alone for `retry_secs`, so an outage costs
+//! one timeout, not one per message; then it is tried again and sharing
+//! resumes by itself. A message is never held or rejected because Redis is
+//! down.
+
+pub mod redis;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, StoreBackend};
+use crate::engine::{Observation, Outcome, StoreError, UnixSecs};
+
+pub use self::redis::RedisStore;
+
+/// Counters of the shared store, for metrics and replay summaries.
+#[derive(Debug, Default)]
+pub struct SharedStats {
+    /// Messages recorded in Redis.
+    pub ok: AtomicU64,
+    /// Calls that failed (connect, timeout, script or reply error).
+    pub errors: AtomicU64,
+    /// Messages judged from the local window instead (errors included).
+    pub fallbacks: AtomicU64,
+    /// Times Redis went from up to down.
+    pub outages: AtomicU64,
+    /// Redis answered the last call.
+    pub up: AtomicBool,
+}
+
+/// What [`Shared::record`] did.
+#[derive(Debug)]
+pub enum SharedResult {
+    /// Redis recorded the message: use this outcome.
+    Shared(Outcome),
+    /// Redis failed now: use the local verdict (the error is for the log).
+    Failed(StoreError),
+    /// Redis failed recently and is not tried until the retry time.
+    Skipped,
+}
+
+/// The shared store with its failure handling.
+#[derive(Debug)]
+pub struct Shared {
+    store: RedisStore,
+    retry: Duration,
+    retry_at: Mutex<Option<Instant>>,
+    pub stats: SharedStats,
+}
+
+impl Shared {
+    /// The shared store `cfg` asks for, if any.
+    pub fn from_config(cfg: &Config) -> Result<Option<Shared>, StoreError> {
+        match cfg.store.backend {
+            StoreBackend::Memory => Ok(None),
+            StoreBackend::Redis => Ok(Some(Shared {
+                store: RedisStore::open(cfg)?,
+                retry: cfg.store.redis.retry_interval,
+                retry_at: Mutex::new(None),
+                stats: SharedStats {
+                    up: AtomicBool::new(true),
+                    ..SharedStats::default()
+                },
+            })),
+        }
+    }
+
+    pub fn store(&self) -> &RedisStore {
+        &self.store
+    }
+
+    /// Records the message in Redis unless Redis failed less than
+    /// `retry_secs` ago. Blocks for at most about the configured timeout.
+    pub fn record(&self, obs: &Observation, now: UnixSecs) -> SharedResult {
+        let waiting = self
+            .retry_at
+            .lock()
+            .ok()
+            .and_then(|g| *g)
+            .is_some_and(|t| Instant::now() < t);
+        if waiting {
+            self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+            return SharedResult::Skipped;
+        }
+        match self.store.record_shared(obs, now) {
+            Ok(out) => {
+                self.stats.ok.fetch_add(1, Ordering::Relaxed);
+                if !self.stats.up.swap(true, Ordering::Relaxed) {
+                    tracing::info!("redis: shared state reachable again");
+                }
+                if let Ok(mut g) = self.retry_at.lock() {
+                    *g = None;
+                }
+                SharedResult::Shared(out)
+            }
+            Err(e) => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                if self.stats.up.swap(false, Ordering::Relaxed) {
+                    self.stats.outages.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Ok(mut g) = self.retry_at.lock() {
+                    *g = Some(Instant::now() + self.retry);
+                }
+                SharedResult::Failed(e)
+            }
+        }
+    }
+}

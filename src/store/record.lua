@@ -1,0 +1,361 @@
+-- bulkwatch: look up and record one message in the shared state, atomically
+-- (one round trip). The Rust side is src/store/redis.rs; the memory store
+-- it mirrors is Engine::record_local in src/engine.rs.
+--
+-- Every key starts with B = "{<prefix>:v<version>}", so in a Redis Cluster
+-- they all hash to one slot (KEYS[1] is B..":seq", for routing).
+--   B:seq              counter of recorded messages
+--   B:t:<i>:<hex>      zset, permuted block table i, bucket <hex> (score: time)
+--   B:b:<j>:<hex4>     zset, MinHash band table j, bucket = first 4 hex digits
+--   B:x:<sha256 hex>   "<time>:<campaign id>" of an exact text
+--   B:c:<id>           hash, a campaign (f l m r s al subj names) or an
+--                      alias of a merged campaign (a = target id)
+--   B:c:<id>:l         list, one 9-byte item per message (time, rcpts,
+--                      weight, sender), oldest first: counts fall by it
+--   B:c:<id>:s         hash, sender-domain hash -> messages (up to 64)
+-- Table members pack (seq, simhash, sketch, campaign id) in 36 bytes (band
+-- members add the 16-hex band key): under zset-max-listpack-value (64), so
+-- small buckets stay compact. Every key gets a TTL of the window plus a
+-- margin: Redis needs no cleanup job. Time comes from the caller (ARGV), so
+-- replays with simulated time behave like the memory store.
+
+local B = ARGV[1]
+local now = tonumber(ARGV[2])
+local cutoff = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local k = tonumber(ARGV[5])
+local max_sd = tonumber(ARGV[6])
+local max_mh = tonumber(ARGV[7])
+local strong_d = tonumber(ARGV[8])
+local strong_sd = tonumber(ARGV[9])
+local weak_pct = tonumber(ARGV[10])
+local bulk_centi = tonumber(ARGV[11])
+local near = ARGV[12] == '1'
+local exact_hex = ARGV[13]
+local first_id = ARGV[14]
+local rcpts = tonumber(ARGV[15])
+local sender = tonumber(ARGV[16])
+local sender_name = ARGV[17]
+local subject = ARGV[18]
+local keep_subjects = ARGV[19] == '1'
+local sim = { tonumber(ARGV[20]), tonumber(ARGV[21]), tonumber(ARGV[22]), tonumber(ARGV[23]) }
+local sk = { tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27]) }
+local ntables = tonumber(ARGV[28])
+local nbands = tonumber(ARGV[29])
+local tables = {}
+for i = 1, ntables do tables[i] = ARGV[29 + i] end
+local bands = {}
+for j = 1, nbands do bands[j] = ARGV[29 + ntables + j] end
+
+local MAX_SENDERS = 64
+local MAX_CHAIN = 64
+
+local function pop16(x)
+  local c = 0
+  while x ~= 0 do
+    x = bit.band(x, x - 1)
+    c = c + 1
+  end
+  return c
+end
+
+local function hamming(a1, a2, a3, a4)
+  return pop16(bit.bxor(a1, sim[1])) + pop16(bit.bxor(a2, sim[2]))
+    + pop16(bit.bxor(a3, sim[3])) + pop16(bit.bxor(a4, sim[4]))
+end
+
+-- Differing 2-bit values of two sketches.
+local function sdiff16(a, b)
+  local x = bit.bxor(a, b)
+  return pop16(bit.band(bit.bor(x, bit.rshift(x, 1)), 0x5555))
+end
+
+local function sketch_diff(k1, k2, k3, k4)
+  return sdiff16(k1, sk[1]) + sdiff16(k2, sk[2]) + sdiff16(k3, sk[3]) + sdiff16(k4, sk[4])
+end
+
+local function ckey(id) return B .. ':c:' .. id end
+
+local function touch(id)
+  local c = ckey(id)
+  redis.call('EXPIRE', c, ttl)
+  redis.call('EXPIRE', c .. ':l', ttl)
+  redis.call('EXPIRE', c .. ':s', ttl)
+end
+
+-- The live campaign an id forwards to, or nil.
+local function resolve(id)
+  for _ = 1, MAX_CHAIN do
+    local t = redis.call('HGET', ckey(id), 'a')
+    if not t then
+      if redis.call('EXISTS', ckey(id)) == 1 then return id end
+      return nil
+    end
+    id = t
+  end
+  return nil
+end
+
+local function drop_sender(c, s, n)
+  local sk_ = c .. ':s'
+  if redis.call('HEXISTS', sk_, s) == 1 then
+    if redis.call('HINCRBY', sk_, s, -n) <= 0 then redis.call('HDEL', sk_, s) end
+  end
+end
+
+local function add_sender(c, s, n)
+  local sk_ = c .. ':s'
+  if redis.call('HEXISTS', sk_, s) == 1 or redis.call('HLEN', sk_) < MAX_SENDERS then
+    redis.call('HINCRBY', sk_, s, n)
+  end
+end
+
+-- Takes what left the window out of a live campaign's counters; deletes
+-- the campaign and returns false when nothing of it is left.
+local function expire(id)
+  local c = ckey(id)
+  local l = c .. ':l'
+  while true do
+    local head = redis.call('LINDEX', l, 0)
+    if not head then break end
+    local t, r, w, s = struct.unpack('>I4HBH', head)
+    if t >= cutoff then break end
+    redis.call('LPOP', l)
+    redis.call('HINCRBY', c, 'm', -1)
+    redis.call('HINCRBY', c, 'r', -r)
+    redis.call('HINCRBY', c, 's', -(r * w))
+    drop_sender(c, s, 1)
+  end
+  if redis.call('LLEN', l) == 0 then
+    redis.call('DEL', c, l, c .. ':s')
+    return false
+  end
+  return true
+end
+
+local function hex48(n)
+  return string.format('%06x%06x', math.floor(n / 16777216), n % 16777216)
+end
+
+local function create()
+  local id = first_id
+  for _ = 1, 1024 do
+    local c = ckey(id)
+    if redis.call('EXISTS', c) == 0 then break end
+    if not redis.call('HGET', c, 'a') and not expire(id) then break end
+    id = hex48((tonumber(id, 16) + 1) % 281474976710656)
+  end
+  redis.call('HSET', ckey(id), 'f', now, 'l', now, 'm', 0, 'r', 0, 's', 0, 'al', 0)
+  return id
+end
+
+-- Merges the live campaigns `roots` (ids) into the one first seen earliest
+-- (ties: lowest id); returns it and the ids merged away.
+local function merge(roots)
+  local target, tf = nil, nil
+  for _, id in ipairs(roots) do
+    local f = tonumber(redis.call('HGET', ckey(id), 'f'))
+    if not target or f < tf or (f == tf and id < target) then
+      target, tf = id, f
+    end
+  end
+  local absorbed = {}
+  local tc = ckey(target)
+  for _, id in ipairs(roots) do
+    if id ~= target then
+      local c = ckey(id)
+      local h = redis.call('HGETALL', c)
+      local v = {}
+      for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
+      if tonumber(v.f) < tf then
+        redis.call('HSET', tc, 'f', v.f)
+        tf = tonumber(v.f)
+      end
+      if tonumber(v.l) > tonumber(redis.call('HGET', tc, 'l')) then
+        redis.call('HSET', tc, 'l', v.l)
+      end
+      redis.call('HINCRBY', tc, 'm', v.m)
+      redis.call('HINCRBY', tc, 'r', v.r)
+      redis.call('HINCRBY', tc, 's', v.s)
+      if v.al == '1' then redis.call('HSET', tc, 'al', 1) end
+      local senders = redis.call('HGETALL', c .. ':s')
+      for i = 1, #senders, 2 do add_sender(tc, senders[i], tonumber(senders[i + 1])) end
+      if v.names then
+        local names = redis.call('HGET', tc, 'names') or ''
+        local n = 0
+        for _ in string.gmatch(names, '[^\n]+') do n = n + 1 end
+        for name in string.gmatch(v.names, '[^\n]+') do
+          if n < 5 and not string.find('\n' .. names .. '\n', '\n' .. name .. '\n', 1, true) then
+            names = (names == '' and name) or (names .. '\n' .. name)
+            n = n + 1
+          end
+        end
+        redis.call('HSET', tc, 'names', names)
+      end
+      if v.subj and not redis.call('HGET', tc, 'subj') then
+        redis.call('HSET', tc, 'subj', v.subj)
+      end
+      -- Both lists are in time order; the merged one must be too, so that
+      -- expiry takes items from the front.
+      local a = redis.call('LRANGE', tc .. ':l', 0, -1)
+      local b = redis.call('LRANGE', c .. ':l', 0, -1)
+      local merged, i, j = {}, 1, 1
+      while i <= #a or j <= #b do
+        local take_a = j > #b or (i <= #a and struct.unpack('>I4', a[i]) <= struct.unpack('>I4', b[j]))
+        if take_a then
+          merged[#merged + 1] = a[i]; i = i + 1
+        else
+          merged[#merged + 1] = b[j]; j = j + 1
+        end
+      end
+      redis.call('DEL', tc .. ':l', c, c .. ':l', c .. ':s')
+      for x = 1, #merged, 1000 do
+        redis.call('RPUSH', tc .. ':l', unpack(merged, x, math.min(x + 999, #merged)))
+      end
+      redis.call('HSET', c, 'a', target)
+      redis.call('EXPIRE', c, ttl)
+      absorbed[#absorbed + 1] = id
+    end
+  end
+  return target, absorbed
+end
+
+-- Exact: a text seen in the window whose campaign is still live.
+local exact = false
+local found, found_set = {}, {}
+local function add_found(id)
+  local root = resolve(id)
+  if root and not found_set[root] and expire(root) then
+    found_set[root] = true
+    found[#found + 1] = root
+  end
+end
+local xkey = B .. ':x:' .. exact_hex
+local xv = redis.call('GET', xkey)
+if xv then
+  local sep = string.find(xv, ':', 1, true)
+  if sep and tonumber(string.sub(xv, 1, sep - 1)) >= cutoff then
+    local root = resolve(string.sub(xv, sep + 1))
+    if root and expire(root) then
+      exact = true
+      found_set[root] = true
+      found[#found + 1] = root
+    end
+  end
+end
+
+-- Near: block tables (distance <= k) and band tables (second stage).
+local best_d, best_sd, near_key = nil, nil, nil
+if exact then best_d, best_sd = 0, 0 end
+local seen = {}
+local function consider(m, shares_band)
+  local seq, a1, a2, a3, a4, k1, k2, k3, k4, cid = struct.unpack('>dHHHHHHHHc12', m)
+  if seen[seq] then return end
+  local d = hamming(a1, a2, a3, a4)
+  local sd = sketch_diff(k1, k2, k3, k4)
+  if d <= k or (shares_band and sd <= max_sd and d <= max_mh) then
+    seen[seq] = true
+    if not best_d or d < best_d then best_d = d end
+    if not best_sd or sd < best_sd then best_sd = sd end
+    local key = { sd, d, seq }
+    if not near_key or key[1] < near_key[1] or (key[1] == near_key[1] and (key[2] < near_key[2]
+        or (key[2] == near_key[2] and key[3] < near_key[3]))) then
+      near_key = key
+    end
+    add_found(cid)
+  end
+end
+if near then
+  for i = 1, ntables do
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', B .. ':t:' .. tables[i], cutoff, '+inf')) do
+      consider(m, false)
+    end
+  end
+  for j = 1, nbands do
+    local key = bands[j]
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), cutoff, '+inf')) do
+      if string.sub(m, 37) == key then consider(m, true) end
+    end
+  end
+end
+
+-- Campaign: create, join or merge.
+local target, absorbed
+if #found == 0 then
+  target, absorbed = create(), {}
+elseif #found == 1 then
+  target, absorbed = found[1], {}
+else
+  target, absorbed = merge(found)
+end
+
+local strong = exact or (best_d and best_d <= strong_d) or (best_sd and best_sd <= strong_sd)
+local weight = 100
+if best_d and not strong then weight = weak_pct end
+
+local c = ckey(target)
+redis.call('HINCRBY', c, 'm', 1)
+redis.call('HINCRBY', c, 'r', rcpts)
+local score = redis.call('HINCRBY', c, 's', rcpts * weight)
+if now > tonumber(redis.call('HGET', c, 'l')) then redis.call('HSET', c, 'l', now) end
+add_sender(c, sender, 1)
+if sender_name ~= '' then
+  local names = redis.call('HGET', c, 'names') or ''
+  local n = 0
+  for _ in string.gmatch(names, '[^\n]+') do n = n + 1 end
+  if n < 5 and not string.find('\n' .. names .. '\n', '\n' .. sender_name .. '\n', 1, true) then
+    redis.call('HSET', c, 'names', (names == '' and sender_name) or (names .. '\n' .. sender_name))
+  end
+end
+if keep_subjects and subject ~= '' and not redis.call('HGET', c, 'subj') then
+  redis.call('HSET', c, 'subj', subject)
+end
+redis.call('RPUSH', c .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
+local newly_bulk = 0
+if score >= bulk_centi and redis.call('HGET', c, 'al') ~= '1' then
+  redis.call('HSET', c, 'al', 1)
+  newly_bulk = 1
+end
+touch(target)
+
+-- Record the message.
+local seq = redis.call('INCR', KEYS[1]) - 1
+redis.call('EXPIRE', KEYS[1], ttl)
+if near then
+  local member = struct.pack('>dHHHHHHHHc12', seq, sim[1], sim[2], sim[3], sim[4],
+    sk[1], sk[2], sk[3], sk[4], target)
+  local function put(key, m)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
+    redis.call('ZADD', key, now, m)
+    redis.call('EXPIRE', key, ttl)
+  end
+  for i = 1, ntables do put(B .. ':t:' .. tables[i], member) end
+  for j = 1, nbands do
+    local key = bands[j]
+    put(B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), member .. key)
+  end
+end
+redis.call('SET', xkey, now .. ':' .. target, 'EX', ttl)
+
+local h = redis.call('HGETALL', c)
+local v = {}
+for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
+return {
+  exact and 1 or 0,
+  best_d or -1,
+  best_sd or -1,
+  near_key and near_key[3] or -1,
+  seq,
+  target,
+  tonumber(v.f),
+  tonumber(v.l),
+  tonumber(v.m),
+  tonumber(v.r),
+  tonumber(v.s),
+  redis.call('HLEN', c .. ':s'),
+  v.subj or '',
+  v.subj and 1 or 0,
+  v.names or '',
+  table.concat(absorbed, ','),
+  newly_bulk,
+}

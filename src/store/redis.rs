@@ -1,0 +1,457 @@
+//! The Redis store: the window, exact set and campaign counts of several MX
+//! hosts in one Redis server or Redis Cluster.
+//!
+//! One message is one `EVALSHA` of `record.lua` (one network round trip):
+//! the script looks the fingerprint up, joins or merges campaigns and
+//! records the message atomically, so every daemon sees the same campaign
+//! ids and counts. The layout is described at the top of the script. Every
+//! key starts with `{<key_prefix>:v<fingerprint version>}`: the braces are a
+//! Redis Cluster hash tag, so all keys of one site live in one slot and the
+//! script may touch any of them; a new fingerprint version starts from
+//! fresh keys instead of misreading old ones. Keys expire with the window
+//! (TTL), so Redis needs no cleanup job.
+//!
+//! Connections are synchronous (the milter calls this from a blocking
+//! task), with connect, read and write timeouts from TOML, and pooled: one
+//! per message in flight, up to `pool_size` kept open. A failed connection
+//! is dropped and the next call opens a new one, so the store reconnects
+//! by itself.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::{ConnectionLike, Value};
+
+use crate::campaign::CampaignId;
+use crate::config::{Config, RedisConfig};
+use crate::engine::{Observation, Outcome, Store, StoreError, UnixSecs};
+use crate::simhash::VERSION;
+use crate::verdict::CampaignSummary;
+
+/// Seconds a key outlives the window: room for clock differences between
+/// hosts.
+const TTL_MARGIN_SECS: u64 = 300;
+/// Longest sample subject and sender name sent, in characters (as the
+/// memory store keeps them).
+const MAX_SUBJECT: usize = 120;
+const MAX_NAME: usize = 100;
+
+static SCRIPT: &str = include_str!("record.lua");
+
+/// One connection, to a server or to a cluster.
+enum Conn {
+    Single(redis::Connection),
+    Cluster(redis::cluster::ClusterConnection),
+}
+
+impl Conn {
+    fn like(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Conn::Single(c) => c,
+            Conn::Cluster(c) => c,
+        }
+    }
+}
+
+enum Target {
+    Single(redis::Client),
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// What the script needs besides the message: fixed when the store opens
+/// (the window settings need a restart to change, as for the memory store).
+#[derive(Debug, Clone)]
+struct Params {
+    base: String,
+    window_secs: u64,
+    radius: u32,
+    max_sketch_diff: u32,
+    max_minhash_distance: u32,
+    keep_subjects: bool,
+}
+
+/// A pool of connections to one Redis deployment. `&self` methods may be
+/// called from many threads at once.
+pub struct RedisStore {
+    target: Target,
+    idle: Mutex<Vec<Conn>>,
+    pool_size: usize,
+    timeout: Duration,
+    params: Params,
+    script: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("base", &self.params.base)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError(format!("redis: {context}: {e}"))
+}
+
+/// The key prefix of a configuration: `{prefix:vN}`.
+pub fn key_base(rc: &RedisConfig) -> String {
+    format!("{{{}:v{}}}", rc.key_prefix, VERSION)
+}
+
+impl RedisStore {
+    /// A store for `cfg.store.redis`. Connects lazily: a Redis that is down
+    /// at start is not an error here (the caller falls back per message).
+    pub fn open(cfg: &Config) -> Result<RedisStore, StoreError> {
+        let rc = &cfg.store.redis;
+        let target = if rc.cluster {
+            let client = redis::cluster::ClusterClientBuilder::new(rc.urls.clone())
+                .connection_timeout(rc.timeout)
+                .response_timeout(rc.timeout)
+                .retries(0)
+                .build()
+                .map_err(|e| err("cluster addresses", e))?;
+            Target::Cluster(client)
+        } else {
+            let url = rc
+                .urls
+                .first()
+                .ok_or_else(|| StoreError("redis: no address in store.redis.urls".into()))?;
+            Target::Single(redis::Client::open(url.as_str()).map_err(|e| err("address", e))?)
+        };
+        Ok(RedisStore {
+            target,
+            idle: Mutex::new(Vec::new()),
+            pool_size: rc.pool_size,
+            timeout: rc.timeout,
+            params: Params {
+                base: key_base(rc),
+                window_secs: cfg.window.window.as_secs(),
+                radius: cfg.window.max_distance,
+                max_sketch_diff: cfg.window.max_sketch_diff,
+                max_minhash_distance: cfg.window.max_minhash_distance,
+                keep_subjects: cfg.campaign.keep_subjects,
+            },
+            script: redis::Script::new(SCRIPT),
+        })
+    }
+
+    /// The key prefix in use.
+    pub fn key_base(&self) -> &str {
+        &self.params.base
+    }
+
+    fn connect(&self) -> Result<Conn, StoreError> {
+        match &self.target {
+            Target::Single(client) => {
+                let c = client
+                    .get_connection_with_timeout(self.timeout)
+                    .map_err(|e| err("connect", e))?;
+                c.set_read_timeout(Some(self.timeout))
+                    .map_err(|e| err("connect", e))?;
+                c.set_write_timeout(Some(self.timeout))
+                    .map_err(|e| err("connect", e))?;
+                Ok(Conn::Single(c))
+            }
+            Target::Cluster(client) => {
+                let c = client.get_connection().map_err(|e| err("connect", e))?;
+                c.set_read_timeout(Some(self.timeout))
+                    .map_err(|e| err("connect", e))?;
+                c.set_write_timeout(Some(self.timeout))
+                    .map_err(|e| err("connect", e))?;
+                Ok(Conn::Cluster(c))
+            }
+        }
+    }
+
+    fn take(&self) -> Result<Conn, StoreError> {
+        let pooled = self.idle.lock().ok().and_then(|mut v| v.pop());
+        match pooled {
+            Some(c) => Ok(c),
+            None => self.connect(),
+        }
+    }
+
+    fn give_back(&self, c: Conn) {
+        if let Ok(mut v) = self.idle.lock() {
+            if v.len() < self.pool_size {
+                v.push(c);
+            }
+        }
+    }
+
+    /// Looks up and records one message (one round trip). On error the
+    /// connection is dropped; the next call opens a new one.
+    pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        let mut conn = self.take()?;
+        let out = self.invoke(&mut conn, obs, now)?;
+        self.give_back(conn);
+        Ok(out)
+    }
+
+    /// Deletes every key of this store's prefix (tests and `--fresh`
+    /// replays). Not for production use: it scans the keyspace.
+    pub fn clear(&self) -> Result<usize, StoreError> {
+        let mut conn = self.take()?;
+        let pattern = format!("{}*", glob_escape(&self.params.base));
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(&pattern)
+            .query(conn.like())
+            .map_err(|e| err("clear", e))?;
+        for chunk in keys.chunks(500) {
+            let _: () = redis::cmd("DEL")
+                .arg(chunk)
+                .query(conn.like())
+                .map_err(|e| err("clear", e))?;
+        }
+        self.give_back(conn);
+        Ok(keys.len())
+    }
+
+    /// `used_memory` and the number of keys of this prefix, for the
+    /// memory-per-fingerprint measurement.
+    pub fn memory_usage(&self) -> Result<(u64, usize), StoreError> {
+        let mut conn = self.take()?;
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query(conn.like())
+            .map_err(|e| err("info", e))?;
+        let used = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", glob_escape(&self.params.base)))
+            .query(conn.like())
+            .map_err(|e| err("keys", e))?;
+        self.give_back(conn);
+        Ok((used, keys.len()))
+    }
+
+    fn invoke(&self, conn: &mut Conn, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        let p = &self.params;
+        let t = &obs.thresholds;
+        let cutoff = now.0.saturating_sub(p.window_secs);
+        let quarters = |x: u64| [(x >> 48) & 0xFFFF, (x >> 32) & 0xFFFF, (x >> 16) & 0xFFFF, x & 0xFFFF];
+        let tables = block_keys(obs.simhash, p.radius);
+        let weak_pct = (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u64;
+        let bulk_centi = (t.bulk_threshold * 100.0).ceil().max(0.0) as u64;
+        let mut inv = self.script.prepare_invoke();
+        inv.key(format!("{}:seq", p.base))
+            .arg(&p.base)
+            .arg(now.0)
+            .arg(cutoff)
+            .arg(p.window_secs + TTL_MARGIN_SECS)
+            .arg(p.radius)
+            .arg(p.max_sketch_diff)
+            .arg(p.max_minhash_distance)
+            .arg(t.strong_distance)
+            .arg(t.strong_sketch_diff)
+            .arg(weak_pct)
+            .arg(bulk_centi)
+            .arg(if obs.near { "1" } else { "0" })
+            .arg(crate::simhash::hex(&obs.exact))
+            .arg(CampaignId::from_exact(&obs.exact).to_string())
+            .arg(obs.recipients)
+            .arg(obs.sender)
+            .arg(clip(obs.sender_name.as_deref(), MAX_NAME).replace('\n', " "))
+            .arg(clip(obs.subject.as_deref(), MAX_SUBJECT))
+            .arg(if p.keep_subjects { "1" } else { "0" });
+        for q in quarters(obs.simhash) {
+            inv.arg(q);
+        }
+        for q in quarters(obs.sketch) {
+            inv.arg(q);
+        }
+        inv.arg(tables.len()).arg(obs.bands.len());
+        for t in &tables {
+            inv.arg(t);
+        }
+        for b in &obs.bands {
+            inv.arg(format!("{b:016x}"));
+        }
+        let v: Value = inv.invoke(conn.like()).map_err(|e| err("record", e))?;
+        parse_outcome(v)
+    }
+}
+
+impl Store for RedisStore {
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        self.record_shared(obs, now)
+    }
+}
+
+/// The first `n` characters of `s`, or "".
+fn clip(s: Option<&str>, n: usize) -> String {
+    s.map(|s| s.chars().take(n).collect()).unwrap_or_default()
+}
+
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bucket names of the k+1 permuted block tables (Manku et al.): block i
+/// of a simhash split into k+1 nearly equal bit ranges. Two simhashes
+/// within distance k agree on at least one block, so looking in every
+/// table finds them all.
+pub fn block_keys(simhash: u64, k: u32) -> Vec<String> {
+    let n = u64::from(k.min(63)) + 1;
+    (0..n)
+        .map(|i| {
+            let start = i * 64 / n;
+            let end = (i + 1) * 64 / n;
+            let len = end - start;
+            let mask = if len >= 64 { u64::MAX } else { (1u64 << len) - 1 };
+            format!("{i}:{:x}", (simhash >> start) & mask)
+        })
+        .collect()
+}
+
+fn int(v: &Value, what: &str) -> Result<i64, StoreError> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| StoreError(format!("redis: reply field {what} is not a number"))),
+        _ => Err(StoreError(format!("redis: reply field {what} is not a number"))),
+    }
+}
+
+fn text(v: &Value, what: &str) -> Result<String, StoreError> {
+    match v {
+        Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Ok(s.clone()),
+        Value::Int(i) => Ok(i.to_string()),
+        _ => Err(StoreError(format!("redis: reply field {what} is not text"))),
+    }
+}
+
+fn opt_u32(i: i64) -> Option<u32> {
+    u32::try_from(i).ok()
+}
+
+fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
+    if s.len() != 12 {
+        return Err(StoreError(format!("redis: bad campaign id `{s}`")));
+    }
+    u64::from_str_radix(s, 16)
+        .map(CampaignId)
+        .map_err(|_| StoreError(format!("redis: bad campaign id `{s}`")))
+}
+
+/// Reads the script's reply; anything unexpected is an error (the caller
+/// falls back to the local verdict), never a panic.
+fn parse_outcome(v: Value) -> Result<Outcome, StoreError> {
+    let Value::Array(f) = v else {
+        return Err(StoreError("redis: reply is not an array".into()));
+    };
+    if f.len() != 17 {
+        return Err(StoreError(format!(
+            "redis: reply has {} fields, expected 17",
+            f.len()
+        )));
+    }
+    let g = |i: usize| f.get(i).unwrap_or(&Value::Nil);
+    let merged_text = text(g(15), "merged")?;
+    let merged = merged_text
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(campaign_id)
+        .collect::<Result<Vec<_>, _>>()?;
+    let names = text(g(14), "names")?;
+    let score_centi = int(g(10), "score")?.max(0);
+    let campaign = CampaignSummary {
+        id: campaign_id(&text(g(5), "campaign")?)?,
+        first_seen: u64::try_from(int(g(6), "first")?).unwrap_or(0),
+        last_seen: u64::try_from(int(g(7), "last")?).unwrap_or(0),
+        messages: u32::try_from(int(g(8), "messages")?.max(0)).unwrap_or(u32::MAX),
+        recipients: u64::try_from(int(g(9), "recipients")?).unwrap_or(0),
+        score: score_centi as f64 / 100.0,
+        sender_domains: usize::try_from(int(g(11), "senders")?).unwrap_or(0),
+        sample_subject: (int(g(13), "has_subject")? == 1).then(|| text(g(12), "subject")).transpose()?,
+        senders: names
+            .split('\n')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    };
+    Ok(Outcome {
+        exact: int(g(0), "exact")? == 1,
+        distance: opt_u32(int(g(1), "distance")?),
+        sketch_diff: opt_u32(int(g(2), "sketch_diff")?),
+        nearest: u64::try_from(int(g(3), "nearest")?).ok(),
+        seq: u64::try_from(int(g(4), "seq")?).unwrap_or(0),
+        merged,
+        campaign: Some(campaign),
+        newly_bulk: int(g(16), "newly_bulk")? == 1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_keys_cover_the_simhash_in_k_plus_one_blocks() {
+        let k = block_keys(0x0123_4567_89ab_cdef, 3);
+        assert_eq!(k, vec!["0:cdef", "1:89ab", "2:4567", "3:123"]);
+        // Two simhashes within distance k share at least one block key.
+        let a = 0xFFFF_0000_FFFF_0000u64;
+        let b = a ^ 0x0001_0001_0001_0000;
+        let (ka, kb) = (block_keys(a, 3), block_keys(b, 3));
+        assert!(ka.iter().zip(&kb).any(|(x, y)| x == y));
+        assert_eq!(block_keys(7, 4).len(), 5);
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        assert!(parse_outcome(Value::Nil).is_err());
+        assert!(parse_outcome(Value::Array(vec![Value::Int(1); 3])).is_err());
+        let mut f = vec![Value::Int(0); 17];
+        f[5] = Value::BulkString(b"zz".to_vec());
+        assert!(parse_outcome(Value::Array(f)).is_err());
+    }
+
+    #[test]
+    fn a_well_formed_reply_is_read() {
+        let s = |x: &str| Value::BulkString(x.as_bytes().to_vec());
+        let f = vec![
+            Value::Int(0),
+            Value::Int(2),
+            Value::Int(3),
+            Value::Int(7),
+            Value::Int(9),
+            s("00000000abcd"),
+            Value::Int(100),
+            Value::Int(160),
+            Value::Int(4),
+            Value::Int(5),
+            Value::Int(450),
+            Value::Int(1),
+            s("Hello"),
+            Value::Int(1),
+            s("a.example\nb.example"),
+            s("000000000001,000000000002"),
+            Value::Int(1),
+        ];
+        let o = parse_outcome(Value::Array(f)).unwrap();
+        assert_eq!(o.distance, Some(2));
+        assert_eq!(o.nearest, Some(7));
+        assert_eq!(o.merged, vec![CampaignId(1), CampaignId(2)]);
+        let c = o.campaign.unwrap();
+        assert_eq!(c.id, CampaignId(0xabcd));
+        assert_eq!(c.score, 4.5);
+        assert_eq!(c.senders.len(), 2);
+        assert_eq!(c.sample_subject.as_deref(), Some("Hello"));
+        assert!(o.newly_bulk);
+    }
+}

@@ -1,0 +1,335 @@
+//! The store contract: the memory store and the Redis store (one server and
+//! a 3-node cluster) give the same verdicts for the same stream; two
+//! daemons sharing one Redis see one campaign; a Redis outage costs no
+//! verdict and sharing resumes after it.
+//!
+//! Each test starts its own `redis-server` on free loopback ports and stops
+//! it. Without redis-server the tests are skipped (CI requires it).
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bulkwatch::config::{Config, StoreBackend};
+use bulkwatch::engine::{analyze, decide_with, Engine, Envelope, Store, UnixSecs};
+use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
+use bulkwatch::store::{RedisStore, Shared, SharedResult};
+use bulkwatch::verdict::{Level, Verdict};
+use common::redis::{skip_reason, RedisCluster, RedisServer};
+
+fn skip() -> bool {
+    if let Some(why) = skip_reason() {
+        println!("note: Redis store test skipped: {why}");
+        return true;
+    }
+    false
+}
+
+fn fixture_messages(name: &str) -> Vec<Vec<u8>> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox").join(name);
+    let f = std::fs::File::open(p).unwrap();
+    read_mbox(std::io::BufReader::new(f)).map(Result::unwrap).collect()
+}
+
+fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
+    let mut cfg = Config::default();
+    cfg.thresholds.bulk_threshold = 5.0;
+    cfg.thresholds.suspect_threshold = 3.0;
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = urls;
+    cfg.store.redis.key_prefix = prefix.into();
+    cfg.store.redis.timeout = Duration::from_secs(5);
+    cfg
+}
+
+/// Envelope of message `i`: senders and recipient counts vary.
+fn envelope(i: usize) -> Envelope {
+    Envelope {
+        mail_from: Some(format!("bounce{}@sender{}.example", i, i % 3)),
+        rcpts: (0..1 + i % 3).map(|r| format!("user{r}@example.net")).collect(),
+        ..Envelope::default()
+    }
+}
+
+/// What must be equal whichever store judged the message.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    level: Level,
+    exact: bool,
+    distance: Option<u32>,
+    resemblance: Option<String>,
+    campaign: Option<(String, u32, u64, u64, u64, usize, Option<String>)>,
+    merged: Vec<String>,
+    newly_bulk: bool,
+}
+
+fn seen(v: &Verdict) -> Seen {
+    let mut merged: Vec<String> = v.merged.iter().map(|m| m.to_string()).collect();
+    merged.sort();
+    Seen {
+        level: v.level,
+        exact: v.exact,
+        distance: v.distance,
+        resemblance: v.resemblance.map(|r| format!("{r:.4}")),
+        campaign: v.campaign.as_ref().map(|c| {
+            (
+                c.id.to_string(),
+                c.messages,
+                c.recipients,
+                (c.score * 100.0).round() as u64,
+                c.first_seen,
+                c.sender_domains,
+                c.sample_subject.clone(),
+            )
+        }),
+        merged,
+        newly_bulk: v.newly_bulk,
+    }
+}
+
+/// Feeds `msgs` to `store`, `step` simulated seconds apart.
+fn run(store: &mut dyn Store, cfg: &Config, msgs: &[Vec<u8>], step: u64) -> Vec<Seen> {
+    msgs.iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            let env = envelope(i);
+            let a = analyze(raw, &env, cfg);
+            let now = UnixSecs(REPLAY_EPOCH + i as u64 * step);
+            seen(&decide_with(store, cfg, &a, &env, now).unwrap())
+        })
+        .collect()
+}
+
+fn assert_same(memory: &[Seen], redis: &[Seen]) {
+    assert_eq!(memory.len(), redis.len());
+    for (i, (m, r)) in memory.iter().zip(redis).enumerate() {
+        assert_eq!(m, r, "message {i}: memory and redis stores disagree");
+    }
+}
+
+fn stream() -> Vec<Vec<u8>> {
+    let mut msgs = fixture_messages("campaigns.mbox");
+    let ham = fixture_messages("ham.mbox");
+    // Interleave ham into the campaigns, as real traffic would.
+    for (i, h) in ham.into_iter().enumerate() {
+        let at = (i * 6 + 3).min(msgs.len());
+        msgs.insert(at, h);
+    }
+    msgs
+}
+
+#[test]
+fn memory_and_redis_stores_agree_on_the_fixture_stream() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = redis_config(vec![server.url()], "contract");
+    let msgs = stream();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    let shared = run(&mut redis, &cfg, &msgs, 1);
+    assert_same(&memory, &shared);
+    // The stream has what the contract is about: bulk, merges, exact hits.
+    assert!(memory.iter().filter(|s| s.level == Level::Bulk).count() > 500);
+    assert!(memory.iter().any(|s| !s.merged.is_empty()));
+    assert!(memory.iter().any(|s| s.exact));
+    assert!(memory.iter().any(|s| s.newly_bulk));
+}
+
+#[test]
+fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "window");
+    cfg.window.window = Duration::from_secs(600);
+    // 400 messages 7 s apart: the window holds about 85 of them.
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(400).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 7);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    let shared = run(&mut redis, &cfg, &msgs, 7);
+    assert_same(&memory, &shared);
+    // Counts fell: no campaign holds more than the window's messages.
+    let most = memory
+        .iter()
+        .filter_map(|s| s.campaign.as_ref().map(|c| c.1))
+        .max()
+        .unwrap();
+    assert!(most <= 86, "largest campaign {most}");
+}
+
+#[test]
+fn a_redis_cluster_store_agrees_with_memory() {
+    if skip() {
+        return;
+    }
+    let cluster = RedisCluster::start();
+    let mut cfg = redis_config(cluster.urls(), "cluster");
+    cfg.store.redis.cluster = true;
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    let shared = run(&mut redis, &cfg, &msgs, 1);
+    assert_same(&memory, &shared);
+    // Every key sits in the slot of the hash tag, on one node.
+    let tagged: usize = cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            n.cli(&["--scan", "--pattern", "{cluster:v*"])
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .filter(|c| *c > 0)
+        .count();
+    assert_eq!(tagged, 1, "keys of one prefix must live on one node");
+}
+
+/// A personalized copy of one campaign.
+fn spam(n: u32) -> Vec<u8> {
+    let name = common::NAMES[n as usize % common::NAMES.len()];
+    let m = common::spam(name, n);
+    let mut raw = String::new();
+    for (k, v) in &m.headers {
+        raw.push_str(&format!("{k}: {v}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(&m.body);
+    raw.into_bytes()
+}
+
+#[test]
+fn two_daemons_sharing_redis_see_one_campaign() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "pair");
+    cfg.thresholds.bulk_threshold = 10.0;
+    cfg.thresholds.suspect_threshold = 20.0;
+    // Each daemon: its own local engine plus the shared store.
+    let a = Shared::from_config(&cfg).unwrap().unwrap();
+    let b = Shared::from_config(&cfg).unwrap().unwrap();
+    let mut local = [Engine::new(&cfg), Engine::new(&cfg)];
+    let mut last = Vec::new();
+    for n in 0..10u32 {
+        let i = (n % 2) as usize;
+        let env = Envelope {
+            rcpts: vec![format!("r{n}@example.net")],
+            ..Envelope::default()
+        };
+        let raw = spam(n);
+        let an = analyze(&raw, &env, &cfg);
+        let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
+        let lv = local[i].decide(&an, &env, now);
+        let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+        let store = if i == 0 { &a } else { &b };
+        let SharedResult::Shared(out) = store.record(&obs, now) else {
+            panic!("redis failed");
+        };
+        let v = bulkwatch::engine::finish(&cfg, &obs, out);
+        // Alone, neither daemon gets past half the campaign.
+        assert_ne!(lv.level, Level::Bulk);
+        assert!(lv.campaign.unwrap().recipients <= 5);
+        let c = v.campaign.clone().unwrap();
+        assert_eq!(c.recipients, u64::from(n) + 1, "shared size is the sum");
+        last.push((v.level, c.id, v.newly_bulk));
+    }
+    let ids: std::collections::HashSet<_> = last.iter().map(|x| x.1).collect();
+    assert_eq!(ids.len(), 1, "one campaign id for both daemons");
+    assert_eq!(last[9].0, Level::Bulk);
+    assert!(last[..9].iter().all(|x| x.0 != Level::Bulk));
+    assert_eq!(last.iter().filter(|x| x.2).count(), 1, "one alert in all");
+}
+
+#[test]
+fn a_redis_outage_costs_no_verdict_and_sharing_resumes() {
+    if skip() {
+        return;
+    }
+    let mut server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "outage");
+    cfg.store.redis.timeout = Duration::from_millis(200);
+    cfg.store.redis.retry_interval = Duration::from_secs(1);
+    let mut r = bulkwatch::replay::Replayer::new(&cfg, Default::default());
+    let msg = |n: u32| spam(n);
+    for n in 0..5 {
+        r.feed("a", n as usize, &msg(n));
+    }
+    assert_eq!(r.summary.shared_ok, 5);
+    server.kill();
+    for n in 5..15 {
+        let v = r.feed("a", n as usize, &msg(n));
+        assert_ne!(v.level, Level::Skipped, "every message gets a verdict");
+        assert!(v.campaign.is_some());
+    }
+    assert_eq!(r.summary.shared_ok, 5);
+    assert_eq!(r.summary.shared_fallbacks, 10);
+    {
+        let stats = &r.shared().unwrap().stats;
+        assert_eq!(stats.outages.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert!(!stats.up.load(std::sync::atomic::Ordering::Relaxed));
+    }
+    server.restart();
+    // Sharing resumes by itself once the retry interval has passed.
+    let mut n = 15;
+    common::redis::wait_for(
+        || {
+            n += 1;
+            r.feed("a", n as usize, &msg(n));
+            r.summary.shared_ok > 5
+        },
+        "sharing to resume",
+    );
+    let stats = &r.shared().unwrap().stats;
+    assert!(stats.up.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+#[test]
+fn replay_uses_the_store_its_config_names() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("redis.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 3.0\n\n\
+             [store]\nbackend = \"redis\"\n\n[store.redis]\nurls = [\"{}\"]\nkey_prefix = \"cli\"\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let mbox = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox/campaigns.mbox");
+    let replay = |conf: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(["replay", "--format", "jsonl", "--config"])
+            .arg(conf)
+            .arg(&mbox)
+            .output()
+            .unwrap();
+        assert!(out.status.code() == Some(1), "bulk found: exit 1");
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (first, err) = replay(&conf);
+    assert!(err.contains("910 messages judged by Redis"), "{err}");
+    // The same replay again finds the state it warmed: everything is now
+    // an exact repeat of a campaign already past the threshold.
+    let (second, _) = replay(&conf);
+    let levels = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["level"].to_string())
+            .collect()
+    };
+    assert_ne!(levels(&first), levels(&second));
+    assert!(second.lines().all(|l| l.contains("\"exact\":true")));
+}
