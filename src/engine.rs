@@ -225,7 +225,7 @@ impl Engine {
     /// own memory store).
     pub fn decide(&mut self, a: &Analysis, env: &Envelope, now: UnixSecs) -> Verdict {
         match observe(&self.cfg, a, env) {
-            Err(v) => v,
+            Err(v) => *v,
             Ok(obs) => {
                 let out = self.record_local(&obs, now);
                 finish(&self.cfg, &obs, out)
@@ -441,20 +441,20 @@ impl Store for Engine {
 /// The first half of a decision, which needs no state: allow-lists and
 /// skips give their verdict at once; anything else becomes an
 /// [`Observation`] for a store.
-pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation, Verdict> {
+pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation, Box<Verdict>> {
     if let Some(reason) = allowed(cfg, a, env) {
-        return Err(Verdict::allowed(reason));
+        return Err(Box::new(Verdict::allowed(reason)));
     }
     let Some(fp) = a.fingerprint else {
-        return Err(Verdict::skipped(SkipReason::Unparsed, 0, None));
+        return Err(Box::new(Verdict::skipped(SkipReason::Unparsed, 0, None)));
     };
     let near = a.features >= cfg.fingerprint.min_features;
     if !near && a.attachments == 0 {
-        return Err(Verdict::skipped(
+        return Err(Box::new(Verdict::skipped(
             SkipReason::TooShort,
             a.features,
             Some(fp.simhash),
-        ));
+        )));
     }
     let sender_name = env
         .mail_from
@@ -520,7 +520,7 @@ pub fn decide_with(
     now: UnixSecs,
 ) -> Result<Verdict, StoreError> {
     match observe(cfg, a, env) {
-        Err(v) => Ok(v),
+        Err(v) => Ok(*v),
         Ok(obs) => {
             let out = store.record(&obs, now)?;
             Ok(finish(cfg, &obs, out))

@@ -27,9 +27,13 @@ fn skip() -> bool {
 }
 
 fn fixture_messages(name: &str) -> Vec<Vec<u8>> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/mbox")
+        .join(name);
     let f = std::fs::File::open(p).unwrap();
-    read_mbox(std::io::BufReader::new(f)).map(Result::unwrap).collect()
+    read_mbox(std::io::BufReader::new(f))
+        .map(Result::unwrap)
+        .collect()
 }
 
 fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
@@ -47,10 +51,16 @@ fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
 fn envelope(i: usize) -> Envelope {
     Envelope {
         mail_from: Some(format!("bounce{}@sender{}.example", i, i % 3)),
-        rcpts: (0..1 + i % 3).map(|r| format!("user{r}@example.net")).collect(),
+        rcpts: (0..1 + i % 3)
+            .map(|r| format!("user{r}@example.net"))
+            .collect(),
         ..Envelope::default()
     }
 }
+
+/// Campaign as seen: id, messages, recipients, score in hundredths, first
+/// seen, sender domains, sample subject.
+type SeenCampaign = (String, u32, u64, u64, u64, usize, Option<String>);
 
 /// What must be equal whichever store judged the message.
 #[derive(Debug, PartialEq)]
@@ -59,7 +69,7 @@ struct Seen {
     exact: bool,
     distance: Option<u32>,
     resemblance: Option<String>,
-    campaign: Option<(String, u32, u64, u64, u64, usize, Option<String>)>,
+    campaign: Option<SeenCampaign>,
     merged: Vec<String>,
     newly_bulk: bool,
 }
@@ -332,4 +342,85 @@ fn replay_uses_the_store_its_config_names() {
     };
     assert_ne!(levels(&first), levels(&second));
     assert!(second.lines().all(|l| l.contains("\"exact\":true")));
+}
+
+/// Two `bulkwatch serve` processes, as on two MX hosts, sharing one Redis:
+/// a campaign split half and half between them is flagged once the total
+/// reaches the threshold, by whichever daemon sees that message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_one_campaign() {
+    use common::daemon::{header, Daemon};
+    use common::{open_unix, transact, NAMES};
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut daemons = Vec::new();
+    let mut sockets = Vec::new();
+    for host in ["mx1", "mx2"] {
+        let socket = dir.path().join(format!("{host}.sock"));
+        let config = dir.path().join(format!("{host}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\n\n\
+                 [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 6.0\nsuspect_threshold = 6.0\n\n\
+                 [store]\nbackend = \"redis\"\n\n[store.redis]\nurls = [\"{}\"]\nkey_prefix = \"mx\"\n",
+                socket.display(),
+                dir.path().join(host).display(),
+                server.url()
+            ),
+        )
+        .unwrap();
+        daemons.push(Daemon::start(
+            &config,
+            &dir.path().join(format!("{host}.log")),
+            &socket,
+        ));
+        sockets.push(socket);
+    }
+    let mut headers = Vec::new();
+    for i in 0..6 {
+        let socket = &sockets[i % 2];
+        let mut conn = open_unix(socket).await;
+        let (a, _) = transact(&mut conn, &common::spam(NAMES[i], 7000 + i as u32)).await;
+        conn.close().await.unwrap();
+        headers.push(header(&a));
+    }
+    // Three messages each: neither alone is at 6, together they are.
+    assert!(headers[..5].iter().all(Option::is_none), "{headers:?}");
+    let h = headers[5].clone().unwrap_or_default();
+    assert!(h.starts_with("bulk;") && h.contains("size=6"), "{h}");
+    for d in daemons {
+        assert!(d.stop().success());
+    }
+}
+
+/// A milter whose Redis is unreachable judges every message from its local
+/// window, accepts it, and says so in its metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_milter_with_redis_down_serves_from_its_local_window() {
+    use bulkwatch::milter::State;
+    // A port nothing listens on: connections are refused at once.
+    let port = common::redis::free_port(false);
+    let mut cfg = redis_config(vec![format!("redis://127.0.0.1:{port}/0")], "down");
+    cfg.store.redis.timeout = Duration::from_millis(100);
+    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let m = common::start_state(state).await;
+    let mut last = None;
+    for i in 0..5 {
+        let (a, st) = common::send(m.addr, &common::spam(common::NAMES[i], 100 + i as u32)).await;
+        assert_eq!(st, indymilter_test::Status::Accept);
+        last = common::daemon::header(&a);
+    }
+    // The local window alone counts the campaign to the bulk threshold.
+    let h = last.unwrap_or_default();
+    assert!(h.starts_with("bulk;") && h.contains("size=5"), "{h}");
+    let text = bulkwatch::milter::metrics::render(&m.state, 0);
+    assert!(text.contains("bulkwatch_redis_up 0"), "{text}");
+    assert!(text.contains("bulkwatch_redis_fallbacks_total 5"), "{text}");
+    assert!(text.contains("bulkwatch_redis_outages_total 1"), "{text}");
+    m.stop().await;
 }

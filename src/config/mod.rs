@@ -787,7 +787,8 @@ impl Config {
                     rc.key_prefix = v;
                 }
                 if let Some(v) = r.timeout_ms {
-                    rc.timeout = Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
+                    rc.timeout =
+                        Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
                 }
                 if let Some(v) = r.pool_size {
                     rc.pool_size = to_usize("store.redis.pool_size", v, 1, 1024)?;

@@ -164,6 +164,44 @@ pub fn render(state: &State, now: u64) -> String {
         m.engine_micros.load(Ordering::Relaxed) as f64 / 1e6
     );
     let _ = writeln!(s, "bulkwatch_engine_seconds_count {count}");
+    if let Some(sh) = state.shared() {
+        let st = &sh.stats;
+        let up = u8::from(st.up.load(Ordering::Relaxed));
+        let _ = writeln!(
+            s,
+            "# HELP bulkwatch_redis_up 1 when the last Redis call succeeded.\n\
+             # TYPE bulkwatch_redis_up gauge\nbulkwatch_redis_up {up}"
+        );
+        let counters = [
+            (
+                "bulkwatch_redis_messages_total",
+                "Messages judged by the shared Redis store.",
+                &st.ok,
+            ),
+            (
+                "bulkwatch_redis_errors_total",
+                "Failed Redis calls (connect, timeout, reply).",
+                &st.errors,
+            ),
+            (
+                "bulkwatch_redis_fallbacks_total",
+                "Messages judged from the local window instead of Redis.",
+                &st.fallbacks,
+            ),
+            (
+                "bulkwatch_redis_outages_total",
+                "Times Redis went from reachable to unreachable.",
+                &st.outages,
+            ),
+        ];
+        for (name, help, c) in counters {
+            let _ = writeln!(
+                s,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                c.load(Ordering::Relaxed)
+            );
+        }
+    }
     s
 }
 

@@ -6,7 +6,8 @@
 //! - [`State`] is what all connections share: the engine behind a
 //!   `std::sync::Mutex` (held only for `decide`, never across `.await`),
 //!   the live configuration as an `Arc` swapped on reload, counters for
-//!   metrics, and the alert queue.
+//!   metrics, the alert queue and, when configured, the Redis store (asked
+//!   after the local engine, on the blocking pool, bounded by its timeout).
 //! - `callbacks.rs` wires protocol stages to `session.rs` (per-message
 //!   state) and `reply.rs` (the only module that knows milter actions).
 //! - `serve.rs` is `bulkwatch serve`: sockets, signals, snapshots, metrics.
@@ -29,7 +30,8 @@ use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::engine::{analyze, Engine, UnixSecs};
+use crate::engine::{analyze, finish, observe, Engine, UnixSecs};
+use crate::store::{Shared, SharedResult};
 use crate::verdict::{CampaignSummary, Verdict};
 use metrics::Metrics;
 use session::Message;
@@ -46,6 +48,9 @@ pub struct State {
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
     alerts: Option<mpsc::Sender<CampaignSummary>>,
+    /// The Redis store when configured: its verdict wins, the engine above
+    /// is the local fallback.
+    shared: Option<Arc<Shared>>,
 }
 
 /// Why the engine gave no verdict.
@@ -73,7 +78,19 @@ impl State {
             config: RwLock::new(config),
             metrics: Metrics::new(unix_now()),
             alerts: None,
+            shared: None,
         }
+    }
+
+    /// Judges with `shared` first and the local engine as the fallback.
+    pub fn with_shared(mut self, shared: Shared) -> State {
+        self.shared = Some(Arc::new(shared));
+        self
+    }
+
+    /// The shared store, if configured.
+    pub fn shared(&self) -> Option<&Shared> {
+        self.shared.as_deref()
     }
 
     /// Sends campaigns that turn bulk to `tx` (see [`alert`]).
@@ -140,6 +157,7 @@ impl State {
         msg: Message,
     ) -> Result<(Verdict, Duration), EngineError> {
         let start = Instant::now();
+        let queue_id = msg.queue_id().to_owned();
         let env = msg.envelope;
         let raw = msg.raw;
         let task_cfg = Arc::clone(cfg);
@@ -151,7 +169,18 @@ impl State {
             Ok(Err(e)) => return Err(EngineError::Task(e)),
             Ok(Ok(a)) => a,
         };
-        let verdict = self.engine().decide(&analysis, &env, UnixSecs(unix_now()));
+        let now = UnixSecs(unix_now());
+        // The local engine records every message, so that its window is
+        // warm when Redis fails.
+        let mut verdict = self.engine().decide(&analysis, &env, now);
+        if let Some(shared) = &self.shared {
+            if let Some(v) = self
+                .judge_shared(shared, cfg, &analysis, &env, now, &queue_id)
+                .await
+            {
+                verdict = v;
+            }
+        }
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         if verdict.newly_bulk {
@@ -162,6 +191,51 @@ impl State {
             }
         }
         Ok((verdict, elapsed))
+    }
+
+    /// The Redis verdict, or `None` (use the local one) when Redis failed,
+    /// is waiting out its retry interval, or took longer than twice its
+    /// timeout (the blocking call ends by its own socket timeouts).
+    async fn judge_shared(
+        &self,
+        shared: &Arc<Shared>,
+        cfg: &Arc<Config>,
+        analysis: &crate::engine::Analysis,
+        env: &crate::engine::Envelope,
+        now: UnixSecs,
+        queue_id: &str,
+    ) -> Option<Verdict> {
+        let obs = observe(cfg, analysis, env).ok()?;
+        let task_shared = Arc::clone(shared);
+        let task = tokio::task::spawn_blocking(move || {
+            let r = task_shared.record(&obs, now);
+            (obs, r)
+        });
+        let limit = cfg.store.redis.timeout.saturating_mul(2);
+        match tokio::time::timeout(limit, task).await {
+            Ok(Ok((obs, SharedResult::Shared(out)))) => Some(finish(cfg, &obs, out)),
+            Ok(Ok((_, SharedResult::Failed(e)))) => {
+                tracing::warn!(queue_id, error = %e, "redis unavailable; judged from the local window");
+                None
+            }
+            Ok(Ok((_, SharedResult::Skipped))) => None,
+            Ok(Err(e)) => {
+                tracing::warn!(queue_id, error = %e, "redis task failed; judged from the local window");
+                None
+            }
+            Err(_) => {
+                shared
+                    .stats
+                    .fallbacks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(
+                    queue_id,
+                    ?limit,
+                    "redis too slow; judged from the local window"
+                );
+                None
+            }
+        }
     }
 
     /// The snapshot bytes of the engine, encoded under the lock (a copy of

@@ -30,6 +30,7 @@ use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
 use crate::milter::{alert, metrics, unix_now, AnyListener, NoDelayListener, State};
 use crate::snapshot::{self, FILE_NAME};
+use crate::store::Shared;
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -289,6 +290,18 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
     let (engine, saved_at) = load_state(&dir, &cfg);
 
     let mut state = State::new(engine);
+    match Shared::from_config(&cfg) {
+        Ok(Some(shared)) => {
+            info!(
+                urls = ?cfg.store.redis.urls,
+                keys = shared.store().key_base(),
+                "shared state in redis; the local window is the fallback"
+            );
+            state = state.with_shared(shared);
+        }
+        Ok(None) => {}
+        Err(e) => return Err(other("cannot set up the redis store", e)),
+    }
     let mut tasks = Vec::new();
     if !cfg.alerts.to.is_empty() {
         let (tx, rx) = mpsc::channel(alert::QUEUE);

@@ -41,14 +41,14 @@ static SCRIPT: &str = include_str!("record.lua");
 /// One connection, to a server or to a cluster.
 enum Conn {
     Single(redis::Connection),
-    Cluster(redis::cluster::ClusterConnection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
     fn like(&mut self) -> &mut dyn ConnectionLike {
         match self {
             Conn::Single(c) => c,
-            Conn::Cluster(c) => c,
+            Conn::Cluster(c) => c.as_mut(),
         }
     }
 }
@@ -159,7 +159,7 @@ impl RedisStore {
                     .map_err(|e| err("connect", e))?;
                 c.set_write_timeout(Some(self.timeout))
                     .map_err(|e| err("connect", e))?;
-                Ok(Conn::Cluster(c))
+                Ok(Conn::Cluster(Box::new(c)))
             }
         }
     }
@@ -229,11 +229,23 @@ impl RedisStore {
         Ok((used, keys.len()))
     }
 
-    fn invoke(&self, conn: &mut Conn, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+    fn invoke(
+        &self,
+        conn: &mut Conn,
+        obs: &Observation,
+        now: UnixSecs,
+    ) -> Result<Outcome, StoreError> {
         let p = &self.params;
         let t = &obs.thresholds;
         let cutoff = now.0.saturating_sub(p.window_secs);
-        let quarters = |x: u64| [(x >> 48) & 0xFFFF, (x >> 32) & 0xFFFF, (x >> 16) & 0xFFFF, x & 0xFFFF];
+        let quarters = |x: u64| {
+            [
+                (x >> 48) & 0xFFFF,
+                (x >> 32) & 0xFFFF,
+                (x >> 16) & 0xFFFF,
+                x & 0xFFFF,
+            ]
+        };
         let tables = block_keys(obs.simhash, p.radius);
         let weak_pct = (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u64;
         let bulk_centi = (t.bulk_threshold * 100.0).ceil().max(0.0) as u64;
@@ -309,7 +321,11 @@ pub fn block_keys(simhash: u64, k: u32) -> Vec<String> {
             let start = i * 64 / n;
             let end = (i + 1) * 64 / n;
             let len = end - start;
-            let mask = if len >= 64 { u64::MAX } else { (1u64 << len) - 1 };
+            let mask = if len >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << len) - 1
+            };
             format!("{i}:{:x}", (simhash >> start) & mask)
         })
         .collect()
@@ -322,7 +338,9 @@ fn int(v: &Value, what: &str) -> Result<i64, StoreError> {
             .ok()
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| StoreError(format!("redis: reply field {what} is not a number"))),
-        _ => Err(StoreError(format!("redis: reply field {what} is not a number"))),
+        _ => Err(StoreError(format!(
+            "redis: reply field {what} is not a number"
+        ))),
     }
 }
 
@@ -377,7 +395,9 @@ fn parse_outcome(v: Value) -> Result<Outcome, StoreError> {
         recipients: u64::try_from(int(g(9), "recipients")?).unwrap_or(0),
         score: score_centi as f64 / 100.0,
         sender_domains: usize::try_from(int(g(11), "senders")?).unwrap_or(0),
-        sample_subject: (int(g(13), "has_subject")? == 1).then(|| text(g(12), "subject")).transpose()?,
+        sample_subject: (int(g(13), "has_subject")? == 1)
+            .then(|| text(g(12), "subject"))
+            .transpose()?,
         senders: names
             .split('\n')
             .filter(|s| !s.is_empty())

@@ -2,6 +2,7 @@
 //! shutdown handle, and a whole MTA-side conversation per message.
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod redis;
 
 use std::net::SocketAddr;
@@ -24,9 +25,14 @@ pub struct Milter {
 }
 
 pub async fn start(cfg: Config) -> Milter {
+    start_state(State::new(Engine::new(&cfg))).await
+}
+
+/// A milter around a prepared state (e.g. with a shared store).
+pub async fn start_state(state: State) -> Milter {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let state = Arc::new(State::new(Engine::new(&cfg)));
+    let state = Arc::new(state);
     let (shutdown, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(milter::run(
         NoDelayListener(listener),

@@ -79,7 +79,10 @@ impl RedisServer {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        wait_for(|| self.cli(&["PING"]).is_some_and(|o| o.contains("PONG")), "redis PING");
+        wait_for(
+            || self.cli(&["PING"]).is_some_and(|o| o.contains("PONG")),
+            "redis PING",
+        );
     }
 
     pub fn url(&self) -> String {
@@ -161,7 +164,10 @@ impl RedisCluster {
                 ],
             ));
         }
-        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
         let mut args: Vec<&str> = vec!["--cluster", "create"];
         args.extend(addrs.iter().map(String::as_str));
         args.extend(["--cluster-replicas", "0", "--cluster-yes"]);
