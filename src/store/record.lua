@@ -38,40 +38,42 @@ local sender = tonumber(ARGV[16])
 local sender_name = ARGV[17]
 local subject = ARGV[18]
 local keep_subjects = ARGV[19] == '1'
-local sim = { tonumber(ARGV[20]), tonumber(ARGV[21]), tonumber(ARGV[22]), tonumber(ARGV[23]) }
-local sk = { tonumber(ARGV[24]), tonumber(ARGV[25]), tonumber(ARGV[26]), tonumber(ARGV[27]) }
-local ntables = tonumber(ARGV[28])
-local nbands = tonumber(ARGV[29])
+-- Simhash and sketch as 32-bit halves (high, low).
+local sim = { tonumber(ARGV[20]), tonumber(ARGV[21]) }
+local sk = { tonumber(ARGV[22]), tonumber(ARGV[23]) }
+local ntables = tonumber(ARGV[24])
+local nbands = tonumber(ARGV[25])
 local tables = {}
-for i = 1, ntables do tables[i] = ARGV[29 + i] end
+for i = 1, ntables do tables[i] = ARGV[25 + i] end
 local bands = {}
-for j = 1, nbands do bands[j] = ARGV[29 + ntables + j] end
+for j = 1, nbands do bands[j] = ARGV[25 + ntables + j] end
 
 local MAX_SENDERS = 64
 local MAX_CHAIN = 64
 
-local function pop16(x)
-  local c = 0
-  while x ~= 0 do
-    x = bit.band(x, x - 1)
-    c = c + 1
-  end
-  return c
+-- Bits set in a 32-bit value (SWAR; LuaBitOp works on 32-bit integers).
+local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
+local function pop32(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
 end
 
-local function hamming(a1, a2, a3, a4)
-  return pop16(bit.bxor(a1, sim[1])) + pop16(bit.bxor(a2, sim[2]))
-    + pop16(bit.bxor(a3, sim[3])) + pop16(bit.bxor(a4, sim[4]))
+local function hamming(hi, lo)
+  return pop32(bxor(hi, sim[1])) + pop32(bxor(lo, sim[2]))
 end
 
 -- Differing 2-bit values of two sketches.
-local function sdiff16(a, b)
-  local x = bit.bxor(a, b)
-  return pop16(bit.band(bit.bor(x, bit.rshift(x, 1)), 0x5555))
+local function sdiff32(a, b)
+  local x = bxor(a, b)
+  return pop32(band(bor(x, rshift(x, 1)), 0x55555555))
 end
 
-local function sketch_diff(k1, k2, k3, k4)
-  return sdiff16(k1, sk[1]) + sdiff16(k2, sk[2]) + sdiff16(k3, sk[3]) + sdiff16(k4, sk[4])
+local function sketch_diff(hi, lo)
+  return sdiff32(hi, sk[1]) + sdiff32(lo, sk[2])
 end
 
 local function ckey(id) return B .. ':c:' .. id end
@@ -84,7 +86,7 @@ local function touch(id)
 end
 
 -- The live campaign an id forwards to, or nil.
-local function resolve(id)
+local function resolve_uncached(id)
   for _ = 1, MAX_CHAIN do
     local t = redis.call('HGET', ckey(id), 'a')
     if not t then
@@ -94,6 +96,17 @@ local function resolve(id)
     id = t
   end
   return nil
+end
+
+-- Members of one big campaign name the same few ids: resolve each once.
+local resolved = {}
+local function resolve(id)
+  local r = resolved[id]
+  if r == nil then
+    r = resolve_uncached(id) or false
+    resolved[id] = r
+  end
+  return r or nil
 end
 
 local function drop_sender(c, s, n)
@@ -248,11 +261,20 @@ end
 local best_d, best_sd, near_key = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
 local seen = {}
+-- A near entry is in all k+1 block tables that its blocks share with the
+-- query: unpack and measure it once.
+local checked = {}
 local function consider(m, shares_band)
-  local seq, a1, a2, a3, a4, k1, k2, k3, k4, cid = struct.unpack('>dHHHHHHHHc12', m)
+  if not shares_band then
+    if checked[m] then return end
+    checked[m] = true
+  elseif checked[string.sub(m, 1, 36)] and seen[struct.unpack('>d', m)] then
+    return
+  end
+  local seq, h1, h2, k1, k2, cid = struct.unpack('>dI4I4I4I4c12', m)
   if seen[seq] then return end
-  local d = hamming(a1, a2, a3, a4)
-  local sd = sketch_diff(k1, k2, k3, k4)
+  local d = hamming(h1, h2)
+  local sd = sketch_diff(k1, k2)
   if d <= k or (shares_band and sd <= max_sd and d <= max_mh) then
     seen[seq] = true
     if not best_d or d < best_d then best_d = d end
@@ -265,17 +287,24 @@ local function consider(m, shares_band)
     add_found(cid)
   end
 end
+-- One ZRANGE per bucket, whole, with scores: items older than the window
+-- are skipped here and trimmed when this message is added (only then).
+local stale = {}
+local function scan(key, f)
+  local r = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  for i = 1, #r, 2 do
+    if tonumber(r[i + 1]) >= cutoff then f(r[i]) else stale[key] = true end
+  end
+end
 if near then
   for i = 1, ntables do
-    for _, m in ipairs(redis.call('ZRANGEBYSCORE', B .. ':t:' .. tables[i], cutoff, '+inf')) do
-      consider(m, false)
-    end
+    scan(B .. ':t:' .. tables[i], function(m) consider(m, false) end)
   end
   for j = 1, nbands do
     local key = bands[j]
-    for _, m in ipairs(redis.call('ZRANGEBYSCORE', B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), cutoff, '+inf')) do
+    scan(B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), function(m)
       if string.sub(m, 37) == key then consider(m, true) end
-    end
+    end)
   end
 end
 
@@ -322,10 +351,9 @@ touch(target)
 local seq = redis.call('INCR', KEYS[1]) - 1
 redis.call('EXPIRE', KEYS[1], ttl)
 if near then
-  local member = struct.pack('>dHHHHHHHHc12', seq, sim[1], sim[2], sim[3], sim[4],
-    sk[1], sk[2], sk[3], sk[4], target)
+  local member = struct.pack('>dI4I4I4I4c12', seq, sim[1], sim[2], sk[1], sk[2], target)
   local function put(key, m)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
+    if stale[key] then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff) end
     redis.call('ZADD', key, now, m)
     redis.call('EXPIRE', key, ttl)
   end

@@ -238,14 +238,7 @@ impl RedisStore {
         let p = &self.params;
         let t = &obs.thresholds;
         let cutoff = now.0.saturating_sub(p.window_secs);
-        let quarters = |x: u64| {
-            [
-                (x >> 48) & 0xFFFF,
-                (x >> 32) & 0xFFFF,
-                (x >> 16) & 0xFFFF,
-                x & 0xFFFF,
-            ]
-        };
+        let halves = |x: u64| [x >> 32, x & 0xFFFF_FFFF];
         let tables = block_keys(obs.simhash, p.radius);
         let weak_pct = (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u64;
         let bulk_centi = (t.bulk_threshold * 100.0).ceil().max(0.0) as u64;
@@ -270,11 +263,8 @@ impl RedisStore {
             .arg(clip(obs.sender_name.as_deref(), MAX_NAME).replace('\n', " "))
             .arg(clip(obs.subject.as_deref(), MAX_SUBJECT))
             .arg(if p.keep_subjects { "1" } else { "0" });
-        for q in quarters(obs.simhash) {
-            inv.arg(q);
-        }
-        for q in quarters(obs.sketch) {
-            inv.arg(q);
+        for h in halves(obs.simhash).into_iter().chain(halves(obs.sketch)) {
+            inv.arg(h);
         }
         inv.arg(tables.len()).arg(obs.bands.len());
         for t in &tables {

@@ -1,0 +1,272 @@
+//! Redis store vs memory store, in one run: `cargo bench --bench store`.
+//!
+//! Starts its own `redis-server` on a free loopback port, then replays the
+//! same stream (the SpamAssassin spam and easy-ham sets when
+//! `BULKWATCH_CORPUS` names the corpus directory, else the fixtures) with 4
+//! messages in flight (4 threads, as the milter's blocking pool would run
+//! them), once per backend:
+//! - memory: analyze, then decide under the engine lock;
+//! - redis: the same, then one round trip to Redis (what the milter does:
+//!   the local engine stays warm as the fallback).
+//!
+//! Prints throughput and per-message latency (p50, p99) for each, the added
+//! latency, and the Redis memory per fingerprint measured on 100,000
+//! distinct synthetic fingerprints (INFO used_memory before and after).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bulkwatch::config::{Config, StoreBackend};
+use bulkwatch::engine::{analyze, observe, Engine, Envelope, Observation, UnixSecs};
+use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
+use bulkwatch::store::{RedisStore, Shared, SharedResult};
+
+const IN_FLIGHT: usize = 4;
+
+fn inputs() -> Vec<Vec<u8>> {
+    let files: Vec<PathBuf> = match std::env::var_os("BULKWATCH_CORPUS") {
+        Some(d) => ["sa-spam.mbox", "sa-easy-ham.mbox"]
+            .iter()
+            .map(|f| PathBuf::from(&d).join(f))
+            .collect(),
+        None => ["campaigns.mbox", "ham.mbox"]
+            .iter()
+            .map(|f| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("fixtures/mbox")
+                    .join(f)
+            })
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        eprintln!("input: {}", f.display());
+        out.extend(read_mbox(&bytes[..]).filter_map(Result::ok));
+    }
+    out
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_redis(dir: &std::path::Path) -> Option<(Server, u16)> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args(["--appendonly", "no", "--loglevel", "warning", "--dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let server = Server(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some((server, port))
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+/// Replays `msgs` with IN_FLIGHT threads; returns (seconds, latencies).
+fn replay(
+    cfg: &Config,
+    msgs: &Arc<Vec<Vec<u8>>>,
+    shared: Option<Arc<Shared>>,
+) -> (f64, Vec<Duration>) {
+    let engine = Arc::new(Mutex::new(Engine::new(cfg)));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..IN_FLIGHT)
+        .map(|t| {
+            let (engine, msgs, shared, cfg) = (
+                Arc::clone(&engine),
+                Arc::clone(msgs),
+                shared.clone(),
+                cfg.clone(),
+            );
+            std::thread::spawn(move || {
+                let mut lat = Vec::new();
+                for (i, raw) in msgs.iter().enumerate().skip(t).step_by(IN_FLIGHT) {
+                    let t0 = Instant::now();
+                    let env = Envelope::default();
+                    let a = analyze(raw, &env, &cfg);
+                    let now = UnixSecs(REPLAY_EPOCH + i as u64);
+                    let v = engine.lock().unwrap().decide(&a, &env, now);
+                    std::hint::black_box(&v);
+                    if let Some(sh) = &shared {
+                        if let Ok(obs) = observe(&cfg, &a, &env) {
+                            match sh.record(&obs, now) {
+                                SharedResult::Shared(out) => {
+                                    std::hint::black_box(out);
+                                }
+                                other => panic!("redis failed: {other:?}"),
+                            }
+                        }
+                    }
+                    lat.push(t0.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all: Vec<Duration> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let secs = start.elapsed().as_secs_f64();
+    all.sort();
+    (secs, all)
+}
+
+/// Server-side microseconds per EVALSHA (INFO commandstats).
+fn script_usec(port: u16) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "INFO", "commandstats"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec_per_call=")))
+        .unwrap_or("?")
+        .to_owned()
+}
+
+fn used_memory(store: &RedisStore) -> u64 {
+    store.memory_usage().unwrap().0
+}
+
+/// A random-looking observation (SplitMix64 from `i`): distinct
+/// fingerprints, none near another, as a window of unrelated mail.
+fn synthetic(i: u64, cfg: &Config) -> Observation {
+    let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234_5678;
+    let mut next = || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut exact = [0u8; 32];
+    for c in exact.chunks_mut(8) {
+        c.copy_from_slice(&next().to_le_bytes());
+    }
+    Observation {
+        exact,
+        simhash: next(),
+        sketch: next(),
+        bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
+        near: true,
+        recipients: 1,
+        sender: (next() & 0xFFFF) as u16,
+        sender_name: Some("sender.example".into()),
+        subject: Some("A subject of ordinary length for a message".into()),
+        features: 50,
+        thresholds: cfg.thresholds.clone(),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing to parse.
+    let dir = std::env::temp_dir().join(format!("bulkwatch-store-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let Some((_server, port)) = start_redis(&dir) else {
+        eprintln!("redis-server not available: store benchmark skipped");
+        return;
+    };
+    let msgs = Arc::new(inputs());
+    let mut cfg = Config::default();
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = vec![format!("redis://127.0.0.1:{port}/0")];
+    cfg.store.redis.timeout = Duration::from_secs(2);
+    cfg.store.redis.pool_size = IN_FLIGHT;
+    eprintln!("{} messages, {IN_FLIGHT} in flight", msgs.len());
+
+    // Warm-up (page cache, allocator), then one measured run per backend.
+    let _ = replay(&cfg, &msgs, None);
+    let (mem_s, mem) = replay(&cfg, &msgs, None);
+    let shared = Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
+    shared.store().clear().unwrap();
+    let (red_s, red) = replay(&cfg, &msgs, Some(Arc::clone(&shared)));
+    let n = msgs.len() as f64;
+    println!(
+        "redis server time per script call: {} us",
+        script_usec(port)
+    );
+    let line = |name: &str, secs: f64, lat: &[Duration]| {
+        println!(
+            "{name:<7} {:>8.0} msg/s   p50 {:>7.3} ms   p99 {:>7.3} ms",
+            n / secs,
+            pct(lat, 0.5).as_secs_f64() * 1e3,
+            pct(lat, 0.99).as_secs_f64() * 1e3
+        );
+    };
+    line("memory", mem_s, &mem);
+    line("redis", red_s, &red);
+    println!(
+        "redis/memory throughput {:.1}%   added latency p50 {:.3} ms, p99 {:.3} ms",
+        100.0 * mem_s / red_s,
+        (pct(&red, 0.5).as_secs_f64() - pct(&mem, 0.5).as_secs_f64()) * 1e3,
+        (pct(&red, 0.99).as_secs_f64() - pct(&mem, 0.99).as_secs_f64()) * 1e3
+    );
+
+    // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
+    let mut mcfg = cfg.clone();
+    mcfg.store.redis.key_prefix = "membench".into();
+    let mut store = RedisStore::open(&mcfg).unwrap();
+    store.clear().unwrap();
+    let before = used_memory(&store);
+    let count = 100_000u64;
+    let _ = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "CONFIG", "RESETSTAT"])
+        .output();
+    let t0 = Instant::now();
+    for i in 0..count {
+        let obs = synthetic(i, &mcfg);
+        bulkwatch::engine::Store::record(&mut store, &obs, UnixSecs(REPLAY_EPOCH + i / 10))
+            .unwrap();
+    }
+    let per_call = t0.elapsed().as_secs_f64() / count as f64 * 1e6;
+    let (after, keys) = store.memory_usage().unwrap();
+    println!(
+        "sequential record of distinct fingerprints: {per_call:.0} us per call, {} us in the server",
+        script_usec(port)
+    );
+    println!(
+        "redis memory: {} fingerprints, {} keys, {:.0} bytes per fingerprint (used_memory {} -> {})",
+        count,
+        keys,
+        after.saturating_sub(before) as f64 / count as f64,
+        before,
+        after
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
