@@ -210,8 +210,20 @@ async fn oversize_message_is_still_answered() {
     let m = start(cfg).await;
     let mut mail: Mail = spam("alice", 30);
     mail.body = mail.body.repeat(2000); // about 1 MB
-    let (_, status) = send(m.addr, &mail).await;
+                                        // Past the bound the milter answers Skip: the MTA sends no more body.
+    let mut conn = common::open(m.addr).await;
+    conn.macros(indymilter_test::MacroStage::Mail, [("i", "Q1")])
+        .await
+        .unwrap();
+    conn.mail(["<a@example.org>"]).await.unwrap();
+    conn.rcpt(["<b@example.net>"]).await.unwrap();
+    conn.data().await.unwrap();
+    conn.eoh().await.unwrap();
+    let first = mail.body.as_bytes().chunks(65_535).next().unwrap().to_vec();
+    assert_eq!(conn.body(first).await.unwrap(), Status::Skip);
+    let (_, status) = conn.eom().await.unwrap();
     assert_eq!(status, Status::Accept);
+    conn.close().await.unwrap();
     let judged: u64 = Level::ALL
         .iter()
         .map(|l| m.state.metrics.messages(*l))

@@ -55,8 +55,13 @@ pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
 async fn handle_negotiate(
     cx: &mut NegotiateContext<Session>,
     actions: Actions,
-    _: ProtoOpts,
+    opts: ProtoOpts,
 ) -> Status {
+    // With SKIP (Postfix offers it) the MTA stops sending the body once
+    // max_message_bytes are buffered, instead of sending all of a 50 MB
+    // message for nothing.
+    cx.data.get_or_insert_with(Session::default).can_skip =
+        opts.contains(ProtoOpts::SKIP) && cx.requested_opts.contains(ProtoOpts::SKIP);
     let needed = reply::needed_actions();
     if !actions.contains(needed) {
         // indymilter then refuses the connection; the MTA logs it and
@@ -151,10 +156,13 @@ async fn handle_body(
     chunk: impl AsRef<[u8]>,
 ) -> Status {
     let max = state.config().milter.max_message_bytes;
-    cx.data
-        .get_or_insert_with(Session::default)
-        .add_body_chunk(chunk.as_ref(), max);
-    Status::Continue
+    let session = cx.data.get_or_insert_with(Session::default);
+    session.add_body_chunk(chunk.as_ref(), max);
+    if session.can_skip && session.message_full() {
+        Status::Skip
+    } else {
+        Status::Continue
+    }
 }
 
 async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {

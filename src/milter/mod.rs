@@ -51,6 +51,17 @@ pub struct State {
     /// The Redis store when configured: its verdict wins, the engine above
     /// is the local fallback.
     shared: Option<Arc<Shared>>,
+    /// Analyses running at once, at most (see [`scan_slots`]). A permit is
+    /// held by the blocking task itself, so an analysis that outlives its
+    /// `engine_timeout` still counts until it ends: hostile mail cannot
+    /// pile up work and memory behind timed-out messages.
+    scans: Arc<tokio::sync::Semaphore>,
+}
+
+/// Concurrent analyses: the number of CPUs, at least 2. More would only
+/// queue for the CPUs while holding a parsed message in memory each.
+pub fn scan_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 /// Why the engine gave no verdict.
@@ -79,6 +90,7 @@ impl State {
             metrics: Metrics::new(unix_now()),
             alerts: None,
             shared: None,
+            scans: Arc::new(tokio::sync::Semaphore::new(scan_slots())),
         }
     }
 
@@ -162,9 +174,20 @@ impl State {
         let raw = msg.raw;
         let task_cfg = Arc::clone(cfg);
         let task_env = env.clone();
-        let task = tokio::task::spawn_blocking(move || analyze(&raw, &task_env, &task_cfg));
         let limit = cfg.milter.engine_timeout;
-        let analysis = match tokio::time::timeout(limit, task).await {
+        let scans = Arc::clone(&self.scans);
+        let analysis = tokio::time::timeout(limit, async move {
+            // Waiting for a slot counts against the same limit.
+            let permit = scans.acquire_owned().await.ok();
+            tokio::task::spawn_blocking(move || {
+                let a = analyze(&raw, &task_env, &task_cfg);
+                drop(permit);
+                a
+            })
+            .await
+        })
+        .await;
+        let analysis = match analysis {
             Err(_) => return Err(EngineError::Timeout(limit)),
             Ok(Err(e)) => return Err(EngineError::Task(e)),
             Ok(Ok(a)) => a,

@@ -22,6 +22,8 @@ pub struct Session {
     pub client_addr: Option<IpAddr>,
     pub client_name: Option<String>,
     pub helo: Option<String>,
+    /// The MTA accepts `Status::Skip` for the rest of the body.
+    pub can_skip: bool,
     message: Message,
 }
 
@@ -61,6 +63,11 @@ impl Session {
     pub fn connect(&mut self, name: String, addr: Option<IpAddr>) {
         self.client_name = Some(name);
         self.client_addr = addr;
+    }
+
+    /// The current message reached the byte bound: more is dropped.
+    pub fn message_full(&self) -> bool {
+        self.message.truncated()
     }
 
     pub fn helo(&mut self, name: String) {

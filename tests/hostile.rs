@@ -1,0 +1,154 @@
+//! Hostile mail (fixtures/hostile/messages.rs) through the engine and
+//! through the whole daemon: every message gets a verdict or the failure
+//! action within a bounded time, the daemon keeps serving, and its resident
+//! memory stays under a bound with 100 hostile messages in flight.
+
+mod common;
+
+#[path = "../fixtures/hostile/messages.rs"]
+mod hostile;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bulkwatch::config::Config;
+use bulkwatch::engine::{Engine, Envelope, UnixSecs};
+use bulkwatch::verdict::Level;
+use common::daemon::{header, Daemon};
+use hostile::Hostile;
+use indymilter_test::{EomActions, MacroStage, Status, TestConnection};
+
+/// Peak resident memory the daemon may reach with 100 hostile messages in
+/// flight (README, Limits). Measured: see the test's output.
+const RSS_BOUND_MB: u64 = 256;
+/// Time allowed for one hostile conversation. Generous for a debug build on
+/// a loaded 2-core machine; a stall would take forever, not this long.
+const PER_MESSAGE: Duration = Duration::from_secs(120);
+
+#[test]
+fn every_hostile_message_gets_a_verdict_from_the_engine() {
+    let cfg = Config::default();
+    let mut engine = Engine::new(&cfg);
+    for h in hostile::all() {
+        let raw = hostile::raw(&h);
+        let v = engine.process(&raw, &Envelope::default(), UnixSecs(1_700_000_000));
+        // A defined verdict: judged, or skipped with a reason.
+        assert!(
+            v.level != Level::Skipped || v.skip.is_some(),
+            "{}: {v:?}",
+            h.name
+        );
+    }
+}
+
+/// One conversation as an MTA would hold it. `Err` when the milter closed
+/// the connection (the MTA then applies milter_default_action).
+async fn deliver(socket: &Path, h: &Hostile, n: usize) -> Result<(EomActions, Status), String> {
+    let e = |e: indymilter_test::TestError| e.to_string();
+    let mut conn = TestConnection::configure()
+        .open_unix(socket)
+        .await
+        .map_err(|e| e.to_string())?;
+    conn.connect("client.example", ([192, 0, 2, 9], 4000))
+        .await
+        .map_err(e)?;
+    conn.helo("client.example").await.map_err(e)?;
+    let qid = format!("H{n}");
+    conn.macros(MacroStage::Mail, [("i", qid.as_str())])
+        .await
+        .map_err(e)?;
+    conn.mail(["<mallory@hostile.example>"]).await.map_err(e)?;
+    conn.rcpt(["<victim@example.net>"]).await.map_err(e)?;
+    conn.data().await.map_err(e)?;
+    for (k, v) in &h.headers {
+        let st = conn.header(k.as_str(), v.as_str()).await.map_err(e)?;
+        if st != Status::Continue {
+            return Err(format!("header: {st:?}"));
+        }
+    }
+    conn.eoh().await.map_err(e)?;
+    for chunk in h.body.chunks(65_535) {
+        match conn.body(chunk.to_vec()).await.map_err(e)? {
+            Status::Continue => {}
+            Status::Skip => break,
+            other => return Err(format!("body: {other:?}")),
+        }
+    }
+    let r = conn.eom().await.map_err(e)?;
+    let _ = conn.close().await;
+    Ok(r)
+}
+
+fn peak_rss_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        / 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_mail_through_the_daemon_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\n\n[metrics]\nlisten = \"\"\n",
+            socket.display(),
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    let pid = daemon.child.id();
+    let suite: Arc<Vec<Hostile>> = Arc::new(hostile::all());
+
+    // One at a time: each is answered.
+    for (i, h) in suite.iter().enumerate() {
+        let r = tokio::time::timeout(PER_MESSAGE, deliver(&socket, h, i)).await;
+        let r = r.unwrap_or_else(|_| panic!("{}: no answer within {PER_MESSAGE:?}", h.name));
+        let (actions, status) = r.unwrap_or_else(|e| panic!("{}: {e}", h.name));
+        assert_eq!(status, Status::Accept, "{}", h.name);
+        // Policy tag: a header only for suspect or bulk, never a crash.
+        let _ = header(&actions);
+    }
+
+    // 100 in flight: ten of each, all at once.
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let (suite, socket) = (Arc::clone(&suite), socket.clone());
+        tasks.push(tokio::spawn(async move {
+            let h = &suite[i % suite.len()];
+            let r = tokio::time::timeout(PER_MESSAGE, deliver(&socket, h, 100 + i)).await;
+            (h.name, r)
+        }));
+    }
+    for t in tasks {
+        let (name, r) = t.await.unwrap();
+        let r = r.unwrap_or_else(|_| panic!("{name}: no answer within {PER_MESSAGE:?}"));
+        let (_, status) = r.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(status, Status::Accept, "{name}");
+    }
+    let peak = peak_rss_mb(pid);
+    println!("daemon peak resident memory with 100 hostile messages in flight: {peak} MB");
+    assert!(
+        peak < RSS_BOUND_MB,
+        "peak RSS {peak} MB over {RSS_BOUND_MB} MB"
+    );
+
+    // Still serving ordinary mail.
+    let mut conn = common::open_unix(&socket).await;
+    let (_, st) = common::transact(&mut conn, &common::spam("alice", 1)).await;
+    assert_eq!(st, Status::Accept);
+    conn.close().await.unwrap();
+    let log = daemon.log_text();
+    assert!(!log.contains("panicked"), "{log}");
+    let timeouts = log.matches("timed out").count();
+    println!("engine timeouts (failure action applied): {timeouts} of 111 messages");
+    assert!(daemon.stop().success());
+}
