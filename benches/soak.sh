@@ -127,7 +127,12 @@ campaign large 250
 oneoff() { # N
   {
     printf 'From: person%s@ham.example\nTo: you@dest.example\nSubject: note %s\n\n' "$1" "$1"
-    awk -v n="$1" 'BEGIN { srand(n); for (i = 0; i < 60 + n % 200; i++) printf "w%d%s", int(rand() * 5000), (i % 12 == 11 ? ".\n" : " ") }'
+    awk -v n="$1" 'BEGIN { srand(n); a = "abcdefghijklmnopqrstuvwxyz";
+      for (i = 0; i < 60 + n % 200; i++) {
+        w = ""; l = 3 + int(rand() * 6)
+        for (j = 0; j < l; j++) w = w substr(a, 1 + int(rand() * 26), 1)
+        printf "%s%s", w, (i % 12 == 11 ? ".\n" : " ")
+      } }'
     printf '\n'
   } > "$DIR/msgs/oneoff-$1"
 }
