@@ -2,7 +2,9 @@
 //! relays to smtp-sink, `bulkwatch serve` is its milter, and a campaign plus
 //! ham go in over SMTP (lettre). Campaign copies past the threshold carry
 //! the header, ham does not; after a reload to policy reject the SMTP
-//! client sees 550; every message sent is captured or rejected.
+//! client sees 550; every message sent is captured or rejected. A kill -9
+//! of the daemon mid-stream makes Postfix tempfail until it is back; the
+//! clients retry, nothing is lost and the campaign goes on from the snapshot.
 //!
 //! Needs root and /usr/sbin/postfix (the CI script installs it); skipped
 //! with a note otherwise. See ../shared/notes/postfix-testing.md.
@@ -157,19 +159,47 @@ fn send(port: u16, i: usize, campaign: bool) -> Result<String, lettre::transport
 
 fn config(milter_port: u16, state: &Path, bulk: &str) -> String {
     format!(
-        "[milter]\nsocket = \"inet:127.0.0.1:{milter_port}\"\n\n[state]\nstate_dir = \"{}\"\n\n\
+        "[milter]\nsocket = \"inet:127.0.0.1:{milter_port}\"\n\n[state]\nstate_dir = \"{}\"\nsnapshot_interval_secs = 1\n\n\
          [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 3.0\n\n\
          [policy]\nsuspect = \"tag\"\nbulk = \"{bulk}\"\n",
         state.display()
     )
 }
 
-#[test]
-fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
-    if let Some(why) = skip_reason() {
-        println!("note: Postfix end-to-end test skipped: {why}");
-        return;
-    }
+/// Everything a test needs: a private Postfix relaying to smtp-sink, and
+/// `bulkwatch serve` as its milter (policy `tag`).
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    rig: Rig,
+    smtp_port: u16,
+    milter_port: u16,
+    bw_config: PathBuf,
+    bw_log: PathBuf,
+}
+
+fn start_daemon(config: &Path, log: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .env_remove("NOTIFY_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_serving(log: &Path) {
+    let text = || fs::read_to_string(log).unwrap_or_default();
+    wait_for(
+        "bulkwatch to serve",
+        || text().contains("bulkwatch serving"),
+        text,
+    );
+}
+
+fn setup() -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
@@ -185,15 +215,7 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
     let bw_config = dir.join("bulkwatch.toml");
     fs::write(&bw_config, config(milter_port, &dir.join("state"), "tag")).unwrap();
     let bw_log = dir.join("bulkwatch.log");
-    let daemon = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-        .args(["serve", "--config"])
-        .arg(&bw_config)
-        .env("RUST_LOG", "info")
-        .env_remove("NOTIFY_SOCKET")
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&bw_log).unwrap())
-        .spawn()
-        .unwrap();
+    let daemon = start_daemon(&bw_config, &bw_log);
     let sink = Command::new("/usr/sbin/smtp-sink")
         .args(["-u", "postfix", "-d"])
         .arg(format!("{}/sink/%H%M%S.", dir.display()))
@@ -209,12 +231,7 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
         daemon,
         postfix_up: false,
     };
-    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
-    wait_for(
-        "bulkwatch to serve",
-        || log().contains("bulkwatch serving"),
-        log,
-    );
+    wait_serving(&bw_log);
 
     let d = dir.display();
     let main_cf = format!(
@@ -266,6 +283,34 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
         maillog,
     );
 
+    Setup {
+        _tmp: tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    }
+}
+
+#[test]
+fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
+    if let Some(why) = skip_reason() {
+        println!("note: Postfix end-to-end test skipped: {why}");
+        return;
+    }
+    let Setup {
+        _tmp,
+        dir,
+        mut rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
     // Six campaign copies and two ham messages, interleaved.
     let mut sent = Vec::new();
     for i in 0..6 {
@@ -364,4 +409,88 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
         "{}",
         log()
     );
+}
+
+/// kill -9 of the daemon mid-stream: while it is down Postfix answers
+/// 4xx (milter_default_action = tempfail), the clients retry once it is
+/// back, nothing is lost, and the restarted daemon's campaign goes on from
+/// the last snapshot.
+#[test]
+fn kill_9_mid_stream_tempfails_then_delivers_and_the_campaign_goes_on() {
+    if let Some(why) = skip_reason() {
+        println!("note: Postfix kill -9 test skipped: {why}");
+        return;
+    }
+    let Setup {
+        _tmp,
+        dir,
+        mut rig,
+        smtp_port,
+        bw_config,
+        bw_log,
+        ..
+    } = setup();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let mut delivered = Vec::new();
+    for i in 0..3 {
+        delivered.push(send(smtp_port, i, true).unwrap_or_else(|e| panic!("copy {i}: {e}")));
+    }
+    // The periodic snapshot (every second) holds the three copies.
+    let cfg = bulkwatch::config::Config::load(&bw_config).unwrap();
+    let snap = dir.join("state/state.bin");
+    wait_for(
+        "a snapshot with the three copies",
+        || {
+            fs::read(&snap).is_ok_and(|b| {
+                bulkwatch::snapshot::decode(&b, &cfg)
+                    .is_ok_and(|(e, _)| e.stats().window_entries == 3)
+            })
+        },
+        || fs::read_to_string(&bw_log).unwrap_or_default(),
+    );
+
+    run(Command::new("kill").args(["-KILL", &rig.daemon.id().to_string()]));
+    let _ = rig.daemon.wait();
+    // Down: the next copy and a ham message are deferred, not lost.
+    let mut pending = Vec::new();
+    for (i, campaign) in [(3, true), (103, false)] {
+        let err = send(smtp_port, i, campaign).expect_err("milter down: tempfail");
+        assert!(err.is_transient(), "{err}");
+        pending.push((i, campaign));
+    }
+
+    // Back up: the clients retry and everything is delivered.
+    rig.daemon = start_daemon(&bw_config, &bw_log);
+    wait_serving(&bw_log);
+    assert!(
+        fs::read_to_string(&bw_log)
+            .unwrap()
+            .contains("snapshot loaded"),
+        "restart from the snapshot"
+    );
+    for (i, campaign) in pending {
+        delivered.push(send(smtp_port, i, campaign).unwrap_or_else(|e| panic!("retry {i}: {e}")));
+    }
+    delivered.push(send(smtp_port, 4, true).unwrap());
+    wait_for(
+        "every message in the sink",
+        || sink_files(&dir).len() >= delivered.len(),
+        maillog,
+    );
+    let files = sink_files(&dir);
+    assert_eq!(files.len(), delivered.len(), "none lost, none duplicated");
+    let tag = |id: &str| -> Option<String> {
+        files
+            .iter()
+            .find(|f| f.contains(id))
+            .unwrap_or_else(|| panic!("{id} not captured"))
+            .lines()
+            .find(|l| l.starts_with("X-Bulkwatch:"))
+            .map(str::to_owned)
+    };
+    // Copies 1-3 before the kill, 4 and 5 after: the count went on (suspect
+    // at 3, bulk at 5), so the snapshot carried the campaign over.
+    assert!(tag("msg-3-c").is_some_and(|h| h.contains("suspect;") && h.contains("size=4")));
+    assert!(tag("msg-4-c").is_some_and(|h| h.contains("bulk;") && h.contains("size=5")));
+    assert!(tag("msg-103-h").is_none());
 }
