@@ -13,6 +13,8 @@
 # Needs root and postfix (see ../shared/notes/postfix-testing.md).
 #   cargo build --release && benches/soak.sh              # 10 minutes
 #   DURATION=45 PROFILE=debug benches/soak.sh              # CI's short run
+#   REDIS=1 benches/soak.sh    # shared state in a redis-server of its own,
+#                              # killed (-9) at 1/3 and restarted at 2/3
 # Env: DURATION, WORKERS, SAMPLE, RSS_SLACK_MB, PROFILE, CARGO_TARGET_DIR,
 # SMTP_PORT / SINK_PORT, KEEP=1 keeps the work directory.
 set -euo pipefail
@@ -27,6 +29,7 @@ TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 BW=$TARGET/$PROFILE/bulkwatch
 SMTP=${SMTP_PORT:-13525}
 SINK=${SINK_PORT:-13526}
+RPORT=${REDIS_PORT:-13527}
 
 [ "$(id -u)" = 0 ] || { echo "soak: needs root (private postfix instance)" >&2; exit 2; }
 for f in "$BW" /usr/sbin/postfix /usr/sbin/smtp-source /usr/sbin/smtp-sink; do
@@ -43,6 +46,7 @@ cleanup() {
   postfix -c "$DIR/conf" stop >/dev/null 2>&1 || true
   [ -n "${SINKPID:-}" ] && kill "$SINKPID" 2>/dev/null || true
   [ -n "${BWPID:-}" ] && kill "$BWPID" 2>/dev/null || true
+  [ -n "${REDISPID:-}" ] && kill "$REDISPID" 2>/dev/null || true
   if [ -n "${KEEP:-}" ]; then echo "soak: kept $DIR" >&2; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
@@ -107,6 +111,23 @@ listen = ""
 bulk_threshold = 20.0
 suspect_threshold = 5.0
 CF
+start_redis() {
+  redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
+    --loglevel warning --dir "$DIR" >/dev/null 2>&1 &
+  REDISPID=$!
+  for _ in $(seq 1 200); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "soak: redis-server did not come up" >&2; exit 1
+}
+if [ -n "${REDIS:-}" ]; then
+  start_redis
+  cat >> "$DIR/bulkwatch.toml" <<CF
+[store]
+backend = "redis"
+[store.redis]
+urls = ["redis://127.0.0.1:$RPORT/0"]
+retry_secs = 1
+CF
+fi
 
 # Message files: three campaigns at three sizes (every smtp-source run sends
 # its file many times: copies of one campaign), and one-off messages made
@@ -179,8 +200,15 @@ worker() {
   done
 }
 echo "soak: ${DURATION}s, $WORKERS workers, profile $PROFILE, $(nproc) cores, $(date -u +%FT%TZ)"
-for w in $(seq 1 "$WORKERS"); do worker "$w" & done
-wait $(jobs -p | grep -v "^$SAMPLER\$" | grep -v "^$SINKPID\$" | grep -v "^$BWPID\$") 2>/dev/null || true
+WPIDS=()
+for w in $(seq 1 "$WORKERS"); do worker "$w" & WPIDS+=($!); done
+if [ -n "${REDIS:-}" ]; then
+  sleep $((DURATION / 3)); kill -9 "$REDISPID"; wait "$REDISPID" 2>/dev/null || true
+  echo "soak: redis killed at $((DURATION / 3))s"
+  sleep $((DURATION / 3)); start_redis
+  echo "soak: redis restarted at $((2 * DURATION / 3))s"
+fi
+wait "${WPIDS[@]}" 2>/dev/null || true
 
 # Drain, then count.
 for _ in $(seq 1 1200); do
@@ -199,6 +227,9 @@ echo "soak: bulkwatch resident memory (seconds,MB):"
 tr '\n' ' ' < "$DIR/rss.csv"; echo
 verdicts=$(grep -c "queue_id" "$DIR/bulkwatch.log" || true)
 echo "soak: bulkwatch log lines with a queue id: $verdicts"
+if [ -n "${REDIS:-}" ]; then
+  echo "soak: redis fallbacks logged: $(grep -c "judged from the local window" "$DIR/bulkwatch.log" || true), keys now: $(redis-cli -p "$RPORT" dbsize)"
+fi
 
 # Memory after warm-up (the first third) must stay within the slack.
 growth=$(awk -F, -v d="$DURATION" '$1 >= d / 3 { if (base == "") base = $2; last = $2 } END { printf "%.0f", last - base }' "$DIR/rss.csv")
