@@ -360,4 +360,35 @@ mod tests {
         );
         assert_eq!(respond(&state, b"").0, "400 Bad Request");
     }
+
+    /// `/campaigns` shows a sample subject only when `keep_subjects` is on;
+    /// it never shows message text. The endpoint binds loopback by default.
+    #[test]
+    fn campaigns_show_subjects_only_when_kept() {
+        use crate::engine::{Envelope, UnixSecs};
+        let body = |keep: bool| {
+            let mut cfg = Config::default();
+            cfg.campaign.keep_subjects = keep;
+            let mut engine = Engine::new(&cfg);
+            for n in 0..3 {
+                let raw = crate::engine::testutil::spam("alice", n);
+                engine.process(
+                    raw.as_bytes(),
+                    &Envelope::default(),
+                    UnixSecs(1_000 + u64::from(n)),
+                );
+            }
+            campaigns_json(&State::new(engine))
+        };
+        let with = body(true);
+        assert!(with.contains("Your offer"), "{with}");
+        let without = body(false);
+        assert!(
+            !without.contains("Your offer") && !without.contains("premium"),
+            "{without}"
+        );
+        let listen: std::net::SocketAddr =
+            Config::default().metrics.listen.unwrap().parse().unwrap();
+        assert!(listen.ip().is_loopback());
+    }
 }
