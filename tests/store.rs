@@ -424,3 +424,41 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
     assert!(text.contains("bulkwatch_redis_outages_total 1"), "{text}");
     m.stop().await;
 }
+
+/// A flood of one text: Redis buckets keep at most the newest 1,024 items
+/// (what a lookup reads), so per-message work and bucket memory stay
+/// bounded however many copies arrive; the campaign still counts them all.
+#[test]
+fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = redis_config(vec![server.url()], "flood");
+    let mut store = RedisStore::open(&cfg).unwrap();
+    let raw = spam(1);
+    let env = Envelope::default();
+    let a = analyze(&raw, &env, &cfg);
+    let obs = bulkwatch::engine::observe(&cfg, &a, &env).unwrap();
+    let mut last = None;
+    for i in 0..1100u64 {
+        last = Some(store.record(&obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap());
+    }
+    let c = last.unwrap().campaign.unwrap();
+    assert_eq!(c.messages, 1100);
+    let longest = server
+        .cli(&["--scan", "--pattern", "{flood:v*:t:*"])
+        .unwrap()
+        .lines()
+        .map(|k| {
+            server
+                .cli(&["ZCARD", k])
+                .unwrap()
+                .trim()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(longest, 1024);
+}

@@ -258,8 +258,14 @@ if xv then
 end
 
 -- Near: block tables (distance <= k) and band tables (second stage).
-local best_d, best_sd, near_key = nil, nil, nil
+-- As in the memory store (src/index): at most MAX_SCAN of the newest items
+-- of a bucket are read, and at most MAX_MATCHES matches kept, the closest,
+-- so a flood of one text costs bounded work per message.
+local MAX_SCAN = 1024
+local MAX_MATCHES = 256
+local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
+local matches = {}
 local seen = {}
 -- A near entry is in all k+1 block tables that its blocks share with the
 -- query: unpack and measure it once.
@@ -277,23 +283,19 @@ local function consider(m, shares_band)
   local sd = sketch_diff(k1, k2)
   if d <= k or (shares_band and sd <= max_sd and d <= max_mh) then
     seen[seq] = true
-    if not best_d or d < best_d then best_d = d end
-    if not best_sd or sd < best_sd then best_sd = sd end
-    local key = { sd, d, seq }
-    if not near_key or key[1] < near_key[1] or (key[1] == near_key[1] and (key[2] < near_key[2]
-        or (key[2] == near_key[2] and key[3] < near_key[3]))) then
-      near_key = key
-    end
-    add_found(cid)
+    matches[#matches + 1] = { sd, d, seq, cid }
   end
 end
--- One ZRANGE per bucket, whole, with scores: items older than the window
--- are skipped here and trimmed when this message is added (only then).
-local stale = {}
+
+-- One read per bucket, newest first, with scores: items older than the
+-- window are skipped here and trimmed when this message is added (only
+-- then), as are items beyond the newest MAX_SCAN.
+local trim = {}
 local function scan(key, f)
-  local r = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local r = redis.call('ZREVRANGE', key, 0, MAX_SCAN - 1, 'WITHSCORES')
+  if #r >= 2 * MAX_SCAN then trim[key] = true end
   for i = 1, #r, 2 do
-    if tonumber(r[i + 1]) >= cutoff then f(r[i]) else stale[key] = true end
+    if tonumber(r[i + 1]) >= cutoff then f(r[i]) else trim[key] = true end
   end
 end
 if near then
@@ -306,6 +308,18 @@ if near then
       if string.sub(m, 37) == key then consider(m, true) end
     end)
   end
+end
+table.sort(matches, function(x, y)
+  if x[1] ~= y[1] then return x[1] < y[1] end
+  if x[2] ~= y[2] then return x[2] < y[2] end
+  return x[3] < y[3]
+end)
+for i = 1, math.min(#matches, MAX_MATCHES) do
+  local m = matches[i]
+  if i == 1 then near_seq = m[3] end
+  if not best_d or m[2] < best_d then best_d = m[2] end
+  if not best_sd or m[1] < best_sd then best_sd = m[1] end
+  add_found(m[4])
 end
 
 -- Campaign: create, join or merge.
@@ -353,8 +367,11 @@ redis.call('EXPIRE', KEYS[1], ttl)
 if near then
   local member = struct.pack('>dI4I4I4I4c12', seq, sim[1], sim[2], sk[1], sk[2], target)
   local function put(key, m)
-    if stale[key] then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff) end
     redis.call('ZADD', key, now, m)
+    if trim[key] then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
+      redis.call('ZREMRANGEBYRANK', key, 0, -(MAX_SCAN + 1))
+    end
     redis.call('EXPIRE', key, ttl)
   end
   for i = 1, ntables do put(B .. ':t:' .. tables[i], member) end
@@ -372,7 +389,7 @@ return {
   exact and 1 or 0,
   best_d or -1,
   best_sd or -1,
-  near_key and near_key[3] or -1,
+  near_seq or -1,
   seq,
   target,
   tonumber(v.f),
