@@ -123,7 +123,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
-                body.attachments.push(Sha256::digest(b).into());
+                body.attachments.push(attachment_hash(part, b));
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
                 collect(inner, limit, body, depth + 1)
@@ -183,6 +183,28 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// SHA-256 of an attachment's decoded bytes. Base64 carries bytes exactly;
+/// every other transfer encoding (7bit, 8bit, quoted-printable, or none
+/// declared) is made of lines, which end in CRLF on the wire and in LF in
+/// an mbox file (RFC 2045 section 2.10, RFC 5322 section 2.3), so CRLF is
+/// hashed as LF: the same attachment gives the same hash from the MTA and
+/// from a file.
+fn attachment_hash(part: &MessagePart<'_>, bytes: &[u8]) -> [u8; 32] {
+    if part.encoding == Encoding::Base64 {
+        return Sha256::digest(bytes).into();
+    }
+    let mut h = Sha256::new();
+    let mut rest = bytes;
+    while let Some(cr) = rest.windows(2).position(|w| w == b"\r\n") {
+        let (line, tail) = rest.split_at(cr);
+        h.update(line);
+        // Drop the CR; the LF starts the next piece.
+        rest = tail.get(1..).unwrap_or_default();
+    }
+    h.update(rest);
+    h.finalize().into()
 }
 
 /// A text part that is really an HTML document.
@@ -283,6 +305,32 @@ mod tests {
         assert_eq!(
             b.attachments[0],
             <[u8; 32]>::from(Sha256::digest([0u8, 1, 2]))
+        );
+    }
+
+    /// Found by the `message` fuzz target (fixtures/fuzz/message/
+    /// crlf-multipart-without-boundary.eml): the body of a multipart
+    /// without boundary is kept as a binary part, and its hash depended on
+    /// the line ends, so the same message had two exact hashes.
+    #[test]
+    fn crlf_and_lf_give_the_same_attachment_hash() {
+        let lf = "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nsee\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: 8bit\n\nline one\nline two\n--B--\n";
+        let crlf = lf.replace('\n', "\r\n");
+        let (a, b) = (parsed(lf), parsed(&crlf));
+        assert_eq!(a.attachments.len(), 1);
+        assert_eq!(a.attachments, b.attachments);
+        let no_boundary = "Subject: x\nContent-Type: multipart/related\n\n--\nContent-Type: text/plain\n\nno boundary here\n----\n";
+        let (a, b) = (
+            parsed(no_boundary),
+            parsed(&no_boundary.replace('\n', "\r\n")),
+        );
+        assert_eq!(a.attachments.len(), 1);
+        assert_eq!(a.attachments, b.attachments);
+        // Base64 bytes are hashed as they are, CR included.
+        let b64 = parsed("Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\nYQ0KYg==\n--B--\n");
+        assert_eq!(
+            b64.attachments,
+            vec![<[u8; 32]>::from(Sha256::digest(b"a\r\nb"))]
         );
     }
 
