@@ -21,6 +21,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod exact;
+pub mod fuzzing;
 pub mod index;
 pub mod milter;
 pub mod mime;

@@ -20,6 +20,11 @@ use crate::simhash::hamming;
 use tables::{Bands, Tables};
 use window::{Entry, Window};
 
+/// Most matches [`NearIndex::query`] returns (the closest). More add
+/// nothing to a verdict: they name the same few campaigns, and each one
+/// costs the caller a campaign lookup.
+pub const MAX_MATCHES: usize = 256;
+
 /// A match found in the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Match {
@@ -126,29 +131,49 @@ impl NearIndex {
     }
 
     /// Every live near entry matching `q`, each once, sorted by sketch
-    /// difference, then distance, then sequence number.
+    /// difference, then distance, then sequence number; at most
+    /// [`MAX_MATCHES`] of them (the closest), found among the newest
+    /// [`tables::MAX_BUCKET_SCAN`] items of each bucket.
+    ///
+    /// Implementation note: the work is O(c log c) for c candidates, and c
+    /// is at most `MAX_BUCKET_SCAN` per table, so a lookup costs a bounded
+    /// amount however many copies of one text the window holds. (Checking
+    /// each candidate against the matches found so far, as this once did,
+    /// made a flood of n identical messages cost O(n²) per message.)
     pub fn query(&self, q: &Query<'_>) -> Vec<Match> {
-        let mut out: Vec<Match> = Vec::new();
-        let consider = |low: u32, shares_band: bool, out: &mut Vec<Match>| {
-            if let Some((seq, e)) = self.window.get_by_low(low) {
-                if out.iter().any(|m| m.seq == seq) {
-                    return;
-                }
-                if let Some((d, sd)) = self.accept(e, q, shares_band) {
-                    out.push(Match {
-                        seq,
-                        distance: d,
-                        sketch_diff: sd,
-                        campaign: e.campaign,
-                    });
-                }
-            }
-        };
+        // (low sequence number, found through a band); a candidate comes
+        // once per table it is in, so sort and merge its duplicates.
+        let mut cands: Vec<(u32, bool)> = Vec::new();
         self.tables
-            .candidates(q.simhash, |low| consider(low, false, &mut out));
+            .candidates(q.simhash, |low| cands.push((low, false)));
         self.bands
-            .candidates(q.bands, |low| consider(low, true, &mut out));
+            .candidates(q.bands, |low| cands.push((low, true)));
+        cands.sort_unstable();
+        cands.dedup_by(|later, kept| {
+            // One entry found through several tables: it shares a band if
+            // any band table found it.
+            if later.0 == kept.0 {
+                kept.1 |= later.1;
+                true
+            } else {
+                false
+            }
+        });
+        let mut out: Vec<Match> = cands
+            .into_iter()
+            .filter_map(|(low, shares_band)| {
+                let (seq, e) = self.window.get_by_low(low)?;
+                let (d, sd) = self.accept(e, q, shares_band)?;
+                Some(Match {
+                    seq,
+                    distance: d,
+                    sketch_diff: sd,
+                    campaign: e.campaign,
+                })
+            })
+            .collect();
         out.sort_unstable_by_key(|m| (m.sketch_diff, m.distance, m.seq));
+        out.truncate(MAX_MATCHES);
         out
     }
 
@@ -341,6 +366,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A flood of one fingerprint (a large campaign of identical copies, or
+    /// messages built to land in one bucket) fills one bucket per table.
+    /// Buckets never hold more than the window (plus stale band items the
+    /// sweep has not reached), and a lookup reads a bounded number of items
+    /// and returns a bounded number of matches: per-message work does not
+    /// grow with the flood.
+    #[test]
+    fn a_flood_of_one_fingerprint_costs_bounded_work_per_lookup() {
+        use tables::MAX_BUCKET_SCAN;
+        let h = 0x0123_4567_89AB_CDEF;
+        let max_entries = 4 * MAX_BUCKET_SCAN;
+        let mut idx = NearIndex::new(3, max_entries, 2, 10, 64);
+        // The band sweep visits 4 buckets per insertion.
+        let stale = (1usize << idx.bands.bits()) / 4;
+        for t in 0..(3 * max_entries) as u32 {
+            idx.insert(entry(h, t), &bands_of(h));
+            if t % 64 == 0 {
+                assert!(idx.tables.longest_bucket() <= max_entries);
+                assert!(idx.bands.longest_bucket() <= max_entries + stale);
+            }
+        }
+        assert_eq!(idx.len(), max_entries);
+        assert_eq!(idx.tables.longest_bucket(), max_entries);
+        let mut read = 0;
+        idx.tables.candidates(h, |_| read += 1);
+        assert_eq!(
+            read,
+            4 * MAX_BUCKET_SCAN,
+            "k + 1 = 4 tables, newest items only"
+        );
+        let mut read = 0;
+        idx.bands.candidates(&bands_of(h), |_| read += 1);
+        assert_eq!(read, 2 * MAX_BUCKET_SCAN);
+        let m = idx.query(&q(h, &bands_of(h)));
+        assert_eq!(m.len(), MAX_MATCHES);
+        assert!(m.iter().all(|x| x.distance == 0 && x.sketch_diff == 0));
+        let newest = idx.window().next_seq();
+        assert!(m.iter().all(|x| x.seq >= newest - MAX_BUCKET_SCAN as u64));
     }
 
     #[test]

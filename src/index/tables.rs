@@ -21,6 +21,16 @@
 
 use std::collections::VecDeque;
 
+/// Most items a query reads from one bucket: the newest ones.
+///
+/// A bucket is long only when many window entries share a block or band
+/// key: a large campaign of near-identical copies, or messages built to
+/// flood one bucket. Reading all of it would make one lookup cost
+/// O(window) and a flood of n copies O(n²) in all; the newest items are
+/// enough to find the campaign (its copies have been merged into one, and
+/// the newest copy is the one that resembles the next best).
+pub const MAX_BUCKET_SCAN: usize = 1024;
+
 /// Buckets of (check << 32 | seq) items, indexed by `bits` key bits.
 #[derive(Debug, Clone)]
 struct BucketTable {
@@ -75,6 +85,17 @@ impl BucketTable {
         self.buckets
             .get(self.index(key))
             .map_or((&[][..], &[][..]), VecDeque::as_slices)
+    }
+
+    /// The newest items of the bucket of `key`, at most
+    /// [`MAX_BUCKET_SCAN`], newest first.
+    fn scan_newest(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
+        let (x, y) = self.scan(key);
+        x.iter().chain(y).rev().take(MAX_BUCKET_SCAN).copied()
+    }
+
+    fn longest(&self) -> usize {
+        self.buckets.iter().map(VecDeque::len).max().unwrap_or(0)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -161,12 +182,12 @@ impl Tables {
     }
 
     /// Calls `found(low_seq)` for every candidate that passes the prefilter
-    /// in some table. A candidate can be reported once per table it matches.
+    /// in some table, among the newest [`MAX_BUCKET_SCAN`] items of each
+    /// bucket. A candidate can be reported once per table it matches.
     pub fn candidates(&self, h: u64, mut found: impl FnMut(u32)) {
         for (b, t) in self.blocks.iter().zip(&self.tables) {
             let q = u64::from(Self::check(*b, h)) << 32;
-            let (x, y) = t.scan(Self::key(*b, h));
-            for &item in x.iter().chain(y) {
+            for item in t.scan_newest(Self::key(*b, h)) {
                 // The check bits sit in the high half; the low half (the
                 // sequence number) is masked off.
                 if ((item ^ q) >> 32).count_ones() <= self.k {
@@ -178,6 +199,15 @@ impl Tables {
 
     pub fn heap_bytes(&self) -> usize {
         self.tables.iter().map(BucketTable::heap_bytes).sum()
+    }
+
+    /// Items in the longest bucket of any table.
+    pub fn longest_bucket(&self) -> usize {
+        self.tables
+            .iter()
+            .map(BucketTable::longest)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -231,12 +261,12 @@ impl Bands {
         next
     }
 
-    /// Calls `found(low_seq)` for every entry sharing a band key.
+    /// Calls `found(low_seq)` for every entry sharing a band key, among
+    /// the newest [`MAX_BUCKET_SCAN`] items of each bucket.
     pub fn candidates(&self, bands: &[u64], mut found: impl FnMut(u32)) {
         for (t, key) in self.tables.iter().zip(bands) {
             let q = key >> 32;
-            let (x, y) = t.scan(*key);
-            for &item in x.iter().chain(y) {
+            for item in t.scan_newest(*key) {
                 if item >> 32 == q {
                     found(item as u32);
                 }
@@ -246,6 +276,15 @@ impl Bands {
 
     pub fn heap_bytes(&self) -> usize {
         self.tables.iter().map(BucketTable::heap_bytes).sum()
+    }
+
+    /// Items in the longest bucket of any table (stale items included).
+    pub fn longest_bucket(&self) -> usize {
+        self.tables
+            .iter()
+            .map(BucketTable::longest)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Bucket index bits of every band table (all tables share one size).

@@ -52,17 +52,47 @@ pub enum MimeOutcome {
     Unparsed,
 }
 
+/// `raw` in wire form, every bare LF made CRLF (RFC 5322 section 2.3), cut
+/// at `max` bytes; and whether anything was cut. Borrowed when `raw`
+/// already has CRLF line ends.
+///
+/// Implementation note: mail-parser 0.11 misreads some LF-only messages:
+/// a date ending in a two-letter zone (`UT`) takes the LF with it, so the
+/// next header, or the blank line and the first body paragraph, become
+/// part of the date. Parsing what the MTA would send
+/// avoids it, and gives an mbox message (LF) the same fingerprint as the
+/// same message from the milter (CRLF) by construction.
+fn wire_form(raw: &[u8], max: usize) -> (Cow<'_, [u8]>, bool) {
+    let bare_lf = |(i, b): (usize, &u8)| *b == b'\n' && (i == 0 || raw.get(i - 1) != Some(&b'\r'));
+    let cut_at = |v: &[u8]| v.len() > max;
+    if !raw.iter().take(max).enumerate().any(bare_lf) {
+        return match raw.get(..max) {
+            Some(cut) if cut_at(raw) => (Cow::Borrowed(cut), true),
+            _ => (Cow::Borrowed(raw), false),
+        };
+    }
+    let mut out = Vec::with_capacity(max.min(raw.len() + raw.len() / 32 + 16));
+    let mut used = 0;
+    for (i, b) in raw.iter().enumerate() {
+        if out.len() >= max {
+            break;
+        }
+        if bare_lf((i, b)) {
+            out.push(b'\r');
+        }
+        out.push(*b);
+        used = i + 1;
+    }
+    // A CRLF made at the bound may overshoot it by the LF.
+    let cut = used < raw.len() || out.len() > max;
+    out.truncate(max);
+    (Cow::Owned(out), cut)
+}
+
 /// Parses `raw` and extracts its text, bounded by `scan`.
 pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
-    let mut truncated = false;
-    let input = match raw.get(..scan.max_parse_bytes) {
-        Some(cut) if cut.len() < raw.len() => {
-            truncated = true;
-            cut
-        }
-        _ => raw,
-    };
-    let Some(message) = MessageParser::default().parse(input) else {
+    let (input, truncated) = wire_form(raw, scan.max_parse_bytes);
+    let Some(message) = MessageParser::default().parse(&input[..]) else {
         return MimeOutcome::Unparsed;
     };
     if message.headers().is_empty() && message.parts.len() <= 1 && message.raw_message.is_empty() {
@@ -123,7 +153,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
-                body.attachments.push(Sha256::digest(b).into());
+                body.attachments.push(attachment_hash(part, b));
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
                 collect(inner, limit, body, depth + 1)
@@ -183,6 +213,28 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// SHA-256 of an attachment's decoded bytes. Base64 carries bytes exactly;
+/// every other transfer encoding (7bit, 8bit, quoted-printable, or none
+/// declared) is made of lines, which end in CRLF on the wire and in LF in
+/// an mbox file (RFC 2045 section 2.10, RFC 5322 section 2.3), so CRLF is
+/// hashed as LF: the same attachment gives the same hash from the MTA and
+/// from a file.
+fn attachment_hash(part: &MessagePart<'_>, bytes: &[u8]) -> [u8; 32] {
+    if part.encoding == Encoding::Base64 {
+        return Sha256::digest(bytes).into();
+    }
+    let mut h = Sha256::new();
+    let mut rest = bytes;
+    while let Some(cr) = rest.windows(2).position(|w| w == b"\r\n") {
+        let (line, tail) = rest.split_at(cr);
+        h.update(line);
+        // Drop the CR; the LF starts the next piece.
+        rest = tail.get(1..).unwrap_or_default();
+    }
+    h.update(rest);
+    h.finalize().into()
 }
 
 /// A text part that is really an HTML document.
@@ -284,6 +336,81 @@ mod tests {
             b.attachments[0],
             <[u8; 32]>::from(Sha256::digest([0u8, 1, 2]))
         );
+    }
+
+    /// Found by the `message` fuzz target (fixtures/fuzz/message/
+    /// crlf-multipart-without-boundary.eml): the body of a multipart
+    /// without boundary is kept as a binary part, and its hash depended on
+    /// the line ends, so the same message had two exact hashes.
+    #[test]
+    fn crlf_and_lf_give_the_same_attachment_hash() {
+        let lf = "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nsee\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: 8bit\n\nline one\nline two\n--B--\n";
+        let crlf = lf.replace('\n', "\r\n");
+        let (a, b) = (parsed(lf), parsed(&crlf));
+        assert_eq!(a.attachments.len(), 1);
+        assert_eq!(a.attachments, b.attachments);
+        let no_boundary = "Subject: x\nContent-Type: multipart/related\n\n--\nContent-Type: text/plain\n\nno boundary here\n----\n";
+        let (a, b) = (
+            parsed(no_boundary),
+            parsed(&no_boundary.replace('\n', "\r\n")),
+        );
+        assert_eq!(a.attachments.len(), 1);
+        assert_eq!(a.attachments, b.attachments);
+        // Base64 bytes are hashed as they are, CR included.
+        let b64 = parsed("Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\nYQ0KYg==\n--B--\n");
+        assert_eq!(
+            b64.attachments,
+            vec![<[u8; 32]>::from(Sha256::digest(b"a\r\nb"))]
+        );
+    }
+
+    /// Found by the `message` fuzz target on real mail (a list message
+    /// whose last header was `Date: Sun, 25 Aug 2002 16:50:54 UT`): with LF
+    /// line ends mail-parser read the zone past the line end and lost the
+    /// first body paragraph; with CRLF it did not. Minimized by hand:
+    /// fixtures/fuzz/message/lf-date-two-letter-zone.eml.
+    #[test]
+    fn date_with_two_letter_zone_keeps_the_body_with_lf_line_ends() {
+        // (A one-letter zone, `Z`, still loses the line end with CRLF too:
+        // mail-parser reads two bytes after the zone's first letter.)
+        for zone in ["UT", "GMT", "+0000"] {
+            let lf = format!("Subject: x\nDate: Sun, 25 Aug 2002 16:50:54 {zone}\n\nfirst line\nsecond line\n\nthird paragraph\n");
+            let crlf = lf.replace('\n', "\r\n");
+            let a = parsed(&lf);
+            assert!(a.text.starts_with("first line"), "{zone}: {:?}", a.text);
+            assert_eq!(
+                a.text.replace('\r', ""),
+                parsed(&crlf).text.replace('\r', "")
+            );
+        }
+        // A header after such a date is kept too.
+        let b = parsed(
+            "Date: Sun, 25 Aug 2002 16:50:54 UT\nContent-Type: text/html\n\n<p>a <b>b</b></p>\n",
+        );
+        assert_eq!(b.text.trim(), "a b");
+    }
+
+    #[test]
+    fn wire_form_makes_bare_lf_crlf_within_the_bound() {
+        assert_eq!(
+            wire_form(b"a\r\nb\r\n", 100),
+            (Cow::Borrowed(&b"a\r\nb\r\n"[..]), false)
+        );
+        assert_eq!(
+            wire_form(b"a\nb\r\nc\n", 100).0.as_ref(),
+            b"a\r\nb\r\nc\r\n"
+        );
+        assert_eq!(wire_form(b"\n\n", 100).0.as_ref(), b"\r\n\r\n");
+        // Cut at the same bytes as the CRLF message would be.
+        for max in 0..8 {
+            let (lf, lf_cut) = wire_form(b"ab\ncd\n", max);
+            let (crlf, crlf_cut) = wire_form(b"ab\r\ncd\r\n", max);
+            assert_eq!(
+                (lf.as_ref(), lf_cut),
+                (crlf.as_ref(), crlf_cut),
+                "max {max}"
+            );
+        }
     }
 
     #[test]
