@@ -15,7 +15,7 @@
 #   DURATION=45 PROFILE=debug benches/soak.sh              # CI's short run
 #   REDIS=1 benches/soak.sh    # shared state in a redis-server of its own,
 #                              # killed (-9) at 1/3 and restarted at 2/3
-# Env: DURATION, WORKERS, SAMPLE, RSS_SLACK_MB, PROFILE, CARGO_TARGET_DIR,
+# Env: DURATION, WORKERS, MAX_ENTRIES (window cap, default 20000), SAMPLE, RSS_SLACK_MB, PROFILE, CARGO_TARGET_DIR,
 # SMTP_PORT / SINK_PORT, KEEP=1 keeps the work directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,6 +110,12 @@ listen = ""
 [thresholds]
 bulk_threshold = 20.0
 suspect_threshold = 5.0
+# A window that fills within the warm-up, so that "flat after warm-up"
+# tests the caps rather than a 6-hour window still filling.
+[window]
+max_entries = ${MAX_ENTRIES:-20000}
+[exact]
+bloom_items = ${MAX_ENTRIES:-20000}
 CF
 start_redis() {
   redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
