@@ -47,10 +47,12 @@ fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
     cfg
 }
 
-/// Envelope of message `i`: senders and recipient counts vary.
+/// Envelope of message `i`: recipient counts vary, and the sender domain
+/// changes every 40 messages, so a long campaign loses old domains as its
+/// messages leave the window.
 fn envelope(i: usize) -> Envelope {
     Envelope {
-        mail_from: Some(format!("bounce{}@sender{}.example", i, i % 3)),
+        mail_from: Some(format!("bounce{}@sender{}.example", i, (i / 40) % 5)),
         rcpts: (0..1 + i % 3)
             .map(|r| format!("user{r}@example.net"))
             .collect(),

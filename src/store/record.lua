@@ -8,11 +8,11 @@
 --   B:t:<i>:<hex>      zset, permuted block table i, bucket <hex> (score: time)
 --   B:b:<j>:<hex4>     zset, MinHash band table j, bucket = first 4 hex digits
 --   B:x:<sha256 hex>   "<time>:<campaign id>" of an exact text
---   B:c:<id>           hash, a campaign (f l m r s al subj names) or an
---                      alias of a merged campaign (a = target id)
+--   B:c:<id>           hash, a campaign (f l m r s al ns subj names, and
+--                      d<sender-domain hash> -> messages for up to 64
+--                      domains) or an alias of a merged campaign (a = id)
 --   B:c:<id>:l         list, one 9-byte item per message (time, rcpts,
 --                      weight, sender), oldest first: counts fall by it
---   B:c:<id>:s         hash, sender-domain hash -> messages (up to 64)
 -- Table members pack (seq, simhash, sketch, campaign id) in 36 bytes (band
 -- members add the 16-hex band key): under zset-max-listpack-value (64), so
 -- small buckets stay compact. Every key gets a TTL of the window plus a
@@ -78,72 +78,112 @@ end
 
 local function ckey(id) return B .. ':c:' .. id end
 
-local function touch(id)
-  local c = ckey(id)
-  redis.call('EXPIRE', c, ttl)
-  redis.call('EXPIRE', c .. ':l', ttl)
-  redis.call('EXPIRE', c .. ':s', ttl)
+-- Campaigns are read once into Lua tables (`camps`), changed there, and
+-- written back once at the end (`dirty`): a few calls per message instead
+-- of one per counter. Numeric fields: f l m r s al ns; senders are fields
+-- d<hash> (up to MAX_SENDERS, counted in ns).
+local camps, dirty, gone = {}, {}, {}
+local NUMERIC = { 'f', 'l', 'm', 'r', 's', 'al', 'ns' }
+
+local function load(id)
+  local v = camps[id]
+  if v ~= nil then return v or nil end
+  local h = redis.call('HGETALL', ckey(id))
+  if #h == 0 then
+    camps[id] = false
+    return nil
+  end
+  v = {}
+  for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
+  if not v.a then
+    for _, f in ipairs(NUMERIC) do v[f] = tonumber(v[f]) or 0 end
+  end
+  camps[id] = v
+  return v
 end
 
 -- The live campaign an id forwards to, or nil.
-local function resolve_uncached(id)
+local function resolve(id)
   for _ = 1, MAX_CHAIN do
-    local t = redis.call('HGET', ckey(id), 'a')
-    if not t then
-      if redis.call('EXISTS', ckey(id)) == 1 then return id end
-      return nil
-    end
-    id = t
+    local v = load(id)
+    if not v then return nil end
+    if not v.a then return id end
+    id = v.a
   end
   return nil
 end
 
--- Members of one big campaign name the same few ids: resolve each once.
-local resolved = {}
-local function resolve(id)
-  local r = resolved[id]
-  if r == nil then
-    r = resolve_uncached(id) or false
-    resolved[id] = r
-  end
-  return r or nil
-end
-
-local function drop_sender(c, s, n)
-  local sk_ = c .. ':s'
-  if redis.call('HEXISTS', sk_, s) == 1 then
-    if redis.call('HINCRBY', sk_, s, -n) <= 0 then redis.call('HDEL', sk_, s) end
+local function add_sender(v, s, n)
+  local f = 'd' .. s
+  local cur = tonumber(v[f])
+  if cur then
+    v[f] = cur + n
+  elseif v.ns < MAX_SENDERS then
+    v[f] = n
+    v.ns = v.ns + 1
   end
 end
 
-local function add_sender(c, s, n)
-  local sk_ = c .. ':s'
-  if redis.call('HEXISTS', sk_, s) == 1 or redis.call('HLEN', sk_) < MAX_SENDERS then
-    redis.call('HINCRBY', sk_, s, n)
+local function drop_sender(id, v, s, n)
+  local f = 'd' .. s
+  local cur = tonumber(v[f])
+  if cur then
+    if cur - n <= 0 then
+      v[f] = nil
+      v.ns = v.ns - 1
+      gone[id] = gone[id] or {}
+      table.insert(gone[id], f)
+    else
+      v[f] = cur - n
+    end
+  end
+end
+
+local function add_name(v, name)
+  local names = v.names or ''
+  local n = 0
+  for _ in string.gmatch(names, '[^\n]+') do n = n + 1 end
+  if n < 5 and not string.find('\n' .. names .. '\n', '\n' .. name .. '\n', 1, true) then
+    v.names = (names == '' and name) or (names .. '\n' .. name)
   end
 end
 
 -- Takes what left the window out of a live campaign's counters; deletes
--- the campaign and returns false when nothing of it is left.
+-- the campaign and returns false when nothing of it is left. Once per
+-- campaign and call.
+local expired = {}
 local function expire(id)
-  local c = ckey(id)
-  local l = c .. ':l'
+  if expired[id] ~= nil then return expired[id] end
+  local v = load(id)
+  if not v or v.a then return false end
+  local l = ckey(id) .. ':l'
+  local alive = true
   while true do
-    local head = redis.call('LINDEX', l, 0)
-    if not head then break end
-    local t, r, w, s = struct.unpack('>I4HBH', head)
-    if t >= cutoff then break end
-    redis.call('LPOP', l)
-    redis.call('HINCRBY', c, 'm', -1)
-    redis.call('HINCRBY', c, 'r', -r)
-    redis.call('HINCRBY', c, 's', -(r * w))
-    drop_sender(c, s, 1)
+    local items = redis.call('LRANGE', l, 0, 63)
+    local n = 0
+    for _, it in ipairs(items) do
+      local t, r, w, s = struct.unpack('>I4HBH', it)
+      if t >= cutoff then break end
+      n = n + 1
+      v.m = v.m - 1
+      v.r = v.r - r
+      v.s = v.s - r * w
+      drop_sender(id, v, s, 1)
+    end
+    if n > 0 then
+      redis.call('LTRIM', l, n, -1)
+      dirty[id] = true
+    end
+    if n < #items then break end
+    if #items < 64 then
+      redis.call('DEL', ckey(id), l)
+      camps[id], dirty[id], gone[id] = false, nil, nil
+      alive = false
+      break
+    end
   end
-  if redis.call('LLEN', l) == 0 then
-    redis.call('DEL', c, l, c .. ':s')
-    return false
-  end
-  return true
+  expired[id] = alive
+  return alive
 end
 
 local function hex48(n)
@@ -153,12 +193,14 @@ end
 local function create()
   local id = first_id
   for _ = 1, 1024 do
-    local c = ckey(id)
-    if redis.call('EXISTS', c) == 0 then break end
-    if not redis.call('HGET', c, 'a') and not expire(id) then break end
+    local v = load(id)
+    if not v then break end
+    if not v.a and not expire(id) then break end
     id = hex48((tonumber(id, 16) + 1) % 281474976710656)
   end
-  redis.call('HSET', ckey(id), 'f', now, 'l', now, 'm', 0, 'r', 0, 's', 0, 'al', 0)
+  camps[id] = { f = now, l = now, m = 0, r = 0, s = 0, al = 0, ns = 0 }
+  expired[id] = true
+  dirty[id] = true
   return id
 end
 
@@ -167,50 +209,34 @@ end
 local function merge(roots)
   local target, tf = nil, nil
   for _, id in ipairs(roots) do
-    local f = tonumber(redis.call('HGET', ckey(id), 'f'))
+    local f = camps[id].f
     if not target or f < tf or (f == tf and id < target) then
       target, tf = id, f
     end
   end
   local absorbed = {}
-  local tc = ckey(target)
+  local tv = camps[target]
+  local tl = ckey(target) .. ':l'
   for _, id in ipairs(roots) do
     if id ~= target then
-      local c = ckey(id)
-      local h = redis.call('HGETALL', c)
-      local v = {}
-      for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
-      if tonumber(v.f) < tf then
-        redis.call('HSET', tc, 'f', v.f)
-        tf = tonumber(v.f)
+      local v = camps[id]
+      if v.f < tv.f then tv.f = v.f end
+      if v.l > tv.l then tv.l = v.l end
+      tv.m = tv.m + v.m
+      tv.r = tv.r + v.r
+      tv.s = tv.s + v.s
+      if v.al == 1 then tv.al = 1 end
+      for k, x in pairs(v) do
+        if string.sub(k, 1, 1) == 'd' then add_sender(tv, string.sub(k, 2), tonumber(x)) end
       end
-      if tonumber(v.l) > tonumber(redis.call('HGET', tc, 'l')) then
-        redis.call('HSET', tc, 'l', v.l)
-      end
-      redis.call('HINCRBY', tc, 'm', v.m)
-      redis.call('HINCRBY', tc, 'r', v.r)
-      redis.call('HINCRBY', tc, 's', v.s)
-      if v.al == '1' then redis.call('HSET', tc, 'al', 1) end
-      local senders = redis.call('HGETALL', c .. ':s')
-      for i = 1, #senders, 2 do add_sender(tc, senders[i], tonumber(senders[i + 1])) end
       if v.names then
-        local names = redis.call('HGET', tc, 'names') or ''
-        local n = 0
-        for _ in string.gmatch(names, '[^\n]+') do n = n + 1 end
-        for name in string.gmatch(v.names, '[^\n]+') do
-          if n < 5 and not string.find('\n' .. names .. '\n', '\n' .. name .. '\n', 1, true) then
-            names = (names == '' and name) or (names .. '\n' .. name)
-            n = n + 1
-          end
-        end
-        redis.call('HSET', tc, 'names', names)
+        for name in string.gmatch(v.names, '[^\n]+') do add_name(tv, name) end
       end
-      if v.subj and not redis.call('HGET', tc, 'subj') then
-        redis.call('HSET', tc, 'subj', v.subj)
-      end
+      if v.subj and not tv.subj then tv.subj = v.subj end
       -- Both lists are in time order; the merged one must be too, so that
       -- expiry takes items from the front.
-      local a = redis.call('LRANGE', tc .. ':l', 0, -1)
+      local c = ckey(id)
+      local a = redis.call('LRANGE', tl, 0, -1)
       local b = redis.call('LRANGE', c .. ':l', 0, -1)
       local merged, i, j = {}, 1, 1
       while i <= #a or j <= #b do
@@ -221,15 +247,17 @@ local function merge(roots)
           merged[#merged + 1] = b[j]; j = j + 1
         end
       end
-      redis.call('DEL', tc .. ':l', c, c .. ':l', c .. ':s')
+      redis.call('DEL', tl, c, c .. ':l')
       for x = 1, #merged, 1000 do
-        redis.call('RPUSH', tc .. ':l', unpack(merged, x, math.min(x + 999, #merged)))
+        redis.call('RPUSH', tl, unpack(merged, x, math.min(x + 999, #merged)))
       end
       redis.call('HSET', c, 'a', target)
       redis.call('EXPIRE', c, ttl)
+      camps[id], dirty[id], gone[id] = { a = target }, nil, nil
       absorbed[#absorbed + 1] = id
     end
   end
+  dirty[target] = true
   return target, absorbed
 end
 
@@ -290,10 +318,11 @@ end
 -- One read per bucket, newest first, with scores: items older than the
 -- window are skipped here and trimmed when this message is added (only
 -- then), as are items beyond the newest MAX_SCAN.
-local trim = {}
+local trim, newest = {}, {}
 local function scan(key, f)
   local r = redis.call('ZREVRANGE', key, 0, MAX_SCAN - 1, 'WITHSCORES')
   if #r >= 2 * MAX_SCAN then trim[key] = true end
+  if #r > 0 then newest[key] = tonumber(r[2]) end
   for i = 1, #r, 2 do
     if tonumber(r[i + 1]) >= cutoff then f(r[i]) else trim[key] = true end
   end
@@ -336,43 +365,56 @@ local strong = exact or (best_d and best_d <= strong_d) or (best_sd and best_sd 
 local weight = 100
 if best_d and not strong then weight = weak_pct end
 
-local c = ckey(target)
-redis.call('HINCRBY', c, 'm', 1)
-redis.call('HINCRBY', c, 'r', rcpts)
-local score = redis.call('HINCRBY', c, 's', rcpts * weight)
-if now > tonumber(redis.call('HGET', c, 'l')) then redis.call('HSET', c, 'l', now) end
-add_sender(c, sender, 1)
-if sender_name ~= '' then
-  local names = redis.call('HGET', c, 'names') or ''
-  local n = 0
-  for _ in string.gmatch(names, '[^\n]+') do n = n + 1 end
-  if n < 5 and not string.find('\n' .. names .. '\n', '\n' .. sender_name .. '\n', 1, true) then
-    redis.call('HSET', c, 'names', (names == '' and sender_name) or (names .. '\n' .. sender_name))
-  end
-end
-if keep_subjects and subject ~= '' and not redis.call('HGET', c, 'subj') then
-  redis.call('HSET', c, 'subj', subject)
-end
-redis.call('RPUSH', c .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
+local v = camps[target]
+v.m = v.m + 1
+v.r = v.r + rcpts
+v.s = v.s + rcpts * weight
+if now > v.l then v.l = now end
+add_sender(v, sender, 1)
+if sender_name ~= '' then add_name(v, sender_name) end
+if keep_subjects and subject ~= '' and not v.subj then v.subj = subject end
+redis.call('RPUSH', ckey(target) .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
 local newly_bulk = 0
-if score >= bulk_centi and redis.call('HGET', c, 'al') ~= '1' then
-  redis.call('HSET', c, 'al', 1)
+if v.s >= bulk_centi and v.al ~= 1 then
+  v.al = 1
   newly_bulk = 1
 end
-touch(target)
+dirty[target] = true
+
+-- Write the campaigns back, each in one HSET.
+for id in pairs(dirty) do
+  local cv = camps[id]
+  if cv then
+    local c = ckey(id)
+    if gone[id] then redis.call('HDEL', c, unpack(gone[id])) end
+    local args = {}
+    for k, x in pairs(cv) do
+      args[#args + 1] = k
+      args[#args + 1] = x
+    end
+    redis.call('HSET', c, unpack(args))
+    redis.call('EXPIRE', c, ttl)
+    redis.call('EXPIRE', c .. ':l', ttl)
+  end
+end
 
 -- Record the message.
 local seq = redis.call('INCR', KEYS[1]) - 1
 redis.call('EXPIRE', KEYS[1], ttl)
 if near then
   local member = struct.pack('>dI4I4I4I4c12', seq, sim[1], sim[2], sk[1], sk[2], target)
+  -- The TTL is renewed by the first insert of each minute: every item then
+  -- outlives its window (the margin is 5 minutes) at one EXPIRE per
+  -- bucket and minute, not per insert.
   local function put(key, m)
     redis.call('ZADD', key, now, m)
+    if not newest[key] or math.floor(newest[key] / 60) ~= math.floor(now / 60) then
+      redis.call('EXPIRE', key, ttl)
+    end
     if trim[key] then
       redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
       redis.call('ZREMRANGEBYRANK', key, 0, -(MAX_SCAN + 1))
     end
-    redis.call('EXPIRE', key, ttl)
   end
   for i = 1, ntables do put(B .. ':t:' .. tables[i], member) end
   for j = 1, nbands do
@@ -382,9 +424,6 @@ if near then
 end
 redis.call('SET', xkey, now .. ':' .. target, 'EX', ttl)
 
-local h = redis.call('HGETALL', c)
-local v = {}
-for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
 return {
   exact and 1 or 0,
   best_d or -1,
@@ -392,12 +431,12 @@ return {
   near_seq or -1,
   seq,
   target,
-  tonumber(v.f),
-  tonumber(v.l),
-  tonumber(v.m),
-  tonumber(v.r),
-  tonumber(v.s),
-  redis.call('HLEN', c .. ':s'),
+  v.f,
+  v.l,
+  v.m,
+  v.r,
+  v.s,
+  v.ns,
   v.subj or '',
   v.subj and 1 or 0,
   v.names or '',
