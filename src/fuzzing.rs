@@ -179,7 +179,7 @@ pub fn message(data: &[u8]) {
     let cfg = small_config();
     let env = one_recipient();
     check_message(data, &env, &cfg);
-    let head: &[u8] = if data.len() % 2 == 0 {
+    let head: &[u8] = if data.len().is_multiple_of(2) {
         b"Subject: fuzz\nContent-Type: text/plain; charset=utf-8\n\n"
     } else {
         b"Subject: fuzz\nContent-Type: text/html\n\n"
