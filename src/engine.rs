@@ -423,7 +423,7 @@ pub struct Outcome {
 pub struct StoreError(pub String);
 
 /// Where the window, the exact set and the campaign counts live. The memory
-/// store is [`Engine`] itself; `crate::store::redis` shares them between
+/// store is [`Engine`] itself; the Redis store in `crate::store` shares them between
 /// hosts. Every store gives the same [`Outcome`] for the same stream (a
 /// contract test suite runs against each).
 pub trait Store {
