@@ -56,6 +56,9 @@ const MAX_STRING: usize = 1024;
 /// Most sender names and sender hashes per campaign (see `campaign.rs`).
 const MAX_SENDER_NAMES: usize = 5;
 const MAX_SENDERS: usize = 64;
+/// Largest first sequence number of a saved window (a billion messages a
+/// second for 146 years).
+const MAX_BASE_SEQ: u64 = 1 << 62;
 
 const TAG_WINDOW: u8 = 1;
 const TAG_BANDS: u8 = 2;
@@ -534,6 +537,14 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
 
     let mut s = r.section(TAG_WINDOW, "window")?;
     let base = s.u64()?;
+    // Sequence numbers count messages since the window was created and
+    // only grow; one near u64::MAX, never reached by counting, would
+    // overflow as mail arrives.
+    if base > MAX_BASE_SEQ {
+        return Err(SnapshotError::Invalid {
+            what: format!("window sequence number {base}"),
+        });
+    }
     let n = s.items(max_entries, ENTRY_LEN)?;
     let mut entries = Vec::with_capacity(n);
     for _ in 0..n {
@@ -829,6 +840,33 @@ mod tests {
             decode(&reseal(body), &cfg),
             Err(SnapshotError::TooLarge { .. })
         ));
+    }
+
+    /// Found by the snapshot fuzz target
+    /// (fixtures/fuzz/snapshot/crash-window-base-near-u64-max.bin): a
+    /// window whose first sequence number is near u64::MAX overflowed when
+    /// the block tables were rebuilt from it.
+    #[test]
+    fn window_base_near_the_end_of_u64_is_refused() {
+        let cfg = small_cfg();
+        let bytes = encode(&fed_engine(&cfg), 1);
+        let at = HEADER_LEN + 1 + 8;
+        for base in [u64::MAX, u64::MAX - 3, MAX_BASE_SEQ + 1] {
+            let mut body = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
+            body[at..at + 8].copy_from_slice(&base.to_le_bytes());
+            assert!(
+                matches!(
+                    decode(&reseal(body), &cfg),
+                    Err(SnapshotError::Invalid { .. })
+                ),
+                "base {base}"
+            );
+        }
+        let mut body = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
+        body[at..at + 8].copy_from_slice(&MAX_BASE_SEQ.to_le_bytes());
+        let (mut e, _) = decode(&reseal(body), &cfg).unwrap();
+        let v = e.process(spam("zed", 9).as_bytes(), &env(), UnixSecs(5000));
+        assert!(v.seq.is_some_and(|s| s > MAX_BASE_SEQ));
     }
 
     #[test]

@@ -409,7 +409,8 @@ fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     lo: T,
     hi: T,
 ) -> Result<T, ConfigError> {
-    if v < lo || v > hi {
+    // `contains`, not `v < lo || v > hi`: NaN (TOML has `nan`) is in no range.
+    if !(lo..=hi).contains(&v) {
         Err(ConfigError::invalid(
             key,
             format!("{v} is outside {lo}..={hi}"),
