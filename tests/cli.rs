@@ -197,3 +197,34 @@ fn scan_with_state_judges_against_a_snapshot() {
     let out = run(bin().args(["scan", "--state"]).arg(&path).arg(&another));
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A reader that closes the pipe early (`bulkwatch scan msg | head -1`):
+/// the commands end quietly instead of panicking in `println!`. The read
+/// end is closed before the command starts, so its first write fails.
+#[test]
+fn a_closed_stdout_ends_each_command_quietly() {
+    let msg = root("fixtures/mbox/campaigns.mbox");
+    let cfg = root("config/bulkwatch.toml");
+    let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["scan".as_ref(), msg.as_os_str()],
+        vec!["check-config".as_ref(), cfg.as_os_str()],
+        vec!["replay".as_ref(), msg.as_os_str()],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = bin()
+            .args(&args)
+            .stdout(writer)
+            .output()
+            .expect("run bulkwatch");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{args:?}: {:?} {stderr}",
+            out.status
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{CliError, Outcome};
+use super::{print_stdout, CliError, Outcome};
 use crate::config::Config;
 
 #[derive(Debug, Args)]
@@ -15,10 +15,9 @@ pub struct CheckConfigArgs {
 
 pub fn run(args: CheckConfigArgs) -> Result<Outcome, CliError> {
     let cfg = Config::load(&args.file)?;
-    println!(
-        "# {}: OK. Effective settings (defaults filled in):",
+    print_stdout(&format!(
+        "# {}: OK. Effective settings (defaults filled in):\n{cfg:#?}\n",
         args.file.display()
-    );
-    println!("{cfg:#?}");
+    ))?;
     Ok(Outcome::Ok)
 }

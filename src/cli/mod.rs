@@ -85,14 +85,41 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<Config, CliError> {
 ///
 /// # Errors
 /// Whatever the command reports; `main` prints it with its causes.
+///
+/// Standard output closed by its reader (`bulkwatch scan msg | head -3`)
+/// ends the command quietly, as it ends `cat`.
 pub fn run(cli: Cli) -> Result<Outcome, CliError> {
-    match cli.command {
+    let res = match cli.command {
         Command::Serve(a) => crate::milter::serve::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Scan(a) => scan::run(a),
         Command::Tune(a) => tune::run(a),
         Command::CheckConfig(a) => check_config::run(a),
+    };
+    match res {
+        Err(CliError::Write { path, source })
+            if path.as_os_str() == "stdout" && source.kind() == std::io::ErrorKind::BrokenPipe =>
+        {
+            Ok(Outcome::Ok)
+        }
+        other => other,
     }
+}
+
+/// Writes `text` to standard output and flushes it.
+///
+/// # Errors
+/// [`CliError::Write`] when standard output cannot take it (a closed pipe
+/// included; [`run`] ends quietly on that one).
+pub fn print_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| CliError::Write {
+            path: "stdout".into(),
+            source,
+        })
 }
 
 /// Prints an error and each of its causes on its own line, to stderr.

@@ -1,14 +1,16 @@
 //! `bulkwatch scan [FILE|-]`: one message, explained.
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{load_config, CliError, Outcome};
-use crate::engine::{analyze, Envelope, UnixSecs};
+use super::{load_config, print_stdout, CliError, Outcome};
+use crate::config::Config;
+use crate::engine::{analyze, Analysis, Envelope, UnixSecs};
 use crate::simhash::hex;
-use crate::verdict::Level;
+use crate::verdict::{Level, Verdict};
 
 #[derive(Debug, Args)]
 pub struct ScanArgs {
@@ -47,45 +49,67 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
     }
     let env = Envelope::default();
     let a = analyze(&raw, &env, &cfg);
-    let shown: String = a.normalized.text.chars().take(args.show).collect();
-    println!("message-id:  {}", a.message_id.as_deref().unwrap_or("-"));
-    println!("subject:     {}", a.subject.as_deref().unwrap_or("-"));
-    println!(
+    let verdict = match &args.state {
+        Some(state) => {
+            let mut engine =
+                crate::snapshot::load_engine(state, &cfg).map_err(|e| CliError::Other {
+                    what: format!("cannot use state {}", state.display()),
+                    source: Box::new(e),
+                })?;
+            let now = engine.latest_time().unwrap_or(UnixSecs(0));
+            Some(engine.decide(&a, &env, now))
+        }
+        None => None,
+    };
+    // Writing to a String cannot fail.
+    let text = render(&a, &cfg, args.show, verdict.as_ref()).unwrap_or_default();
+    print_stdout(&text)?;
+    Ok(match verdict {
+        Some(v) if v.level == Level::Bulk => Outcome::BulkFound,
+        _ => Outcome::Ok,
+    })
+}
+
+fn render(
+    a: &Analysis,
+    cfg: &Config,
+    show: usize,
+    verdict: Option<&Verdict>,
+) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let shown: String = a.normalized.text.chars().take(show).collect();
+    writeln!(
+        out,
+        "message-id:  {}",
+        a.message_id.as_deref().unwrap_or("-")
+    )?;
+    writeln!(out, "subject:     {}", a.subject.as_deref().unwrap_or("-"))?;
+    writeln!(
+        out,
         "features:    {} (min_features {})",
         a.features, cfg.fingerprint.min_features
-    );
-    println!("tokens:      {}", a.normalized.tokens);
+    )?;
+    writeln!(out, "tokens:      {}", a.normalized.tokens)?;
     match &a.fingerprint {
         Some(fp) => {
-            println!("simhash:     {:016x}", fp.simhash);
-            println!("sha256:      {}", hex(&fp.exact));
-            println!("version:     {}", fp.version);
+            writeln!(out, "simhash:     {:016x}", fp.simhash)?;
+            writeln!(out, "sha256:      {}", hex(&fp.exact))?;
+            writeln!(out, "version:     {}", fp.version)?;
         }
-        None => println!("simhash:     - (message could not be parsed)"),
+        None => writeln!(out, "simhash:     - (message could not be parsed)")?,
     }
-    println!(
+    writeln!(
+        out,
         "normalized:\n{}{}",
         shown,
-        if a.normalized.text.chars().count() > args.show {
+        if a.normalized.text.chars().count() > show {
             "\n[...]"
         } else {
             ""
         }
-    );
-    if let Some(state) = &args.state {
-        let mut engine =
-            crate::snapshot::load_engine(state, &cfg).map_err(|e| CliError::Other {
-                what: format!("cannot use state {}", state.display()),
-                source: Box::new(e),
-            })?;
-        let now = engine.latest_time().unwrap_or(UnixSecs(0));
-        let v = engine.decide(&a, &env, now);
-        println!("verdict:     {}", v.header_value());
-        return Ok(if v.level == Level::Bulk {
-            Outcome::BulkFound
-        } else {
-            Outcome::Ok
-        });
+    )?;
+    if let Some(v) = verdict {
+        writeln!(out, "verdict:     {}", v.header_value())?;
     }
-    Ok(Outcome::Ok)
+    Ok(out)
 }
