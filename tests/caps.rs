@@ -184,6 +184,13 @@ fn caps_beyond_their_ranges_are_refused_by_key() {
             "[milter]\nmax_connections = 100001\n",
             "milter.max_connections",
         ),
+        // The LRU allocates its table up front.
+        ("[exact]\nlru_capacity = 16777217\n", "exact.lru_capacity"),
+        // Each setting in range, together about 100 GiB of Bloom filters.
+        (
+            "[exact]\nbloom_items = 4294967296\nbloom_fp_rate = 1e-30\n",
+            "exact.bloom_items",
+        ),
     ] {
         let err = Config::from_toml_str(toml).expect_err(toml);
         assert_eq!(err.key(), Some(key), "{toml}");

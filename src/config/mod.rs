@@ -110,6 +110,29 @@ pub struct ExactConfig {
     pub lru_capacity: usize,
 }
 
+/// The most memory the exact set's Bloom filters may take, all generations
+/// together (a typo such as `bloom_fp_rate = 1e-300` must not abort the
+/// daemon on allocation).
+pub const MAX_BLOOM_BYTES: u64 = 4 << 30;
+
+impl ExactConfig {
+    /// Bytes the Bloom filters take, all generations together: each of the
+    /// `generations` filters holds `bloom_items / (generations - 1)` items
+    /// at `bloom_fp_rate` (`-ln p / ln² 2` bits per item, as `ExactSet`
+    /// sizes them).
+    pub fn bloom_bytes(&self) -> u64 {
+        let slices = self.generations.saturating_sub(1).max(1);
+        let per_gen = (self.bloom_items / slices).max(16) as f64;
+        let bits_per_item = -self.bloom_fp_rate.ln() / (std::f64::consts::LN_2.powi(2));
+        let bytes = per_gen * bits_per_item / 8.0 * self.generations.max(2) as f64;
+        if bytes.is_finite() && bytes < u64::MAX as f64 {
+            bytes.ceil() as u64
+        } else {
+            u64::MAX
+        }
+    }
+}
+
 /// Campaign bookkeeping.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CampaignConfig {
@@ -580,7 +603,7 @@ impl Config {
                 c.exact.generations = to_usize("exact.generations", v.into(), 2, 16)?;
             }
             if let Some(v) = e.lru_capacity {
-                c.exact.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 28)?;
+                c.exact.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 24)?;
             }
         }
         if let Some(cp) = raw.campaign {
@@ -605,6 +628,21 @@ impl Config {
             if let Some(v) = t.weak_match_weight {
                 th.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
             }
+        }
+        let bloom = c.exact.bloom_bytes();
+        if bloom > MAX_BLOOM_BYTES {
+            return Err(ConfigError::invalid(
+                "exact.bloom_items",
+                format!(
+                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
+                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
+                     higher rate)",
+                    c.exact.bloom_fp_rate,
+                    c.exact.generations,
+                    bloom >> 20,
+                    MAX_BLOOM_BYTES >> 20
+                ),
+            ));
         }
         if c.thresholds.suspect_threshold > c.thresholds.bulk_threshold {
             return Err(ConfigError::invalid(
