@@ -143,11 +143,16 @@ impl NearIndex {
     pub fn query(&self, q: &Query<'_>) -> Vec<Match> {
         // (low sequence number, found through a band); a candidate comes
         // once per table it is in, so sort and merge its duplicates.
+        let mut scans = Vec::with_capacity(16);
+        self.tables.buckets(q.simhash, &mut scans);
+        let blocks = scans.len();
+        self.bands.buckets(q.bands, &mut scans);
+        tables::warm(&scans);
         let mut cands: Vec<(u32, bool)> = Vec::new();
-        self.tables
-            .candidates(q.simhash, |low| cands.push((low, false)));
-        self.bands
-            .candidates(q.bands, |low| cands.push((low, true)));
+        for (i, s) in scans.iter().enumerate() {
+            let band = i >= blocks;
+            s.run(|low| cands.push((low, band)));
+        }
         cands.sort_unstable();
         cands.dedup_by(|later, kept| {
             // One entry found through several tables: it shares a band if

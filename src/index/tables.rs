@@ -31,6 +31,64 @@ use std::collections::VecDeque;
 /// the newest copy is the one that resembles the next best).
 pub const MAX_BUCKET_SCAN: usize = 1024;
 
+/// One bucket a query reads: its newest items (at most
+/// [`MAX_BUCKET_SCAN`]) and the test on their check bits.
+///
+/// A query first collects the buckets of every table, then reads them: the
+/// bucket headers and items of a large window are cache misses, and
+/// collecting first lets the processor wait for all of them at once
+/// instead of for one table after another (see [`warm`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BucketScan<'a> {
+    older: &'a [u64],
+    newer: &'a [u64],
+    check: u32,
+    /// Most differing check bits (block tables); `None`: equal check bits
+    /// (band tables).
+    radius: Option<u32>,
+}
+
+impl BucketScan<'_> {
+    /// Calls `found(low_seq)` for each item that passes the test.
+    pub fn run(&self, mut found: impl FnMut(u32)) {
+        let check = self.check;
+        for part in [self.older, self.newer] {
+            match self.radius {
+                Some(k) => {
+                    for &item in part {
+                        if (((item >> 32) as u32) ^ check).count_ones() <= k {
+                            found(item as u32);
+                        }
+                    }
+                }
+                None => {
+                    for &item in part {
+                        if (item >> 32) as u32 == check {
+                            found(item as u32);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads one word of every cache line the scans will read, all before the
+/// first scan starts: independent loads, so their misses overlap. Without
+/// it a query over a window of 10^7 entries waited for each table's bucket
+/// in turn. The result is passed to `black_box` so the loads are kept.
+pub fn warm(scans: &[BucketScan<'_>]) {
+    let mut sink = 0u64;
+    for s in scans {
+        for part in [s.older, s.newer] {
+            for w in part.iter().step_by(8) {
+                sink ^= *w;
+            }
+        }
+    }
+    std::hint::black_box(sink);
+}
+
 /// Buckets of (check << 32 | seq) items, indexed by `bits` key bits.
 #[derive(Debug, Clone)]
 struct BucketTable {
@@ -88,10 +146,13 @@ impl BucketTable {
     }
 
     /// The newest items of the bucket of `key`, at most
-    /// [`MAX_BUCKET_SCAN`], newest first.
-    fn scan_newest(&self, key: u64) -> impl Iterator<Item = u64> + '_ {
+    /// [`MAX_BUCKET_SCAN`], as (older, newer) slices.
+    fn newest(&self, key: u64) -> (&[u64], &[u64]) {
         let (x, y) = self.scan(key);
-        x.iter().chain(y).rev().take(MAX_BUCKET_SCAN).copied()
+        match MAX_BUCKET_SCAN.checked_sub(y.len()) {
+            None => (&[], y.get(y.len() - MAX_BUCKET_SCAN..).unwrap_or(y)),
+            Some(room) => (x.get(x.len().saturating_sub(room)..).unwrap_or(x), y),
+        }
     }
 
     fn longest(&self) -> usize {
@@ -185,15 +246,23 @@ impl Tables {
     /// in some table, among the newest [`MAX_BUCKET_SCAN`] items of each
     /// bucket. A candidate can be reported once per table it matches.
     pub fn candidates(&self, h: u64, mut found: impl FnMut(u32)) {
+        let mut scans = Vec::new();
+        self.buckets(h, &mut scans);
+        for s in &scans {
+            s.run(&mut found);
+        }
+    }
+
+    /// Appends the bucket of `h` in every table to `out`.
+    pub fn buckets<'a>(&'a self, h: u64, out: &mut Vec<BucketScan<'a>>) {
         for (b, t) in self.blocks.iter().zip(&self.tables) {
-            let q = u64::from(Self::check(*b, h)) << 32;
-            for item in t.scan_newest(Self::key(*b, h)) {
-                // The check bits sit in the high half; the low half (the
-                // sequence number) is masked off.
-                if ((item ^ q) >> 32).count_ones() <= self.k {
-                    found(item as u32);
-                }
-            }
+            let (older, newer) = t.newest(Self::key(*b, h));
+            out.push(BucketScan {
+                older,
+                newer,
+                check: Self::check(*b, h),
+                radius: Some(self.k),
+            });
         }
     }
 
@@ -264,13 +333,23 @@ impl Bands {
     /// Calls `found(low_seq)` for every entry sharing a band key, among
     /// the newest [`MAX_BUCKET_SCAN`] items of each bucket.
     pub fn candidates(&self, bands: &[u64], mut found: impl FnMut(u32)) {
+        let mut scans = Vec::new();
+        self.buckets(bands, &mut scans);
+        for s in &scans {
+            s.run(&mut found);
+        }
+    }
+
+    /// Appends the bucket of each band key in its table to `out`.
+    pub fn buckets<'a>(&'a self, bands: &[u64], out: &mut Vec<BucketScan<'a>>) {
         for (t, key) in self.tables.iter().zip(bands) {
-            let q = key >> 32;
-            for item in t.scan_newest(*key) {
-                if item >> 32 == q {
-                    found(item as u32);
-                }
-            }
+            let (older, newer) = t.newest(*key);
+            out.push(BucketScan {
+                older,
+                newer,
+                check: (key >> 32) as u32,
+                radius: None,
+            });
         }
     }
 
@@ -336,6 +415,30 @@ impl Bands {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `newest` keeps exactly the last `MAX_BUCKET_SCAN` items, in order,
+    /// also when the ring buffer has wrapped into two slices.
+    #[test]
+    fn newest_items_of_a_wrapped_bucket() {
+        let mut t = BucketTable::new(8);
+        let n = MAX_BUCKET_SCAN as u64;
+        for total in [3, n - 1, n, n + 1, 2 * n + 7] {
+            for seq in 0..total + 500 {
+                t.insert(0, 0, seq);
+                if seq >= total {
+                    t.remove_oldest(0, seq - total);
+                }
+            }
+            let (x, y) = t.scan(0);
+            assert_eq!((x.len() + y.len()) as u64, total);
+            let (older, newer) = t.newest(0);
+            let got: Vec<u64> = older.iter().chain(newer).map(|i| i & 0xFFFF_FFFF).collect();
+            let end = total + 500;
+            let want: Vec<u64> = (end - total.min(n)..end).collect();
+            assert_eq!(got, want, "bucket of {total}");
+            t.buckets[0].clear();
+        }
+    }
 
     #[test]
     fn band_parts_round_trip() {
