@@ -94,11 +94,17 @@ pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
     let subject = cfg.include_subject.then_some(norm.subject.as_str());
     for line in norm.text.split('\n').chain(subject) {
         sentence.clear();
-        sentence.extend(
-            line.split(' ')
-                .filter(|t| !t.is_empty())
-                .map(|t| hash_token(t, cfg.hash_key)),
-        );
+        // Tokens are short: a byte loop beats `split(' ')`'s memchr.
+        let mut start = 0;
+        for (i, b) in line.bytes().chain([b' ']).enumerate() {
+            if b == b' ' {
+                if i > start {
+                    let token = line.get(start..i).unwrap_or_default();
+                    sentence.push(hash_token(token, cfg.hash_key));
+                }
+                start = i + 1;
+            }
+        }
         if sentence.is_empty() {
             continue;
         }

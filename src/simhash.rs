@@ -40,20 +40,29 @@ pub fn weight(tf: u32) -> i64 {
 
 /// Charikar's simhash of weighted features.
 pub fn simhash(shingles: &Shingles) -> u64 {
-    let mut sums = [0i64; 64];
-    for &(h, tf) in &shingles.features {
-        let w = weight(tf);
-        for (bit, sum) in sums.iter_mut().enumerate() {
-            if (h >> bit) & 1 == 1 {
-                *sum += w;
-            } else {
-                *sum -= w;
+    // Per bit, the weight of the features that set it, and the total:
+    // the signed sum is 2 * set - total. Branch-free over i32 lanes, so the
+    // compiler vectorizes the inner loop; a weight is at most 33, so a
+    // chunk of 2^20 features cannot overflow an i32 before it is added to
+    // the i64 sums.
+    let mut set = [0i64; 64];
+    let mut total = 0i64;
+    for chunk in shingles.features.chunks(1 << 20) {
+        let mut part = [0i32; 64];
+        for &(h, tf) in chunk {
+            let w = weight(tf) as i32;
+            total += i64::from(w);
+            for (bit, sum) in part.iter_mut().enumerate() {
+                *sum += w & -(((h >> bit) & 1) as i32);
             }
         }
+        for (s, p) in set.iter_mut().zip(part) {
+            *s += i64::from(p);
+        }
     }
-    sums.iter().enumerate().fold(
+    set.iter().enumerate().fold(
         0u64,
-        |acc, (bit, &s)| if s > 0 { acc | (1 << bit) } else { acc },
+        |acc, (bit, &s)| if 2 * s > total { acc | (1 << bit) } else { acc },
     )
 }
 

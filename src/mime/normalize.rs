@@ -275,7 +275,7 @@ fn cut_footer(lines: &mut Vec<&str>) {
             lines.truncate(i);
             return;
         }
-        text_before |= line.chars().any(char::is_alphanumeric);
+        text_before = text_before || line.chars().any(char::is_alphanumeric);
     }
 }
 
@@ -376,6 +376,9 @@ fn is_greeting(t: &str) -> bool {
 struct Personal {
     addresses: HashSet<String>,
     words: HashSet<String>,
+    /// Bit `len % 64` set for the byte length of every name word: most
+    /// body words have a length no name has, and skip the hash lookup.
+    word_lengths: u64,
 }
 
 impl Personal {
@@ -383,6 +386,7 @@ impl Personal {
         let mut p = Personal {
             addresses: HashSet::new(),
             words: HashSet::new(),
+            word_lengths: 0,
         };
         if !cfg.strip_recipient {
             return p;
@@ -407,6 +411,7 @@ impl Personal {
                 }
             }
         }
+        p.word_lengths = p.words.iter().fold(0, |m, w| m | 1 << (w.len() % 64));
         p
     }
 
@@ -415,7 +420,7 @@ impl Personal {
     }
 
     fn is_name(&self, w: &str) -> bool {
-        self.words.contains(w)
+        self.word_lengths & (1 << (w.len() % 64)) != 0 && self.words.contains(w)
     }
 }
 
