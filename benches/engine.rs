@@ -10,6 +10,10 @@
 //! - `lookup/N`: one query against a window of N entries (random
 //!   fingerprints, the default radius and bands). Memory per window entry is
 //!   printed while the window is built.
+//! - `inline/<name>`: analysis of each message of the hostile suite
+//!   (`fixtures/hostile`) cut to `milter::INLINE_SCAN_BYTES`: the worst
+//!   case of what the milter analyses on a connection's own task instead of
+//!   the blocking pool.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -19,6 +23,7 @@ use bulkwatch::config::Config;
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
 use bulkwatch::index::window::Entry;
 use bulkwatch::index::{NearIndex, Query};
+use bulkwatch::milter::INLINE_SCAN_BYTES;
 use bulkwatch::replay::read_mbox;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -72,6 +77,22 @@ fn throughput(c: &mut Criterion) {
             }
         })
     });
+    g.finish();
+}
+
+#[path = "../fixtures/hostile/messages.rs"]
+mod hostile;
+
+fn inline(c: &mut Criterion) {
+    let cfg = Config::default();
+    let env = Envelope::default();
+    let mut g = c.benchmark_group("inline");
+    g.sample_size(20);
+    for h in hostile::all() {
+        let mut raw = hostile::raw(&h);
+        raw.truncate(INLINE_SCAN_BYTES);
+        g.bench_function(h.name, |b| b.iter(|| black_box(analyze(&raw, &env, &cfg))));
+    }
     g.finish();
 }
 
@@ -141,5 +162,5 @@ fn lookup(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, throughput, lookup);
+criterion_group!(benches, throughput, lookup, inline);
 criterion_main!(benches);
