@@ -4,25 +4,31 @@
 # without a milter for reference. Load from Postfix's smtp-source: 1 session
 # and 10 sessions, 5000-byte messages, several messages per connection.
 # Each milter gets a warm-up batch first, and the queue drains between runs.
-# On a shared machine run it a few times: the spread is large.
+# The milters take turns (REPS), and the summary compares each bulkwatch
+# turn with the null turn beside it: on a shared machine single runs spread
+# widely.
 #
 # Needs root and postfix (see ../shared/notes/postfix-testing.md).
 #   cargo build --release && cargo build --release --example null_milter
 #   benches/postfix_milter.sh                  # inet socket
 #   SOCK=unix benches/postfix_milter.sh        # unix socket
-# Env: PROFILE (release|debug), CARGO_TARGET_DIR, N1 / N10 (messages per
-# run), SIZE (bytes), SMTP_PORT / SINK_PORT / MILTER_PORT.
+# Env: PROFILE (release|debug), CARGO_TARGET_DIR, BW / NULL (the two
+# milters' binaries), REPS (turns each, default 3), N1 / N10 (messages
+# per run), SIZE (bytes),
+# SMTP_PORT / SINK_PORT / MILTER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PROFILE=${PROFILE:-release}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
-BW=$TARGET/$PROFILE/bulkwatch
-NULL=$TARGET/$PROFILE/examples/null_milter
+BW=${BW:-$TARGET/$PROFILE/bulkwatch}
+NULL=${NULL:-$TARGET/$PROFILE/examples/null_milter}
 N1=${N1:-1000}
 N10=${N10:-4000}
 SIZE=${SIZE:-5000}
 SOCK=${SOCK:-inet}
+REPS=${REPS:-3}
+export REPS
 SMTP=${SMTP_PORT:-12525}
 SINK=${SINK_PORT:-12526}
 MPORT=${MILTER_PORT:-12527}
@@ -131,14 +137,29 @@ drain() {
   done
 }
 
-# rate NAME SESSIONS MESSAGES: prints one table row, echoes msg/s to fd 3
+# CPU time (user + system, clock ticks) the milter process has used so far;
+# 0 without one. Steadier than msg/s on a shared machine: it is the cost
+# the milter takes out of the cores Postfix needs.
+milter_ticks() {
+  if [ -n "${MPID:-}" ] && [ -r "/proc/$MPID/stat" ]; then
+    # Fields 14 and 15 (utime, stime), counted after the ")" that ends the name.
+    sed 's/.*) //' "/proc/$MPID/stat" | awk '{ print $12 + $13 }'
+  else
+    echo 0
+  fi
+}
+
+# rate NAME SESSIONS MESSAGES: prints one table row: seconds, msg/s, and
+# the milter's CPU milliseconds per message.
 rate() {
-  local name=$1 sess=$2 msgs=$3 t0 t1
+  local name=$1 sess=$2 msgs=$3 t0 t1 c0 c1
+  c0=$(milter_ticks)
   t0=$(date +%s.%N)
   smtp-source -d -s "$sess" -m "$msgs" -l "$SIZE" -f bench@source.example -t rcpt@dest.example "127.0.0.1:$SMTP"
   t1=$(date +%s.%N)
-  awk -v n="$name" -v s="$sess" -v m="$msgs" -v a="$t0" -v b="$t1" \
-    'BEGIN { printf "%-12s %8s %8s %9.2f %9.1f\n", n, s, m, b - a, m / (b - a) }'
+  c1=$(milter_ticks)
+  awk -v n="$name" -v s="$sess" -v m="$msgs" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%-12s %8s %8s %9.2f %9.1f %9.3f\n", n, s, m, b - a, m / (b - a), 1000 * c / hz / m }'
 }
 
 run_with() {
@@ -163,17 +184,50 @@ run_with() {
   fi
 }
 
-echo "socket=$SOCK size=$SIZE profile=$PROFILE cores=$(nproc) $(date -u +%FT%TZ)"
-printf "%-12s %8s %8s %9s %9s\n" milter sessions messages seconds msg/s
-# No pipes into tee here: run_with must run in this shell, so the EXIT trap
-# sees MPID and stops a milter left running by a failed run.
-run_with null "$NULL" "$NULLSOCK" >"$DIR/null.rows"; cat "$DIR/null.rows"
-run_with bulkwatch "$BW" serve --config "$DIR/bulkwatch.toml" >"$DIR/bw.rows"; cat "$DIR/bw.rows"
-# Without a milter (restart: a reload leaves idle smtpd processes that
-# still talk to the stopped milter for a while).
+echo "socket=$SOCK size=$SIZE profile=$PROFILE cores=$(nproc) reps=$REPS $(date -u +%FT%TZ)"
+printf "%-12s %8s %8s %9s %9s %9s\n" milter sessions messages seconds msg/s cpu_ms/msg
+# The two milters take turns, REPS times, in alternating order, so that a
+# change in the machine's load (other guests of a shared host) falls on
+# both alike; the summary pairs each turn of bulkwatch with the null turn
+# beside it. No pipes into tee here: run_with must run in this shell, so
+# the EXIT trap sees MPID and stops a milter left running by a failed run.
+: >"$DIR/rows"
+turn() {
+  if [ "$1" = null ]; then
+    run_with null "$NULL" "$NULLSOCK" >"$DIR/rep.rows"
+  else
+    run_with bulkwatch "$BW" serve --config "$DIR/bulkwatch.toml" >"$DIR/rep.rows"
+  fi
+  cat "$DIR/rep.rows"
+  sed "s/^/$2 /" "$DIR/rep.rows" >>"$DIR/rows"
+}
+for rep in $(seq 1 "$REPS"); do
+  if [ $((rep % 2)) = 1 ]; then turn null "$rep"; turn bulkwatch "$rep"
+  else turn bulkwatch "$rep"; turn null "$rep"; fi
+done
+# Without a milter, once, for reference (restart: a reload leaves idle
+# smtpd processes that still talk to the stopped milter for a while).
 postfix -c "$DIR/conf" stop >/dev/null
 postconf -c "$DIR/conf" -e "smtpd_milters ="
 postfix -c "$DIR/conf" start >/dev/null
 for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$SMTP") 2>/dev/null && break; sleep 0.05; done
-run_with none >"$DIR/none.rows"; cat "$DIR/none.rows"
-paste "$DIR/null.rows" "$DIR/bw.rows" | awk '{ printf "bulkwatch/null, %s session(s): %.1f%%\n", $2, 100 * $10 / $5 }'
+run_with none
+# Per session count: the median (and range) of the paired ratios
+# bulkwatch/null, the median rates, and the milters' CPU per message.
+# Rows in $DIR/rows: rep name sessions messages seconds msg/s cpu_ms/msg.
+for sess in 1 10; do
+  awk -v s="$sess" -v reps="$REPS" '
+    $3 == s && $2 == "null" { n[$1] = $6; nc[$1] = $7 }
+    $3 == s && $2 == "bulkwatch" { b[$1] = $6; bc[$1] = $7 }
+    function median(a, k,   i, j, t, c) {
+      c = 0; for (i in a) t[++c] = a[i]
+      for (i = 2; i <= c; i++) for (j = i; j > 1 && t[j - 1] > t[j]; j--) { x = t[j]; t[j] = t[j - 1]; t[j - 1] = x }
+      if (k == "min") return t[1]; if (k == "max") return t[c]
+      return (c % 2) ? t[(c + 1) / 2] : (t[c / 2] + t[c / 2 + 1]) / 2
+    }
+    END {
+      for (r in n) if (r in b) ratio[r] = 100 * b[r] / n[r]
+      printf "%s session(s), %d pairs: bulkwatch/null median %.1f%% (range %.1f%% to %.1f%%); median msg/s null %.1f, bulkwatch %.1f; milter CPU ms/msg null %.3f, bulkwatch %.3f\n",
+        s, reps, median(ratio), median(ratio, "min"), median(ratio, "max"), median(n), median(b), median(nc), median(bc)
+    }' "$DIR/rows"
+done
