@@ -6,7 +6,12 @@
 //!   mail-parser's own mbox split + parse + text extraction (body_text and
 //!   body_html of every part), `bulkwatch_engine` is split + analyze +
 //!   decide, the work of `bulkwatch replay`. Criterion's throughput line is
-//!   in messages per second.
+//!   in messages per second. Implementation note: each iteration builds
+//!   and drops an engine, and after the first the heap is full of the last
+//!   engine's freed buckets, so glibc's realloc of growing buckets costs
+//!   far more here (a quarter of the time, by `perf`) than in a `replay`
+//!   process, which starts one engine on a fresh heap (there the index
+//!   does not show among the top symbols).
 //! - `lookup/N`: one query against a window of N entries (random
 //!   fingerprints, the default radius and bands). Memory per window entry is
 //!   printed while the window is built.

@@ -306,19 +306,27 @@ impl Bands {
     }
 
     /// Drops stale items (those `live` rejects) from the front of `count`
-    /// buckets per table starting at `start`, and returns where to start
-    /// next. Band keys are not kept per entry (that would cost 8 bytes per
-    /// band per entry), so band items are deleted lazily: a stale item never
-    /// matches (its sequence number is no longer in the window), and this
-    /// sweep, run a few buckets per insertion, keeps their number bounded.
-    pub fn sweep(&mut self, start: usize, count: usize, live: impl Fn(u32) -> bool) -> usize {
+    /// buckets per table starting at `start`; returns where to start next
+    /// and how many items it dropped. Band keys are not kept per entry
+    /// (that would cost 8 bytes per band per entry), so band items are
+    /// deleted lazily: a stale item never matches (its sequence number is
+    /// no longer in the window), and this sweep, run a few buckets per
+    /// insertion while stale items remain, keeps their number bounded.
+    pub fn sweep(
+        &mut self,
+        start: usize,
+        count: usize,
+        live: impl Fn(u32) -> bool,
+    ) -> (usize, usize) {
         let mut next = start;
+        let mut dropped = 0;
         for t in &mut self.tables {
             let n = t.buckets.len();
             for i in 0..count {
                 if let Some(b) = t.buckets.get_mut((start + i) % n.max(1)) {
                     while b.front().is_some_and(|it| !live(*it as u32)) {
                         b.pop_front();
+                        dropped += 1;
                     }
                     if b.is_empty() && b.capacity() > 16 {
                         b.shrink_to_fit();
@@ -327,7 +335,12 @@ impl Bands {
             }
             next = (start + count) % n.max(1);
         }
-        next
+        (next, dropped)
+    }
+
+    /// Buckets per table.
+    pub fn buckets_per_table(&self) -> usize {
+        self.tables.first().map_or(0, |t| t.buckets.len())
     }
 
     /// Calls `found(low_seq)` for every entry sharing a band key, among
@@ -371,18 +384,22 @@ impl Bands {
         self.tables.first().map_or(0, |t| t.bits)
     }
 
-    /// The raw items of every non-empty bucket, per table, as
-    /// (bucket index, items): what a snapshot stores, since band keys are
-    /// not kept per entry and cannot be recomputed from the window.
-    pub fn to_parts(&self) -> Vec<Vec<(u32, Vec<u64>)>> {
+    /// The raw items that `live` keeps, of every bucket that has some, per
+    /// table, as (bucket index, items): what a snapshot stores, since band
+    /// keys are not kept per entry and cannot be recomputed from the
+    /// window.
+    pub fn to_parts(&self, live: impl Fn(u32) -> bool) -> Vec<Vec<(u32, Vec<u64>)>> {
         self.tables
             .iter()
             .map(|t| {
                 t.buckets
                     .iter()
                     .enumerate()
-                    .filter(|(_, b)| !b.is_empty())
-                    .map(|(i, b)| (i as u32, b.iter().copied().collect()))
+                    .filter_map(|(i, b)| {
+                        let items: Vec<u64> =
+                            b.iter().copied().filter(|it| live(*it as u32)).collect();
+                        (!items.is_empty()).then_some((i as u32, items))
+                    })
                     .collect()
             })
             .collect()
@@ -451,10 +468,10 @@ mod tests {
             ];
             b.insert(&keys, seq);
         }
-        let parts = b.to_parts();
+        let parts = b.to_parts(|_| true);
         let mut c = Bands::new(3, 1000);
         assert!(c.restore_parts(b.bits(), parts.clone()));
-        assert_eq!(c.to_parts(), parts);
+        assert_eq!(c.to_parts(|_| true), parts);
         let mut seen_b = Vec::new();
         let mut seen_c = Vec::new();
         b.candidates(&[0, 3, 1 << 40], |s| seen_b.push(s));
@@ -468,9 +485,9 @@ mod tests {
         let mut b = Bands::new(2, 100);
         b.insert(&[1, 2], 0);
         let mut big = Bands::new(2, 1 << 20);
-        assert!(!big.restore_parts(b.bits(), b.to_parts()));
+        assert!(!big.restore_parts(b.bits(), b.to_parts(|_| true)));
         let mut fewer = Bands::new(1, 100);
-        assert!(!fewer.restore_parts(b.bits(), b.to_parts()));
+        assert!(!fewer.restore_parts(b.bits(), b.to_parts(|_| true)));
         let mut same = Bands::new(2, 100);
         assert!(!same.restore_parts(b.bits(), vec![vec![(1 << 30, vec![1])], vec![]]));
         let mut n = 0;
