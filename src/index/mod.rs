@@ -439,13 +439,11 @@ mod tests {
     /// sweeping), and a restore drops every stale item a snapshot holds.
     #[test]
     fn stale_band_items_are_swept_counted_and_dropped_on_restore() {
+        fn items(parts: &[Vec<(u32, Vec<u64>)>]) -> usize {
+            parts.iter().flatten().map(|(_, items)| items.len()).sum()
+        }
         fn band_items(idx: &NearIndex) -> usize {
-            idx.bands
-                .to_parts(|_| true)
-                .iter()
-                .flatten()
-                .map(|(_, items)| items.len())
-                .sum()
+            items(&idx.bands.to_parts(|_| true))
         }
         let mut st = 11;
         let mut idx = NearIndex::new(3, 100, 2, 10, 64);
@@ -476,15 +474,7 @@ mod tests {
         assert_eq!(idx.stale_band_items, 0);
         assert_eq!(band_items(&idx), 2 * idx.len(), "only live items left");
         let mut restored = NearIndex::new(3, 100, 2, 10, 64);
-        assert_eq!(
-            saved
-                .bands
-                .iter()
-                .flatten()
-                .map(|(_, i)| i.len())
-                .sum::<usize>(),
-            200
-        );
+        assert_eq!(items(&saved.bands), 200);
         assert!(restored.restore_parts(saved));
         assert_eq!(band_items(&restored), 0);
         assert_eq!(restored.stale_band_items, 0);

@@ -58,8 +58,6 @@ pub struct State {
     scans: Arc<tokio::sync::Semaphore>,
 }
 
-/// Concurrent analyses: the number of CPUs, at least 2. More would only
-/// queue for the CPUs while holding a parsed message in memory each.
 /// Messages up to this size are analysed on the connection's own task;
 /// larger ones on the blocking pool, bounded by `engine_timeout`.
 ///
@@ -70,11 +68,12 @@ pub struct State {
 /// linear in the message's size, and the slowest message of the hostile
 /// suite cut to this size (10^5 nested HTML tags) takes about 1 ms
 /// (`cargo bench --bench engine -- inline`), so a timeout could not fire
-/// for one. Inline analyses are still
-/// at most one per runtime worker thread, one per core: the same bound as
-/// [`scan_slots`].
+/// for one. Inline analyses are still at most one per runtime worker
+/// thread, one per core: the same bound as [`scan_slots`].
 pub const INLINE_SCAN_BYTES: usize = 64 * 1024;
 
+/// Concurrent analyses: the number of CPUs, at least 2. More would only
+/// queue for the CPUs while holding a parsed message in memory each.
 pub fn scan_slots() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
