@@ -1,10 +1,12 @@
 //! Milter conversations against `milter::run` in-process on 127.0.0.1:0:
 //! tag, reject, tempfail, quarantine, forged header removal, two messages on
-//! one connection, abort mid-message, oversize message.
+//! one connection, abort mid-message, oversize message, messages judged on
+//! the blocking pool.
 
 mod common;
 
 use bulkwatch::config::Action;
+use bulkwatch::milter::INLINE_SCAN_BYTES;
 use bulkwatch::verdict::Level;
 use common::{config, open, send, spam, start, transact, Mail, NAMES};
 use indymilter_test::{any, EomAction, Status};
@@ -44,6 +46,54 @@ async fn campaign_copies_get_suspect_then_bulk_header() {
     // All copies name the same campaign.
     let id = |v: &str| v.split("campaign=").nth(1).map(|s| s[..12].to_owned());
     assert_eq!(id(&values[2][0]), id(&values[5][0]));
+    assert_eq!(m.state.metrics.messages(Level::Bulk), 2);
+    m.stop().await;
+}
+
+/// Messages larger than `INLINE_SCAN_BYTES` are analysed on the blocking
+/// pool instead of the connection's task: copies of a campaign padded past
+/// that size form one campaign and get the same headers as small ones.
+#[tokio::test]
+async fn campaign_copies_past_the_inline_size_are_judged_alike() {
+    const WORDS: [&str; 12] = [
+        "shipping", "warranty", "returns", "customer", "service", "delivery", "payment", "account",
+        "secure", "order", "refund", "policy",
+    ];
+    let mut terms = String::new();
+    let mut line = 0;
+    while terms.len() <= INLINE_SCAN_BYTES {
+        for j in 0..WORDS.len() {
+            terms.push_str(WORDS[(line * 5 + j * 7) % WORDS.len()]);
+            terms.push(' ');
+        }
+        terms.push_str("apply.\r\n");
+        line += 1;
+    }
+    let m = start(config()).await;
+    let mut levels = Vec::new();
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut mail = spam(name, 3000 + i as u32);
+        mail.body.push_str(&terms);
+        assert!(mail.body.len() > INLINE_SCAN_BYTES);
+        let (actions, status) = send(m.addr, &mail).await;
+        assert_eq!(status, Status::Accept, "message {i}");
+        let values = x_bulkwatch_values(&actions);
+        assert!(values.len() <= 1, "{values:?}");
+        levels.push(
+            values
+                .first()
+                .and_then(|v| v.split(';').next().map(str::to_owned)),
+        );
+    }
+    let want = [
+        None,
+        None,
+        Some("suspect"),
+        Some("suspect"),
+        Some("bulk"),
+        Some("bulk"),
+    ];
+    assert_eq!(levels, want.map(|l| l.map(str::to_owned)));
     assert_eq!(m.state.metrics.messages(Level::Bulk), 2);
     m.stop().await;
 }
