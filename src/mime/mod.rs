@@ -65,30 +65,25 @@ pub enum MimeOutcome {
 /// avoids it, and gives an mbox message (LF) the same fingerprint as the
 /// same message from the milter (CRLF) by construction.
 fn wire_form(raw: &[u8], max: usize) -> (Cow<'_, [u8]>, bool) {
+    // Every input byte gives at least one output byte, so the first `max`
+    // input bytes are all that the bound can use: copy no more than them,
+    // however large the message.
     let head = raw.get(..max).unwrap_or(raw);
-    let is_bare = |i: usize| i == 0 || raw.get(i - 1) != Some(&b'\r');
-    if !memchr::memchr_iter(b'\n', head).any(is_bare) {
+    let is_bare = |i: &usize| *i == 0 || raw.get(i - 1) != Some(&b'\r');
+    let mut bare = memchr::memchr_iter(b'\n', head).filter(is_bare).peekable();
+    if bare.peek().is_none() {
         return (Cow::Borrowed(head), head.len() < raw.len());
     }
-    let mut out = Vec::with_capacity(max.min(raw.len() + raw.len() / 32 + 16));
+    let mut out = Vec::with_capacity(head.len() + head.len() / 32 + 16);
     let mut start = 0;
-    for i in memchr::memchr_iter(b'\n', raw) {
-        if out.len() >= max {
-            break;
-        }
-        if is_bare(i) {
-            out.extend_from_slice(raw.get(start..i).unwrap_or_default());
-            out.extend_from_slice(b"\r\n");
-            start = i + 1;
-        }
+    for i in bare {
+        out.extend_from_slice(head.get(start..i).unwrap_or_default());
+        out.extend_from_slice(b"\r\n");
+        start = i + 1;
     }
-    if out.len() < max {
-        out.extend_from_slice(raw.get(start..).unwrap_or_default());
-        start = raw.len();
-    }
-    // A CRLF made at the bound may overshoot it by the LF, and the last
-    // chunk may run past it.
-    let cut = start < raw.len() || out.len() > max;
+    out.extend_from_slice(head.get(start..).unwrap_or_default());
+    // A CRLF made at the bound may overshoot it.
+    let cut = head.len() < raw.len() || out.len() > max;
     out.truncate(max);
     (Cow::Owned(out), cut)
 }
