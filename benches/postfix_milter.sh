@@ -14,8 +14,7 @@
 #   SOCK=unix benches/postfix_milter.sh        # unix socket
 # Env: PROFILE (release|debug), CARGO_TARGET_DIR, BW / NULL (the two
 # milters' binaries), REPS (turns each, default 3), N1 / N10 (messages
-# per run), SIZE (bytes),
-# SMTP_PORT / SINK_PORT / MILTER_PORT.
+# per run), SIZE (bytes), SMTP_PORT / SINK_PORT / MILTER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +27,6 @@ N10=${N10:-4000}
 SIZE=${SIZE:-5000}
 SOCK=${SOCK:-inet}
 REPS=${REPS:-3}
-export REPS
 SMTP=${SMTP_PORT:-12525}
 SINK=${SINK_PORT:-12526}
 MPORT=${MILTER_PORT:-12527}
@@ -219,7 +217,7 @@ for sess in 1 10; do
   awk -v s="$sess" -v reps="$REPS" '
     $3 == s && $2 == "null" { n[$1] = $6; nc[$1] = $7 }
     $3 == s && $2 == "bulkwatch" { b[$1] = $6; bc[$1] = $7 }
-    function median(a, k,   i, j, t, c) {
+    function median(a, k,   i, j, t, c, x) {
       c = 0; for (i in a) t[++c] = a[i]
       for (i = 2; i <= c; i++) for (j = i; j > 1 && t[j - 1] > t[j]; j--) { x = t[j]; t[j] = t[j - 1]; t[j - 1] = x }
       if (k == "min") return t[1]; if (k == "max") return t[c]
