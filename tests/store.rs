@@ -120,6 +120,29 @@ fn assert_same(memory: &[Seen], redis: &[Seen]) {
     }
 }
 
+/// Keys of `prefix` and how many of them lack a TTL of at most `max`
+/// seconds: Redis must need no cleanup job.
+fn keys_without_ttl(server: &RedisServer, prefix: &str, max: u64) -> (usize, usize) {
+    const SCRIPT: &str = "local bad = 0 \
+        local keys = redis.call('KEYS', ARGV[1]) \
+        for _, k in ipairs(keys) do \
+          local t = redis.call('TTL', k) \
+          if t < 0 or t > tonumber(ARGV[2]) then bad = bad + 1 end \
+        end \
+        return {#keys, bad}";
+    let out = server
+        .cli(&[
+            "EVAL",
+            SCRIPT,
+            "0",
+            &format!("{{{prefix}:v*"),
+            &max.to_string(),
+        ])
+        .unwrap();
+    let n: Vec<usize> = out.lines().map(|l| l.trim().parse().unwrap()).collect();
+    (n[0], n[1])
+}
+
 fn stream() -> Vec<Vec<u8>> {
     let mut msgs = fixture_messages("campaigns.mbox");
     let ham = fixture_messages("ham.mbox");
@@ -148,6 +171,11 @@ fn memory_and_redis_stores_agree_on_the_fixture_stream() {
     assert!(memory.iter().any(|s| !s.merged.is_empty()));
     assert!(memory.iter().any(|s| s.exact));
     assert!(memory.iter().any(|s| s.newly_bulk));
+    // Every key expires by itself (merged campaigns' lists included):
+    // within a slice (half a window) plus the window plus 5 minutes.
+    let (keys, bad) = keys_without_ttl(&server, "contract", 10_800 + 21_600 + 300);
+    assert!(keys > 100, "{keys} keys");
+    assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
 }
 
 #[test]
@@ -171,6 +199,8 @@ fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
         .max()
         .unwrap();
     assert!(most <= 86, "largest campaign {most}");
+    let (keys, bad) = keys_without_ttl(&server, "window", 300 + 600 + 300);
+    assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
 }
 
 #[test]
@@ -448,19 +478,25 @@ fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
     }
     let c = last.unwrap().campaign.unwrap();
     assert_eq!(c.messages, 1100);
-    let longest = server
-        .cli(&["--scan", "--pattern", "{flood:v*:t:*"])
+    // Block-table buckets are fields `t...` of the slice hashes, 40 bytes
+    // an item.
+    let mut longest = 0;
+    for key in server
+        .cli(&["--scan", "--pattern", "{flood:v*:s:*"])
         .unwrap()
         .lines()
-        .map(|k| {
-            server
-                .cli(&["ZCARD", k])
-                .unwrap()
-                .trim()
-                .parse::<usize>()
-                .unwrap()
-        })
-        .max()
-        .unwrap();
+    {
+        for field in server.cli(&["HKEYS", key]).unwrap().lines() {
+            if field.starts_with('t') {
+                let len: usize = server
+                    .cli(&["HSTRLEN", key, field])
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                longest = longest.max(len / 40);
+            }
+        }
+    }
     assert_eq!(longest, 1024);
 }

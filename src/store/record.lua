@@ -3,21 +3,28 @@
 -- it mirrors is Engine::record_local in src/engine.rs.
 --
 -- Every key starts with B = "{<prefix>:v<version>}", so in a Redis Cluster
--- they all hash to one slot (KEYS[1] is B..":seq", for routing).
---   B:seq              counter of recorded messages
---   B:t:<i>:<hex>      zset, permuted block table i, bucket <hex> (score: time)
---   B:b:<j>:<hex4>     zset, MinHash band table j, bucket = first 4 hex digits
---   B:x:<sha256 hex>   "<time>:<campaign id>" of an exact text
---   B:c:<id>           hash, a campaign (f l m r s al ns subj names, and
+-- they all hash to one slot (KEYS[1] is the current slice, for routing).
+--   B:s:<n>            hash, slice n of time (`slice` seconds, half a
+--                      window): what was recorded while now/slice = n:
+--     n                  the next message number (seq)
+--     x<hash>            "<time>:<campaign id>" of an exact text (first
+--                        128 bits of its SHA-256, hex)
+--     t<i>:<hex>         permuted block table i, bucket <hex>
+--     b<j>:<hex4>        MinHash band table j, bucket = first 4 hex digits
+--   B:c:<id>           hash, a campaign (f l m r s al ns o e subj names, and
 --                      d<sender-domain hash> -> messages for up to 64
 --                      domains) or an alias of a merged campaign (a = id)
 --   B:c:<id>:l         list, one 9-byte item per message (time, rcpts,
 --                      weight, sender), oldest first: counts fall by it
--- Table members pack (seq, simhash, sketch, campaign id) in 36 bytes (band
--- members add the 16-hex band key): under zset-max-listpack-value (64), so
--- small buckets stay compact. Every key gets a TTL of the window plus a
--- margin: Redis needs no cleanup job. Time comes from the caller (ARGV), so
--- replays with simulated time behave like the memory store.
+-- A bucket is a string of packed items, oldest first: time, seq, simhash,
+-- sketch and campaign id in 40 bytes (band items add the 8-byte band key),
+-- at most MAX_SCAN of them per slice. A lookup reads the window's slices
+-- (at most three) with one HMGET each, and the message is written with one
+-- HSET: the call count per message does not grow with the number of
+-- tables. A slice expires as a whole (TTL: a slice plus the window plus a
+-- margin), campaign keys by a TTL renewed at most once a minute (field e):
+-- Redis needs no cleanup job. Time comes from the caller (ARGV), so replays
+-- with simulated time behave like the memory store.
 
 local B = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -43,10 +50,11 @@ local sim = { tonumber(ARGV[20]), tonumber(ARGV[21]) }
 local sk = { tonumber(ARGV[22]), tonumber(ARGV[23]) }
 local ntables = tonumber(ARGV[24])
 local nbands = tonumber(ARGV[25])
+local slice = tonumber(ARGV[26])
 local tables = {}
-for i = 1, ntables do tables[i] = ARGV[25 + i] end
+for i = 1, ntables do tables[i] = ARGV[26 + i] end
 local bands = {}
-for j = 1, nbands do bands[j] = ARGV[25 + ntables + j] end
+for j = 1, nbands do bands[j] = ARGV[26 + ntables + j] end
 
 local MAX_SENDERS = 64
 local MAX_CHAIN = 64
@@ -80,10 +88,11 @@ local function ckey(id) return B .. ':c:' .. id end
 
 -- Campaigns are read once into Lua tables (`camps`), changed there, and
 -- written back once at the end (`dirty`): a few calls per message instead
--- of one per counter. Numeric fields: f l m r s al ns; senders are fields
--- d<hash> (up to MAX_SENDERS, counted in ns).
+-- of one per counter. Numeric fields: f l m r s al ns, o (time of the
+-- list's first item) and e (when the TTLs were last renewed); senders are
+-- fields d<hash> (up to MAX_SENDERS, counted in ns).
 local camps, dirty, gone = {}, {}, {}
-local NUMERIC = { 'f', 'l', 'm', 'r', 's', 'al', 'ns' }
+local NUMERIC = { 'f', 'l', 'm', 'r', 's', 'al', 'ns', 'o', 'e' }
 
 local function load(id)
   local v = camps[id]
@@ -150,12 +159,17 @@ end
 
 -- Takes what left the window out of a live campaign's counters; deletes
 -- the campaign and returns false when nothing of it is left. Once per
--- campaign and call.
+-- campaign and call; the list is read only when its first item (o) is
+-- older than the window.
 local expired = {}
 local function expire(id)
   if expired[id] ~= nil then return expired[id] end
   local v = load(id)
   if not v or v.a then return false end
+  if v.o >= cutoff then
+    expired[id] = true
+    return true
+  end
   local l = ckey(id) .. ':l'
   local alive = true
   while true do
@@ -163,17 +177,18 @@ local function expire(id)
     local n = 0
     for _, it in ipairs(items) do
       local t, r, w, s = struct.unpack('>I4HBH', it)
-      if t >= cutoff then break end
+      if t >= cutoff then
+        v.o = t
+        break
+      end
       n = n + 1
       v.m = v.m - 1
       v.r = v.r - r
       v.s = v.s - r * w
       drop_sender(id, v, s, 1)
     end
-    if n > 0 then
-      redis.call('LTRIM', l, n, -1)
-      dirty[id] = true
-    end
+    dirty[id] = true
+    if n > 0 then redis.call('LTRIM', l, n, -1) end
     if n < #items then break end
     if #items < 64 then
       redis.call('DEL', ckey(id), l)
@@ -198,7 +213,7 @@ local function create()
     if not v.a and not expire(id) then break end
     id = hex48((tonumber(id, 16) + 1) % 281474976710656)
   end
-  camps[id] = { f = now, l = now, m = 0, r = 0, s = 0, al = 0, ns = 0 }
+  camps[id] = { f = now, l = now, m = 0, r = 0, s = 0, al = 0, ns = 0, o = now, e = 0 }
   expired[id] = true
   dirty[id] = true
   return id
@@ -221,6 +236,7 @@ local function merge(roots)
     if id ~= target then
       local v = camps[id]
       if v.f < tv.f then tv.f = v.f end
+      if v.o < tv.o then tv.o = v.o end
       if v.l > tv.l then tv.l = v.l end
       tv.m = tv.m + v.m
       tv.r = tv.r + v.r
@@ -257,11 +273,38 @@ local function merge(roots)
       absorbed[#absorbed + 1] = id
     end
   end
+  -- The list was written anew: it has no TTL yet.
+  tv.e = 0
   dirty[target] = true
   return target, absorbed
 end
 
--- Exact: a text seen in the window whose campaign is still live.
+-- The window's slices, newest first, each read with one HMGET of the
+-- fields this message needs.
+local cur = math.floor(now / slice)
+local oldest = math.max(math.floor(cutoff / slice), cur - 8)
+local function skey(n) return B .. ':s:' .. n end
+local xfield = 'x' .. string.sub(exact_hex, 1, 32)
+local fields = { 'n', xfield }
+local tfield, bfield, bkey = {}, {}, {}
+if near then
+  for i = 1, ntables do
+    tfield[i] = 't' .. tables[i]
+    fields[#fields + 1] = tfield[i]
+  end
+  for j = 1, nbands do
+    bfield[j] = 'b' .. (j - 1) .. ':' .. string.sub(bands[j], 1, 4)
+    bkey[j] = { tonumber(string.sub(bands[j], 1, 8), 16), tonumber(string.sub(bands[j], 9, 16), 16) }
+    fields[#fields + 1] = bfield[j]
+  end
+end
+local got = {}
+for n = cur, oldest, -1 do
+  got[#got + 1] = redis.call('HMGET', skey(n), unpack(fields))
+end
+
+-- Exact: a text seen in the window whose campaign is still live (the
+-- newest slice that has it holds its last sighting).
 local exact = false
 local found, found_set = {}, {}
 local function add_found(id)
@@ -271,17 +314,19 @@ local function add_found(id)
     found[#found + 1] = root
   end
 end
-local xkey = B .. ':x:' .. exact_hex
-local xv = redis.call('GET', xkey)
-if xv then
-  local sep = string.find(xv, ':', 1, true)
-  if sep and tonumber(string.sub(xv, 1, sep - 1)) >= cutoff then
-    local root = resolve(string.sub(xv, sep + 1))
-    if root and expire(root) then
-      exact = true
-      found_set[root] = true
-      found[#found + 1] = root
+for _, g in ipairs(got) do
+  local xv = g[2]
+  if xv then
+    local sep = string.find(xv, ':', 1, true)
+    if sep and tonumber(string.sub(xv, 1, sep - 1)) >= cutoff then
+      local root = resolve(string.sub(xv, sep + 1))
+      if root and expire(root) then
+        exact = true
+        found_set[root] = true
+        found[#found + 1] = root
+      end
     end
+    break
   end
 end
 
@@ -291,22 +336,22 @@ end
 -- so a flood of one text costs bounded work per message.
 local MAX_SCAN = 1024
 local MAX_MATCHES = 256
+local ITEM, BAND_ITEM = 40, 48
+local ITEM_FMT = '>I4dI4I4I4I4c12'
 local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
 local matches = {}
 local seen = {}
--- A near entry is in all k+1 block tables that its blocks share with the
--- query: unpack and measure it once.
+-- A near entry is in all the block tables that its blocks share with the
+-- query: measure it once (a band may still make it match).
 local checked = {}
-local function consider(m, shares_band)
-  if not shares_band then
-    if checked[m] then return end
-    checked[m] = true
-  elseif checked[string.sub(m, 1, 36)] and seen[struct.unpack('>d', m)] then
-    return
-  end
-  local seq, h1, h2, k1, k2, cid = struct.unpack('>dI4I4I4I4c12', m)
+local function consider(s, p, shares_band)
+  local _, seq, h1, h2, k1, k2, cid = struct.unpack(ITEM_FMT, s, p)
   if seen[seq] then return end
+  if not shares_band then
+    if checked[seq] then return end
+    checked[seq] = true
+  end
   local d = hamming(h1, h2)
   local sd = sketch_diff(k1, k2)
   if d <= k or (shares_band and sd <= max_sd and d <= max_mh) then
@@ -315,26 +360,30 @@ local function consider(m, shares_band)
   end
 end
 
--- One read per bucket, newest first, with scores: items older than the
--- window are skipped here and trimmed when this message is added (only
--- then), as are items beyond the newest MAX_SCAN.
-local trim, newest = {}, {}
-local function scan(key, f)
-  local r = redis.call('ZREVRANGE', key, 0, MAX_SCAN - 1, 'WITHSCORES')
-  if #r >= 2 * MAX_SCAN then trim[key] = true end
-  if #r > 0 then newest[key] = tonumber(r[2]) end
-  for i = 1, #r, 2 do
-    if tonumber(r[i + 1]) >= cutoff then f(r[i]) else trim[key] = true end
+-- The items of field `pos` of every slice, newest first, at most MAX_SCAN;
+-- those older than the window are skipped (their slice expires later).
+local function scan(pos, size, f)
+  local n = 0
+  for _, g in ipairs(got) do
+    local s = g[pos]
+    if s then
+      for p = #s - size + 1, 1, -size do
+        if n >= MAX_SCAN then return end
+        n = n + 1
+        if struct.unpack('>I4', s, p) >= cutoff then f(s, p) end
+      end
+    end
   end
 end
 if near then
   for i = 1, ntables do
-    scan(B .. ':t:' .. tables[i], function(m) consider(m, false) end)
+    scan(2 + i, ITEM, function(s, p) consider(s, p, false) end)
   end
   for j = 1, nbands do
-    local key = bands[j]
-    scan(B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), function(m)
-      if string.sub(m, 37) == key then consider(m, true) end
+    local b1, b2 = bkey[j][1], bkey[j][2]
+    scan(2 + ntables + j, BAND_ITEM, function(s, p)
+      local x1, x2 = struct.unpack('>I4I4', s, p + ITEM)
+      if x1 == b1 and x2 == b2 then consider(s, p, true) end
     end)
   end
 end
@@ -381,11 +430,14 @@ if v.s >= bulk_centi and v.al ~= 1 then
 end
 dirty[target] = true
 
--- Write the campaigns back, each in one HSET.
+-- Write the campaigns back, each in one HSET; their TTLs are renewed at
+-- most once a minute (the margin is 5 minutes), and at once for new keys.
 for id in pairs(dirty) do
   local cv = camps[id]
   if cv then
     local c = ckey(id)
+    local renew = cv.e == 0 or now - cv.e >= 60 or cv.e > now
+    if renew then cv.e = now end
     if gone[id] then redis.call('HDEL', c, unpack(gone[id])) end
     local args = {}
     for k, x in pairs(cv) do
@@ -393,36 +445,38 @@ for id in pairs(dirty) do
       args[#args + 1] = x
     end
     redis.call('HSET', c, unpack(args))
-    redis.call('EXPIRE', c, ttl)
-    redis.call('EXPIRE', c .. ':l', ttl)
+    if renew then
+      redis.call('EXPIRE', c, ttl)
+      redis.call('EXPIRE', c .. ':l', ttl)
+    end
   end
 end
 
--- Record the message.
-local seq = redis.call('INCR', KEYS[1]) - 1
-redis.call('EXPIRE', KEYS[1], ttl)
+-- Record the message in the current slice: one HSET of the next number,
+-- the exact text and every bucket with the new item appended (a bucket
+-- keeps its newest MAX_SCAN items).
+local seq = 0
+for _, g in ipairs(got) do
+  local n = tonumber(g[1])
+  if n and n > seq then seq = n end
+end
+local now_g = got[1]
+local set = { 'n', seq + 1, xfield, now .. ':' .. target }
 if near then
-  local member = struct.pack('>dI4I4I4I4c12', seq, sim[1], sim[2], sk[1], sk[2], target)
-  -- The TTL is renewed by the first insert of each minute: every item then
-  -- outlives its window (the margin is 5 minutes) at one EXPIRE per
-  -- bucket and minute, not per insert.
-  local function put(key, m)
-    redis.call('ZADD', key, now, m)
-    if not newest[key] or math.floor(newest[key] / 60) ~= math.floor(now / 60) then
-      redis.call('EXPIRE', key, ttl)
-    end
-    if trim[key] then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
-      redis.call('ZREMRANGEBYRANK', key, 0, -(MAX_SCAN + 1))
-    end
+  local item = struct.pack(ITEM_FMT, now, seq, sim[1], sim[2], sk[1], sk[2], target)
+  local function put(field, old, it, size)
+    local v = (old or '') .. it
+    if #v > MAX_SCAN * size then v = string.sub(v, -MAX_SCAN * size) end
+    set[#set + 1] = field
+    set[#set + 1] = v
   end
-  for i = 1, ntables do put(B .. ':t:' .. tables[i], member) end
+  for i = 1, ntables do put(tfield[i], now_g[2 + i], item, ITEM) end
   for j = 1, nbands do
-    local key = bands[j]
-    put(B .. ':b:' .. (j - 1) .. ':' .. string.sub(key, 1, 4), member .. key)
+    put(bfield[j], now_g[2 + ntables + j], item .. struct.pack('>I4I4', bkey[j][1], bkey[j][2]), BAND_ITEM)
   end
 end
-redis.call('SET', xkey, now .. ':' .. target, 'EX', ttl)
+redis.call('HSET', skey(cur), unpack(set))
+if not now_g[1] then redis.call('EXPIRE', skey(cur), slice + ttl) end
 
 return {
   exact and 1 or 0,

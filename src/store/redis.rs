@@ -242,8 +242,9 @@ impl RedisStore {
         let tables = block_keys(obs.simhash, p.radius);
         let weak_pct = (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u64;
         let bulk_centi = (t.bulk_threshold * 100.0).ceil().max(0.0) as u64;
+        let slice = slice_secs(p.window_secs);
         let mut inv = self.script.prepare_invoke();
-        inv.key(format!("{}:seq", p.base))
+        inv.key(format!("{}:s:{}", p.base, now.0 / slice))
             .arg(&p.base)
             .arg(now.0)
             .arg(cutoff)
@@ -266,7 +267,7 @@ impl RedisStore {
         for h in halves(obs.simhash).into_iter().chain(halves(obs.sketch)) {
             inv.arg(h);
         }
-        inv.arg(tables.len()).arg(obs.bands.len());
+        inv.arg(tables.len()).arg(obs.bands.len()).arg(slice);
         for t in &tables {
             inv.arg(t);
         }
@@ -282,6 +283,13 @@ impl Store for RedisStore {
     fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         self.record_shared(obs, now)
     }
+}
+
+/// Seconds of one slice of the window (half a window, at least 1): a
+/// lookup reads at most three slices, and a slice's keys outlive their
+/// last use by at most one slice.
+pub fn slice_secs(window_secs: u64) -> u64 {
+    (window_secs / 2).max(1)
 }
 
 /// The first `n` characters of `s`, or "".
