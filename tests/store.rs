@@ -460,6 +460,62 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 /// A flood of one text: Redis buckets keep at most the newest 1,024 items
 /// (what a lookup reads), so per-message work and bucket memory stay
 /// bounded however many copies arrive; the campaign still counts them all.
+/// More than MAX_MATCHES (256) matches: both stores keep the closest, by
+/// sketch difference first. Campaign A (300 copies) matches the last
+/// message by sketch, campaign B (50 copies, 4 bits from A: apart) only by
+/// simhash, so the message joins A and does not merge B.
+#[test]
+fn both_stores_keep_the_same_closest_matches_of_many() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "many");
+    cfg.window.max_distance = 3;
+    let raw = spam(1);
+    let env = Envelope::default();
+    let base = bulkwatch::engine::observe(&cfg, &analyze(&raw, &env, &cfg), &env).unwrap();
+    let obs = |i: u32, simhash: u64, sketch: u64, band: u64| {
+        let mut o = base.clone();
+        o.exact = [0; 32];
+        o.exact[..4].copy_from_slice(&i.to_be_bytes());
+        o.simhash = simhash;
+        o.sketch = sketch;
+        o.bands = o
+            .bands
+            .iter()
+            .enumerate()
+            .map(|(j, _)| band ^ j as u64)
+            .collect();
+        o
+    };
+    let sim = base.simhash;
+    let (sketch_a, sketch_b) = (base.sketch, !base.sketch);
+    let mut stream = Vec::new();
+    for i in 0..300 {
+        stream.push(obs(i, sim ^ 0b0011, sketch_a, 0xA000));
+    }
+    for i in 300..350 {
+        stream.push(obs(i, sim ^ 0b1100, sketch_b, 0xB000));
+    }
+    stream.push(obs(350, sim, sketch_a, 0xC000));
+    let mut memory = Engine::new(&cfg);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    let mut last = None;
+    for (i, o) in stream.iter().enumerate() {
+        let now = UnixSecs(REPLAY_EPOCH + i as u64);
+        let m = memory.record(o, now).unwrap();
+        let r = redis.record(o, now).unwrap();
+        assert_eq!(m, r, "message {i}: memory and redis stores disagree");
+        last = Some(m);
+    }
+    let last = last.unwrap();
+    assert_eq!(last.distance, Some(2));
+    assert_eq!(last.sketch_diff, Some(0));
+    assert!(last.merged.is_empty(), "merged {:?}", last.merged);
+    assert_eq!(last.campaign.unwrap().messages, 301);
+}
+
 #[test]
 fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
     if skip() {

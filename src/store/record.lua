@@ -59,15 +59,24 @@ for j = 1, nbands do bands[j] = ARGV[26 + ntables + j] end
 local MAX_SENDERS = 64
 local MAX_CHAIN = 64
 
--- Bits set in a 32-bit value (SWAR; LuaBitOp works on 32-bit integers).
+-- Bits set in a 32-bit value, 16 bits at a time from a table filled as
+-- values come (a campaign's near copies differ in few bits, so few do):
+-- LuaBitOp's functions are C calls, and these run for every item scanned.
 local band, bor, bxor, rshift = bit.band, bit.bor, bit.bxor, bit.rshift
+local P16 = {}
+local function fill(v)
+  local c, x = 0, v
+  while x > 0 do
+    local r = x % 2
+    c = c + r
+    x = (x - r) / 2
+  end
+  P16[v] = c
+  return c
+end
 local function pop32(x)
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  x = x + rshift(x, 8)
-  x = x + rshift(x, 16)
-  return band(x, 0x3F)
+  local a, b = band(x, 0xFFFF), rshift(x, 16)
+  return (P16[a] or fill(a)) + (P16[b] or fill(b))
 end
 
 local function hamming(hi, lo)
@@ -340,65 +349,90 @@ local ITEM, BAND_ITEM = 40, 48
 local ITEM_FMT = '>I4dI4I4I4I4c12'
 local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
-local matches = {}
+local matches, match_cid = {}, {}
 local seen = {}
 -- A near entry is in all the block tables that its blocks share with the
 -- query: measure it once (a band may still make it match).
+local SEQ = 1099511627776
 local checked = {}
-local function consider(s, p, shares_band)
-  local _, seq, h1, h2, k1, k2, cid = struct.unpack(ITEM_FMT, s, p)
-  if seen[seq] then return end
-  if not shares_band then
-    if checked[seq] then return end
-    checked[seq] = true
-  end
-  local d = hamming(h1, h2)
-  local sd = sketch_diff(k1, k2)
-  if d <= k or (shares_band and sd <= max_sd and d <= max_mh) then
-    seen[seq] = true
-    matches[#matches + 1] = { sd, d, seq, cid }
-  end
-end
-
--- The items of field `pos` of every slice, newest first, at most MAX_SCAN;
--- those older than the window are skipped (their slice expires later).
-local function scan(pos, size, f)
-  local n = 0
+local unpack_ts, unpack_rest = '>I4d', '>I4I4I4I4c12'
+-- Field `pos` of every slice, newest first, at most MAX_SCAN items; those
+-- older than the window are skipped (their slice expires later). One loop
+-- without calls but struct's: this runs for every item of a busy bucket.
+local function scan(pos, band_key)
+  local size = band_key and BAND_ITEM or ITEM
+  local b1, b2 = 0, 0
+  if band_key then b1, b2 = band_key[1], band_key[2] end
+  local left = MAX_SCAN
   for _, g in ipairs(got) do
     local s = g[pos]
-    if s then
-      for p = #s - size + 1, 1, -size do
-        if n >= MAX_SCAN then return end
-        n = n + 1
-        if struct.unpack('>I4', s, p) >= cutoff then f(s, p) end
+    if s and left > 0 then
+      local last = #s - size + 1
+      local first = math.max(1, last - (left - 1) * size)
+      left = left - (last - first) / size - 1
+      for p = last, first, -size do
+        local shares = true
+        if band_key then
+          local x1, x2 = struct.unpack('>I4I4', s, p + ITEM)
+          shares = x1 == b1 and x2 == b2
+        end
+        if shares then
+          -- Time and number first: most items of a busy bucket were
+          -- measured already.
+          local t, seq = struct.unpack(unpack_ts, s, p)
+          if t >= cutoff and not seen[seq] and (band_key or not checked[seq]) then
+            if not band_key then checked[seq] = true end
+            local h1, h2, k1, k2, cid = struct.unpack(unpack_rest, s, p + 12)
+            local d = hamming(h1, h2)
+            local sd = sketch_diff(k1, k2)
+            if d <= k or (band_key and sd <= max_sd and d <= max_mh) then
+              seen[seq] = true
+              -- One number that sorts like (sd, d, seq): sd <= 32 and
+              -- d <= 64 fit in 13 bits, seq below 2^40, all exact in a
+              -- double.
+              local key = (sd * 128 + d) * SEQ + seq
+              matches[#matches + 1] = key
+              match_cid[key] = cid
+            end
+          end
+        end
       end
     end
   end
 end
 if near then
-  for i = 1, ntables do
-    scan(2 + i, ITEM, function(s, p) consider(s, p, false) end)
-  end
-  for j = 1, nbands do
-    local b1, b2 = bkey[j][1], bkey[j][2]
-    scan(2 + ntables + j, BAND_ITEM, function(s, p)
-      local x1, x2 = struct.unpack('>I4I4', s, p + ITEM)
-      if x1 == b1 and x2 == b2 then consider(s, p, true) end
-    end)
+  for i = 1, ntables do scan(2 + i, nil) end
+  for j = 1, nbands do scan(2 + ntables + j, bkey[j]) end
+end
+-- The closest MAX_MATCHES matches (sorted only when there are more), and
+-- their campaigns in the order of their closest match.
+local kept = #matches
+if kept > MAX_MATCHES then
+  table.sort(matches)
+  kept = MAX_MATCHES
+end
+local first_key, cid_key, cids = nil, {}, {}
+for i = 1, kept do
+  local key = matches[i]
+  local seq = key % SEQ
+  local rest = (key - seq) / SEQ
+  local d = rest % 128
+  local sd = (rest - d) / 128
+  if not first_key or key < first_key then first_key = key end
+  if not best_d or d < best_d then best_d = d end
+  if not best_sd or sd < best_sd then best_sd = sd end
+  local cid = match_cid[key]
+  local ck = cid_key[cid]
+  if not ck then
+    cids[#cids + 1] = cid
+    cid_key[cid] = key
+  elseif key < ck then
+    cid_key[cid] = key
   end
 end
-table.sort(matches, function(x, y)
-  if x[1] ~= y[1] then return x[1] < y[1] end
-  if x[2] ~= y[2] then return x[2] < y[2] end
-  return x[3] < y[3]
-end)
-for i = 1, math.min(#matches, MAX_MATCHES) do
-  local m = matches[i]
-  if i == 1 then near_seq = m[3] end
-  if not best_d or m[2] < best_d then best_d = m[2] end
-  if not best_sd or m[1] < best_sd then best_sd = m[1] end
-  add_found(m[4])
-end
+if first_key then near_seq = first_key % SEQ end
+table.sort(cids, function(x, y) return cid_key[x] < cid_key[y] end)
+for _, cid in ipairs(cids) do add_found(cid) end
 
 -- Campaign: create, join or merge.
 local target, absorbed
