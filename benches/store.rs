@@ -194,6 +194,49 @@ fn synthetic(i: u64, cfg: &Config) -> Observation {
     }
 }
 
+/// Near copy `i` of campaign `c`: the campaign's simhash with one bit
+/// flipped, its sketch and bands, a text (exact hash) of its own.
+fn near_copy(i: u64, c: u64, cfg: &Config) -> Observation {
+    let mut o = synthetic(c, cfg);
+    let own = synthetic(1_000_000 + i, cfg);
+    o.exact = own.exact;
+    o.simhash ^= 1 << (own.simhash % 64);
+    o.sender = own.sender;
+    o
+}
+
+/// Records `count` near copies spread over `campaigns` campaigns, 20 a
+/// second, on a fresh prefix; returns microseconds per call for the
+/// memory store and for the script in the Redis server, over the last
+/// tenth (buckets full by then).
+fn campaign_costs(cfg: &Config, port: u16, campaigns: u64, count: u64) -> (f64, String) {
+    let mut rcfg = cfg.clone();
+    rcfg.store.redis.key_prefix = format!("camp{campaigns}");
+    let mut store = RedisStore::open(&rcfg).unwrap();
+    store.clear().unwrap();
+    let mut memory = Engine::new(&rcfg);
+    let warm = count - count / 10;
+    let mut mem_time = Duration::ZERO;
+    for i in 0..count {
+        if i == warm {
+            let _ = Command::new("redis-cli")
+                .args(["-p", &port.to_string(), "CONFIG", "RESETSTAT"])
+                .output();
+        }
+        let obs = near_copy(i, i % campaigns, &rcfg);
+        let now = UnixSecs(REPLAY_EPOCH + i / 20);
+        let t = Instant::now();
+        bulkwatch::engine::Store::record(&mut memory, &obs, now).unwrap();
+        if i >= warm {
+            mem_time += t.elapsed();
+        }
+        bulkwatch::engine::Store::record(&mut store, &obs, now).unwrap();
+    }
+    let server = script_usec(port);
+    store.clear().unwrap();
+    (mem_time.as_secs_f64() * 1e6 / (count - warm) as f64, server)
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing to parse.
     let dir = std::env::temp_dir().join(format!("bulkwatch-store-bench-{}", std::process::id()));
@@ -268,5 +311,14 @@ fn main() {
         before,
         after
     );
+
+    // Campaigns fill buckets: every copy of one is in the same buckets, and
+    // a lookup reads up to MAX_SCAN (1,024) items of each of its 8.
+    for (campaigns, count) in [(50u64, 30_000u64), (1, 6_000)] {
+        let (mem_us, server_us) = campaign_costs(&cfg, port, campaigns, count);
+        println!(
+            "{count} near copies of {campaigns} campaign(s): memory store {mem_us:.1} us per call, redis script {server_us} us in the server"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

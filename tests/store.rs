@@ -460,6 +460,34 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 /// A flood of one text: Redis buckets keep at most the newest 1,024 items
 /// (what a lookup reads), so per-message work and bucket memory stay
 /// bounded however many copies arrive; the campaign still counts them all.
+/// A text that returns after its campaign left the window starts the
+/// campaign again under the same id (the id comes from the text): the old
+/// hash is deleted and written anew, every field of it.
+#[test]
+fn a_campaign_that_left_the_window_starts_again_from_nothing() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "again");
+    cfg.window.window = Duration::from_secs(600);
+    let raw = spam(2);
+    let env = Envelope::default();
+    let obs = bulkwatch::engine::observe(&cfg, &analyze(&raw, &env, &cfg), &env).unwrap();
+    let mut memory = Engine::new(&cfg);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    let mut last = None;
+    for (i, at) in [0u64, 601, 602, 603].into_iter().enumerate() {
+        let now = UnixSecs(REPLAY_EPOCH + at);
+        let m = memory.record(&obs, now).unwrap();
+        let r = redis.record(&obs, now).unwrap();
+        assert_eq!(m, r, "message {i}: memory and redis stores disagree");
+        last = Some(m);
+    }
+    let c = last.unwrap().campaign.unwrap();
+    assert_eq!((c.messages, c.recipients, c.sender_domains), (3, 3, 1));
+}
+
 /// More than MAX_MATCHES (256) matches: both stores keep the closest, by
 /// sketch difference first. Campaign A (300 copies) matches the last
 /// message by sketch, campaign B (50 copies, 4 bits from A: apart) only by

@@ -101,6 +101,9 @@ local function ckey(id) return B .. ':c:' .. id end
 -- list's first item) and e (when the TTLs were last renewed); senders are
 -- fields d<hash> (up to MAX_SENDERS, counted in ns).
 local camps, dirty, gone = {}, {}, {}
+-- Fields as read (strings), so that only changed ones are written back: a
+-- campaign with many senders has dozens of fields, a message changes few.
+local stored = {}
 local NUMERIC = { 'f', 'l', 'm', 'r', 's', 'al', 'ns', 'o', 'e' }
 
 local function load(id)
@@ -112,7 +115,12 @@ local function load(id)
     return nil
   end
   v = {}
-  for i = 1, #h, 2 do v[h[i]] = h[i + 1] end
+  local st = {}
+  for i = 1, #h, 2 do
+    v[h[i]] = h[i + 1]
+    st[h[i]] = h[i + 1]
+  end
+  stored[id] = st
   if not v.a then
     for _, f in ipairs(NUMERIC) do v[f] = tonumber(v[f]) or 0 end
   end
@@ -201,7 +209,7 @@ local function expire(id)
     if n < #items then break end
     if #items < 64 then
       redis.call('DEL', ckey(id), l)
-      camps[id], dirty[id], gone[id] = false, nil, nil
+      camps[id], dirty[id], gone[id], stored[id] = false, nil, nil, nil
       alive = false
       break
     end
@@ -223,6 +231,7 @@ local function create()
     id = hex48((tonumber(id, 16) + 1) % 281474976710656)
   end
   camps[id] = { f = now, l = now, m = 0, r = 0, s = 0, al = 0, ns = 0, o = now, e = 0 }
+  stored[id] = nil
   expired[id] = true
   dirty[id] = true
   return id
@@ -278,7 +287,7 @@ local function merge(roots)
       end
       redis.call('HSET', c, 'a', target)
       redis.call('EXPIRE', c, ttl)
-      camps[id], dirty[id], gone[id] = { a = target }, nil, nil
+      camps[id], dirty[id], gone[id], stored[id] = { a = target }, nil, nil, nil
       absorbed[#absorbed + 1] = id
     end
   end
@@ -473,12 +482,16 @@ for id in pairs(dirty) do
     local renew = cv.e == 0 or now - cv.e >= 60 or cv.e > now
     if renew then cv.e = now end
     if gone[id] then redis.call('HDEL', c, unpack(gone[id])) end
+    local st = stored[id] or {}
     local args = {}
     for k, x in pairs(cv) do
-      args[#args + 1] = k
-      args[#args + 1] = x
+      -- Redis stores a number as Lua's tostring writes it.
+      if st[k] ~= tostring(x) then
+        args[#args + 1] = k
+        args[#args + 1] = x
+      end
     end
-    redis.call('HSET', c, unpack(args))
+    if #args > 0 then redis.call('HSET', c, unpack(args)) end
     if renew then
       redis.call('EXPIRE', c, ttl)
       redis.call('EXPIRE', c .. ':l', ttl)
