@@ -30,7 +30,10 @@ import argparse, collections, email, email.policy, json, mailbox, os, random, re
 TAG = re.compile(r'<[^>]*>')
 WORD = re.compile(r'\w+')
 
-QUOTE = re.compile(r'^\s*>.*$', re.M)
+# Quoted lines: '> text' and Supercite's 'Tim> text'; and a forwarded or
+# replied-to message below an Outlook '-----Original Message-----' line.
+QUOTE = re.compile(r'^\s*(?:>|[A-Za-z0-9]{0,7}[A-Za-z][A-Za-z0-9]{0,7}>(?=[\s>]|$)).*$', re.M)
+ORIGINAL = re.compile(r'^\s*-----\s?original message\s?-----.*', re.M | re.S | re.I)
 
 def text_of(raw, strip_quotes=False):
     try:
@@ -53,7 +56,7 @@ def text_of(raw, strip_quotes=False):
         if p.get_content_subtype() == 'html':
             t = TAG.sub(' ', t)
         elif strip_quotes:
-            t = QUOTE.sub('', t)
+            t = ORIGINAL.sub('', QUOTE.sub('', t))
         parts.append(t)
     return ' '.join(parts).lower()
 
@@ -202,7 +205,7 @@ def main():
     ap.add_argument('--bulk-threshold', type=float, default=5)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--strip-quotes', action='store_true',
-                    help='drop quoted lines (> ...) of text/plain parts before computing the truth Jaccard')
+                    help='drop quoted lines (> ..., Name> ...) and what follows -----Original Message----- in text/plain parts before computing the truth Jaccard')
     ap.add_argument('--config', help='bulkwatch configuration file to replay with')
     args = ap.parse_args()
     if args.config:

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::shingle::Shingles;
 
 /// Version of the fingerprint algorithm (normalization + shingles + hashes).
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// The fingerprints of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

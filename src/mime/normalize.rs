@@ -197,7 +197,7 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
             {
                 break;
             }
-            if t.starts_with('>') || is_attribution(t) {
+            if is_quote(t) || is_attribution(t) {
                 continue;
             }
         }
@@ -225,6 +225,21 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
         }
     }
     lines
+}
+
+/// A quoted line: `> text`, or Supercite's `Tim> text` (a short name, then
+/// `>` and a space, another `>` or nothing).
+fn is_quote(t: &str) -> bool {
+    if t.starts_with('>') {
+        return true;
+    }
+    let Some(i) = t.find('>').filter(|i| (1..=8).contains(i)) else {
+        return false;
+    };
+    let (name, rest) = t.split_at(i);
+    name.bytes().all(|b| b.is_ascii_alphanumeric())
+        && name.bytes().any(|b| b.is_ascii_alphabetic())
+        && matches!(rest.as_bytes().get(1), None | Some(b' ' | b'>' | b'\t'))
 }
 
 /// "On Tue, 3 Sep 2002, Jane Doe wrote:" and its many variants.
@@ -693,6 +708,18 @@ mod tests {
         assert_eq!(
             norm("Fine.\n-----Original Message-----\nFrom: x\nold"),
             "fine"
+        );
+    }
+
+    #[test]
+    fn supercite_quotes_are_dropped_but_not_arrows_in_text() {
+        assert_eq!(
+            norm("Good point.\n\n    Tim> About half the developers\n    Tim> were missing\nRH> R\nBB>> older"),
+            "good point"
+        );
+        assert_eq!(
+            norm("Click here->now\nsize>10 items"),
+            "click here now size items"
         );
     }
 
