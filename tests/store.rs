@@ -457,9 +457,6 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
     m.stop().await;
 }
 
-/// A flood of one text: Redis buckets keep at most the newest 1,024 items
-/// (what a lookup reads), so per-message work and bucket memory stay
-/// bounded however many copies arrive; the campaign still counts them all.
 /// A text that returns after its campaign left the window starts the
 /// campaign again under the same id (the id comes from the text): the old
 /// hash is deleted and written anew, every field of it.
@@ -544,6 +541,9 @@ fn both_stores_keep_the_same_closest_matches_of_many() {
     assert_eq!(last.campaign.unwrap().messages, 301);
 }
 
+/// A flood of one text: Redis buckets keep at most the newest 1,024 items
+/// (what a lookup reads), so per-message work and bucket memory stay
+/// bounded however many copies arrive; the campaign still counts them all.
 #[test]
 fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
     if skip() {
