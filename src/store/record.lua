@@ -360,9 +360,10 @@ local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
 local matches, match_cid = {}, {}
 local seen = {}
+-- Sort keys pack (sketch difference, distance, seq); see below.
+local SEQ = 1099511627776
 -- A near entry is in all the block tables that its blocks share with the
 -- query: measure it once (a band may still make it match).
-local SEQ = 1099511627776
 local checked = {}
 local unpack_ts, unpack_rest = '>I4d', '>I4I4I4I4c12'
 -- Field `pos` of every slice, newest first, at most MAX_SCAN items; those
