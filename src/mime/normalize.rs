@@ -308,7 +308,21 @@ const DISCLAIMER_MARKERS: [&str; 10] = [
     "notify the sender",
 ];
 
-/// Cuts a company disclaimer: from the first paragraph, after some text and
+/// Phrases of mailing-list footers that stand without a rule line above
+/// them, as Yahoo! Groups wrote them ("To unsubscribe from this group, send
+/// an email to ..."): two in one tail paragraph make a footer, as two
+/// disclaimer phrases make a disclaimer. (Not one of each: the one text of
+/// many image-only spams is "... received this email in error ... click
+/// here to unsubscribe", and cutting it leaves them nothing to match on.)
+const LIST_FOOTER_MARKERS: [&str; 5] = [
+    "unsubscribe",
+    "mailing list",
+    "this group",
+    "groups is subject to",
+    "listinfo",
+];
+
+/// Cuts a company disclaimer or list footer: from the first paragraph, after some text and
 /// within the last [`FOOTER_MAX_LINES`] non-empty lines, that holds at least
 /// two disclaimer phrases. Disclaimers often have no rule line above them,
 /// and a 90-word disclaimer under a two-line message would otherwise make all
@@ -342,11 +356,10 @@ fn cut_disclaimer(lines: &mut Vec<&str>) {
                 .find(|j| lines.get(*j).is_some_and(|l| l.trim().is_empty()))
                 .unwrap_or(lines.len());
             let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
-            let hits = DISCLAIMER_MARKERS
-                .iter()
-                .filter(|m| para.contains(*m))
-                .count();
-            if hits >= 2 && text_before(i, lines) {
+            let hits = |markers: &[&str]| markers.iter().filter(|m| para.contains(**m)).count();
+            if (hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2)
+                && text_before(i, lines)
+            {
                 lines.truncate(i);
                 return;
             }
@@ -746,6 +759,17 @@ mod tests {
             norm("Hi all.\n\nThis is confidential, keep it to yourselves.")
                 .contains("confidential")
         );
+    }
+
+    #[test]
+    fn list_footer_without_a_rule_is_cut() {
+        let footer = "To unsubscribe from this group, send an email to:\nlist-unsubscribe@egroups.com\n\n\n\nYour use of Yahoo! Groups is subject to http://docs.yahoo.com/info/terms/\n";
+        assert_eq!(
+            norm(&format!("I am less than seven foot tall.\n\n\n{footer}")),
+            "i am less than seven foot tall"
+        );
+        // A question about unsubscribing, alone, is text.
+        assert!(norm("Hi.\n\nHow do I unsubscribe?").contains("unsubscribe"));
     }
 
     #[test]
