@@ -233,7 +233,12 @@ fn is_quote(t: &str) -> bool {
     if t.starts_with('>') {
         return true;
     }
-    let Some(i) = t.find('>').filter(|i| (1..=8).contains(i)) else {
+    let Some(i) = t
+        .bytes()
+        .take(9)
+        .position(|b| b == b'>')
+        .filter(|i| *i >= 1)
+    else {
         return false;
     };
     let (name, rest) = t.split_at(i);
