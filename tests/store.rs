@@ -425,8 +425,41 @@ async fn two_serve_processes_share_one_campaign() {
     let h = headers[5].clone().unwrap_or_default();
     assert!(h.starts_with("bulk;") && h.contains("size=6"), "{h}");
     for d in daemons {
+        // The test server runs with Redis's default, eager expiry: each
+        // daemon says once that it should be lazy.
+        let log = d.log_text();
+        assert_eq!(
+            log.matches("lazyfree-lazy-expire is off").count(),
+            1,
+            "{log}"
+        );
         assert!(d.stop().success());
     }
+}
+
+/// The store reads whether Redis frees expired keys in the background: a
+/// window slice is one large key.
+#[test]
+fn the_store_reads_the_servers_expiry_setting() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let store = RedisStore::open(&redis_config(vec![server.url()], "cfg")).unwrap();
+    server
+        .cli(&["CONFIG", "SET", "lazyfree-lazy-expire", "no"])
+        .unwrap();
+    assert_eq!(store.lazy_expire().unwrap(), Some(false));
+    server
+        .cli(&["CONFIG", "SET", "lazyfree-lazy-expire", "yes"])
+        .unwrap();
+    assert_eq!(store.lazy_expire().unwrap(), Some(true));
+    // A Redis that refuses CONFIG does not say.
+    server
+        .cli(&["ACL", "SETUSER", "default", "-config"])
+        .unwrap();
+    let fresh = RedisStore::open(&redis_config(vec![server.url()], "cfg")).unwrap();
+    assert_eq!(fresh.lazy_expire().unwrap(), None);
 }
 
 /// A milter whose Redis is unreachable judges every message from its local

@@ -17,6 +17,7 @@
 //! is dropped and the next call opens a new one, so the store reconnects
 //! by itself.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -79,6 +80,8 @@ pub struct RedisStore {
     timeout: Duration,
     params: Params,
     script: redis::Script,
+    /// The server's expiry setting was looked at (on the first connection).
+    config_checked: AtomicBool,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -88,6 +91,29 @@ impl std::fmt::Debug for RedisStore {
             .field("pool_size", &self.pool_size)
             .finish()
     }
+}
+
+/// `CONFIG GET lazyfree-lazy-expire` on `conn`: `Ok(None)` on an error
+/// reply or an answer of another shape; `Err` when the connection failed
+/// or timed out and must not be used again (a late reply would be read as
+/// the next command's).
+fn lazy_expire_on(conn: &mut Conn) -> Result<Option<bool>, StoreError> {
+    let v: Vec<String> = match redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("lazyfree-lazy-expire")
+        .query(conn.like())
+    {
+        Ok(v) => v,
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+            return Err(err("config", e))
+        }
+        Err(_) => return Ok(None),
+    };
+    Ok(match v.get(1).map(String::as_str) {
+        Some("yes") => Some(true),
+        Some("no") => Some(false),
+        _ => None,
+    })
 }
 
 fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
@@ -133,7 +159,18 @@ impl RedisStore {
                 keep_subjects: cfg.campaign.keep_subjects,
             },
             script: redis::Script::new(SCRIPT),
+            config_checked: AtomicBool::new(false),
         })
+    }
+
+    /// Whether Redis frees expired keys off its main thread
+    /// (`lazyfree-lazy-expire`); `None` when it does not say (`CONFIG` may
+    /// be renamed or denied on a managed Redis).
+    pub fn lazy_expire(&self) -> Result<Option<bool>, StoreError> {
+        let mut conn = self.take()?;
+        let v = lazy_expire_on(&mut conn)?;
+        self.give_back(conn);
+        Ok(v)
     }
 
     /// The key prefix in use.
@@ -168,7 +205,20 @@ impl RedisStore {
         let pooled = self.idle.lock().ok().and_then(|mut v| v.pop());
         match pooled {
             Some(c) => Ok(c),
-            None => self.connect(),
+            None => {
+                let mut c = self.connect()?;
+                if !self.config_checked.swap(true, Ordering::Relaxed) {
+                    // Once per store, on its first connection.
+                    if lazy_expire_on(&mut c)? == Some(false) {
+                        tracing::warn!(
+                            "redis: lazyfree-lazy-expire is off: a window slice is one large \
+                             key, and freeing it when it expires holds up every call \
+                             meanwhile; set lazyfree-lazy-expire yes"
+                        );
+                    }
+                }
+                Ok(c)
+            }
         }
     }
 
