@@ -329,9 +329,10 @@ const LIST_FOOTER_MARKERS: [&str; 5] = [
 
 /// Cuts a company disclaimer or list footer: from the first paragraph, after
 /// some text and within the last [`FOOTER_MAX_LINES`] non-empty lines, that
-/// holds at least two disclaimer phrases or two list-footer phrases. Disclaimers often have no rule line above them,
-/// and a 90-word disclaimer under a two-line message would otherwise make all
-/// of a company's mail look alike. Only the tail is examined, so the cost is
+/// holds at least two disclaimer phrases or two list-footer phrases.
+/// Disclaimers often have no rule line above them, and a 90-word disclaimer
+/// under a two-line message would otherwise make all of a company's mail
+/// look alike. Only the tail is examined, so the cost is
 /// bounded whatever the message's length.
 fn cut_disclaimer(lines: &mut Vec<&str>) {
     // Index of the first line of the tail: the last FOOTER_MAX_LINES
