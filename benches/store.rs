@@ -313,7 +313,7 @@ fn main() {
     );
 
     // Campaigns fill buckets: every copy of one is in the same buckets, and
-    // a lookup reads up to MAX_SCAN (1,024) items of each of its 8.
+    // a lookup reads up to MAX_SCAN (256) items of each of its 8.
     for (campaigns, count) in [(50u64, 30_000u64), (1, 6_000)] {
         let (mem_us, server_us) = campaign_costs(&cfg, port, campaigns, count);
         println!(

@@ -352,7 +352,7 @@ end
 -- As in the memory store (src/index): at most MAX_SCAN of the newest items
 -- of a bucket are read, and at most MAX_MATCHES matches kept, the closest,
 -- so a flood of one text costs bounded work per message.
-local MAX_SCAN = 1024
+local MAX_SCAN = 256
 local MAX_MATCHES = 256
 local ITEM, BAND_ITEM = 40, 48
 local ITEM_FMT = '>I4dI4I4I4I4c12'
