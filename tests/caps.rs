@@ -115,7 +115,7 @@ fn copy(name: &str, n: u64) -> String {
 
 #[test]
 fn a_flood_of_one_text_is_one_campaign_and_stays_within_the_caps() {
-    // Larger than the 1024 items a lookup reads from one bucket, so the
+    // Larger than the 256 items a lookup reads from one bucket, so the
     // bound is exercised: counts must still cover the whole window.
     let max = 3000;
     let cfg = capped(max, 1000);
