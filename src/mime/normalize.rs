@@ -233,12 +233,8 @@ fn is_quote(t: &str) -> bool {
     if t.starts_with('>') {
         return true;
     }
-    let Some(i) = t
-        .bytes()
-        .take(9)
-        .position(|b| b == b'>')
-        .filter(|i| *i >= 1)
-    else {
+    // Not at 0: that is a `>` quote, taken above.
+    let Some(i) = t.bytes().take(9).position(|b| b == b'>') else {
         return false;
     };
     let (name, rest) = t.split_at(i);

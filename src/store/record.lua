@@ -209,7 +209,7 @@ local function expire(id)
     if n < #items then break end
     if #items < 64 then
       redis.call('DEL', ckey(id), l)
-      camps[id], dirty[id], gone[id], stored[id] = false, nil, nil, nil
+      camps[id], dirty[id], gone[id] = false, nil, nil
       alive = false
       break
     end
@@ -231,6 +231,8 @@ local function create()
     id = hex48((tonumber(id, 16) + 1) % 281474976710656)
   end
   camps[id] = { f = now, l = now, m = 0, r = 0, s = 0, al = 0, ns = 0, o = now, e = 0 }
+  -- Written whole: an earlier campaign of this id may have been deleted
+  -- (expired) in this call.
   stored[id] = nil
   expired[id] = true
   dirty[id] = true
@@ -287,7 +289,7 @@ local function merge(roots)
       end
       redis.call('HSET', c, 'a', target)
       redis.call('EXPIRE', c, ttl)
-      camps[id], dirty[id], gone[id], stored[id] = { a = target }, nil, nil, nil
+      camps[id], dirty[id], gone[id] = { a = target }, nil, nil
       absorbed[#absorbed + 1] = id
     end
   end
@@ -486,7 +488,8 @@ for id in pairs(dirty) do
     local st = stored[id] or {}
     local args = {}
     for k, x in pairs(cv) do
-      -- Redis stores a number as Lua's tostring writes it.
+      -- Counts are whole numbers, which Redis stores as tostring writes
+      -- them (both print every digit below 10^14).
       if st[k] ~= tostring(x) then
         args[#args + 1] = k
         args[#args + 1] = x
