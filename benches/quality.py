@@ -32,7 +32,8 @@ WORD = re.compile(r'\w+')
 
 # Quoted lines: '> text' and Supercite's 'Tim> text'; and a forwarded or
 # replied-to message below an Outlook '-----Original Message-----' line.
-QUOTE = re.compile(r'^\s*(?:>|[A-Za-z0-9]{0,7}[A-Za-z][A-Za-z0-9]{0,7}>(?=[\s>]|$)).*$', re.M)
+# (the name: 1 to 8 letters or digits, one a letter, as bulkwatch's is_quote)
+QUOTE = re.compile(r'^\s*(?:>|(?=[A-Za-z0-9]{0,7}[A-Za-z])[A-Za-z0-9]{1,8}>(?=[ \t>]|$)).*$', re.M)
 ORIGINAL = re.compile(r'^\s*-----\s?original message\s?-----.*', re.M | re.S | re.I)
 
 def text_of(raw, strip_quotes=False):

@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 ///
 /// 256, not the 1,024 it was: a replay of 20,000 hash-busted copies of one
 /// text among the fixture campaigns gave the same verdict for every message
-/// with either bound, in 1.2 s instead of 3.2 s. A random window of 10^7
+/// with either bound, in 1.3 s instead of 3.3 s (`benches/flood.py`). A random window of 10^7
 /// entries fills a block bucket with about 150 items, so the bound binds in
 /// floods only. The Redis script (`MAX_SCAN` in `record.lua`) keeps the
 /// same bound; `tests/store.rs` checks that they agree.
