@@ -1,7 +1,8 @@
 //! Criterion benchmarks of the engine. Run: `cargo bench --bench engine`.
 //!
-//! - `throughput/*`: one mbox (the SpamAssassin easy-ham set when
-//!   `BULKWATCH_CORPUS` names the corpus directory, else the fixtures) split
+//! - `throughput/*`: one mbox (`BULKWATCH_BENCH_MBOX` when set, else the
+//!   SpamAssassin easy-ham set when `BULKWATCH_CORPUS` names the corpus
+//!   directory, else the fixtures) split
 //!   and judged message by message, on one core: `mail_parser_baseline` is
 //!   mail-parser's own mbox split + parse + text extraction (body_text and
 //!   body_html of every part), `bulkwatch_engine` is split + analyze +
@@ -33,6 +34,9 @@ use bulkwatch::replay::read_mbox;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn mbox_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("BULKWATCH_BENCH_MBOX") {
+        return PathBuf::from(p);
+    }
     match std::env::var_os("BULKWATCH_CORPUS") {
         Some(d) => PathBuf::from(d).join("sa-easy-ham.mbox"),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox/campaigns.mbox"),

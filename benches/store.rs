@@ -9,6 +9,10 @@
 //! - redis: the same, then one round trip to Redis (what the milter does:
 //!   the local engine stays warm as the fallback).
 //!
+//! - floor: the same, then one round trip that does nothing on the server
+//!   (`EVAL "return 1" 0`): what any one-round-trip design could reach at
+//!   best on this machine, where Redis and the replay share the cores.
+//!
 //! Prints throughput and per-message latency (p50, p99) for each, the added
 //! latency, and the Redis memory per fingerprint measured on 100,000
 //! distinct synthetic fingerprints (INFO used_memory before and after).
@@ -96,23 +100,39 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted.get(i).copied().unwrap_or_default()
 }
 
+/// What each message does after the local engine's verdict.
+#[derive(Clone)]
+enum Then {
+    /// Nothing: the memory backend.
+    Nothing,
+    /// One round trip to the Redis store (the script).
+    Store(Arc<Shared>),
+    /// One round trip that does nothing on the server (`EVAL "return 1"`):
+    /// the floor under any one-round-trip design on this machine.
+    Floor(String),
+}
+
 /// Replays `msgs` with IN_FLIGHT threads; returns (seconds, latencies).
-fn replay(
-    cfg: &Config,
-    msgs: &Arc<Vec<Vec<u8>>>,
-    shared: Option<Arc<Shared>>,
-) -> (f64, Vec<Duration>) {
+fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Duration>) {
     let engine = Arc::new(Mutex::new(Engine::new(cfg)));
     let start = Instant::now();
     let handles: Vec<_> = (0..IN_FLIGHT)
         .map(|t| {
-            let (engine, msgs, shared, cfg) = (
+            let (engine, msgs, then, cfg) = (
                 Arc::clone(&engine),
                 Arc::clone(msgs),
-                shared.clone(),
+                then.clone(),
                 cfg.clone(),
             );
             std::thread::spawn(move || {
+                let mut floor = match &then {
+                    Then::Floor(url) => Some(
+                        redis::Client::open(url.as_str())
+                            .and_then(|c| c.get_connection())
+                            .expect("redis connection"),
+                    ),
+                    _ => None,
+                };
                 let mut lat = Vec::new();
                 for (i, raw) in msgs.iter().enumerate().skip(t).step_by(IN_FLIGHT) {
                     let t0 = Instant::now();
@@ -121,14 +141,23 @@ fn replay(
                     let now = UnixSecs(REPLAY_EPOCH + i as u64);
                     let v = engine.lock().unwrap().decide(&a, &env, now);
                     std::hint::black_box(&v);
-                    if let Some(sh) = &shared {
-                        if let Ok(obs) = observe(&cfg, &a, &env) {
-                            match sh.record(&obs, now) {
+                    if let Ok(obs) = observe(&cfg, &a, &env) {
+                        match (&then, floor.as_mut()) {
+                            (Then::Store(sh), _) => match sh.record(&obs, now) {
                                 SharedResult::Shared(out) => {
                                     std::hint::black_box(out);
                                 }
                                 other => panic!("redis failed: {other:?}"),
+                            },
+                            (Then::Floor(_), Some(con)) => {
+                                let one: i64 = redis::cmd("EVAL")
+                                    .arg("return 1")
+                                    .arg(0)
+                                    .query(con)
+                                    .expect("EVAL");
+                                std::hint::black_box(one);
                             }
+                            _ => {}
                         }
                     }
                     lat.push(t0.elapsed());
@@ -254,11 +283,12 @@ fn main() {
     eprintln!("{} messages, {IN_FLIGHT} in flight", msgs.len());
 
     // Warm-up (page cache, allocator), then one measured run per backend.
-    let _ = replay(&cfg, &msgs, None);
-    let (mem_s, mem) = replay(&cfg, &msgs, None);
+    let _ = replay(&cfg, &msgs, &Then::Nothing);
+    let (mem_s, mem) = replay(&cfg, &msgs, &Then::Nothing);
     let shared = Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
     shared.store().clear().unwrap();
-    let (red_s, red) = replay(&cfg, &msgs, Some(Arc::clone(&shared)));
+    let (red_s, red) = replay(&cfg, &msgs, &Then::Store(Arc::clone(&shared)));
+    let (floor_s, floor) = replay(&cfg, &msgs, &Then::Floor(cfg.store.redis.urls[0].clone()));
     let n = msgs.len() as f64;
     println!(
         "redis server time per script call: {} us",
@@ -274,12 +304,17 @@ fn main() {
     };
     line("memory", mem_s, &mem);
     line("redis", red_s, &red);
-    println!(
-        "redis/memory throughput {:.1}%   added latency p50 {:.3} ms, p99 {:.3} ms",
-        100.0 * mem_s / red_s,
-        (pct(&red, 0.5).as_secs_f64() - pct(&mem, 0.5).as_secs_f64()) * 1e3,
-        (pct(&red, 0.99).as_secs_f64() - pct(&mem, 0.99).as_secs_f64()) * 1e3
-    );
+    line("floor", floor_s, &floor);
+    let vs_memory = |name: &str, secs: f64, lat: &[Duration]| {
+        println!(
+            "{name}/memory throughput {:.1}%   added latency p50 {:.3} ms, p99 {:.3} ms",
+            100.0 * mem_s / secs,
+            (pct(lat, 0.5).as_secs_f64() - pct(&mem, 0.5).as_secs_f64()) * 1e3,
+            (pct(lat, 0.99).as_secs_f64() - pct(&mem, 0.99).as_secs_f64()) * 1e3
+        );
+    };
+    vs_memory("redis", red_s, &red);
+    vs_memory("floor", floor_s, &floor);
 
     // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
     let mut mcfg = cfg.clone();
