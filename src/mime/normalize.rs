@@ -183,7 +183,10 @@ fn push_folded(s: &mut String, chars: impl Iterator<Item = char>, case_fold: boo
             if c != '\0' {
                 s.push(if case_fold { c.to_ascii_lowercase() } else { c });
             }
-        } else if matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}') {
+        } else if matches!(
+            c,
+            '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}'
+        ) {
             continue;
         } else if case_fold {
             s.extend(c.to_lowercase());
@@ -889,10 +892,12 @@ mod tests {
     /// 85,000 `--` lines after one line of text took 8.7 s (release build)
     /// in `cut_footer`, and a To header of 40,000 name words with 40,000
     /// body words 2.7 s in the recipient-name lookup: both quadratic. Each
-    /// now takes milliseconds; the bound below leaves a margin of more than
-    /// 10x for a slow debug build on a busy machine.
+    /// now takes milliseconds. This test pins what they give; their speed
+    /// is measured, not asserted: both are in the hostile suite
+    /// (`fixtures/hostile`), which `cargo bench --bench engine -- inline`
+    /// times.
     #[test]
-    fn rule_lines_and_long_recipient_names_take_linear_time() {
+    fn rule_lines_and_long_recipient_names() {
         let cfg = Config::default().normalize;
         let rules = BodyText {
             text: format!("some text here\n{}", "--\n".repeat(85_000)),
@@ -904,11 +909,8 @@ mod tests {
             recipients: vec![names.join(" ")],
             ..BodyText::default()
         };
-        let start = std::time::Instant::now();
         assert_eq!(normalize(&rules, &[], &cfg).text, "some text here");
         assert!(normalize(&named, &[], &cfg).text.starts_with("alpha beta"));
-        let took = start.elapsed();
-        assert!(took < std::time::Duration::from_secs(2), "{took:?}");
     }
 
     /// `fold` as it was before it went line by line: NFKC of the whole text.
