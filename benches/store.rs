@@ -110,6 +110,13 @@ enum Then {
     /// One round trip that does nothing on the server (`EVAL "return 1"`):
     /// the floor under any one-round-trip design on this machine.
     Floor(String),
+    /// The Redis side of the replicated-log layout proposed in the README
+    /// (Limits), not a store bulkwatch has: one pipeline per message that
+    /// appends the observation to a stream (`XADD`) and reads what the
+    /// site appended since the daemon's last read (`XRANGE`), which the
+    /// daemon would apply to its own replica (here the engine's `decide`
+    /// above stands for that). The URL and the daemon's last-read id.
+    Log(String, Arc<Mutex<String>>),
 }
 
 /// Replays `msgs` with IN_FLIGHT threads; returns (seconds, latencies).
@@ -126,7 +133,7 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
             );
             std::thread::spawn(move || {
                 let mut floor = match &then {
-                    Then::Floor(url) => Some(
+                    Then::Floor(url) | Then::Log(url, _) => Some(
                         redis::Client::open(url.as_str())
                             .and_then(|c| c.get_connection())
                             .expect("redis connection"),
@@ -157,6 +164,42 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                                     .expect("EVAL");
                                 std::hint::black_box(one);
                             }
+                            (Then::Log(_, last), Some(con)) => {
+                                let mut payload = Vec::with_capacity(128);
+                                payload.extend_from_slice(&obs.exact);
+                                payload.extend_from_slice(&obs.simhash.to_le_bytes());
+                                payload.extend_from_slice(&obs.sketch.to_le_bytes());
+                                for b in &obs.bands {
+                                    payload.extend_from_slice(&b.to_le_bytes());
+                                }
+                                payload.resize(128, 0);
+                                let from = format!("({}", last.lock().unwrap());
+                                let (read,): (Vec<(String, Vec<Vec<u8>>)>,) = redis::pipe()
+                                    .cmd("XADD")
+                                    .arg("bwlog")
+                                    .arg("MAXLEN")
+                                    .arg("~")
+                                    .arg(1_000_000)
+                                    .arg("*")
+                                    .arg("o")
+                                    .arg(&payload)
+                                    .ignore()
+                                    .cmd("XRANGE")
+                                    .arg("bwlog")
+                                    .arg(from)
+                                    .arg("+")
+                                    .arg("COUNT")
+                                    .arg(1024)
+                                    .query(con)
+                                    .expect("XADD/XRANGE");
+                                if let Some((id, _)) = read.last() {
+                                    let mut l = last.lock().unwrap();
+                                    if stream_id(id) > stream_id(&l) {
+                                        *l = id.clone();
+                                    }
+                                }
+                                std::hint::black_box(read);
+                            }
                             _ => {}
                         }
                     }
@@ -175,15 +218,26 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
     (secs, all)
 }
 
+/// A stream entry id ("<ms>-<n>") as a number pair, for ordering.
+fn stream_id(id: &str) -> (u64, u64) {
+    let (ms, n) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), n.parse().unwrap_or(0))
+}
+
 /// Server-side microseconds per EVALSHA (INFO commandstats).
 fn script_usec(port: u16) -> String {
+    command_usec(port, "evalsha")
+}
+
+/// Server-side microseconds per call of `command` (INFO commandstats).
+fn command_usec(port: u16, command: &str) -> String {
     let out = Command::new("redis-cli")
         .args(["-p", &port.to_string(), "INFO", "commandstats"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     out.lines()
-        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
         .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec_per_call=")))
         .unwrap_or("?")
         .to_owned()
@@ -289,6 +343,12 @@ fn main() {
     shared.store().clear().unwrap();
     let (red_s, red) = replay(&cfg, &msgs, &Then::Store(Arc::clone(&shared)));
     let (floor_s, floor) = replay(&cfg, &msgs, &Then::Floor(cfg.store.redis.urls[0].clone()));
+    let last = Arc::new(Mutex::new("0-0".to_owned()));
+    let (log_s, log) = replay(
+        &cfg,
+        &msgs,
+        &Then::Log(cfg.store.redis.urls[0].clone(), last),
+    );
     let n = msgs.len() as f64;
     println!(
         "redis server time per script call: {} us",
@@ -305,6 +365,12 @@ fn main() {
     line("memory", mem_s, &mem);
     line("redis", red_s, &red);
     line("floor", floor_s, &floor);
+    line("log", log_s, &log);
+    println!(
+        "log: redis server time per XADD {} us, per XRANGE {} us",
+        command_usec(port, "xadd"),
+        command_usec(port, "xrange")
+    );
     let vs_memory = |name: &str, secs: f64, lat: &[Duration]| {
         println!(
             "{name}/memory throughput {:.1}%   added latency p50 {:.3} ms, p99 {:.3} ms",
@@ -315,6 +381,7 @@ fn main() {
     };
     vs_memory("redis", red_s, &red);
     vs_memory("floor", floor_s, &floor);
+    vs_memory("log", log_s, &log);
 
     // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
     let mut mcfg = cfg.clone();
