@@ -12,6 +12,10 @@
 //! - floor: the same, then one round trip that does nothing on the server
 //!   (`EVAL "return 1" 0`): what any one-round-trip design could reach at
 //!   best on this machine, where Redis and the replay share the cores.
+//! - log: the same, then the Redis side of the replicated-log layout that
+//!   README (Limits) proposes: one pipeline of `XADD` (a 128-byte entry,
+//!   about an encoded observation's size) and `XRANGE` of what was added
+//!   since the last read. A prototype for measurement; no store uses it.
 //!
 //! Prints throughput and per-message latency (p50, p99) for each, the added
 //! latency, and the Redis memory per fingerprint measured on 100,000
@@ -132,7 +136,8 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                 cfg.clone(),
             );
             std::thread::spawn(move || {
-                let mut floor = match &then {
+                // A plain connection for the floor and log runs.
+                let mut raw_conn = match &then {
                     Then::Floor(url) | Then::Log(url, _) => Some(
                         redis::Client::open(url.as_str())
                             .and_then(|c| c.get_connection())
@@ -149,7 +154,7 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     let v = engine.lock().unwrap().decide(&a, &env, now);
                     std::hint::black_box(&v);
                     if let Ok(obs) = observe(&cfg, &a, &env) {
-                        match (&then, floor.as_mut()) {
+                        match (&then, raw_conn.as_mut()) {
                             (Then::Store(sh), _) => match sh.record(&obs, now) {
                                 SharedResult::Shared(out) => {
                                     std::hint::black_box(out);
