@@ -12,10 +12,9 @@
 //! - floor: the same, then one round trip that does nothing on the server
 //!   (`EVAL "return 1" 0`): what any one-round-trip design could reach at
 //!   best on this machine, where Redis and the replay share the cores.
-//! - log: the same, then the Redis side of the replicated-log layout that
-//!   README (Limits) proposes: one pipeline of `XADD` (a 128-byte entry,
-//!   about an encoded observation's size) and `XRANGE` of what was added
-//!   since the last read. A prototype for measurement; no store uses it.
+//! - log: the same as redis, in the log layout (`store.redis.layout =
+//!   "log"`): one pipeline that appends the observation and reads what is
+//!   new, applied to the store's replica.
 //!
 //! Prints throughput and per-message latency (p50, p99) for each, the added
 //! latency, and the Redis memory per fingerprint measured on 100,000
@@ -27,7 +26,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bulkwatch::config::{Config, StoreBackend};
+use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::{analyze, observe, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{RedisStore, Shared, SharedResult};
@@ -109,18 +108,11 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 enum Then {
     /// Nothing: the memory backend.
     Nothing,
-    /// One round trip to the Redis store (the script).
+    /// One round trip to the Redis store (either layout).
     Store(Arc<Shared>),
     /// One round trip that does nothing on the server (`EVAL "return 1"`):
     /// the floor under any one-round-trip design on this machine.
     Floor(String),
-    /// The Redis side of the replicated-log layout proposed in the README
-    /// (Limits), not a store bulkwatch has: one pipeline per message that
-    /// appends the observation to a stream (`XADD`) and reads what the
-    /// site appended since the daemon's last read (`XRANGE`), which the
-    /// daemon would apply to its own replica (here the engine's `decide`
-    /// above stands for that). The URL and the daemon's last-read id.
-    Log(String, Arc<Mutex<String>>),
 }
 
 /// Replays `msgs` with IN_FLIGHT threads; returns (seconds, latencies).
@@ -136,9 +128,9 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                 cfg.clone(),
             );
             std::thread::spawn(move || {
-                // A plain connection for the floor and log runs.
+                // A plain connection for the floor run.
                 let mut raw_conn = match &then {
-                    Then::Floor(url) | Then::Log(url, _) => Some(
+                    Then::Floor(url) => Some(
                         redis::Client::open(url.as_str())
                             .and_then(|c| c.get_connection())
                             .expect("redis connection"),
@@ -169,42 +161,6 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                                     .expect("EVAL");
                                 std::hint::black_box(one);
                             }
-                            (Then::Log(_, last), Some(con)) => {
-                                let mut payload = Vec::with_capacity(128);
-                                payload.extend_from_slice(&obs.exact);
-                                payload.extend_from_slice(&obs.simhash.to_le_bytes());
-                                payload.extend_from_slice(&obs.sketch.to_le_bytes());
-                                for b in &obs.bands {
-                                    payload.extend_from_slice(&b.to_le_bytes());
-                                }
-                                payload.resize(128, 0);
-                                let from = format!("({}", last.lock().unwrap());
-                                let (read,): (Vec<(String, Vec<Vec<u8>>)>,) = redis::pipe()
-                                    .cmd("XADD")
-                                    .arg("bwlog")
-                                    .arg("MAXLEN")
-                                    .arg("~")
-                                    .arg(1_000_000)
-                                    .arg("*")
-                                    .arg("o")
-                                    .arg(&payload)
-                                    .ignore()
-                                    .cmd("XRANGE")
-                                    .arg("bwlog")
-                                    .arg(from)
-                                    .arg("+")
-                                    .arg("COUNT")
-                                    .arg(1024)
-                                    .query(con)
-                                    .expect("XADD/XRANGE");
-                                if let Some((id, _)) = read.last() {
-                                    let mut l = last.lock().unwrap();
-                                    if stream_id(id) > stream_id(&l) {
-                                        *l = id.clone();
-                                    }
-                                }
-                                std::hint::black_box(read);
-                            }
                             _ => {}
                         }
                     }
@@ -221,12 +177,6 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
     let secs = start.elapsed().as_secs_f64();
     all.sort();
     (secs, all)
-}
-
-/// A stream entry id ("<ms>-<n>") as a number pair, for ordering.
-fn stream_id(id: &str) -> (u64, u64) {
-    let (ms, n) = id.split_once('-').unwrap_or((id, "0"));
-    (ms.parse().unwrap_or(0), n.parse().unwrap_or(0))
 }
 
 /// Server-side microseconds per EVALSHA (INFO commandstats).
@@ -348,12 +298,12 @@ fn main() {
     shared.store().clear().unwrap();
     let (red_s, red) = replay(&cfg, &msgs, &Then::Store(Arc::clone(&shared)));
     let (floor_s, floor) = replay(&cfg, &msgs, &Then::Floor(cfg.store.redis.urls[0].clone()));
-    let last = Arc::new(Mutex::new("0-0".to_owned()));
-    let (log_s, log) = replay(
-        &cfg,
-        &msgs,
-        &Then::Log(cfg.store.redis.urls[0].clone(), last),
-    );
+    let mut lcfg = cfg.clone();
+    lcfg.store.redis.layout = RedisLayout::Log;
+    lcfg.store.redis.key_prefix = "logbench".into();
+    let log_store = Arc::new(Shared::from_config(&lcfg).unwrap().unwrap());
+    log_store.store().clear().unwrap();
+    let (log_s, log) = replay(&lcfg, &msgs, &Then::Store(log_store));
     let n = msgs.len() as f64;
     println!(
         "redis server time per script call: {} us",
@@ -417,6 +367,26 @@ fn main() {
         after.saturating_sub(before) as f64 / count as f64,
         before,
         after
+    );
+
+    // The same in the log layout: Redis holds one stream entry per
+    // fingerprint.
+    let mut lmcfg = mcfg.clone();
+    lmcfg.store.redis.key_prefix = "logmem".into();
+    lmcfg.store.redis.layout = RedisLayout::Log;
+    let mut log = bulkwatch::store::LogStore::open(&lmcfg).unwrap();
+    log.pool().clear().unwrap();
+    let before = used_memory(log.pool());
+    for i in 0..count {
+        let obs = synthetic(i, &lmcfg);
+        bulkwatch::engine::Store::record(&mut log, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
+    }
+    let (after, keys) = log.pool().memory_usage().unwrap();
+    println!(
+        "redis memory, log layout: {} fingerprints, {} keys, {:.0} bytes per fingerprint",
+        count,
+        keys,
+        after.saturating_sub(before) as f64 / count as f64,
     );
 
     // Campaigns fill buckets: every copy of one is in the same buckets, and

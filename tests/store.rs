@@ -11,10 +11,10 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bulkwatch::config::{Config, StoreBackend};
+use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::{analyze, decide_with, Engine, Envelope, Store, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{RedisStore, Shared, SharedResult};
+use bulkwatch::store::{LogStore, RedisStore, Shared, SharedResult};
 use bulkwatch::verdict::{Level, Verdict};
 use common::redis::{skip_reason, RedisCluster, RedisServer};
 
@@ -34,6 +34,13 @@ fn fixture_messages(name: &str) -> Vec<Vec<u8>> {
     read_mbox(std::io::BufReader::new(f))
         .map(Result::unwrap)
         .collect()
+}
+
+/// `redis_config` in the log layout.
+fn log_config(urls: Vec<String>, prefix: &str) -> Config {
+    let mut cfg = redis_config(urls, prefix);
+    cfg.store.redis.layout = RedisLayout::Log;
+    cfg
 }
 
 fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
@@ -231,6 +238,235 @@ fn a_redis_cluster_store_agrees_with_memory() {
     assert_eq!(tagged, 1, "keys of one prefix must live on one node");
 }
 
+#[test]
+fn memory_and_log_stores_agree_on_the_fixture_stream() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "logcontract");
+    let msgs = stream();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let mut log = LogStore::open(&cfg).unwrap();
+    let shared = run(&mut log, &cfg, &msgs, 1);
+    assert_same(&memory, &shared);
+    assert!(memory.iter().filter(|s| s.level == Level::Bulk).count() > 500);
+    // One key, the log, with the window plus 5 minutes to live.
+    let (keys, bad) = keys_without_ttl(&server, "logcontract", 21_600 + 300);
+    assert_eq!((keys, bad), (1, 0));
+    let len = server.cli(&["XLEN", log.key()]).unwrap();
+    let recorded = memory.iter().filter(|s| s.campaign.is_some()).count();
+    assert_eq!(len.trim(), recorded.to_string(), "one entry per message");
+}
+
+#[test]
+fn memory_and_log_stores_agree_as_messages_leave_the_window() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = log_config(vec![server.url()], "logwindow");
+    cfg.window.window = Duration::from_secs(600);
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(400).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 7);
+    let mut log = LogStore::open(&cfg).unwrap();
+    assert_same(&memory, &run(&mut log, &cfg, &msgs, 7));
+}
+
+#[test]
+fn a_redis_cluster_log_store_agrees_with_memory() {
+    if skip() {
+        return;
+    }
+    let cluster = RedisCluster::start();
+    let mut cfg = log_config(cluster.urls(), "logcluster");
+    cfg.store.redis.cluster = true;
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let mut log = LogStore::open(&cfg).unwrap();
+    assert_same(&memory, &run(&mut log, &cfg, &msgs, 1));
+}
+
+/// Distinct observation `i` (SplitMix64): no two are near.
+fn synthetic(i: u64, cfg: &Config) -> bulkwatch::engine::Observation {
+    let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5151;
+    let mut next = || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut exact = [0u8; 32];
+    for c in exact.chunks_mut(8) {
+        c.copy_from_slice(&next().to_le_bytes());
+    }
+    bulkwatch::engine::Observation {
+        exact,
+        simhash: next(),
+        sketch: next(),
+        bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
+        near: true,
+        recipients: 1,
+        sender: 7,
+        sender_name: None,
+        subject: None,
+        features: 40,
+        thresholds: cfg.thresholds.clone(),
+    }
+}
+
+/// A daemon that starts after others have filled the log reads it before
+/// it judges: its outcome is the one a daemon that saw everything gives.
+/// Far behind, it judges locally for a few messages while it reads.
+#[test]
+fn a_daemon_that_starts_late_reads_the_log_first() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "late");
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(200).collect();
+    let a = LogStore::open(&cfg).unwrap();
+    let mut all = Engine::new(&cfg);
+    let record = |store: &LogStore, all: &mut Engine, i: usize, raw: &[u8]| {
+        let env = envelope(i);
+        let an = analyze(raw, &env, &cfg);
+        // Skipped and allowed messages reach no store.
+        let obs = bulkwatch::engine::observe(&cfg, &an, &env).ok()?;
+        let now = UnixSecs(REPLAY_EPOCH + i as u64);
+        let want = Store::record(all, &obs, now).unwrap();
+        Some((store.record_shared(&obs, now), want))
+    };
+    for (i, raw) in msgs.iter().enumerate().take(150) {
+        if let Some((got, want)) = record(&a, &mut all, i, raw) {
+            assert_eq!(got.unwrap(), want);
+        }
+    }
+    let b = LogStore::open(&cfg).unwrap();
+    let mut judged_by_b = 0;
+    for (i, raw) in msgs.iter().enumerate().skip(150) {
+        let store = if i % 2 == 0 { &a } else { &b };
+        if let Some((got, want)) = record(store, &mut all, i, raw) {
+            assert_eq!(got.unwrap(), want, "message {i}");
+            judged_by_b += i % 2;
+        }
+    }
+    assert!(judged_by_b > 10);
+
+    // Far behind: more entries than one message may read (1,024 with the
+    // append, then MAX_READS_PER_CALL more reads of 1,024).
+    let far = 1024 * (1 + bulkwatch::store::log::MAX_READS_PER_CALL) as u64 + 500;
+    for i in 0..far {
+        a.record_shared(&synthetic(i, &cfg), UnixSecs(REPLAY_EPOCH + 200 + i / 50))
+            .unwrap();
+    }
+    let c = LogStore::open(&cfg).unwrap();
+    let now = UnixSecs(REPLAY_EPOCH + 200 + far / 50);
+    let first = c.record_shared(&synthetic(far, &cfg), now);
+    let err = first.expect_err("still reading the log").to_string();
+    assert!(err.contains("catching up"), "{err}");
+    let second = c.record_shared(&synthetic(far + 1, &cfg), now).unwrap();
+    let third = a.record_shared(&synthetic(far + 2, &cfg), now).unwrap();
+    assert_eq!(second.seq + 1, third.seq, "both replicas count alike");
+}
+
+/// Calls from several threads of one daemon read overlapping parts of
+/// the log; each entry is applied once, in the log's order, so the replica
+/// equals one built afterwards from the log alone.
+#[test]
+fn concurrent_calls_apply_each_entry_once() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "threads");
+    let store = std::sync::Arc::new(LogStore::open(&cfg).unwrap());
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let (store, cfg) = (std::sync::Arc::clone(&store), cfg.clone());
+            std::thread::spawn(move || {
+                for n in 0..50u32 {
+                    let env = Envelope::default();
+                    let an = analyze(&spam(t * 50 + n), &env, &cfg);
+                    let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+                    store
+                        .record_shared(&obs, UnixSecs(REPLAY_EPOCH + u64::from(n)))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let env = Envelope::default();
+    let an = analyze(&spam(999), &env, &cfg);
+    let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+    let now = UnixSecs(REPLAY_EPOCH + 60);
+    let out = store.record_shared(&obs, now).unwrap();
+    assert_eq!(out.campaign.as_ref().unwrap().messages, 201);
+    let fresh = LogStore::open(&cfg).unwrap();
+    let again = fresh.record_shared(&obs, now).unwrap();
+    assert_eq!(again.campaign.unwrap().messages, 202);
+    assert_eq!(again.seq, out.seq + 1);
+}
+
+/// When the log loses entries this daemon has not read (here: deleted),
+/// its replica starts again from what the log holds.
+#[test]
+fn a_replica_rebuilds_when_the_log_lost_what_it_had_not_read() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "gap");
+    let (a, b) = (LogStore::open(&cfg).unwrap(), LogStore::open(&cfg).unwrap());
+    let at = |i: u64| UnixSecs(REPLAY_EPOCH + i);
+    for i in 0..20 {
+        b.record_shared(&synthetic(i, &cfg), at(i)).unwrap();
+    }
+    server.cli(&["DEL", b.key()]).unwrap();
+    a.record_shared(&synthetic(100, &cfg), at(100)).unwrap();
+    a.record_shared(&synthetic(101, &cfg), at(101)).unwrap();
+    // b had 20 entries the log no longer holds, and did not read 100, 101.
+    let out = b.record_shared(&synthetic(0, &cfg), at(102)).unwrap();
+    let mut fresh = Engine::new(&cfg);
+    for (i, t) in [(100, 100), (101, 101)] {
+        Store::record(&mut fresh, &synthetic(i, &cfg), at(t)).unwrap();
+    }
+    let want = Store::record(&mut fresh, &synthetic(0, &cfg), at(102)).unwrap();
+    assert_eq!(out, want, "the replica is what the log holds");
+    assert!(!out.exact, "entry 0 was forgotten with the lost entries");
+}
+
+/// Entries that do not decode (another writer, a newer format) are
+/// skipped alike by every replica, and the message still gets its outcome.
+#[test]
+fn entries_that_do_not_decode_are_skipped() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "junk");
+    let a = LogStore::open(&cfg).unwrap();
+    a.record_shared(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH))
+        .unwrap();
+    server.cli(&["XADD", a.key(), "*", "o", "garbage"]).unwrap();
+    server
+        .cli(&["XADD", a.key(), "*", "x", "y", "z", "w"])
+        .unwrap();
+    let out = a
+        .record_shared(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH + 1))
+        .unwrap();
+    assert!(out.exact, "the good entries before and after still count");
+    let b = LogStore::open(&cfg).unwrap();
+    let out_b = b
+        .record_shared(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH + 2))
+        .unwrap();
+    assert_eq!(out_b.campaign.unwrap().messages, 3);
+}
+
 /// A personalized copy of one campaign.
 fn spam(n: u32) -> Vec<u8> {
     let name = common::NAMES[n as usize % common::NAMES.len()];
@@ -246,11 +482,21 @@ fn spam(n: u32) -> Vec<u8> {
 
 #[test]
 fn two_daemons_sharing_redis_see_one_campaign() {
+    two_daemons_see_one_campaign(RedisLayout::Script);
+}
+
+#[test]
+fn two_daemons_sharing_a_redis_log_see_one_campaign() {
+    two_daemons_see_one_campaign(RedisLayout::Log);
+}
+
+fn two_daemons_see_one_campaign(layout: RedisLayout) {
     if skip() {
         return;
     }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "pair");
+    cfg.store.redis.layout = layout;
     cfg.thresholds.bulk_threshold = 10.0;
     cfg.thresholds.suspect_threshold = 20.0;
     // Each daemon: its own local engine plus the shared store.
@@ -290,11 +536,21 @@ fn two_daemons_sharing_redis_see_one_campaign() {
 
 #[test]
 fn a_redis_outage_costs_no_verdict_and_sharing_resumes() {
+    an_outage_costs_no_verdict(RedisLayout::Script);
+}
+
+#[test]
+fn a_redis_log_outage_costs_no_verdict_and_sharing_resumes() {
+    an_outage_costs_no_verdict(RedisLayout::Log);
+}
+
+fn an_outage_costs_no_verdict(layout: RedisLayout) {
     if skip() {
         return;
     }
     let mut server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "outage");
+    cfg.store.redis.layout = layout;
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(1);
     let mut r = bulkwatch::replay::Replayer::new(&cfg, Default::default());

@@ -285,6 +285,17 @@ pub enum StoreBackend {
     Redis,
 }
 
+/// How the Redis store divides the work (`store.redis.layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisLayout {
+    /// Redis holds the window and the campaigns; a Lua script looks each
+    /// message up and records it (the default).
+    Script,
+    /// Redis holds a log of the site's observations; each daemon applies
+    /// it in order to its own engine, a replica, and looks up there.
+    Log,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreConfig {
     pub backend: StoreBackend,
@@ -307,6 +318,7 @@ pub struct RedisConfig {
     /// After a failure, how long messages are judged locally before Redis
     /// is tried again.
     pub retry_interval: Duration,
+    pub layout: RedisLayout,
 }
 
 impl Default for Config {
@@ -403,6 +415,7 @@ impl Default for Config {
                     timeout: Duration::from_millis(50),
                     pool_size: 8,
                     retry_interval: Duration::from_secs(5),
+                    layout: RedisLayout::Script,
                 },
             },
         }
@@ -835,6 +848,18 @@ impl Config {
                 if let Some(v) = r.retry_secs {
                     rc.retry_interval =
                         Duration::from_secs(in_range("store.redis.retry_secs", v, 1, 3600)?);
+                }
+                if let Some(v) = r.layout {
+                    rc.layout = match v.as_str() {
+                        "script" => RedisLayout::Script,
+                        "log" => RedisLayout::Log,
+                        other => {
+                            return Err(ConfigError::invalid(
+                                "store.redis.layout",
+                                format!("`{other}` is not script or log"),
+                            ))
+                        }
+                    };
                 }
             }
         }

@@ -162,4 +162,5 @@ pub struct RawRedis {
     pub timeout_ms: Option<u64>,
     pub pool_size: Option<u64>,
     pub retry_secs: Option<u64>,
+    pub layout: Option<String>,
 }

@@ -12,15 +12,17 @@
 //! resumes by itself. A message is never held or rejected because Redis is
 //! down.
 
+pub mod log;
 pub mod redis;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, StoreBackend};
+use crate::config::{Config, RedisLayout, StoreBackend};
 use crate::engine::{Observation, Outcome, StoreError, UnixSecs};
 
+pub use self::log::LogStore;
 pub use self::redis::RedisStore;
 
 /// Counters of the shared store, for metrics and replay summaries.
@@ -49,10 +51,17 @@ pub enum SharedResult {
     Skipped,
 }
 
+/// The Redis store in the configured layout.
+#[derive(Debug)]
+enum Layout {
+    Script(Box<RedisStore>),
+    Log(Box<LogStore>),
+}
+
 /// The shared store with its failure handling.
 #[derive(Debug)]
 pub struct Shared {
-    store: RedisStore,
+    layout: Layout,
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
     pub stats: SharedStats,
@@ -64,7 +73,10 @@ impl Shared {
         match cfg.store.backend {
             StoreBackend::Memory => Ok(None),
             StoreBackend::Redis => Ok(Some(Shared {
-                store: RedisStore::open(cfg)?,
+                layout: match cfg.store.redis.layout {
+                    RedisLayout::Script => Layout::Script(Box::new(RedisStore::open(cfg)?)),
+                    RedisLayout::Log => Layout::Log(Box::new(LogStore::open(cfg)?)),
+                },
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 stats: SharedStats {
@@ -75,8 +87,13 @@ impl Shared {
         }
     }
 
+    /// The connections and keys (both layouts), for `clear`, the key
+    /// prefix and memory figures.
     pub fn store(&self) -> &RedisStore {
-        &self.store
+        match &self.layout {
+            Layout::Script(s) => s,
+            Layout::Log(l) => l.pool(),
+        }
     }
 
     /// Records the message in Redis unless Redis failed less than
@@ -92,7 +109,11 @@ impl Shared {
             self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
             return SharedResult::Skipped;
         }
-        match self.store.record_shared(obs, now) {
+        let result = match &self.layout {
+            Layout::Script(s) => s.record_shared(obs, now),
+            Layout::Log(l) => l.record_shared(obs, now),
+        };
+        match result {
             Ok(out) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
                 if !self.stats.up.swap(true, Ordering::Relaxed) {

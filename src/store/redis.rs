@@ -40,16 +40,38 @@ const MAX_NAME: usize = 100;
 static SCRIPT: &str = include_str!("record.lua");
 
 /// One connection, to a server or to a cluster.
-enum Conn {
+pub(crate) enum Conn {
     Single(redis::Connection),
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl Conn {
-    fn like(&mut self) -> &mut dyn ConnectionLike {
+    pub(crate) fn like(&mut self) -> &mut dyn ConnectionLike {
         match self {
             Conn::Single(c) => c,
             Conn::Cluster(c) => c.as_mut(),
+        }
+    }
+
+    /// Sends `cmds` in one round trip and returns their replies in order
+    /// (a cluster connection needs its own pipeline type; every command
+    /// here names keys of one hash tag, so one node answers them all).
+    pub(crate) fn pipeline(&mut self, cmds: Vec<redis::Cmd>) -> redis::RedisResult<Vec<Value>> {
+        match self {
+            Conn::Single(c) => {
+                let mut p = redis::pipe();
+                for cmd in cmds {
+                    p.add_command(cmd);
+                }
+                p.query(c)
+            }
+            Conn::Cluster(c) => {
+                let mut p = redis::cluster::cluster_pipe();
+                for cmd in cmds {
+                    p.add_command(cmd);
+                }
+                p.query(c.as_mut())
+            }
         }
     }
 }
@@ -116,7 +138,7 @@ fn lazy_expire_on(conn: &mut Conn) -> Result<Option<bool>, StoreError> {
     })
 }
 
-fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
+pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError(format!("redis: {context}: {e}"))
 }
 
@@ -201,7 +223,8 @@ impl RedisStore {
         }
     }
 
-    fn take(&self) -> Result<Conn, StoreError> {
+    /// A pooled connection, or a new one.
+    pub(crate) fn take(&self) -> Result<Conn, StoreError> {
         let pooled = self.idle.lock().ok().and_then(|mut v| v.pop());
         match pooled {
             Some(c) => Ok(c),
@@ -211,9 +234,9 @@ impl RedisStore {
                     // Once per store, on its first connection.
                     if lazy_expire_on(&mut c)? == Some(false) {
                         tracing::warn!(
-                            "redis: lazyfree-lazy-expire is off: a window slice is one large \
-                             key, and freeing it when it expires holds up every call \
-                             meanwhile; set lazyfree-lazy-expire yes"
+                            "redis: lazyfree-lazy-expire is off: a window slice (or the log) \
+                             is one large key, and freeing it when it expires holds up every \
+                             call meanwhile; set lazyfree-lazy-expire yes"
                         );
                     }
                 }
@@ -222,7 +245,8 @@ impl RedisStore {
         }
     }
 
-    fn give_back(&self, c: Conn) {
+    /// Returns a connection whose last reply was read whole to the pool.
+    pub(crate) fn give_back(&self, c: Conn) {
         if let Ok(mut v) = self.idle.lock() {
             if v.len() < self.pool_size {
                 v.push(c);

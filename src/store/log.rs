@@ -1,0 +1,595 @@
+//! The log layout of the Redis store (`store.redis.layout = "log"`): Redis
+//! holds only an ordered log of the site's observations, and every daemon
+//! applies that log, in its order, to an engine of its own (the replica).
+//!
+//! One message is one pipeline (one round trip): `XADD` appends the
+//! message's observation to the stream `{<prefix>:v<version>}:log` and
+//! `XRANGE` reads what the site appended since this daemon last read. The
+//! daemon applies those entries, its own included, to the replica and
+//! takes its message's outcome from there. Every replica applies the same
+//! entries in the same order with the same settings, so every daemon sees
+//! the same campaign ids and counts, and a lookup costs Redis about two
+//! microseconds instead of a script's scan.
+//!
+//! The stream is trimmed on every append, to the window (by the time in
+//! its entry ids, Redis's clock) and to `window.max_entries` entries, and
+//! it expires when no daemon appends for a window: Redis needs no cleanup
+//! job.
+//!
+//! A daemon that starts, or that was cut off, reads the log from where it
+//! stopped (from the beginning after a start), at most
+//! [`MAX_READS_PER_CALL`] chunks per message; until it has caught up with
+//! its own entry its messages fall back to the local verdict. When the
+//! log was trimmed past the replica's last entry, the replica starts again
+//! from what the log holds.
+//!
+//! What this layout does not give: a daemon that rebuilt its replica from
+//! one window of log names a campaign whose first members have left the
+//! log after the oldest member it saw, where the daemons that never
+//! stopped keep the first member's id. Counts and verdicts agree.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use redis::Value;
+
+use super::redis::{err, RedisStore};
+use crate::config::{Config, Thresholds};
+use crate::engine::{Engine, Observation, Outcome, Store, StoreError, UnixSecs};
+
+/// Format of an entry; entries of another format are skipped.
+const FORMAT: u8 = 1;
+/// Entries read per `XRANGE`.
+const CHUNK: usize = 1024;
+/// `XRANGE` calls a message may spend catching up after the first one;
+/// beyond them the message is judged locally and the next one goes on.
+pub const MAX_READS_PER_CALL: usize = 4;
+/// Outcomes kept for entries applied by another thread's call.
+const RECENT: usize = 4096;
+/// Most MinHash bands an entry may carry.
+const MAX_BANDS: usize = 64;
+/// Longest sample subject and sender name in an entry, in characters (as
+/// the memory store keeps them).
+const MAX_SUBJECT: usize = 120;
+const MAX_NAME: usize = 100;
+/// Seconds the log outlives the window (clock differences between hosts).
+const MARGIN_SECS: u64 = 300;
+
+/// A stream entry id: milliseconds of Redis's clock, then a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StreamId(pub u64, pub u64);
+
+impl StreamId {
+    fn parse(b: &[u8]) -> Result<StreamId, StoreError> {
+        let bad = || {
+            StoreError(format!(
+                "redis log: bad entry id `{}`",
+                String::from_utf8_lossy(b)
+            ))
+        };
+        let s = std::str::from_utf8(b).map_err(|_| bad())?;
+        let (ms, n) = s.split_once('-').ok_or_else(bad)?;
+        Ok(StreamId(
+            ms.parse().map_err(|_| bad())?,
+            n.parse().map_err(|_| bad())?,
+        ))
+    }
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.0, self.1)
+    }
+}
+
+/// The entry of one observation at time `now`: little-endian fields in a
+/// fixed order, texts as a 16-bit length (`0xFFFF`: none) and UTF-8.
+pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
+    let mut b = Vec::with_capacity(160);
+    b.push(FORMAT);
+    b.extend_from_slice(&now.0.to_le_bytes());
+    b.extend_from_slice(&obs.exact);
+    b.extend_from_slice(&obs.simhash.to_le_bytes());
+    b.extend_from_slice(&obs.sketch.to_le_bytes());
+    b.push(obs.bands.len().min(MAX_BANDS) as u8);
+    for band in obs.bands.iter().take(MAX_BANDS) {
+        b.extend_from_slice(&band.to_le_bytes());
+    }
+    b.push(u8::from(obs.near));
+    b.extend_from_slice(&obs.recipients.to_le_bytes());
+    b.extend_from_slice(&obs.sender.to_le_bytes());
+    b.extend_from_slice(
+        &u32::try_from(obs.features)
+            .unwrap_or(u32::MAX)
+            .to_le_bytes(),
+    );
+    let t = &obs.thresholds;
+    b.extend_from_slice(&t.bulk_threshold.to_le_bytes());
+    b.extend_from_slice(&t.suspect_threshold.to_le_bytes());
+    b.extend_from_slice(&t.strong_distance.to_le_bytes());
+    b.extend_from_slice(&t.strong_sketch_diff.to_le_bytes());
+    b.extend_from_slice(&t.weak_match_weight.to_le_bytes());
+    put_text(&mut b, obs.sender_name.as_deref(), MAX_NAME);
+    put_text(&mut b, obs.subject.as_deref(), MAX_SUBJECT);
+    b
+}
+
+fn put_text(b: &mut Vec<u8>, s: Option<&str>, max_chars: usize) {
+    match s {
+        None => b.extend_from_slice(&u16::MAX.to_le_bytes()),
+        Some(s) => {
+            // At most 120 characters of at most 4 bytes: under 0xFFFF.
+            let end = s.char_indices().nth(max_chars).map_or(s.len(), |(i, _)| i);
+            let text = s.get(..end).unwrap_or_default();
+            b.extend_from_slice(&(text.len() as u16).to_le_bytes());
+            b.extend_from_slice(text.as_bytes());
+        }
+    }
+}
+
+/// Reads an entry; anything but a whole, well-formed entry is an error.
+pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
+    let mut r = Reader(bytes);
+    if r.u8()? != FORMAT {
+        return Err(StoreError("redis log: entry of another format".into()));
+    }
+    let now = UnixSecs(r.u64()?);
+    let mut exact = [0u8; 32];
+    exact.copy_from_slice(r.take(32)?);
+    let simhash = r.u64()?;
+    let sketch = r.u64()?;
+    let nbands = usize::from(r.u8()?);
+    if nbands > MAX_BANDS {
+        return Err(StoreError("redis log: entry with too many bands".into()));
+    }
+    let bands = (0..nbands)
+        .map(|_| r.u64())
+        .collect::<Result<Vec<_>, _>>()?;
+    let near = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(StoreError("redis log: bad entry flag".into())),
+    };
+    let recipients = r.u16()?;
+    let sender = r.u16()?;
+    let features = r.u32()? as usize;
+    let thresholds = Thresholds {
+        bulk_threshold: r.f64()?,
+        suspect_threshold: r.f64()?,
+        strong_distance: r.u32()?,
+        strong_sketch_diff: r.u32()?,
+        weak_match_weight: r.f64()?,
+    };
+    let sender_name = r.text()?;
+    let subject = r.text()?;
+    if !r.0.is_empty() {
+        return Err(StoreError("redis log: entry longer than its fields".into()));
+    }
+    Ok((
+        Observation {
+            exact,
+            simhash,
+            sketch,
+            bands,
+            near,
+            recipients,
+            sender,
+            sender_name,
+            subject,
+            features,
+            thresholds,
+        },
+        now,
+    ))
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], StoreError> {
+        if self.0.len() < n {
+            return Err(StoreError("redis log: entry cut short".into()));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], StoreError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    fn u8(&mut self) -> Result<u8, StoreError> {
+        Ok(u8::from_le_bytes(self.array()?))
+    }
+
+    fn u16(&mut self) -> Result<u16, StoreError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+
+    fn u32(&mut self) -> Result<u32, StoreError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, StoreError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn f64(&mut self) -> Result<f64, StoreError> {
+        let x = f64::from_le_bytes(self.array()?);
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err(StoreError(
+                "redis log: entry with a number that is not finite".into(),
+            ))
+        }
+    }
+
+    fn text(&mut self) -> Result<Option<String>, StoreError> {
+        let n = self.u16()?;
+        if n == u16::MAX {
+            return Ok(None);
+        }
+        let b = self.take(usize::from(n))?;
+        std::str::from_utf8(b)
+            .map(|s| Some(s.to_owned()))
+            .map_err(|_| StoreError("redis log: entry text is not UTF-8".into()))
+    }
+}
+
+/// Entries of an `XRANGE` reply, in order: (id, the entry's bytes).
+fn entries(v: Value) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
+    let bad = || StoreError("redis log: unexpected XRANGE reply".into());
+    let Value::Array(items) = v else {
+        return Err(bad());
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::Array(parts) = item else {
+            return Err(bad());
+        };
+        let mut parts = parts.into_iter();
+        let (Some(Value::BulkString(id)), Some(Value::Array(fields)), None) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad());
+        };
+        let id = StreamId::parse(&id)?;
+        // Fields: "o", the entry. Another shape is kept as an empty entry,
+        // which does not decode: it is skipped like any bad entry.
+        let bytes = match <[Value; 2]>::try_from(fields) {
+            Ok([_, Value::BulkString(b)]) => b,
+            _ => Vec::new(),
+        };
+        out.push((id, bytes));
+    }
+    Ok(out)
+}
+
+fn stream_id(v: &Value) -> Result<StreamId, StoreError> {
+    match v {
+        Value::BulkString(b) => StreamId::parse(b),
+        Value::SimpleString(s) => StreamId::parse(s.as_bytes()),
+        _ => Err(StoreError("redis log: XADD did not answer an id".into())),
+    }
+}
+
+/// The `XRANGE` start after `last`: exclusive, or the log's beginning.
+fn after(last: Option<StreamId>) -> String {
+    last.map_or_else(|| "-".to_owned(), |l| format!("({l}"))
+}
+
+/// A daemon's copy of the site's state, built from the log.
+struct Replica {
+    engine: Engine,
+    /// The last entry applied.
+    last: Option<StreamId>,
+    /// Time of the newest entry applied: entries are applied at no earlier
+    /// time (hosts' clocks differ a little).
+    now: u64,
+    /// Outcomes of the last entries applied.
+    recent: VecDeque<(StreamId, Outcome)>,
+    /// Redis's clock, in milliseconds, as of the newest id seen.
+    redis_ms: u64,
+}
+
+impl Replica {
+    fn new(cfg: &Config) -> Replica {
+        Replica {
+            engine: Engine::new(cfg),
+            last: None,
+            now: 0,
+            recent: VecDeque::new(),
+            redis_ms: 0,
+        }
+    }
+
+    /// Applies the entries after `last`, in order; returns how many did not
+    /// decode (every replica skips the same ones).
+    fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>)>) -> usize {
+        let mut bad = 0;
+        for (id, bytes) in batch {
+            if self.last.is_some_and(|l| id <= l) {
+                continue;
+            }
+            self.last = Some(id);
+            self.redis_ms = self.redis_ms.max(id.0);
+            let Ok((obs, now)) = decode(&bytes) else {
+                bad += 1;
+                continue;
+            };
+            self.now = self.now.max(now.0);
+            if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
+                if self.recent.len() == RECENT {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back((id, out));
+            }
+        }
+        bad
+    }
+
+    fn outcome(&self, id: StreamId) -> Option<Outcome> {
+        self.recent
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == id)
+            .map(|(_, o)| o.clone())
+    }
+}
+
+/// The Redis store in the log layout. `&self` methods may be called from
+/// many threads at once.
+pub struct LogStore {
+    /// Connections (the script of this store is not used).
+    pool: RedisStore,
+    key: String,
+    cfg: Config,
+    /// How long entries are kept, in milliseconds.
+    keep_ms: u64,
+    replica: Mutex<Replica>,
+}
+
+impl std::fmt::Debug for LogStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogStore").field("key", &self.key).finish()
+    }
+}
+
+impl LogStore {
+    /// A log store for `cfg.store.redis`; connects lazily, as
+    /// [`RedisStore::open`].
+    pub fn open(cfg: &Config) -> Result<LogStore, StoreError> {
+        let pool = RedisStore::open(cfg)?;
+        Ok(LogStore {
+            key: format!("{}:log", pool.key_base()),
+            pool,
+            cfg: cfg.clone(),
+            keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
+            replica: Mutex::new(Replica::new(cfg)),
+        })
+    }
+
+    /// The connection pool, for [`RedisStore::clear`] and
+    /// [`RedisStore::key_base`].
+    pub fn pool(&self) -> &RedisStore {
+        &self.pool
+    }
+
+    /// The stream's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn replica(&self) -> Result<MutexGuard<'_, Replica>, StoreError> {
+        self.replica
+            .lock()
+            .map_err(|_| StoreError("redis log: replica lock poisoned".into()))
+    }
+
+    /// Appends the message to the log, applies what is new and returns the
+    /// message's outcome. Errors (Redis down, or the replica still catching
+    /// up) leave the message to the local verdict.
+    pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        let entry = encode(obs, now);
+        let (from, trim_before) = {
+            let r = self.replica()?;
+            (r.last, r.redis_ms.checked_sub(self.keep_ms))
+        };
+        let mut conn = self.pool.take()?;
+        let mut cmds = Vec::with_capacity(5);
+        let mut xadd = redis::cmd("XADD");
+        xadd.arg(&self.key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(self.cfg.window.max_entries)
+            .arg("*")
+            .arg("o")
+            .arg(entry);
+        cmds.push(xadd);
+        let mut first = redis::cmd("XRANGE");
+        first.arg(&self.key).arg("-").arg("+").arg("COUNT").arg(1);
+        cmds.push(first);
+        let mut since = redis::cmd("XRANGE");
+        since
+            .arg(&self.key)
+            .arg(after(from))
+            .arg("+")
+            .arg("COUNT")
+            .arg(CHUNK);
+        cmds.push(since);
+        let mut expire = redis::cmd("PEXPIRE");
+        expire.arg(&self.key).arg(self.keep_ms);
+        cmds.push(expire);
+        if let Some(ms) = trim_before {
+            let mut trim = redis::cmd("XTRIM");
+            trim.arg(&self.key).arg("MINID").arg("~").arg(ms);
+            cmds.push(trim);
+        }
+        let mut reply = conn.pipeline(cmds).map_err(|e| err("log", e))?.into_iter();
+        let (Some(own), Some(first), Some(batch)) = (reply.next(), reply.next(), reply.next())
+        else {
+            return Err(StoreError("redis log: pipeline reply too short".into()));
+        };
+        let own = stream_id(&own)?;
+        let first = entries(first)?.first().map(|e| e.0);
+        let mut batch = entries(batch)?;
+        let mut bad = 0;
+        let mut reads = 0;
+        loop {
+            let next = {
+                let mut r = self.replica()?;
+                if let (Some(last), Some(first)) = (r.last, first) {
+                    if reads == 0 && first > last {
+                        // Trimmed past what this replica applied: entries
+                        // may be missing. Start again from what is there.
+                        tracing::warn!(
+                            last = %last,
+                            first = %first,
+                            "redis log: the log was trimmed past this daemon's replica; rebuilding it"
+                        );
+                        *r = Replica::new(&self.cfg);
+                        batch.clear();
+                    }
+                }
+                bad += r.apply(std::mem::take(&mut batch));
+                if r.last.is_some_and(|l| l >= own) {
+                    drop(r);
+                    self.pool.give_back(conn);
+                    if bad > 0 {
+                        tracing::warn!(
+                            entries = bad,
+                            "redis log: entries that do not decode were skipped"
+                        );
+                    }
+                    let r = self.replica()?;
+                    return r.outcome(own).ok_or_else(|| {
+                        StoreError("redis log: this message's outcome is no longer kept".into())
+                    });
+                }
+                r.last
+            };
+            if reads == MAX_READS_PER_CALL {
+                self.pool.give_back(conn);
+                return Err(StoreError(format!(
+                    "redis log: catching up (applied up to {}, this message is {own})",
+                    next.map_or_else(|| "nothing".to_owned(), |l| l.to_string())
+                )));
+            }
+            reads += 1;
+            let v: Value = redis::cmd("XRANGE")
+                .arg(&self.key)
+                .arg(after(next))
+                .arg("+")
+                .arg("COUNT")
+                .arg(CHUNK)
+                .query(conn.like())
+                .map_err(|e| err("log", e))?;
+            batch = entries(v)?;
+            if batch.is_empty() {
+                // Our own entry is gone already (trimmed): nothing to wait for.
+                self.pool.give_back(conn);
+                return Err(StoreError(format!(
+                    "redis log: entry {own} left the log before it was read"
+                )));
+            }
+        }
+    }
+}
+
+impl Store for LogStore {
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        self.record_shared(obs, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obs() -> Observation {
+        Observation {
+            exact: [7; 32],
+            simhash: 0x0123_4567_89ab_cdef,
+            sketch: 42,
+            bands: vec![1, 2, 3, 4],
+            near: true,
+            recipients: 300,
+            sender: 0xBEEF,
+            sender_name: Some("sender.example".into()),
+            subject: Some("Ünïcode subject".into()),
+            features: 77,
+            thresholds: Config::default().thresholds,
+        }
+    }
+
+    #[test]
+    fn an_entry_reads_back_as_written() {
+        let o = obs();
+        let (back, now) = decode(&encode(&o, UnixSecs(1_700_000_000))).unwrap();
+        assert_eq!(now, UnixSecs(1_700_000_000));
+        assert_eq!(back, o);
+        let mut none = obs();
+        none.sender_name = None;
+        none.subject = Some(String::new());
+        none.bands.clear();
+        assert_eq!(decode(&encode(&none, UnixSecs(1))).unwrap().0, none);
+    }
+
+    #[test]
+    fn long_texts_are_cut_to_what_the_memory_store_keeps() {
+        let mut o = obs();
+        o.subject = Some("é".repeat(500));
+        let (back, _) = decode(&encode(&o, UnixSecs(1))).unwrap();
+        assert_eq!(back.subject.unwrap().chars().count(), MAX_SUBJECT);
+    }
+
+    #[test]
+    fn every_cut_or_altered_entry_is_an_error_not_a_panic() {
+        let e = encode(&obs(), UnixSecs(5));
+        for n in 0..e.len() {
+            assert!(decode(&e[..n]).is_err(), "cut at {n}");
+        }
+        let mut long = e.clone();
+        long.push(0);
+        assert!(decode(&long).is_err());
+        let mut other = e.clone();
+        other[0] = 2;
+        assert!(decode(&other).is_err());
+        // Every single byte changed: an error or some entry, never a panic.
+        for i in 0..e.len() {
+            let mut x = e.clone();
+            x[i] ^= 0xFF;
+            let _ = decode(&x);
+        }
+    }
+
+    #[test]
+    fn malformed_xrange_replies_are_errors() {
+        assert!(entries(Value::Nil).is_err());
+        assert!(entries(Value::Array(vec![Value::Int(1)])).is_err());
+        let bad_id = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"x-1".to_vec()),
+            Value::Array(vec![]),
+        ])]);
+        assert!(entries(bad_id).is_err());
+        // A well-formed reply with an entry of another shape: kept, empty.
+        let odd = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"5-1".to_vec()),
+            Value::Array(vec![Value::Int(3)]),
+        ])]);
+        assert_eq!(entries(odd).unwrap(), vec![(StreamId(5, 1), Vec::new())]);
+    }
+
+    #[test]
+    fn stream_ids_order_as_redis_orders_them() {
+        assert!(StreamId::parse(b"10-0").unwrap() > StreamId::parse(b"9-99").unwrap());
+        assert!(StreamId::parse(b"10-2").unwrap() > StreamId::parse(b"10-1").unwrap());
+        assert_eq!(after(Some(StreamId(3, 4))), "(3-4");
+        assert_eq!(after(None), "-");
+        assert!(StreamId::parse(b"10").is_err());
+    }
+}
