@@ -637,6 +637,15 @@ fn replay_uses_the_store_its_config_names() {
 /// reaches the threshold, by whichever daemon sees that message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_share_one_campaign() {
+    two_serve_processes("script").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_processes_share_one_campaign_through_a_log() {
+    two_serve_processes("log").await;
+}
+
+async fn two_serve_processes(layout: &str) {
     use common::daemon::{header, Daemon};
     use common::{open_unix, transact, NAMES};
     if skip() {
@@ -654,7 +663,8 @@ async fn two_serve_processes_share_one_campaign() {
             format!(
                 "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\n\n\
                  [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 6.0\nsuspect_threshold = 6.0\n\n\
-                 [store]\nbackend = \"redis\"\n\n[store.redis]\nurls = [\"{}\"]\nkey_prefix = \"mx\"\n",
+                 [store]\nbackend = \"redis\"\n\n[store.redis]\nurls = [\"{}\"]\nkey_prefix = \"mx\"\n\
+                 layout = \"{layout}\"\n",
                 socket.display(),
                 dir.path().join(host).display(),
                 server.url()
