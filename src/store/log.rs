@@ -54,6 +54,9 @@ const MAX_SUBJECT: usize = 120;
 const MAX_NAME: usize = 100;
 /// Seconds the log outlives the window (clock differences between hosts).
 const MARGIN_SECS: u64 = 300;
+/// How often (Redis's clock, ms) a daemon renews the log's TTL and trims
+/// entries older than the window: well within the margin.
+const UPKEEP_MS: u64 = 60_000;
 
 /// A stream entry id: milliseconds of Redis's clock, then a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -277,11 +280,6 @@ fn stream_id(v: &Value) -> Result<StreamId, StoreError> {
     }
 }
 
-/// The `XRANGE` start after `last`: exclusive, or the log's beginning.
-fn after(last: Option<StreamId>) -> String {
-    last.map_or_else(|| "-".to_owned(), |l| format!("({l}"))
-}
-
 /// A daemon's copy of the site's state, built from the log.
 struct Replica {
     engine: Engine,
@@ -294,6 +292,8 @@ struct Replica {
     recent: VecDeque<(StreamId, Outcome)>,
     /// Redis's clock, in milliseconds, as of the newest id seen.
     redis_ms: u64,
+    /// `redis_ms` when the TTL was last renewed and the log trimmed.
+    upkeep_ms: u64,
 }
 
 impl Replica {
@@ -304,6 +304,7 @@ impl Replica {
             now: 0,
             recent: VecDeque::new(),
             redis_ms: 0,
+            upkeep_ms: 0,
         }
     }
 
@@ -393,14 +394,25 @@ impl LogStore {
     /// Appends the message to the log, applies what is new and returns the
     /// message's outcome. Errors (Redis down, or the replica still catching
     /// up) leave the message to the local verdict.
+    ///
+    /// Reads start at the replica's last entry, inclusive: finding that
+    /// entry first proves nothing after it was trimmed away (a stream is
+    /// trimmed from its front), without a second read.
     pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         let entry = encode(obs, now);
-        let (from, trim_before) = {
-            let r = self.replica()?;
-            (r.last, r.redis_ms.checked_sub(self.keep_ms))
+        let (from, upkeep) = {
+            let mut r = self.replica()?;
+            let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
+            if upkeep {
+                r.upkeep_ms = r.redis_ms;
+            }
+            let trim = upkeep
+                .then(|| r.redis_ms.checked_sub(self.keep_ms))
+                .flatten();
+            (r.last, upkeep.then_some(trim))
         };
         let mut conn = self.pool.take()?;
-        let mut cmds = Vec::with_capacity(5);
+        let mut cmds = Vec::with_capacity(4);
         let mut xadd = redis::cmd("XADD");
         xadd.arg(&self.key)
             .arg("MAXLEN")
@@ -410,53 +422,50 @@ impl LogStore {
             .arg("o")
             .arg(entry);
         cmds.push(xadd);
-        let mut first = redis::cmd("XRANGE");
-        first.arg(&self.key).arg("-").arg("+").arg("COUNT").arg(1);
-        cmds.push(first);
-        let mut since = redis::cmd("XRANGE");
-        since
-            .arg(&self.key)
-            .arg(after(from))
-            .arg("+")
-            .arg("COUNT")
-            .arg(CHUNK);
-        cmds.push(since);
-        let mut expire = redis::cmd("PEXPIRE");
-        expire.arg(&self.key).arg(self.keep_ms);
-        cmds.push(expire);
-        if let Some(ms) = trim_before {
-            let mut trim = redis::cmd("XTRIM");
-            trim.arg(&self.key).arg("MINID").arg("~").arg(ms);
-            cmds.push(trim);
+        cmds.push(self.read_from(from));
+        if let Some(trim) = upkeep {
+            // Once a minute: the TTL (the window plus a margin) and, once
+            // Redis's clock is known, entries older than that.
+            let mut expire = redis::cmd("PEXPIRE");
+            expire.arg(&self.key).arg(self.keep_ms);
+            cmds.push(expire);
+            if let Some(ms) = trim {
+                let mut xtrim = redis::cmd("XTRIM");
+                xtrim.arg(&self.key).arg("MINID").arg("~").arg(ms);
+                cmds.push(xtrim);
+            }
         }
         let mut reply = conn.pipeline(cmds).map_err(|e| err("log", e))?.into_iter();
-        let (Some(own), Some(first), Some(batch)) = (reply.next(), reply.next(), reply.next())
-        else {
+        let (Some(own), Some(batch)) = (reply.next(), reply.next()) else {
             return Err(StoreError("redis log: pipeline reply too short".into()));
         };
         let own = stream_id(&own)?;
-        let first = entries(first)?.first().map(|e| e.0);
         let mut batch = entries(batch)?;
+        let mut from = from;
         let mut bad = 0;
         let mut reads = 0;
         loop {
             let next = {
                 let mut r = self.replica()?;
-                if let (Some(last), Some(first)) = (r.last, first) {
-                    if reads == 0 && first > last {
-                        // Trimmed past what this replica applied: entries
-                        // may be missing. Start again from what is there.
+                if r.last == from {
+                    let whole = from.is_none() || batch.first().map(|e| e.0) == from;
+                    if whole {
+                        bad += r.apply(std::mem::take(&mut batch));
+                    } else {
+                        // The replica's last entry left the log: what came
+                        // after it may have too. Start again from what the
+                        // log holds.
                         tracing::warn!(
-                            last = %last,
-                            first = %first,
+                            last = %from.map_or_else(String::new, |l| l.to_string()),
                             "redis log: the log was trimmed past this daemon's replica; rebuilding it"
                         );
                         *r = Replica::new(&self.cfg);
-                        batch.clear();
                     }
                 }
-                bad += r.apply(std::mem::take(&mut batch));
+                // Else another call moved the replica meanwhile: read on
+                // from where it is.
                 if r.last.is_some_and(|l| l >= own) {
+                    let out = r.outcome(own);
                     drop(r);
                     self.pool.give_back(conn);
                     if bad > 0 {
@@ -465,8 +474,7 @@ impl LogStore {
                             "redis log: entries that do not decode were skipped"
                         );
                     }
-                    let r = self.replica()?;
-                    return r.outcome(own).ok_or_else(|| {
+                    return out.ok_or_else(|| {
                         StoreError("redis log: this message's outcome is no longer kept".into())
                     });
                 }
@@ -480,23 +488,32 @@ impl LogStore {
                 )));
             }
             reads += 1;
-            let v: Value = redis::cmd("XRANGE")
-                .arg(&self.key)
-                .arg(after(next))
-                .arg("+")
-                .arg("COUNT")
-                .arg(CHUNK)
+            from = next;
+            let v: Value = self
+                .read_from(from)
                 .query(conn.like())
                 .map_err(|e| err("log", e))?;
             batch = entries(v)?;
             if batch.is_empty() {
-                // Our own entry is gone already (trimmed): nothing to wait for.
+                // Not even this message's entry is left: trimmed already.
                 self.pool.give_back(conn);
                 return Err(StoreError(format!(
                     "redis log: entry {own} left the log before it was read"
                 )));
             }
         }
+    }
+
+    /// `XRANGE` from `from` inclusive (or from the log's start), one chunk
+    /// past it.
+    fn read_from(&self, from: Option<StreamId>) -> redis::Cmd {
+        let mut c = redis::cmd("XRANGE");
+        c.arg(&self.key)
+            .arg(from.map_or_else(|| "-".to_owned(), |l| l.to_string()))
+            .arg("+")
+            .arg("COUNT")
+            .arg(CHUNK + 1);
+        c
     }
 }
 
@@ -588,8 +605,7 @@ mod tests {
     fn stream_ids_order_as_redis_orders_them() {
         assert!(StreamId::parse(b"10-0").unwrap() > StreamId::parse(b"9-99").unwrap());
         assert!(StreamId::parse(b"10-2").unwrap() > StreamId::parse(b"10-1").unwrap());
-        assert_eq!(after(Some(StreamId(3, 4))), "(3-4");
-        assert_eq!(after(None), "-");
+        assert_eq!(StreamId(3, 4).to_string(), "3-4");
         assert!(StreamId::parse(b"10").is_err());
     }
 }
