@@ -11,10 +11,10 @@
 //! the same campaign ids and counts, and a lookup costs Redis about two
 //! microseconds instead of a script's scan.
 //!
-//! The stream is trimmed on every append, to the window (by the time in
-//! its entry ids, Redis's clock) and to `window.max_entries` entries, and
-//! it expires when no daemon appends for a window: Redis needs no cleanup
-//! job.
+//! The stream is trimmed to `window.max_entries` entries on every append
+//! and, once a minute, to the window (by the time in its entry ids,
+//! Redis's clock); it expires when no daemon appends for a window plus 5
+//! minutes: Redis needs no cleanup job.
 //!
 //! A daemon that starts, or that was cut off, reads the log from where it
 //! stopped (from the beginning after a start), at most
