@@ -214,7 +214,9 @@ impl Replayer {
                         tracing::warn!(n, error = %e, "redis failed; local verdict");
                         self.summary.shared_fallbacks += 1;
                     }
-                    SharedResult::Skipped => self.summary.shared_fallbacks += 1,
+                    SharedResult::Skipped | SharedResult::CatchingUp(_) => {
+                        self.summary.shared_fallbacks += 1
+                    }
                 }
             }
         }

@@ -285,6 +285,10 @@ impl State {
                 None
             }
             Ok(Ok((_, SharedResult::Skipped))) => None,
+            Ok(Ok((_, SharedResult::CatchingUp(why)))) => {
+                tracing::info!(queue_id, %why, "judged from the local window");
+                None
+            }
             Ok(Err(e)) => {
                 tracing::warn!(queue_id, error = %e, "redis task failed; judged from the local window");
                 None

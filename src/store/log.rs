@@ -342,6 +342,17 @@ impl Replica {
     }
 }
 
+/// What [`LogStore::record_logged`] found.
+#[derive(Debug)]
+pub enum Logged {
+    /// The message's outcome, from the replica.
+    Outcome(Outcome),
+    /// Redis answered, but the replica has not applied the message's entry
+    /// (it is reading the log after a start or a rebuild): the local
+    /// verdict stands. Not an outage.
+    CatchingUp(String),
+}
+
 /// The Redis store in the log layout. `&self` methods may be called from
 /// many threads at once.
 pub struct LogStore {
@@ -391,14 +402,24 @@ impl LogStore {
             .map_err(|_| StoreError("redis log: replica lock poisoned".into()))
     }
 
+    /// [`LogStore::record_logged`], with a replica still catching up as an
+    /// error.
+    pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        match self.record_logged(obs, now)? {
+            Logged::Outcome(out) => Ok(out),
+            Logged::CatchingUp(why) => Err(StoreError(why)),
+        }
+    }
+
     /// Appends the message to the log, applies what is new and returns the
-    /// message's outcome. Errors (Redis down, or the replica still catching
-    /// up) leave the message to the local verdict.
+    /// message's outcome, or that the replica has not reached the message's
+    /// entry yet. Either that or an error (Redis down or slow) leaves the
+    /// message to the local verdict.
     ///
     /// Reads start at the replica's last entry, inclusive: finding that
     /// entry first proves nothing after it was trimmed away (a stream is
     /// trimmed from its front), without a second read.
-    pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+    pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
         let entry = encode(obs, now);
         let (from, upkeep) = {
             let mut r = self.replica()?;
@@ -474,15 +495,20 @@ impl LogStore {
                             "redis log: entries that do not decode were skipped"
                         );
                     }
-                    return out.ok_or_else(|| {
-                        StoreError("redis log: this message's outcome is no longer kept".into())
-                    });
+                    return Ok(out.map_or_else(
+                        || {
+                            Logged::CatchingUp(
+                                "redis log: this message's outcome is no longer kept".into(),
+                            )
+                        },
+                        Logged::Outcome,
+                    ));
                 }
                 r.last
             };
             if reads == MAX_READS_PER_CALL {
                 self.pool.give_back(conn);
-                return Err(StoreError(format!(
+                return Ok(Logged::CatchingUp(format!(
                     "redis log: catching up (applied up to {}, this message is {own})",
                     next.map_or_else(|| "nothing".to_owned(), |l| l.to_string())
                 )));
@@ -497,7 +523,7 @@ impl LogStore {
             if batch.is_empty() {
                 // Not even this message's entry is left: trimmed already.
                 self.pool.give_back(conn);
-                return Err(StoreError(format!(
+                return Ok(Logged::CatchingUp(format!(
                     "redis log: entry {own} left the log before it was read"
                 )));
             }

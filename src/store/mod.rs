@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, RedisLayout, StoreBackend};
 use crate::engine::{Observation, Outcome, StoreError, UnixSecs};
 
-pub use self::log::LogStore;
+pub use self::log::{LogStore, Logged};
 pub use self::redis::RedisStore;
 
 /// Counters of the shared store, for metrics and replay summaries.
@@ -49,6 +49,9 @@ pub enum SharedResult {
     Failed(StoreError),
     /// Redis failed recently and is not tried until the retry time.
     Skipped,
+    /// Redis answered, but this daemon's replica (log layout) is still
+    /// reading the log: use the local verdict. Not an outage.
+    CatchingUp(String),
 }
 
 /// The Redis store in the configured layout.
@@ -110,11 +113,15 @@ impl Shared {
             return SharedResult::Skipped;
         }
         let result = match &self.layout {
-            Layout::Script(s) => s.record_shared(obs, now),
-            Layout::Log(l) => l.record_shared(obs, now),
+            Layout::Script(s) => s.record_shared(obs, now).map(Logged::Outcome),
+            Layout::Log(l) => l.record_logged(obs, now),
         };
         match result {
-            Ok(out) => {
+            Ok(Logged::CatchingUp(why)) => {
+                self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                SharedResult::CatchingUp(why)
+            }
+            Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
