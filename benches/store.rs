@@ -15,6 +15,9 @@
 //! - log: the same as redis, in the log layout (`store.redis.layout =
 //!   "log"`): one pipeline that appends the observation and reads what is
 //!   new, applied to the store's replica.
+//! - log-1: the log layout without the local engine's decision, as if the
+//!   replica were the daemon's only engine (a measurement of that design,
+//!   which bulkwatch does not have: its local engine is the fallback).
 //!
 //! Prints throughput and per-message latency (p50, p99) for each, the added
 //! latency, and the Redis memory per fingerprint measured on 100,000
@@ -110,6 +113,10 @@ enum Then {
     Nothing,
     /// One round trip to the Redis store (either layout).
     Store(Arc<Shared>),
+    /// The same without the local engine's decision: what the log layout
+    /// would cost if its replica were the daemon's only engine (it is not:
+    /// the local engine is the fallback while Redis is away).
+    StoreOnly(Arc<Shared>),
     /// One round trip that does nothing on the server (`EVAL "return 1"`):
     /// the floor under any one-round-trip design on this machine.
     Floor(String),
@@ -143,16 +150,20 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     let env = Envelope::default();
                     let a = analyze(raw, &env, &cfg);
                     let now = UnixSecs(REPLAY_EPOCH + i as u64);
-                    let v = engine.lock().unwrap().decide(&a, &env, now);
-                    std::hint::black_box(&v);
+                    if !matches!(then, Then::StoreOnly(_)) {
+                        let v = engine.lock().unwrap().decide(&a, &env, now);
+                        std::hint::black_box(&v);
+                    }
                     if let Ok(obs) = observe(&cfg, &a, &env) {
                         match (&then, raw_conn.as_mut()) {
-                            (Then::Store(sh), _) => match sh.record(&obs, now) {
-                                SharedResult::Shared(out) => {
-                                    std::hint::black_box(out);
+                            (Then::Store(sh) | Then::StoreOnly(sh), _) => {
+                                match sh.record(&obs, now) {
+                                    SharedResult::Shared(out) => {
+                                        std::hint::black_box(out);
+                                    }
+                                    other => panic!("redis failed: {other:?}"),
                                 }
-                                other => panic!("redis failed: {other:?}"),
-                            },
+                            }
                             (Then::Floor(_), Some(con)) => {
                                 let one: i64 = redis::cmd("EVAL")
                                     .arg("return 1")
@@ -303,7 +314,10 @@ fn main() {
     lcfg.store.redis.key_prefix = "logbench".into();
     let log_store = Arc::new(Shared::from_config(&lcfg).unwrap().unwrap());
     log_store.store().clear().unwrap();
-    let (log_s, log) = replay(&lcfg, &msgs, &Then::Store(log_store));
+    let (log_s, log) = replay(&lcfg, &msgs, &Then::Store(Arc::clone(&log_store)));
+    lcfg.store.redis.key_prefix = "logbench1".into();
+    let log_only = Arc::new(Shared::from_config(&lcfg).unwrap().unwrap());
+    let (one_s, one) = replay(&lcfg, &msgs, &Then::StoreOnly(log_only));
     let n = msgs.len() as f64;
     println!(
         "redis server time per script call: {} us",
@@ -321,6 +335,7 @@ fn main() {
     line("redis", red_s, &red);
     line("floor", floor_s, &floor);
     line("log", log_s, &log);
+    line("log-1", one_s, &one);
     println!(
         "log: redis server time per XADD {} us, per XRANGE {} us",
         command_usec(port, "xadd"),
@@ -337,6 +352,7 @@ fn main() {
     vs_memory("redis", red_s, &red);
     vs_memory("floor", floor_s, &floor);
     vs_memory("log", log_s, &log);
+    vs_memory("log-1", one_s, &one);
 
     // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
     let mut mcfg = cfg.clone();
