@@ -18,6 +18,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 pub mod campaign;
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod engine;
 pub mod exact;

@@ -38,6 +38,7 @@ use bloomfilter::Bloom;
 use sha2::{Digest, Sha256};
 
 use crate::campaign::{Campaign, CampaignId, Campaigns, Slot};
+use crate::codec::{CodecError, Reader, Writer};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::exact::{ExactSet, Generation};
@@ -97,6 +98,18 @@ pub enum SnapshotError {
     Invalid { what: String },
 }
 
+impl From<CodecError> for SnapshotError {
+    fn from(e: CodecError) -> SnapshotError {
+        match e {
+            CodecError::Truncated { what } => SnapshotError::Truncated { what },
+            CodecError::TooLarge { what, count, max } => {
+                SnapshotError::TooLarge { what, count, max }
+            }
+            CodecError::Invalid { what } => SnapshotError::Invalid { what },
+        }
+    }
+}
+
 /// SHA-256 of the settings without which saved fingerprints and tables
 /// mean nothing. `Debug` output is stable within a build, and the format
 /// version guards across builds.
@@ -110,40 +123,6 @@ fn shape_hash(cfg: &Config) -> [u8; 32] {
 }
 
 // ---------------------------------------------------------------- writing
-
-#[derive(Default)]
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn u16(&mut self, v: u16) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.u64(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-    fn str(&mut self, s: &str) {
-        // Strings are bounded on write as on read, on a char boundary.
-        let mut end = s.len().min(MAX_STRING);
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.bytes(s.as_bytes().get(..end).unwrap_or_default());
-    }
-    fn section(&mut self, tag: u8, body: Writer) {
-        self.u8(tag);
-        self.bytes(&body.0);
-    }
-}
 
 fn write_entry(w: &mut Writer, e: &Entry) {
     w.u64(e.simhash);
@@ -170,12 +149,12 @@ fn write_campaign(w: &mut Writer, c: &Campaign) {
     }
     w.u64(c.sender_names.len() as u64);
     for n in &c.sender_names {
-        w.str(n);
+        w.str(n, MAX_STRING);
     }
     match &c.sample_subject {
         Some(s) => {
             w.u8(1);
-            w.str(s);
+            w.str(s, MAX_STRING);
         }
         None => w.u8(0),
     }
@@ -330,106 +309,6 @@ pub fn move_aside(path: &Path, now: u64) -> Result<PathBuf, SnapshotError> {
 
 // ---------------------------------------------------------------- reading
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    what: &'static str,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
-        if n > self.buf.len() {
-            return Err(SnapshotError::Truncated { what: self.what });
-        }
-        let (head, rest) = self.buf.split_at(n);
-        self.buf = rest;
-        Ok(head)
-    }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
-    }
-    fn u8(&mut self) -> Result<u8, SnapshotError> {
-        Ok(u8::from_le_bytes(self.array()?))
-    }
-    fn u16(&mut self) -> Result<u16, SnapshotError> {
-        Ok(u16::from_le_bytes(self.array()?))
-    }
-    fn u32(&mut self) -> Result<u32, SnapshotError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-    fn u64(&mut self) -> Result<u64, SnapshotError> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-    /// A count, refused above `max` before anything is allocated for it.
-    fn count(&mut self, max: usize) -> Result<usize, SnapshotError> {
-        let n = self.u64()?;
-        if n > max as u64 {
-            return Err(SnapshotError::TooLarge {
-                what: self.what,
-                count: n,
-                max: max as u64,
-            });
-        }
-        // n <= max, a usize.
-        Ok(n as usize)
-    }
-    /// A count of items of `item_len` bytes each that must fit in what is
-    /// left of the section, and under `max`.
-    fn items(&mut self, max: usize, item_len: usize) -> Result<usize, SnapshotError> {
-        let n = self.count(max)?;
-        if n.saturating_mul(item_len) > self.buf.len() {
-            return Err(SnapshotError::Truncated { what: self.what });
-        }
-        Ok(n)
-    }
-    fn bytes(&mut self, max: usize) -> Result<&'a [u8], SnapshotError> {
-        let n = self.count(max)?;
-        self.take(n)
-    }
-    fn string(&mut self) -> Result<String, SnapshotError> {
-        let b = self.bytes(MAX_STRING)?;
-        String::from_utf8(b.to_vec()).map_err(|_| SnapshotError::Invalid {
-            what: format!("{}: string is not UTF-8", self.what),
-        })
-    }
-    fn bool(&mut self) -> Result<bool, SnapshotError> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            b => Err(SnapshotError::Invalid {
-                what: format!("{}: flag {b}", self.what),
-            }),
-        }
-    }
-    fn section(&mut self, tag: u8, what: &'static str) -> Result<Reader<'a>, SnapshotError> {
-        let found = self.u8()?;
-        if found != tag {
-            return Err(SnapshotError::Invalid {
-                what: format!("expected section {tag} ({what}), found {found}"),
-            });
-        }
-        let len = self.u64()?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|l| *l <= self.buf.len())
-            .ok_or(SnapshotError::Truncated { what })?;
-        Ok(Reader {
-            buf: self.take(len)?,
-            what,
-        })
-    }
-    fn finish(&self) -> Result<(), SnapshotError> {
-        if self.buf.is_empty() {
-            Ok(())
-        } else {
-            Err(SnapshotError::Invalid {
-                what: format!("{} trailing bytes in {}", self.buf.len(), self.what),
-            })
-        }
-    }
-}
-
 const ENTRY_LEN: usize = 8 + 8 + 4 + 4 + 2 + 2 + 1 + 1;
 
 fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
@@ -460,9 +339,13 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
     let n = r.items(MAX_SENDER_NAMES, 8)?;
     let mut sender_names = Vec::with_capacity(n);
     for _ in 0..n {
-        sender_names.push(r.string()?);
+        sender_names.push(r.string(MAX_STRING)?);
     }
-    let sample_subject = if r.bool()? { Some(r.string()?) } else { None };
+    let sample_subject = if r.bool()? {
+        Some(r.string(MAX_STRING)?)
+    } else {
+        None
+    };
     let alerted = r.bool()?;
     Ok(Campaign {
         id,
@@ -506,10 +389,7 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     if digest.as_slice() != sum {
         return Err(SnapshotError::Checksum);
     }
-    let mut r = Reader {
-        buf: body,
-        what: "header",
-    };
+    let mut r = Reader::new(body, "header");
     r.take(MAGIC.len())?;
     let format = r.u16()?;
     if format != FORMAT_VERSION {

@@ -34,6 +34,7 @@ use std::sync::{Mutex, MutexGuard};
 use redis::Value;
 
 use super::redis::{err, RedisStore};
+use crate::codec::{CodecError, Reader, Writer};
 use crate::config::{Config, Thresholds};
 use crate::engine::{Engine, Observation, Outcome, Store, StoreError, UnixSecs};
 
@@ -86,73 +87,80 @@ impl std::fmt::Display for StreamId {
 }
 
 /// The entry of one observation at time `now`: little-endian fields in a
-/// fixed order, texts as a 16-bit length (`0xFFFF`: none) and UTF-8.
+/// fixed order ([`crate::codec`]), each text as a presence flag and a
+/// length-prefixed string.
 pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
-    let mut b = Vec::with_capacity(160);
-    b.push(FORMAT);
-    b.extend_from_slice(&now.0.to_le_bytes());
-    b.extend_from_slice(&obs.exact);
-    b.extend_from_slice(&obs.simhash.to_le_bytes());
-    b.extend_from_slice(&obs.sketch.to_le_bytes());
-    b.push(obs.bands.len().min(MAX_BANDS) as u8);
+    let mut w = Writer(Vec::with_capacity(192));
+    w.u8(FORMAT);
+    w.u64(now.0);
+    w.0.extend_from_slice(&obs.exact);
+    w.u64(obs.simhash);
+    w.u64(obs.sketch);
+    w.u8(obs.bands.len().min(MAX_BANDS) as u8);
     for band in obs.bands.iter().take(MAX_BANDS) {
-        b.extend_from_slice(&band.to_le_bytes());
+        w.u64(*band);
     }
-    b.push(u8::from(obs.near));
-    b.extend_from_slice(&obs.recipients.to_le_bytes());
-    b.extend_from_slice(&obs.sender.to_le_bytes());
-    b.extend_from_slice(
-        &u32::try_from(obs.features)
-            .unwrap_or(u32::MAX)
-            .to_le_bytes(),
-    );
+    w.u8(u8::from(obs.near));
+    w.u16(obs.recipients);
+    w.u16(obs.sender);
+    w.u32(u32::try_from(obs.features).unwrap_or(u32::MAX));
     let t = &obs.thresholds;
-    b.extend_from_slice(&t.bulk_threshold.to_le_bytes());
-    b.extend_from_slice(&t.suspect_threshold.to_le_bytes());
-    b.extend_from_slice(&t.strong_distance.to_le_bytes());
-    b.extend_from_slice(&t.strong_sketch_diff.to_le_bytes());
-    b.extend_from_slice(&t.weak_match_weight.to_le_bytes());
-    put_text(&mut b, obs.sender_name.as_deref(), MAX_NAME);
-    put_text(&mut b, obs.subject.as_deref(), MAX_SUBJECT);
-    b
+    w.f64(t.bulk_threshold);
+    w.f64(t.suspect_threshold);
+    w.u32(t.strong_distance);
+    w.u32(t.strong_sketch_diff);
+    w.f64(t.weak_match_weight);
+    put_text(&mut w, obs.sender_name.as_deref(), MAX_NAME);
+    put_text(&mut w, obs.subject.as_deref(), MAX_SUBJECT);
+    w.0
 }
 
-fn put_text(b: &mut Vec<u8>, s: Option<&str>, max_chars: usize) {
-    match s {
-        None => b.extend_from_slice(&u16::MAX.to_le_bytes()),
-        Some(s) => {
-            // At most 120 characters of at most 4 bytes: under 0xFFFF.
-            let end = s.char_indices().nth(max_chars).map_or(s.len(), |(i, _)| i);
-            let text = s.get(..end).unwrap_or_default();
-            b.extend_from_slice(&(text.len() as u16).to_le_bytes());
-            b.extend_from_slice(text.as_bytes());
-        }
+/// An optional text of at most `max_chars` characters.
+fn put_text(w: &mut Writer, s: Option<&str>, max_chars: usize) {
+    w.u8(u8::from(s.is_some()));
+    if let Some(s) = s {
+        let end = s.char_indices().nth(max_chars).map_or(s.len(), |(i, _)| i);
+        w.str(s.get(..end).unwrap_or_default(), max_chars * 4);
+    }
+}
+
+fn get_text(r: &mut Reader<'_>, max_chars: usize) -> Result<Option<String>, CodecError> {
+    if r.bool()? {
+        r.string(max_chars * 4).map(Some)
+    } else {
+        Ok(None)
     }
 }
 
 /// Reads an entry; anything but a whole, well-formed entry is an error.
 pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
-    let mut r = Reader(bytes);
-    if r.u8()? != FORMAT {
-        return Err(StoreError("redis log: entry of another format".into()));
+    read_entry(&mut Reader::new(bytes, "log entry"))
+        .map_err(|e| StoreError(format!("redis log: bad entry: {e}")))
+}
+
+fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
+    let format = r.u8()?;
+    if format != FORMAT {
+        return Err(CodecError::Invalid {
+            what: format!("format {format}, this build reads {FORMAT}"),
+        });
     }
     let now = UnixSecs(r.u64()?);
-    let mut exact = [0u8; 32];
-    exact.copy_from_slice(r.take(32)?);
+    let exact = r.array::<32>()?;
     let simhash = r.u64()?;
     let sketch = r.u64()?;
     let nbands = usize::from(r.u8()?);
     if nbands > MAX_BANDS {
-        return Err(StoreError("redis log: entry with too many bands".into()));
+        return Err(CodecError::TooLarge {
+            what: "log entry bands",
+            count: nbands as u64,
+            max: MAX_BANDS as u64,
+        });
     }
     let bands = (0..nbands)
         .map(|_| r.u64())
         .collect::<Result<Vec<_>, _>>()?;
-    let near = match r.u8()? {
-        0 => false,
-        1 => true,
-        _ => return Err(StoreError("redis log: bad entry flag".into())),
-    };
+    let near = r.bool()?;
     let recipients = r.u16()?;
     let sender = r.u16()?;
     let features = r.u32()? as usize;
@@ -163,11 +171,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
         strong_sketch_diff: r.u32()?,
         weak_match_weight: r.f64()?,
     };
-    let sender_name = r.text()?;
-    let subject = r.text()?;
-    if !r.0.is_empty() {
-        return Err(StoreError("redis log: entry longer than its fields".into()));
-    }
+    let sender_name = get_text(r, MAX_NAME)?;
+    let subject = get_text(r, MAX_SUBJECT)?;
+    r.finish()?;
     Ok((
         Observation {
             exact,
@@ -184,63 +190,6 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
         },
         now,
     ))
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], StoreError> {
-        if self.0.len() < n {
-            return Err(StoreError("redis log: entry cut short".into()));
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], StoreError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
-    }
-
-    fn u8(&mut self) -> Result<u8, StoreError> {
-        Ok(u8::from_le_bytes(self.array()?))
-    }
-
-    fn u16(&mut self) -> Result<u16, StoreError> {
-        Ok(u16::from_le_bytes(self.array()?))
-    }
-
-    fn u32(&mut self) -> Result<u32, StoreError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, StoreError> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-
-    fn f64(&mut self) -> Result<f64, StoreError> {
-        let x = f64::from_le_bytes(self.array()?);
-        if x.is_finite() {
-            Ok(x)
-        } else {
-            Err(StoreError(
-                "redis log: entry with a number that is not finite".into(),
-            ))
-        }
-    }
-
-    fn text(&mut self) -> Result<Option<String>, StoreError> {
-        let n = self.u16()?;
-        if n == u16::MAX {
-            return Ok(None);
-        }
-        let b = self.take(usize::from(n))?;
-        std::str::from_utf8(b)
-            .map(|s| Some(s.to_owned()))
-            .map_err(|_| StoreError("redis log: entry text is not UTF-8".into()))
-    }
 }
 
 /// Entries of an `XRANGE` reply, in order: (id, the entry's bytes).
