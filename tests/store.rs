@@ -17,6 +17,7 @@ use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{LogStore, RedisStore, Shared, SharedResult};
 use bulkwatch::verdict::{Level, Verdict};
 use common::redis::{skip_reason, RedisCluster, RedisServer};
+use common::synthetic::synthetic;
 
 fn skip() -> bool {
     if let Some(why) = skip_reason() {
@@ -161,43 +162,87 @@ fn stream() -> Vec<Vec<u8>> {
     msgs
 }
 
+/// The store `cfg` configures, in its layout.
+fn open_store(cfg: &Config) -> Box<dyn Store> {
+    match cfg.store.redis.layout {
+        RedisLayout::Script => Box::new(RedisStore::open(cfg).unwrap()),
+        RedisLayout::Log => Box::new(LogStore::open(cfg).unwrap()),
+    }
+}
+
 #[test]
 fn memory_and_redis_stores_agree_on_the_fixture_stream() {
+    agree_on_the_fixture_stream(RedisLayout::Script);
+}
+
+#[test]
+fn memory_and_log_stores_agree_on_the_fixture_stream() {
+    agree_on_the_fixture_stream(RedisLayout::Log);
+}
+
+fn agree_on_the_fixture_stream(layout: RedisLayout) {
     if skip() {
         return;
     }
     let server = RedisServer::start();
-    let cfg = redis_config(vec![server.url()], "contract");
+    let mut cfg = redis_config(vec![server.url()], "contract");
+    cfg.store.redis.layout = layout;
     let msgs = stream();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
-    let mut redis = RedisStore::open(&cfg).unwrap();
-    let shared = run(&mut redis, &cfg, &msgs, 1);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
     assert_same(&memory, &shared);
     // The stream has what the contract is about: bulk, merges, exact hits.
     assert!(memory.iter().filter(|s| s.level == Level::Bulk).count() > 500);
     assert!(memory.iter().any(|s| !s.merged.is_empty()));
     assert!(memory.iter().any(|s| s.exact));
     assert!(memory.iter().any(|s| s.newly_bulk));
-    // Every key expires by itself (merged campaigns' lists included):
-    // within a slice (half a window) plus the window plus 5 minutes.
-    let (keys, bad) = keys_without_ttl(&server, "contract", 10_800 + 21_600 + 300);
-    assert!(keys > 100, "{keys} keys");
-    assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
+    match layout {
+        RedisLayout::Script => {
+            // Every key expires by itself (merged campaigns' lists
+            // included): within a slice (half a window) plus the window
+            // plus 5 minutes.
+            let (keys, bad) = keys_without_ttl(&server, "contract", 10_800 + 21_600 + 300);
+            assert!(keys > 100, "{keys} keys");
+            assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
+        }
+        RedisLayout::Log => {
+            // One key, the log, with the window plus 5 minutes to live,
+            // and one entry per message that reached the store.
+            let (keys, bad) = keys_without_ttl(&server, "contract", 21_600 + 300);
+            assert_eq!((keys, bad), (1, 0));
+            let key = format!(
+                "{}:log",
+                bulkwatch::store::redis::key_base(&cfg.store.redis)
+            );
+            let len = server.cli(&["XLEN", &key]).unwrap();
+            let recorded = memory.iter().filter(|s| s.campaign.is_some()).count();
+            assert_eq!(len.trim(), recorded.to_string());
+        }
+    }
 }
 
 #[test]
 fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
+    agree_as_messages_leave_the_window(RedisLayout::Script);
+}
+
+#[test]
+fn memory_and_log_stores_agree_as_messages_leave_the_window() {
+    agree_as_messages_leave_the_window(RedisLayout::Log);
+}
+
+fn agree_as_messages_leave_the_window(layout: RedisLayout) {
     if skip() {
         return;
     }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "window");
+    cfg.store.redis.layout = layout;
     cfg.window.window = Duration::from_secs(600);
     // 400 messages 7 s apart: the window holds about 85 of them.
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(400).collect();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 7);
-    let mut redis = RedisStore::open(&cfg).unwrap();
-    let shared = run(&mut redis, &cfg, &msgs, 7);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 7);
     assert_same(&memory, &shared);
     // Counts fell: no campaign holds more than the window's messages.
     let most = memory
@@ -212,16 +257,25 @@ fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
 
 #[test]
 fn a_redis_cluster_store_agrees_with_memory() {
+    cluster_agrees_with_memory(RedisLayout::Script);
+}
+
+#[test]
+fn a_redis_cluster_log_store_agrees_with_memory() {
+    cluster_agrees_with_memory(RedisLayout::Log);
+}
+
+fn cluster_agrees_with_memory(layout: RedisLayout) {
     if skip() {
         return;
     }
     let cluster = RedisCluster::start();
     let mut cfg = redis_config(cluster.urls(), "cluster");
     cfg.store.redis.cluster = true;
+    cfg.store.redis.layout = layout;
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
-    let mut redis = RedisStore::open(&cfg).unwrap();
-    let shared = run(&mut redis, &cfg, &msgs, 1);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
     assert_same(&memory, &shared);
     // Every key sits in the slot of the hash tag, on one node.
     let tagged: usize = cluster
@@ -236,84 +290,6 @@ fn a_redis_cluster_store_agrees_with_memory() {
         .filter(|c| *c > 0)
         .count();
     assert_eq!(tagged, 1, "keys of one prefix must live on one node");
-}
-
-#[test]
-fn memory_and_log_stores_agree_on_the_fixture_stream() {
-    if skip() {
-        return;
-    }
-    let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "logcontract");
-    let msgs = stream();
-    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
-    let mut log = LogStore::open(&cfg).unwrap();
-    let shared = run(&mut log, &cfg, &msgs, 1);
-    assert_same(&memory, &shared);
-    assert!(memory.iter().filter(|s| s.level == Level::Bulk).count() > 500);
-    // One key, the log, with the window plus 5 minutes to live.
-    let (keys, bad) = keys_without_ttl(&server, "logcontract", 21_600 + 300);
-    assert_eq!((keys, bad), (1, 0));
-    let len = server.cli(&["XLEN", log.key()]).unwrap();
-    let recorded = memory.iter().filter(|s| s.campaign.is_some()).count();
-    assert_eq!(len.trim(), recorded.to_string(), "one entry per message");
-}
-
-#[test]
-fn memory_and_log_stores_agree_as_messages_leave_the_window() {
-    if skip() {
-        return;
-    }
-    let server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "logwindow");
-    cfg.window.window = Duration::from_secs(600);
-    let msgs: Vec<Vec<u8>> = stream().into_iter().take(400).collect();
-    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 7);
-    let mut log = LogStore::open(&cfg).unwrap();
-    assert_same(&memory, &run(&mut log, &cfg, &msgs, 7));
-}
-
-#[test]
-fn a_redis_cluster_log_store_agrees_with_memory() {
-    if skip() {
-        return;
-    }
-    let cluster = RedisCluster::start();
-    let mut cfg = log_config(cluster.urls(), "logcluster");
-    cfg.store.redis.cluster = true;
-    let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
-    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
-    let mut log = LogStore::open(&cfg).unwrap();
-    assert_same(&memory, &run(&mut log, &cfg, &msgs, 1));
-}
-
-/// Distinct observation `i` (SplitMix64): no two are near.
-fn synthetic(i: u64, cfg: &Config) -> bulkwatch::engine::Observation {
-    let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5151;
-    let mut next = || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let mut exact = [0u8; 32];
-    for c in exact.chunks_mut(8) {
-        c.copy_from_slice(&next().to_le_bytes());
-    }
-    bulkwatch::engine::Observation {
-        exact,
-        simhash: next(),
-        sketch: next(),
-        bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
-        near: true,
-        recipients: 1,
-        sender: 7,
-        sender_name: None,
-        subject: None,
-        features: 40,
-        thresholds: cfg.thresholds.clone(),
-    }
 }
 
 /// A daemon that starts after others have filled the log reads it before

@@ -4,6 +4,7 @@
 
 pub mod daemon;
 pub mod redis;
+pub mod synthetic;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
