@@ -559,6 +559,28 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever bytes a log entry holds, decoding answers, never
+        /// panics; and a valid entry with bytes appended is refused.
+        #[test]
+        fn any_bytes_decode_or_fail_cleanly(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            start_valid in proptest::bool::ANY,
+        ) {
+            let input = if start_valid {
+                let mut e = encode(&obs(), UnixSecs(9));
+                e.extend_from_slice(&bytes);
+                e
+            } else {
+                bytes.clone()
+            };
+            let r = decode(&input);
+            if start_valid && !bytes.is_empty() {
+                proptest::prop_assert!(r.is_err());
+            }
+        }
+    }
+
     #[test]
     fn malformed_xrange_replies_are_errors() {
         assert!(entries(Value::Nil).is_err());
