@@ -454,6 +454,37 @@ fn entries_that_do_not_decode_are_skipped() {
     assert_eq!(out_b.campaign.unwrap().messages, 3);
 }
 
+/// An entry dated far ahead of Redis's clock (a host with a wrong clock)
+/// is skipped: otherwise every replica's time would jump to it, and
+/// nothing would leave the window any more.
+#[test]
+fn an_entry_from_a_clock_far_ahead_does_not_stop_time() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = log_config(vec![server.url()], "clock");
+    cfg.window.window = Duration::from_secs(600);
+    let (a, b) = (LogStore::open(&cfg).unwrap(), LogStore::open(&cfg).unwrap());
+    let year_2100 = UnixSecs(4_102_444_800);
+    let err = a.record_shared(&synthetic(1, &cfg), year_2100).unwrap_err();
+    assert!(err.to_string().contains("clock is"), "{err}");
+    let t0 = REPLAY_EPOCH;
+    assert!(
+        !b.record_shared(&synthetic(2, &cfg), UnixSecs(t0))
+            .unwrap()
+            .exact
+    );
+    b.record_shared(&synthetic(3, &cfg), UnixSecs(t0 + 1000))
+        .unwrap();
+    // Entry 2 left the window 1,000 s later: not an exact repeat.
+    let again = b
+        .record_shared(&synthetic(2, &cfg), UnixSecs(t0 + 1001))
+        .unwrap();
+    assert!(!again.exact, "time moved on");
+    assert_eq!(again.campaign.unwrap().messages, 1);
+}
+
 /// A personalized copy of one campaign.
 fn spam(n: u32) -> Vec<u8> {
     let name = common::NAMES[n as usize % common::NAMES.len()];

@@ -55,6 +55,8 @@ const MAX_SUBJECT: usize = 120;
 const MAX_NAME: usize = 100;
 /// Seconds the log outlives the window (clock differences between hosts).
 const MARGIN_SECS: u64 = 300;
+/// Most seconds an entry's time may be ahead of Redis's clock.
+const MAX_AHEAD_SECS: u64 = 3600;
 /// How often (Redis's clock, ms) a daemon renews the log's TTL and trims
 /// entries older than the window: well within the margin.
 const UPKEEP_MS: u64 = 60_000;
@@ -271,6 +273,13 @@ impl Replica {
                 bad += 1;
                 continue;
             };
+            // An entry dated far past Redis's clock (a host whose clock runs
+            // ahead) would move every replica's time forward, and campaigns
+            // would stop leaving the window: skipped, alike everywhere.
+            if now.0 > id.0 / 1000 + MAX_AHEAD_SECS {
+                bad += 1;
+                continue;
+            }
             self.now = self.now.max(now.0);
             if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
                 if self.recent.len() == RECENT {
@@ -435,6 +444,18 @@ impl LogStore {
                 // Else another call moved the replica meanwhile: read on
                 // from where it is.
                 if r.last.is_some_and(|l| l >= own) {
+                    if now.0 > own.0 / 1000 + MAX_AHEAD_SECS {
+                        drop(r);
+                        self.pool.give_back(conn);
+                        let ahead = now.0 - own.0 / 1000;
+                        tracing::warn!(
+                            ahead_secs = ahead,
+                            "redis log: this host's clock is ahead of Redis's; its messages are not shared"
+                        );
+                        return Ok(Logged::CatchingUp(format!(
+                            "redis log: this host's clock is {ahead} s ahead of Redis's"
+                        )));
+                    }
                     let out = r.outcome(own);
                     drop(r);
                     self.pool.give_back(conn);
