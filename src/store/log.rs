@@ -33,7 +33,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use redis::Value;
 
-use super::redis::{err, RedisStore};
+use super::redis::{err, Conn, RedisStore};
 use crate::codec::{CodecError, Reader, Writer};
 use crate::config::{Config, Thresholds};
 use crate::engine::{Engine, Observation, Outcome, Store, StoreError, UnixSecs};
@@ -231,6 +231,14 @@ fn stream_id(v: &Value) -> Result<StreamId, StoreError> {
     }
 }
 
+/// An entry dated more than [`MAX_AHEAD_SECS`] past Redis's clock when it
+/// was appended (a host whose clock runs ahead). Applied, it would move
+/// every replica's time forward, and campaigns would stop leaving the
+/// window: every replica skips it.
+fn too_far_ahead(now: UnixSecs, id: StreamId) -> bool {
+    now.0 > id.0 / 1000 + MAX_AHEAD_SECS
+}
+
 /// A daemon's copy of the site's state, built from the log.
 struct Replica {
     engine: Engine,
@@ -259,8 +267,9 @@ impl Replica {
         }
     }
 
-    /// Applies the entries after `last`, in order; returns how many did not
-    /// decode (every replica skips the same ones).
+    /// Applies the entries after `last`, in order; returns how many it
+    /// skipped (undecodable or dated too far ahead; every replica skips the
+    /// same ones).
     fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>)>) -> usize {
         let mut bad = 0;
         for (id, bytes) in batch {
@@ -273,10 +282,7 @@ impl Replica {
                 bad += 1;
                 continue;
             };
-            // An entry dated far past Redis's clock (a host whose clock runs
-            // ahead) would move every replica's time forward, and campaigns
-            // would stop leaving the window: skipped, alike everywhere.
-            if now.0 > id.0 / 1000 + MAX_AHEAD_SECS {
+            if too_far_ahead(now, id) {
                 bad += 1;
                 continue;
             }
@@ -373,13 +379,28 @@ impl LogStore {
     /// message's outcome, or that the replica has not reached the message's
     /// entry yet. Either that or an error (Redis down or slow) leaves the
     /// message to the local verdict.
+    pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
+        let mut conn = self.pool.take()?;
+        let result = self.exchange(&mut conn, obs, now);
+        // After an error the connection may hold a late reply: dropped.
+        if result.is_ok() {
+            self.pool.give_back(conn);
+        }
+        result
+    }
+
+    /// One message's round trip and what follows it, on `conn`.
     ///
     /// Reads start at the replica's last entry, inclusive: finding that
     /// entry first proves nothing after it was trimmed away (a stream is
     /// trimmed from its front), without a second read.
-    pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
-        let entry = encode(obs, now);
-        let (from, upkeep) = {
+    fn exchange(
+        &self,
+        conn: &mut Conn,
+        obs: &Observation,
+        now: UnixSecs,
+    ) -> Result<Logged, StoreError> {
+        let (mut from, upkeep) = {
             let mut r = self.replica()?;
             let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
             if upkeep {
@@ -390,7 +411,6 @@ impl LogStore {
                 .flatten();
             (r.last, upkeep.then_some(trim))
         };
-        let mut conn = self.pool.take()?;
         let mut cmds = Vec::with_capacity(4);
         let mut xadd = redis::cmd("XADD");
         xadd.arg(&self.key)
@@ -399,7 +419,7 @@ impl LogStore {
             .arg(self.cfg.window.max_entries)
             .arg("*")
             .arg("o")
-            .arg(entry);
+            .arg(encode(obs, now));
         cmds.push(xadd);
         cmds.push(self.read_from(from));
         if let Some(trim) = upkeep {
@@ -420,84 +440,72 @@ impl LogStore {
         };
         let own = stream_id(&own)?;
         let mut batch = entries(batch)?;
-        let mut from = from;
-        let mut bad = 0;
-        let mut reads = 0;
-        loop {
-            let next = {
-                let mut r = self.replica()?;
-                if r.last == from {
-                    let whole = from.is_none() || batch.first().map(|e| e.0) == from;
-                    if whole {
-                        bad += r.apply(std::mem::take(&mut batch));
-                    } else {
-                        // The replica's last entry left the log: what came
-                        // after it may have too. Start again from what the
-                        // log holds.
-                        tracing::warn!(
-                            last = %from.map_or_else(String::new, |l| l.to_string()),
-                            "redis log: the log was trimmed past this daemon's replica; rebuilding it"
-                        );
-                        *r = Replica::new(&self.cfg);
-                    }
+        let mut skipped = 0;
+        for reads in 0..=MAX_READS_PER_CALL {
+            if reads > 0 {
+                batch = entries(
+                    self.read_from(from)
+                        .query(conn.like())
+                        .map_err(|e| err("log", e))?,
+                )?;
+                if batch.is_empty() {
+                    // Not even this message's entry is left: trimmed already.
+                    return Ok(Logged::CatchingUp(format!(
+                        "redis log: entry {own} left the log before it was read"
+                    )));
                 }
-                // Else another call moved the replica meanwhile: read on
-                // from where it is.
-                if r.last.is_some_and(|l| l >= own) {
-                    if now.0 > own.0 / 1000 + MAX_AHEAD_SECS {
-                        drop(r);
-                        self.pool.give_back(conn);
-                        let ahead = now.0 - own.0 / 1000;
-                        tracing::warn!(
-                            ahead_secs = ahead,
-                            "redis log: this host's clock is ahead of Redis's; its messages are not shared"
-                        );
-                        return Ok(Logged::CatchingUp(format!(
-                            "redis log: this host's clock is {ahead} s ahead of Redis's"
-                        )));
-                    }
-                    let out = r.outcome(own);
-                    drop(r);
-                    self.pool.give_back(conn);
-                    if bad > 0 {
-                        tracing::warn!(
-                            entries = bad,
-                            "redis log: entries that do not decode were skipped"
-                        );
-                    }
-                    return Ok(out.map_or_else(
-                        || {
-                            Logged::CatchingUp(
-                                "redis log: this message's outcome is no longer kept".into(),
-                            )
-                        },
-                        Logged::Outcome,
-                    ));
-                }
-                r.last
-            };
-            if reads == MAX_READS_PER_CALL {
-                self.pool.give_back(conn);
-                return Ok(Logged::CatchingUp(format!(
-                    "redis log: catching up (applied up to {}, this message is {own})",
-                    next.map_or_else(|| "nothing".to_owned(), |l| l.to_string())
-                )));
             }
-            reads += 1;
-            from = next;
-            let v: Value = self
-                .read_from(from)
-                .query(conn.like())
-                .map_err(|e| err("log", e))?;
-            batch = entries(v)?;
-            if batch.is_empty() {
-                // Not even this message's entry is left: trimmed already.
-                self.pool.give_back(conn);
-                return Ok(Logged::CatchingUp(format!(
-                    "redis log: entry {own} left the log before it was read"
-                )));
+            let mut r = self.replica()?;
+            // Unless another call moved the replica meanwhile (then the
+            // next read starts where it is now).
+            if r.last == from {
+                if from.is_none() || batch.first().map(|e| e.0) == from {
+                    skipped += r.apply(std::mem::take(&mut batch));
+                } else {
+                    // The replica's last entry left the log: what came
+                    // after it may have too. Start again from what the log
+                    // holds.
+                    tracing::warn!(
+                        last = %from.map_or_else(String::new, |l| l.to_string()),
+                        "redis log: the log was trimmed past this daemon's replica; rebuilding it"
+                    );
+                    *r = Replica::new(&self.cfg);
+                }
+            }
+            from = r.last;
+            if from.is_some_and(|l| l >= own) {
+                let out = r.outcome(own);
+                drop(r);
+                if skipped > 0 {
+                    tracing::warn!(
+                        entries = skipped,
+                        "redis log: skipped entries that do not decode or are dated past Redis's clock"
+                    );
+                }
+                if too_far_ahead(now, own) {
+                    let ahead = now.0 - own.0 / 1000;
+                    tracing::warn!(
+                        ahead_secs = ahead,
+                        "redis log: this host's clock is ahead of Redis's; its messages are not shared"
+                    );
+                    return Ok(Logged::CatchingUp(format!(
+                        "redis log: this host's clock is {ahead} s ahead of Redis's"
+                    )));
+                }
+                return Ok(out.map_or_else(
+                    || {
+                        Logged::CatchingUp(
+                            "redis log: this message's outcome is no longer kept".into(),
+                        )
+                    },
+                    Logged::Outcome,
+                ));
             }
         }
+        Ok(Logged::CatchingUp(format!(
+            "redis log: catching up (applied up to {}, this message is {own})",
+            from.map_or_else(|| "nothing".to_owned(), |l| l.to_string())
+        )))
     }
 
     /// `XRANGE` from `from` inclusive (or from the log's start), one chunk
