@@ -64,9 +64,9 @@ impl Writer {
 
 /// Reads what a [`Writer`] wrote.
 pub struct Reader<'a> {
-    pub buf: &'a [u8],
+    buf: &'a [u8],
     /// The part being read, for errors.
-    pub what: &'static str,
+    what: &'static str,
 }
 
 impl<'a> Reader<'a> {
