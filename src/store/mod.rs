@@ -2,7 +2,10 @@
 //!
 //! The [`crate::engine::Store`] trait is the interface; the memory store is
 //! the [`crate::engine::Engine`] itself (the default, with the snapshot
-//! file), and [`redis::RedisStore`] shares the state of several MX hosts.
+//! file), and Redis shares the state of several MX hosts in one of two
+//! layouts (`store.redis.layout`): [`redis::RedisStore`] keeps the window
+//! and campaigns in Redis and looks up with a script; [`log::LogStore`]
+//! keeps only a log there, which every daemon applies to its own replica.
 //!
 //! With Redis configured, every host still records each message in its own
 //! memory store as well: [`Shared`] asks Redis first and, when Redis fails
