@@ -14,7 +14,7 @@ use std::time::Duration;
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::{analyze, decide_with, Engine, Envelope, Store, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{LogStore, RedisStore, Shared, SharedResult};
+use bulkwatch::store::{LogStore, Logged, RedisStore, Shared, SharedResult};
 use bulkwatch::verdict::{Level, Verdict};
 use common::redis::{skip_reason, RedisCluster, RedisServer};
 use common::synthetic::synthetic;
@@ -358,9 +358,13 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
     );
 }
 
-/// Calls from several threads of one daemon read overlapping parts of
-/// the log; each entry is applied once, in the log's order, so the replica
-/// equals one built afterwards from the log alone.
+/// Calls from several threads of one daemon share round trips (a call
+/// whose message arrives while another's round trip is out waits for the
+/// next one, which carries every waiting message). Each entry is applied
+/// once, in the log's order, so the replica equals one built afterwards
+/// from the log alone; and each call gets its own message's answer: every
+/// message has its own recipient count, and a message's campaign grew by
+/// exactly that count over the message recorded just before it.
 #[test]
 fn concurrent_calls_apply_each_entry_once() {
     if skip() {
@@ -369,34 +373,96 @@ fn concurrent_calls_apply_each_entry_once() {
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "threads");
     let store = std::sync::Arc::new(LogStore::open(&cfg).unwrap());
-    let threads: Vec<_> = (0..4u32)
+    let (threads, each) = (8u32, 25u32);
+    let handles: Vec<_> = (0..threads)
         .map(|t| {
             let (store, cfg) = (std::sync::Arc::clone(&store), cfg.clone());
             std::thread::spawn(move || {
-                for n in 0..50u32 {
+                let mut got = Vec::new();
+                for n in 0..each {
+                    let k = t * each + n;
                     let env = Envelope::default();
-                    let an = analyze(&spam(t * 50 + n), &env, &cfg);
-                    let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
-                    store
+                    let an = analyze(&spam(k), &env, &cfg);
+                    let mut obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+                    obs.recipients = u16::try_from(k + 1).unwrap();
+                    let out = store
                         .record_shared(&obs, UnixSecs(REPLAY_EPOCH + u64::from(n)))
                         .unwrap();
+                    got.push((u64::from(k + 1), out));
                 }
+                got
             })
         })
         .collect();
-    for t in threads {
-        t.join().unwrap();
+    let mut all: Vec<_> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let total = u64::from(threads * each);
+    assert_eq!(store.round_trips().1, total, "every message sent once");
+    all.sort_by_key(|(_, out)| out.seq);
+    let mut before = 0;
+    for (i, (recipients, out)) in all.iter().enumerate() {
+        let campaign = out.campaign.as_ref().unwrap();
+        assert_eq!(campaign.messages as usize, i + 1);
+        assert_eq!(
+            campaign.recipients - before,
+            *recipients,
+            "the answer of the message with {recipients} recipients"
+        );
+        before = campaign.recipients;
     }
     let env = Envelope::default();
     let an = analyze(&spam(999), &env, &cfg);
     let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
     let now = UnixSecs(REPLAY_EPOCH + 60);
     let out = store.record_shared(&obs, now).unwrap();
-    assert_eq!(out.campaign.as_ref().unwrap().messages, 201);
+    assert_eq!(
+        u64::from(out.campaign.as_ref().unwrap().messages),
+        total + 1
+    );
     let fresh = LogStore::open(&cfg).unwrap();
     let again = fresh.record_shared(&obs, now).unwrap();
-    assert_eq!(again.campaign.unwrap().messages, 202);
+    assert_eq!(u64::from(again.campaign.unwrap().messages), total + 2);
     assert_eq!(again.seq, out.seq + 1);
+}
+
+/// Several messages in one round trip get the answers that recording them
+/// one by one gives, each its own, in order.
+#[test]
+fn a_batch_gets_each_message_its_own_answer() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "batch");
+    let store = LogStore::open(&cfg).unwrap();
+    let mut memory = Engine::new(&cfg);
+    let mut obs = Vec::new();
+    for (i, raw) in stream().iter().enumerate().take(120) {
+        let env = envelope(i);
+        let an = analyze(raw, &env, &cfg);
+        if let Ok(o) = bulkwatch::engine::observe(&cfg, &an, &env) {
+            obs.push((o, UnixSecs(REPLAY_EPOCH + i as u64)));
+        }
+    }
+    let (mut sent, mut near) = (0, 0);
+    for chunk in obs.chunks(9) {
+        let batch: Vec<_> = chunk.iter().map(|(o, now)| (o, *now)).collect();
+        let answers = store.record_batch(&batch).unwrap();
+        assert_eq!(answers.len(), chunk.len());
+        for ((o, now), answer) in chunk.iter().zip(answers) {
+            let want = Store::record(&mut memory, o, *now).unwrap();
+            let Logged::Outcome(got) = answer else {
+                panic!("caught up: {answer:?}");
+            };
+            near += usize::from(want.distance.is_some());
+            assert_eq!(got, want, "message {sent}");
+            sent += 1;
+        }
+    }
+    assert!(near > 20, "the stream holds campaigns ({near} matches)");
+    assert_eq!(store.round_trips(), (obs.len().div_ceil(9) as u64, sent));
 }
 
 /// When the log loses entries this daemon has not read (here: deleted),
@@ -771,6 +837,36 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
     assert!(text.contains("bulkwatch_redis_up 0"), "{text}");
     assert!(text.contains("bulkwatch_redis_fallbacks_total 5"), "{text}");
     assert!(text.contains("bulkwatch_redis_outages_total 1"), "{text}");
+    m.stop().await;
+}
+
+/// A milter on the log layout says in its metrics how many round trips
+/// carried its messages (one each here: they come one at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_milter_on_the_log_layout_counts_its_round_trips() {
+    use bulkwatch::milter::State;
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "trips");
+    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let m = common::start_state(state).await;
+    for i in 0..5 {
+        let (_, st) = common::send(m.addr, &common::spam(common::NAMES[i], 300 + i as u32)).await;
+        assert_eq!(st, indymilter_test::Status::Accept);
+    }
+    let text = bulkwatch::milter::metrics::render(&m.state, 0);
+    assert!(text.contains("bulkwatch_redis_messages_total 5"), "{text}");
+    assert!(
+        text.contains("bulkwatch_redis_log_round_trips_total 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("bulkwatch_redis_log_appends_total 5"),
+        "{text}"
+    );
     m.stop().await;
 }
 

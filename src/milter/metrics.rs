@@ -201,6 +201,18 @@ pub fn render(state: &State, now: u64) -> String {
                 c.load(Ordering::Relaxed)
             );
         }
+        if let Some((trips, carried)) = sh.log_round_trips() {
+            let _ = writeln!(
+                s,
+                "# HELP bulkwatch_redis_log_round_trips_total Round trips to the Redis log \
+                 (one carries every message that waited for it).\n\
+                 # TYPE bulkwatch_redis_log_round_trips_total counter\n\
+                 bulkwatch_redis_log_round_trips_total {trips}\n\
+                 # HELP bulkwatch_redis_log_appends_total Messages appended to the Redis log.\n\
+                 # TYPE bulkwatch_redis_log_appends_total counter\n\
+                 bulkwatch_redis_log_appends_total {carried}"
+            );
+        }
     }
     s
 }

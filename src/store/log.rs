@@ -2,11 +2,13 @@
 //! holds only an ordered log of the site's observations, and every daemon
 //! applies that log, in its order, to an engine of its own (the replica).
 //!
-//! One message is one pipeline (one round trip): `XADD` appends the
-//! message's observation to the stream `{<prefix>:v<version>}:log` and
+//! One message is one pipeline (one round trip) at most: `XADD` appends
+//! the message's observation to the stream `{<prefix>:v<version>}:log` and
 //! `XRANGE` reads what the site appended since this daemon last read. The
 //! daemon applies those entries, its own included, to the replica and
-//! takes its message's outcome from there. Every replica applies the same
+//! takes its message's outcome from there. Messages that arrive while a
+//! round trip is out go together in the next one (one `XADD` each, one
+//! `XRANGE`): under load a round trip carries several messages. Every replica applies the same
 //! entries in the same order with the same settings, so every daemon sees
 //! the same campaign ids and counts, and a lookup costs Redis about two
 //! microseconds instead of a script's scan.
@@ -28,8 +30,10 @@
 //! log after the oldest member it saw, where the daemons that never
 //! stopped keep the first member's id. Counts and verdicts agree.
 
-use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use redis::Value;
 
@@ -47,6 +51,8 @@ const CHUNK: usize = 1024;
 pub const MAX_READS_PER_CALL: usize = 4;
 /// Outcomes kept for entries applied by another thread's call.
 const RECENT: usize = 4096;
+/// Most messages one round trip carries.
+pub const MAX_BATCH: usize = 256;
 /// Most MinHash bands an entry may carry.
 const MAX_BANDS: usize = 64;
 /// Longest sample subject and sender name in an entry, in characters (as
@@ -239,6 +245,36 @@ fn too_far_ahead(now: UnixSecs, id: StreamId) -> bool {
     now.0 > id.0 / 1000 + MAX_AHEAD_SECS
 }
 
+fn too_short() -> StoreError {
+    StoreError("redis log: pipeline reply too short".into())
+}
+
+/// The answer for the message of entry `id`, sent at `now`, once the
+/// replica has read the log as far as it could.
+fn answer(r: &Replica, now: UnixSecs, id: StreamId) -> Logged {
+    if r.last.is_none_or(|l| l < id) {
+        return Logged::CatchingUp(format!(
+            "redis log: catching up (applied up to {}, this message is {id})",
+            r.last
+                .map_or_else(|| "nothing".to_owned(), |l| l.to_string())
+        ));
+    }
+    if too_far_ahead(now, id) {
+        let ahead = now.0 - id.0 / 1000;
+        tracing::warn!(
+            ahead_secs = ahead,
+            "redis log: this host's clock is ahead of Redis's; its messages are not shared"
+        );
+        return Logged::CatchingUp(format!(
+            "redis log: this host's clock is {ahead} s ahead of Redis's"
+        ));
+    }
+    r.outcome(id).map_or_else(
+        || Logged::CatchingUp("redis log: this message's outcome is no longer kept".into()),
+        Logged::Outcome,
+    )
+}
+
 /// A daemon's copy of the site's state, built from the log.
 struct Replica {
     engine: Engine,
@@ -317,8 +353,47 @@ pub enum Logged {
     CatchingUp(String),
 }
 
+/// A message waiting for its round trip.
+struct Pending {
+    seq: u64,
+    entry: Vec<u8>,
+    now: UnixSecs,
+}
+
+/// Messages waiting to be sent, and answers for the calls that wait.
+#[derive(Default)]
+struct Queue {
+    next: u64,
+    waiting: Vec<Pending>,
+    /// A call is sending a batch.
+    sending: bool,
+    /// Answers for calls whose messages another call sent.
+    done: HashMap<u64, Result<Logged, StoreError>>,
+    /// Calls that stopped waiting: their answers are not kept.
+    gone: HashSet<u64>,
+}
+
+/// Ends a call's turn at sending, also if it panics: the waiting calls
+/// are woken and one of them sends next.
+struct Turn<'a>(&'a LogStore);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut q) = self.0.queue.lock() {
+            q.sending = false;
+        }
+        self.0.ready.notify_all();
+    }
+}
+
 /// The Redis store in the log layout. `&self` methods may be called from
 /// many threads at once.
+///
+/// Concurrent calls share round trips (group commit): while one call's
+/// pipeline is out, the messages that arrive wait, and the next pipeline
+/// carries them all (at most [`MAX_BATCH`]), one `XADD` each and one
+/// `XRANGE`. So a message costs at most one round trip, and under load
+/// far less of Redis's time and the host's.
 pub struct LogStore {
     /// Connections (the script of this store is not used).
     pool: RedisStore,
@@ -327,6 +402,15 @@ pub struct LogStore {
     /// How long entries are kept, in milliseconds.
     keep_ms: u64,
     replica: Mutex<Replica>,
+    queue: Mutex<Queue>,
+    /// Signalled when a batch's answers are in.
+    ready: Condvar,
+    /// How long a call waits for other calls' round trips to carry its
+    /// message: the one out when it came and its own.
+    wait: Duration,
+    /// Round trips sent and messages they carried.
+    trips: AtomicU64,
+    carried: AtomicU64,
 }
 
 impl std::fmt::Debug for LogStore {
@@ -346,6 +430,11 @@ impl LogStore {
             cfg: cfg.clone(),
             keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
             replica: Mutex::new(Replica::new(cfg)),
+            queue: Mutex::new(Queue::default()),
+            ready: Condvar::new(),
+            wait: cfg.store.redis.timeout.saturating_mul(2),
+            trips: AtomicU64::new(0),
+            carried: AtomicU64::new(0),
         })
     }
 
@@ -366,6 +455,12 @@ impl LogStore {
             .map_err(|_| StoreError("redis log: replica lock poisoned".into()))
     }
 
+    fn queue(&self) -> Result<MutexGuard<'_, Queue>, StoreError> {
+        self.queue
+            .lock()
+            .map_err(|_| StoreError("redis log: queue lock poisoned".into()))
+    }
+
     /// [`LogStore::record_logged`], with a replica still catching up as an
     /// error.
     pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
@@ -379,9 +474,118 @@ impl LogStore {
     /// message's outcome, or that the replica has not reached the message's
     /// entry yet. Either that or an error (Redis down or slow) leaves the
     /// message to the local verdict.
+    ///
+    /// When no other call is sending, this call sends its message and
+    /// those waiting; else it waits (at most twice the Redis timeout) for
+    /// the answer that another call's round trip brings it.
     pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
+        let mut q = self.queue()?;
+        let seq = q.next;
+        q.next = q.next.wrapping_add(1);
+        q.waiting.push(Pending {
+            seq,
+            entry: encode(obs, now),
+            now,
+        });
+        let deadline = Instant::now() + self.wait;
+        loop {
+            if let Some(answer) = q.done.remove(&seq) {
+                return answer;
+            }
+            // (Nothing waits, this call's message included, only when a
+            // call that took it panicked: then this call waits it out.)
+            if !q.sending && !q.waiting.is_empty() {
+                q.sending = true;
+                let turn = Turn(self);
+                let n = q.waiting.len().min(MAX_BATCH);
+                let mut batch: Vec<Pending> = q.waiting.drain(..n).collect();
+                drop(q);
+                let sent = self.send(&batch);
+                q = self.queue()?;
+                let answers: Vec<Result<Logged, StoreError>> = match sent {
+                    Ok(answers) => answers.into_iter().map(Ok).collect(),
+                    Err(e) => {
+                        // The messages that came meanwhile would wait for
+                        // a Redis that just failed: they fail with these.
+                        batch.append(&mut q.waiting);
+                        batch.iter().map(|_| Err(StoreError(e.0.clone()))).collect()
+                    }
+                };
+                for (p, answer) in batch.iter().zip(answers) {
+                    if !q.gone.remove(&p.seq) {
+                        q.done.insert(p.seq, answer);
+                    }
+                }
+                // Ends the turn and wakes the waiting calls (the lock is
+                // taken again there).
+                drop(q);
+                drop(turn);
+                q = self.queue()?;
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // Not an outage: Redis answers, but other calls' round
+                // trips (a replica reading the log) take long.
+                if let Some(i) = q.waiting.iter().position(|p| p.seq == seq) {
+                    q.waiting.remove(i);
+                } else {
+                    q.gone.insert(seq);
+                }
+                return Ok(Logged::CatchingUp(format!(
+                    "redis log: other calls' round trips held this message past {} ms",
+                    self.wait.as_millis()
+                )));
+            }
+            q = self
+                .ready
+                .wait_timeout(q, left)
+                .map_err(|_| StoreError("redis log: queue lock poisoned".into()))?
+                .0;
+        }
+    }
+
+    /// Records `msgs` in one round trip (one per [`MAX_BATCH`] messages)
+    /// and returns an answer for each, in order: what
+    /// [`LogStore::record_logged`] does for the messages that wait, for a
+    /// caller that holds several at once. It does not wait for calls of
+    /// other threads (their round trips and this one may overlap; each
+    /// entry is still applied once, in the log's order).
+    pub fn record_batch(
+        &self,
+        msgs: &[(&Observation, UnixSecs)],
+    ) -> Result<Vec<Logged>, StoreError> {
+        let mut answers = Vec::with_capacity(msgs.len());
+        for chunk in msgs.chunks(MAX_BATCH) {
+            let batch: Vec<Pending> = chunk
+                .iter()
+                .map(|(obs, now)| Pending {
+                    seq: 0,
+                    entry: encode(obs, *now),
+                    now: *now,
+                })
+                .collect();
+            answers.extend(self.send(&batch)?);
+        }
+        Ok(answers)
+    }
+
+    /// Round trips sent so far, and the messages they carried.
+    pub fn round_trips(&self) -> (u64, u64) {
+        (
+            self.trips.load(Ordering::Relaxed),
+            self.carried.load(Ordering::Relaxed),
+        )
+    }
+
+    /// One round trip for `batch` (not empty) on a pooled connection; an
+    /// answer per message, in order.
+    fn send(&self, batch: &[Pending]) -> Result<Vec<Logged>, StoreError> {
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.carried
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let mut conn = self.pool.take()?;
-        let result = self.exchange(&mut conn, obs, now);
+        let result = self.exchange(&mut conn, batch);
         // After an error the connection may hold a late reply: dropped.
         if result.is_ok() {
             self.pool.give_back(conn);
@@ -389,17 +593,12 @@ impl LogStore {
         result
     }
 
-    /// One message's round trip and what follows it, on `conn`.
+    /// One batch's round trip and what follows it, on `conn`.
     ///
     /// Reads start at the replica's last entry, inclusive: finding that
     /// entry first proves nothing after it was trimmed away (a stream is
     /// trimmed from its front), without a second read.
-    fn exchange(
-        &self,
-        conn: &mut Conn,
-        obs: &Observation,
-        now: UnixSecs,
-    ) -> Result<Logged, StoreError> {
+    fn exchange(&self, conn: &mut Conn, batch: &[Pending]) -> Result<Vec<Logged>, StoreError> {
         let (mut from, upkeep) = {
             let mut r = self.replica()?;
             let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
@@ -411,16 +610,18 @@ impl LogStore {
                 .flatten();
             (r.last, upkeep.then_some(trim))
         };
-        let mut cmds = Vec::with_capacity(4);
-        let mut xadd = redis::cmd("XADD");
-        xadd.arg(&self.key)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(self.cfg.window.max_entries)
-            .arg("*")
-            .arg("o")
-            .arg(encode(obs, now));
-        cmds.push(xadd);
+        let mut cmds = Vec::with_capacity(batch.len() + 3);
+        for p in batch {
+            let mut xadd = redis::cmd("XADD");
+            xadd.arg(&self.key)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(self.cfg.window.max_entries)
+                .arg("*")
+                .arg("o")
+                .arg(&p.entry);
+            cmds.push(xadd);
+        }
         cmds.push(self.read_from(from));
         if let Some(trim) = upkeep {
             // Once a minute: the TTL (the window plus a margin) and, once
@@ -435,32 +636,45 @@ impl LogStore {
             }
         }
         let mut reply = conn.pipeline(cmds).map_err(|e| err("log", e))?.into_iter();
-        let (Some(own), Some(batch)) = (reply.next(), reply.next()) else {
-            return Err(StoreError("redis log: pipeline reply too short".into()));
+        let own = batch
+            .iter()
+            .map(|_| {
+                reply
+                    .next()
+                    .map_or_else(|| Err(too_short()), |v| stream_id(&v))
+            })
+            .collect::<Result<Vec<StreamId>, StoreError>>()?;
+        let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
+            return Err(too_short());
         };
-        let own = stream_id(&own)?;
-        let mut batch = entries(batch)?;
+        let mut read = entries(first)?;
         let mut skipped = 0;
         for reads in 0..=MAX_READS_PER_CALL {
             if reads > 0 {
-                batch = entries(
+                read = entries(
                     self.read_from(from)
                         .query(conn.like())
                         .map_err(|e| err("log", e))?,
                 )?;
-                if batch.is_empty() {
-                    // Not even this message's entry is left: trimmed already.
-                    return Ok(Logged::CatchingUp(format!(
-                        "redis log: entry {own} left the log before it was read"
-                    )));
+                if read.is_empty() {
+                    // Not even the newest message's entry is left: trimmed
+                    // already.
+                    return Ok(batch
+                        .iter()
+                        .map(|_| {
+                            Logged::CatchingUp(format!(
+                                "redis log: entry {newest} left the log before it was read"
+                            ))
+                        })
+                        .collect());
                 }
             }
             let mut r = self.replica()?;
-            // Unless another call moved the replica meanwhile (then the
-            // next read starts where it is now).
+            // Unless the replica was rebuilt meanwhile (then the next read
+            // starts where it is now).
             if r.last == from {
-                if from.is_none() || batch.first().map(|e| e.0) == from {
-                    skipped += r.apply(std::mem::take(&mut batch));
+                if from.is_none() || read.first().map(|e| e.0) == from {
+                    skipped += r.apply(std::mem::take(&mut read));
                 } else {
                     // The replica's last entry left the log: what came
                     // after it may have too. Start again from what the log
@@ -473,39 +687,22 @@ impl LogStore {
                 }
             }
             from = r.last;
-            if from.is_some_and(|l| l >= own) {
-                let out = r.outcome(own);
-                drop(r);
-                if skipped > 0 {
-                    tracing::warn!(
-                        entries = skipped,
-                        "redis log: skipped entries that do not decode or are dated past Redis's clock"
-                    );
-                }
-                if too_far_ahead(now, own) {
-                    let ahead = now.0 - own.0 / 1000;
-                    tracing::warn!(
-                        ahead_secs = ahead,
-                        "redis log: this host's clock is ahead of Redis's; its messages are not shared"
-                    );
-                    return Ok(Logged::CatchingUp(format!(
-                        "redis log: this host's clock is {ahead} s ahead of Redis's"
-                    )));
-                }
-                return Ok(out.map_or_else(
-                    || {
-                        Logged::CatchingUp(
-                            "redis log: this message's outcome is no longer kept".into(),
-                        )
-                    },
-                    Logged::Outcome,
-                ));
+            if from.is_some_and(|l| l >= newest) {
+                break;
             }
         }
-        Ok(Logged::CatchingUp(format!(
-            "redis log: catching up (applied up to {}, this message is {own})",
-            from.map_or_else(|| "nothing".to_owned(), |l| l.to_string())
-        )))
+        if skipped > 0 {
+            tracing::warn!(
+                entries = skipped,
+                "redis log: skipped entries that do not decode or are dated past Redis's clock"
+            );
+        }
+        let r = self.replica()?;
+        Ok(batch
+            .iter()
+            .zip(own)
+            .map(|(p, id)| answer(&r, p.now, id))
+            .collect())
     }
 
     /// `XRANGE` from `from` inclusive (or from the log's start), one chunk

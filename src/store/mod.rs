@@ -102,6 +102,15 @@ impl Shared {
         }
     }
 
+    /// In the log layout, the round trips sent so far and the messages
+    /// they carried ([`LogStore::round_trips`]).
+    pub fn log_round_trips(&self) -> Option<(u64, u64)> {
+        match &self.layout {
+            Layout::Script(_) => None,
+            Layout::Log(l) => Some(l.round_trips()),
+        }
+    }
+
     /// Records the message in Redis unless Redis failed less than
     /// `retry_secs` ago. Blocks for at most about the configured timeout.
     pub fn record(&self, obs: &Observation, now: UnixSecs) -> SharedResult {
