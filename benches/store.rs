@@ -4,23 +4,29 @@
 //! same stream (the SpamAssassin spam and easy-ham sets when
 //! `BULKWATCH_CORPUS` names the corpus directory, else the fixtures) with 4
 //! messages in flight (4 threads, as the milter's blocking pool would run
-//! them), once per backend:
+//! them), in 5 rounds of one run per backend, each backend on a fresh key
+//! prefix:
 //! - memory: analyze, then decide under the engine lock;
 //! - redis: the same, then one round trip to Redis (what the milter does:
 //!   the local engine stays warm as the fallback).
 //!
 //! - floor: the same, then one round trip that does nothing on the server
-//!   (`EVAL "return 1" 0`): what any one-round-trip design could reach at
-//!   best on this machine, where Redis and the replay share the cores.
+//!   (`EVAL "return 1" 0`): what any design with a round trip per message
+//!   could reach at best on this machine, where Redis and the replay share
+//!   the cores.
 //! - log: the same as redis, in the log layout (`store.redis.layout =
 //!   "log"`): one pipeline that appends the observation and reads what is
-//!   new, applied to the store's replica.
+//!   new, applied to the store's replica (messages that wait while a
+//!   pipeline is out share the next one).
 //! - log-1: the log layout without the local engine's decision, as if the
 //!   replica were the daemon's only engine (a measurement of that design,
 //!   which bulkwatch does not have: its local engine is the fallback).
 //!
-//! Prints throughput and per-message latency (p50, p99) for each, the added
-//! latency, and the Redis memory per fingerprint measured on 100,000
+//! Prints, for each, the median round's throughput and its ratio to the
+//! memory run of the same round (this host's speed drifts within minutes),
+//! with the lowest and highest; per-message latency (p50, p99) over all
+//! rounds and what Redis adds to it; messages per round trip in the log
+//! layout; and the Redis memory per fingerprint measured on 100,000
 //! distinct synthetic fingerprints (INFO used_memory before and after).
 
 use std::net::TcpListener;
@@ -39,6 +45,8 @@ mod synthetic;
 use synthetic::synthetic;
 
 const IN_FLIGHT: usize = 4;
+/// Rounds of runs (one per backend each).
+const ROUNDS: usize = 5;
 
 fn inputs() -> Vec<Vec<u8>> {
     let files: Vec<PathBuf> = match std::env::var_os("BULKWATCH_CORPUS") {
@@ -103,6 +111,10 @@ fn start_redis(dir: &std::path::Path) -> Option<(Server, u16)> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Some((server, port))
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -276,57 +288,86 @@ fn main() {
     cfg.store.redis.pool_size = IN_FLIGHT;
     eprintln!("{} messages, {IN_FLIGHT} in flight", msgs.len());
 
-    // Warm-up (page cache, allocator), then one measured run per backend.
+    // Warm-up (page cache, allocator), then ROUNDS rounds of one run per
+    // backend, each against the memory run of its own round: this host's
+    // speed drifts by a third over minutes, so a ratio is only fair
+    // between runs close in time, and the median of rounds is reported.
     let _ = replay(&cfg, &msgs, &Then::Nothing);
-    let (mem_s, mem) = replay(&cfg, &msgs, &Then::Nothing);
-    let shared = Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
-    shared.store().clear().unwrap();
-    let (red_s, red) = replay(&cfg, &msgs, &Then::Store(Arc::clone(&shared)));
-    let (floor_s, floor) = replay(&cfg, &msgs, &Then::Floor(cfg.store.redis.urls[0].clone()));
-    let mut lcfg = cfg.clone();
-    lcfg.store.redis.layout = RedisLayout::Log;
-    lcfg.store.redis.key_prefix = "logbench".into();
-    let log_store = Arc::new(Shared::from_config(&lcfg).unwrap().unwrap());
-    log_store.store().clear().unwrap();
-    let (log_s, log) = replay(&lcfg, &msgs, &Then::Store(Arc::clone(&log_store)));
-    lcfg.store.redis.key_prefix = "logbench1".into();
-    let log_only = Arc::new(Shared::from_config(&lcfg).unwrap().unwrap());
-    let (one_s, one) = replay(&lcfg, &msgs, &Then::StoreOnly(log_only));
+    let names = ["memory", "redis", "floor", "log", "log-1"];
+    let mut runs: Vec<Vec<(f64, Vec<Duration>)>> = vec![Vec::new(); names.len()];
+    let mut trips = (0, 0);
+    for round in 0..ROUNDS {
+        let shared_for = |layout: RedisLayout, name: &str| {
+            let mut c = cfg.clone();
+            c.store.redis.layout = layout;
+            c.store.redis.key_prefix = format!("{name}{round}");
+            let s = Arc::new(Shared::from_config(&c).unwrap().unwrap());
+            s.store().clear().unwrap();
+            (c, s)
+        };
+        runs[0].push(replay(&cfg, &msgs, &Then::Nothing));
+        let (c, s) = shared_for(RedisLayout::Script, "bench");
+        runs[1].push(replay(&c, &msgs, &Then::Store(Arc::clone(&s))));
+        s.store().clear().unwrap();
+        let floor = Then::Floor(cfg.store.redis.urls[0].clone());
+        runs[2].push(replay(&cfg, &msgs, &floor));
+        let (c, s) = shared_for(RedisLayout::Log, "logbench");
+        runs[3].push(replay(&c, &msgs, &Then::Store(Arc::clone(&s))));
+        let (t, m) = s.log_round_trips().unwrap_or_default();
+        trips = (trips.0 + t, trips.1 + m);
+        s.store().clear().unwrap();
+        let (c, s) = shared_for(RedisLayout::Log, "logonly");
+        runs[4].push(replay(&c, &msgs, &Then::StoreOnly(Arc::clone(&s))));
+        s.store().clear().unwrap();
+    }
     let n = msgs.len() as f64;
     println!(
         "redis server time per script call: {} us",
         script_usec(port)
     );
-    let line = |name: &str, secs: f64, lat: &[Duration]| {
-        println!(
-            "{name:<7} {:>8.0} msg/s   p50 {:>7.3} ms   p99 {:>7.3} ms",
-            n / secs,
-            pct(lat, 0.5).as_secs_f64() * 1e3,
-            pct(lat, 0.99).as_secs_f64() * 1e3
-        );
+    let pooled = |k: usize| {
+        let mut all: Vec<Duration> = runs[k].iter().flat_map(|r| r.1.iter().copied()).collect();
+        all.sort();
+        all
     };
-    line("memory", mem_s, &mem);
-    line("redis", red_s, &red);
-    line("floor", floor_s, &floor);
-    line("log", log_s, &log);
-    line("log-1", one_s, &one);
+    let mem_lat = pooled(0);
+    println!("{ROUNDS} rounds; throughput: median round (lowest-highest); latency: all rounds");
+    for (k, name) in names.iter().enumerate() {
+        let mut rates: Vec<f64> = runs[k].iter().map(|r| n / r.0).collect();
+        rates.sort_by(f64::total_cmp);
+        let lat = pooled(k);
+        println!(
+            "{name:<7} {:>8.0} msg/s ({:.0}-{:.0})   p50 {:>7.3} ms   p99 {:>7.3} ms",
+            median(&rates),
+            rates[0],
+            rates[rates.len() - 1],
+            pct(&lat, 0.5).as_secs_f64() * 1e3,
+            pct(&lat, 0.99).as_secs_f64() * 1e3
+        );
+    }
     println!(
-        "log: redis server time per XADD {} us, per XRANGE {} us",
+        "log: redis server time per XADD {} us, per XRANGE {} us; {:.2} messages per round trip",
         command_usec(port, "xadd"),
-        command_usec(port, "xrange")
+        command_usec(port, "xrange"),
+        trips.1 as f64 / trips.0.max(1) as f64
     );
-    let vs_memory = |name: &str, secs: f64, lat: &[Duration]| {
+    for (k, name) in names.iter().enumerate().skip(1) {
+        let mut ratios: Vec<f64> = runs[k]
+            .iter()
+            .zip(&runs[0])
+            .map(|(r, m)| 100.0 * m.0 / r.0)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let lat = pooled(k);
         println!(
-            "{name}/memory throughput {:.1}%   added latency p50 {:.3} ms, p99 {:.3} ms",
-            100.0 * mem_s / secs,
-            (pct(lat, 0.5).as_secs_f64() - pct(&mem, 0.5).as_secs_f64()) * 1e3,
-            (pct(lat, 0.99).as_secs_f64() - pct(&mem, 0.99).as_secs_f64()) * 1e3
+            "{name}/memory throughput {:.1}% ({:.1}-{:.1}%)   added latency p50 {:.3} ms, p99 {:.3} ms",
+            median(&ratios),
+            ratios[0],
+            ratios[ratios.len() - 1],
+            (pct(&lat, 0.5).as_secs_f64() - pct(&mem_lat, 0.5).as_secs_f64()) * 1e3,
+            (pct(&lat, 0.99).as_secs_f64() - pct(&mem_lat, 0.99).as_secs_f64()) * 1e3
         );
-    };
-    vs_memory("redis", red_s, &red);
-    vs_memory("floor", floor_s, &floor);
-    vs_memory("log", log_s, &log);
-    vs_memory("log-1", one_s, &one);
+    }
 
     // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
     let mut mcfg = cfg.clone();
