@@ -25,8 +25,9 @@
 //! Prints, for each, the median round's throughput and its ratio to the
 //! memory run of the same round (this host's speed drifts within minutes),
 //! with the lowest and highest; per-message latency (p50, p99) over all
-//! rounds and what Redis adds to it; messages per round trip in the log
-//! layout; and the Redis memory per fingerprint measured on 100,000
+//! rounds and what Redis adds to it; CPU time per message of this process
+//! and of redis-server, and the cores they kept busy; messages per round
+//! trip in the log layout; and the Redis memory per fingerprint measured on 100,000
 //! distinct synthetic fingerprints (INFO used_memory before and after).
 
 use std::net::TcpListener;
@@ -111,6 +112,43 @@ fn start_redis(dir: &std::path::Path) -> Option<(Server, u16)> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Some((server, port))
+}
+
+/// One measured replay.
+#[derive(Clone)]
+struct Run {
+    secs: f64,
+    lat: Vec<Duration>,
+    /// CPU seconds of this process and of redis-server during the run.
+    client_cpu: f64,
+    redis_cpu: f64,
+}
+
+/// CPU seconds this process has used (user and system).
+fn self_cpu() -> f64 {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(u.ru_utime) + secs(u.ru_stime)
+}
+
+/// CPU seconds redis-server has used (INFO cpu, user and system).
+fn redis_cpu(port: u16) -> f64 {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "INFO", "cpu"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    out.lines()
+        .filter_map(|l| {
+            l.strip_prefix("used_cpu_sys:")
+                .or_else(|| l.strip_prefix("used_cpu_user:"))
+        })
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum()
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -294,7 +332,20 @@ fn main() {
     // between runs close in time, and the median of rounds is reported.
     let _ = replay(&cfg, &msgs, &Then::Nothing);
     let names = ["memory", "redis", "floor", "log", "log-1"];
-    let mut runs: Vec<Vec<(f64, Vec<Duration>)>> = vec![Vec::new(); names.len()];
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); names.len()];
+    let timed = |f: &dyn Fn() -> (f64, Vec<Duration>)| {
+        // (redis-cli runs outside this process's measured span.)
+        let r0 = redis_cpu(port);
+        let c0 = self_cpu();
+        let (secs, lat) = f();
+        let client_cpu = self_cpu() - c0;
+        Run {
+            secs,
+            lat,
+            client_cpu,
+            redis_cpu: redis_cpu(port) - r0,
+        }
+    };
     let mut trips = (0, 0);
     for round in 0..ROUNDS {
         let shared_for = |layout: RedisLayout, name: &str| {
@@ -305,19 +356,21 @@ fn main() {
             s.store().clear().unwrap();
             (c, s)
         };
-        runs[0].push(replay(&cfg, &msgs, &Then::Nothing));
+        runs[0].push(timed(&|| replay(&cfg, &msgs, &Then::Nothing)));
         let (c, s) = shared_for(RedisLayout::Script, "bench");
-        runs[1].push(replay(&c, &msgs, &Then::Store(Arc::clone(&s))));
+        runs[1].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
         s.store().clear().unwrap();
         let floor = Then::Floor(cfg.store.redis.urls[0].clone());
-        runs[2].push(replay(&cfg, &msgs, &floor));
+        runs[2].push(timed(&|| replay(&cfg, &msgs, &floor)));
         let (c, s) = shared_for(RedisLayout::Log, "logbench");
-        runs[3].push(replay(&c, &msgs, &Then::Store(Arc::clone(&s))));
+        runs[3].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
         let (t, m) = s.log_round_trips().unwrap_or_default();
         trips = (trips.0 + t, trips.1 + m);
         s.store().clear().unwrap();
         let (c, s) = shared_for(RedisLayout::Log, "logonly");
-        runs[4].push(replay(&c, &msgs, &Then::StoreOnly(Arc::clone(&s))));
+        runs[4].push(timed(&|| {
+            replay(&c, &msgs, &Then::StoreOnly(Arc::clone(&s)))
+        }));
         s.store().clear().unwrap();
     }
     let n = msgs.len() as f64;
@@ -326,14 +379,14 @@ fn main() {
         script_usec(port)
     );
     let pooled = |k: usize| {
-        let mut all: Vec<Duration> = runs[k].iter().flat_map(|r| r.1.iter().copied()).collect();
+        let mut all: Vec<Duration> = runs[k].iter().flat_map(|r| r.lat.iter().copied()).collect();
         all.sort();
         all
     };
     let mem_lat = pooled(0);
     println!("{ROUNDS} rounds; throughput: median round (lowest-highest); latency: all rounds");
     for (k, name) in names.iter().enumerate() {
-        let mut rates: Vec<f64> = runs[k].iter().map(|r| n / r.0).collect();
+        let mut rates: Vec<f64> = runs[k].iter().map(|r| n / r.secs).collect();
         rates.sort_by(f64::total_cmp);
         let lat = pooled(k);
         println!(
@@ -351,11 +404,25 @@ fn main() {
         command_usec(port, "xrange"),
         trips.1 as f64 / trips.0.max(1) as f64
     );
+    println!("CPU per message (median round): this process, redis-server; cores busy");
+    for (k, name) in names.iter().enumerate() {
+        let med = |f: &dyn Fn(&Run) -> f64| {
+            let mut v: Vec<f64> = runs[k].iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            median(&v)
+        };
+        println!(
+            "{name:<7} {:>6.1} us  {:>6.1} us  {:.2} cores",
+            med(&|r| r.client_cpu * 1e6 / n),
+            med(&|r| r.redis_cpu * 1e6 / n),
+            med(&|r| (r.client_cpu + r.redis_cpu) / r.secs),
+        );
+    }
     for (k, name) in names.iter().enumerate().skip(1) {
         let mut ratios: Vec<f64> = runs[k]
             .iter()
             .zip(&runs[0])
-            .map(|(r, m)| 100.0 * m.0 / r.0)
+            .map(|(r, m)| 100.0 * m.secs / r.secs)
             .collect();
         ratios.sort_by(f64::total_cmp);
         let lat = pooled(k);
