@@ -32,7 +32,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redis::Value;
@@ -358,6 +358,9 @@ struct Pending {
     seq: u64,
     entry: Vec<u8>,
     now: UnixSecs,
+    /// Wakes the call that waits for this message (with the queue's lock):
+    /// when its answer is in, or when it is its turn to send.
+    wake: Arc<Condvar>,
 }
 
 /// Messages waiting to be sent, and answers for the calls that wait.
@@ -373,16 +376,18 @@ struct Queue {
     gone: HashSet<u64>,
 }
 
-/// Ends a call's turn at sending, also if it panics: the waiting calls
-/// are woken and one of them sends next.
+/// Ends a call's turn at sending, also if it panics: the first call still
+/// waiting is woken to send next.
 struct Turn<'a>(&'a LogStore);
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if let Ok(mut q) = self.0.queue.lock() {
             q.sending = false;
+            if let Some(next) = q.waiting.first() {
+                next.wake.notify_one();
+            }
         }
-        self.0.ready.notify_all();
     }
 }
 
@@ -403,8 +408,6 @@ pub struct LogStore {
     keep_ms: u64,
     replica: Mutex<Replica>,
     queue: Mutex<Queue>,
-    /// Signalled when a batch's answers are in.
-    ready: Condvar,
     /// How long a call waits for other calls' round trips to carry its
     /// message: the one out when it came and its own.
     wait: Duration,
@@ -431,7 +434,6 @@ impl LogStore {
             keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
             replica: Mutex::new(Replica::new(cfg)),
             queue: Mutex::new(Queue::default()),
-            ready: Condvar::new(),
             wait: cfg.store.redis.timeout.saturating_mul(2),
             trips: AtomicU64::new(0),
             carried: AtomicU64::new(0),
@@ -479,13 +481,16 @@ impl LogStore {
     /// those waiting; else it waits (at most twice the Redis timeout) for
     /// the answer that another call's round trip brings it.
     pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
+        let wake = Arc::new(Condvar::new());
+        let entry = encode(obs, now);
         let mut q = self.queue()?;
         let seq = q.next;
         q.next = q.next.wrapping_add(1);
         q.waiting.push(Pending {
             seq,
-            entry: encode(obs, now),
+            entry,
             now,
+            wake: Arc::clone(&wake),
         });
         let deadline = Instant::now() + self.wait;
         loop {
@@ -514,10 +519,11 @@ impl LogStore {
                 for (p, answer) in batch.iter().zip(answers) {
                     if !q.gone.remove(&p.seq) {
                         q.done.insert(p.seq, answer);
+                        p.wake.notify_one();
                     }
                 }
-                // Ends the turn and wakes the waiting calls (the lock is
-                // taken again there).
+                // Ends the turn and wakes the call to send next (the lock
+                // is taken again there).
                 drop(q);
                 drop(turn);
                 q = self.queue()?;
@@ -537,8 +543,7 @@ impl LogStore {
                     self.wait.as_millis()
                 )));
             }
-            q = self
-                .ready
+            q = wake
                 .wait_timeout(q, left)
                 .map_err(|_| StoreError("redis log: queue lock poisoned".into()))?
                 .0;
@@ -563,6 +568,7 @@ impl LogStore {
                     seq: 0,
                     entry: encode(obs, *now),
                     now: *now,
+                    wake: Arc::new(Condvar::new()),
                 })
                 .collect();
             answers.extend(self.send(&batch)?);
