@@ -22,6 +22,9 @@
 //!   replica were the daemon's only engine (a measurement of that design,
 //!   which bulkwatch does not have: its local engine is the fallback).
 //!
+//! `BULKWATCH_BENCH_ONLY=memory|floor|log` runs that backend alone, 8
+//! times, for a profiler.
+//!
 //! Prints, for each, the median round's throughput and its ratio to the
 //! memory run of the same round (this host's speed drifts within minutes),
 //! with the lowest and highest; per-message latency (p50, p99) over all
@@ -112,6 +115,27 @@ fn start_redis(dir: &std::path::Path) -> Option<(Server, u16)> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Some((server, port))
+}
+
+/// `BULKWATCH_BENCH_ONLY=memory|floor|log`: 8 replays of that backend
+/// alone and nothing else, for a profiler (`perf record -g` of the bench
+/// binary).
+fn profile_one(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, only: &str) {
+    let mut c = cfg.clone();
+    c.store.redis.layout = RedisLayout::Log;
+    for i in 0..8 {
+        c.store.redis.key_prefix = format!("only{i}");
+        let shared = Arc::new(Shared::from_config(&c).unwrap().unwrap());
+        let then = match only {
+            "memory" => Then::Nothing,
+            "floor" => Then::Floor(cfg.store.redis.urls[0].clone()),
+            "log" => Then::Store(Arc::clone(&shared)),
+            other => panic!("BULKWATCH_BENCH_ONLY: no backend {other} (memory, floor, log)"),
+        };
+        let (secs, _) = replay(&c, msgs, &then);
+        println!("{only}: {:.0} msg/s", msgs.len() as f64 / secs);
+        shared.store().clear().unwrap();
+    }
 }
 
 /// One measured replay.
@@ -331,6 +355,10 @@ fn main() {
     // speed drifts by a third over minutes, so a ratio is only fair
     // between runs close in time, and the median of rounds is reported.
     let _ = replay(&cfg, &msgs, &Then::Nothing);
+    if let Ok(only) = std::env::var("BULKWATCH_BENCH_ONLY") {
+        profile_one(&cfg, &msgs, &only);
+        return;
+    }
     let names = ["memory", "redis", "floor", "log", "log-1"];
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); names.len()];
     let timed = |f: &dyn Fn() -> (f64, Vec<Duration>)| {
