@@ -161,12 +161,8 @@ fn self_cpu() -> f64 {
 
 /// CPU seconds redis-server has used (INFO cpu, user and system).
 fn redis_cpu(port: u16) -> f64 {
-    let out = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "INFO", "cpu"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    out.lines()
+    info(port, "cpu")
+        .lines()
         .filter_map(|l| {
             l.strip_prefix("used_cpu_sys:")
                 .or_else(|| l.strip_prefix("used_cpu_user:"))
@@ -175,8 +171,11 @@ fn redis_cpu(port: u16) -> f64 {
         .sum()
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+/// Median, lowest and highest of `v` (zeros when empty).
+fn spread(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let at = |i: usize| v.get(i).copied().unwrap_or_default();
+    (at(v.len() / 2), at(0), at(v.len().saturating_sub(1)))
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -273,14 +272,19 @@ fn script_usec(port: u16) -> String {
     command_usec(port, "evalsha")
 }
 
-/// Server-side microseconds per call of `command` (INFO commandstats).
-fn command_usec(port: u16, command: &str) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "INFO", "commandstats"])
+/// `INFO <section>` of the bench's Redis (empty when redis-cli fails).
+fn info(port: u16, section: &str) -> String {
+    Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "INFO", section])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    out.lines()
+        .unwrap_or_default()
+}
+
+/// Server-side microseconds per call of `command` (INFO commandstats).
+fn command_usec(port: u16, command: &str) -> String {
+    info(port, "commandstats")
+        .lines()
         .find(|l| l.starts_with(&format!("cmdstat_{command}:")))
         .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec_per_call=")))
         .unwrap_or("?")
@@ -414,14 +418,10 @@ fn main() {
     let mem_lat = pooled(0);
     println!("{ROUNDS} rounds; throughput: median round (lowest-highest); latency: all rounds");
     for (k, name) in names.iter().enumerate() {
-        let mut rates: Vec<f64> = runs[k].iter().map(|r| n / r.secs).collect();
-        rates.sort_by(f64::total_cmp);
+        let (mid, low, high) = spread(runs[k].iter().map(|r| n / r.secs).collect());
         let lat = pooled(k);
         println!(
-            "{name:<7} {:>8.0} msg/s ({:.0}-{:.0})   p50 {:>7.3} ms   p99 {:>7.3} ms",
-            median(&rates),
-            rates[0],
-            rates[rates.len() - 1],
+            "{name:<7} {mid:>8.0} msg/s ({low:.0}-{high:.0})   p50 {:>7.3} ms   p99 {:>7.3} ms",
             pct(&lat, 0.5).as_secs_f64() * 1e3,
             pct(&lat, 0.99).as_secs_f64() * 1e3
         );
@@ -434,11 +434,7 @@ fn main() {
     );
     println!("CPU per message (median round): this process, redis-server; cores busy");
     for (k, name) in names.iter().enumerate() {
-        let med = |f: &dyn Fn(&Run) -> f64| {
-            let mut v: Vec<f64> = runs[k].iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            median(&v)
-        };
+        let med = |f: &dyn Fn(&Run) -> f64| spread(runs[k].iter().map(f).collect()).0;
         println!(
             "{name:<7} {:>6.1} us  {:>6.1} us  {:.2} cores",
             med(&|r| r.client_cpu * 1e6 / n),
@@ -447,18 +443,16 @@ fn main() {
         );
     }
     for (k, name) in names.iter().enumerate().skip(1) {
-        let mut ratios: Vec<f64> = runs[k]
-            .iter()
-            .zip(&runs[0])
-            .map(|(r, m)| 100.0 * m.secs / r.secs)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
+        let (mid, low, high) = spread(
+            runs[k]
+                .iter()
+                .zip(&runs[0])
+                .map(|(r, m)| 100.0 * m.secs / r.secs)
+                .collect(),
+        );
         let lat = pooled(k);
         println!(
-            "{name}/memory throughput {:.1}% ({:.1}-{:.1}%)   added latency p50 {:.3} ms, p99 {:.3} ms",
-            median(&ratios),
-            ratios[0],
-            ratios[ratios.len() - 1],
+            "{name}/memory throughput {mid:.1}% ({low:.1}-{high:.1}%)   added latency p50 {:.3} ms, p99 {:.3} ms",
             (pct(&lat, 0.5).as_secs_f64() - pct(&mem_lat, 0.5).as_secs_f64()) * 1e3,
             (pct(&lat, 0.99).as_secs_f64() - pct(&mem_lat, 0.99).as_secs_f64()) * 1e3
         );
