@@ -353,11 +353,16 @@ pub enum Logged {
     CatchingUp(String),
 }
 
+/// A message's log entry, and the time it was judged at.
+struct Entry {
+    bytes: Vec<u8>,
+    now: UnixSecs,
+}
+
 /// A message waiting for its round trip.
 struct Pending {
     seq: u64,
-    entry: Vec<u8>,
-    now: UnixSecs,
+    entry: Entry,
     /// Wakes the call that waits for this message (with the queue's lock):
     /// when its answer is in, or when it is its turn to send.
     wake: Arc<Condvar>,
@@ -488,8 +493,7 @@ impl LogStore {
         q.next = q.next.wrapping_add(1);
         q.waiting.push(Pending {
             seq,
-            entry,
-            now,
+            entry: Entry { bytes: entry, now },
             wake: Arc::clone(&wake),
         });
         let deadline = Instant::now() + self.wait;
@@ -503,7 +507,11 @@ impl LogStore {
                 q.sending = true;
                 let turn = Turn(self);
                 let n = q.waiting.len().min(MAX_BATCH);
-                let mut batch: Vec<Pending> = q.waiting.drain(..n).collect();
+                let (mut calls, batch): (Vec<_>, Vec<Entry>) = q
+                    .waiting
+                    .drain(..n)
+                    .map(|p| ((p.seq, p.wake), p.entry))
+                    .unzip();
                 drop(q);
                 let sent = self.send(&batch);
                 q = self.queue()?;
@@ -512,14 +520,14 @@ impl LogStore {
                     Err(e) => {
                         // The messages that came meanwhile would wait for
                         // a Redis that just failed: they fail with these.
-                        batch.append(&mut q.waiting);
-                        batch.iter().map(|_| Err(StoreError(e.0.clone()))).collect()
+                        calls.extend(q.waiting.drain(..).map(|p| (p.seq, p.wake)));
+                        calls.iter().map(|_| Err(StoreError(e.0.clone()))).collect()
                     }
                 };
-                for (p, answer) in batch.iter().zip(answers) {
-                    if !q.gone.remove(&p.seq) {
-                        q.done.insert(p.seq, answer);
-                        p.wake.notify_one();
+                for ((seq, wake), answer) in calls.iter().zip(answers) {
+                    if !q.gone.remove(seq) {
+                        q.done.insert(*seq, answer);
+                        wake.notify_one();
                     }
                 }
                 // Ends the turn and wakes the call to send next (the lock
@@ -562,13 +570,11 @@ impl LogStore {
     ) -> Result<Vec<Logged>, StoreError> {
         let mut answers = Vec::with_capacity(msgs.len());
         for chunk in msgs.chunks(MAX_BATCH) {
-            let batch: Vec<Pending> = chunk
+            let batch: Vec<Entry> = chunk
                 .iter()
-                .map(|(obs, now)| Pending {
-                    seq: 0,
-                    entry: encode(obs, *now),
+                .map(|(obs, now)| Entry {
+                    bytes: encode(obs, *now),
                     now: *now,
-                    wake: Arc::new(Condvar::new()),
                 })
                 .collect();
             answers.extend(self.send(&batch)?);
@@ -586,7 +592,7 @@ impl LogStore {
 
     /// One round trip for `batch` (not empty) on a pooled connection; an
     /// answer per message, in order.
-    fn send(&self, batch: &[Pending]) -> Result<Vec<Logged>, StoreError> {
+    fn send(&self, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
         self.trips.fetch_add(1, Ordering::Relaxed);
         self.carried
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -604,7 +610,7 @@ impl LogStore {
     /// Reads start at the replica's last entry, inclusive: finding that
     /// entry first proves nothing after it was trimmed away (a stream is
     /// trimmed from its front), without a second read.
-    fn exchange(&self, conn: &mut Conn, batch: &[Pending]) -> Result<Vec<Logged>, StoreError> {
+    fn exchange(&self, conn: &mut Conn, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
         let (mut from, upkeep) = {
             let mut r = self.replica()?;
             let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
@@ -617,7 +623,7 @@ impl LogStore {
             (r.last, upkeep.then_some(trim))
         };
         let mut cmds = Vec::with_capacity(batch.len() + 3);
-        for p in batch {
+        for e in batch {
             let mut xadd = redis::cmd("XADD");
             xadd.arg(&self.key)
                 .arg("MAXLEN")
@@ -625,7 +631,7 @@ impl LogStore {
                 .arg(self.cfg.window.max_entries)
                 .arg("*")
                 .arg("o")
-                .arg(&p.entry);
+                .arg(&e.bytes);
             cmds.push(xadd);
         }
         cmds.push(self.read_from(from));
@@ -676,8 +682,9 @@ impl LogStore {
                 }
             }
             let mut r = self.replica()?;
-            // Unless the replica was rebuilt meanwhile (then the next read
-            // starts where it is now).
+            // Unless another round trip (a `record_batch` beside the
+            // queue's) moved the replica meanwhile: then the next read
+            // starts where it is now.
             if r.last == from {
                 if from.is_none() || read.first().map(|e| e.0) == from {
                     skipped += r.apply(std::mem::take(&mut read));
@@ -707,7 +714,7 @@ impl LogStore {
         Ok(batch
             .iter()
             .zip(own)
-            .map(|(p, id)| answer(&r, p.now, id))
+            .map(|(e, id)| answer(&r, e.now, id))
             .collect())
     }
 
