@@ -6,9 +6,9 @@
 //! the message's observation to the stream `{<prefix>:v<version>}:log` and
 //! `XRANGE` reads what the site appended since this daemon last read. The
 //! daemon applies those entries, its own included, to the replica and
-//! takes its message's outcome from there. Messages that arrive while a
-//! round trip is out go together in the next one (one `XADD` each, one
-//! `XRANGE`): under load a round trip carries several messages. Every replica applies the same
+//! takes its message's outcome from there. Up to `pool_size` round trips
+//! are out at once; messages that arrive while all are out go together in
+//! the next one (one `XADD` each, one `XRANGE`). Every replica applies the same
 //! entries in the same order with the same settings, so every daemon sees
 //! the same campaign ids and counts, and a lookup costs Redis about two
 //! microseconds instead of a script's scan.
@@ -373,8 +373,8 @@ struct Pending {
 struct Queue {
     next: u64,
     waiting: Vec<Pending>,
-    /// A call is sending a batch.
-    sending: bool,
+    /// Calls sending a batch (round trips out).
+    sending: usize,
     /// Answers for calls whose messages another call sent.
     done: HashMap<u64, Result<Logged, StoreError>>,
     /// Calls that stopped waiting: their answers are not kept.
@@ -388,7 +388,7 @@ struct Turn<'a>(&'a LogStore);
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if let Ok(mut q) = self.0.queue.lock() {
-            q.sending = false;
+            q.sending = q.sending.saturating_sub(1);
             if let Some(next) = q.waiting.first() {
                 next.wake.notify_one();
             }
@@ -399,11 +399,14 @@ impl Drop for Turn<'_> {
 /// The Redis store in the log layout. `&self` methods may be called from
 /// many threads at once.
 ///
-/// Concurrent calls share round trips (group commit): while one call's
-/// pipeline is out, the messages that arrive wait, and the next pipeline
-/// carries them all (at most [`MAX_BATCH`]), one `XADD` each and one
-/// `XRANGE`. So a message costs at most one round trip, and under load
-/// far less of Redis's time and the host's.
+/// Up to `pool_size` calls have their round trips out at once. Beyond
+/// that, concurrent calls share round trips (group commit): the messages
+/// that arrive while every trip is out wait, and the next pipeline carries
+/// them all (at most [`MAX_BATCH`]), one `XADD` each and one `XRANGE`. So
+/// a message costs at most one round trip, and under load far less of
+/// Redis's time and the host's. Trips out at once read overlapping parts
+/// of the log; whichever comes back first applies them, and the others
+/// apply only what follows the replica's last entry.
 pub struct LogStore {
     /// Connections (the script of this store is not used).
     pool: RedisStore,
@@ -413,12 +416,16 @@ pub struct LogStore {
     keep_ms: u64,
     replica: Mutex<Replica>,
     queue: Mutex<Queue>,
+    /// Most round trips out at once (`pool_size`).
+    senders: usize,
     /// How long a call waits for other calls' round trips to carry its
     /// message: the one out when it came and its own.
     wait: Duration,
     /// Round trips sent and messages they carried.
     trips: AtomicU64,
     carried: AtomicU64,
+    /// `XRANGE` calls after a round trip's own (catching up).
+    reads: AtomicU64,
 }
 
 impl std::fmt::Debug for LogStore {
@@ -439,9 +446,11 @@ impl LogStore {
             keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
             replica: Mutex::new(Replica::new(cfg)),
             queue: Mutex::new(Queue::default()),
+            senders: cfg.store.redis.pool_size.max(1),
             wait: cfg.store.redis.timeout.saturating_mul(2),
             trips: AtomicU64::new(0),
             carried: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
         })
     }
 
@@ -482,9 +491,9 @@ impl LogStore {
     /// entry yet. Either that or an error (Redis down or slow) leaves the
     /// message to the local verdict.
     ///
-    /// When no other call is sending, this call sends its message and
-    /// those waiting; else it waits (at most twice the Redis timeout) for
-    /// the answer that another call's round trip brings it.
+    /// When fewer than `pool_size` round trips are out, this call sends its
+    /// message and those waiting; else it waits (at most twice the Redis
+    /// timeout) for the answer that another call's round trip brings it.
     pub fn record_logged(&self, obs: &Observation, now: UnixSecs) -> Result<Logged, StoreError> {
         let wake = Arc::new(Condvar::new());
         let entry = encode(obs, now);
@@ -503,8 +512,8 @@ impl LogStore {
             }
             // (Nothing waits, this call's message included, only when a
             // call that took it panicked: then this call waits it out.)
-            if !q.sending && !q.waiting.is_empty() {
-                q.sending = true;
+            if q.sending < self.senders && !q.waiting.is_empty() {
+                q.sending += 1;
                 let turn = Turn(self);
                 let n = q.waiting.len().min(MAX_BATCH);
                 let (mut calls, batch): (Vec<_>, Vec<Entry>) = q
@@ -590,6 +599,13 @@ impl LogStore {
         )
     }
 
+    /// `XRANGE` calls made after round trips' own, to catch up: reading
+    /// the log after a start, or past a chunk. Round trips out at the same
+    /// time need none.
+    pub fn catch_up_reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
     /// One round trip for `batch` (not empty) on a pooled connection; an
     /// answer per message, in order.
     fn send(&self, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
@@ -663,6 +679,7 @@ impl LogStore {
         let mut skipped = 0;
         for reads in 0..=MAX_READS_PER_CALL {
             if reads > 0 {
+                self.reads.fetch_add(1, Ordering::Relaxed);
                 read = entries(
                     self.read_from(from)
                         .query(conn.like())
@@ -682,23 +699,31 @@ impl LogStore {
                 }
             }
             let mut r = self.replica()?;
-            // Unless another round trip (a `record_batch` beside the
-            // queue's) moved the replica meanwhile: then the next read
-            // starts where it is now.
-            if r.last == from {
-                if from.is_none() || read.first().map(|e| e.0) == from {
-                    skipped += r.apply(std::mem::take(&mut read));
-                } else {
-                    // The replica's last entry left the log: what came
-                    // after it may have too. Start again from what the log
-                    // holds.
-                    tracing::warn!(
-                        last = %from.map_or_else(String::new, |l| l.to_string()),
-                        "redis log: the log was trimmed past this daemon's replica; rebuilding it"
-                    );
-                    *r = Replica::new(&self.cfg);
-                }
+            // Another round trip out at the same time may have moved the
+            // replica since this one was sent. A read that holds the
+            // replica's last entry goes on from it without a gap (a read is
+            // a contiguous part of the log), so what follows that entry is
+            // applied; what precedes it was already. (When nothing moved
+            // it, that entry is the read's first: reads start at the
+            // replica's last entry, inclusive.)
+            let joins = match r.last {
+                Some(l) => read.binary_search_by(|e| e.0.cmp(&l)).is_ok(),
+                // (An empty replica reads from the log's start.)
+                None => from.is_none(),
+            };
+            if joins {
+                skipped += r.apply(std::mem::take(&mut read));
+            } else if r.last == from {
+                // The replica's last entry left the log: what came after
+                // it may have too. Start again from what the log holds.
+                tracing::warn!(
+                    last = %from.map_or_else(String::new, |l| l.to_string()),
+                    "redis log: the log was trimmed past this daemon's replica; rebuilding it"
+                );
+                *r = Replica::new(&self.cfg);
             }
+            // (Else another round trip moved the replica past this read:
+            // the next read starts where it is now.)
             from = r.last;
             if from.is_some_and(|l| l >= newest) {
                 break;
