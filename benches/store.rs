@@ -7,20 +7,19 @@
 //! them), in 5 rounds of one run per backend, each backend on a fresh key
 //! prefix:
 //! - memory: analyze, then decide under the engine lock;
-//! - redis: the same, then one round trip to Redis (what the milter does:
-//!   the local engine stays warm as the fallback).
+//! - redis: the same, then one round trip to Redis (what the milter does
+//!   with the script layout: the local engine stays warm as the fallback).
 //!
 //! - floor: the same, then one round trip that does nothing on the server
 //!   (`EVAL "return 1" 0`): what any design with a round trip per message
 //!   could reach at best on this machine, where Redis and the replay share
 //!   the cores.
-//! - log: the same as redis, in the log layout (`store.redis.layout =
-//!   "log"`): one pipeline that appends the observation and reads what is
-//!   new, applied to the store's replica (messages that wait while a
-//!   pipeline is out share the next one).
-//! - log-1: the log layout without the local engine's decision, as if the
-//!   replica were the daemon's only engine (a measurement of that design,
-//!   which bulkwatch does not have: its local engine is the fallback).
+//! - log: the log layout (`store.redis.layout = "log"`), as the milter
+//!   runs it: analyze, then one pipeline that appends the observation and
+//!   reads what is new, applied to the store's replica, which gives the
+//!   verdict (up to `pool_size`, here 4, pipelines out at once; messages
+//!   beyond share the next one). The local engine decides only for
+//!   messages that fall back (none here).
 //!
 //! `BULKWATCH_BENCH_ONLY=memory|floor|log` runs that backend alone, 8
 //! times, for a profiler.
@@ -188,12 +187,9 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 enum Then {
     /// Nothing: the memory backend.
     Nothing,
-    /// One round trip to the Redis store (either layout).
+    /// One round trip to the Redis store (either layout), with the local
+    /// decision where the layout wants one.
     Store(Arc<Shared>),
-    /// The same without the local engine's decision: what the log layout
-    /// would cost if its replica were the daemon's only engine (it is not:
-    /// the local engine is the fallback while Redis is away).
-    StoreOnly(Arc<Shared>),
     /// One round trip that does nothing on the server (`EVAL "return 1"`):
     /// the floor under any one-round-trip design on this machine.
     Floor(String),
@@ -227,20 +223,22 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     let env = Envelope::default();
                     let a = analyze(raw, &env, &cfg);
                     let now = UnixSecs(REPLAY_EPOCH + i as u64);
-                    if !matches!(then, Then::StoreOnly(_)) {
+                    let local = match &then {
+                        Then::Store(sh) => sh.records_locally(),
+                        _ => true,
+                    };
+                    if local {
                         let v = engine.lock().unwrap().decide(&a, &env, now);
                         std::hint::black_box(&v);
                     }
                     if let Ok(obs) = observe(&cfg, &a, &env) {
                         match (&then, raw_conn.as_mut()) {
-                            (Then::Store(sh) | Then::StoreOnly(sh), _) => {
-                                match sh.record(&obs, now) {
-                                    SharedResult::Shared(out) => {
-                                        std::hint::black_box(out);
-                                    }
-                                    other => panic!("redis failed: {other:?}"),
+                            (Then::Store(sh), _) => match sh.record(&obs, now) {
+                                SharedResult::Shared(out) => {
+                                    std::hint::black_box(out);
                                 }
-                            }
+                                other => panic!("redis failed: {other:?}"),
+                            },
                             (Then::Floor(_), Some(con)) => {
                                 let one: i64 = redis::cmd("EVAL")
                                     .arg("return 1")
@@ -363,7 +361,7 @@ fn main() {
         profile_one(&cfg, &msgs, &only);
         return;
     }
-    let names = ["memory", "redis", "floor", "log", "log-1"];
+    let names = ["memory", "redis", "floor", "log"];
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); names.len()];
     let timed = |f: &dyn Fn() -> (f64, Vec<Duration>)| {
         // (redis-cli runs outside this process's measured span.)
@@ -398,11 +396,6 @@ fn main() {
         runs[3].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
         let (t, m) = s.log_round_trips().unwrap_or_default();
         trips = (trips.0 + t, trips.1 + m);
-        s.store().clear().unwrap();
-        let (c, s) = shared_for(RedisLayout::Log, "logonly");
-        runs[4].push(timed(&|| {
-            replay(&c, &msgs, &Then::StoreOnly(Arc::clone(&s)))
-        }));
         s.store().clear().unwrap();
     }
     let n = msgs.len() as f64;

@@ -117,7 +117,7 @@ pub struct EngineStats {
 }
 
 /// The stateful engine: window, exact set and campaigns.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Engine {
     cfg: Config,
     pub(crate) index: NearIndex,

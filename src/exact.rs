@@ -28,6 +28,7 @@ pub struct Generation {
 }
 
 /// The rotating set of exact hashes.
+#[derive(Clone)]
 pub struct ExactSet {
     gens: VecDeque<Generation>,
     lru: LruCache<[u8; 32], (u32, u64)>,

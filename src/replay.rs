@@ -202,12 +202,19 @@ impl Replayer {
         let env = Envelope::default();
         let a = crate::engine::analyze(raw, &env, self.engine.config());
         let now = self.time_of(n);
-        let mut v = self.engine.decide(&a, &env, now);
+        // As in the milter: the local engine records every message unless
+        // the log layout's replica holds the window (then it is brought up
+        // to the replica when a message falls back).
+        let mut v = None;
+        if self.shared.as_ref().is_none_or(Shared::records_locally) {
+            v = Some(self.engine.decide(&a, &env, now));
+        }
         if let Some(shared) = &self.shared {
-            if let Ok(obs) = observe(self.engine.config(), &a, &env) {
-                match shared.record(&obs, now) {
+            match observe(self.engine.config(), &a, &env) {
+                Err(allowed_or_skipped) => v = v.or(Some(*allowed_or_skipped)),
+                Ok(obs) => match shared.record(&obs, now) {
                     SharedResult::Shared(out) => {
-                        v = finish(self.engine.config(), &obs, out);
+                        v = Some(finish(self.engine.config(), &obs, out));
                         self.summary.shared_ok += 1;
                     }
                     SharedResult::Failed(e) => {
@@ -217,9 +224,15 @@ impl Replayer {
                     SharedResult::Skipped | SharedResult::CatchingUp(_) => {
                         self.summary.shared_fallbacks += 1
                     }
-                }
+                },
             }
         }
+        let v = v.unwrap_or_else(|| {
+            if let Some(shared) = &self.shared {
+                shared.warm(&mut self.engine);
+            }
+            self.engine.decide(&a, &env, now)
+        });
         if let Some(c) = &v.campaign {
             for m in &v.merged {
                 self.merges.0.insert(*m, c.id);

@@ -676,6 +676,49 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
     assert!(stats.up.load(std::sync::atomic::Ordering::Relaxed));
 }
 
+/// With the log layout a daemon does not record shared messages in its
+/// fallback engine; the first message that falls back copies the replica
+/// into it. So an outage starts from what the whole site saw: daemon B,
+/// which saw 4 of a campaign's 10 messages (A saw 6), judges the next copy
+/// during the outage as the 11th of the same campaign, not the 5th.
+#[test]
+fn a_log_outage_starts_from_what_the_site_saw() {
+    if skip() {
+        return;
+    }
+    let mut server = RedisServer::start();
+    let mut cfg = log_config(vec![server.url()], "sitewide");
+    cfg.store.redis.timeout = Duration::from_millis(200);
+    cfg.store.redis.retry_interval = Duration::from_secs(60);
+    let mut a = bulkwatch::replay::Replayer::new(&cfg, Default::default());
+    let mut b = bulkwatch::replay::Replayer::new(&cfg, Default::default());
+    let mut shared_id = None;
+    for n in 0..10u32 {
+        let r = if n < 6 { &mut a } else { &mut b };
+        let v = r.feed("x", n as usize, &spam(n));
+        let c = v.campaign.unwrap();
+        assert_eq!(c.recipients, u64::from(n) + 1);
+        shared_id = Some(c.id);
+    }
+    assert_eq!((a.summary.shared_ok, b.summary.shared_ok), (6, 4));
+    // Nothing recorded locally while the replica answered; the daemon's
+    // view is the replica's.
+    assert_eq!(b.engine().stats().window_entries, 0);
+    let shared = b.shared().unwrap();
+    assert_eq!(shared.view(|e| e.stats().window_entries), Some(10));
+    server.kill();
+    let v = b.feed("x", 10, &spam(10));
+    assert_eq!(b.summary.shared_fallbacks, 1);
+    let c = v.campaign.unwrap();
+    assert_eq!(c.recipients, 11, "the site's 10 and this one");
+    assert_eq!(Some(c.id), shared_id);
+    // The fallback engine is the view now, and it goes on counting.
+    assert_eq!(b.shared().unwrap().view(|_| ()), None);
+    let v = b.feed("x", 11, &spam(11));
+    assert_eq!(v.campaign.unwrap().recipients, 12);
+    assert_eq!(b.engine().stats().window_entries, 12);
+}
+
 #[test]
 fn replay_uses_the_store_its_config_names() {
     if skip() {
@@ -846,7 +889,9 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 }
 
 /// A milter on the log layout says in its metrics how many round trips
-/// carried its messages (one each here: they come one at a time).
+/// carried its messages (one each here: they come one at a time). Its
+/// campaign list, window metrics and snapshot come from the replica, which
+/// judged the messages; the fallback engine recorded none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     use bulkwatch::milter::State;
@@ -872,6 +917,12 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
         text.contains("bulkwatch_redis_log_appends_total 5"),
         "{text}"
     );
+    assert!(text.contains("bulkwatch_window_entries 5"), "{text}");
+    assert_eq!(m.state.engine().stats().window_entries, 0);
+    let list = bulkwatch::milter::metrics::campaigns_json(&m.state);
+    assert!(list.contains("\"messages\":5"), "{list}");
+    let (snap, _) = bulkwatch::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
+    assert_eq!(snap.stats().window_entries, 5);
     m.stop().await;
 }
 

@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::engine::Engine;
 use crate::milter::State;
 use crate::verdict::Level;
 
@@ -93,7 +94,7 @@ impl Metrics {
 
 /// The Prometheus text exposition of `state` at `now`.
 pub fn render(state: &State, now: u64) -> String {
-    let stats = state.engine().stats();
+    let stats = state.with_view(Engine::stats);
     let m = &state.metrics;
     let mut s = String::new();
     let _ = writeln!(
@@ -231,19 +232,19 @@ pub struct CampaignJson {
 
 /// The live campaigns as JSON, largest first.
 pub fn campaigns_json(state: &State) -> String {
-    let mut list: Vec<CampaignJson> = state
-        .engine()
-        .campaigns()
-        .map(|c| CampaignJson {
-            id: c.id.to_string(),
-            messages: c.messages,
-            recipients: c.recipients,
-            first_seen: c.first_seen,
-            last_seen: c.last_seen,
-            sender_domains: c.sender_names.clone(),
-            sample_subject: c.sample_subject.clone(),
-        })
-        .collect();
+    let mut list: Vec<CampaignJson> = state.with_view(|e| {
+        e.campaigns()
+            .map(|c| CampaignJson {
+                id: c.id.to_string(),
+                messages: c.messages,
+                recipients: c.recipients,
+                first_seen: c.first_seen,
+                last_seen: c.last_seen,
+                sender_domains: c.sender_names.clone(),
+                sample_subject: c.sample_subject.clone(),
+            })
+            .collect()
+    });
     list.sort_by(|a, b| {
         b.recipients
             .cmp(&a.recipients)

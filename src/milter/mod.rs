@@ -30,7 +30,7 @@ use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::engine::{analyze, finish, observe, Engine, UnixSecs};
+use crate::engine::{analyze, finish, observe, Engine, Observation, UnixSecs};
 use crate::store::{Shared, SharedResult};
 use crate::verdict::{CampaignSummary, Verdict};
 use metrics::Metrics;
@@ -134,7 +134,17 @@ impl State {
         }
     }
 
-    /// The engine, locked. Do not hold the guard across `.await`.
+    /// Calls `f` with the engine that holds the daemon's view: the log
+    /// layout's replica while it gives the verdicts, else the local engine
+    /// (see [`Shared::view`]). For snapshots, metrics and the campaign list.
+    pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
+        if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
+            return r;
+        }
+        f(&self.engine())
+    }
+
+    /// The local engine, locked. Do not hold the guard across `.await`.
     pub fn engine(&self) -> MutexGuard<'_, Engine> {
         // A panic inside decide would poison the lock; the engine's state
         // is still usable (each step leaves it consistent), and refusing
@@ -236,17 +246,32 @@ impl State {
         start: Instant,
     ) -> (Verdict, Duration) {
         let now = UnixSecs(unix_now());
-        // The local engine records every message, so that its window is
-        // warm when Redis fails.
-        let mut verdict = self.engine().decide(analysis, env, now);
+        // Without Redis, or with its script layout, the local engine
+        // records every message, so that its window is warm when Redis
+        // fails. With the log layout the replica holds the window, and the
+        // local engine is brought up to it when a message falls back.
+        let mut verdict = None;
+        if self.shared.as_ref().is_none_or(|s| s.records_locally()) {
+            verdict = Some(self.engine().decide(analysis, env, now));
+        }
         if let Some(shared) = &self.shared {
-            if let Some(v) = self
-                .judge_shared(shared, cfg, analysis, env, now, queue_id)
-                .await
-            {
-                verdict = v;
+            match observe(cfg, analysis, env) {
+                // Allow-listed or skipped: no store has a say.
+                Err(v) => verdict = verdict.or(Some(*v)),
+                Ok(obs) => {
+                    if let Some(v) = self.judge_shared(shared, cfg, obs, now, queue_id).await {
+                        verdict = Some(v);
+                    }
+                }
             }
         }
+        let verdict = verdict.unwrap_or_else(|| {
+            let mut local = self.engine();
+            if let Some(shared) = &self.shared {
+                shared.warm(&mut local);
+            }
+            local.decide(analysis, env, now)
+        });
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         if verdict.newly_bulk {
@@ -266,12 +291,10 @@ impl State {
         &self,
         shared: &Arc<Shared>,
         cfg: &Arc<Config>,
-        analysis: &crate::engine::Analysis,
-        env: &crate::engine::Envelope,
+        obs: Observation,
         now: UnixSecs,
         queue_id: &str,
     ) -> Option<Verdict> {
-        let obs = observe(cfg, analysis, env).ok()?;
         let task_shared = Arc::clone(shared);
         let task = tokio::task::spawn_blocking(move || {
             let r = task_shared.record(&obs, now);
@@ -308,10 +331,14 @@ impl State {
         }
     }
 
-    /// The snapshot bytes of the engine, encoded under the lock (a copy of
-    /// memory; the file is written outside it).
+    /// The snapshot bytes of the engine that holds the daemon's view (see
+    /// [`State::with_view`]), encoded under its lock (a copy of memory; the
+    /// file is written outside it). With the log layout that is the
+    /// replica while Redis answers: a restart's fallback engine then starts
+    /// from what the site saw.
     pub fn snapshot_bytes(&self) -> Vec<u8> {
-        crate::snapshot::encode(&self.engine(), unix_now())
+        let now = unix_now();
+        self.with_view(|e| crate::snapshot::encode(e, now))
     }
 }
 

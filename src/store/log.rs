@@ -289,6 +289,9 @@ struct Replica {
     redis_ms: u64,
     /// `redis_ms` when the TTL was last renewed and the log trimmed.
     upkeep_ms: u64,
+    /// Entries applied since the replica was made (skipped ones not
+    /// counted): tells [`LogStore::copy_into`] whether it moved.
+    applied: u64,
 }
 
 impl Replica {
@@ -300,6 +303,7 @@ impl Replica {
             recent: VecDeque::new(),
             redis_ms: 0,
             upkeep_ms: 0,
+            applied: 0,
         }
     }
 
@@ -324,6 +328,7 @@ impl Replica {
             }
             self.now = self.now.max(now.0);
             if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
+                self.applied += 1;
                 if self.recent.len() == RECENT {
                     self.recent.pop_front();
                 }
@@ -418,6 +423,9 @@ pub struct LogStore {
     queue: Mutex<Queue>,
     /// Most round trips out at once (`pool_size`).
     senders: usize,
+    /// When the replica was last copied into a fallback engine, and how
+    /// many entries it had applied then ([`LogStore::copy_into`]).
+    copied: Mutex<Option<(Instant, u64)>>,
     /// How long a call waits for other calls' round trips to carry its
     /// message: the one out when it came and its own.
     wait: Duration,
@@ -447,6 +455,7 @@ impl LogStore {
             replica: Mutex::new(Replica::new(cfg)),
             queue: Mutex::new(Queue::default()),
             senders: cfg.store.redis.pool_size.max(1),
+            copied: Mutex::new(None),
             wait: cfg.store.redis.timeout.saturating_mul(2),
             trips: AtomicU64::new(0),
             carried: AtomicU64::new(0),
@@ -597,6 +606,42 @@ impl LogStore {
             self.trips.load(Ordering::Relaxed),
             self.carried.load(Ordering::Relaxed),
         )
+    }
+
+    /// Calls `f` with the replica's engine (`None` if a thread panicked
+    /// while holding it).
+    pub fn with_replica<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
+        self.replica().ok().map(|r| f(&r.engine))
+    }
+
+    /// Makes `local` a copy of the replica, with `local`'s settings (those
+    /// that change live), when the replica has applied entries since its
+    /// last copy and that copy is at least `every` old; returns whether it
+    /// copied. This is how the fallback engine learns what the site saw:
+    /// the daemon does not record shared messages in it one by one.
+    ///
+    /// A copy costs time and memory in proportion to the window (a third
+    /// engine, briefly), and holds the replica meanwhile; `every` bounds
+    /// how often Redis trouble can make the daemon pay that.
+    pub fn copy_into(&self, local: &mut Engine, every: Duration) -> bool {
+        let Ok(r) = self.replica() else {
+            return false;
+        };
+        let Ok(mut copied) = self.copied.lock() else {
+            return false;
+        };
+        let due = match *copied {
+            None => r.applied > 0,
+            Some((at, applied)) => r.applied != applied && at.elapsed() >= every,
+        };
+        if !due {
+            return false;
+        }
+        let settings = local.config().clone();
+        *local = r.engine.clone();
+        local.reconfigure(&settings);
+        *copied = Some((Instant::now(), r.applied));
+        true
     }
 
     /// `XRANGE` calls made after round trips' own, to catch up: reading

@@ -7,13 +7,17 @@
 //! and campaigns in Redis and looks up with a script; [`log::LogStore`]
 //! keeps only a log there, which every daemon applies to its own replica.
 //!
-//! With Redis configured, every host still records each message in its own
-//! memory store as well: [`Shared`] asks Redis first and, when Redis fails
-//! or is slower than `store.redis.timeout_ms`, the local verdict stands.
-//! After a failure Redis is left alone for `retry_secs`, so an outage costs
-//! one timeout, not one per message; then it is tried again and sharing
-//! resumes by itself. A message is never held or rejected because Redis is
-//! down.
+//! With Redis configured, every host keeps a memory store of its own as
+//! well, the fallback: [`Shared`] asks Redis first and, when Redis fails or
+//! is slower than `store.redis.timeout_ms`, the local verdict stands. With
+//! the script layout the daemon records each message in its fallback
+//! engine too. With the log layout it does not: the replica already holds
+//! the site's window, and the first message that falls back copies it into
+//! the fallback engine ([`Shared::warm`]), so that a Redis outage starts
+//! from what the whole site saw. After a failure Redis is left alone for
+//! `retry_secs`, so an outage costs one timeout, not one per message; then
+//! it is tried again and sharing resumes by itself. A message is never held
+//! or rejected because Redis is down.
 
 pub mod log;
 pub mod redis;
@@ -23,7 +27,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, RedisLayout, StoreBackend};
-use crate::engine::{Observation, Outcome, StoreError, UnixSecs};
+use crate::engine::{Engine, Observation, Outcome, StoreError, UnixSecs};
 
 pub use self::log::{LogStore, Logged};
 pub use self::redis::RedisStore;
@@ -64,12 +68,21 @@ enum Layout {
     Log(Box<LogStore>),
 }
 
+/// Least time between two copies of the replica into the fallback engine
+/// ([`Shared::warm`]): a copy costs in proportion to the window, and a
+/// Redis that keeps failing now and then must not make the daemon copy
+/// for every message.
+pub const WARM_EVERY: Duration = Duration::from_secs(60);
+
 /// The shared store with its failure handling.
 #[derive(Debug)]
 pub struct Shared {
     layout: Layout,
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
+    /// The replica (log layout) gave the last verdict: it, not the
+    /// fallback engine, holds the daemon's view.
+    replica_current: AtomicBool,
     pub stats: SharedStats,
 }
 
@@ -85,6 +98,7 @@ impl Shared {
                 },
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
+                replica_current: AtomicBool::new(false),
                 stats: SharedStats {
                     up: AtomicBool::new(true),
                     ..SharedStats::default()
@@ -108,6 +122,39 @@ impl Shared {
         match &self.layout {
             Layout::Script(_) => None,
             Layout::Log(l) => Some(l.round_trips()),
+        }
+    }
+
+    /// Whether the daemon records every message in its fallback engine as
+    /// well (the script layout). With the log layout the replica holds the
+    /// window, and [`Shared::warm`] brings the fallback engine up to it
+    /// before a message falls back.
+    pub fn records_locally(&self) -> bool {
+        matches!(self.layout, Layout::Script(_))
+    }
+
+    /// Call before the fallback engine `local` judges a message that Redis
+    /// did not: with the log layout, copies the replica into `local` when
+    /// the replica moved since its last copy (at most once per
+    /// [`WARM_EVERY`]), and makes `local` the daemon's view again. Nothing
+    /// with the script layout.
+    pub fn warm(&self, local: &mut Engine) {
+        if let Layout::Log(l) = &self.layout {
+            self.replica_current.store(false, Ordering::Relaxed);
+            if l.copy_into(local, WARM_EVERY) {
+                tracing::info!("redis log: fallback engine brought up to the replica");
+            }
+        }
+    }
+
+    /// Calls `f` with the engine that holds the daemon's view when that is
+    /// the replica (log layout, and the replica gave the last verdict);
+    /// `None` when it is the local engine. For snapshots, metrics and the
+    /// campaign list.
+    pub fn view<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
+        match &self.layout {
+            Layout::Log(l) if self.replica_current.load(Ordering::Relaxed) => l.with_replica(f),
+            _ => None,
         }
     }
 
@@ -135,6 +182,8 @@ impl Shared {
             }
             Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
+                self.replica_current
+                    .store(matches!(self.layout, Layout::Log(_)), Ordering::Relaxed);
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
                 }
