@@ -345,9 +345,21 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
         panic!("still reading the log");
     };
     assert!(why.contains("catching up"), "{why}");
+    // Its fallback engine (here with one message, as from a snapshot)
+    // keeps what it has: a replica that is still reading holds only the
+    // log's oldest part.
+    let mut local = Engine::new(&cfg);
+    Store::record(&mut local, &synthetic(far + 100, &cfg), now).unwrap();
+    c.warm(&mut local);
+    assert_eq!(local.stats().window_entries, 1);
     let SharedResult::Shared(second) = c.record(&synthetic(far + 1, &cfg), now) else {
         panic!("caught up");
     };
+    // Once the replica gives verdicts, a fallback starts from it.
+    let site = c.view(|e| e.stats().window_entries).unwrap();
+    assert!(site > 5000, "{site}");
+    c.warm(&mut local);
+    assert_eq!(local.stats().window_entries, site);
     let third = a.record_shared(&synthetic(far + 2, &cfg), now).unwrap();
     assert_eq!(second.seq + 1, third.seq, "both replicas count alike");
     let stats = &c.stats;
@@ -923,6 +935,58 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     assert!(list.contains("\"messages\":5"), "{list}");
     let (snap, _) = bulkwatch::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
     assert_eq!(snap.stats().window_entries, 5);
+    m.stop().await;
+}
+
+/// The milter on the log layout, when Redis dies: the fallback engine
+/// recorded nothing while Redis answered, and a copy of the replica made
+/// on another thread takes over from it, with the messages it judged
+/// meanwhile. So the campaign goes on counting from what the replica saw:
+/// a copy that never came would count 1, 2, 3, and one without those
+/// messages would miss them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
+    use bulkwatch::milter::State;
+    if skip() {
+        return;
+    }
+    let mut server = RedisServer::start();
+    let mut cfg = log_config(vec![server.url()], "copy");
+    cfg.store.redis.timeout = Duration::from_millis(200);
+    cfg.store.redis.retry_interval = Duration::from_secs(60);
+    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let m = common::start_state(state).await;
+    let mail = |i: usize| common::spam(common::NAMES[i % common::NAMES.len()], 700 + i as u32);
+    // The campaign size in the verdict header ("...size=N...").
+    let size = |a: &indymilter_test::EomActions| -> Option<u64> {
+        let h = common::daemon::header(a)?;
+        let rest = &h[h.find("size=")? + 5..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    for i in 0..5u64 {
+        let (a, _) = common::send(m.addr, &mail(i as usize)).await;
+        // (Tagged from the suspect threshold, 3, on.)
+        if i >= 2 {
+            assert_eq!(size(&a), Some(i + 1));
+        }
+    }
+    assert_eq!(m.state.engine().stats().window_entries, 0);
+    server.kill();
+    let mut counted = false;
+    for sent in 1..=200u64 {
+        let (a, st) = common::send(m.addr, &mail(4 + sent as usize)).await;
+        assert_eq!(st, indymilter_test::Status::Accept);
+        if size(&a) == Some(5 + sent) {
+            counted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(counted, "the fallback never counted the replica's messages");
     m.stop().await;
 }
 

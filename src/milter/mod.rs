@@ -266,11 +266,26 @@ impl State {
             }
         }
         let verdict = verdict.unwrap_or_else(|| {
-            let mut local = self.engine();
+            let (verdict, replaced) = {
+                let mut local = self.engine();
+                let replaced = self
+                    .shared
+                    .as_ref()
+                    .and_then(|s| s.warm_in_background(&mut local));
+                (local.decide(analysis, env, now), replaced)
+            };
             if let Some(shared) = &self.shared {
-                shared.warm(&mut local);
+                if let Ok(obs) = observe(cfg, analysis, env) {
+                    shared.judged_locally(&obs, now);
+                }
             }
-            local.decide(analysis, env, now)
+            if let Some(old) = replaced {
+                // Freeing a large window takes a while: not on mail's path.
+                let _ = std::thread::Builder::new()
+                    .name("bulkwatch-free".into())
+                    .spawn(move || drop(old));
+            }
+            verdict
         });
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);

@@ -614,34 +614,34 @@ impl LogStore {
         self.replica().ok().map(|r| f(&r.engine))
     }
 
-    /// Makes `local` a copy of the replica, with `local`'s settings (those
-    /// that change live), when the replica has applied entries since its
-    /// last copy and that copy is at least `every` old; returns whether it
-    /// copied. This is how the fallback engine learns what the site saw:
-    /// the daemon does not record shared messages in it one by one.
-    ///
-    /// A copy costs time and memory in proportion to the window (a third
-    /// engine, briefly), and holds the replica meanwhile; `every` bounds
-    /// how often Redis trouble can make the daemon pay that.
-    pub fn copy_into(&self, local: &mut Engine, every: Duration) -> bool {
+    /// Whether a copy of the replica for the fallback engine is due: the
+    /// replica applied entries since its last copy, and that copy is at
+    /// least `every` old (a copy costs time and memory in proportion to the
+    /// window; `every` bounds how often Redis trouble makes the daemon pay
+    /// that).
+    pub fn copy_due(&self, every: Duration) -> bool {
         let Ok(r) = self.replica() else {
             return false;
         };
-        let Ok(mut copied) = self.copied.lock() else {
+        let Ok(copied) = self.copied.lock() else {
             return false;
         };
-        let due = match *copied {
+        match *copied {
             None => r.applied > 0,
             Some((at, applied)) => r.applied != applied && at.elapsed() >= every,
-        };
-        if !due {
-            return false;
         }
-        let settings = local.config().clone();
-        *local = r.engine.clone();
-        local.reconfigure(&settings);
-        *copied = Some((Instant::now(), r.applied));
-        true
+    }
+
+    /// A copy of the replica's engine (`None` if a thread panicked while
+    /// holding it). The replica is held meanwhile: about 0.1 s for a window
+    /// of 10^5 entries and 1.7 s for 10^6 on this project's machine.
+    pub fn copy(&self) -> Option<Engine> {
+        let r = self.replica().ok()?;
+        let copy = r.engine.clone();
+        if let Ok(mut copied) = self.copied.lock() {
+            *copied = Some((Instant::now(), r.applied));
+        }
+        Some(copy)
     }
 
     /// `XRANGE` calls made after round trips' own, to catch up: reading

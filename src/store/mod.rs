@@ -23,7 +23,8 @@ pub mod log;
 pub mod redis;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, RedisLayout, StoreBackend};
@@ -65,7 +66,7 @@ pub enum SharedResult {
 #[derive(Debug)]
 enum Layout {
     Script(Box<RedisStore>),
-    Log(Box<LogStore>),
+    Log(Arc<LogStore>),
 }
 
 /// Least time between two copies of the replica into the fallback engine
@@ -73,6 +74,20 @@ enum Layout {
 /// Redis that keeps failing now and then must not make the daemon copy
 /// for every message.
 pub const WARM_EVERY: Duration = Duration::from_secs(60);
+
+/// Most messages judged by the fallback engine while a copy of the replica
+/// is being made ([`Shared::warm_in_background`]) that are applied to the
+/// copy when it takes over; a copy takes seconds at most, so this many only
+/// under a flood.
+const MAX_JUDGED_WHILE_COPYING: usize = 100_000;
+
+/// A copy of the replica being made on another thread, and the messages
+/// the fallback engine judged meanwhile.
+#[derive(Debug, Default)]
+struct Copying {
+    thread: Option<JoinHandle<Option<Engine>>>,
+    judged: Vec<(Observation, UnixSecs)>,
+}
 
 /// The shared store with its failure handling.
 #[derive(Debug)]
@@ -83,6 +98,7 @@ pub struct Shared {
     /// The replica (log layout) gave the last verdict: it, not the
     /// fallback engine, holds the daemon's view.
     replica_current: AtomicBool,
+    copying: Mutex<Copying>,
     pub stats: SharedStats,
 }
 
@@ -94,11 +110,12 @@ impl Shared {
             StoreBackend::Redis => Ok(Some(Shared {
                 layout: match cfg.store.redis.layout {
                     RedisLayout::Script => Layout::Script(Box::new(RedisStore::open(cfg)?)),
-                    RedisLayout::Log => Layout::Log(Box::new(LogStore::open(cfg)?)),
+                    RedisLayout::Log => Layout::Log(Arc::new(LogStore::open(cfg)?)),
                 },
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 replica_current: AtomicBool::new(false),
+                copying: Mutex::new(Copying::default()),
                 stats: SharedStats {
                     up: AtomicBool::new(true),
                     ..SharedStats::default()
@@ -135,16 +152,73 @@ impl Shared {
 
     /// Call before the fallback engine `local` judges a message that Redis
     /// did not: with the log layout, copies the replica into `local` when
-    /// the replica moved since its last copy (at most once per
-    /// [`WARM_EVERY`]), and makes `local` the daemon's view again. Nothing
-    /// with the script layout.
+    /// the replica gave the verdicts until now and moved since its last
+    /// copy (at most once per [`WARM_EVERY`]), and makes `local` the
+    /// daemon's view again. A replica still reading the log after a start
+    /// is not copied: it holds only the log's oldest part, where `local`
+    /// holds the snapshot. Nothing with the script layout.
+    ///
+    /// The copy is made here, holding `local` for as long as it takes (see
+    /// [`LogStore::copy`]): for a replay. The milter uses
+    /// [`Shared::warm_in_background`].
     pub fn warm(&self, local: &mut Engine) {
-        if let Layout::Log(l) = &self.layout {
-            self.replica_current.store(false, Ordering::Relaxed);
-            if l.copy_into(local, WARM_EVERY) {
-                tracing::info!("redis log: fallback engine brought up to the replica");
+        if let Some(l) = self.fallback_due() {
+            if let Some(copy) = l.copy() {
+                adopt(local, copy, &[]);
             }
         }
+    }
+
+    /// [`Shared::warm`] without the wait: the copy is made on a thread of
+    /// its own while `local` goes on judging, and takes over at the first
+    /// call after it is done, with the messages `local` judged meanwhile
+    /// (reported by [`Shared::judged_locally`]) applied to it. Returns the
+    /// engine it replaced, to be dropped outside the caller's lock (freeing
+    /// a large window takes time too).
+    pub fn warm_in_background(&self, local: &mut Engine) -> Option<Engine> {
+        let due = self.fallback_due();
+        let mut c = self.copying.lock().ok()?;
+        if let Some(thread) = c.thread.take_if(|t| t.is_finished()) {
+            let judged = std::mem::take(&mut c.judged);
+            let copy = thread.join().ok().flatten()?;
+            tracing::info!(
+                judged_meanwhile = judged.len(),
+                "redis log: fallback engine brought up to the replica"
+            );
+            return Some(adopt(local, copy, &judged));
+        }
+        if let (Some(l), None) = (due, &c.thread) {
+            let l = Arc::clone(l);
+            let spawned = std::thread::Builder::new()
+                .name("bulkwatch-copy".into())
+                .spawn(move || l.copy());
+            match spawned {
+                Ok(t) => c.thread = Some(t),
+                Err(e) => tracing::warn!(error = %e, "redis log: cannot copy the replica"),
+            }
+        }
+        None
+    }
+
+    /// Reports a message the fallback engine judged (and recorded), so
+    /// that a copy of the replica being made takes it too.
+    pub fn judged_locally(&self, obs: &Observation, now: UnixSecs) {
+        if let Ok(mut c) = self.copying.lock() {
+            if c.thread.is_some() && c.judged.len() < MAX_JUDGED_WHILE_COPYING {
+                c.judged.push((obs.clone(), now));
+            }
+        }
+    }
+
+    /// With the log layout: ends the replica's turn as the daemon's view,
+    /// and returns the store when a copy of its replica is due for the
+    /// fallback engine.
+    fn fallback_due(&self) -> Option<&Arc<LogStore>> {
+        let Layout::Log(l) = &self.layout else {
+            return None;
+        };
+        let was_current = self.replica_current.swap(false, Ordering::Relaxed);
+        (was_current && l.copy_due(WARM_EVERY)).then_some(l)
     }
 
     /// Calls `f` with the engine that holds the daemon's view when that is
@@ -205,4 +279,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// Puts `copy` (of the replica) in place of the fallback engine `local`,
+/// with `local`'s settings (those that change live), and records `judged`
+/// in it; returns the engine it replaced.
+fn adopt(local: &mut Engine, mut copy: Engine, judged: &[(Observation, UnixSecs)]) -> Engine {
+    copy.reconfigure(local.config());
+    for (obs, now) in judged {
+        let _ = crate::engine::Store::record(&mut copy, obs, *now);
+    }
+    std::mem::replace(local, copy)
 }
