@@ -278,18 +278,19 @@ fn cluster_agrees_with_memory(layout: RedisLayout) {
     let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
     assert_same(&memory, &shared);
     // Every key sits in the slot of the hash tag, on one node.
-    let tagged: usize = cluster
+    let per_node: Vec<(u16, usize)> = cluster
         .nodes
         .iter()
         .map(|n| {
-            n.cli(&["--scan", "--pattern", "{cluster:v*"])
-                .unwrap()
-                .lines()
-                .count()
+            let keys = n.cli(&["--scan", "--pattern", "{cluster:v*"]).unwrap();
+            (n.port, keys.lines().count())
         })
-        .filter(|c| *c > 0)
-        .count();
-    assert_eq!(tagged, 1, "keys of one prefix must live on one node");
+        .collect();
+    let tagged = per_node.iter().filter(|(_, c)| *c > 0).count();
+    assert_eq!(
+        tagged, 1,
+        "keys of one prefix must live on one node: (port, keys) {per_node:?}"
+    );
 }
 
 /// A daemon that starts after others have filled the log reads it before

@@ -313,7 +313,8 @@ pub struct RedisConfig {
     /// Connect, read and write timeout; beyond it the message is judged
     /// from the local window.
     pub timeout: Duration,
-    /// Connections kept open (one per message in flight).
+    /// Connections kept open (one per message in flight); with the log
+    /// layout also the most round trips out at once.
     pub pool_size: usize,
     /// After a failure, how long messages are judged locally before Redis
     /// is tried again.
