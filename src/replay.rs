@@ -209,6 +209,7 @@ impl Replayer {
         if self.shared.as_ref().is_none_or(Shared::records_locally) {
             v = Some(self.engine.decide(&a, &env, now));
         }
+        let mut outage = false;
         if let Some(shared) = &self.shared {
             match observe(self.engine.config(), &a, &env) {
                 Err(allowed_or_skipped) => v = v.or(Some(*allowed_or_skipped)),
@@ -220,16 +221,19 @@ impl Replayer {
                     SharedResult::Failed(e) => {
                         tracing::warn!(n, error = %e, "redis failed; local verdict");
                         self.summary.shared_fallbacks += 1;
+                        outage = true;
                     }
-                    SharedResult::Skipped | SharedResult::CatchingUp(_) => {
-                        self.summary.shared_fallbacks += 1
+                    SharedResult::Skipped => {
+                        self.summary.shared_fallbacks += 1;
+                        outage = true;
                     }
+                    SharedResult::CatchingUp(_) => self.summary.shared_fallbacks += 1,
                 },
             }
         }
         let v = v.unwrap_or_else(|| {
             if let Some(shared) = &self.shared {
-                shared.warm(&mut self.engine);
+                shared.warm(&mut self.engine, outage);
             }
             self.engine.decide(&a, &env, now)
         });

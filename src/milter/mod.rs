@@ -78,6 +78,16 @@ pub fn scan_slots() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
+/// Why a message got no verdict from the shared store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotShared {
+    /// Redis failed, or is left alone for its retry interval: an outage.
+    Down,
+    /// Redis was slower than twice its timeout, or the replica (log layout)
+    /// is still reading the log.
+    Aside,
+}
+
 /// Why the engine gave no verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -254,15 +264,16 @@ impl State {
         if self.shared.as_ref().is_none_or(|s| s.records_locally()) {
             verdict = Some(self.engine().decide(analysis, env, now));
         }
+        let mut outage = false;
         if let Some(shared) = &self.shared {
             match observe(cfg, analysis, env) {
                 // Allow-listed or skipped: no store has a say.
                 Err(v) => verdict = verdict.or(Some(*v)),
-                Ok(obs) => {
-                    if let Some(v) = self.judge_shared(shared, cfg, obs, now, queue_id).await {
-                        verdict = Some(v);
-                    }
-                }
+                Ok(obs) => match self.judge_shared(shared, cfg, obs, now, queue_id).await {
+                    Ok(v) => verdict = Some(v),
+                    Err(NotShared::Down) => outage = true,
+                    Err(NotShared::Aside) => {}
+                },
             }
         }
         let verdict = verdict.unwrap_or_else(|| {
@@ -271,7 +282,7 @@ impl State {
                 let replaced = self
                     .shared
                     .as_ref()
-                    .and_then(|s| s.warm_in_background(&mut local));
+                    .and_then(|s| s.warm_in_background(&mut local, outage));
                 (local.decide(analysis, env, now), replaced)
             };
             if let Some(shared) = &self.shared {
@@ -299,9 +310,10 @@ impl State {
         (verdict, elapsed)
     }
 
-    /// The Redis verdict, or `None` (use the local one) when Redis failed,
-    /// is waiting out its retry interval, or took longer than twice its
-    /// timeout (the blocking call ends by its own socket timeouts).
+    /// The Redis verdict, or why there is none (use the local one): Redis
+    /// failed or is waiting out its retry interval, took longer than twice
+    /// its timeout (the blocking call ends by its own socket timeouts), or
+    /// the replica is still reading the log.
     async fn judge_shared(
         &self,
         shared: &Arc<Shared>,
@@ -309,7 +321,7 @@ impl State {
         obs: Observation,
         now: UnixSecs,
         queue_id: &str,
-    ) -> Option<Verdict> {
+    ) -> Result<Verdict, NotShared> {
         let task_shared = Arc::clone(shared);
         let task = tokio::task::spawn_blocking(move || {
             let r = task_shared.record(&obs, now);
@@ -317,19 +329,19 @@ impl State {
         });
         let limit = cfg.store.redis.timeout.saturating_mul(2);
         match tokio::time::timeout(limit, task).await {
-            Ok(Ok((obs, SharedResult::Shared(out)))) => Some(finish(cfg, &obs, out)),
+            Ok(Ok((obs, SharedResult::Shared(out)))) => Ok(finish(cfg, &obs, out)),
             Ok(Ok((_, SharedResult::Failed(e)))) => {
                 tracing::warn!(queue_id, error = %e, "redis unavailable; judged from the local window");
-                None
+                Err(NotShared::Down)
             }
-            Ok(Ok((_, SharedResult::Skipped))) => None,
+            Ok(Ok((_, SharedResult::Skipped))) => Err(NotShared::Down),
             Ok(Ok((_, SharedResult::CatchingUp(why)))) => {
                 tracing::info!(queue_id, %why, "judged from the local window");
-                None
+                Err(NotShared::Aside)
             }
             Ok(Err(e)) => {
                 tracing::warn!(queue_id, error = %e, "redis task failed; judged from the local window");
-                None
+                Err(NotShared::Aside)
             }
             Err(_) => {
                 shared
@@ -341,7 +353,7 @@ impl State {
                     ?limit,
                     "redis too slow; judged from the local window"
                 );
-                None
+                Err(NotShared::Aside)
             }
         }
     }

@@ -98,6 +98,9 @@ pub struct Shared {
     /// The replica (log layout) gave the last verdict: it, not the
     /// fallback engine, holds the daemon's view.
     replica_current: AtomicBool,
+    /// The replica (log layout) has read the log up to its messages: it
+    /// answered since it last said it was catching up.
+    replica_ready: AtomicBool,
     copying: Mutex<Copying>,
     pub stats: SharedStats,
 }
@@ -115,6 +118,7 @@ impl Shared {
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 replica_current: AtomicBool::new(false),
+                replica_ready: AtomicBool::new(false),
                 copying: Mutex::new(Copying::default()),
                 stats: SharedStats {
                     up: AtomicBool::new(true),
@@ -151,18 +155,22 @@ impl Shared {
     }
 
     /// Call before the fallback engine `local` judges a message that Redis
-    /// did not: with the log layout, copies the replica into `local` when
-    /// the replica gave the verdicts until now and moved since its last
-    /// copy (at most once per [`WARM_EVERY`]), and makes `local` the
-    /// daemon's view again. A replica still reading the log after a start
-    /// is not copied: it holds only the log's oldest part, where `local`
+    /// did not, saying whether Redis is down (failed, or left alone for its
+    /// retry interval): with the log layout, makes `local` the daemon's
+    /// view again and, in an outage, copies the replica into it when the
+    /// replica has read the log up to its messages and moved since its last
+    /// copy (at most once per [`WARM_EVERY`]). A message that Redis answered
+    /// late is judged by `local` as it is: a copy would hold the replica,
+    /// and with it the round trips of every other message, for as long as
+    /// it takes. A replica still reading the log after a start is not
+    /// copied either: it holds only the log's oldest part, where `local`
     /// holds the snapshot. Nothing with the script layout.
     ///
     /// The copy is made here, holding `local` for as long as it takes (see
     /// [`LogStore::copy`]): for a replay. The milter uses
     /// [`Shared::warm_in_background`].
-    pub fn warm(&self, local: &mut Engine) {
-        if let Some(l) = self.fallback_due() {
+    pub fn warm(&self, local: &mut Engine, outage: bool) {
+        if let Some(l) = self.fallback_due(outage) {
             if let Some(copy) = l.copy() {
                 adopt(local, copy, &[]);
             }
@@ -175,8 +183,8 @@ impl Shared {
     /// (reported by [`Shared::judged_locally`]) applied to it. Returns the
     /// engine it replaced, to be dropped outside the caller's lock (freeing
     /// a large window takes time too).
-    pub fn warm_in_background(&self, local: &mut Engine) -> Option<Engine> {
-        let due = self.fallback_due();
+    pub fn warm_in_background(&self, local: &mut Engine, outage: bool) -> Option<Engine> {
+        let due = self.fallback_due(outage);
         let mut c = self.copying.lock().ok()?;
         if let Some(thread) = c.thread.take_if(|t| t.is_finished()) {
             let judged = std::mem::take(&mut c.judged);
@@ -212,13 +220,14 @@ impl Shared {
 
     /// With the log layout: ends the replica's turn as the daemon's view,
     /// and returns the store when a copy of its replica is due for the
-    /// fallback engine.
-    fn fallback_due(&self) -> Option<&Arc<LogStore>> {
+    /// fallback engine (in an outage only).
+    fn fallback_due(&self, outage: bool) -> Option<&Arc<LogStore>> {
         let Layout::Log(l) = &self.layout else {
             return None;
         };
-        let was_current = self.replica_current.swap(false, Ordering::Relaxed);
-        (was_current && l.copy_due(WARM_EVERY)).then_some(l)
+        self.replica_current.store(false, Ordering::Relaxed);
+        let ready = self.replica_ready.load(Ordering::Relaxed);
+        (outage && ready && l.copy_due(WARM_EVERY)).then_some(l)
     }
 
     /// Calls `f` with the engine that holds the daemon's view when that is
@@ -252,12 +261,14 @@ impl Shared {
         match result {
             Ok(Logged::CatchingUp(why)) => {
                 self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                self.replica_ready.store(false, Ordering::Relaxed);
                 SharedResult::CatchingUp(why)
             }
             Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
-                self.replica_current
-                    .store(matches!(self.layout, Layout::Log(_)), Ordering::Relaxed);
+                let log = matches!(self.layout, Layout::Log(_));
+                self.replica_current.store(log, Ordering::Relaxed);
+                self.replica_ready.store(log, Ordering::Relaxed);
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
                 }
