@@ -232,8 +232,8 @@ impl Shared {
 
     /// Calls `f` with the engine that holds the daemon's view when that is
     /// the replica (log layout, and the replica gave the last verdict);
-    /// `None` when it is the local engine. For snapshots, metrics and the
-    /// campaign list.
+    /// `None` when it is the local engine. For metrics and the campaign
+    /// list.
     pub fn view<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
         match &self.layout {
             Layout::Log(l) if self.replica_current.load(Ordering::Relaxed) => l.with_replica(f),
