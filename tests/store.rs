@@ -736,6 +736,35 @@ fn a_log_outage_starts_from_what_the_site_saw() {
     assert_eq!(b.engine().stats().window_entries, 12);
 }
 
+/// A copy of the replica made for an outage that ended before any message
+/// fell back again is dropped when Redis answers: it would hold a third
+/// engine until the next outage, and the fallback engine must not take an
+/// old copy then.
+#[test]
+fn a_copy_the_outage_did_not_need_is_dropped() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "dropcopy");
+    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let now = UnixSecs(REPLAY_EPOCH);
+    assert!(matches!(
+        shared.record(&synthetic(1, &cfg), now),
+        SharedResult::Shared(_)
+    ));
+    let mut local = Engine::new(&cfg);
+    assert!(shared.warm_in_background(&mut local, true).is_none());
+    common::redis::wait_for(|| shared.copy_ready(), "the copy");
+    assert!(matches!(
+        shared.record(&synthetic(2, &cfg), now),
+        SharedResult::Shared(_)
+    ));
+    assert!(!shared.copy_ready());
+    assert!(shared.warm_in_background(&mut local, false).is_none());
+    assert_eq!(local.stats().window_entries, 0);
+}
+
 #[test]
 fn replay_uses_the_store_its_config_names() {
     if skip() {

@@ -12,9 +12,10 @@
 //! is slower than `store.redis.timeout_ms`, the local verdict stands. With
 //! the script layout the daemon records each message in its fallback
 //! engine too. With the log layout it does not: the replica already holds
-//! the site's window, and the first message that falls back copies it into
-//! the fallback engine ([`Shared::warm`]), so that a Redis outage starts
-//! from what the whole site saw. After a failure Redis is left alone for
+//! the site's window, and when Redis goes down a copy of the replica
+//! replaces the fallback engine ([`Shared::warm`]; in the milter made on a
+//! thread of its own), so that an outage starts from what the whole site
+//! saw. After a failure Redis is left alone for
 //! `retry_secs`, so an outage costs one timeout, not one per message; then
 //! it is tried again and sharing resumes by itself. A message is never held
 //! or rejected because Redis is down.
@@ -218,6 +219,31 @@ impl Shared {
         }
     }
 
+    /// A copy of the replica is done and waits for the next fallback
+    /// ([`Shared::warm_in_background`]).
+    pub fn copy_ready(&self) -> bool {
+        self.copying
+            .lock()
+            .is_ok_and(|c| c.thread.as_ref().is_some_and(JoinHandle::is_finished))
+    }
+
+    /// Drops a copy of the replica that was made for an outage that ended
+    /// before a fallback took it: it would hold a third engine until the
+    /// next outage. (Freed on a thread of its own: that takes a while.)
+    fn discard_copy(&self) {
+        let Ok(mut c) = self.copying.try_lock() else {
+            return;
+        };
+        let Some(thread) = c.thread.take_if(|t| t.is_finished()) else {
+            return;
+        };
+        c.judged.clear();
+        drop(c);
+        let _ = std::thread::Builder::new()
+            .name("bulkwatch-free".into())
+            .spawn(move || drop(thread.join()));
+    }
+
     /// With the log layout: ends the replica's turn as the daemon's view,
     /// and returns the store when a copy of its replica is due for the
     /// fallback engine (in an outage only).
@@ -269,6 +295,9 @@ impl Shared {
                 let log = matches!(self.layout, Layout::Log(_));
                 self.replica_current.store(log, Ordering::Relaxed);
                 self.replica_ready.store(log, Ordering::Relaxed);
+                if log {
+                    self.discard_copy();
+                }
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
                 }
