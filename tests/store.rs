@@ -937,9 +937,9 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 /// A milter on the log layout says in its metrics how many round trips
 /// carried its messages (one each here: they come one at a time). Its
 /// campaign list and window metrics come from the replica, which judged
-/// the messages; the fallback engine recorded none of them (and its
-/// snapshot holds that engine: encoding the replica would hold every
-/// message's round trip).
+/// the messages; the fallback engine recorded none of them. The periodic
+/// snapshot holds that engine (encoding the replica would hold every
+/// message's round trip); the one at shutdown holds the replica.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     use bulkwatch::milter::State;
@@ -971,6 +971,9 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     assert!(list.contains("\"messages\":5"), "{list}");
     let (snap, _) = bulkwatch::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
     assert_eq!(snap.stats().window_entries, 0);
+    // At shutdown nothing waits for the replica: that snapshot holds it.
+    let (last, _) = bulkwatch::snapshot::decode(&m.state.view_snapshot_bytes(), &cfg).unwrap();
+    assert_eq!(last.stats().window_entries, 5);
     m.stop().await;
 }
 

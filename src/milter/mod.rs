@@ -370,6 +370,16 @@ impl State {
     pub fn snapshot_bytes(&self) -> Vec<u8> {
         crate::snapshot::encode(&self.engine(), unix_now())
     }
+
+    /// The snapshot bytes of the engine that holds the daemon's view (see
+    /// [`State::with_view`]): for the snapshot at shutdown, when no message
+    /// waits for the replica any more. With the log layout, a restart's
+    /// fallback engine then starts from what the site saw, for the messages
+    /// it judges while the new replica reads the log.
+    pub fn view_snapshot_bytes(&self) -> Vec<u8> {
+        let now = unix_now();
+        self.with_view(|e| crate::snapshot::encode(e, now))
+    }
 }
 
 /// A TCP listener that sets TCP_NODELAY on every accepted connection:

@@ -220,13 +220,30 @@ pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<PathBuf>), Cl
     }
 }
 
-/// Writes a snapshot of `state` into `dir`: encoded under the engine lock,
-/// written on the blocking pool.
+/// Which engine a snapshot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotOf {
+    /// The local engine ([`State::snapshot_bytes`]): the periodic snapshots.
+    Local,
+    /// The engine that holds the daemon's view
+    /// ([`State::view_snapshot_bytes`]): the snapshot at shutdown.
+    View,
+}
+
+/// Writes a snapshot of `state` into `dir`: encoded under the engine's
+/// lock, written on the blocking pool.
 ///
 /// # Errors
 /// The file could not be written; the previous snapshot is intact.
-pub async fn write_snapshot(state: &State, dir: &Path) -> Result<PathBuf, snapshot::SnapshotError> {
-    let bytes = state.snapshot_bytes();
+pub async fn write_snapshot(
+    state: &State,
+    dir: &Path,
+    of: SnapshotOf,
+) -> Result<PathBuf, snapshot::SnapshotError> {
+    let bytes = match of {
+        SnapshotOf::Local => state.snapshot_bytes(),
+        SnapshotOf::View => state.view_snapshot_bytes(),
+    };
     let dir = dir.to_owned();
     let written =
         tokio::task::spawn_blocking(move || snapshot::write_atomic(&dir, FILE_NAME, &bytes))
@@ -242,7 +259,7 @@ async fn snapshot_loop(state: Arc<State>, dir: PathBuf) {
     loop {
         let every = state.config().state.snapshot_interval;
         tokio::time::sleep(every).await;
-        match write_snapshot(&state, &dir).await {
+        match write_snapshot(&state, &dir, SnapshotOf::Local).await {
             Ok(p) => tracing::debug!(path = %p.display(), "snapshot written"),
             Err(e) => {
                 state.metrics.record_error();
@@ -345,7 +362,7 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
     for t in &tasks {
         t.abort();
     }
-    match write_snapshot(&state, &dir).await {
+    match write_snapshot(&state, &dir, SnapshotOf::View).await {
         Ok(p) => info!(path = %p.display(), "snapshot written at shutdown"),
         Err(e) => error!(error = %chain(&e), "snapshot at shutdown failed; previous snapshot kept"),
     }
