@@ -739,30 +739,50 @@ fn a_log_outage_starts_from_what_the_site_saw() {
 /// A copy of the replica made for an outage that ended before any message
 /// fell back again is dropped when Redis answers: it would hold a third
 /// engine until the next outage, and the fallback engine must not take an
-/// old copy then.
+/// old copy then. The next outage makes a copy of its own at once.
 #[test]
 fn a_copy_the_outage_did_not_need_is_dropped() {
     if skip() {
         return;
     }
-    let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "dropcopy");
-    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let mut server = RedisServer::start();
+    let mut cfg = log_config(vec![server.url()], "dropcopy");
+    cfg.store.redis.retry_interval = Duration::ZERO;
+    let shared = std::sync::Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
     let now = UnixSecs(REPLAY_EPOCH);
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), now),
         SharedResult::Shared(_)
     ));
+    // An outage: a call fails, and the fallback starts a copy.
+    server.kill();
+    assert!(matches!(
+        shared.record(&synthetic(2, &cfg), now),
+        SharedResult::Failed(_)
+    ));
     let mut local = Engine::new(&cfg);
     assert!(shared.warm_in_background(&mut local, true).is_none());
     common::redis::wait_for(|| shared.copy_ready(), "the copy");
+    // Redis is back (an empty one) before any message fell back again.
+    server.restart();
     assert!(matches!(
-        shared.record(&synthetic(2, &cfg), now),
+        shared.record(&synthetic(3, &cfg), now),
         SharedResult::Shared(_)
     ));
     assert!(!shared.copy_ready());
     assert!(shared.warm_in_background(&mut local, false).is_none());
     assert_eq!(local.stats().window_entries, 0);
+    // The next outage copies at once: the dropped copy does not count
+    // against the one-a-minute bound.
+    server.kill();
+    assert!(matches!(
+        shared.record(&synthetic(4, &cfg), now),
+        SharedResult::Failed(_)
+    ));
+    assert!(shared.warm_in_background(&mut local, true).is_none());
+    common::redis::wait_for(|| shared.copy_ready(), "the second copy");
+    assert!(shared.warm_in_background(&mut local, true).is_some());
+    assert_eq!(local.stats().window_entries, 1);
 }
 
 #[test]

@@ -283,13 +283,14 @@ impl State {
                     .shared
                     .as_ref()
                     .and_then(|s| s.warm_in_background(&mut local, outage));
-                (local.decide(analysis, env, now), replaced)
-            };
-            if let Some(shared) = &self.shared {
-                if let Ok(obs) = observe(cfg, analysis, env) {
+                let verdict = local.decide(analysis, env, now);
+                // Still holding the engine: a copy that took over between
+                // the decision and the report would miss the message.
+                if let (Some(shared), Ok(obs)) = (&self.shared, observe(cfg, analysis, env)) {
                     shared.judged_locally(&obs, now);
                 }
-            }
+                (verdict, replaced)
+            };
             if let Some(old) = replaced {
                 // Freeing a large window takes a while: not on mail's path.
                 let _ = std::thread::Builder::new()

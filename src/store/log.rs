@@ -290,8 +290,12 @@ struct Replica {
     /// `redis_ms` when the TTL was last renewed and the log trimmed.
     upkeep_ms: u64,
     /// Entries applied since the replica was made (skipped ones not
-    /// counted): tells [`LogStore::copy_into`] whether it moved.
+    /// counted): tells [`LogStore::copy_due`] whether it moved.
     applied: u64,
+    /// The replica has given an outcome since it was made: it has read the
+    /// log up to its daemon's messages (a replica made at a start or a
+    /// rebuild holds only the log's oldest part until then).
+    answered: bool,
 }
 
 impl Replica {
@@ -304,6 +308,7 @@ impl Replica {
             redis_ms: 0,
             upkeep_ms: 0,
             applied: 0,
+            answered: false,
         }
     }
 
@@ -424,7 +429,7 @@ pub struct LogStore {
     /// Most round trips out at once (`pool_size`).
     senders: usize,
     /// When the replica was last copied into a fallback engine, and how
-    /// many entries it had applied then ([`LogStore::copy_into`]).
+    /// many entries it had applied then ([`LogStore::copy_due`]).
     copied: Mutex<Option<(Instant, u64)>>,
     /// How long a call waits for other calls' round trips to carry its
     /// message: the one out when it came and its own.
@@ -474,10 +479,19 @@ impl LogStore {
         &self.key
     }
 
+    /// The replica, locked. A call that panicked while holding it may have
+    /// left it half applied: it is made anew (and reads the log again)
+    /// rather than every later call failing until a restart.
     fn replica(&self) -> Result<MutexGuard<'_, Replica>, StoreError> {
-        self.replica
-            .lock()
-            .map_err(|_| StoreError("redis log: replica lock poisoned".into()))
+        Ok(self.replica.lock().unwrap_or_else(|poisoned| {
+            tracing::error!(
+                "redis log: a call panicked while applying the log; rebuilding the replica"
+            );
+            self.replica.clear_poison();
+            let mut r = poisoned.into_inner();
+            *r = Replica::new(&self.cfg);
+            r
+        }))
     }
 
     fn queue(&self) -> Result<MutexGuard<'_, Queue>, StoreError> {
@@ -608,27 +622,39 @@ impl LogStore {
         )
     }
 
-    /// Calls `f` with the replica's engine (`None` if a thread panicked
-    /// while holding it).
-    pub fn with_replica<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
-        self.replica().ok().map(|r| f(&r.engine))
+    /// Calls `f` with the replica's engine once the replica has read the
+    /// log up to its daemon's messages (it gave an outcome since it was
+    /// made); `None` before.
+    pub fn with_ready_replica<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
+        let r = self.replica().ok()?;
+        r.answered.then(|| f(&r.engine))
     }
 
     /// Whether a copy of the replica for the fallback engine is due: the
-    /// replica applied entries since its last copy, and that copy is at
-    /// least `every` old (a copy costs time and memory in proportion to the
-    /// window; `every` bounds how often Redis trouble makes the daemon pay
-    /// that).
+    /// replica has read the log up to its daemon's messages, applied
+    /// entries since its last copy, and that copy is at least `every` old
+    /// (a copy costs time and memory in proportion to the window; `every`
+    /// bounds how often Redis trouble makes the daemon pay that). Never
+    /// waits: a replica held by a round trip or a copy is not due now.
     pub fn copy_due(&self, every: Duration) -> bool {
-        let Ok(r) = self.replica() else {
+        let Ok(r) = self.replica.try_lock() else {
             return false;
         };
         let Ok(copied) = self.copied.lock() else {
             return false;
         };
-        match *copied {
-            None => r.applied > 0,
-            Some((at, applied)) => r.applied != applied && at.elapsed() >= every,
+        r.answered
+            && match *copied {
+                None => r.applied > 0,
+                Some((at, applied)) => r.applied != applied && at.elapsed() >= every,
+            }
+    }
+
+    /// Forgets the last copy (it was dropped unused): the next outage may
+    /// copy at once.
+    pub fn forget_copy(&self) {
+        if let Ok(mut copied) = self.copied.lock() {
+            *copied = None;
         }
     }
 
@@ -780,12 +806,14 @@ impl LogStore {
                 "redis log: skipped entries that do not decode or are dated past Redis's clock"
             );
         }
-        let r = self.replica()?;
-        Ok(batch
+        let mut r = self.replica()?;
+        let answers: Vec<Logged> = batch
             .iter()
             .zip(own)
             .map(|(e, id)| answer(&r, e.now, id))
-            .collect())
+            .collect();
+        r.answered |= answers.iter().any(|a| matches!(a, Logged::Outcome(_)));
+        Ok(answers)
     }
 
     /// `XRANGE` from `from` inclusive (or from the log's start), one chunk

@@ -78,9 +78,9 @@ pub const WARM_EVERY: Duration = Duration::from_secs(60);
 
 /// Most messages judged by the fallback engine while a copy of the replica
 /// is being made ([`Shared::warm_in_background`]) that are applied to the
-/// copy when it takes over; a copy takes seconds at most, so this many only
-/// under a flood.
-const MAX_JUDGED_WHILE_COPYING: usize = 100_000;
+/// copy when it takes over (under the engine's lock: some 60 ms at most);
+/// a copy takes seconds at most, so this many only under a flood.
+const MAX_JUDGED_WHILE_COPYING: usize = 10_000;
 
 /// A copy of the replica being made on another thread, and the messages
 /// the fallback engine judged meanwhile.
@@ -96,12 +96,6 @@ pub struct Shared {
     layout: Layout,
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
-    /// The replica (log layout) gave the last verdict: it, not the
-    /// fallback engine, holds the daemon's view.
-    replica_current: AtomicBool,
-    /// The replica (log layout) has read the log up to its messages: it
-    /// answered since it last said it was catching up.
-    replica_ready: AtomicBool,
     copying: Mutex<Copying>,
     pub stats: SharedStats,
 }
@@ -118,8 +112,6 @@ impl Shared {
                 },
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
-                replica_current: AtomicBool::new(false),
-                replica_ready: AtomicBool::new(false),
                 copying: Mutex::new(Copying::default()),
                 stats: SharedStats {
                     up: AtomicBool::new(true),
@@ -156,22 +148,24 @@ impl Shared {
     }
 
     /// Call before the fallback engine `local` judges a message that Redis
-    /// did not, saying whether Redis is down (failed, or left alone for its
-    /// retry interval): with the log layout, makes `local` the daemon's
-    /// view again and, in an outage, copies the replica into it when the
-    /// replica has read the log up to its messages and moved since its last
-    /// copy (at most once per [`WARM_EVERY`]). A message that Redis answered
-    /// late is judged by `local` as it is: a copy would hold the replica,
-    /// and with it the round trips of every other message, for as long as
-    /// it takes. A replica still reading the log after a start is not
-    /// copied either: it holds only the log's oldest part, where `local`
-    /// holds the snapshot. Nothing with the script layout.
+    /// did not, saying whether Redis is down (a call failed, or the retry
+    /// interval runs): with the log layout, in an outage, copies the
+    /// replica into `local` when the replica has read the log up to its
+    /// messages and moved since its last copy (at most once per
+    /// [`WARM_EVERY`]). A message that Redis answered too late for its
+    /// caller (past twice the timeout, or while the replica reads the log)
+    /// is judged by `local` as it is: a copy would hold the replica, and
+    /// with it the round trips of every other message, for as long as it
+    /// takes. Nothing with the script layout.
     ///
     /// The copy is made here, holding `local` for as long as it takes (see
     /// [`LogStore::copy`]): for a replay. The milter uses
     /// [`Shared::warm_in_background`].
     pub fn warm(&self, local: &mut Engine, outage: bool) {
-        if let Some(l) = self.fallback_due(outage) {
+        let Layout::Log(l) = &self.layout else {
+            return;
+        };
+        if outage && l.copy_due(WARM_EVERY) {
             if let Some(copy) = l.copy() {
                 adopt(local, copy, &[]);
             }
@@ -181,11 +175,18 @@ impl Shared {
     /// [`Shared::warm`] without the wait: the copy is made on a thread of
     /// its own while `local` goes on judging, and takes over at the first
     /// call after it is done, with the messages `local` judged meanwhile
-    /// (reported by [`Shared::judged_locally`]) applied to it. Returns the
-    /// engine it replaced, to be dropped outside the caller's lock (freeing
-    /// a large window takes time too).
-    pub fn warm_in_background(&self, local: &mut Engine, outage: bool) -> Option<Engine> {
-        let due = self.fallback_due(outage);
+    /// (reported by [`Shared::judged_locally`]) applied to it. The thread
+    /// makes no copy if Redis answered again meanwhile. Returns the engine
+    /// it replaced, to be dropped outside the caller's lock (freeing a
+    /// large window takes time too). Never waits for the replica.
+    pub fn warm_in_background(
+        self: &Arc<Self>,
+        local: &mut Engine,
+        outage: bool,
+    ) -> Option<Engine> {
+        let Layout::Log(l) = &self.layout else {
+            return None;
+        };
         let mut c = self.copying.lock().ok()?;
         if let Some(thread) = c.thread.take_if(|t| t.is_finished()) {
             let judged = std::mem::take(&mut c.judged);
@@ -196,11 +197,11 @@ impl Shared {
             );
             return Some(adopt(local, copy, &judged));
         }
-        if let (Some(l), None) = (due, &c.thread) {
-            let l = Arc::clone(l);
+        if c.thread.is_none() && outage && l.copy_due(WARM_EVERY) {
+            let shared = Arc::clone(self);
             let spawned = std::thread::Builder::new()
                 .name("bulkwatch-copy".into())
-                .spawn(move || l.copy());
+                .spawn(move || shared.copy_while_down());
             match spawned {
                 Ok(t) => c.thread = Some(t),
                 Err(e) => tracing::warn!(error = %e, "redis log: cannot copy the replica"),
@@ -209,8 +210,22 @@ impl Shared {
         None
     }
 
+    /// A copy of the replica, unless Redis answers again (then the copy
+    /// would only hold up the round trips).
+    fn copy_while_down(&self) -> Option<Engine> {
+        let Layout::Log(l) = &self.layout else {
+            return None;
+        };
+        if self.stats.up.load(Ordering::Relaxed) {
+            return None;
+        }
+        l.copy()
+    }
+
     /// Reports a message the fallback engine judged (and recorded), so
-    /// that a copy of the replica being made takes it too.
+    /// that a copy of the replica being made takes it too. Call it while
+    /// still holding the fallback engine: a copy that takes over meanwhile
+    /// would miss the message.
     pub fn judged_locally(&self, obs: &Observation, now: UnixSecs) {
         if let Ok(mut c) = self.copying.lock() {
             if c.thread.is_some() && c.judged.len() < MAX_JUDGED_WHILE_COPYING {
@@ -229,8 +244,9 @@ impl Shared {
 
     /// Drops a copy of the replica that was made for an outage that ended
     /// before a fallback took it: it would hold a third engine until the
-    /// next outage. (Freed on a thread of its own: that takes a while.)
-    fn discard_copy(&self) {
+    /// next outage. The next outage may copy at once. (Freed on a thread
+    /// of its own: that takes a while.)
+    fn discard_copy(&self, l: &LogStore) {
         let Ok(mut c) = self.copying.try_lock() else {
             return;
         };
@@ -239,30 +255,19 @@ impl Shared {
         };
         c.judged.clear();
         drop(c);
+        l.forget_copy();
         let _ = std::thread::Builder::new()
             .name("bulkwatch-free".into())
             .spawn(move || drop(thread.join()));
     }
 
-    /// With the log layout: ends the replica's turn as the daemon's view,
-    /// and returns the store when a copy of its replica is due for the
-    /// fallback engine (in an outage only).
-    fn fallback_due(&self, outage: bool) -> Option<&Arc<LogStore>> {
-        let Layout::Log(l) = &self.layout else {
-            return None;
-        };
-        self.replica_current.store(false, Ordering::Relaxed);
-        let ready = self.replica_ready.load(Ordering::Relaxed);
-        (outage && ready && l.copy_due(WARM_EVERY)).then_some(l)
-    }
-
     /// Calls `f` with the engine that holds the daemon's view when that is
-    /// the replica (log layout, and the replica gave the last verdict);
-    /// `None` when it is the local engine. For metrics and the campaign
-    /// list.
+    /// the replica (log layout, Redis up, and the replica has read the log
+    /// up to its messages); `None` when it is the local engine. For
+    /// metrics, the campaign list and the snapshot at shutdown.
     pub fn view<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
         match &self.layout {
-            Layout::Log(l) if self.replica_current.load(Ordering::Relaxed) => l.with_replica(f),
+            Layout::Log(l) if self.stats.up.load(Ordering::Relaxed) => l.with_ready_replica(f),
             _ => None,
         }
     }
@@ -287,16 +292,12 @@ impl Shared {
         match result {
             Ok(Logged::CatchingUp(why)) => {
                 self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
-                self.replica_ready.store(false, Ordering::Relaxed);
                 SharedResult::CatchingUp(why)
             }
             Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
-                let log = matches!(self.layout, Layout::Log(_));
-                self.replica_current.store(log, Ordering::Relaxed);
-                self.replica_ready.store(log, Ordering::Relaxed);
-                if log {
-                    self.discard_copy();
+                if let Layout::Log(l) = &self.layout {
+                    self.discard_copy(l);
                 }
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
