@@ -29,8 +29,10 @@
 //! with the lowest and highest; per-message latency (p50, p99) over all
 //! rounds and what Redis adds to it; CPU time per message of this process
 //! and of redis-server, and the cores they kept busy; messages per round
-//! trip in the log layout; and the Redis memory per fingerprint measured on 100,000
-//! distinct synthetic fingerprints (INFO used_memory before and after).
+//! trip in the log layout; the Redis memory per fingerprint measured on 100,000
+//! distinct synthetic fingerprints (INFO used_memory before and after); and
+//! what the log layout's fallback copy of the replica costs at 10^5 and
+//! 10^6 entries (clone, and snapshot encoding for comparison).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -510,5 +512,40 @@ fn main() {
             "{count} near copies of {campaigns} campaign(s): memory store {mem_us:.1} us per call, redis script {server_us} us in the server"
         );
     }
+    // What the log layout's fallback pays when Redis goes down: a copy of
+    // the replica (on a thread of its own), and what a snapshot of it
+    // would cost (why periodic snapshots do not take the replica).
+    for n in [100_000u64, 1_000_000] {
+        let (clone_ms, encode_ms) = copy_costs(&cfg, n);
+        println!(
+            "engine of {n} distinct fingerprints: copy {clone_ms:.0} ms, snapshot encode {encode_ms:.0} ms"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Milliseconds to clone, and to encode as a snapshot, an engine holding
+/// `n` distinct synthetic fingerprints (each its own campaign, as most
+/// mail is).
+fn copy_costs(cfg: &Config, n: u64) -> (f64, f64) {
+    let mut c = cfg.clone();
+    c.window.max_entries = n as usize;
+    c.window.window = Duration::from_secs(n);
+    let mut e = Engine::new(&c);
+    for i in 0..n {
+        bulkwatch::engine::Store::record(
+            &mut e,
+            &synthetic(i, &c),
+            UnixSecs(REPLAY_EPOCH + i / 10),
+        )
+        .unwrap();
+    }
+    let t = Instant::now();
+    let copy = e.clone();
+    let clone_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let bytes = bulkwatch::snapshot::encode(&copy, REPLAY_EPOCH + n);
+    let encode_ms = t.elapsed().as_secs_f64() * 1e3;
+    std::hint::black_box(bytes.len());
+    (clone_ms, encode_ms)
 }

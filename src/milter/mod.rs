@@ -364,7 +364,7 @@ impl State {
     ///
     /// With the log layout that is the fallback engine, as of the last copy
     /// of the replica and the messages it judged since, not the replica:
-    /// encoding holds the engine for about 0.6 s at 10^6 entries, and
+    /// encoding holds the engine for about 0.4 s at 10^6 entries, and
     /// holding the replica would hold every message's round trip meanwhile.
     /// The log in Redis keeps the window across restarts; the snapshot
     /// serves the fallback while a restarted replica reads it.

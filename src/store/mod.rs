@@ -78,8 +78,9 @@ pub const WARM_EVERY: Duration = Duration::from_secs(60);
 
 /// Most messages judged by the fallback engine while a copy of the replica
 /// is being made ([`Shared::warm_in_background`]) that are applied to the
-/// copy when it takes over (under the engine's lock: some 60 ms at most);
-/// a copy takes seconds at most, so this many only under a flood.
+/// copy when it takes over (under the engine's lock, a few microseconds
+/// each); a copy takes under a second at 10^6 entries, so this many only
+/// under a flood.
 const MAX_JUDGED_WHILE_COPYING: usize = 10_000;
 
 /// A copy of the replica being made on another thread, and the messages
