@@ -145,8 +145,9 @@ impl State {
     }
 
     /// Calls `f` with the engine that holds the daemon's view: the log
-    /// layout's replica while it gives the verdicts, else the local engine
-    /// (see [`Shared::view`]). For metrics and the campaign list.
+    /// layout's replica while Redis is up and the replica has read the log
+    /// up to its messages, else the local engine (see [`Shared::view`]).
+    /// For metrics, the campaign list and the snapshot at shutdown.
     pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
         if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
             return r;
