@@ -1046,6 +1046,11 @@ async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(counted, "the fallback never counted the replica's messages");
+    let text = bulkwatch::milter::metrics::render(&m.state, 0);
+    assert!(
+        text.contains("bulkwatch_redis_fallback_copies_total 1"),
+        "{text}"
+    );
     m.stop().await;
 }
 

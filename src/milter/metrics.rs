@@ -194,6 +194,11 @@ pub fn render(state: &State, now: u64) -> String {
                 "Times Redis went from reachable to unreachable.",
                 &st.outages,
             ),
+            (
+                "bulkwatch_redis_fallback_copies_total",
+                "Copies of the log layout's replica that took over the fallback engine.",
+                &st.fallback_copies,
+            ),
         ];
         for (name, help, c) in counters {
             let _ = writeln!(

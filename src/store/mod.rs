@@ -45,6 +45,9 @@ pub struct SharedStats {
     pub fallbacks: AtomicU64,
     /// Times Redis went from up to down.
     pub outages: AtomicU64,
+    /// Copies of the replica that took over the fallback engine (log
+    /// layout).
+    pub fallback_copies: AtomicU64,
     /// Redis answered the last call.
     pub up: AtomicBool,
 }
@@ -169,6 +172,7 @@ impl Shared {
         if outage && l.copy_due(WARM_EVERY) {
             if let Some(copy) = l.copy() {
                 adopt(local, copy, &[]);
+                self.stats.fallback_copies.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -196,6 +200,7 @@ impl Shared {
                 judged_meanwhile = judged.len(),
                 "redis log: fallback engine brought up to the replica"
             );
+            self.stats.fallback_copies.fetch_add(1, Ordering::Relaxed);
             return Some(adopt(local, copy, &judged));
         }
         if c.thread.is_none() && outage && l.copy_due(WARM_EVERY) {
