@@ -785,6 +785,37 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     assert_eq!(local.stats().window_entries, 1);
 }
 
+/// A copy of the replica holds it, and with it every round trip, for as
+/// long as it takes: the thread makes none when Redis answers by the time
+/// it starts (here Redis never stopped answering).
+#[test]
+fn no_copy_is_made_once_redis_answers_again() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = log_config(vec![server.url()], "nocopy");
+    let shared = std::sync::Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
+    assert!(matches!(
+        shared.record(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH)),
+        SharedResult::Shared(_)
+    ));
+    let mut local = Engine::new(&cfg);
+    // A caller that took Redis for down starts a copy...
+    assert!(shared.warm_in_background(&mut local, true).is_none());
+    common::redis::wait_for(|| shared.copy_ready(), "the copy thread");
+    // ...which found Redis up and made nothing to take over.
+    assert!(shared.warm_in_background(&mut local, true).is_none());
+    assert_eq!(local.stats().window_entries, 0);
+    assert_eq!(
+        shared
+            .stats
+            .fallback_copies
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
 #[test]
 fn replay_uses_the_store_its_config_names() {
     if skip() {
