@@ -63,6 +63,25 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     let mut sentence_open = false;
     let mut word = String::with_capacity(64);
     for line in lines {
+        if line.is_ascii() {
+            // Byte splitting; `is_space` is `char::is_whitespace` on ASCII.
+            let mut any = false;
+            for chunk in line.split(is_space).filter(|c| !c.is_empty()) {
+                any = true;
+                emit_chunk(
+                    chunk,
+                    &mut word,
+                    &personal,
+                    cfg,
+                    &mut out,
+                    &mut sentence_open,
+                );
+            }
+            if !any {
+                end_sentence(&mut out.text, &mut sentence_open);
+            }
+            continue;
+        }
         if line.trim().is_empty() {
             end_sentence(&mut out.text, &mut sentence_open);
             continue;
@@ -506,15 +525,21 @@ fn emit_chunk(
     out: &mut Normalized,
     open: &mut bool,
 ) {
-    let trimmed = chunk.trim_matches(|c: char| {
-        matches!(
-            c,
-            '<' | '>' | '(' | ')' | '[' | ']' | '{' | '}' | '"' | '\'' | ',' | ';' | ':'
-        )
-    });
-    // Cheap byte tests first: most chunks are plain words.
-    let maybe_url = trimmed.as_bytes().contains(&b':') || trimmed.starts_with("www.");
-    let maybe_mail = !maybe_url && trimmed.as_bytes().contains(&b'@');
+    // The trimmed characters are ASCII, so a byte trim is the same as a
+    // char trim and needs no decoding.
+    let bytes = chunk.as_bytes();
+    let start = bytes.iter().position(|b| !is_chunk_edge(*b));
+    let end = bytes.iter().rposition(|b| !is_chunk_edge(*b));
+    let trimmed = match (start, end) {
+        (Some(a), Some(b)) => chunk.get(a..=b).unwrap_or(""),
+        _ => "",
+    };
+    // Cheap byte tests first, in one pass: most chunks are plain words.
+    let (colon, at) = trimmed
+        .bytes()
+        .fold((false, false), |(c, a), b| (c || b == b':', a || b == b'@'));
+    let maybe_url = colon || trimmed.starts_with("www.");
+    let maybe_mail = !maybe_url && at;
     if let Some(host) = maybe_url.then(|| url_host(trimmed)).flatten() {
         if cfg.urls_to_host {
             for label in host.split('.').filter(|l| !l.is_empty()) {
@@ -535,31 +560,34 @@ fn emit_chunk(
             }
         }
     }
-    word.clear();
     if chunk.is_ascii() {
-        // ASCII fast path: bytes, no char decoding, no CJK test.
-        for &b in chunk.as_bytes() {
-            if b.is_ascii_alphanumeric() {
-                word.push(char::from(b));
-            } else {
-                flush_word(word, personal, cfg, out, open);
+        // ASCII fast path: words are runs of alphanumeric bytes, taken as
+        // slices of the chunk: no char decoding, no copy, no CJK test.
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if !b.is_ascii_alphanumeric() {
+                flush_word(chunk.get(start..i).unwrap_or(""), personal, cfg, out, open);
                 if matches!(b, b'.' | b'!' | b'?' | b';') {
                     end_sentence(&mut out.text, open);
                 }
+                start = i + 1;
             }
         }
-        flush_word(word, personal, cfg, out, open);
+        flush_word(chunk.get(start..).unwrap_or(""), personal, cfg, out, open);
         return;
     }
+    word.clear();
     for c in chunk.chars() {
         if is_cjk(c) {
             flush_word(word, personal, cfg, out, open);
+            word.clear();
             let mut buf = [0u8; 4];
             push_token(c.encode_utf8(&mut buf), out, open);
         } else if c.is_alphanumeric() {
             word.push(c);
         } else {
             flush_word(word, personal, cfg, out, open);
+            word.clear();
             if matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？') {
                 end_sentence(&mut out.text, open);
             }
@@ -568,17 +596,33 @@ fn emit_chunk(
     flush_word(word, personal, cfg, out, open);
 }
 
+/// Characters trimmed from both ends of a chunk before the URL and
+/// address tests.
+fn is_chunk_edge(b: u8) -> bool {
+    matches!(
+        b,
+        b'<' | b'>' | b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'"' | b'\'' | b',' | b';' | b':'
+    )
+}
+
+/// `char::is_whitespace` for ASCII characters (vertical tab included,
+/// unlike `u8::is_ascii_whitespace`); false for any other character.
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
+}
+
+/// Emits one word (a run of alphanumeric characters), unless a token step
+/// drops it.
 fn flush_word(
-    word: &mut String,
+    w: &str,
     personal: &Personal,
     cfg: &NormalizeConfig,
     out: &mut Normalized,
     open: &mut bool,
 ) {
-    if word.is_empty() {
+    if w.is_empty() {
         return;
     }
-    let w = word.as_str();
     let dropped = (cfg.strip_recipient && personal.is_name(w))
         || (cfg.drop_random_tokens && looks_random(w))
         || (cfg.stop_words && STOP_WORDS.binary_search(&w).is_ok());
@@ -611,7 +655,6 @@ fn flush_word(
             push_token(w, out, open);
         }
     }
-    word.clear();
 }
 
 /// The host of an `http(s)://`, `ftp://` or `www.` URL, lower-cased, without
