@@ -64,22 +64,14 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     let mut word = String::with_capacity(64);
     for line in lines {
         if line.is_ascii() {
-            // Byte splitting; `is_space` is `char::is_whitespace` on ASCII.
-            let mut any = false;
-            for chunk in line.split(is_space).filter(|c| !c.is_empty()) {
-                any = true;
-                emit_chunk(
-                    chunk,
-                    &mut word,
-                    &personal,
-                    cfg,
-                    &mut out,
-                    &mut sentence_open,
-                );
-            }
-            if !any {
-                end_sentence(&mut out.text, &mut sentence_open);
-            }
+            emit_ascii_line(
+                line,
+                &mut word,
+                &personal,
+                cfg,
+                &mut out,
+                &mut sentence_open,
+            );
             continue;
         }
         if line.trim().is_empty() {
@@ -516,6 +508,82 @@ fn push_token(tok: &str, out: &mut Normalized, open: &mut bool) {
     *open = true;
 }
 
+/// Handles an ASCII line: the same as `split_whitespace` and
+/// [`emit_chunk`] on each chunk, in fewer passes over the bytes. A chunk
+/// that holds no `:` or `@` and does not start with `www.` (most do not)
+/// cannot be a URL or an address, and is cut into words in one loop that
+/// also gathers what the token steps test ([`WordStats`]).
+fn emit_ascii_line(
+    line: &str,
+    word: &mut String,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
+    let mut any = false;
+    let mut start = None;
+    let mut special = false;
+    for (i, &b) in line.as_bytes().iter().chain(b" ").enumerate() {
+        if !is_space(b) {
+            start = start.or(Some(i));
+            special |= b == b':' || b == b'@';
+            continue;
+        }
+        let Some(s) = start.take() else { continue };
+        any = true;
+        let chunk = line.get(s..i).unwrap_or("");
+        if special || may_be_www(chunk) {
+            emit_chunk(chunk, word, personal, cfg, out, open);
+        } else {
+            emit_words(chunk, personal, cfg, out, open);
+        }
+        special = false;
+    }
+    if !any {
+        end_sentence(&mut out.text, open);
+    }
+}
+
+/// Does the chunk start with `www.` once the characters [`emit_chunk`]
+/// trims are skipped? (The trim at the end cannot reach those four bytes.)
+fn may_be_www(chunk: &str) -> bool {
+    let start = chunk
+        .bytes()
+        .position(|b| !is_chunk_edge(b))
+        .unwrap_or(chunk.len());
+    chunk.get(start..).is_some_and(|t| t.starts_with("www."))
+}
+
+/// The words of an ASCII chunk that is neither a URL nor an address:
+/// runs of alphanumeric bytes, each flushed with its [`WordStats`]; `.`,
+/// `!`, `?` and `;` end the sentence.
+fn emit_words(
+    chunk: &str,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
+    let mut start = 0;
+    let mut stats = WordStats::default();
+    for (i, &b) in chunk.as_bytes().iter().enumerate() {
+        if b.is_ascii_alphanumeric() {
+            stats.add(b);
+        } else {
+            let w = chunk.get(start..i).unwrap_or("");
+            emit_word(w, stats, personal, cfg, out, open);
+            stats = WordStats::default();
+            if matches!(b, b'.' | b'!' | b'?' | b';') {
+                end_sentence(&mut out.text, open);
+            }
+            start = i + 1;
+        }
+    }
+    let w = chunk.get(start..).unwrap_or("");
+    emit_word(w, stats, personal, cfg, out, open);
+}
+
 /// Handles one whitespace-separated chunk of a line.
 fn emit_chunk(
     chunk: &str,
@@ -561,19 +629,9 @@ fn emit_chunk(
         }
     }
     if chunk.is_ascii() {
-        // ASCII fast path: words are runs of alphanumeric bytes, taken as
-        // slices of the chunk: no char decoding, no copy, no CJK test.
-        let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if !b.is_ascii_alphanumeric() {
-                flush_word(chunk.get(start..i).unwrap_or(""), personal, cfg, out, open);
-                if matches!(b, b'.' | b'!' | b'?' | b';') {
-                    end_sentence(&mut out.text, open);
-                }
-                start = i + 1;
-            }
-        }
-        flush_word(chunk.get(start..).unwrap_or(""), personal, cfg, out, open);
+        // Words are runs of alphanumeric bytes, taken as slices of the
+        // chunk: no char decoding, no copy, no CJK test.
+        emit_words(chunk, personal, cfg, out, open);
         return;
     }
     word.clear();
@@ -605,10 +663,63 @@ fn is_chunk_edge(b: u8) -> bool {
     )
 }
 
-/// `char::is_whitespace` for ASCII characters (vertical tab included,
-/// unlike `u8::is_ascii_whitespace`); false for any other character.
-fn is_space(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\x0B' | '\x0C' | '\r')
+/// `char::is_whitespace` for ASCII bytes (vertical tab included, unlike
+/// `u8::is_ascii_whitespace`).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// What the token steps test about an ASCII word, gathered byte by byte.
+#[derive(Debug, Clone, Copy, Default)]
+struct WordStats {
+    len: usize,
+    digits: usize,
+    vowels: usize,
+    /// Current and longest run of consonants (letters that are not
+    /// vowels; upper case counts as consonant, as text is folded first).
+    run: usize,
+    max_run: usize,
+}
+
+impl WordStats {
+    /// Branch-free: whether a letter is a vowel is as good as random to
+    /// the branch predictor, and a mispredicted branch per letter was most
+    /// of the cost of normalizing.
+    fn add(&mut self, b: u8) {
+        // Bit i set: the letter `a` + i is a vowel (a e i o u y).
+        const VOWELS: u32 = 1 | 1 << 4 | 1 << 8 | 1 << 14 | 1 << 20 | 1 << 24;
+        let digit = usize::from(b.is_ascii_digit());
+        let letter = u32::from(b.wrapping_sub(b'a'));
+        let vowel = usize::from(letter < 26 && VOWELS >> (letter & 31) & 1 == 1);
+        self.len += 1;
+        self.digits += digit;
+        self.vowels += vowel;
+        self.run = (self.run + 1) * (1 - (digit | vowel));
+        self.max_run = self.max_run.max(self.run);
+    }
+
+    fn of(w: &str) -> WordStats {
+        let mut s = WordStats::default();
+        w.bytes().for_each(|b| s.add(b));
+        s
+    }
+
+    /// [`looks_random`] of an ASCII word with these stats.
+    fn looks_random(&self) -> bool {
+        let len = self.len;
+        if len >= 25 {
+            return true;
+        }
+        if len < 5 {
+            return false;
+        }
+        let letters = len - self.digits;
+        if self.digits > 0 && letters > 0 && len >= 8 {
+            return true;
+        }
+        self.digits == 0
+            && (self.vowels == 0 || self.max_run >= 6 || (len >= 12 && self.vowels * 6 < len))
+    }
 }
 
 /// Emits one word (a run of alphanumeric characters), unless a token step
@@ -623,16 +734,48 @@ fn flush_word(
     if w.is_empty() {
         return;
     }
-    let dropped = (cfg.strip_recipient && personal.is_name(w))
-        || (cfg.drop_random_tokens && looks_random(w))
+    let random = cfg.drop_random_tokens && looks_random(w);
+    let digits = w.bytes().filter(u8::is_ascii_digit).count();
+    emit_kept(w, random, digits, personal, cfg, out, open);
+}
+
+/// [`flush_word`] of an ASCII word whose stats are known.
+fn emit_word(
+    w: &str,
+    stats: WordStats,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
+    if w.is_empty() {
+        return;
+    }
+    let random = cfg.drop_random_tokens && stats.looks_random();
+    emit_kept(w, random, stats.digits, personal, cfg, out, open);
+}
+
+/// The token steps on word `w` (`random`: it looks random; `digits`: its
+/// number of ASCII digits): dropped, digits folded, or pushed as it is.
+fn emit_kept(
+    w: &str,
+    random: bool,
+    digits: usize,
+    personal: &Personal,
+    cfg: &NormalizeConfig,
+    out: &mut Normalized,
+    open: &mut bool,
+) {
+    let dropped = random
+        || (cfg.strip_recipient && personal.is_name(w))
         || (cfg.stop_words && STOP_WORDS.binary_search(&w).is_ok());
     let keep = !dropped;
     if keep {
-        if cfg.fold_digits && w.bytes().any(|b| b.is_ascii_digit()) {
+        if cfg.fold_digits && digits > 0 {
             // A token that is only a number carries nothing that survives
             // personalization (amounts, ids, dates), and the same number can
             // be written as one token or several ("1234", "12-34").
-            if w.bytes().any(|b| !b.is_ascii_digit()) {
+            if digits < w.len() {
                 if *open {
                     out.text.push(' ');
                 }
@@ -694,32 +837,7 @@ fn looks_random(w: &str) -> bool {
     if !w.is_ascii() {
         return w.chars().count() >= 25;
     }
-    let len = w.len();
-    if len >= 25 {
-        return true;
-    }
-    if len < 5 {
-        return false;
-    }
-    // One pass: digits, vowels, longest consonant run.
-    let (mut digits, mut vowels, mut run, mut max_run) = (0usize, 0usize, 0usize, 0usize);
-    for b in w.bytes() {
-        if b.is_ascii_digit() {
-            digits += 1;
-            run = 0;
-        } else if matches!(b, b'a' | b'e' | b'i' | b'o' | b'u' | b'y') {
-            vowels += 1;
-            run = 0;
-        } else {
-            run += 1;
-            max_run = max_run.max(run);
-        }
-    }
-    let letters = len - digits;
-    if digits > 0 && letters > 0 && len >= 8 {
-        return true;
-    }
-    digits == 0 && (vowels == 0 || max_run >= 6 || (len >= 12 && vowels * 6 < len))
+    WordStats::of(w).looks_random()
 }
 
 /// English stop words, sorted for binary search.
