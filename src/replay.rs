@@ -22,7 +22,7 @@ use mail_parser::mailbox::mbox::MessageIterator;
 
 use crate::campaign::CampaignId;
 use crate::config::Config;
-use crate::engine::{finish, observe, Engine, Envelope, UnixSecs};
+use crate::engine::{finish, observe, Analysis, Engine, Envelope, UnixSecs};
 use crate::store::{Shared, SharedResult};
 use crate::verdict::{Level, Verdict};
 
@@ -34,13 +34,33 @@ pub const REPLAY_EPOCH: u64 = 1_704_067_200;
 pub struct ReplayOptions {
     /// Messages per simulated second (1.0: one second apart).
     pub rate: f64,
+    /// Threads that analyze messages (parse to fingerprint) in
+    /// [`replay_files`]; 0: one per available core. Decisions are made in
+    /// file order on one thread, so the result is the same for any number.
+    pub jobs: usize,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { rate: 1.0 }
+        ReplayOptions { rate: 1.0, jobs: 0 }
     }
 }
+
+impl ReplayOptions {
+    /// The number of analysis threads to run (at least 1).
+    pub fn threads(&self) -> usize {
+        match self.jobs {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n => n,
+        }
+    }
+}
+
+/// Most messages in one batch of [`replay_files`]'s pipeline.
+const BATCH_MESSAGES: usize = 128;
+/// A batch stops growing once its messages hold this many bytes, so a
+/// mailbox of large messages does not fill memory while it is read ahead.
+const BATCH_BYTES: usize = 8 << 20;
 
 /// One replayed message.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,20 +218,26 @@ impl Replayer {
 
     /// Feeds one message and returns its verdict.
     pub fn feed(&mut self, mbox: &str, index: usize, raw: &[u8]) -> Verdict {
+        let a = analyze(raw, self.engine.config());
+        self.feed_analyzed(mbox, index, &a)
+    }
+
+    /// Feeds one message already analyzed (by [`analyze`] with this
+    /// replayer's configuration) and returns its verdict.
+    pub fn feed_analyzed(&mut self, mbox: &str, index: usize, a: &Analysis) -> Verdict {
         let n = self.summary.records.len() + 1;
         let env = Envelope::default();
-        let a = crate::engine::analyze(raw, &env, self.engine.config());
         let now = self.time_of(n);
         // As in the milter: the local engine records every message unless
         // the log layout's replica holds the window (then it is brought up
         // to the replica when a message falls back).
         let mut v = None;
         if self.shared.as_ref().is_none_or(Shared::records_locally) {
-            v = Some(self.engine.decide(&a, &env, now));
+            v = Some(self.engine.decide(a, &env, now));
         }
         let mut outage = false;
         if let Some(shared) = &self.shared {
-            match observe(self.engine.config(), &a, &env) {
+            match observe(self.engine.config(), a, &env) {
                 Err(allowed_or_skipped) => v = v.or(Some(*allowed_or_skipped)),
                 Ok(obs) => match shared.record(&obs, now) {
                     SharedResult::Shared(out) => {
@@ -235,7 +261,7 @@ impl Replayer {
             if let Some(shared) = &self.shared {
                 shared.warm(&mut self.engine, outage);
             }
-            self.engine.decide(&a, &env, now)
+            self.engine.decide(a, &env, now)
         });
         if let Some(c) = &v.campaign {
             for m in &v.merged {
@@ -286,6 +312,14 @@ impl Replayer {
 
 /// Replays mbox files in order. `progress` is called after each message.
 ///
+/// With more than one thread ([`ReplayOptions::threads`]), a reader thread
+/// splits the mailbox into batches (at most [`BATCH_MESSAGES`] messages
+/// and about [`BATCH_BYTES`]) and hands them round-robin to analysis
+/// threads; this thread takes their results back in the same round-robin
+/// order, so messages are decided in file order. Each thread holds at most
+/// one batch waiting, one in work and one done: memory stays bounded
+/// however large the mailbox.
+///
 /// # Errors
 /// Opening a file fails: the path and the I/O error.
 pub fn replay_files(
@@ -294,21 +328,107 @@ pub fn replay_files(
     opts: ReplayOptions,
     mut progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, (PathBuf, std::io::Error)> {
+    let threads = opts.threads();
     let mut r = Replayer::new(cfg, opts);
     for path in paths {
         let file = std::fs::File::open(path).map_err(|e| (path.clone(), e))?;
         let name = mbox_name(path);
-        for (i, msg) in read_mbox(std::io::BufReader::new(file)).enumerate() {
-            match msg {
-                Ok(bytes) => {
-                    r.feed(&name, i + 1, &bytes);
+        let messages = read_mbox(std::io::BufReader::new(file)).enumerate();
+        if threads <= 1 {
+            for (i, msg) in messages {
+                match msg {
+                    Ok(bytes) => {
+                        r.feed(&name, i + 1, &bytes);
+                    }
+                    Err(_) => r.read_error(),
                 }
-                Err(_) => r.read_error(),
+                progress(1);
             }
-            progress(1);
+        } else {
+            replay_in_parallel(&mut r, &name, messages, threads, &mut progress);
         }
     }
     Ok(r.finish())
+}
+
+/// Messages of one batch: (index in the mailbox, the message or the error
+/// reading it).
+type Batch = Vec<(usize, std::io::Result<Vec<u8>>)>;
+
+/// The pipeline of [`replay_files`] over one mailbox.
+fn replay_in_parallel(
+    r: &mut Replayer,
+    name: &str,
+    mut messages: impl Iterator<Item = (usize, std::io::Result<Vec<u8>>)> + Send,
+    threads: usize,
+    progress: &mut impl FnMut(u64),
+) {
+    use std::sync::mpsc::sync_channel;
+    let cfg = r.engine.config().clone();
+    let cfg = &cfg;
+    std::thread::scope(|scope| {
+        let mut to_workers = Vec::with_capacity(threads);
+        let mut from_workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (tx, rx) = sync_channel::<Batch>(1);
+            let (done_tx, done_rx) = sync_channel::<(Batch, Vec<Option<Analysis>>)>(1);
+            scope.spawn(move || {
+                for batch in rx {
+                    let analyses = batch
+                        .iter()
+                        .map(|(_, msg)| msg.as_ref().ok().map(|raw| analyze(raw, cfg)))
+                        .collect();
+                    if done_tx.send((batch, analyses)).is_err() {
+                        break;
+                    }
+                }
+            });
+            to_workers.push(tx);
+            from_workers.push(done_rx);
+        }
+        scope.spawn(move || {
+            for k in 0.. {
+                let mut batch = Vec::new();
+                let mut bytes = 0;
+                while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
+                    let Some((i, msg)) = messages.next() else {
+                        break;
+                    };
+                    bytes += msg.as_ref().map_or(0, Vec::len);
+                    batch.push((i, msg));
+                }
+                let worker = to_workers.get(k % threads);
+                if batch.is_empty() || worker.is_none_or(|w| w.send(batch).is_err()) {
+                    // Dropping the senders ends the workers' loops.
+                    break;
+                }
+            }
+        });
+        // Batch k went to worker k % threads; a closed channel is the end
+        // of the mailbox (or a worker that panicked: the scope then
+        // re-raises its panic).
+        for k in 0.. {
+            let Some(Ok((batch, analyses))) = from_workers.get(k % threads).map(|w| w.recv())
+            else {
+                break;
+            };
+            for ((i, _), a) in batch.iter().zip(&analyses) {
+                match a {
+                    Some(a) => {
+                        r.feed_analyzed(name, i + 1, a);
+                    }
+                    None => r.read_error(),
+                }
+                progress(1);
+            }
+        }
+    });
+}
+
+/// What the replay analyzes a message as: no envelope (see the module
+/// documentation).
+pub fn analyze(raw: &[u8], cfg: &Config) -> Analysis {
+    crate::engine::analyze(raw, &Envelope::default(), cfg)
 }
 
 /// File name of an mbox path, for records.

@@ -121,6 +121,42 @@ fn no_ham_is_flagged_even_at_threshold_5() {
     }
 }
 
+/// The replay analyzes messages on several threads and decides them in
+/// file order: any number of threads gives the records one thread gives.
+/// (Batches hold at most 128 messages: the campaigns mbox spans many, so
+/// each thread handles several and results are taken back in turn.)
+#[test]
+fn a_parallel_replay_equals_a_serial_one() {
+    let paths: Vec<PathBuf> = [
+        "mbox/campaigns.mbox",
+        "mbox/ham.mbox",
+        "mbox/malformed.mbox",
+    ]
+    .iter()
+    .map(|p| fixture(p))
+    .collect();
+    let cfg = threshold5();
+    let run = |jobs| {
+        let mut progress = 0;
+        let opts = ReplayOptions {
+            jobs,
+            ..ReplayOptions::default()
+        };
+        let s = replay_files(&paths, &cfg, opts, |n| progress += n).expect("replay");
+        assert_eq!(progress, s.records.len() as u64 + s.read_errors as u64);
+        s
+    };
+    let serial = run(1);
+    assert!(serial.records.len() > 3 * 128, "several batches per thread");
+    assert!(serial.count(Level::Bulk) > 0);
+    for jobs in [2, 3, 7] {
+        let parallel = run(jobs);
+        assert_eq!(parallel.records, serial.records, "jobs = {jobs}");
+        assert_eq!(parallel.by_level, serial.by_level);
+        assert_eq!(parallel.read_errors, serial.read_errors);
+    }
+}
+
 #[test]
 fn malformed_mail_gets_a_verdict() {
     let recs = replay(&Config::default());

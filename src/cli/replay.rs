@@ -29,6 +29,10 @@ pub struct ReplayArgs {
     /// Simulated messages per second (default 1: one second apart).
     #[arg(long, default_value_t = 1.0)]
     pub rate: f64,
+    /// Threads that analyze messages (0: one per core). Messages are still
+    /// judged in file order: the output does not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
     /// mbox files, replayed in the order given.
     #[arg(required = true)]
     pub mbox: Vec<PathBuf>,
@@ -61,11 +65,19 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
     } else {
         None
     };
-    let summary = replay_files(&args.mbox, &cfg, ReplayOptions { rate: args.rate }, |n| {
-        if let Some(b) = &bar {
-            b.inc(n);
-        }
-    })
+    let summary = replay_files(
+        &args.mbox,
+        &cfg,
+        ReplayOptions {
+            rate: args.rate,
+            jobs: args.jobs,
+        },
+        |n| {
+            if let Some(b) = &bar {
+                b.inc(n);
+            }
+        },
+    )
     .map_err(|(path, source)| CliError::Read { path, source })?;
     if let Some(b) = bar {
         b.finish_and_clear();
