@@ -62,7 +62,11 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     };
     let mut sentence_open = false;
     let mut word = String::with_capacity(64);
-    for line in lines {
+    for Line {
+        text: line,
+        trimmed,
+    } in lines
+    {
         if line.is_ascii() {
             emit_ascii_line(
                 line,
@@ -74,7 +78,7 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
             );
             continue;
         }
-        if line.trim().is_empty() {
+        if trimmed.is_empty() {
             end_sentence(&mut out.text, &mut sentence_open);
             continue;
         }
@@ -222,10 +226,10 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 }
 
 /// Line-level steps: quotes, footers, greetings.
-fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
-    let mut lines: Vec<&str> = Vec::new();
+fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'_>> = Vec::new();
     for line in text.lines() {
-        let t = line.trim();
+        let t = trim(line);
         if cfg.strip_quotes {
             if t.starts_with("-----original message-----")
                 || t.starts_with("----- original message -----")
@@ -236,7 +240,10 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
                 continue;
             }
         }
-        lines.push(line);
+        lines.push(Line {
+            text: line,
+            trimmed: t,
+        });
     }
     if cfg.strip_signatures {
         cut_footer(&mut lines);
@@ -246,7 +253,7 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
         let mut seen = 0;
         let mut i = 0;
         while i < lines.len() && seen < GREETING_LINES {
-            let t = lines.get(i).map_or("", |l| l.trim());
+            let t = lines.get(i).map_or("", |l| l.trimmed);
             if t.is_empty() {
                 i += 1;
                 continue;
@@ -260,6 +267,39 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
         }
     }
     lines
+}
+
+/// A line of the text and the line trimmed: every line step tests the
+/// trimmed form, and it is computed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Line<'a> {
+    text: &'a str,
+    trimmed: &'a str,
+}
+
+impl<'a> Line<'a> {
+    fn is_blank(&self) -> bool {
+        self.trimmed.is_empty()
+    }
+
+    /// Holds a letter or digit (whitespace is neither: the trimmed form
+    /// answers for the line).
+    fn has_text(&self) -> bool {
+        self.trimmed.chars().any(char::is_alphanumeric)
+    }
+}
+
+/// `str::trim`, with a fast path: ASCII whitespace (`char::is_whitespace`
+/// on ASCII, vertical tab included) is trimmed byte by byte, and only an
+/// end that is then a non-ASCII character is left to `str::trim`.
+fn trim(line: &str) -> &str {
+    let t = line.trim_matches(|c: char| c.is_ascii() && is_space(c as u8));
+    let b = t.as_bytes();
+    if b.first().is_some_and(|c| !c.is_ascii()) || b.last().is_some_and(|c| !c.is_ascii()) {
+        t.trim()
+    } else {
+        t
+    }
 }
 
 /// A quoted line: `> text`, or Supercite's `Tim> text` (a short name, then
@@ -287,11 +327,11 @@ fn is_attribution(t: &str) -> bool {
 /// (RFC 3676 section 4.3), or a rule of one repeated character (`_-=*~#`)
 /// that may carry a label, as list software writes them
 /// (`------ Yahoo! Groups Sponsor ------~-->`).
-fn is_separator(line: &str) -> bool {
-    if line == "-- " || line == "--" {
+fn is_separator(line: &Line<'_>) -> bool {
+    if line.text == "-- " || line.text == "--" {
         return true;
     }
-    let t = line.trim();
+    let t = line.trimmed;
     let Some(first) = t.chars().next() else {
         return false;
     };
@@ -308,7 +348,7 @@ fn is_separator(line: &str) -> bool {
 
 /// Cuts at the first separator line that has at most [`FOOTER_MAX_LINES`]
 /// non-empty lines after it and some text before it.
-fn cut_footer(lines: &mut Vec<&str>) {
+fn cut_footer(lines: &mut Vec<Line<'_>>) {
     // Non-empty lines after each line, counted once from the end: counting
     // them again at every separator made a message of rule lines (`--`)
     // quadratic, seconds for one 250 kB message.
@@ -316,7 +356,7 @@ fn cut_footer(lines: &mut Vec<&str>) {
     let mut n = 0;
     for (a, line) in after.iter_mut().zip(lines.iter()).rev() {
         *a = n;
-        if !line.trim().is_empty() {
+        if !line.is_blank() {
             n += 1;
         }
     }
@@ -326,7 +366,7 @@ fn cut_footer(lines: &mut Vec<&str>) {
             lines.truncate(i);
             return;
         }
-        text_before = text_before || line.chars().any(char::is_alphanumeric);
+        text_before = text_before || line.has_text();
     }
 }
 
@@ -365,46 +405,69 @@ const LIST_FOOTER_MARKERS: [&str; 5] = [
 /// under a two-line message would otherwise make all of a company's mail
 /// look alike. Only the tail is examined, so the cost is
 /// bounded whatever the message's length.
-fn cut_disclaimer(lines: &mut Vec<&str>) {
+fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
     // Index of the first line of the tail: the last FOOTER_MAX_LINES
     // non-empty lines.
     let mut tail_start = lines.len();
     let mut seen = 0;
     while tail_start > 0 && seen < FOOTER_MAX_LINES {
         tail_start -= 1;
-        if !lines.get(tail_start).is_some_and(|l| l.trim().is_empty()) {
+        if !lines.get(tail_start).is_some_and(Line::is_blank) {
             seen += 1;
         }
     }
+    let blank = |i: usize, lines: &[Line<'_>]| lines.get(i).is_some_and(Line::is_blank);
     // Paragraph boundaries: a paragraph starts at a non-empty line after an
     // empty line (or at the tail's start if that begins a paragraph).
-    let text_before = |i: usize, lines: &[&str]| {
-        lines
-            .iter()
-            .take(i)
-            .any(|l| l.chars().any(char::is_alphanumeric))
-    };
     let mut i = tail_start;
+    let mut para = String::new();
     while i < lines.len() {
-        let starts_para = !lines.get(i).is_some_and(|l| l.trim().is_empty())
-            && (i == 0 || lines.get(i - 1).is_some_and(|l| l.trim().is_empty()));
-        if starts_para {
-            let end = (i..lines.len())
-                .find(|j| lines.get(*j).is_some_and(|l| l.trim().is_empty()))
-                .unwrap_or(lines.len());
-            let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
-            let hits = |markers: &[&str]| markers.iter().filter(|m| para.contains(**m)).count();
-            if (hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2)
-                && text_before(i, lines)
-            {
-                lines.truncate(i);
-                return;
-            }
-            i = end;
-        } else {
+        let starts_para = !blank(i, lines) && (i == 0 || blank(i - 1, lines));
+        if !starts_para {
             i += 1;
+            continue;
         }
+        let end = (i..lines.len())
+            .find(|j| blank(*j, lines))
+            .unwrap_or(lines.len());
+        para.clear();
+        for (n, l) in lines.get(i..end).unwrap_or(&[]).iter().enumerate() {
+            if n > 0 {
+                para.push(' ');
+            }
+            para.push_str(l.text);
+        }
+        let found = markers_in(&para);
+        let disclaimer = (found & DISCLAIMER_BITS).count_ones() >= 2;
+        let footer = (found & !DISCLAIMER_BITS).count_ones() >= 2;
+        if (disclaimer || footer) && lines.iter().take(i).any(Line::has_text) {
+            lines.truncate(i);
+            return;
+        }
+        i = end;
     }
+}
+
+/// Bits of [`markers_in`] that are disclaimer phrases (the first ten).
+const DISCLAIMER_BITS: u32 = (1 << DISCLAIMER_MARKERS.len()) - 1;
+
+/// Which of the disclaimer and list-footer phrases `text` holds, as bits
+/// (disclaimer phrases first, then list-footer phrases, in their order):
+/// one pass of an Aho-Corasick automaton over the text, where testing
+/// each phrase with `contains` read it fifteen times. Overlapping matches
+/// count ("if you have received this email in error" holds two phrases).
+fn markers_in(text: &str) -> u32 {
+    static MARKERS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::new(DISCLAIMER_MARKERS.iter().chain(&LIST_FOOTER_MARKERS))
+                .ok()
+        });
+    let Some(ac) = MARKERS.as_ref() else {
+        // Not reached: the phrases are fixed and valid.
+        return 0;
+    };
+    ac.find_overlapping_iter(text)
+        .fold(0, |found, m| found | 1 << m.pattern().as_u32())
 }
 
 /// "Dear John Smith,", "Hello jane@example.com!", "Hi Maria", "John,".
@@ -441,9 +504,11 @@ fn is_greeting(t: &str) -> bool {
 struct Personal {
     addresses: HashSet<String>,
     words: HashSet<String>,
-    /// Bit `len % 64` set for the byte length of every name word: most
-    /// body words have a length no name has, and skip the hash lookup.
-    word_lengths: u64,
+    /// A 256-bit filter over the name words' (length, first byte, last
+    /// byte): most body words miss it and skip the hash lookup (by
+    /// length alone, a quarter of the words of the SpamAssassin easy-ham
+    /// set were looked up).
+    filter: [u64; 4],
 }
 
 impl Personal {
@@ -451,7 +516,7 @@ impl Personal {
         let mut p = Personal {
             addresses: HashSet::new(),
             words: HashSet::new(),
-            word_lengths: 0,
+            filter: [0; 4],
         };
         if !cfg.strip_recipient {
             return p;
@@ -476,7 +541,12 @@ impl Personal {
                 }
             }
         }
-        p.word_lengths = p.words.iter().fold(0, |m, w| m | 1 << (w.len() % 64));
+        for w in &p.words {
+            let bit = Personal::filter_bit(w);
+            if let Some(m) = p.filter.get_mut(bit / 64) {
+                *m |= 1 << (bit % 64);
+            }
+        }
         p
     }
 
@@ -485,7 +555,23 @@ impl Personal {
     }
 
     fn is_name(&self, w: &str) -> bool {
-        self.word_lengths & (1 << (w.len() % 64)) != 0 && self.words.contains(w)
+        let bit = Personal::filter_bit(w);
+        let hit = self
+            .filter
+            .get(bit / 64)
+            .is_some_and(|m| m >> (bit % 64) & 1 == 1);
+        hit && self.words.contains(w)
+    }
+
+    /// The bit of word `w` in `filter` (0..256).
+    fn filter_bit(w: &str) -> usize {
+        let b = w.as_bytes();
+        let (first, last) = (b.first().copied(), b.last().copied());
+        let h = (w.len() as u32)
+            .wrapping_mul(0x9E37_79B9)
+            .wrapping_add(u32::from(first.unwrap_or(0)).wrapping_mul(0x85EB_CA6B))
+            .wrapping_add(u32::from(last.unwrap_or(0)).wrapping_mul(0xC2B2_AE35));
+        (h >> 24) as usize
     }
 }
 
@@ -965,9 +1051,11 @@ mod tests {
             norm("Nice find.\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nDVDs Free\nhttp://us.click.yahoo.com/x\n"),
             "nice find"
         );
-        assert!(!is_separator(
-            "--- a sentence that only starts with dashes, and goes on"
-        ));
+        let l = "--- a sentence that only starts with dashes, and goes on";
+        assert!(!is_separator(&Line {
+            text: l,
+            trimmed: l
+        }));
     }
 
     #[test]
@@ -1007,6 +1095,12 @@ mod tests {
     /// before it and at most FOOTER_MAX_LINES non-empty lines after it,
     /// written the obvious (quadratic) way.
     fn cut_footer_oracle(lines: &mut Vec<&str>) {
+        let is_separator = |l: &str| {
+            is_separator(&Line {
+                text: l,
+                trimmed: l.trim(),
+            })
+        };
         let mut text_before = false;
         for i in 0..lines.len() {
             let after = lines[i + 1..]
@@ -1042,9 +1136,17 @@ mod tests {
                     pool[(crate::minhash::mix(st) % pool.len() as u64) as usize]
                 })
                 .collect();
-            let (mut a, mut b) = (lines.clone(), lines.clone());
+            let mut a: Vec<Line<'_>> = lines
+                .iter()
+                .map(|l| Line {
+                    text: l,
+                    trimmed: trim(l),
+                })
+                .collect();
+            let mut b = lines.clone();
             cut_footer(&mut a);
             cut_footer_oracle(&mut b);
+            let a: Vec<&str> = a.iter().map(|l| l.text).collect();
             assert_eq!(a, b, "{lines:?}");
         }
     }
@@ -1101,6 +1203,171 @@ mod tests {
         ) {
             let text: String = parts.concat();
             proptest::prop_assert_eq!(fold(&text, &Config::default().normalize), fold_whole(&text));
+        }
+    }
+
+    proptest::proptest! {
+        /// The line steps equal their reference on texts made of the lines
+        /// each step looks for, with ASCII and non-ASCII whitespace
+        /// (vertical tab, no-break space, line separator) at line ends.
+        #[test]
+        fn line_steps_equal_their_reference(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "some text here", "more words follow", "", "  ", "\u{b}", "\u{a0}x\u{2028}",
+                "\u{3000}", "\t-- ", "--", "-- ", "----------", "~~~~~~~~~~ x", "> quoted",
+                "tim> quoted too", "on monday, jane wrote:", "-----original message-----",
+                "dear john,", "hi maria", "john,", "this is confidential and privileged",
+                "if you have received this email in error", "please notify the sender",
+                "to unsubscribe from this group", "visit the mailing list", "listinfo",
+                "intended recipient only", "unauthorized\u{b}", " any attachments ",
+            ]), 0..45),
+            switches in 0u8..8,
+        ) {
+            let text = parts.join("\n");
+            let mut cfg = Config::default().normalize;
+            cfg.strip_quotes = switches & 1 == 0;
+            cfg.strip_signatures = switches & 2 == 0;
+            cfg.strip_greetings = switches & 4 == 0;
+            let got: Vec<&str> = select_lines(&text, &cfg).iter().map(|l| l.text).collect();
+            proptest::prop_assert_eq!(got, reference::select_lines(&text, &cfg));
+        }
+
+        #[test]
+        fn trim_equals_str_trim(s in "[ \t\u{b}\u{c}\r\u{a0}\u{85}\u{2028}\u{3000}ax\u{e9}]{0,12}") {
+            proptest::prop_assert_eq!(trim(&s), s.trim());
+        }
+    }
+
+    /// The line steps as they were before lines carried their trimmed
+    /// form and disclaimer phrases were found in one pass: the reference
+    /// for `select_lines`.
+    mod reference {
+        use super::super::*;
+
+        pub fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
+            let mut lines: Vec<&str> = Vec::new();
+            for line in text.lines() {
+                let t = line.trim();
+                if cfg.strip_quotes {
+                    if t.starts_with("-----original message-----")
+                        || t.starts_with("----- original message -----")
+                    {
+                        break;
+                    }
+                    if is_quote(t) || is_attribution(t) {
+                        continue;
+                    }
+                }
+                lines.push(line);
+            }
+            if cfg.strip_signatures {
+                cut_footer(&mut lines);
+                cut_disclaimer(&mut lines);
+            }
+            if cfg.strip_greetings {
+                let mut seen = 0;
+                let mut i = 0;
+                while i < lines.len() && seen < GREETING_LINES {
+                    let t = lines.get(i).map_or("", |l| l.trim());
+                    if t.is_empty() {
+                        i += 1;
+                        continue;
+                    }
+                    seen += 1;
+                    if is_greeting(t) {
+                        lines.remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            lines
+        }
+
+        fn is_separator(line: &str) -> bool {
+            if line == "-- " || line == "--" {
+                return true;
+            }
+            let t = line.trim();
+            let Some(first) = t.chars().next() else {
+                return false;
+            };
+            if t.len() < 10 || !matches!(first, '_' | '-' | '=' | '*' | '~' | '#') {
+                return false;
+            }
+            let lead = t.chars().take_while(|c| *c == first).count();
+            let rule = t
+                .chars()
+                .filter(|c| matches!(c, '_' | '-' | '=' | '*' | '~' | '#'))
+                .count();
+            lead >= 4 && rule * 2 >= t.chars().count()
+        }
+
+        /// Cuts at the first separator line that has at most [`FOOTER_MAX_LINES`]
+        /// non-empty lines after it and some text before it.
+        fn cut_footer(lines: &mut Vec<&str>) {
+            // Non-empty lines after each line, counted once from the end: counting
+            // them again at every separator made a message of rule lines (`--`)
+            // quadratic, seconds for one 250 kB message.
+            let mut after = vec![0usize; lines.len()];
+            let mut n = 0;
+            for (a, line) in after.iter_mut().zip(lines.iter()).rev() {
+                *a = n;
+                if !line.trim().is_empty() {
+                    n += 1;
+                }
+            }
+            let mut text_before = false;
+            for (i, (line, a)) in lines.iter().zip(&after).enumerate() {
+                if text_before && is_separator(line) && *a <= FOOTER_MAX_LINES {
+                    lines.truncate(i);
+                    return;
+                }
+                text_before = text_before || line.chars().any(char::is_alphanumeric);
+            }
+        }
+
+        fn cut_disclaimer(lines: &mut Vec<&str>) {
+            // Index of the first line of the tail: the last FOOTER_MAX_LINES
+            // non-empty lines.
+            let mut tail_start = lines.len();
+            let mut seen = 0;
+            while tail_start > 0 && seen < FOOTER_MAX_LINES {
+                tail_start -= 1;
+                if !lines.get(tail_start).is_some_and(|l| l.trim().is_empty()) {
+                    seen += 1;
+                }
+            }
+            // Paragraph boundaries: a paragraph starts at a non-empty line after an
+            // empty line (or at the tail's start if that begins a paragraph).
+            let text_before = |i: usize, lines: &[&str]| {
+                lines
+                    .iter()
+                    .take(i)
+                    .any(|l| l.chars().any(char::is_alphanumeric))
+            };
+            let mut i = tail_start;
+            while i < lines.len() {
+                let starts_para = !lines.get(i).is_some_and(|l| l.trim().is_empty())
+                    && (i == 0 || lines.get(i - 1).is_some_and(|l| l.trim().is_empty()));
+                if starts_para {
+                    let end = (i..lines.len())
+                        .find(|j| lines.get(*j).is_some_and(|l| l.trim().is_empty()))
+                        .unwrap_or(lines.len());
+                    let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
+                    let hits =
+                        |markers: &[&str]| markers.iter().filter(|m| para.contains(**m)).count();
+                    if (hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2)
+                        && text_before(i, lines)
+                    {
+                        lines.truncate(i);
+                        return;
+                    }
+                    i = end;
+                } else {
+                    i += 1;
+                }
+            }
         }
     }
 }
