@@ -466,6 +466,9 @@ fn markers_in(text: &str) -> u32 {
         // Not reached: the phrases are fixed and valid.
         return 0;
     };
+    if !ac.is_match(text) {
+        return 0;
+    }
     ac.find_overlapping_iter(text)
         .fold(0, |found, m| found | 1 << m.pattern().as_u32())
 }
