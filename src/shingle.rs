@@ -1,8 +1,12 @@
 //! Normalized text to weighted features: hashed word shingles, and the set
 //! of words for MinHash.
 //!
-//! Every token is hashed once with SipHash-1-3 keyed by
-//! `fingerprint.hash_key`, over its UTF-8 bytes. A shingle is
+//! Every token is hashed once with XXH3-64 (the xxHash specification,
+//! stable since 0.8.0) over its UTF-8 bytes, with a 64-bit seed made from
+//! `fingerprint.hash_key`: `k0 ^ mix(k1)` ([`token_seed`]). (Fingerprint
+//! version 2 and earlier used SipHash-1-3 keyed by (k0, k1): a quarter
+//! of the cost of analysing a message went to it, at 19 ns a word against
+//! 5 ns for XXH3 on this project's machine.) A shingle is
 //! `shingle_words` consecutive tokens of one sentence (a sentence shorter
 //! than that gives one shingle of all its tokens); shingles never span
 //! sentences. A shingle's hash combines its tokens' hashes in order:
@@ -13,9 +17,9 @@
 //! kept (Broder 1997).
 //!
 //! Output: [`Features`]: distinct shingle hashes with their counts, sorted,
-//! and the distinct token hashes (the word set), sorted.
+//! and the token hashes (the word set, with repeats).
 
-use siphasher::sip::SipHasher13;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::config::FingerprintConfig;
 use crate::mime::normalize::Normalized;
@@ -56,15 +60,22 @@ impl Shingles {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Features {
     pub shingles: Shingles,
-    /// Distinct token hashes (counts are 1): an inserted hash-buster word
-    /// adds one element and breaks nothing around it, where it breaks
+    /// Token hashes in text order, repeats included: MinHash takes the
+    /// set of words (a minimum over a multiset is the minimum over its
+    /// set, so they need no sorting). An inserted hash-buster word adds one
+    /// element and breaks nothing around it, where it breaks
     /// `shingle_words` shingles.
-    pub words: Shingles,
+    pub words: Vec<u64>,
 }
 
-/// SipHash-1-3 of one token with the configured key.
+/// The XXH3 seed of a configured key (k0, k1): `k0 ^ mix(k1)`.
+pub fn token_seed(key: (u64, u64)) -> u64 {
+    key.0 ^ mix(key.1)
+}
+
+/// XXH3-64 of one token, seeded from the configured key.
 pub fn hash_token(token: &str, key: (u64, u64)) -> u64 {
-    SipHasher13::new_with_keys(key.0, key.1).hash(token.as_bytes())
+    xxh3_64_with_seed(token.as_bytes(), token_seed(key))
 }
 
 /// Combines token hashes into a shingle hash (order matters).
@@ -88,40 +99,41 @@ pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
     let mut shingles: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
     let mut words: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
     let mut sentence: Vec<u64> = Vec::with_capacity(64);
-    let subject = cfg.include_subject.then_some(norm.subject.as_str());
-    // The one-shot `hash` of a keyed hasher built once: the same value as
-    // `write` then `finish` on a new hasher, at a third of the cost on
-    // words of a few bytes (no tail buffering).
-    let sip = SipHasher13::new_with_keys(cfg.hash_key.0, cfg.hash_key.1);
-    for line in norm.text.split('\n').chain(subject) {
-        sentence.clear();
-        // Tokens are short: a byte loop beats `split(' ')`'s memchr.
-        let mut start = 0;
-        for (i, b) in line.bytes().chain([b' ']).enumerate() {
-            if b == b' ' {
-                if i > start {
-                    let token = line.get(start..i).unwrap_or_default();
-                    sentence.push(sip.hash(token.as_bytes()));
-                }
-                start = i + 1;
-            }
-        }
+    let seed = token_seed(cfg.hash_key);
+    let mut end_sentence = |sentence: &mut Vec<u64>| {
         if sentence.is_empty() {
-            continue;
+            return;
         }
-        words.extend_from_slice(&sentence);
+        words.extend_from_slice(sentence);
         if sentence.len() <= w {
-            shingles.push(combine(&sentence));
+            shingles.push(combine(sentence));
         } else {
             shingles.extend(sentence.windows(w).map(combine));
         }
+        sentence.clear();
+    };
+    // Token and sentence ends found by memchr: one branch per token
+    // instead of one per byte.
+    let text = norm.text.as_bytes();
+    let mut start = 0;
+    for end in memchr::memchr2_iter(b' ', b'\n', text).chain([text.len()]) {
+        if end > start {
+            let token = text.get(start..end).unwrap_or_default();
+            sentence.push(xxh3_64_with_seed(token, seed));
+        }
+        if text.get(end) != Some(&b' ') {
+            end_sentence(&mut sentence);
+        }
+        start = end + 1;
+    }
+    if cfg.include_subject {
+        for token in norm.subject.split(' ').filter(|t| !t.is_empty()) {
+            sentence.push(xxh3_64_with_seed(token.as_bytes(), seed));
+        }
+        end_sentence(&mut sentence);
     }
     if cfg.sample_modulus > 1 {
         shingles.retain(|h| h % cfg.sample_modulus == 0);
-    }
-    let mut words = Shingles::from_hashes(words);
-    for f in &mut words.features {
-        f.1 = 1;
     }
     Features {
         shingles: Shingles::from_hashes(shingles),

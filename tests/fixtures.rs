@@ -72,31 +72,63 @@ fn threshold5() -> Config {
     cfg
 }
 
+/// Every fixture campaign is caught, as one campaign, under the default
+/// fingerprint key and three others drawn at random: the hash functions
+/// change with the key, and a result that holds for one key only is luck.
+///
+/// Measured at threshold 5 (fingerprint version 3, these four keys): every
+/// campaign flagged; of the messages past each campaign's 5th, 0.980 to
+/// 0.995 flagged in all, 0.85 to 0.95 in the worst campaign (a small one,
+/// where one message the early, still split campaign does not reach costs
+/// 4 to 5%); 1.00 to 1.08 ids per campaign. Over twelve random keys the
+/// worst campaign ranged from 0.80 to 1.00 with version 3 and from 0.85 to
+/// 1.00 with version 2, which had up to 1.33 ids per campaign (it met a
+/// 0.95 bar for the worst campaign under its default key, not under most
+/// others).
 #[test]
 fn every_campaign_is_caught_as_one_campaign_at_threshold_5() {
-    let recs = replay(&threshold5());
-    let mut per: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
-    for (r, l) in &recs {
-        if l.starts_with('c') {
-            per.entry(l.clone()).or_default().push(r);
+    for key in [
+        None,
+        Some("cd613e30d8f16adf91b7584a2265b1f5"),
+        Some("d95bafc8f2a4d27bdcf4bb99f4bea973"),
+        Some("216363698b529b4a97b750923ceb3ffd"),
+    ] {
+        let mut cfg = threshold5();
+        if let Some(k) = key {
+            let toml = format!("[fingerprint]\nhash_key = \"{k}\"\n");
+            cfg.fingerprint.hash_key = Config::from_toml_str(&toml)
+                .expect("key")
+                .fingerprint
+                .hash_key;
         }
+        let recs = replay(&cfg);
+        let mut per: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+        for (r, l) in &recs {
+            if l.starts_with('c') {
+                per.entry(l.clone()).or_default().push(r);
+            }
+        }
+        assert!(per.len() >= 10, "fixture campaigns: {}", per.len());
+        let (mut ids_total, mut past_total, mut flagged_total) = (0, 0, 0);
+        for (label, rs) in &per {
+            let past: Vec<&&Record> = rs.iter().skip(5).collect();
+            let flagged = past.iter().filter(|r| r.level == Level::Bulk).count();
+            let recall = flagged as f64 / past.len() as f64;
+            assert!(
+                recall >= 0.8,
+                "key {key:?}: {label}: {flagged} of {} messages past the threshold flagged",
+                past.len()
+            );
+            past_total += past.len();
+            flagged_total += flagged;
+            let ids: HashSet<_> = rs.iter().filter_map(|r| r.campaign).collect();
+            ids_total += ids.len();
+        }
+        let recall = flagged_total as f64 / past_total as f64;
+        assert!(recall >= 0.97, "key {key:?}: message recall {recall}");
+        let ids_per = ids_total as f64 / per.len() as f64;
+        assert!(ids_per <= 1.2, "key {key:?}: ids per campaign {ids_per}");
     }
-    assert!(per.len() >= 10, "fixture campaigns: {}", per.len());
-    let mut ids_total = 0;
-    for (label, rs) in &per {
-        let past: Vec<&&Record> = rs.iter().skip(5).collect();
-        let flagged = past.iter().filter(|r| r.level == Level::Bulk).count();
-        let recall = flagged as f64 / past.len() as f64;
-        assert!(
-            recall >= 0.95,
-            "{label}: {flagged} of {} messages past the threshold flagged",
-            past.len()
-        );
-        let ids: HashSet<_> = rs.iter().filter_map(|r| r.campaign).collect();
-        ids_total += ids.len();
-    }
-    let ids_per = ids_total as f64 / per.len() as f64;
-    assert!(ids_per <= 1.2, "ids per campaign {ids_per}");
 }
 
 #[test]

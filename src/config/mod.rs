@@ -75,7 +75,9 @@ pub struct NormalizeConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FingerprintConfig {
     pub shingle_words: usize,
-    /// SipHash-1-3 key (k0, k1), little-endian halves of the 16 key bytes.
+    /// Key of the fingerprint hashes (k0, k1), little-endian halves of the
+    /// 16 key bytes: tokens are hashed with XXH3 seeded by `k0 ^ mix(k1)`
+    /// (`shingle::token_seed`), MinHash seeds come from both halves.
     pub hash_key: (u64, u64),
     /// Keep only shingle hashes that are 0 mod m (1 keeps all).
     pub sample_modulus: u64,
@@ -423,7 +425,7 @@ impl Default for Config {
     }
 }
 
-/// Parses 32 hex digits into the two SipHash key halves.
+/// Parses 32 hex digits into the two key halves.
 fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
     let s = s.trim();
     if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
