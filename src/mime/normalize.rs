@@ -49,7 +49,7 @@ pub struct Normalized {
 /// empty); together with To/Cc they define what personalization to remove.
 pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConfig) -> Normalized {
     let folded = fold(&body.text, cfg);
-    let text = if cfg.strip_markup && (folded.contains('<') || folded.contains('&')) {
+    let text = if cfg.strip_markup && memchr::memchr2(b'<', b'&', folded.as_bytes()).is_some() {
         strip_markup(&folded)
     } else {
         folded
@@ -161,6 +161,14 @@ fn strip_markup(text: &str) -> String {
 /// normalization on those lines only.
 fn fold(text: &str, cfg: &NormalizeConfig) -> String {
     if text.is_ascii() {
+        if !text.as_bytes().contains(&0) {
+            // One pass: copy and lower-case together.
+            return if cfg.case_fold {
+                text.to_ascii_lowercase()
+            } else {
+                text.to_owned()
+            };
+        }
         let mut s = text.replace('\0', "");
         if cfg.case_fold {
             s.make_ascii_lowercase();
@@ -459,7 +467,9 @@ const DISCLAIMER_BITS: u32 = (1 << DISCLAIMER_MARKERS.len()) - 1;
 fn markers_in(text: &str) -> u32 {
     static MARKERS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::LazyLock::new(|| {
-            aho_corasick::AhoCorasick::new(DISCLAIMER_MARKERS.iter().chain(&LIST_FOOTER_MARKERS))
+            aho_corasick::AhoCorasick::builder()
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(DISCLAIMER_MARKERS.iter().chain(&LIST_FOOTER_MARKERS))
                 .ok()
         });
     let Some(ac) = MARKERS.as_ref() else {
@@ -601,7 +611,7 @@ fn push_token(tok: &str, out: &mut Normalized, open: &mut bool) {
 /// [`emit_chunk`] on each chunk, in fewer passes over the bytes. A chunk
 /// that holds no `:` or `@` and does not start with `www.` (most do not)
 /// cannot be a URL or an address, and is cut into words in one loop that
-/// also gathers what the token steps test ([`WordStats`]).
+/// also counts their digits.
 fn emit_ascii_line(
     line: &str,
     word: &mut String,
@@ -645,7 +655,7 @@ fn may_be_www(chunk: &str) -> bool {
 }
 
 /// The words of an ASCII chunk that is neither a URL nor an address:
-/// runs of alphanumeric bytes, each flushed with its [`WordStats`]; `.`,
+/// runs of alphanumeric bytes, each emitted with its count of digits; `.`,
 /// `!`, `?` and `;` end the sentence.
 fn emit_words(
     chunk: &str,
@@ -655,14 +665,14 @@ fn emit_words(
     open: &mut bool,
 ) {
     let mut start = 0;
-    let mut stats = WordStats::default();
+    let mut digits = 0;
     for (i, &b) in chunk.as_bytes().iter().enumerate() {
         if b.is_ascii_alphanumeric() {
-            stats.add(b);
+            digits += usize::from(b.is_ascii_digit());
         } else {
             let w = chunk.get(start..i).unwrap_or("");
-            emit_word(w, stats, personal, cfg, out, open);
-            stats = WordStats::default();
+            emit_word(w, digits, personal, cfg, out, open);
+            digits = 0;
             if matches!(b, b'.' | b'!' | b'?' | b';') {
                 end_sentence(&mut out.text, open);
             }
@@ -670,7 +680,7 @@ fn emit_words(
         }
     }
     let w = chunk.get(start..).unwrap_or("");
-    emit_word(w, stats, personal, cfg, out, open);
+    emit_word(w, digits, personal, cfg, out, open);
 }
 
 /// Handles one whitespace-separated chunk of a line.
@@ -828,10 +838,10 @@ fn flush_word(
     emit_kept(w, random, digits, personal, cfg, out, open);
 }
 
-/// [`flush_word`] of an ASCII word whose stats are known.
+/// [`flush_word`] of an ASCII word whose digits are counted.
 fn emit_word(
     w: &str,
-    stats: WordStats,
+    digits: usize,
     personal: &Personal,
     cfg: &NormalizeConfig,
     out: &mut Normalized,
@@ -840,8 +850,9 @@ fn emit_word(
     if w.is_empty() {
         return;
     }
-    let random = cfg.drop_random_tokens && stats.looks_random();
-    emit_kept(w, random, stats.digits, personal, cfg, out, open);
+    // Shorter words never look random: most words skip the stats.
+    let random = cfg.drop_random_tokens && w.len() >= 5 && WordStats::of(w).looks_random();
+    emit_kept(w, random, digits, personal, cfg, out, open);
 }
 
 /// The token steps on word `w` (`random`: it looks random; `digits`: its
