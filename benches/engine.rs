@@ -2,17 +2,22 @@
 //!
 //! - `throughput/*`: one mbox (`BULKWATCH_BENCH_MBOX` when set, else the
 //!   SpamAssassin easy-ham set when `BULKWATCH_CORPUS` names the corpus
-//!   directory, else the fixtures) split
-//!   and judged message by message, on one core: `mail_parser_baseline` is
-//!   mail-parser's own mbox split + parse + text extraction (body_text and
-//!   body_html of every part), `bulkwatch_engine` is split + analyze +
-//!   decide, the work of `bulkwatch replay`. Criterion's throughput line is
-//!   in messages per second. Implementation note: each iteration builds
-//!   and drops an engine, and after the first the heap is full of the last
-//!   engine's freed buckets, so glibc's realloc of growing buckets costs
-//!   far more here (a quarter of the time, by `perf`) than in a `replay`
-//!   process, which starts one engine on a fresh heap (there the index
-//!   does not show among the top symbols).
+//!   directory, else the fixtures) split and judged message by message:
+//!   `mail_parser_baseline` is mail-parser's own mbox split + parse + text
+//!   extraction (body_text and body_html of every part), on one core;
+//!   `bulkwatch_engine` is split + analyze + decide on one core, the work
+//!   of `bulkwatch replay`; `replay_1_thread` and `replay_all_cores` run
+//!   the replay itself on the file (read, analyze, decide, records; no
+//!   output) with one analysis thread and with one per core. Criterion's
+//!   throughput line is in messages per second. Implementation note: each
+//!   iteration builds and drops an engine, and after the first the heap is
+//!   full of the last engine's freed buckets, so glibc's realloc of growing
+//!   buckets costs more here than in a `replay` process, which starts one
+//!   engine on a fresh heap.
+//! - `stages/*`: each step alone over the same mbox (mbox split, MIME and
+//!   HTML to text, normalization, shingles, simhash, MinHash, SHA-256,
+//!   decision with a new engine per iteration), each fed what the step
+//!   before produced.
 //! - `lookup/N`: one query against a window of N entries (random
 //!   fingerprints, the default radius and bands). Memory per window entry is
 //!   printed while the window is built.
@@ -30,7 +35,7 @@ use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
 use bulkwatch::index::window::Entry;
 use bulkwatch::index::{NearIndex, Query};
 use bulkwatch::milter::INLINE_SCAN_BYTES;
-use bulkwatch::replay::read_mbox;
+use bulkwatch::replay::{read_mbox, replay_files, ReplayOptions};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn mbox_path() -> PathBuf {
@@ -83,6 +88,115 @@ fn throughput(c: &mut Criterion) {
                 let raw = m.expect("read");
                 let a = analyze(&raw, &env, &cfg);
                 black_box(engine.decide(&a, &env, UnixSecs(1_000_000 + i as u64)));
+            }
+        })
+    });
+    // What `bulkwatch replay` does, less printing: read the file, analyze,
+    // decide, keep a record per message. One analysis thread, then one
+    // per core (the replay's default).
+    for (name, jobs) in [("replay_1_thread", 1), ("replay_all_cores", 0)] {
+        let opts = ReplayOptions {
+            jobs,
+            ..ReplayOptions::default()
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let s = replay_files(std::slice::from_ref(&path), &cfg, opts.clone(), |_| {})
+                    .expect("replay");
+                black_box(s.records.len())
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Each step of `analyze` and `decide` alone, over the messages of the
+/// throughput mbox, each step given what the one before produced: where
+/// the engine's time goes.
+fn stages(c: &mut Criterion) {
+    use bulkwatch::mime::normalize::normalize;
+    use bulkwatch::mime::{extract, MimeOutcome};
+    use bulkwatch::minhash::{min_sketch, seeds};
+    use bulkwatch::shingle::features;
+    use bulkwatch::simhash::{exact_hash, simhash};
+    let bytes = std::fs::read(mbox_path()).expect("mbox");
+    let raws: Vec<Vec<u8>> = read_mbox(&bytes[..]).map(|m| m.expect("read")).collect();
+    let cfg = Config::default();
+    let env = Envelope::default();
+    let bodies: Vec<_> = raws
+        .iter()
+        .filter_map(|r| match extract(r, &cfg.scan) {
+            MimeOutcome::Parsed(b) => Some(b),
+            MimeOutcome::Unparsed => None,
+        })
+        .collect();
+    let norms: Vec<_> = bodies
+        .iter()
+        .map(|b| normalize(b, &env.rcpts, &cfg.normalize))
+        .collect();
+    let feats: Vec<_> = norms
+        .iter()
+        .map(|n| features(n, &cfg.fingerprint))
+        .collect();
+    let analyses: Vec<_> = raws.iter().map(|r| analyze(r, &env, &cfg)).collect();
+    let seeds = seeds(cfg.fingerprint.hash_key);
+    let mut g = c.benchmark_group("stages");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(raws.len() as u64));
+    g.bench_function("mbox_split", |b| {
+        b.iter(|| {
+            read_mbox(&bytes[..])
+                .map(|m| m.map_or(0, |m| m.len()))
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("extract", |b| {
+        b.iter(|| {
+            raws.iter()
+                .for_each(|r| drop(black_box(extract(r, &cfg.scan))))
+        })
+    });
+    g.throughput(Throughput::Elements(bodies.len() as u64));
+    g.bench_function("normalize", |b| {
+        b.iter(|| {
+            bodies
+                .iter()
+                .map(|x| normalize(x, &env.rcpts, &cfg.normalize).tokens)
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("shingles", |b| {
+        b.iter(|| {
+            norms
+                .iter()
+                .for_each(|n| drop(black_box(features(n, &cfg.fingerprint))))
+        })
+    });
+    g.bench_function("simhash", |b| {
+        b.iter(|| feats.iter().fold(0, |h, f| h ^ simhash(&f.shingles)))
+    });
+    g.bench_function("minhash", |b| {
+        b.iter(|| {
+            feats
+                .iter()
+                .fold(0, |h, f| h ^ min_sketch(&f.words, &seeds).sketch)
+        })
+    });
+    g.bench_function("sha256", |b| {
+        b.iter(|| {
+            norms
+                .iter()
+                .zip(&bodies)
+                .fold(0, |a, (n, x)| a ^ exact_hash(&n.text, &x.attachments)[0])
+        })
+    });
+    g.throughput(Throughput::Elements(raws.len() as u64));
+    g.bench_function("decide", |b| {
+        b.iter(|| {
+            let mut engine = Engine::new(&cfg);
+            for (i, a) in analyses.iter().enumerate() {
+                black_box(engine.decide(a, &env, UnixSecs(1_000_000 + i as u64)));
             }
         })
     });
@@ -171,5 +285,5 @@ fn lookup(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, throughput, lookup, inline);
+criterion_group!(benches, throughput, stages, lookup, inline);
 criterion_main!(benches);
