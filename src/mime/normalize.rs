@@ -620,24 +620,22 @@ fn emit_ascii_line(
     out: &mut Normalized,
     open: &mut bool,
 ) {
+    let bytes = line.as_bytes();
+    // Most lines hold no `:` or `@`: then no chunk needs the test.
+    let maybe_special = memchr::memchr2(b':', b'@', bytes).is_some();
     let mut any = false;
-    let mut start = None;
-    let mut special = false;
-    for (i, &b) in line.as_bytes().iter().chain(b" ").enumerate() {
-        if !is_space(b) {
-            start = start.or(Some(i));
-            special |= b == b':' || b == b'@';
-            continue;
-        }
-        let Some(s) = start.take() else { continue };
+    for piece in bytes.split(|b| is_space(*b)).filter(|p| !p.is_empty()) {
         any = true;
-        let chunk = line.get(s..i).unwrap_or("");
+        // Where the piece starts in the line: address arithmetic, no
+        // pointer dereferenced.
+        let start = (piece.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
+        let chunk = line.get(start..start + piece.len()).unwrap_or("");
+        let special = maybe_special && memchr::memchr2(b':', b'@', piece).is_some();
         if special || may_be_www(chunk) {
             emit_chunk(chunk, word, personal, cfg, out, open);
         } else {
             emit_words(chunk, personal, cfg, out, open);
         }
-        special = false;
     }
     if !any {
         end_sentence(&mut out.text, open);
