@@ -313,12 +313,11 @@ impl Replayer {
 /// Replays mbox files in order. `progress` is called after each message.
 ///
 /// With more than one thread ([`ReplayOptions::threads`]), a reader thread
-/// splits the mailbox into batches (at most [`BATCH_MESSAGES`] messages
-/// and about [`BATCH_BYTES`]) and hands them round-robin to analysis
-/// threads; this thread takes their results back in the same round-robin
-/// order, so messages are decided in file order. Each thread holds at most
-/// one batch waiting, one in work and one done: memory stays bounded
-/// however large the mailbox.
+/// splits the mailbox into batches (at most 128 messages and about 8 MiB)
+/// and hands them round-robin to analysis threads; this thread takes their
+/// results back in the same round-robin order, so messages are decided in
+/// file order. Each thread holds at most one batch waiting, one in work
+/// and one done: memory stays bounded however large the mailbox.
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error.
