@@ -40,15 +40,20 @@ fn messages(mbox: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn replay(cfg: &Config) -> Vec<(Record, String)> {
-    let paths: Vec<PathBuf> = [
+/// The three fixture mailboxes, in replay order.
+fn mboxes() -> Vec<PathBuf> {
+    [
         "mbox/campaigns.mbox",
         "mbox/ham.mbox",
         "mbox/malformed.mbox",
     ]
     .iter()
     .map(|p| fixture(p))
-    .collect();
+    .collect()
+}
+
+fn replay(cfg: &Config) -> Vec<(Record, String)> {
+    let paths = mboxes();
     let s = replay_files(&paths, cfg, ReplayOptions::default(), |_| {}).expect("replay");
     let labels = labels();
     assert_eq!(
@@ -159,14 +164,7 @@ fn no_ham_is_flagged_even_at_threshold_5() {
 /// each thread handles several and results are taken back in turn.)
 #[test]
 fn a_parallel_replay_equals_a_serial_one() {
-    let paths: Vec<PathBuf> = [
-        "mbox/campaigns.mbox",
-        "mbox/ham.mbox",
-        "mbox/malformed.mbox",
-    ]
-    .iter()
-    .map(|p| fixture(p))
-    .collect();
+    let paths = mboxes();
     let cfg = threshold5();
     let run = |jobs| {
         let mut progress = 0;
