@@ -35,8 +35,9 @@ pub struct ReplayOptions {
     /// Messages per simulated second (1.0: one second apart).
     pub rate: f64,
     /// Threads that analyze messages (parse to fingerprint) in
-    /// [`replay_files`]; 0: one per available core. Decisions are made in
-    /// file order on one thread, so the result is the same for any number.
+    /// [`replay_files`]; 0: one per available core, at most
+    /// [`DEFAULT_MAX_THREADS`]. Decisions are made in file order on one
+    /// thread, so the result is the same for any number.
     pub jobs: usize,
 }
 
@@ -46,11 +47,19 @@ impl Default for ReplayOptions {
     }
 }
 
+/// Most analysis threads `jobs = 0` starts. Past about eight, the one
+/// thread that reads the mailbox and decides (some 4 µs a message of the
+/// 25 to 50 of analysis) cannot keep more busy, and each thread may hold
+/// up to three batches in memory.
+pub const DEFAULT_MAX_THREADS: usize = 8;
+
 impl ReplayOptions {
     /// The number of analysis threads to run (at least 1).
     pub fn threads(&self) -> usize {
         match self.jobs {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            0 => std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .min(DEFAULT_MAX_THREADS),
             n => n,
         }
     }

@@ -29,8 +29,8 @@ pub struct ReplayArgs {
     /// Simulated messages per second (default 1: one second apart).
     #[arg(long, default_value_t = 1.0)]
     pub rate: f64,
-    /// Threads that analyze messages (0: one per core). Messages are still
-    /// judged in file order: the output does not depend on it.
+    /// Threads that analyze messages (0: one per core, at most 8). Messages
+    /// are still judged in file order: the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
     /// mbox files, replayed in the order given.
