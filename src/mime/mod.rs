@@ -256,14 +256,17 @@ fn attachment_hash(part: &MessagePart<'_>, bytes: &[u8]) -> [u8; 32] {
 
 /// A text part that is really an HTML document.
 fn looks_like_html(text: &str) -> bool {
+    let text = text.trim_start();
+    // Most text parts are text: no copy of their head for them.
+    if !text.starts_with('<') {
+        return false;
+    }
     let head: String = text
-        .trim_start()
         .chars()
         .take(512)
         .collect::<String>()
         .to_ascii_lowercase();
-    head.starts_with('<')
-        && (head.contains("<html") || head.contains("<body") || head.contains("<!doctype html"))
+    head.contains("<html") || head.contains("<body") || head.contains("<!doctype html")
 }
 
 /// Decodes a base64 text part that mail-parser could not decode (seen in
