@@ -301,7 +301,17 @@ impl<'a> Line<'a> {
 /// on ASCII, vertical tab included) is trimmed byte by byte, and only an
 /// end that is then a non-ASCII character is left to `str::trim`.
 fn trim(line: &str) -> &str {
-    let t = line.trim_matches(|c: char| c.is_ascii() && is_space(c as u8));
+    let bytes = line.as_bytes();
+    let start = bytes
+        .iter()
+        .position(|b| !is_space(*b))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_space(*b))
+        .map_or(start, |i| i + 1);
+    // ASCII bytes are character boundaries.
+    let t = line.get(start..end.max(start)).unwrap_or("");
     let b = t.as_bytes();
     if b.first().is_some_and(|c| !c.is_ascii()) || b.last().is_some_and(|c| !c.is_ascii()) {
         t.trim()
