@@ -116,8 +116,8 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         return MimeOutcome::Unparsed;
     }
     let mut body = BodyText {
-        subject: message.subject().map(|s| s.chars().take(512).collect()),
-        message_id: message.message_id().map(|s| s.chars().take(512).collect()),
+        subject: message.subject().map(|s| at_most_chars(s, 512)),
+        message_id: message.message_id().map(|s| at_most_chars(s, 512)),
         truncated,
         ..BodyText::default()
     };
@@ -143,6 +143,15 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
     collect(&message, scan.max_scan_bytes, &mut body, 0);
     MimeOutcome::Parsed(body)
+}
+
+/// The first `n` characters of `s` (all of it when its bytes are no more:
+/// a character is at least one byte).
+fn at_most_chars(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_owned();
+    }
+    s.chars().take(n).collect()
 }
 
 /// Adds the text, URLs and attachment hashes of `message` to `body`.

@@ -236,7 +236,7 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 /// Line-level steps: quotes, footers, greetings.
 fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
     let mut lines: Vec<Line<'_>> = Vec::new();
-    for line in text.lines() {
+    for line in split_lines(text) {
         let t = trim(line);
         if cfg.strip_quotes {
             if t.starts_with("-----original message-----")
@@ -275,6 +275,29 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
         }
     }
     lines
+}
+
+/// `str::lines`, with the line ends found by the memchr crate's iterator
+/// (one search across the text rather than one call per line).
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    let len = text.len();
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', text.as_bytes())
+        .chain(std::iter::once(len))
+        .filter_map(move |end| {
+            let from = start;
+            start = end + 1;
+            // No line after a final line end.
+            if end == len && from == len {
+                return None;
+            }
+            let line = text.get(from..end).unwrap_or("");
+            Some(if end < len {
+                line.strip_suffix('\r').unwrap_or(line)
+            } else {
+                line
+            })
+        })
 }
 
 /// A line of the text and the line trimmed: every line step tests the
@@ -1252,6 +1275,11 @@ mod tests {
             cfg.strip_greetings = switches & 4 == 0;
             let got: Vec<&str> = select_lines(&text, &cfg).iter().map(|l| l.text).collect();
             proptest::prop_assert_eq!(got, reference::select_lines(&text, &cfg));
+        }
+
+        #[test]
+        fn lines_equals_str_lines(s in "[a\r\n\u{e9}]{0,16}") {
+            proptest::prop_assert_eq!(split_lines(&s).collect::<Vec<_>>(), s.lines().collect::<Vec<_>>());
         }
 
         #[test]
