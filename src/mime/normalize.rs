@@ -767,21 +767,21 @@ fn emit_chunk(
     word.clear();
     for c in chunk.chars() {
         if is_cjk(c) {
-            flush_word(word, personal, cfg, out, open);
+            emit_word(word, ascii_digits(word), personal, cfg, out, open);
             word.clear();
             let mut buf = [0u8; 4];
             push_token(c.encode_utf8(&mut buf), out, open);
         } else if c.is_alphanumeric() {
             word.push(c);
         } else {
-            flush_word(word, personal, cfg, out, open);
+            emit_word(word, ascii_digits(word), personal, cfg, out, open);
             word.clear();
             if matches!(c, '.' | '!' | '?' | ';' | '。' | '！' | '？') {
                 end_sentence(&mut out.text, open);
             }
         }
     }
-    flush_word(word, personal, cfg, out, open);
+    emit_word(word, ascii_digits(word), personal, cfg, out, open);
 }
 
 /// Characters trimmed from both ends of a chunk before the URL and
@@ -799,10 +799,9 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
 }
 
-/// What the token steps test about an ASCII word, gathered byte by byte.
+/// What [`looks_random`] tests about an ASCII word, gathered byte by byte.
 #[derive(Debug, Clone, Copy, Default)]
 struct WordStats {
-    len: usize,
     digits: usize,
     vowels: usize,
     /// Current and longest run of consonants (letters that are not
@@ -813,15 +812,14 @@ struct WordStats {
 
 impl WordStats {
     /// Branch-free: whether a letter is a vowel is as good as random to
-    /// the branch predictor, and a mispredicted branch per letter was most
-    /// of the cost of normalizing.
+    /// the branch predictor, and a mispredicted branch per letter cost more
+    /// than the rest of the test.
     fn add(&mut self, b: u8) {
         // Bit i set: the letter `a` + i is a vowel (a e i o u y).
         const VOWELS: u32 = 1 | 1 << 4 | 1 << 8 | 1 << 14 | 1 << 20 | 1 << 24;
         let digit = usize::from(b.is_ascii_digit());
         let letter = u32::from(b.wrapping_sub(b'a'));
         let vowel = usize::from(letter < 26 && VOWELS >> (letter & 31) & 1 == 1);
-        self.len += 1;
         self.digits += digit;
         self.vowels += vowel;
         self.run = (self.run + 1) * (1 - (digit | vowel));
@@ -834,15 +832,9 @@ impl WordStats {
         s
     }
 
-    /// [`looks_random`] of an ASCII word with these stats.
-    fn looks_random(&self) -> bool {
-        let len = self.len;
-        if len >= 25 {
-            return true;
-        }
-        if len < 5 {
-            return false;
-        }
+    /// [`looks_random`] of an ASCII word of `len` bytes (5 to 24) with
+    /// these stats.
+    fn looks_random(&self, len: usize) -> bool {
         let letters = len - self.digits;
         if self.digits > 0 && letters > 0 && len >= 8 {
             return true;
@@ -852,24 +844,13 @@ impl WordStats {
     }
 }
 
-/// Emits one word (a run of alphanumeric characters), unless a token step
-/// drops it.
-fn flush_word(
-    w: &str,
-    personal: &Personal,
-    cfg: &NormalizeConfig,
-    out: &mut Normalized,
-    open: &mut bool,
-) {
-    if w.is_empty() {
-        return;
-    }
-    let random = cfg.drop_random_tokens && looks_random(w);
-    let digits = w.bytes().filter(u8::is_ascii_digit).count();
-    emit_kept(w, random, digits, personal, cfg, out, open);
+/// Number of ASCII digits in `w`.
+fn ascii_digits(w: &str) -> usize {
+    w.bytes().filter(u8::is_ascii_digit).count()
 }
 
-/// [`flush_word`] of an ASCII word whose digits are counted.
+/// Emits one word (a run of alphanumeric characters, `digits` of them
+/// ASCII digits), unless a token step drops it; digit runs folded.
 fn emit_word(
     w: &str,
     digits: usize,
@@ -881,23 +862,7 @@ fn emit_word(
     if w.is_empty() {
         return;
     }
-    // Shorter words never look random: most words skip the stats.
-    let random = cfg.drop_random_tokens && w.len() >= 5 && WordStats::of(w).looks_random();
-    emit_kept(w, random, digits, personal, cfg, out, open);
-}
-
-/// The token steps on word `w` (`random`: it looks random; `digits`: its
-/// number of ASCII digits): dropped, digits folded, or pushed as it is.
-fn emit_kept(
-    w: &str,
-    random: bool,
-    digits: usize,
-    personal: &Personal,
-    cfg: &NormalizeConfig,
-    out: &mut Normalized,
-    open: &mut bool,
-) {
-    let dropped = random
+    let dropped = (cfg.drop_random_tokens && looks_random(w))
         || (cfg.strip_recipient && personal.is_name(w))
         || (cfg.stop_words && STOP_WORDS.binary_search(&w).is_ok());
     let keep = !dropped;
@@ -968,7 +933,12 @@ fn looks_random(w: &str) -> bool {
     if !w.is_ascii() {
         return w.chars().count() >= 25;
     }
-    WordStats::of(w).looks_random()
+    // Decided by length alone, without the stats, for most words.
+    match w.len() {
+        25.. => true,
+        0..5 => false,
+        len => WordStats::of(w).looks_random(len),
+    }
 }
 
 /// English stop words, sorted for binary search.
