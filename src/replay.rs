@@ -344,19 +344,32 @@ pub fn replay_files(
         let messages = read_mbox(std::io::BufReader::new(file)).enumerate();
         if threads <= 1 {
             for (i, msg) in messages {
-                match msg {
-                    Ok(bytes) => {
-                        r.feed(&name, i + 1, &bytes);
-                    }
-                    Err(_) => r.read_error(),
-                }
-                progress(1);
+                let a = msg.ok().map(|raw| analyze(&raw, cfg));
+                judge(&mut r, &name, i, a.as_ref(), &mut progress);
             }
         } else {
-            replay_in_parallel(&mut r, &name, messages, threads, &mut progress);
+            replay_in_parallel(&mut r, cfg, &name, messages, threads, &mut progress);
         }
     }
     Ok(r.finish())
+}
+
+/// Decides message `i` (0-based) of mailbox `name` from its analysis, or
+/// counts it unreadable.
+fn judge(
+    r: &mut Replayer,
+    name: &str,
+    i: usize,
+    a: Option<&Analysis>,
+    progress: &mut impl FnMut(u64),
+) {
+    match a {
+        Some(a) => {
+            r.feed_analyzed(name, i + 1, a);
+        }
+        None => r.read_error(),
+    }
+    progress(1);
 }
 
 /// Messages of one batch: (index in the mailbox, the message or the error
@@ -366,14 +379,13 @@ type Batch = Vec<(usize, std::io::Result<Vec<u8>>)>;
 /// The pipeline of [`replay_files`] over one mailbox.
 fn replay_in_parallel(
     r: &mut Replayer,
+    cfg: &Config,
     name: &str,
     mut messages: impl Iterator<Item = (usize, std::io::Result<Vec<u8>>)> + Send,
     threads: usize,
     progress: &mut impl FnMut(u64),
 ) {
     use std::sync::mpsc::sync_channel;
-    let cfg = r.engine.config().clone();
-    let cfg = &cfg;
     std::thread::scope(|scope| {
         let mut to_workers = Vec::with_capacity(threads);
         let mut from_workers = Vec::with_capacity(threads);
@@ -421,13 +433,7 @@ fn replay_in_parallel(
                 break;
             };
             for ((i, _), a) in batch.iter().zip(&analyses) {
-                match a {
-                    Some(a) => {
-                        r.feed_analyzed(name, i + 1, a);
-                    }
-                    None => r.read_error(),
-                }
-                progress(1);
+                judge(r, name, *i, a.as_ref(), progress);
             }
         }
     });
