@@ -63,7 +63,7 @@ fn fmix32(mut v: u32) -> u32 {
 ///
 /// Minimum i is over `fmix32(x ^ seed_i)`, where x folds a feature's 64
 /// bits to 32 (`lo ^ hi`): 32-bit lanes, so the compiler computes four
-/// minimums per SSE instruction, five times faster than the 64-bit
+/// minimums per SSE instruction, several times faster than the 64-bit
 /// SplitMix finalizer per minimum of fingerprint version 2. (Two of a
 /// message's features share x with probability about n² / 2^33: none in
 /// practice.)

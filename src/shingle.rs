@@ -4,9 +4,8 @@
 //! Every token is hashed once with XXH3-64 (the xxHash specification,
 //! stable since 0.8.0) over its UTF-8 bytes, with a 64-bit seed made from
 //! `fingerprint.hash_key`: `k0 ^ mix(k1)` ([`token_seed`]). (Fingerprint
-//! version 2 and earlier used SipHash-1-3 keyed by (k0, k1): a quarter
-//! of the cost of analysing a message went to it, at 19 ns a word against
-//! 5 ns for XXH3 on this project's machine.) A shingle is
+//! version 2 and earlier used SipHash-1-3 keyed by (k0, k1), several
+//! times slower on words of a few bytes.) A shingle is
 //! `shingle_words` consecutive tokens of one sentence (a sentence shorter
 //! than that gives one shingle of all its tokens); shingles never span
 //! sentences. A shingle's hash combines its tokens' hashes in order:

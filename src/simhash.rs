@@ -22,8 +22,8 @@ use crate::shingle::Shingles;
 /// - 2: Supercite quotes and list footers without a rule line are not
 ///   fingerprinted.
 /// - 3: tokens hashed with XXH3 instead of SipHash-1-3, MinHash over
-///   32-bit lanes: a tenth of the cost of analysing a message, the same
-///   measured quality (README, Measured quality).
+///   32-bit lanes, for speed; the same measured quality (README, Measured
+///   quality).
 pub const VERSION: u8 = 3;
 
 /// The fingerprints of one message.

@@ -85,11 +85,9 @@ fn threshold5() -> Config {
 /// campaign flagged; of the messages past each campaign's 5th, 0.980 to
 /// 0.995 flagged in all, 0.85 to 0.95 in the worst campaign (a small one,
 /// where one message the early, still split campaign does not reach costs
-/// 4 to 5%); 1.00 to 1.08 ids per campaign. Over twelve random keys the
-/// worst campaign ranged from 0.80 to 1.00 with version 3 and from 0.85 to
-/// 1.00 with version 2, which had up to 1.33 ids per campaign (it met a
-/// 0.95 bar for the worst campaign under its default key, not under most
-/// others).
+/// 4 to 5%); 1.00 to 1.08 ids per campaign. (Fingerprint version 2 met a
+/// bar of 0.95 for the worst campaign under its default key only; under
+/// one of these keys it had 1.33 ids per campaign.)
 #[test]
 fn every_campaign_is_caught_as_one_campaign_at_threshold_5() {
     for key in [

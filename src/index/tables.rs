@@ -109,7 +109,7 @@ impl BucketTable {
             bits,
             // Built, not cloned: `vec![VecDeque::new(); n]` clones the
             // empty deque n times, and for the 393,216 buckets of a window
-            // of 10^6 entries that was most of `Engine::new`'s 7 ms.
+            // of 10^6 entries that was most of `Engine::new`'s time.
             buckets: std::iter::repeat_with(VecDeque::new)
                 .take(1usize << bits)
                 .collect(),
