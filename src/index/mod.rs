@@ -51,7 +51,9 @@ pub struct IndexParts {
     pub base: u64,
     /// Window entries, oldest first.
     pub entries: Vec<Entry>,
-    /// Bucket index bits of the band tables.
+    /// Bucket index bits of the band tables when saved (a restore puts the
+    /// items back at any size; the snapshot reader bounds the bucket count
+    /// with it).
     pub band_bits: u32,
     /// Per band table, the non-empty buckets as (index, raw items).
     pub bands: Vec<Vec<(u32, Vec<u64>)>>,
@@ -205,6 +207,7 @@ impl NearIndex {
             self.tables.insert(e.simhash, seq);
             self.bands.insert(bands, seq);
         }
+        self.grow_tables();
         if self.stale_band_items > 0 {
             let window = &self.window;
             let (next, dropped) = self
@@ -214,6 +217,30 @@ impl NearIndex {
             self.stale_band_items = self.stale_band_items.saturating_sub(dropped);
         }
         evicted
+    }
+
+    /// Doubles the tables when the window has outgrown them (see
+    /// [`tables`], Growth): the block tables are rebuilt from the window,
+    /// the band tables split their buckets and drop their stale items on
+    /// the way. Each doubling costs time in proportion to the window, once
+    /// per doubling: O(1) per insertion over the window's life.
+    fn grow_tables(&mut self) {
+        let n = self.window.len();
+        if let Some(bits) = self.tables.wants(n) {
+            self.tables = self.tables.resized(bits);
+            for (seq, e) in self.window.iter() {
+                if e.near {
+                    self.tables.insert(e.simhash, seq);
+                }
+            }
+        }
+        if let Some(bits) = self.bands.wants(n) {
+            let window = &self.window;
+            self.bands
+                .grow(bits, |low| window.get_by_low(low).is_some());
+            self.stale_band_items = 0;
+            self.sweep_cursor = 0;
+        }
     }
 
     /// Removes the oldest entry.
@@ -257,30 +284,39 @@ impl NearIndex {
     }
 
     /// Replaces the contents with snapshot parts: the window, the block
-    /// tables rebuilt from it, and the band items if the band tables still
-    /// have the saved shape. Returns whether the band items were restored
-    /// (false: the band tables start empty and refill as mail arrives).
-    /// The caller keeps `parts.entries` within `max_entries` (the snapshot
-    /// reader refuses more); the next insertion evicts as usual.
+    /// tables rebuilt from it, and the live band items, at the table size
+    /// the window calls for (whatever size they were saved at). Returns
+    /// whether the band items were restored (false: the parts are for
+    /// another number of band tables; the band tables start empty and
+    /// refill as mail arrives). The caller keeps `parts.entries` within
+    /// `max_entries` (the snapshot reader refuses more); the next
+    /// insertion evicts as usual.
     pub fn restore_parts(&mut self, parts: IndexParts) -> bool {
-        self.tables = Tables::new(self.tables.radius(), self.max_entries);
-        self.bands = Bands::new(self.bands.count(), self.max_entries);
         self.window = Window::from_parts(parts.base, parts.entries);
+        let n = self.window.len();
+        let tables = Tables::new(self.tables.radius(), self.max_entries);
+        self.tables = match tables.wants(n) {
+            Some(bits) => tables.resized(bits),
+            None => tables,
+        };
         for (seq, e) in self.window.iter() {
             if e.near {
                 self.tables.insert(e.simhash, seq);
             }
         }
-        let restored = self.bands.restore_parts(parts.band_bits, parts.bands);
-        // Snapshots of earlier versions may hold stale band items: drop
-        // them all now, once, so the count of stale items starts at its
-        // true value, 0.
-        let window = &self.window;
-        let buckets = self.bands.buckets_per_table();
-        self.bands
-            .sweep(0, buckets, |low| window.get_by_low(low).is_some());
+        self.bands = Bands::new(self.bands.count(), self.max_entries);
+        if let Some(bits) = self.bands.wants(n) {
+            self.bands.grow(bits, |_| true);
+        }
+        // Stale items, which snapshots of earlier versions may hold, are
+        // left out: the count of stale items starts at its true value, 0.
+        let base = self.window.next_seq() - n as u64;
+        let restored = self.bands.restore_parts(parts.bands, |low| {
+            let offset = low.wrapping_sub(base as u32);
+            ((offset as usize) < n).then_some(offset)
+        });
         self.stale_band_items = 0;
-        self.sweep_cursor = parts.sweep_cursor % buckets.max(1);
+        self.sweep_cursor = parts.sweep_cursor % self.bands.buckets_per_table().max(1);
         restored
     }
 
@@ -310,11 +346,13 @@ mod tests {
 
     fn bands_of(h: u64) -> [u64; 2] {
         // Synthetic band keys: shared by fingerprints with the same top 12
-        // bits. (With 8 bits, 100k entries made band buckets of about 400
+        // bits, in the upper half of the key, where band tables take their
+        // bucket and check bits (real keys are uniform in all 64 bits).
+        // (With 8 such bits, 100k entries made band buckets of about 400
         // items, past MAX_BUCKET_SCAN: a flood, where the newest items are
         // read and brute force is not the reference. Real band tables hold
         // about 32 items a bucket at capacity.)
-        [h >> 52, (h >> 40) & 0xFFF | 0x1000]
+        [(h >> 52) << 32, ((h >> 40) & 0xFFF | 0x1000) << 32]
     }
 
     fn q(h: u64, b: &[u64]) -> Query<'_> {
@@ -541,10 +579,56 @@ mod tests {
                 back.query(&q(probe, &bands_of(probe)))
             );
         }
+        // A window of another capacity takes the same parts, and answers
+        // alike.
         let mut other = NearIndex::new(3, 1 << 20, 2, 10, 64);
-        let bands_ok = other.restore_parts(parts);
-        assert!(!bands_ok, "band tables of another size are not restored");
+        assert!(other.restore_parts(parts));
         assert_eq!(other.len(), idx.len());
+        for (_, e) in idx.window().iter().step_by(7) {
+            let probe = flip(e.simhash, 2, &mut st);
+            assert_eq!(
+                idx.query(&q(probe, &bands_of(probe))),
+                other.query(&q(probe, &bands_of(probe)))
+            );
+        }
+    }
+
+    /// Tables that grew with the window answer every query as tables built
+    /// at their final size do, and an engine that holds few entries holds
+    /// small tables.
+    #[test]
+    fn tables_grown_with_the_window_answer_as_full_sized_ones() {
+        let mut st = 5;
+        let cap = 1 << 16;
+        let mut idx = NearIndex::new(3, cap, 2, 10, 64);
+        let empty = idx.heap_bytes();
+        assert!(empty < 100_000, "{empty} bytes for an empty index");
+        let mut bases = Vec::new();
+        for t in 0..20_000u32 {
+            let h = if t % 3 == 0 || bases.is_empty() {
+                let h = splitmix(&mut st);
+                bases.push(h);
+                h
+            } else {
+                let b = bases[(splitmix(&mut st) as usize) % bases.len()];
+                flip(b, (splitmix(&mut st) % 6) as u32, &mut st)
+            };
+            idx.insert(entry(h, t), &bands_of(h));
+        }
+        assert!(idx.tables.bits() > 8 && idx.bands.bits() > 8);
+        // Built at the final size from the start: the same parts restored.
+        let mut full = NearIndex::new(3, cap, 2, 10, 64);
+        full.restore_parts(idx.to_parts());
+        assert_eq!(full.tables.bits(), idx.tables.bits());
+        assert_eq!(full.bands.bits(), idx.bands.bits());
+        for _ in 0..2_000 {
+            let b = bases[(splitmix(&mut st) as usize) % bases.len()];
+            let h = flip(b, (splitmix(&mut st) % 6) as u32, &mut st);
+            let got = idx.query(&q(h, &bands_of(h)));
+            assert_eq!(got, full.query(&q(h, &bands_of(h))));
+            let seen: Vec<(u64, u32)> = got.iter().map(|m| (m.seq, m.distance)).collect();
+            assert_eq!(seen, brute(&idx, h, &bands_of(h)));
+        }
     }
 
     proptest! {

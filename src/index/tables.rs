@@ -18,6 +18,17 @@
 //! Items enter buckets in sequence order and the window evicts in sequence
 //! order, so an evicted entry is always at the front of each of its buckets:
 //! deletion is exact and O(1), and no stale item is ever kept.
+//!
+//! **Growth.** Tables start small and double as the window fills, up to the
+//! size its capacity calls for, like a hash map: an engine that holds few
+//! entries (a fresh or lightly used daemon, `bulkwatch scan`, a short
+//! replay) neither builds nor holds bucket headers for millions. A block
+//! table is rebuilt from the window's fingerprints
+//! ([`super::NearIndex`] does it); a band table is keyed by bits of the
+//! band key that its items keep as check bits, so it splits its own
+//! buckets. Either way items keep their sequence order, and the tables
+//! answer every query as tables built at full size would (but for which
+//! items the [`MAX_BUCKET_SCAN`] bound keeps in an overfull bucket).
 
 use std::collections::VecDeque;
 
@@ -122,13 +133,17 @@ impl BucketTable {
 
     fn insert(&mut self, key: u64, check: u32, seq: u64) {
         let i = self.index(key);
+        self.push(i, (u64::from(check) << 32) | (seq & 0xFFFF_FFFF));
+    }
+
+    fn push(&mut self, i: usize, item: u64) {
         if let Some(b) = self.buckets.get_mut(i) {
             if b.len() == b.capacity() {
                 // Grow by a quarter, not double: buckets are many and small,
                 // and doubling leaves a third of their memory unused.
                 b.reserve_exact((b.len() / 4).max(4));
             }
-            b.push_back((u64::from(check) << 32) | (seq & 0xFFFF_FFFF));
+            b.push_back(item);
         }
     }
 
@@ -179,15 +194,30 @@ impl BucketTable {
     }
 }
 
-/// Bucket index bits for a window of `capacity` entries with about
-/// `per_bucket` (a power of two) entries per bucket at capacity, between 8
-/// and 20 bits. Each bucket costs a 32-byte header, so fewer, fuller buckets
-/// save memory; a query scans one bucket per table.
-fn table_bits(capacity: usize, per_bucket: usize) -> u32 {
-    let log2 = usize::BITS - capacity.max(1).leading_zeros();
+/// Fewest bucket index bits of a table.
+const MIN_BITS: u32 = 8;
+
+/// Bucket index bits for a window of `n` entries with about `per_bucket`
+/// (a power of two) entries per bucket, between [`MIN_BITS`] and 20 bits.
+/// Each bucket costs a 32-byte header, so fewer, fuller buckets save
+/// memory; a query scans one bucket per table.
+fn table_bits(n: usize, per_bucket: usize) -> u32 {
+    let log2 = usize::BITS - n.max(1).leading_zeros();
     log2.saturating_sub(per_bucket.trailing_zeros())
-        .clamp(8, 20)
+        .clamp(MIN_BITS, 20)
 }
+
+/// Index bits a table of at most `max` bits should have for `n` entries,
+/// when that is more than its `bits`.
+fn wanted_bits(n: usize, per_bucket: usize, bits: u32, max: u32) -> Option<u32> {
+    let want = table_bits(n, per_bucket).min(max);
+    (want > bits).then_some(want)
+}
+
+/// Window entries per block bucket the tables grow to keep.
+const BLOCK_PER_BUCKET: usize = 4;
+/// Window entries per band bucket the tables grow to keep.
+const BAND_PER_BUCKET: usize = 32;
 
 #[derive(Debug, Clone, Copy)]
 struct Block {
@@ -199,16 +229,28 @@ struct Block {
 #[derive(Debug, Clone)]
 pub struct Tables {
     k: u32,
+    /// Bucket index bits now (a block narrower than that uses all its bits).
+    bits: u32,
+    /// Bits the tables grow to at most: what a full window calls for, and
+    /// no more than the widest block.
+    max_bits: u32,
     blocks: Vec<Block>,
     tables: Vec<BucketTable>,
 }
 
 impl Tables {
-    /// Tables for radius `k` (0..=7) and a window of up to `capacity` entries.
+    /// Empty tables for radius `k` (0..=7) and a window of up to `capacity`
+    /// entries, at their smallest size: see [`Tables::wants`].
     pub fn new(k: u32, capacity: usize) -> Tables {
         let k = k.min(7);
         let n = k + 1;
-        let bits = table_bits(capacity, 4);
+        let widest = 64 / n + u32::from(64 % n != 0);
+        let max_bits = table_bits(capacity, BLOCK_PER_BUCKET).min(widest);
+        Tables::with_bits(k, MIN_BITS.min(max_bits), max_bits)
+    }
+
+    fn with_bits(k: u32, bits: u32, max_bits: u32) -> Tables {
+        let n = k + 1;
         let mut blocks = Vec::with_capacity(n as usize);
         let mut shift = 0;
         for i in 0..n {
@@ -224,7 +266,25 @@ impl Tables {
             .iter()
             .map(|b| BucketTable::new(b.key_bits))
             .collect();
-        Tables { k, blocks, tables }
+        Tables {
+            k,
+            bits,
+            max_bits,
+            blocks,
+            tables,
+        }
+    }
+
+    /// The index bits these tables should have once the window holds `n`
+    /// entries, when that is more than they have: the caller then builds
+    /// [`Tables::resized`] tables and inserts the window into them.
+    pub fn wants(&self, n: usize) -> Option<u32> {
+        wanted_bits(n, BLOCK_PER_BUCKET, self.bits, self.max_bits)
+    }
+
+    /// Empty tables of the same radius and bound with `bits` index bits.
+    pub fn resized(&self, bits: u32) -> Tables {
+        Tables::with_bits(self.k, bits.min(self.max_bits), self.max_bits)
     }
 
     pub fn radius(&self) -> u32 {
@@ -290,20 +350,35 @@ impl Tables {
             .max()
             .unwrap_or(0)
     }
+
+    /// Bucket index bits now.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
 }
 
 /// One table per MinHash band.
+///
+/// A band key's bucket is given by the low bits of its upper half, which
+/// is also the item's check: an item alone says which bucket it belongs in
+/// at any table size, so the tables split their own buckets as they grow
+/// and take back snapshot items whatever size they were saved at.
 #[derive(Debug, Clone)]
 pub struct Bands {
+    bits: u32,
+    max_bits: u32,
     tables: Vec<BucketTable>,
 }
 
 impl Bands {
-    /// `n` band tables (0 disables the stage) for up to `capacity` entries.
+    /// `n` band tables (0 disables the stage) for up to `capacity` entries,
+    /// at their smallest size: see [`Bands::wants`].
     pub fn new(n: usize, capacity: usize) -> Bands {
-        let bits = table_bits(capacity, 32);
+        let max_bits = table_bits(capacity, BAND_PER_BUCKET);
         Bands {
-            tables: (0..n).map(|_| BucketTable::new(bits)).collect(),
+            bits: MIN_BITS,
+            max_bits,
+            tables: (0..n).map(|_| BucketTable::new(MIN_BITS)).collect(),
         }
     }
 
@@ -311,10 +386,44 @@ impl Bands {
         self.tables.len()
     }
 
+    /// Table key and check of a band key: its upper half.
+    fn half(key: u64) -> u64 {
+        key >> 32
+    }
+
     pub fn insert(&mut self, bands: &[u64], seq: u64) {
         for (t, key) in self.tables.iter_mut().zip(bands) {
-            t.insert(*key, (key >> 32) as u32, seq);
+            let half = Self::half(*key);
+            t.insert(half, half as u32, seq);
         }
+    }
+
+    /// The index bits these tables should have once the window holds `n`
+    /// entries, when that is more than they have (see [`Bands::grow`]).
+    pub fn wants(&self, n: usize) -> Option<u32> {
+        wanted_bits(n, BAND_PER_BUCKET, self.bits, self.max_bits)
+    }
+
+    /// Splits every bucket to `bits` index bits (at most the tables'
+    /// bound), keeping the items `live` accepts in their order and dropping
+    /// the others; returns how many it dropped.
+    pub fn grow(&mut self, bits: u32, live: impl Fn(u32) -> bool) -> usize {
+        let bits = bits.clamp(self.bits, self.max_bits);
+        self.bits = bits;
+        let mut dropped = 0;
+        for t in &mut self.tables {
+            let old = std::mem::replace(t, BucketTable::new(bits));
+            for b in old.buckets {
+                for item in b {
+                    if live(item as u32) {
+                        t.push(t.index(item >> 32), item);
+                    } else {
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        dropped
     }
 
     /// Drops stale items (those `live` rejects) from the front of `count`
@@ -368,11 +477,12 @@ impl Bands {
     /// Appends the bucket of each band key in its table to `out`.
     pub fn buckets<'a>(&'a self, bands: &[u64], out: &mut Vec<BucketScan<'a>>) {
         for (t, key) in self.tables.iter().zip(bands) {
-            let (older, newer) = t.newest(*key);
+            let half = Self::half(*key);
+            let (older, newer) = t.newest(half);
             out.push(BucketScan {
                 older,
                 newer,
-                check: (key >> 32) as u32,
+                check: half as u32,
                 radius: None,
             });
         }
@@ -393,7 +503,7 @@ impl Bands {
 
     /// Bucket index bits of every band table (all tables share one size).
     pub fn bits(&self) -> u32 {
-        self.tables.first().map_or(0, |t| t.bits)
+        self.bits
     }
 
     /// The raw items that `live` keeps, of every bucket that has some, per
@@ -417,24 +527,38 @@ impl Bands {
             .collect()
     }
 
-    /// Puts back what [`Bands::to_parts`] produced. Returns false, leaving
-    /// the tables empty, when the parts do not fit these tables (other
-    /// table count or size, or a bucket index out of range): the caller
-    /// then runs without the saved band items (the second stage relearns as
-    /// mail arrives).
-    pub fn restore_parts(&mut self, bits: u32, parts: Vec<Vec<(u32, Vec<u64>)>>) -> bool {
-        if bits != self.bits() || parts.len() != self.tables.len() {
+    /// Puts back what [`Bands::to_parts`] produced, at any table size: each
+    /// item goes to the bucket its check bits name (the saved bucket index
+    /// is not needed), in sequence order. `offset` gives a live item's
+    /// place in the window (None: stale, dropped). Returns false, leaving
+    /// the tables empty, when the parts are for another number of tables:
+    /// the caller then runs without the saved band items (the second stage
+    /// relearns as mail arrives).
+    pub fn restore_parts(
+        &mut self,
+        parts: Vec<Vec<(u32, Vec<u64>)>>,
+        offset: impl Fn(u32) -> Option<u32>,
+    ) -> bool {
+        for t in &mut self.tables {
+            t.buckets.iter_mut().for_each(VecDeque::clear);
+        }
+        if parts.len() != self.tables.len() {
             return false;
         }
         for (t, buckets) in self.tables.iter_mut().zip(parts) {
-            for (i, items) in buckets {
-                let Some(b) = t.buckets.get_mut(i as usize) else {
-                    for t in &mut self.tables {
-                        t.buckets.iter_mut().for_each(VecDeque::clear);
-                    }
-                    return false;
-                };
-                *b = items.into();
+            for it in buckets.into_iter().flat_map(|(_, items)| items) {
+                if offset(it as u32).is_some() {
+                    t.push(t.index(it >> 32), it);
+                }
+            }
+            // Each saved bucket is in order, and so is a new bucket that
+            // takes items from one saved bucket only (the same or a larger
+            // size); one that merges several is sorted.
+            let key = |it: &u64| offset(*it as u32).unwrap_or(u32::MAX);
+            for b in &mut t.buckets {
+                if !b.iter().is_sorted_by_key(key) {
+                    b.make_contiguous().sort_by_key(key);
+                }
             }
         }
         true
@@ -482,7 +606,7 @@ mod tests {
         }
         let parts = b.to_parts(|_| true);
         let mut c = Bands::new(3, 1000);
-        assert!(c.restore_parts(b.bits(), parts.clone()));
+        assert!(c.restore_parts(parts.clone(), Some));
         assert_eq!(c.to_parts(|_| true), parts);
         let mut seen_b = Vec::new();
         let mut seen_c = Vec::new();
@@ -492,18 +616,77 @@ mod tests {
         assert!(!seen_b.is_empty());
     }
 
+    /// Keys that share their upper half share a band bucket at every size.
+    fn keys(seq: u64) -> [u64; 2] {
+        let k = seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        [k, (k % 5) << 32]
+    }
+
+    /// Every band key's items, oldest first, through `candidates`.
+    fn found(b: &Bands, n: u64) -> Vec<Vec<u32>> {
+        (0..n)
+            .map(|s| {
+                let mut v = Vec::new();
+                b.candidates(&keys(s), |x| v.push(x));
+                v
+            })
+            .collect()
+    }
+
+    /// Grown tables find what tables built at their size find, stale
+    /// items dropped on the way, bucket order kept.
     #[test]
-    fn band_parts_of_another_size_are_refused() {
-        let mut b = Bands::new(2, 100);
-        b.insert(&[1, 2], 0);
+    fn grown_band_tables_answer_as_full_sized_ones() {
+        let n = 20_000u64;
+        let mut grown = Bands::new(2, 1 << 20);
+        let mut full = Bands::new(2, 1 << 20);
+        full.grow(14, |_| true);
+        assert_eq!(full.bits(), 14);
+        for seq in 0..n {
+            grown.insert(&keys(seq), seq);
+            full.insert(&keys(seq), seq);
+            if let Some(bits) = grown.wants(seq as usize + 1) {
+                assert_eq!(grown.grow(bits, |_| true), 0);
+            }
+        }
+        assert!(grown.bits() > MIN_BITS && grown.bits() < full.bits());
+        grown.grow(14, |_| true);
+        assert_eq!(found(&grown, n), found(&full, n));
+        // Growing drops what `live` rejects.
+        let mut b = Bands::new(1, 1 << 20);
+        for seq in 0..100 {
+            b.insert(&keys(seq)[..1], seq);
+        }
+        assert_eq!(b.grow(9, |low| low >= 40), 40);
+        let mut left = 0;
+        b.tables[0].buckets.iter().for_each(|x| left += x.len());
+        assert_eq!(left, 60);
+    }
+
+    /// Saved items go back into tables of any size, each in the bucket its
+    /// check bits name, in order; a table count that differs is refused.
+    #[test]
+    fn band_parts_fit_tables_of_any_size() {
+        let n = 3000u64;
+        let mut small = Bands::new(2, 1 << 20);
+        for seq in 0..n {
+            small.insert(&keys(seq), seq);
+        }
+        let parts = small.to_parts(|_| true);
         let mut big = Bands::new(2, 1 << 20);
-        assert!(!big.restore_parts(b.bits(), b.to_parts(|_| true)));
-        let mut fewer = Bands::new(1, 100);
-        assert!(!fewer.restore_parts(b.bits(), b.to_parts(|_| true)));
-        let mut same = Bands::new(2, 100);
-        assert!(!same.restore_parts(b.bits(), vec![vec![(1 << 30, vec![1])], vec![]]));
-        let mut n = 0;
-        same.candidates(&[1, 2], |_| n += 1);
-        assert_eq!(n, 0, "a refused restore leaves the tables empty");
+        big.grow(12, |_| true);
+        assert!(big.restore_parts(parts.clone(), Some));
+        assert_eq!(found(&big, n), found(&small, n));
+        // And back to the smaller size: buckets merge, and are sorted.
+        let mut again = Bands::new(2, 1 << 20);
+        assert!(again.restore_parts(big.to_parts(|_| true), Some));
+        assert_eq!(found(&again, n), found(&small, n));
+        // Stale items (no offset) are left out.
+        let mut live = Bands::new(2, 1 << 20);
+        assert!(live.restore_parts(parts.clone(), |low| (low >= 1000).then_some(low)));
+        assert!(found(&live, n).iter().flatten().all(|s| *s >= 1000));
+        let mut fewer = Bands::new(1, 1 << 20);
+        assert!(!fewer.restore_parts(parts, Some));
+        assert!(found(&fewer, n).iter().all(Vec::is_empty));
     }
 }

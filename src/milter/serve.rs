@@ -135,7 +135,7 @@ pub fn load_state(dir: &Path, cfg: &Config) -> (Engine, Option<u64>) {
                 "snapshot loaded"
             );
             if !loaded.bands_restored {
-                warn!("band tables changed size: their saved items were skipped (the MinHash stage refills as mail arrives)");
+                warn!("the saved band tables do not fit this configuration: their items were skipped (the MinHash stage refills as mail arrives)");
             }
             (engine, Some(loaded.saved_at))
         }
