@@ -19,8 +19,9 @@
 //!   decision with a new engine per iteration), each fed what the step
 //!   before produced.
 //! - `lookup/N`: one query against a window of N entries (random
-//!   fingerprints, the default radius and bands). Memory per window entry is
-//!   printed while the window is built.
+//!   fingerprints, the default radius and bands). Memory per window entry,
+//!   and the longest single insertion while the window is built (a table
+//!   doubling), are printed.
 //! - `inline/<name>`: analysis of each message of the hostile suite
 //!   (`fixtures/hostile`) cut to `milter::INLINE_SCAN_BYTES`: the worst
 //!   case of what the milter analyses on a connection's own task instead of
@@ -28,7 +29,7 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
@@ -240,6 +241,9 @@ fn lookup(c: &mut Criterion) {
             w.max_sketch_diff,
             w.max_minhash_distance,
         );
+        // The longest single insertion: the one that doubles the tables
+        // last (see `bulkwatch::index::tables`, Growth).
+        let mut longest = (Duration::ZERO, 0);
         for i in 0..n {
             let h = splitmix(&mut st);
             let bands: Vec<u64> = (0..w.minhash_bands).map(|_| splitmix(&mut st)).collect();
@@ -253,11 +257,16 @@ fn lookup(c: &mut Criterion) {
                 weight: 100,
                 near: true,
             };
+            let t = Instant::now();
             idx.insert(e, &bands);
+            longest = longest.max((t.elapsed(), i + 1));
         }
         eprintln!(
-            "window of {n}: {:.1} bytes per entry (window and tables, heap)",
-            idx.heap_bytes() as f64 / n as f64
+            "window of {n}: {:.1} bytes per entry (window and tables, heap); \
+             longest insertion {:.1} ms, at entry {}",
+            idx.heap_bytes() as f64 / n as f64,
+            longest.0.as_secs_f64() * 1e3,
+            longest.1
         );
         let queries: Vec<(u64, u64, Vec<u64>)> = (0..1024)
             .map(|_| {

@@ -208,9 +208,18 @@ fn table_bits(n: usize, per_bucket: usize) -> u32 {
 }
 
 /// Index bits a table of at most `max` bits should have for `n` entries,
-/// when that is more than its `bits`.
+/// when that is more than its `bits`: twice as many buckets each time the
+/// entries reach `per_bucket` per bucket, and straight to `max` once they
+/// fill a sixteenth of it. A doubling costs time in proportion to the
+/// entries, on the insertion that triggers it; the jump keeps the last and
+/// costliest doublings, near a full window of 10^7 entries, from stalling
+/// that insertion for a second.
 fn wanted_bits(n: usize, per_bucket: usize, bits: u32, max: u32) -> Option<u32> {
-    let want = table_bits(n, per_bucket).min(max);
+    let want = if n >= (per_bucket << max) / 16 {
+        max
+    } else {
+        table_bits(n, per_bucket).min(max)
+    };
     (want > bits).then_some(want)
 }
 
