@@ -3,10 +3,12 @@
 //! - `throughput/*`: one mbox (`BULKWATCH_BENCH_MBOX` when set, else the
 //!   SpamAssassin easy-ham set when `BULKWATCH_CORPUS` names the corpus
 //!   directory, else the fixtures) split and judged message by message:
-//!   `mail_parser_baseline` is mail-parser's own mbox split + parse + text
-//!   extraction (body_text and body_html of every part), on one core;
-//!   `bulkwatch_engine` is split + analyze + decide on one core, the work
-//!   of `bulkwatch replay`; `replay_1_thread` and `replay_all_cores` run
+//!   `mail_parser_baseline` is mail-parser's own mbox split
+//!   (`MessageIterator`) + parse + text extraction (body_text and body_html
+//!   of every part), on one core;
+//!   `bulkwatch_engine` is split (bulkwatch's own, `bulkwatch::mbox`) +
+//!   analyze + decide on one core, the work of `bulkwatch replay`;
+//!   `replay_1_thread` and `replay_all_cores` run
 //!   the replay itself on the file (read, analyze, decide, records; no
 //!   output) with one analysis thread and with one per core. Criterion's
 //!   throughput line is in messages per second. Implementation note: each
@@ -38,6 +40,7 @@ use bulkwatch::index::{NearIndex, Query};
 use bulkwatch::milter::INLINE_SCAN_BYTES;
 use bulkwatch::replay::{read_mbox, replay_files, ReplayOptions};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mail_parser::mailbox::mbox::MessageIterator;
 
 fn mbox_path() -> PathBuf {
     if let Some(p) = std::env::var_os("BULKWATCH_BENCH_MBOX") {
@@ -66,8 +69,8 @@ fn throughput(c: &mut Criterion) {
     g.bench_function("mail_parser_baseline", |b| {
         b.iter(|| {
             let mut n = 0usize;
-            for m in read_mbox(&bytes[..]) {
-                let raw = m.expect("read");
+            for m in MessageIterator::new(&bytes[..]) {
+                let raw = m.expect("read").unwrap_contents();
                 if let Some(msg) = mail_parser::MessageParser::default().parse(&raw) {
                     for i in 0..msg.text_body.len() {
                         n += msg.body_text(i).map_or(0, |t| t.len());

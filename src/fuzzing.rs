@@ -16,6 +16,8 @@
 //! - [`snapshot`]: the bytes as a snapshot, and as a snapshot body sealed
 //!   with a valid checksum (to get past it); an accepted snapshot must
 //!   re-encode to a fixed point and keep working.
+//! - [`mbox`]: the bytes as an mbox file, split by [`crate::mbox`] and by
+//!   mail-parser's iterator: the two must give the same messages.
 //!
 //! Every function works on a small configuration ([`small_config`]) so that
 //! one execution costs microseconds, not the megabytes of the default
@@ -720,6 +722,26 @@ pub fn snapshot_seed<'a>(messages: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8
     bytes
 }
 
+/// The first byte picks a read block of 1 to 64 bytes, the rest is an
+/// mbox file: bulkwatch's splitter must give the messages mail-parser's
+/// gives, whatever the block size (see [`crate::mbox`]).
+pub fn mbox(data: &[u8]) {
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
+    let block = usize::from(first % 64) + 1;
+    let ours: Vec<Vec<u8>> = crate::mbox::Mbox::with_block(input, block)
+        .map(|m| m.unwrap_or_else(|e| panic!("in-memory read failed: {e}")))
+        .collect();
+    let theirs: Vec<Vec<u8>> = mail_parser::mailbox::mbox::MessageIterator::new(input)
+        .map(|m| {
+            m.unwrap_or_else(|e| panic!("in-memory read failed: {e}"))
+                .unwrap_contents()
+        })
+        .collect();
+    assert_eq!(ours, theirs, "block of {block} bytes");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,6 +753,7 @@ mod tests {
             milter_session(data);
             config(data);
             snapshot(data);
+            mbox(data);
         }
     }
 

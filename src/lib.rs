@@ -9,6 +9,8 @@
 //! - [`index`]: the sliding window with permuted block and MinHash band tables.
 //! - [`exact`]: rotating Bloom filters of exact hashes plus an LRU.
 //! - [`campaign`], [`verdict`]: grouping and levels.
+//! - [`mbox`]: an mbox file -> its messages (mail-parser's format, read in
+//!   blocks; [`fuzzing`] checks it against mail-parser's own iterator).
 //! - [`replay`]: mbox replay with simulated time (CLI, tune and tests).
 //! - [`config`]: TOML, raw then validated.
 //! - [`store`]: where the state lives besides memory: Redis, shared by
@@ -24,6 +26,7 @@ pub mod engine;
 pub mod exact;
 pub mod fuzzing;
 pub mod index;
+pub mod mbox;
 pub mod milter;
 pub mod mime;
 pub mod minhash;

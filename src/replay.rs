@@ -15,10 +15,7 @@
 //! was later merged into an older one is reported under the older id.
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-
-use mail_parser::mailbox::mbox::MessageIterator;
 
 use crate::campaign::CampaignId;
 use crate::config::Config;
@@ -169,10 +166,7 @@ impl Merges {
     }
 }
 
-/// Streams the messages of one mbox: (index, bytes) or an I/O error.
-pub fn read_mbox(reader: impl BufRead) -> impl Iterator<Item = std::io::Result<Vec<u8>>> {
-    MessageIterator::new(reader).map(|m| m.map(|m| m.unwrap_contents()))
-}
+pub use crate::mbox::read_mbox;
 
 /// The replay state, fed one message at a time.
 pub struct Replayer {
@@ -341,7 +335,7 @@ pub fn replay_files(
     for path in paths {
         let file = std::fs::File::open(path).map_err(|e| (path.clone(), e))?;
         let name = mbox_name(path);
-        let messages = read_mbox(std::io::BufReader::new(file)).enumerate();
+        let messages = read_mbox(file).enumerate();
         if threads <= 1 {
             for (i, msg) in messages {
                 let a = msg.ok().map(|raw| analyze(&raw, cfg));

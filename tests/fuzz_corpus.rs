@@ -124,3 +124,22 @@ fn snapshot_target_passes_engine_snapshots_and_corpus() {
     }
     assert!(over_corpus("snapshot", fuzzing::snapshot) >= 2);
 }
+
+#[test]
+fn mbox_target_passes_fixture_mailboxes_and_corpus() {
+    let mut n = 0;
+    for (mbox, blocks) in [
+        ("ham.mbox", &[0u8, 4, 63][..]),
+        ("malformed.mbox", &[63][..]),
+    ] {
+        let bytes = std::fs::read(root().join("fixtures/mbox").join(mbox)).expect("mbox");
+        for &b in blocks {
+            let mut data = vec![b];
+            data.extend(&bytes);
+            fuzzing::mbox(&data);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 4);
+    assert!(over_corpus("mbox", fuzzing::mbox) >= 3);
+}
