@@ -16,7 +16,8 @@
 //!   full of the last engine's freed buckets, so glibc's realloc of growing
 //!   buckets costs more here than in a `replay` process, which starts one
 //!   engine on a fresh heap.
-//! - `stages/*`: each step alone over the same mbox (mbox split, MIME and
+//! - `stages/*`: each step alone over the same mbox (mbox split, and the
+//!   same split by mail-parser's iterator for comparison, MIME and
 //!   HTML to text, normalization, shingles, simhash, MinHash, SHA-256,
 //!   decision with a new engine per iteration), each fed what the step
 //!   before produced.
@@ -152,6 +153,14 @@ fn stages(c: &mut Criterion) {
         b.iter(|| {
             read_mbox(&bytes[..])
                 .map(|m| m.map_or(0, |m| m.len()))
+                .sum::<usize>()
+        })
+    });
+    // The same split by mail-parser's iterator, which the baseline uses.
+    g.bench_function("mbox_split_mail_parser", |b| {
+        b.iter(|| {
+            MessageIterator::new(&bytes[..])
+                .map(|m| m.map_or(0, |m| m.unwrap_contents().len()))
                 .sum::<usize>()
         })
     });
