@@ -7,17 +7,24 @@
 //! looks in one bucket per table and is sure to meet every fingerprint within
 //! distance k, distance k included.
 //!
-//! **Band tables.** Table j is keyed by band key j of [`crate::minhash`]; a
-//! query meets every entry that shares at least one band.
+//! **Band tables.** Table j is keyed by the upper half of band key j of
+//! [`crate::minhash`]; a query meets every entry that shares at least one
+//! band. A band counts as shared when the upper halves are equal: keys
+//! that differ in their lower half only (2^-32 for a pair of random keys)
+//! count too, and then the sketch and distance tests decide, as for any
+//! band candidate. (Before 2026-11-24 the bucket came from the lower bits,
+//! and about 32 + 16 bits were compared; the Redis store compares whole
+//! keys.)
 //!
 //! Each bucket item packs the entry's sequence number (low 32 bits) with 32
-//! check bits (other bits of the fingerprint, or the rest of the band key), so
-//! most candidates are rejected without touching the window; the check can
-//! only reject items that cannot match.
+//! check bits (the fingerprint's bits above the block, or the upper half of
+//! the band key), so most candidates are rejected without touching the
+//! window; a block check only rejects items that cannot match.
 //!
 //! Items enter buckets in sequence order and the window evicts in sequence
-//! order, so an evicted entry is always at the front of each of its buckets:
-//! deletion is exact and O(1), and no stale item is ever kept.
+//! order, so an evicted entry is always at the front of each of its block
+//! buckets: deletion is exact and O(1). Band items are dropped lazily
+//! ([`Bands::sweep`]), as band keys are not kept per entry.
 //!
 //! **Growth.** Tables start small and double as the window fills, up to the
 //! size its capacity calls for, like a hash map: an engine that holds few
