@@ -381,6 +381,19 @@ mod tests {
         h
     }
 
+    /// A new random fingerprint (when `new`, and for the first), kept in
+    /// `bases`; else a copy of one of `bases` with 0..=`max_flip` bits
+    /// flipped.
+    fn clustered(new: bool, bases: &mut Vec<u64>, max_flip: u32, st: &mut u64) -> u64 {
+        if new || bases.is_empty() {
+            let b = splitmix(st);
+            bases.push(b);
+            return b;
+        }
+        let b = bases[(splitmix(st) as usize) % bases.len()];
+        flip(b, (splitmix(st) % u64::from(max_flip + 1)) as u32, st)
+    }
+
     /// The oracle: scan every live entry and apply the match rule directly.
     fn brute(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32)> {
         let mut v: Vec<(u64, u32, u32)> = idx
@@ -409,14 +422,7 @@ mod tests {
             for i in 0..100_000u32 {
                 // Clusters: most fingerprints are a near copy of an earlier one,
                 // at distances 0..=k+2, so both sides of the radius are tested.
-                let h = if i % 4 == 0 || bases.is_empty() {
-                    let b = splitmix(&mut st);
-                    bases.push(b);
-                    b
-                } else {
-                    let b = bases[(splitmix(&mut st) as usize) % bases.len()];
-                    flip(b, (splitmix(&mut st) % u64::from(k + 3)) as u32, &mut st)
-                };
+                let h = clustered(i % 4 == 0, &mut bases, k + 2, &mut st);
                 idx.insert(entry(h, i), &bands_of(h));
             }
             for n in 0..1_000 {
@@ -605,14 +611,7 @@ mod tests {
         assert!(empty < 100_000, "{empty} bytes for an empty index");
         let mut bases = Vec::new();
         for t in 0..20_000u32 {
-            let h = if t % 3 == 0 || bases.is_empty() {
-                let h = splitmix(&mut st);
-                bases.push(h);
-                h
-            } else {
-                let b = bases[(splitmix(&mut st) as usize) % bases.len()];
-                flip(b, (splitmix(&mut st) % 6) as u32, &mut st)
-            };
+            let h = clustered(t % 3 == 0, &mut bases, 5, &mut st);
             idx.insert(entry(h, t), &bands_of(h));
         }
         assert!(idx.tables.bits() > 8 && idx.bands.bits() > 8);
