@@ -227,12 +227,7 @@ impl NearIndex {
     fn grow_tables(&mut self) {
         let n = self.window.len();
         if let Some(bits) = self.tables.wants(n) {
-            self.tables = self.tables.resized(bits);
-            for (seq, e) in self.window.iter() {
-                if e.near {
-                    self.tables.insert(e.simhash, seq);
-                }
-            }
+            self.fill_tables(self.tables.resized(bits));
         }
         if let Some(bits) = self.bands.wants(n) {
             let window = &self.window;
@@ -240,6 +235,16 @@ impl NearIndex {
                 .grow(bits, |low| window.get_by_low(low).is_some());
             self.stale_band_items = 0;
             self.sweep_cursor = 0;
+        }
+    }
+
+    /// Puts in `tables` (empty) and inserts the window's near entries.
+    fn fill_tables(&mut self, tables: Tables) {
+        self.tables = tables;
+        for (seq, e) in self.window.iter() {
+            if e.near {
+                self.tables.insert(e.simhash, seq);
+            }
         }
     }
 
@@ -295,15 +300,10 @@ impl NearIndex {
         self.window = Window::from_parts(parts.base, parts.entries);
         let n = self.window.len();
         let tables = Tables::new(self.tables.radius(), self.max_entries);
-        self.tables = match tables.wants(n) {
+        self.fill_tables(match tables.wants(n) {
             Some(bits) => tables.resized(bits),
             None => tables,
-        };
-        for (seq, e) in self.window.iter() {
-            if e.near {
-                self.tables.insert(e.simhash, seq);
-            }
-        }
+        });
         self.bands = Bands::new(self.bands.count(), self.max_entries);
         if let Some(bits) = self.bands.wants(n) {
             self.bands.grow(bits, |_| true);
