@@ -300,7 +300,9 @@ fn lookup(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
                 let (h, s) = sims[i % pool];
-                let keys = bands.get((i % pool) * nb..(i % pool + 1) * nb).unwrap_or(&[]);
+                let keys = bands
+                    .get((i % pool) * nb..(i % pool + 1) * nb)
+                    .unwrap_or(&[]);
                 i += 1;
                 black_box(idx.query(&Query {
                     simhash: h,
