@@ -16,7 +16,7 @@ use crate::campaign::{CampaignId, Campaigns, Member};
 use crate::config::{Config, Thresholds};
 use crate::exact::{bloom_seed, ExactSet};
 use crate::index::window::Entry;
-use crate::index::{NearIndex, Query};
+use crate::index::{Match, NearIndex, Query};
 use crate::mime::normalize::{normalize, Normalized};
 use crate::mime::{extract, MimeOutcome};
 use crate::minhash::{jaccard_estimate, min_sketch, seeds};
@@ -173,14 +173,19 @@ fn domain_of(addr: &str) -> Option<&str> {
 impl Engine {
     /// An empty engine.
     pub fn new(cfg: &Config) -> Engine {
+        let w = &cfg.window;
+        let mut index = NearIndex::new(
+            w.max_distance,
+            w.max_entries,
+            w.minhash_bands,
+            w.max_sketch_diff,
+            w.max_minhash_distance,
+        );
+        if w.corroborating_matches > 0 {
+            index = index.with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance);
+        }
         Engine {
-            index: NearIndex::new(
-                cfg.window.max_distance,
-                cfg.window.max_entries,
-                cfg.window.minhash_bands,
-                cfg.window.max_sketch_diff,
-                cfg.window.max_minhash_distance,
-            ),
+            index,
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
             cfg: cfg.clone(),
@@ -253,6 +258,8 @@ impl Engine {
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
         let mut nearest = None;
+        // Joined on corroboration: a weak match whatever its figures.
+        let mut weak = false;
         if obs.near {
             let q = Query {
                 simhash: obs.simhash,
@@ -260,13 +267,26 @@ impl Engine {
                 bands: &obs.bands,
             };
             let matches = self.index.query(&q);
-            // Sorted by sketch difference, then distance: the first is closest.
-            nearest = matches.first().map(|m| m.seq);
-            for m in matches {
+            // Matches first, sorted by sketch difference, then distance:
+            // the first is closest. Corroborating entries follow.
+            let split = matches.partition_point(|m| !m.corroborating);
+            let (strict, corroborating) = matches.split_at(split);
+            nearest = strict.first().map(|m| m.seq);
+            for m in strict {
                 best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
                 best_sketch = Some(best_sketch.map_or(m.sketch_diff, |b| b.min(m.sketch_diff)));
                 if !found.contains(&m.campaign) {
                     found.push(m.campaign);
+                }
+            }
+            if found.is_empty() {
+                let min = self.cfg.window.corroborating_matches;
+                if let Some(m) = corroborated(&self.campaigns, corroborating, min) {
+                    found.push(m.campaign);
+                    best = Some(m.distance);
+                    best_sketch = Some(m.sketch_diff);
+                    nearest = Some(m.seq);
+                    weak = true;
                 }
             }
         }
@@ -279,7 +299,11 @@ impl Engine {
                 None => self.campaigns.create(&obs.exact, now.0),
             }
         };
-        let weight_pct = obs.weight_pct(exact, best, best_sketch);
+        let weight_pct = if weak {
+            obs.weak_weight_pct()
+        } else {
+            obs.weight_pct(exact, best, best_sketch)
+        };
         self.campaigns.add_member(
             slot,
             Member {
@@ -391,9 +415,44 @@ impl Observation {
         if distance.is_none() || strong {
             100
         } else {
-            (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u8
+            self.weak_weight_pct()
         }
     }
+
+    /// Weight of a weak match, in percent.
+    pub fn weak_weight_pct(&self) -> u8 {
+        (self.thresholds.weak_match_weight * 100.0)
+            .round()
+            .clamp(0.0, 100.0) as u8
+    }
+}
+
+/// The campaign that at least `min` corroborating entries (sorted closest
+/// first) point to, as its closest entry; the campaign with the most of
+/// them when several do (ties: the one whose closest entry comes first).
+/// `None` when `min` is 0 (off) or no campaign has that many.
+fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<Match> {
+    if min == 0 || entries.len() < min {
+        return None;
+    }
+    // (live campaign slot, entries, closest entry); few campaigns, so a
+    // short list beats a map.
+    let mut per: Vec<(u32, usize, Match)> = Vec::new();
+    for m in entries {
+        let Some(root) = campaigns.resolve(m.campaign) else {
+            continue;
+        };
+        match per.iter_mut().find(|(r, _, _)| *r == root) {
+            Some((_, n, _)) => *n += 1,
+            None => per.push((root, 1, *m)),
+        }
+    }
+    // `max_by_key` keeps the last of equals: reverse so the first wins.
+    per.into_iter()
+        .rev()
+        .filter(|(_, n, _)| *n >= min)
+        .max_by_key(|(_, n, _)| *n)
+        .map(|(_, _, m)| m)
 }
 
 /// What a store found and recorded for one message.
@@ -600,6 +659,62 @@ mod tests {
         assert_eq!(verdicts[2].level, Level::Suspect);
         assert_eq!(verdicts[5].level, Level::Bulk);
         assert!(verdicts[4].newly_bulk && !verdicts[5].newly_bulk);
+    }
+
+    /// A message that matches no entry joins the campaign that enough of
+    /// its band candidates belong to, as a weak match; fewer, or spread over
+    /// campaigns, leave it on its own. (Match bounds of 0 here, so every
+    /// near candidate only corroborates.)
+    #[test]
+    fn corroborated_messages_join_as_weak_matches() {
+        let text = |extra: &str| {
+            format!(
+                "From: Deals <offers@deals.example>\nSubject: Offer\n\n\
+                 We are pleased to tell you that your account qualifies for our premium \
+                 savings program. Act now to claim the discount before the end of the week. \
+                 Our team reviewed your profile and selected you for an exclusive reward. \
+                 Reply today and receive free shipping on every order {extra}.\n"
+            )
+        };
+        let judge = |min: usize, extras: &[&str]| -> Vec<Verdict> {
+            let mut cfg = Config::default();
+            cfg.window.max_distance = 0;
+            cfg.window.max_sketch_diff = 0;
+            cfg.window.max_minhash_distance = 0;
+            cfg.window.corroborating_matches = min;
+            cfg.window.corroborating_sketch_diff = 32;
+            cfg.window.corroborating_distance = 64;
+            let mut e = Engine::new(&cfg);
+            extras
+                .iter()
+                .enumerate()
+                .map(|(i, x)| e.process(text(x).as_bytes(), &env(), UnixSecs(1000 + i as u64)))
+                .collect()
+        };
+        let id = |v: &Verdict| v.campaign.as_ref().map(|c| c.id);
+        // Two exact copies make a campaign of two; a variant has both as
+        // corroborating entries.
+        let v = judge(2, &["from mars", "from mars", "from venus and jupiter"]);
+        assert!(v[1].exact);
+        assert!(
+            !v[2].exact && v[2].distance.is_some_and(|d| d > 0),
+            "{:?}",
+            v[2]
+        );
+        assert_eq!(id(&v[2]), id(&v[0]), "joined on corroboration");
+        let c = v[2].campaign.as_ref().unwrap();
+        assert_eq!(c.messages, 3);
+        assert!((c.score - 2.5).abs() < 1e-9, "a weak match: {}", c.score);
+        // Too few corroborating entries, or corroboration off: on its own.
+        for min in [3, 0] {
+            let v = judge(min, &["from mars", "from mars", "from venus and jupiter"]);
+            assert_ne!(id(&v[2]), id(&v[0]), "min {min}");
+            assert_eq!(v[2].distance, None);
+        }
+        // Two corroborating entries, but in two campaigns: on its own.
+        let v = judge(2, &["from mars", "from saturn", "from venus and jupiter"]);
+        assert_ne!(id(&v[0]), id(&v[1]));
+        assert!(id(&v[2]) != id(&v[0]) && id(&v[2]) != id(&v[1]));
     }
 
     #[test]

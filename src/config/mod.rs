@@ -101,6 +101,16 @@ pub struct WindowConfig {
     /// ... and when its simhash is at most this far (two long texts can
     /// share most of their vocabulary and nothing else).
     pub max_minhash_distance: u32,
+    /// A message that matches no entry joins a campaign when at least this
+    /// many of its entries corroborate it (0: off): band candidates within
+    /// the two bounds below. Heavy hash-busting leaves some members of a
+    /// campaign just outside the match bounds of every other member, where
+    /// together they still say which campaign it is.
+    pub corroborating_matches: usize,
+    /// Most differing sketch values of a corroborating entry.
+    pub corroborating_sketch_diff: u32,
+    /// Farthest simhash of a corroborating entry.
+    pub corroborating_distance: u32,
 }
 
 /// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
@@ -358,6 +368,9 @@ impl Default for Config {
                 minhash_bands: 4,
                 max_sketch_diff: 8,
                 max_minhash_distance: 16,
+                corroborating_matches: 3,
+                corroborating_sketch_diff: 10,
+                corroborating_distance: 20,
             },
             exact: ExactConfig {
                 bloom_items: 1_000_000,
@@ -600,6 +613,18 @@ impl Config {
             }
             if let Some(v) = w.max_minhash_distance {
                 c.window.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
+            }
+            if let Some(v) = w.corroborating_matches {
+                c.window.corroborating_matches =
+                    to_usize("window.corroborating_matches", v.into(), 0, 256)?;
+            }
+            if let Some(v) = w.corroborating_sketch_diff {
+                c.window.corroborating_sketch_diff =
+                    in_range("window.corroborating_sketch_diff", v, 0, 32)?;
+            }
+            if let Some(v) = w.corroborating_distance {
+                c.window.corroborating_distance =
+                    in_range("window.corroborating_distance", v, 0, 64)?;
             }
         }
         if let Some(e) = raw.exact {

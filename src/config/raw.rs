@@ -66,6 +66,9 @@ pub struct RawWindow {
     pub minhash_bands: Option<u32>,
     pub max_sketch_diff: Option<u32>,
     pub max_minhash_distance: Option<u32>,
+    pub corroborating_matches: Option<u32>,
+    pub corroborating_sketch_diff: Option<u32>,
+    pub corroborating_distance: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

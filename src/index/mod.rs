@@ -6,7 +6,10 @@
 //! (found exactly, through the block tables), or when it shares a MinHash
 //! band, its b-bit sketch differs in at most `max_sketch_diff` of 32
 //! values and its simhash is within `max_minhash_distance` (the second
-//! stage, for pairs simhash places too far apart).
+//! stage, for pairs simhash places too far apart). Optionally it also
+//! returns *corroborating* entries: band candidates that miss those tests
+//! but pass looser ones (see [`NearIndex::with_corroboration`]); alone
+//! they are not a match, and the engine counts them per campaign.
 //! [`NearIndex::query`] returns exactly those entries (a property test
 //! compares it with a brute-force scan); [`NearIndex::evict_before`] removes
 //! entries older than the window from all structures. No clock: callers pass
@@ -34,6 +37,9 @@ pub struct Match {
     /// Differing 2-bit MinHash values (0..=32).
     pub sketch_diff: u32,
     pub campaign: u32,
+    /// Not a match by itself: a band candidate within the corroboration
+    /// bounds only (see [`NearIndex::with_corroboration`]).
+    pub corroborating: bool,
 }
 
 /// A query: both fingerprints of a message.
@@ -79,6 +85,9 @@ pub struct NearIndex {
     max_entries: usize,
     max_sketch_diff: u32,
     max_minhash_distance: u32,
+    /// Bounds of corroborating band candidates (sketch difference,
+    /// distance); equal to the match bounds when off.
+    corroboration: (u32, u32),
 }
 
 impl NearIndex {
@@ -100,7 +109,16 @@ impl NearIndex {
             max_entries: max_entries.max(1),
             max_sketch_diff,
             max_minhash_distance,
+            corroboration: (max_sketch_diff, max_minhash_distance),
         }
+    }
+
+    /// Also returns, as `corroborating` matches, band candidates that do
+    /// not match but whose sketch differs in at most `max_sketch_diff`
+    /// values and whose simhash is at most `max_distance` away.
+    pub fn with_corroboration(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
+        self.corroboration = (max_sketch_diff, max_distance);
+        self
     }
 
     pub fn max_minhash_distance(&self) -> u32 {
@@ -131,18 +149,24 @@ impl NearIndex {
         &self.window
     }
 
-    /// Does entry `e` match the query by the rules above? (`shares_band` is
-    /// known by the caller.)
-    fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32)> {
+    /// Does entry `e` match the query by the rules above, or corroborate
+    /// it? (`shares_band` is known by the caller.) Returns the distance,
+    /// the sketch difference and whether it only corroborates.
+    fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32, bool)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
         let by_minhash =
             shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
-        (d <= self.tables.radius() || by_minhash).then_some((d, sd))
+        if d <= self.tables.radius() || by_minhash {
+            return Some((d, sd, false));
+        }
+        let (max_sd, max_d) = self.corroboration;
+        (shares_band && sd <= max_sd && d <= max_d).then_some((d, sd, true))
     }
 
-    /// Every live near entry matching `q`, each once, sorted by sketch
-    /// difference, then distance, then sequence number; at most
+    /// Every live near entry matching `q`, each once, then the
+    /// corroborating ones, each group sorted by sketch difference, then
+    /// distance, then sequence number; at most
     /// [`MAX_MATCHES`] of them (the closest), found among the newest
     /// [`tables::MAX_BUCKET_SCAN`] items of each bucket.
     ///
@@ -179,16 +203,17 @@ impl NearIndex {
             .into_iter()
             .filter_map(|(low, shares_band)| {
                 let (seq, e) = self.window.get_by_low(low)?;
-                let (d, sd) = self.accept(e, q, shares_band)?;
+                let (d, sd, corroborating) = self.accept(e, q, shares_band)?;
                 Some(Match {
                     seq,
                     distance: d,
                     sketch_diff: sd,
                     campaign: e.campaign,
+                    corroborating,
                 })
             })
             .collect();
-        out.sort_unstable_by_key(|m| (m.sketch_diff, m.distance, m.seq));
+        out.sort_unstable_by_key(|m| (m.corroborating, m.sketch_diff, m.distance, m.seq));
         out.truncate(MAX_MATCHES);
         out
     }
@@ -396,7 +421,18 @@ mod tests {
 
     /// The oracle: scan every live entry and apply the match rule directly.
     fn brute(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32)> {
-        let mut v: Vec<(u64, u32, u32)> = idx
+        brute_all(idx, h, bands)
+            .into_iter()
+            .filter(|m| !m.2)
+            .map(|(s, d, _)| (s, d))
+            .collect()
+    }
+
+    /// The oracle with corroborating entries: (seq, distance, corroborating),
+    /// in the order [`NearIndex::query`] promises.
+    fn brute_all(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32, bool)> {
+        let (corr_sd, corr_d) = idx.corroboration;
+        let mut v: Vec<(bool, u32, u32, u64)> = idx
             .window()
             .iter()
             .filter_map(|(s, e)| {
@@ -404,13 +440,50 @@ mod tests {
                 let sd = sketch_diff(e.sketch, h.rotate_left(17));
                 let shares = idx.band_count() > 0
                     && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
-                (d <= idx.radius()
-                    || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance()))
-                .then_some((s, d, sd))
+                let strict = d <= idx.radius()
+                    || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance());
+                let corroborating = !strict && shares && sd <= corr_sd && d <= corr_d;
+                (strict || corroborating).then_some((corroborating, sd, d, s))
             })
             .collect();
-        v.sort_unstable_by_key(|&(s, d, sd)| (sd, d, s));
-        v.into_iter().map(|(s, d, _)| (s, d)).collect()
+        v.sort_unstable();
+        v.into_iter().map(|(c, _, d, s)| (s, d, c)).collect()
+    }
+
+    /// Corroborating entries: band candidates that fail the match tests
+    /// but pass the looser bounds come back after the matches, and only
+    /// with corroboration on.
+    #[test]
+    fn corroborating_entries_equal_brute_force() {
+        let mut st = 99;
+        let mut idx = NearIndex::new(3, 50_000, 2, 2, 6).with_corroboration(6, 12);
+        let mut bases = Vec::new();
+        for i in 0..30_000u32 {
+            let h = clustered(i % 8 == 0, &mut bases, 12, &mut st);
+            idx.insert(entry(h, i), &bands_of(h));
+        }
+        let mut plain = idx.clone();
+        plain.corroboration = (plain.max_sketch_diff, plain.max_minhash_distance);
+        let (mut strict, mut corroborating) = (0, 0);
+        for n in 0..1_000 {
+            let b = bases[(splitmix(&mut st) as usize) % bases.len()];
+            let h = flip(b, n % 13, &mut st);
+            let got = idx.query(&q(h, &bands_of(h)));
+            let seen: Vec<(u64, u32, bool)> = got
+                .iter()
+                .map(|m| (m.seq, m.distance, m.corroborating))
+                .collect();
+            let want = brute_all(&idx, h, &bands_of(h));
+            assert_eq!(seen, want, "query {n}");
+            strict += got.iter().filter(|m| !m.corroborating).count();
+            corroborating += got.iter().filter(|m| m.corroborating).count();
+            let without: Vec<Match> = got.into_iter().filter(|m| !m.corroborating).collect();
+            assert_eq!(plain.query(&q(h, &bands_of(h))), without);
+        }
+        assert!(
+            strict > 300 && corroborating > 300,
+            "{strict} {corroborating}"
+        );
     }
 
     #[test]
