@@ -221,6 +221,43 @@ fn agree_on_the_fixture_stream(layout: RedisLayout) {
     }
 }
 
+/// Corroboration (`window.corroborating_*`) in the Redis script: with
+/// narrow match bounds, many messages of the fixture campaigns match no
+/// entry and join on corroboration; both stores agree on every verdict.
+#[test]
+fn memory_and_redis_stores_agree_on_corroborated_joins() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "corroboration");
+    cfg.window.max_sketch_diff = 3;
+    cfg.window.max_minhash_distance = 8;
+    cfg.window.corroborating_matches = 2;
+    cfg.window.corroborating_sketch_diff = 12;
+    cfg.window.corroborating_distance = 24;
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(600).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
+    assert_same(&memory, &shared);
+    // Corroboration changed verdicts: without it, more messages start a
+    // campaign of their own.
+    let mut off = cfg.clone();
+    off.window.corroborating_matches = 0;
+    let alone = |v: &[Seen]| {
+        v.iter()
+            .filter(|s| s.campaign.as_ref().is_some_and(|c| c.1 == 1))
+            .count()
+    };
+    let without = run(&mut Engine::new(&off), &off, &msgs, 1);
+    assert!(
+        alone(&memory) + 20 < alone(&without),
+        "{} alone with corroboration, {} without",
+        alone(&memory),
+        alone(&without)
+    );
+}
+
 #[test]
 fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
     agree_as_messages_leave_the_window(RedisLayout::Script);

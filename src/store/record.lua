@@ -55,6 +55,11 @@ local tables = {}
 for i = 1, ntables do tables[i] = ARGV[26 + i] end
 local bands = {}
 for j = 1, nbands do bands[j] = ARGV[26 + ntables + j] end
+-- Corroboration (window.corroborating_*): least entries of one campaign
+-- (0: off), their largest sketch difference and distance.
+local corr_min = tonumber(ARGV[27 + ntables + nbands]) or 0
+local corr_sd = tonumber(ARGV[28 + ntables + nbands]) or max_sd
+local corr_d = tonumber(ARGV[29 + ntables + nbands]) or max_mh
 
 local MAX_SENDERS = 64
 local MAX_CHAIN = 64
@@ -361,6 +366,9 @@ local ITEM_FMT = '>I4dI4I4I4I4c12'
 local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
 local matches, match_cid = {}, {}
+-- Band candidates within the corroboration bounds only; keys and
+-- campaigns as for matches.
+local corr, corr_cid = {}, {}
 local seen = {}
 -- Sort keys pack (sketch difference, distance, seq); see below.
 local SEQ = 1099511627776
@@ -405,6 +413,12 @@ local function scan(pos, band_key)
               local key = (sd * 128 + d) * SEQ + seq
               matches[#matches + 1] = key
               match_cid[key] = cid
+            elseif band_key and sd <= corr_sd and d <= corr_d then
+              -- The same in every band that finds it: measured once.
+              seen[seq] = true
+              local key = (sd * 128 + d) * SEQ + seq
+              corr[#corr + 1] = key
+              corr_cid[key] = cid
             end
           end
         end
@@ -446,6 +460,42 @@ if first_key then near_seq = first_key % SEQ end
 table.sort(cids, function(x, y) return cid_key[x] < cid_key[y] end)
 for _, cid in ipairs(cids) do add_found(cid) end
 
+-- Corroboration, as in the memory store (`corroborated` in
+-- src/engine.rs): with no match, the campaign that at least corr_min of
+-- the closest MAX_MATCHES corroborating entries belong to (the most of
+-- them; ties: the one with the closest entry) joins as a weak match.
+local weak = false
+if #found == 0 and corr_min > 0 and #corr >= corr_min then
+  table.sort(corr)
+  local count, closest, roots = {}, {}, {}
+  for i = 1, math.min(#corr, MAX_MATCHES) do
+    local key = corr[i]
+    local root = resolve(corr_cid[key])
+    if root then
+      if not count[root] then
+        count[root], closest[root] = 0, key
+        roots[#roots + 1] = root
+      end
+      count[root] = count[root] + 1
+    end
+  end
+  local pick = nil
+  for _, root in ipairs(roots) do
+    if count[root] >= corr_min and (not pick or count[root] > count[pick]) then pick = root end
+  end
+  if pick then
+    add_found(pick)
+    if #found > 0 then
+      local key = closest[pick]
+      near_seq = key % SEQ
+      local rest = (key - near_seq) / SEQ
+      best_d = rest % 128
+      best_sd = (rest - best_d) / 128
+      weak = true
+    end
+  end
+end
+
 -- Campaign: create, join or merge.
 local target, absorbed
 if #found == 0 then
@@ -458,7 +508,7 @@ end
 
 local strong = exact or (best_d and best_d <= strong_d) or (best_sd and best_sd <= strong_sd)
 local weight = 100
-if best_d and not strong then weight = weak_pct end
+if weak or (best_d and not strong) then weight = weak_pct end
 
 local v = camps[target]
 v.m = v.m + 1

@@ -90,6 +90,8 @@ struct Params {
     radius: u32,
     max_sketch_diff: u32,
     max_minhash_distance: u32,
+    /// `window.corroborating_*`: least entries, sketch difference, distance.
+    corroboration: (usize, u32, u32),
     keep_subjects: bool,
 }
 
@@ -178,6 +180,11 @@ impl RedisStore {
                 radius: cfg.window.max_distance,
                 max_sketch_diff: cfg.window.max_sketch_diff,
                 max_minhash_distance: cfg.window.max_minhash_distance,
+                corroboration: (
+                    cfg.window.corroborating_matches,
+                    cfg.window.corroborating_sketch_diff,
+                    cfg.window.corroborating_distance,
+                ),
                 keep_subjects: cfg.campaign.keep_subjects,
             },
             script: redis::Script::new(SCRIPT),
@@ -348,6 +355,8 @@ impl RedisStore {
         for b in &obs.bands {
             inv.arg(format!("{b:016x}"));
         }
+        let (min, sd, d) = p.corroboration;
+        inv.arg(min).arg(sd).arg(d);
         let v: Value = inv.invoke(conn.like()).map_err(|e| err("record", e))?;
         parse_outcome(v)
     }
