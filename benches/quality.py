@@ -22,10 +22,12 @@ Usage:
   cargo build --release
   python3 benches/quality.py --bin target/release/bulkwatch \
       --corpus ../shared/corpus --fixtures fixtures [--bulk-threshold 5]
+  (add --keys 12 to repeat both under twelve random fingerprint keys: the
+  figures depend on the key, which each site sets)
 
 Nothing here writes into the repository; the mixed mbox goes to a temp dir.
 """
-import argparse, collections, email, email.policy, json, mailbox, os, random, re, subprocess, sys, tempfile
+import argparse, collections, contextlib, email, email.policy, json, mailbox, os, random, re, subprocess, sys, tempfile
 
 TAG = re.compile(r'<[^>]*>')
 WORD = re.compile(r'\w+')
@@ -129,6 +131,7 @@ def near_identical(args):
     missed = [(i, j, round(jac(i, j), 3)) for i, j in truth if not (camp[i] is not None and camp[i] == camp[j])][:10]
     if missed:
         print('  missed pairs (i, j, Jaccard):', missed)
+    return {'linked': linked_truth / max(1, len(truth)), 'direct5': d5 / max(1, len(direct))}
 
 def mixed_stream(args):
     labels = {}
@@ -197,6 +200,35 @@ def mixed_stream(args):
         len(hf), len(ham), sum(1 for r in spam if r['level'] == 'bulk'), len(spam)))
     for r in hf[:10]:
         print('  ham flagged:', r['message_id'], r['campaign'], r['campaign_size'])
+    return {'recall': caught / max(1, len(per)), 'msgrecall': past_flagged / max(1, past_total),
+            'ids': ids_total / max(1, len(per)), 'ham': len(hf)}
+
+def key_sweep(args):
+    """Both measurements under --keys random fingerprint keys (seeded, so
+    reproducible), each a copy of the configuration with another
+    fingerprint.hash_key; one line per key, then mean and worst."""
+    base = open(args.config or os.path.join(os.path.dirname(__file__), '..', 'config', 'bulkwatch.toml')).read()
+    if not re.search(r'(?m)^hash_key = ', base):
+        sys.exit('key sweep: the configuration has no hash_key line to replace')
+    rng = random.Random(args.key_seed)
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for n in range(args.keys):
+            key = '%032x' % rng.getrandbits(128)
+            path = os.path.join(d, 'key%d.toml' % n)
+            with open(path, 'w') as f:
+                f.write(re.sub(r'(?m)^hash_key = .*$', 'hash_key = "%s"' % key, base))
+            CONFIG[:] = ['--config', path]
+            with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet):
+                r = dict(near_identical(args) if args.corpus and os.path.isdir(args.corpus) else {})
+                r.update(mixed_stream(args))
+            rows.append(r)
+            print('key %s: %s' % (key, '  '.join('%s %.3f' % (k, v) if isinstance(v, float) else '%s %d' % (k, v)
+                                                  for k, v in sorted(r.items()))))
+    worst = {'linked': min, 'direct5': min, 'recall': min, 'msgrecall': min, 'ids': max, 'ham': max}
+    for k in sorted(rows[0]):
+        vals = [r[k] for r in rows]
+        print('%-9s mean %.3f  worst %.3f' % (k, sum(vals) / len(vals), worst[k](vals)))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -208,7 +240,15 @@ def main():
     ap.add_argument('--strip-quotes', action='store_true',
                     help='drop quoted lines (> ..., Name> ...) and what follows -----Original Message----- in text/plain parts before computing the truth Jaccard')
     ap.add_argument('--config', help='bulkwatch configuration file to replay with')
+    ap.add_argument('--keys', type=int, default=0,
+                    help='repeat both measurements under this many random fingerprint keys and summarize (needs --fixtures)')
+    ap.add_argument('--key-seed', type=int, default=1, help='seed of the random keys')
     args = ap.parse_args()
+    if args.keys:
+        if not args.fixtures:
+            sys.exit('--keys needs --fixtures')
+        key_sweep(args)
+        return
     if args.config:
         CONFIG.extend(['--config', args.config])
     if args.corpus and os.path.isdir(args.corpus):

@@ -573,6 +573,8 @@ fn check_config(c: &Config) {
     assert!(w.max_distance <= 7);
     assert!(w.minhash_bands <= crate::minhash::MAX_BANDS);
     assert!(w.max_sketch_diff <= 32 && w.max_minhash_distance <= 64);
+    assert!(w.corroborating_matches <= 256);
+    assert!(w.corroborating_sketch_diff <= 32 && w.corroborating_distance <= 64);
     let e = &c.exact;
     assert!(e.bloom_fp_rate > 0.0 && e.bloom_fp_rate < 0.5);
     assert!((16..=1 << 32).contains(&e.bloom_items));
