@@ -78,8 +78,10 @@ fn threshold5() -> Config {
 }
 
 /// Every fixture campaign is caught, as one campaign, under the default
-/// fingerprint key and three others drawn at random: the hash functions
+/// fingerprint key and four others drawn at random: the hash functions
 /// change with the key, and a result that holds for one key only is luck.
+/// (With `window.corroborating_matches = 0` the last key fails: 1.42 ids
+/// per campaign.)
 ///
 /// Measured at threshold 5 (fingerprint version 3, these four keys): every
 /// campaign flagged; of the messages past each campaign's 5th, 0.980 to
@@ -95,6 +97,9 @@ fn every_campaign_is_caught_as_one_campaign_at_threshold_5() {
         Some("cd613e30d8f16adf91b7584a2265b1f5"),
         Some("d95bafc8f2a4d27bdcf4bb99f4bea973"),
         Some("216363698b529b4a97b750923ceb3ffd"),
+        // Without corroboration this key split the heavily busted
+        // campaigns (1.50 ids per campaign in `quality.py --keys 12`).
+        Some("cd447e35b8b6d8fe442e3d437204e52d"),
     ] {
         let mut cfg = threshold5();
         if let Some(k) = key {
