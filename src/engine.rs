@@ -258,8 +258,9 @@ impl Engine {
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
         let mut nearest = None;
-        // Joined on corroboration: a weak match whatever its figures.
-        let mut weak = false;
+        // Joined on corroboration (by this many entries): a weak match
+        // whatever its figures.
+        let mut corroborating = 0;
         if obs.near {
             let q = Query {
                 simhash: obs.simhash,
@@ -270,7 +271,7 @@ impl Engine {
             // Matches first, sorted by sketch difference, then distance:
             // the first is closest. Corroborating entries follow.
             let split = matches.partition_point(|m| !m.corroborating);
-            let (strict, corroborating) = matches.split_at(split);
+            let (strict, rest) = matches.split_at(split);
             nearest = strict.first().map(|m| m.seq);
             for m in strict {
                 best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
@@ -281,12 +282,12 @@ impl Engine {
             }
             if found.is_empty() {
                 let min = self.cfg.window.corroborating_matches;
-                if let Some(m) = corroborated(&self.campaigns, corroborating, min) {
+                if let Some((m, n)) = corroborated(&self.campaigns, rest, min) {
                     found.push(m.campaign);
                     best = Some(m.distance);
                     best_sketch = Some(m.sketch_diff);
                     nearest = Some(m.seq);
-                    weak = true;
+                    corroborating = u32::try_from(n).unwrap_or(u32::MAX);
                 }
             }
         }
@@ -299,7 +300,7 @@ impl Engine {
                 None => self.campaigns.create(&obs.exact, now.0),
             }
         };
-        let weight_pct = if weak {
+        let weight_pct = if corroborating > 0 {
             obs.weak_weight_pct()
         } else {
             obs.weight_pct(exact, best, best_sketch)
@@ -347,6 +348,7 @@ impl Engine {
             merged,
             campaign,
             newly_bulk,
+            corroborating,
         }
     }
 
@@ -428,10 +430,11 @@ impl Observation {
 }
 
 /// The campaign that at least `min` corroborating entries (sorted closest
-/// first) point to, as its closest entry; the campaign with the most of
-/// them when several do (ties: the one whose closest entry comes first).
-/// `None` when `min` is 0 (off) or no campaign has that many.
-fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<Match> {
+/// first) point to, as its closest entry and their number; the campaign
+/// with the most of them when several do (ties: the one whose closest
+/// entry comes first). `None` when `min` is 0 (off) or no campaign has
+/// that many.
+fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<(Match, usize)> {
     if min == 0 || entries.len() < min {
         return None;
     }
@@ -452,7 +455,7 @@ fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<
         .rev()
         .filter(|(_, n, _)| *n >= min)
         .max_by_key(|(_, n, _)| *n)
-        .map(|(_, _, m)| m)
+        .map(|(_, n, m)| (m, n))
 }
 
 /// What a store found and recorded for one message.
@@ -473,6 +476,9 @@ pub struct Outcome {
     pub campaign: Option<CampaignSummary>,
     /// The campaign reached the bulk threshold for the first time.
     pub newly_bulk: bool,
+    /// Entries of the campaign that corroborated the message, when it
+    /// joined on corroboration alone (a weak match); 0 otherwise.
+    pub corroborating: u32,
 }
 
 /// Why a store could not record a message. The caller falls back (the
@@ -564,6 +570,7 @@ pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         merged: out.merged,
         seq: Some(out.seq),
         nearest: out.nearest,
+        corroborating: out.corroborating,
         simhash: Some(obs.simhash),
         features: obs.features,
     }
@@ -702,6 +709,11 @@ mod tests {
             v[2]
         );
         assert_eq!(id(&v[2]), id(&v[0]), "joined on corroboration");
+        assert_eq!(
+            (v[0].corroborating, v[1].corroborating, v[2].corroborating),
+            (0, 0, 2)
+        );
+        assert!(v[2].header_value().ends_with("; corroborating=2"));
         let c = v[2].campaign.as_ref().unwrap();
         assert_eq!(c.messages, 3);
         assert!((c.score - 2.5).abs() < 1e-9, "a weak match: {}", c.score);
@@ -709,7 +721,7 @@ mod tests {
         for min in [3, 0] {
             let v = judge(min, &["from mars", "from mars", "from venus and jupiter"]);
             assert_ne!(id(&v[2]), id(&v[0]), "min {min}");
-            assert_eq!(v[2].distance, None);
+            assert_eq!((v[2].distance, v[2].corroborating), (None, 0));
         }
         // Two corroborating entries, but in two campaigns: on its own.
         let v = judge(2, &["from mars", "from saturn", "from venus and jupiter"]);

@@ -94,6 +94,9 @@ pub struct Record {
     pub skip_reason: Option<&'static str>,
     /// `n` of the closest earlier message it matched, if any.
     pub nearest: Option<usize>,
+    /// Entries that corroborated it, when it joined its campaign on
+    /// corroboration alone; 0 otherwise.
+    pub corroborating: u32,
 }
 
 /// A campaign found by the replay.
@@ -293,6 +296,7 @@ impl Replayer {
             subject: a.subject.clone(),
             skip_reason: v.skip.map(|s| s.as_str()),
             nearest,
+            corroborating: v.corroborating,
         });
         v
     }

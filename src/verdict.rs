@@ -127,6 +127,10 @@ pub struct Verdict {
     pub seq: Option<u64>,
     /// Sequence number of the closest match in the window, if any.
     pub nearest: Option<u64>,
+    /// Entries of the campaign that corroborated the message, when it
+    /// joined on corroboration alone (a weak match; see
+    /// `window.corroborating_matches`); 0 otherwise.
+    pub corroborating: u32,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -145,6 +149,7 @@ impl Verdict {
             merged: Vec::new(),
             seq: None,
             nearest: None,
+            corroborating: 0,
             simhash,
             features,
         }
@@ -183,6 +188,9 @@ impl Verdict {
         }
         if let Some(r) = self.resemblance {
             s.push_str(&format!("; resemblance={r:.2}"));
+        }
+        if self.corroborating > 0 {
+            s.push_str(&format!("; corroborating={}", self.corroborating));
         }
         s
     }
@@ -238,6 +246,16 @@ mod tests {
         assert_eq!(
             v.header_value(),
             "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99"
+        );
+        let v = Verdict {
+            corroborating: 4,
+            distance: Some(18),
+            resemblance: Some(0.62),
+            ..v
+        };
+        assert_eq!(
+            v.header_value(),
+            "bulk; campaign=0000003fa9c1; size=57; distance=18; resemblance=0.62; corroborating=4"
         );
     }
 }

@@ -82,6 +82,7 @@ struct Seen {
     campaign: Option<SeenCampaign>,
     merged: Vec<String>,
     newly_bulk: bool,
+    corroborating: u32,
 }
 
 fn seen(v: &Verdict) -> Seen {
@@ -105,6 +106,7 @@ fn seen(v: &Verdict) -> Seen {
         }),
         merged,
         newly_bulk: v.newly_bulk,
+        corroborating: v.corroborating,
     }
 }
 
@@ -244,6 +246,7 @@ fn memory_and_redis_stores_agree_on_corroborated_joins() {
     // campaign of their own.
     let mut off = cfg.clone();
     off.window.corroborating_matches = 0;
+    assert!(memory.iter().filter(|s| s.corroborating > 0).count() > 20);
     let alone = |v: &[Seen]| {
         v.iter()
             .filter(|s| s.campaign.as_ref().is_some_and(|c| c.1 == 1))

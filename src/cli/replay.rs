@@ -122,6 +122,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "features": r.features,
         "skip_reason": r.skip_reason,
         "nearest": r.nearest,
+        "corroborating": r.corroborating,
     })
 }
 

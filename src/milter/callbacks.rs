@@ -185,6 +185,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 campaign = %verdict.campaign.as_ref().map(|c| c.id.to_string()).unwrap_or_default(),
                 size = verdict.campaign.as_ref().map_or(0, |c| c.recipients),
                 distance = verdict.distance.map_or(-1, i64::from),
+                corroborating = verdict.corroborating,
                 engine_ms = elapsed.as_secs_f64() * 1000.0,
                 action = decision.as_str(),
                 truncated,

@@ -464,7 +464,7 @@ for _, cid in ipairs(cids) do add_found(cid) end
 -- src/engine.rs): with no match, the campaign that at least corr_min of
 -- the closest MAX_MATCHES corroborating entries belong to (the most of
 -- them; ties: the one with the closest entry) joins as a weak match.
-local weak = false
+local corroborating = 0
 if #found == 0 and corr_min > 0 and #corr >= corr_min then
   table.sort(corr)
   local count, closest, roots = {}, {}, {}
@@ -491,7 +491,7 @@ if #found == 0 and corr_min > 0 and #corr >= corr_min then
       local rest = (key - near_seq) / SEQ
       best_d = rest % 128
       best_sd = (rest - best_d) / 128
-      weak = true
+      corroborating = count[pick]
     end
   end
 end
@@ -508,7 +508,7 @@ end
 
 local strong = exact or (best_d and best_d <= strong_d) or (best_sd and best_sd <= strong_sd)
 local weight = 100
-if weak or (best_d and not strong) then weight = weak_pct end
+if corroborating > 0 or (best_d and not strong) then weight = weak_pct end
 
 local v = camps[target]
 v.m = v.m + 1
@@ -597,4 +597,5 @@ return {
   v.names or '',
   table.concat(absorbed, ','),
   newly_bulk,
+  corroborating,
 }

@@ -453,9 +453,9 @@ fn parse_outcome(v: Value) -> Result<Outcome, StoreError> {
     let Value::Array(f) = v else {
         return Err(StoreError("redis: reply is not an array".into()));
     };
-    if f.len() != 17 {
+    if f.len() != 18 {
         return Err(StoreError(format!(
-            "redis: reply has {} fields, expected 17",
+            "redis: reply has {} fields, expected 18",
             f.len()
         )));
     }
@@ -494,6 +494,7 @@ fn parse_outcome(v: Value) -> Result<Outcome, StoreError> {
         merged,
         campaign: Some(campaign),
         newly_bulk: int(g(16), "newly_bulk")? == 1,
+        corroborating: u32::try_from(int(g(17), "corroborating")?).unwrap_or(0),
     })
 }
 
@@ -517,7 +518,7 @@ mod tests {
     fn malformed_replies_are_errors() {
         assert!(parse_outcome(Value::Nil).is_err());
         assert!(parse_outcome(Value::Array(vec![Value::Int(1); 3])).is_err());
-        let mut f = vec![Value::Int(0); 17];
+        let mut f = vec![Value::Int(0); 18];
         f[5] = Value::BulkString(b"zz".to_vec());
         assert!(parse_outcome(Value::Array(f)).is_err());
     }
@@ -543,6 +544,7 @@ mod tests {
             s("a.example\nb.example"),
             s("000000000001,000000000002"),
             Value::Int(1),
+            Value::Int(3),
         ];
         let o = parse_outcome(Value::Array(f)).unwrap();
         assert_eq!(o.distance, Some(2));
@@ -554,5 +556,6 @@ mod tests {
         assert_eq!(c.senders.len(), 2);
         assert_eq!(c.sample_subject.as_deref(), Some("Hello"));
         assert!(o.newly_bulk);
+        assert_eq!(o.corroborating, 3);
     }
 }
