@@ -258,7 +258,7 @@ impl Engine {
         let mut best: Option<u32> = exact.then_some(0);
         let mut best_sketch: Option<u32> = exact.then_some(0);
         let mut nearest = None;
-        // Joined on corroboration (by this many entries): a weak match
+        // Joined on corroboration (by this many texts): a weak match
         // whatever its figures.
         let mut corroborating = 0;
         if obs.near {
@@ -429,33 +429,44 @@ impl Observation {
     }
 }
 
-/// The campaign that at least `min` corroborating entries (sorted closest
-/// first) point to, as its closest entry and their number; the campaign
-/// with the most of them when several do (ties: the one whose closest
-/// entry comes first). `None` when `min` is 0 (off) or no campaign has
-/// that many.
+/// The campaign that corroborating entries (sorted closest first) of at
+/// least `min` distinct texts point to, as its closest entry and that
+/// number of texts; the campaign with the most when several qualify (ties:
+/// the one whose closest entry comes first). `None` when `min` is 0 (off)
+/// or no campaign has that many.
+///
+/// Texts, not entries: entries with one MinHash sketch (exact copies,
+/// copies that differ only in what normalization removes) are one piece of
+/// evidence. Otherwise one mail delivered in three transactions (a list
+/// that sends each subscriber a copy) would corroborate on its own
+/// anything within the looser bounds.
 fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<(Match, usize)> {
     if min == 0 || entries.len() < min {
         return None;
     }
-    // (live campaign slot, entries, closest entry); few campaigns, so a
-    // short list beats a map.
-    let mut per: Vec<(u32, usize, Match)> = Vec::new();
+    // (live campaign slot, distinct sketches, closest entry); at most
+    // MAX_MATCHES entries, so short lists beat maps.
+    let mut per: Vec<(u32, Vec<u64>, Match)> = Vec::new();
     for m in entries {
         let Some(root) = campaigns.resolve(m.campaign) else {
             continue;
         };
         match per.iter_mut().find(|(r, _, _)| *r == root) {
-            Some((_, n, _)) => *n += 1,
-            None => per.push((root, 1, *m)),
+            Some((_, texts, _)) => {
+                if !texts.contains(&m.sketch) {
+                    texts.push(m.sketch);
+                }
+            }
+            None => per.push((root, vec![m.sketch], *m)),
         }
     }
     // `max_by_key` keeps the last of equals: reverse so the first wins.
     per.into_iter()
+        .map(|(_, texts, m)| (texts.len(), m))
         .rev()
-        .filter(|(_, n, _)| *n >= min)
-        .max_by_key(|(_, n, _)| *n)
-        .map(|(_, n, m)| (m, n))
+        .filter(|(n, _)| *n >= min)
+        .max_by_key(|(n, _)| *n)
+        .map(|(n, m)| (m, n))
 }
 
 /// What a store found and recorded for one message.
@@ -476,7 +487,7 @@ pub struct Outcome {
     pub campaign: Option<CampaignSummary>,
     /// The campaign reached the bulk threshold for the first time.
     pub newly_bulk: bool,
-    /// Entries of the campaign that corroborated the message, when it
+    /// Distinct texts of the campaign that corroborated the message, when it
     /// joined on corroboration alone (a weak match); 0 otherwise.
     pub corroborating: u32,
 }
@@ -669,9 +680,12 @@ mod tests {
     }
 
     /// A message that matches no entry joins the campaign that enough of
-    /// its band candidates belong to, as a weak match; fewer, or spread over
-    /// campaigns, leave it on its own. (Match bounds of 0 here, so every
-    /// near candidate only corroborates.)
+    /// its band candidates belong to, counted by distinct text, as a weak
+    /// match; fewer texts, copies of one text, or texts spread over
+    /// campaigns leave it on its own. Match bounds here: simhash distance 2,
+    /// no second stage, so every other near candidate only corroborates.
+    /// (The distances asserted are those of fingerprint version 3 under
+    /// the default key.)
     #[test]
     fn corroborated_messages_join_as_weak_matches() {
         let text = |extra: &str| {
@@ -685,7 +699,7 @@ mod tests {
         };
         let judge = |min: usize, extras: &[&str]| -> Vec<Verdict> {
             let mut cfg = Config::default();
-            cfg.window.max_distance = 0;
+            cfg.window.max_distance = 2;
             cfg.window.max_sketch_diff = 0;
             cfg.window.max_minhash_distance = 0;
             cfg.window.corroborating_matches = min;
@@ -699,34 +713,85 @@ mod tests {
                 .collect()
         };
         let id = |v: &Verdict| v.campaign.as_ref().map(|c| c.id);
-        // Two exact copies make a campaign of two; a variant has both as
-        // corroborating entries.
-        let v = judge(2, &["from mars", "from mars", "from venus and jupiter"]);
-        assert!(v[1].exact);
-        assert!(
-            !v[2].exact && v[2].distance.is_some_and(|d| d > 0),
-            "{:?}",
-            v[2]
-        );
+        let variant = "from venus and jupiter";
+        // Two texts within distance 2 make a campaign; a variant farther
+        // from both has both as corroborating entries.
+        let v = judge(2, &["from mars", "from saturn", variant]);
+        assert_eq!(v[1].distance, Some(2), "premise: a match");
+        assert_eq!(id(&v[1]), id(&v[0]));
+        assert!(v[2].distance.is_some_and(|d| d > 2), "{:?}", v[2]);
         assert_eq!(id(&v[2]), id(&v[0]), "joined on corroboration");
-        assert_eq!(
-            (v[0].corroborating, v[1].corroborating, v[2].corroborating),
-            (0, 0, 2)
-        );
+        let counts: Vec<u32> = v.iter().map(|x| x.corroborating).collect();
+        assert_eq!(counts, [0, 0, 2]);
         assert!(v[2].header_value().ends_with("; corroborating=2"));
         let c = v[2].campaign.as_ref().unwrap();
         assert_eq!(c.messages, 3);
         assert!((c.score - 2.5).abs() < 1e-9, "a weak match: {}", c.score);
-        // Too few corroborating entries, or corroboration off: on its own.
+        // Too few texts, or corroboration off: on its own.
         for min in [3, 0] {
-            let v = judge(min, &["from mars", "from mars", "from venus and jupiter"]);
+            let v = judge(min, &["from mars", "from saturn", variant]);
             assert_ne!(id(&v[2]), id(&v[0]), "min {min}");
             assert_eq!((v[2].distance, v[2].corroborating), (None, 0));
         }
-        // Two corroborating entries, but in two campaigns: on its own.
-        let v = judge(2, &["from mars", "from saturn", "from venus and jupiter"]);
-        assert_ne!(id(&v[0]), id(&v[1]));
+        // Two entries of one text (the same words: one MinHash sketch) are
+        // one piece of evidence.
+        let v = judge(2, &["from mars", "from mars and pluto", variant]);
+        assert_eq!(id(&v[1]), id(&v[0]), "premise: a match");
+        assert_ne!(id(&v[2]), id(&v[0]));
+        // Two texts, but in two campaigns: on its own.
+        let v = judge(2, &["from mars", "with neptune moons and comets", variant]);
+        assert_ne!(id(&v[0]), id(&v[1]), "premise: no match");
         assert!(id(&v[2]) != id(&v[0]) && id(&v[2]) != id(&v[1]));
+    }
+
+    /// The campaign chosen among corroborating entries: the most distinct
+    /// texts, entries of merged campaigns counted with their target, ties
+    /// to the campaign with the closest entry.
+    #[test]
+    fn corroboration_picks_the_campaign_with_most_texts() {
+        let mut c = Campaigns::new(false);
+        let a = c.create(&[1; 32], 0);
+        let b = c.create(&[2; 32], 0);
+        let x = c.create(&[3; 32], 0);
+        let m = |seq: u64, campaign: u32, sketch: u64| Match {
+            seq,
+            distance: 18,
+            sketch_diff: 9,
+            campaign,
+            sketch,
+            corroborating: true,
+        };
+        // Closest first: b once, then a with three texts (one twice).
+        let entries = [
+            m(1, b, 10),
+            m(2, a, 20),
+            m(3, a, 20),
+            m(4, a, 21),
+            m(5, a, 22),
+        ];
+        let (first, n) = corroborated(&c, &entries, 2).unwrap();
+        assert_eq!((first.seq, n), (2, 3));
+        assert!(corroborated(&c, &entries, 4).is_none());
+        assert!(corroborated(&c, &entries, 0).is_none());
+        // A tie of two texts each: the campaign of the closest entry.
+        let tie = [m(1, b, 10), m(2, a, 20), m(3, a, 21), m(4, b, 11)];
+        assert_eq!(
+            corroborated(&c, &tie, 2).map(|(e, n)| (e.seq, n)),
+            Some((1, 2))
+        );
+        // x merged into a: its entries count for a.
+        let mut absorbed = Vec::new();
+        let target = c.merge(&[a, x], &mut absorbed).unwrap();
+        assert_eq!(target, a);
+        let merged = [
+            m(1, b, 10),
+            m(2, b, 11),
+            m(3, x, 30),
+            m(4, a, 31),
+            m(5, x, 32),
+        ];
+        let (first, n) = corroborated(&c, &merged, 2).unwrap();
+        assert_eq!((first.seq, first.campaign, n), (3, x, 3));
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub struct Record {
     pub skip_reason: Option<&'static str>,
     /// `n` of the closest earlier message it matched, if any.
     pub nearest: Option<usize>,
-    /// Entries that corroborated it, when it joined its campaign on
+    /// Distinct texts that corroborated it, when it joined its campaign on
     /// corroboration alone; 0 otherwise.
     pub corroborating: u32,
 }

@@ -127,7 +127,7 @@ pub struct Verdict {
     pub seq: Option<u64>,
     /// Sequence number of the closest match in the window, if any.
     pub nearest: Option<u64>,
-    /// Entries of the campaign that corroborated the message, when it
+    /// Distinct texts of the campaign that corroborated the message, when it
     /// joined on corroboration alone (a weak match; see
     /// `window.corroborating_matches`); 0 otherwise.
     pub corroborating: u32,

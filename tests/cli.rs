@@ -31,6 +31,7 @@ fn replay_jsonl_follows_the_contract() {
     let text = String::from_utf8(out.stdout).expect("utf-8");
     let mut n = 0;
     let mut bulk = 0;
+    let mut corroborated = 0;
     for line in text.lines() {
         n += 1;
         let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
@@ -50,9 +51,19 @@ fn replay_jsonl_follows_the_contract() {
         assert!(
             v["resemblance"].is_f64() || v["resemblance"].is_null() || v["resemblance"].is_u64()
         );
+        let corroborating = v["corroborating"].as_u64().expect("corroborating");
+        if corroborating > 0 {
+            // Joined on corroboration: at least 3 texts (the default), and
+            // the closest of them described.
+            assert!(corroborating >= 3 && v["distance"].is_u64(), "{line}");
+            corroborated += 1;
+        }
     }
     assert!(n >= 900, "{n} records");
     assert!(bulk > 500, "{bulk} bulk");
+    // Heavily busted copies that match no other copy (4 under the
+    // default key, fingerprint version 3).
+    assert!(corroborated > 0);
 }
 
 #[test]

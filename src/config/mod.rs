@@ -102,8 +102,8 @@ pub struct WindowConfig {
     /// share most of their vocabulary and nothing else).
     pub max_minhash_distance: u32,
     /// A message that matches no entry joins a campaign when at least this
-    /// many of its entries corroborate it (0: off): band candidates within
-    /// the two bounds below. Heavy hash-busting leaves some members of a
+    /// many distinct texts (MinHash sketches) of it corroborate it (0:
+    /// off): band candidates within the two bounds below. Heavy hash-busting leaves some members of a
     /// campaign just outside the match bounds of every other member, where
     /// together they still say which campaign it is.
     pub corroborating_matches: usize,
@@ -615,6 +615,13 @@ impl Config {
                 c.window.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
             }
             if let Some(v) = w.corroborating_matches {
+                if v == 1 {
+                    // One entry within the looser bounds is no evidence.
+                    return Err(ConfigError::invalid(
+                        "window.corroborating_matches",
+                        "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+                    ));
+                }
                 c.window.corroborating_matches =
                     to_usize("window.corroborating_matches", v.into(), 0, 256)?;
             }
@@ -962,6 +969,22 @@ mod tests {
     fn out_of_range_value_names_key_path() {
         let err = Config::from_toml_str("[window]\nmax_distance = 40\n").unwrap_err();
         assert_eq!(err.key(), Some("window.max_distance"));
+    }
+
+    #[test]
+    fn one_corroborating_entry_is_refused() {
+        let err = Config::from_toml_str("[window]\ncorroborating_matches = 1\n").unwrap_err();
+        assert_eq!(err.key(), Some("window.corroborating_matches"));
+        for v in [0, 2, 256] {
+            let toml = format!("[window]\ncorroborating_matches = {v}\n");
+            assert_eq!(
+                Config::from_toml_str(&toml)
+                    .unwrap()
+                    .window
+                    .corroborating_matches,
+                v
+            );
+        }
     }
 
     #[test]

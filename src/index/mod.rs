@@ -37,6 +37,8 @@ pub struct Match {
     /// Differing 2-bit MinHash values (0..=32).
     pub sketch_diff: u32,
     pub campaign: u32,
+    /// The entry's MinHash sketch.
+    pub sketch: u64,
     /// Not a match by itself: a band candidate within the corroboration
     /// bounds only (see [`NearIndex::with_corroboration`]).
     pub corroborating: bool,
@@ -209,6 +211,7 @@ impl NearIndex {
                     distance: d,
                     sketch_diff: sd,
                     campaign: e.campaign,
+                    sketch: e.sketch,
                     corroborating,
                 })
             })

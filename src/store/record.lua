@@ -368,7 +368,7 @@ if exact then best_d, best_sd = 0, 0 end
 local matches, match_cid = {}, {}
 -- Band candidates within the corroboration bounds only; keys and
 -- campaigns as for matches.
-local corr, corr_cid = {}, {}
+local corr, corr_cid, corr_text = {}, {}, {}
 local seen = {}
 -- Sort keys pack (sketch difference, distance, seq); see below.
 local SEQ = 1099511627776
@@ -413,12 +413,13 @@ local function scan(pos, band_key)
               local key = (sd * 128 + d) * SEQ + seq
               matches[#matches + 1] = key
               match_cid[key] = cid
-            elseif band_key and sd <= corr_sd and d <= corr_d then
+            elseif band_key and corr_min > 0 and sd <= corr_sd and d <= corr_d then
               -- The same in every band that finds it: measured once.
               seen[seq] = true
               local key = (sd * 128 + d) * SEQ + seq
               corr[#corr + 1] = key
               corr_cid[key] = cid
+              corr_text[key] = k1 .. ':' .. k2
             end
           end
         end
@@ -461,13 +462,14 @@ table.sort(cids, function(x, y) return cid_key[x] < cid_key[y] end)
 for _, cid in ipairs(cids) do add_found(cid) end
 
 -- Corroboration, as in the memory store (`corroborated` in
--- src/engine.rs): with no match, the campaign that at least corr_min of
--- the closest MAX_MATCHES corroborating entries belong to (the most of
--- them; ties: the one with the closest entry) joins as a weak match.
+-- src/engine.rs): with no match, the campaign that the closest
+-- MAX_MATCHES corroborating entries of at least corr_min distinct texts
+-- (sketches) belong to (the most texts; ties: the one with the closest
+-- entry) joins as a weak match.
 local corroborating = 0
 if #found == 0 and corr_min > 0 and #corr >= corr_min then
   table.sort(corr)
-  local count, closest, roots = {}, {}, {}
+  local count, closest, roots, texts = {}, {}, {}, {}
   for i = 1, math.min(#corr, MAX_MATCHES) do
     local key = corr[i]
     local root = resolve(corr_cid[key])
@@ -476,7 +478,11 @@ if #found == 0 and corr_min > 0 and #corr >= corr_min then
         count[root], closest[root] = 0, key
         roots[#roots + 1] = root
       end
-      count[root] = count[root] + 1
+      local text = root .. '/' .. corr_text[key]
+      if not texts[text] then
+        texts[text] = true
+        count[root] = count[root] + 1
+      end
     end
   end
   local pick = nil
