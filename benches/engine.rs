@@ -250,13 +250,15 @@ fn lookup(c: &mut Criterion) {
     let mut g = c.benchmark_group("lookup");
     for n in [10_000usize, 1_000_000, 10_000_000] {
         let mut st = n as u64;
+        // As `Engine::new` builds it for the default configuration.
         let mut idx = NearIndex::new(
             w.max_distance,
             n,
             w.minhash_bands,
             w.max_sketch_diff,
             w.max_minhash_distance,
-        );
+        )
+        .with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance);
         // The longest single insertion: the one that doubles the tables
         // last (see `bulkwatch::index::tables`, Growth).
         let mut longest = (Duration::ZERO, 0);
