@@ -48,6 +48,10 @@ cleanup() {
   [ -n "${SINKPID:-}" ] && kill "$SINKPID" 2>/dev/null || true
   [ -n "${BWPID:-}" ] && kill "$BWPID" 2>/dev/null || true
   [ -n "${REDISPID:-}" ] && kill "$REDISPID" 2>/dev/null || true
+  # Wait for them to exit: a run that starts right after this one (CI runs
+  # two) binds the same ports, and a Redis still shutting down here once
+  # answered the next run's ping while its own Redis could not bind.
+  for p in ${SINKPID:-} ${BWPID:-} ${REDISPID:-}; do wait "$p" 2>/dev/null || true; done
   if [ -n "${KEEP:-}" ]; then echo "soak: kept $DIR" >&2; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
@@ -119,11 +123,20 @@ max_entries = ${MAX_ENTRIES:-20000}
 bloom_items = ${MAX_ENTRIES:-20000}
 CF
 start_redis() {
+  # The port must be free: another server answering there would pass for
+  # ours (the ping below), and ours would fail to bind.
+  for _ in $(seq 1 200); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 || break; sleep 0.05; done
+  if redis-cli -p "$RPORT" ping >/dev/null 2>&1; then
+    echo "soak: port $RPORT is taken by another redis-server (set REDIS_PORT)" >&2; exit 1
+  fi
   redis-server --port "$RPORT" --bind 127.0.0.1 --save "" --appendonly no \
     --loglevel warning --dir "$DIR" >/dev/null 2>&1 &
   REDISPID=$!
-  for _ in $(seq 1 200); do redis-cli -p "$RPORT" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "soak: redis-server did not come up" >&2; exit 1
+  for _ in $(seq 1 200); do
+    if redis-cli -p "$RPORT" ping >/dev/null 2>&1 && kill -0 "$REDISPID" 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "soak: redis-server did not come up on port $RPORT" >&2; exit 1
 }
 if [ -n "${REDIS:-}" ]; then
   start_redis
