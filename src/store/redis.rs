@@ -321,7 +321,7 @@ impl RedisStore {
         let cutoff = now.0.saturating_sub(p.window_secs);
         let halves = |x: u64| [x >> 32, x & 0xFFFF_FFFF];
         let tables = block_keys(obs.simhash, p.radius);
-        let weak_pct = (t.weak_match_weight * 100.0).round().clamp(0.0, 100.0) as u64;
+        let weak_pct = obs.weak_weight_pct();
         let bulk_centi = (t.bulk_threshold * 100.0).ceil().max(0.0) as u64;
         let slice = slice_secs(p.window_secs);
         let mut inv = self.script.prepare_invoke();
