@@ -88,8 +88,8 @@ pub struct NearIndex {
     max_sketch_diff: u32,
     max_minhash_distance: u32,
     /// Bounds of corroborating band candidates (sketch difference,
-    /// distance); equal to the match bounds when off.
-    corroboration: (u32, u32),
+    /// distance); `None`: none are returned.
+    corroboration: Option<(u32, u32)>,
 }
 
 impl NearIndex {
@@ -111,7 +111,7 @@ impl NearIndex {
             max_entries: max_entries.max(1),
             max_sketch_diff,
             max_minhash_distance,
-            corroboration: (max_sketch_diff, max_minhash_distance),
+            corroboration: None,
         }
     }
 
@@ -119,7 +119,7 @@ impl NearIndex {
     /// not match but whose sketch differs in at most `max_sketch_diff`
     /// values and whose simhash is at most `max_distance` away.
     pub fn with_corroboration(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
-        self.corroboration = (max_sketch_diff, max_distance);
+        self.corroboration = Some((max_sketch_diff, max_distance));
         self
     }
 
@@ -162,7 +162,7 @@ impl NearIndex {
         if d <= self.tables.radius() || by_minhash {
             return Some((d, sd, false));
         }
-        let (max_sd, max_d) = self.corroboration;
+        let (max_sd, max_d) = self.corroboration?;
         (shares_band && sd <= max_sd && d <= max_d).then_some((d, sd, true))
     }
 
@@ -434,7 +434,6 @@ mod tests {
     /// The oracle with corroborating entries: (seq, distance, corroborating),
     /// in the order [`NearIndex::query`] promises.
     fn brute_all(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32, bool)> {
-        let (corr_sd, corr_d) = idx.corroboration;
         let mut v: Vec<(bool, u32, u32, u64)> = idx
             .window()
             .iter()
@@ -445,7 +444,11 @@ mod tests {
                     && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
                 let strict = d <= idx.radius()
                     || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance());
-                let corroborating = !strict && shares && sd <= corr_sd && d <= corr_d;
+                let corroborating = !strict
+                    && shares
+                    && idx
+                        .corroboration
+                        .is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d);
                 (strict || corroborating).then_some((corroborating, sd, d, s))
             })
             .collect();
@@ -466,7 +469,7 @@ mod tests {
             idx.insert(entry(h, i), &bands_of(h));
         }
         let mut plain = idx.clone();
-        plain.corroboration = (plain.max_sketch_diff, plain.max_minhash_distance);
+        plain.corroboration = None;
         let (mut strict, mut corroborating) = (0, 0);
         for n in 0..1_000 {
             let b = bases[(splitmix(&mut st) as usize) % bases.len()];
