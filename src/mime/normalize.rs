@@ -876,49 +876,42 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
 }
 
-/// What [`looks_random`] tests about an ASCII word, gathered byte by byte.
-#[derive(Debug, Clone, Copy, Default)]
-struct WordStats {
-    digits: usize,
-    vowels: usize,
-    /// Current and longest run of consonants (letters that are not
-    /// vowels; upper case counts as consonant, as text is folded first).
-    run: usize,
-    max_run: usize,
-}
-
-impl WordStats {
-    /// Branch-free: whether a letter is a vowel is as good as random to
-    /// the branch predictor, and a mispredicted branch per letter cost more
-    /// than the rest of the test.
-    fn add(&mut self, b: u8) {
-        // Bit i set: the letter `a` + i is a vowel (a e i o u y).
-        const VOWELS: u32 = 1 | 1 << 4 | 1 << 8 | 1 << 14 | 1 << 20 | 1 << 24;
-        let digit = usize::from(b.is_ascii_digit());
+/// [`looks_random`] of an ASCII word of 5 to 24 bytes: letters and digits
+/// mixed (8 bytes or more), or no digit and no vowel, six consonants in a
+/// row or fewer than one vowel in six letters (12 bytes or more). A
+/// consonant is any byte that is neither a digit nor a lower-case vowel
+/// (a e i o u y): text is folded first.
+///
+/// Implementation note: the word becomes two bit masks (digits, vowels),
+/// built without a branch per byte (vowel or not is as good as random to
+/// the branch predictor) and without a chain from byte to byte; a run of
+/// six consonants is six consecutive bits. Counting the run byte by byte
+/// was a chain of dependent operations on every byte.
+fn ascii_looks_random(w: &[u8]) -> bool {
+    // Bit i set: the letter `a` + i is a vowel.
+    const VOWELS: u32 = 1 | 1 << 4 | 1 << 8 | 1 << 14 | 1 << 20 | 1 << 24;
+    const MAX: usize = 24;
+    let (mut digit_m, mut vowel_m) = (0u32, 0u32);
+    for (i, &b) in w.iter().take(MAX).enumerate() {
         let letter = u32::from(b.wrapping_sub(b'a'));
-        let vowel = usize::from(letter < 26 && VOWELS >> (letter & 31) & 1 == 1);
-        self.digits += digit;
-        self.vowels += vowel;
-        self.run = (self.run + 1) * (1 - (digit | vowel));
-        self.max_run = self.max_run.max(self.run);
+        digit_m |= u32::from(b.is_ascii_digit()) << i;
+        vowel_m |= u32::from(letter < 26 && VOWELS >> (letter & 31) & 1 == 1) << i;
     }
-
-    fn of(w: &str) -> WordStats {
-        let mut s = WordStats::default();
-        w.bytes().for_each(|b| s.add(b));
-        s
+    let len = w.len().min(MAX);
+    let digits = digit_m.count_ones() as usize;
+    if digits > 0 {
+        return digits < len && len >= 8;
     }
-
-    /// [`looks_random`] of an ASCII word of `len` bytes (5 to 24) with
-    /// these stats.
-    fn looks_random(&self, len: usize) -> bool {
-        let letters = len - self.digits;
-        if self.digits > 0 && letters > 0 && len >= 8 {
-            return true;
-        }
-        self.digits == 0
-            && (self.vowels == 0 || self.max_run >= 6 || (len >= 12 && self.vowels * 6 < len))
-    }
+    let vowels = vowel_m.count_ones() as usize;
+    let consonants = !vowel_m & ((1 << len) - 1);
+    let run_of_six = consonants
+        & consonants >> 1
+        & consonants >> 2
+        & consonants >> 3
+        & consonants >> 4
+        & consonants >> 5
+        != 0;
+    vowels == 0 || run_of_six || (len >= 12 && vowels * 6 < len)
 }
 
 /// Number of ASCII digits in `w`.
@@ -1014,7 +1007,7 @@ fn looks_random(w: &str) -> bool {
     match w.len() {
         25.. => true,
         0..5 => false,
-        len => WordStats::of(w).looks_random(len),
+        _ => ascii_looks_random(w.as_bytes()),
     }
 }
 
@@ -1279,6 +1272,64 @@ mod tests {
             })
             .flat_map(char::to_lowercase)
             .collect()
+    }
+
+    /// The previous test, byte by byte: the reference of
+    /// [`ascii_looks_random`].
+    #[derive(Debug, Clone, Copy, Default)]
+    struct WordStats {
+        digits: usize,
+        vowels: usize,
+        /// Current and longest run of consonants (letters that are not
+        /// vowels; upper case counts as consonant, as text is folded first).
+        run: usize,
+        max_run: usize,
+    }
+
+    impl WordStats {
+        /// Branch-free: whether a letter is a vowel is as good as random to
+        /// the branch predictor, and a mispredicted branch per letter cost more
+        /// than the rest of the test.
+        fn add(&mut self, b: u8) {
+            // Bit i set: the letter `a` + i is a vowel (a e i o u y).
+            const VOWELS: u32 = 1 | 1 << 4 | 1 << 8 | 1 << 14 | 1 << 20 | 1 << 24;
+            let digit = usize::from(b.is_ascii_digit());
+            let letter = u32::from(b.wrapping_sub(b'a'));
+            let vowel = usize::from(letter < 26 && VOWELS >> (letter & 31) & 1 == 1);
+            self.digits += digit;
+            self.vowels += vowel;
+            self.run = (self.run + 1) * (1 - (digit | vowel));
+            self.max_run = self.max_run.max(self.run);
+        }
+
+        fn of(w: &str) -> WordStats {
+            let mut s = WordStats::default();
+            w.bytes().for_each(|b| s.add(b));
+            s
+        }
+
+        /// [`looks_random`] of an ASCII word of `len` bytes (5 to 24) with
+        /// these stats.
+        fn looks_random(&self, len: usize) -> bool {
+            let letters = len - self.digits;
+            if self.digits > 0 && letters > 0 && len >= 8 {
+                return true;
+            }
+            self.digits == 0
+                && (self.vowels == 0 || self.max_run >= 6 || (len >= 12 && self.vowels * 6 < len))
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_word_test_equals_its_reference(
+            w in proptest::prop_oneof!["[a-zA_]{5,24}", "[a-z0-9AEY_]{5,24}", "[bcdfgae5]{5,24}"]
+        ) {
+            proptest::prop_assert_eq!(
+                ascii_looks_random(w.as_bytes()),
+                WordStats::of(&w).looks_random(w.len())
+            );
+        }
     }
 
     proptest::proptest! {
