@@ -117,8 +117,9 @@ pub struct Campaigns {
 }
 
 /// Longest alias chain followed; chains are short (one link per merge of a
-/// merged campaign), this only guards against a bug looping forever.
-const MAX_CHAIN: usize = 1024;
+/// merged campaign), this only guards against a bug looping forever. The
+/// Redis script (`MAX_CHAIN` in `store/record.lua`) follows as many.
+pub const MAX_CHAIN: usize = 1024;
 
 impl Campaigns {
     pub fn new(keep_subjects: bool) -> Campaigns {

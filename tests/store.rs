@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
-use bulkwatch::engine::{analyze, decide_with, Engine, Envelope, Store, UnixSecs};
+use bulkwatch::engine::{
+    analyze, decide_with, finish, Engine, Envelope, Observation, Store, UnixSecs,
+};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{LogStore, Logged, RedisStore, Shared, SharedResult};
 use bulkwatch::verdict::{Level, Verdict};
@@ -259,6 +261,122 @@ fn memory_and_redis_stores_agree_on_corroborated_joins() {
         alone(&memory),
         alone(&without)
     );
+}
+
+/// SplitMix64, for reproducible fingerprints.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A message seen by its fingerprints only: simhash `simhash`, and an
+/// exact hash, sketch and band keys of its own (nothing but the simhash
+/// can match).
+fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
+    let mut exact = [0u8; 32];
+    for part in exact.chunks_mut(8) {
+        part.copy_from_slice(&splitmix(st).to_le_bytes());
+    }
+    Observation {
+        exact,
+        simhash,
+        sketch: splitmix(st),
+        bands: (0..cfg.window.minhash_bands)
+            .map(|_| splitmix(st))
+            .collect(),
+        near: true,
+        recipients: 1,
+        sender: 7,
+        sender_name: Some("chain.example".into()),
+        subject: None,
+        features: 100,
+        thresholds: cfg.thresholds.clone(),
+    }
+}
+
+/// `n` random bits of the 64 (distinct).
+fn random_bits(n: u32, st: &mut u64) -> u64 {
+    let mut m = 0u64;
+    while m.count_ones() < n {
+        m |= 1 << (splitmix(st) % 64);
+    }
+    m
+}
+
+/// A campaign merged into an older one, that one into an older one, and
+/// so on, 80 times: the first campaign's entries reach the oldest
+/// campaign through 80 aliases. A message like the first campaign's
+/// joins the oldest in both stores. (The script once gave up after 64
+/// aliases, and such a message started a campaign of its own there.)
+#[test]
+fn memory_and_redis_stores_agree_on_long_merge_chains() {
+    agree_on_long_merge_chains(RedisLayout::Script);
+}
+
+#[test]
+fn memory_and_log_stores_agree_on_long_merge_chains() {
+    agree_on_long_merge_chains(RedisLayout::Log);
+}
+
+fn agree_on_long_merge_chains(layout: RedisLayout) {
+    if skip() {
+        return;
+    }
+    const LINKS: usize = 80;
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "chain");
+    cfg.store.redis.layout = layout;
+    let k = cfg.window.max_distance;
+    // Seeds 2k apart one from the next (no match), more than 3k from all
+    // others; the bridge between two consecutive seeds is k from both.
+    let mut st = 11;
+    let mut seeds = vec![splitmix(&mut st)];
+    let mut bridges = Vec::new();
+    while seeds.len() <= LINKS {
+        let last = *seeds.last().unwrap();
+        let step = random_bits(2 * k, &mut st);
+        let next = last ^ step;
+        let far = seeds
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|s| (s ^ next).count_ones() > 3 * k);
+        if far {
+            let mut half = step;
+            while half.count_ones() > k {
+                half &= half - 1;
+            }
+            seeds.push(next);
+            bridges.push(last ^ half);
+        }
+    }
+    // Campaigns oldest first, then the bridges newest first: each merges
+    // the chain so far into the next older campaign.
+    let mut obs: Vec<Observation> = seeds
+        .iter()
+        .map(|s| observation(&cfg, *s, &mut st))
+        .collect();
+    obs.extend(bridges.iter().rev().map(|b| observation(&cfg, *b, &mut st)));
+    obs.push(observation(&cfg, seeds[LINKS], &mut st));
+    let feed = |store: &mut dyn Store| -> Vec<Seen> {
+        obs.iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let now = UnixSecs(REPLAY_EPOCH + i as u64);
+                seen(&finish(&cfg, o, store.record(o, now).unwrap()))
+            })
+            .collect()
+    };
+    let memory = feed(&mut Engine::new(&cfg));
+    let shared = feed(open_store(&cfg).as_mut());
+    assert_same(&memory, &shared);
+    // The last message joined the oldest campaign, which holds them all.
+    let last = memory.last().and_then(|s| s.campaign.as_ref()).unwrap();
+    let first = memory.first().and_then(|s| s.campaign.as_ref()).unwrap();
+    assert_eq!((&last.0, last.1), (&first.0, obs.len() as u32));
 }
 
 #[test]

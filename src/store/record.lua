@@ -62,7 +62,11 @@ local corr_sd = tonumber(ARGV[28 + ntables + nbands]) or max_sd
 local corr_d = tonumber(ARGV[29 + ntables + nbands]) or max_mh
 
 local MAX_SENDERS = 64
-local MAX_CHAIN = 64
+-- As in the memory store (campaign::MAX_CHAIN): a message must reach the
+-- same campaign through the same aliases in both (64 here once sent a
+-- message whose campaign had been merged 65 times into a campaign of its
+-- own).
+local MAX_CHAIN = 1024
 
 -- Bits set in a 32-bit value, 16 bits at a time from a table filled as
 -- values come (a campaign's near copies differ in few bits, so few do):

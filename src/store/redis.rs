@@ -514,6 +514,19 @@ mod tests {
         assert_eq!(block_keys(7, 4).len(), 5);
     }
 
+    /// The script's bounds are the memory store's: both stores must find
+    /// the same entries and campaigns.
+    #[test]
+    fn the_script_shares_the_memory_stores_bounds() {
+        for (name, value) in [
+            ("MAX_CHAIN", crate::campaign::MAX_CHAIN),
+            ("MAX_SCAN", crate::index::tables::MAX_BUCKET_SCAN),
+        ] {
+            let line = format!("local {name} = {value}\n");
+            assert!(SCRIPT.contains(&line), "record.lua lacks {line:?}");
+        }
+    }
+
     #[test]
     fn malformed_replies_are_errors() {
         assert!(parse_outcome(Value::Nil).is_err());
