@@ -226,8 +226,8 @@ mod tests {
                 // All in one place, more than 64: the general sort.
                 1 => v.iter().map(|h| h >> 58).collect(),
                 // Up to 38 a place, in random order: the insertion sort.
-                2 => v.iter().map(|h| (h % 16) << 60 | h >> 40).collect(),
-                _ => v.iter().map(|h| (h % 5) << 61 | h % 3).collect(),
+                2 => v.iter().map(|h| ((h % 16) << 60) | (h >> 40)).collect(),
+                _ => v.iter().map(|h| ((h % 5) << 61) | (h % 3)).collect(),
             };
             let mut want = v.clone();
             want.sort_unstable();
