@@ -99,12 +99,22 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     }
     if let Some(subject) = &body.subject {
         let s = fold(strip_reply_prefixes(subject), cfg);
-        let mut sub = Normalized::default();
+        let mut sub = Normalized {
+            text: String::with_capacity(s.len()),
+            ..Normalized::default()
+        };
         let mut open = false;
         for chunk in s.split_whitespace() {
             emit_chunk(chunk, &mut word, &personal, cfg, &mut sub, &mut open);
         }
-        out.subject = sub.text.replace('\n', " ").trim().to_owned();
+        // Sentences joined by spaces, without a copy when there is one.
+        out.subject = if sub.text.contains('\n') {
+            sub.text.replace('\n', " ").trim().to_owned()
+        } else if sub.text.trim().len() == sub.text.len() {
+            sub.text
+        } else {
+            sub.text.trim().to_owned()
+        };
     }
     out
 }
@@ -255,17 +265,23 @@ fn push_folded(s: &mut String, chars: impl Iterator<Item = char>, case_fold: boo
     }
 }
 
+/// `subject` without its leading `Re:`, `Fw:`, `Aw:` and `Fwd:` (any
+/// case), each followed by at least one more byte.
 fn strip_reply_prefixes(subject: &str) -> &str {
     let mut s = subject.trim();
     loop {
-        let lower = s.get(..4).map(str::to_ascii_lowercase).unwrap_or_default();
-        if lower.starts_with("re:") || lower.starts_with("fw:") || lower.starts_with("aw:") {
-            s = s.get(3..).unwrap_or("").trim_start();
-        } else if lower == "fwd:" {
-            s = s.get(4..).unwrap_or("").trim_start();
+        let Some(head) = s.get(..4).map(str::as_bytes) else {
+            return s;
+        };
+        let three = |p: &[u8]| head.get(..3).is_some_and(|h| h.eq_ignore_ascii_case(p));
+        let cut = if three(b"re:") || three(b"fw:") || three(b"aw:") {
+            3
+        } else if head.eq_ignore_ascii_case(b"fwd:") {
+            4
         } else {
             return s;
-        }
+        };
+        s = s.get(cut..).unwrap_or("").trim_start();
     }
 }
 
@@ -1317,6 +1333,35 @@ mod tests {
             }
             self.digits == 0
                 && (self.vowels == 0 || self.max_run >= 6 || (len >= 12 && self.vowels * 6 < len))
+        }
+    }
+
+    /// The previous [`strip_reply_prefixes`], which lower-cased a copy of
+    /// each head: its reference.
+    fn strip_reply_prefixes_ref(subject: &str) -> &str {
+        let mut s = subject.trim();
+        loop {
+            let lower = s.get(..4).map(str::to_ascii_lowercase).unwrap_or_default();
+            if lower.starts_with("re:") || lower.starts_with("fw:") || lower.starts_with("aw:") {
+                s = s.get(3..).unwrap_or("").trim_start();
+            } else if lower == "fwd:" {
+                s = s.get(4..).unwrap_or("").trim_start();
+            } else {
+                return s;
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn reply_prefixes_are_stripped_as_before(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "re:", "RE:", "Re: ", "fwd:", "FWD: ", "Fw:", "aw:", "AW:", " ", "x", "\u{e9}",
+                "re", "fw", ":", "fwd", "\u{e9}:",
+            ]), 0..8)
+        ) {
+            let s = parts.concat();
+            proptest::prop_assert_eq!(strip_reply_prefixes(&s), strip_reply_prefixes_ref(&s));
         }
     }
 
