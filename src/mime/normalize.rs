@@ -287,7 +287,9 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 
 /// Line-level steps: quotes, footers, greetings.
 fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
-    let mut lines: Vec<Line<'_>> = Vec::new();
+    // Room for a line per 32 bytes: most texts then fill it without
+    // growing it (it grew six times for a typical message).
+    let mut lines: Vec<Line<'_>> = Vec::with_capacity(text.len() / 32 + 4);
     for line in split_lines(text) {
         let t = trim(line);
         if cfg.strip_quotes {
@@ -513,7 +515,7 @@ fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
     // Paragraph boundaries: a paragraph starts at a non-empty line after an
     // empty line (or at the tail's start if that begins a paragraph).
     let mut i = tail_start;
-    let mut para = String::new();
+    let mut para = String::with_capacity(256);
     while i < lines.len() {
         let starts_para = !blank(i, lines) && (i == 0 || blank(i - 1, lines));
         if !starts_para {
