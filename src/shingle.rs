@@ -70,7 +70,8 @@ fn sort_uniform(mut hashes: Vec<u64>) -> Vec<u64> {
         hashes.sort_unstable();
         return hashes;
     }
-    // 2^bits places, n to 2n of them.
+    // 2^bits places: n to 2n of them, at most 2^20 (fewer than n only
+    // for more hashes than `max_scan_bytes` allows).
     let bits = (usize::BITS - (n - 1).leading_zeros()).min(20);
     let shift = 64 - bits;
     let mut next = vec![0u32; (1 << bits) + 1];

@@ -23,7 +23,8 @@ pub const MAX_URLS: usize = 64;
 /// Implementation note: tags are read without allocating. Names stay
 /// slices of `html` (compared case-insensitively; lower-cased into a
 /// stack buffer for the tests on known names) and attribute values are
-/// decoded only for the four attributes read. Copying every tag name and
+/// decoded only for the three attributes whose values are read (`style`,
+/// `color`, `href`; `hidden` needs none). Copying every tag name and
 /// attribute into `String`s made this a fifth of the engine's time on
 /// HTML spam.
 pub fn to_text(html: &str, out: &mut String, urls: &mut Vec<String>, limit: usize) {
@@ -644,6 +645,42 @@ mod tests {
         );
         assert_eq!(t, "one\n\ntwo http://h.example/& threefour");
         assert_eq!(urls, vec!["http://h.example/&"]);
+    }
+
+    /// What the attribute reader keeps from the code it replaced (each
+    /// expectation was that code's output): entities decoded in the values
+    /// read, `>` inside quotes, the last non-empty `href`, a value cut at
+    /// 4096 bytes and a link at 2048 characters, and attributes past the
+    /// 64th ignored.
+    #[test]
+    fn attributes_are_read_as_before() {
+        assert_eq!(text("<span style=\"display&#58;none\">x</span>y").0, "y");
+        assert_eq!(text("<font color=\"&#35;fff\">x</font>y").0, "y");
+        let (t, urls) = text("<a href=\"http://h.example/?a=1&amp;b=>2\">t</a>");
+        assert_eq!(t, " http://h.example/?a=1&b=>2 t");
+        assert_eq!(urls, vec!["http://h.example/?a=1&b=>2"]);
+        let (t, urls) = text("<a href=\"http://one.example/\" href=\"http://two.example/\">t</a>");
+        assert_eq!((t.as_str(), urls.len()), (" http://two.example/ t", 1));
+        let (_, urls) = text("<a href=\"http://one.example/\" href=\"\">t</a>");
+        assert_eq!(urls, vec!["http://one.example/"]);
+        assert_eq!(
+            text("<p title=\"a>b\">c</p><p title='d>e'>f</p>").0,
+            "c\n\nf\n\n"
+        );
+        let long = format!("<a href=\"http://h.example/{}\">t</a>", "a".repeat(5000));
+        let (t, urls) = text(&long);
+        assert_eq!((t.len(), urls.first().map(String::len)), (2051, Some(2048)));
+        let hidden_after = |n: usize| {
+            text(&format!(
+                "<span{} style=\"display:none\">x</span>y",
+                " a=1".repeat(n)
+            ))
+            .0
+        };
+        assert_eq!(
+            (hidden_after(63).as_str(), hidden_after(64).as_str()),
+            ("y", "xy")
+        );
     }
 
     #[test]

@@ -548,9 +548,10 @@ const DISCLAIMER_BITS: u32 = (1 << DISCLAIMER_MARKERS.len()) - 1;
 
 /// Which of the disclaimer and list-footer phrases `text` holds, as bits
 /// (disclaimer phrases first, then list-footer phrases, in their order):
-/// one pass of an Aho-Corasick automaton over the text, where testing
-/// each phrase with `contains` read it fifteen times. Overlapping matches
-/// count ("if you have received this email in error" holds two phrases).
+/// a vectorized search for any phrase, then, where one occurs, one pass of
+/// an Aho-Corasick automaton over the text (testing each phrase with
+/// `contains` read it fifteen times). Overlapping matches count ("if you
+/// have received this email in error" holds two phrases).
 fn markers_in(text: &str) -> u32 {
     static MARKERS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::LazyLock::new(|| {
@@ -1370,7 +1371,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn random_word_test_equals_its_reference(
-            w in proptest::prop_oneof!["[a-zA_]{5,24}", "[a-z0-9AEY_]{5,24}", "[bcdfgae5]{5,24}"]
+            w in proptest::prop_oneof!["[a-zA-Z_]{5,24}", "[a-z0-9AEY_]{5,24}", "[bcdfgae5]{5,24}"]
         ) {
             proptest::prop_assert_eq!(
                 ascii_looks_random(w.as_bytes()),
@@ -1427,7 +1428,7 @@ mod tests {
         /// and `@` included.
         #[test]
         fn ascii_lines_equal_their_chunks(
-            lines in proptest::collection::vec("[ab5 \t\x0b.,;:!?@w()<>'-]{0,30}", 1..6)
+            lines in proptest::collection::vec("[abZ59 \t\x0b\x0c\r\x00.,;:!?@w()<>'-]{0,30}", 1..6)
         ) {
             let cfg = Config::default().normalize;
             let personal = Personal::new(&BodyText::default(), &[], &cfg);
