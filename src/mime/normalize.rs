@@ -108,12 +108,10 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
             emit_chunk(chunk, &mut word, &personal, cfg, &mut sub, &mut open);
         }
         // Sentences joined by spaces, without a copy when there is one.
-        out.subject = if sub.text.contains('\n') {
+        out.subject = if sub.text.contains('\n') || sub.text.trim().len() != sub.text.len() {
             sub.text.replace('\n', " ").trim().to_owned()
-        } else if sub.text.trim().len() == sub.text.len() {
-            sub.text
         } else {
-            sub.text.trim().to_owned()
+            sub.text
         };
     }
     out
@@ -266,7 +264,8 @@ fn push_folded(s: &mut String, chars: impl Iterator<Item = char>, case_fold: boo
 }
 
 /// `subject` without its leading `Re:`, `Fw:`, `Aw:` and `Fwd:` (any
-/// case), each followed by at least one more byte.
+/// case), each taken only while at least four bytes remain (a subject of
+/// just `Re:` stays as it is).
 fn strip_reply_prefixes(subject: &str) -> &str {
     let mut s = subject.trim();
     loop {
