@@ -1,9 +1,24 @@
-//! Replaying mailboxes through the engine with simulated time.
+//! Replaying mailboxes through the engine.
 //!
 //! This is the library function behind `bulkwatch replay` and `bulkwatch
-//! tune`, and the one the tests call. Messages are fed in file order; the
-//! clock starts at [`REPLAY_EPOCH`] and advances by `1 / rate` seconds per
-//! message (one second by default), because Date headers are often wrong.
+//! tune`, and the one the tests call. Two clocks ([`Clock`]):
+//!
+//! - **Simulated** (the default): messages are fed in file order; the clock
+//!   starts at [`REPLAY_EPOCH`] and advances by `1 / rate` seconds per
+//!   message (one second by default). For a stream of synthetic or
+//!   shuffled mail, which has no arrival times worth keeping; a message
+//!   then shares the window with the 21,600 before it (the default span).
+//! - **Arrival**: each message is judged at the time it reached the
+//!   mailbox, read from its own headers ([`arrival_time`]), and the files
+//!   are merged in that order, as if they had been delivered to one site.
+//!   This is what a replay of a site's archive needs to give the verdicts
+//!   the daemon would have given: a daily newsletter replayed one second
+//!   apart is a campaign; delivered a day apart, its issues never share a
+//!   6-hour window. A message that carries no time, or an earlier time
+//!   than the message before it in its file (an archive is written in
+//!   delivery order, so a step back is a clock or relay error), is judged
+//!   with the message before it.
+//!
 //! An mbox has no envelope: each message counts as one recipient (it was
 //! delivered to one mailbox), and the recipient names used for stripping
 //! personalization come from its To and Cc headers.
@@ -26,11 +41,23 @@ use crate::verdict::{Level, Verdict};
 /// Simulated time of the first message: 2024-01-01T00:00:00Z.
 pub const REPLAY_EPOCH: u64 = 1_704_067_200;
 
+/// Where a replay takes the time of each message from (module notes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Clock {
+    /// [`REPLAY_EPOCH`], then `1 / rate` seconds per message, file order.
+    #[default]
+    Simulated,
+    /// Each message's time of arrival ([`arrival_time`]); files merged by it.
+    Arrival,
+}
+
 /// Options of a replay.
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
-    /// Messages per simulated second (1.0: one second apart).
+    /// Messages per simulated second (1.0: one second apart), for
+    /// [`Clock::Simulated`].
     pub rate: f64,
+    pub clock: Clock,
     /// Threads that analyze messages (parse to fingerprint) in
     /// [`replay_files`]; 0: one per available core, at most
     /// [`DEFAULT_MAX_THREADS`]. Decisions are made in file order on one
@@ -40,7 +67,11 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { rate: 1.0, jobs: 0 }
+        ReplayOptions {
+            rate: 1.0,
+            clock: Clock::Simulated,
+            jobs: 0,
+        }
     }
 }
 
@@ -76,6 +107,8 @@ pub struct Record {
     pub mbox: String,
     /// 1-based index within its mbox.
     pub index: usize,
+    /// The time it was judged at, Unix seconds (see [`Clock`]).
+    pub time: u64,
     pub message_id: Option<String>,
     pub level: Level,
     /// Final campaign id (after merges).
@@ -181,6 +214,8 @@ pub struct Replayer {
     merges: Merges,
     /// Window sequence number -> record number, for `nearest`.
     seq_to_n: HashMap<u64, usize>,
+    /// [`Clock::Arrival`]: the time the last message was judged at.
+    last_arrival: u64,
     pub summary: ReplaySummary,
 }
 
@@ -204,6 +239,7 @@ impl Replayer {
             opts,
             merges: Merges::default(),
             seq_to_n: HashMap::new(),
+            last_arrival: 0,
             summary: ReplaySummary::default(),
         }
     }
@@ -216,24 +252,54 @@ impl Replayer {
         self.shared.as_ref()
     }
 
-    /// Simulated time of message `n` (1-based).
-    fn time_of(&self, n: usize) -> UnixSecs {
-        let secs = (n.saturating_sub(1) as f64 / self.opts.rate.max(1e-9)).floor();
-        UnixSecs(REPLAY_EPOCH + secs.min(1e12) as u64)
+    /// The time message `n` (1-based) is judged at: simulated, or its
+    /// arrival time, never earlier than the message before it.
+    fn time_of(&mut self, n: usize, arrival: Option<u64>) -> UnixSecs {
+        match self.opts.clock {
+            Clock::Simulated => {
+                let secs = (n.saturating_sub(1) as f64 / self.opts.rate.max(1e-9)).floor();
+                UnixSecs(REPLAY_EPOCH + secs.min(1e12) as u64)
+            }
+            Clock::Arrival => {
+                self.last_arrival = arrival.unwrap_or(0).max(self.last_arrival);
+                UnixSecs(self.last_arrival)
+            }
+        }
     }
 
     /// Feeds one message and returns its verdict.
     pub fn feed(&mut self, mbox: &str, index: usize, raw: &[u8]) -> Verdict {
         let a = analyze(raw, self.engine.config());
-        self.feed_analyzed(mbox, index, &a)
+        let arrival = match self.opts.clock {
+            Clock::Simulated => None,
+            Clock::Arrival => arrival_time(raw),
+        };
+        self.feed_timed(mbox, index, &a, arrival)
     }
 
     /// Feeds one message already analyzed (by [`analyze`] with this
-    /// replayer's configuration) and returns its verdict.
+    /// replayer's configuration) and returns its verdict. With
+    /// [`Clock::Arrival`] it is judged with the message before it; see
+    /// [`Replayer::feed_timed`].
     pub fn feed_analyzed(&mut self, mbox: &str, index: usize, a: &Analysis) -> Verdict {
+        self.feed_timed(mbox, index, a, None)
+    }
+
+    /// Feeds one message already analyzed, with its arrival time (Unix
+    /// seconds, from [`arrival_time`]), and returns its verdict. The
+    /// simulated clock ignores `arrival`; the arrival clock judges a
+    /// message without one, or with one earlier than the last, at the
+    /// last message's time.
+    pub fn feed_timed(
+        &mut self,
+        mbox: &str,
+        index: usize,
+        a: &Analysis,
+        arrival: Option<u64>,
+    ) -> Verdict {
         let n = self.summary.records.len() + 1;
         let env = Envelope::default();
-        let now = self.time_of(n);
+        let now = self.time_of(n, arrival);
         // As in the milter: the local engine records every message unless
         // the log layout's replica holds the window (then it is brought up
         // to the replica when a message falls back).
@@ -283,6 +349,7 @@ impl Replayer {
             n,
             mbox: mbox.to_owned(),
             index,
+            time: now.0,
             message_id: a.message_id.clone(),
             level: v.level,
             campaign: v.campaign.as_ref().map(|c| c.id),
@@ -317,17 +384,20 @@ impl Replayer {
     }
 }
 
-/// Replays mbox files in order. `progress` is called after each message.
+/// Replays mbox files: in the order given with the simulated clock, merged
+/// by arrival time with the arrival clock. `progress` is called after each
+/// message.
 ///
 /// With more than one thread ([`ReplayOptions::threads`]), a reader thread
-/// splits the mailbox into batches (at most 128 messages and about 8 MiB)
+/// splits the mailboxes into batches (at most 128 messages and about 8 MiB)
 /// and hands them round-robin to analysis threads; this thread takes their
 /// results back in the same round-robin order, so messages are decided in
-/// file order. Each thread holds at most one batch waiting, one in work
+/// the order read. Each thread holds at most one batch waiting, one in work
 /// and one done: memory stays bounded however large the mailbox.
 ///
 /// # Errors
-/// Opening a file fails: the path and the I/O error.
+/// Opening a file fails: the path and the I/O error. Every file is opened
+/// before the first message is judged.
 pub fn replay_files(
     paths: &[PathBuf],
     cfg: &Config,
@@ -335,51 +405,151 @@ pub fn replay_files(
     mut progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, (PathBuf, std::io::Error)> {
     let threads = opts.threads();
+    let inputs = Inputs::open(paths, opts.clock)?;
+    let names: Vec<String> = paths.iter().map(|p| mbox_name(p)).collect();
     let mut r = Replayer::new(cfg, opts);
-    for path in paths {
-        let file = std::fs::File::open(path).map_err(|e| (path.clone(), e))?;
-        let name = mbox_name(path);
-        let messages = read_mbox(file).enumerate();
-        if threads <= 1 {
-            for (i, msg) in messages {
-                let a = msg.ok().map(|raw| analyze(&raw, cfg));
-                judge(&mut r, &name, i, a.as_ref(), &mut progress);
-            }
-        } else {
-            replay_in_parallel(&mut r, cfg, &name, messages, threads, &mut progress);
+    if threads <= 1 {
+        for item in inputs {
+            let a = item.msg.as_ref().ok().map(|raw| analyze(raw, cfg));
+            judge(&mut r, &names, &item, a.as_ref(), &mut progress);
         }
+    } else {
+        replay_in_parallel(&mut r, cfg, &names, inputs, threads, &mut progress);
     }
     Ok(r.finish())
 }
 
-/// Decides message `i` (0-based) of mailbox `name` from its analysis, or
-/// counts it unreadable.
+/// One message of a replay's input.
+struct Item {
+    /// Which input file (index into the paths).
+    file: usize,
+    /// 0-based index within its file.
+    index: usize,
+    /// The message, or the error reading it.
+    msg: std::io::Result<Vec<u8>>,
+    /// [`Clock::Arrival`]: its time, never earlier than the message before
+    /// it in its file (module notes); `None` with the simulated clock.
+    time: Option<u64>,
+}
+
+/// The messages of a replay's files in the order they are judged: file
+/// after file, or merged by arrival time. Holds one message read ahead
+/// per file.
+struct Inputs {
+    files: Vec<InputFile>,
+    clock: Clock,
+    /// [`Clock::Simulated`]: the file being read.
+    current: usize,
+}
+
+struct InputFile {
+    messages: std::iter::Enumerate<crate::mbox::Mbox<std::fs::File>>,
+    /// Time of the last message read from it.
+    last: u64,
+    ahead: Option<Item>,
+}
+
+impl Inputs {
+    fn open(paths: &[PathBuf], clock: Clock) -> Result<Inputs, (PathBuf, std::io::Error)> {
+        let files = paths
+            .iter()
+            .map(|p| {
+                let f = std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
+                Ok(InputFile {
+                    messages: read_mbox(f).enumerate(),
+                    last: 0,
+                    ahead: None,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Inputs {
+            files,
+            clock,
+            current: 0,
+        })
+    }
+}
+
+impl InputFile {
+    /// The next message of this file, timed for the arrival clock.
+    fn read(&mut self, file: usize) -> Option<Item> {
+        let (index, msg) = self.messages.next()?;
+        let own = msg.as_deref().ok().and_then(arrival_time);
+        self.last = own.map_or(self.last, |t| t.max(self.last));
+        Some(Item {
+            file,
+            index,
+            msg,
+            time: Some(self.last),
+        })
+    }
+}
+
+impl Iterator for Inputs {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        match self.clock {
+            Clock::Simulated => loop {
+                let file = self.current;
+                match self.files.get_mut(file)?.messages.next() {
+                    Some((index, msg)) => {
+                        return Some(Item {
+                            file,
+                            index,
+                            msg,
+                            time: None,
+                        })
+                    }
+                    None => self.current += 1,
+                }
+            },
+            Clock::Arrival => {
+                let mut best: Option<(u64, usize)> = None;
+                for (i, f) in self.files.iter_mut().enumerate() {
+                    if f.ahead.is_none() {
+                        f.ahead = f.read(i);
+                    }
+                    if let Some(t) = f.ahead.as_ref().and_then(|m| m.time) {
+                        // Strictly earlier: a tie goes to the file given first.
+                        if best.is_none_or(|(b, _)| t < b) {
+                            best = Some((t, i));
+                        }
+                    }
+                }
+                self.files.get_mut(best?.1)?.ahead.take()
+            }
+        }
+    }
+}
+
+/// Decides one message from its analysis, or counts it unreadable.
 fn judge(
     r: &mut Replayer,
-    name: &str,
-    i: usize,
+    names: &[String],
+    item: &Item,
     a: Option<&Analysis>,
     progress: &mut impl FnMut(u64),
 ) {
     match a {
         Some(a) => {
-            r.feed_analyzed(name, i + 1, a);
+            let name = names.get(item.file).map_or("", String::as_str);
+            r.feed_timed(name, item.index + 1, a, item.time);
         }
         None => r.read_error(),
     }
     progress(1);
 }
 
-/// Messages of one batch: (index in the mailbox, the message or the error
-/// reading it).
-type Batch = Vec<(usize, std::io::Result<Vec<u8>>)>;
+/// Messages of one batch, with their analyses once analyzed.
+type Batch = Vec<Item>;
 
-/// The pipeline of [`replay_files`] over one mailbox.
+/// The pipeline of [`replay_files`].
 fn replay_in_parallel(
     r: &mut Replayer,
     cfg: &Config,
-    name: &str,
-    mut messages: impl Iterator<Item = (usize, std::io::Result<Vec<u8>>)> + Send,
+    names: &[String],
+    mut messages: impl Iterator<Item = Item> + Send,
     threads: usize,
     progress: &mut impl FnMut(u64),
 ) {
@@ -394,7 +564,7 @@ fn replay_in_parallel(
                 for batch in rx {
                     let analyses = batch
                         .iter()
-                        .map(|(_, msg)| msg.as_ref().ok().map(|raw| analyze(raw, cfg)))
+                        .map(|item| item.msg.as_ref().ok().map(|raw| analyze(raw, cfg)))
                         .collect();
                     if done_tx.send((batch, analyses)).is_err() {
                         break;
@@ -409,11 +579,11 @@ fn replay_in_parallel(
                 let mut batch = Vec::new();
                 let mut bytes = 0;
                 while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
-                    let Some((i, msg)) = messages.next() else {
+                    let Some(item) = messages.next() else {
                         break;
                     };
-                    bytes += msg.as_ref().map_or(0, Vec::len);
-                    batch.push((i, msg));
+                    bytes += item.msg.as_ref().map_or(0, Vec::len);
+                    batch.push(item);
                 }
                 let worker = to_workers.get(k % threads);
                 if batch.is_empty() || worker.is_none_or(|w| w.send(batch).is_err()) {
@@ -423,18 +593,93 @@ fn replay_in_parallel(
             }
         });
         // Batch k went to worker k % threads; a closed channel is the end
-        // of the mailbox (or a worker that panicked: the scope then
-        // re-raises its panic).
+        // of the input (or a worker that panicked: the scope then re-raises
+        // its panic).
         for k in 0.. {
             let Some(Ok((batch, analyses))) = from_workers.get(k % threads).map(|w| w.recv())
             else {
                 break;
             };
-            for ((i, _), a) in batch.iter().zip(&analyses) {
-                judge(r, name, *i, a.as_ref(), progress);
+            for (item, a) in batch.iter().zip(&analyses) {
+                judge(r, names, item, a.as_ref(), progress);
             }
         }
     });
+}
+
+/// Most header bytes [`arrival_time`] reads, and most bytes of one field
+/// it keeps.
+const MAX_ARRIVAL_HEADER: usize = 64 * 1024;
+const MAX_ARRIVAL_FIELD: usize = 4096;
+
+/// When a message reached its mailbox, Unix seconds: the date of its first
+/// (topmost) `Received` header, which the last relay, the receiving site's
+/// own, wrote at delivery; else its `Date` header, which the sender wrote.
+/// `None` when neither holds a valid RFC 5322 date at or after 1970.
+///
+/// Only the first 64 KiB of the header section is read, and at most 4 KiB
+/// of each of the two fields, folded lines included.
+pub fn arrival_time(raw: &[u8]) -> Option<u64> {
+    let (received, date) = arrival_fields(raw.get(..MAX_ARRIVAL_HEADER).unwrap_or(raw));
+    let parse = |v: &str| {
+        let dt = mail_parser::DateTime::parse_rfc822(v.trim())?;
+        dt.is_valid()
+            .then(|| dt.to_timestamp())
+            .and_then(|t| u64::try_from(t).ok())
+    };
+    // The date follows the last ';' of a Received field (RFC 5321, 4.4).
+    received
+        .and_then(|v| v.rsplit_once(';').and_then(|(_, d)| parse(d)))
+        .or_else(|| date.and_then(|v| parse(&v)))
+}
+
+/// The first `Received` and the first `Date` field of a header section,
+/// unfolded.
+fn arrival_fields(head: &[u8]) -> (Option<String>, Option<String>) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Field {
+        Received,
+        Date,
+        Other,
+    }
+    let mut received: Option<String> = None;
+    let mut date: Option<String> = None;
+    let mut field = Field::Other;
+    for line in head.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let (value, target) = if line.starts_with(b" ") || line.starts_with(b"\t") {
+            // A folded line continues the field before it.
+            (line, field)
+        } else {
+            let Some(colon) = memchr::memchr(b':', line) else {
+                field = Field::Other;
+                continue;
+            };
+            let name = line.get(..colon).unwrap_or_default().trim_ascii_end();
+            field = if name.eq_ignore_ascii_case(b"received") && received.is_none() {
+                Field::Received
+            } else if name.eq_ignore_ascii_case(b"date") && date.is_none() {
+                Field::Date
+            } else {
+                Field::Other
+            };
+            (line.get(colon + 1..).unwrap_or_default(), field)
+        };
+        let slot = match target {
+            Field::Received => &mut received,
+            Field::Date => &mut date,
+            Field::Other => continue,
+        };
+        let s = slot.get_or_insert_with(String::new);
+        if s.len() + value.len() < MAX_ARRIVAL_FIELD {
+            s.push(' ');
+            s.push_str(&String::from_utf8_lossy(value.trim_ascii()));
+        }
+    }
+    (received, date)
 }
 
 /// What the replay analyzes a message as: no envelope (see the module
@@ -449,4 +694,195 @@ pub fn mbox_name(path: &Path) -> String {
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_is_the_top_received_date_else_the_date_header() {
+        let two = b"Received: from relay.example by mx.example.org;\r\n\
+            \tThu, 22 Aug 2002 12:36:23 +0100 (IST)\r\n\
+            Received: from a by b; Thu, 22 Aug 2002 10:00:00 +0000\r\n\
+            Date: Wed, 21 Aug 2002 09:00:00 +0000\r\n\r\nbody\r\n";
+        // 2002-08-22T11:36:23Z, from the folded first Received.
+        assert_eq!(arrival_time(two), Some(1_030_016_183));
+        let lf = b"Date: Wed, 21 Aug 2002 09:00:00 +0000\nSubject: x\n\nReceived: x; Thu, 22 Aug 2002 10:00:00 +0000\n";
+        assert_eq!(
+            arrival_time(lf),
+            Some(1_029_920_400),
+            "no Received: the Date header; the body is not read"
+        );
+        let undated = b"Received: from a by b with SMTP\nDate: Wed, 21 Aug 2002 09:00:00 +0000\n\n";
+        assert_eq!(arrival_time(undated), Some(1_029_920_400));
+        for raw in [
+            &b""[..],
+            b"Subject: no dates\n\nbody",
+            b"Date: yesterday\n\n",
+            b"Received: x; Thu, 22 Aug 1902 10:00:00 +0000\n\n",
+            b"Date: Thu, 32 Aug 2002 10:00:00 +0000\n\n",
+            &[0xFF, b':', b'\n', 0xC3, 0x28],
+        ] {
+            assert_eq!(
+                arrival_time(raw),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+    }
+
+    #[test]
+    fn arrival_fields_are_bounded() {
+        // A Received field folded into megabytes keeps 4 KiB of it.
+        let mut raw = b"Received: from a by b".to_vec();
+        for _ in 0..100_000 {
+            raw.extend_from_slice(b"\n\twith more and more");
+        }
+        raw.extend_from_slice(b"; Thu, 22 Aug 2002 10:00:00 +0000\n\n");
+        let (received, _) = arrival_fields(&raw);
+        assert!(received.is_some_and(|r| r.len() < MAX_ARRIVAL_FIELD));
+        assert_eq!(arrival_time(&raw), None);
+    }
+
+    /// An mbox file of messages with these Received dates (Unix seconds;
+    /// `None`: no date at all), each a near-identical issue of one text.
+    fn mbox_of(dir: &Path, name: &str, times: &[Option<u64>]) -> PathBuf {
+        let mut out = String::new();
+        for (i, t) in times.iter().enumerate() {
+            out.push_str("From news@letter.example Mon Jan  1 00:00:00 2024\n");
+            if let Some(t) = t {
+                let dt = mail_parser::DateTime::from_timestamp(*t as i64);
+                out.push_str(&format!(
+                    "Received: from out.letter.example by mx.example.org; {}\n",
+                    dt.to_rfc822()
+                ));
+            }
+            out.push_str(&format!(
+                "From: The Daily <news@letter.example>\nSubject: The Daily, {name} {i}\n\n\
+                 Good morning. Today in the Daily: the harbour bridge reopens after two years of \
+                 repairs, the city council votes on the new bus lanes, and our critic reviews the \
+                 season's first opera. Weather: sunny spells, light winds from the west, highs of \
+                 eighteen degrees. You receive this letter because you subscribed on our site; \
+                 manage your subscription in your account settings.\n\n"
+            ));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, out).expect("write mbox");
+        path
+    }
+
+    fn replay(paths: &[PathBuf], clock: Clock, jobs: usize) -> ReplaySummary {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 5.0;
+        cfg.thresholds.suspect_threshold = 5.0;
+        let opts = ReplayOptions {
+            clock,
+            jobs,
+            ..ReplayOptions::default()
+        };
+        replay_files(paths, &cfg, opts, |_| {}).expect("replay")
+    }
+
+    #[test]
+    fn issues_a_day_apart_are_bulk_only_on_the_simulated_clock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let day = 86_400;
+        let t0 = 1_700_000_000;
+        let times: Vec<Option<u64>> = (0..8).map(|i| Some(t0 + i * day)).collect();
+        let path = mbox_of(dir.path(), "daily", &times);
+        let paths = [path];
+        let simulated = replay(&paths, Clock::Simulated, 1);
+        assert_eq!(
+            simulated.count(Level::Bulk),
+            4,
+            "issues 5 to 8: the campaign reaches 5"
+        );
+        let arrival = replay(&paths, Clock::Arrival, 1);
+        assert_eq!(arrival.count(Level::Bulk), 0);
+        assert_eq!(arrival.count(Level::Clean), 8);
+        let when: Vec<u64> = arrival.records.iter().map(|r| r.time).collect();
+        assert_eq!(when, times.iter().flatten().copied().collect::<Vec<_>>());
+        // The same issues an hour apart are one campaign on either clock.
+        let hourly: Vec<Option<u64>> = (0..8).map(|i| Some(t0 + i * 3600)).collect();
+        let paths = [mbox_of(dir.path(), "hourly", &hourly)];
+        assert_eq!(replay(&paths, Clock::Arrival, 1).count(Level::Bulk), 4);
+    }
+
+    #[test]
+    fn files_are_merged_by_arrival_and_steps_back_are_clamped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = mbox_of(
+            dir.path(),
+            "a",
+            &[
+                Some(1_000_000_000),
+                Some(1_000_000_300),
+                Some(1_000_000_100),
+            ],
+        );
+        let b = mbox_of(dir.path(), "b", &[None, Some(1_000_000_200), None]);
+        let paths = [a, b];
+        for jobs in [1, 2] {
+            let s = replay(&paths, Clock::Arrival, jobs);
+            let order: Vec<(String, usize, u64)> = s
+                .records
+                .iter()
+                .map(|r| (r.mbox.clone(), r.index, r.time))
+                .collect();
+            let want = [
+                // No date, first in its file: before every dated message.
+                ("b", 1, 0),
+                ("a", 1, 1_000_000_000),
+                ("b", 2, 1_000_000_200),
+                // Undated: with the message before it in its file.
+                ("b", 3, 1_000_000_200),
+                ("a", 2, 1_000_000_300),
+                // Earlier than the message before it in its file.
+                ("a", 3, 1_000_000_300),
+            ];
+            let want: Vec<(String, usize, u64)> = want
+                .iter()
+                .map(|(m, i, t)| ((*m).to_owned(), *i, *t))
+                .collect();
+            assert_eq!(order, want, "jobs {jobs}");
+            let n: Vec<usize> = s.records.iter().map(|r| r.n).collect();
+            assert_eq!(n, (1..=6).collect::<Vec<_>>());
+        }
+        // The simulated clock: file after file, a second apart.
+        let s = replay(&paths, Clock::Simulated, 2);
+        let order: Vec<(&str, usize, u64)> = s
+            .records
+            .iter()
+            .map(|r| (r.mbox.as_str(), r.index, r.time - REPLAY_EPOCH))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("a", 1, 0),
+                ("a", 2, 1),
+                ("a", 3, 2),
+                ("b", 1, 3),
+                ("b", 2, 4),
+                ("b", 3, 5)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_file_fails_before_any_message_is_judged() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = mbox_of(dir.path(), "a", &[Some(1_000_000_000)]);
+        let missing = dir.path().join("missing");
+        let mut judged = 0;
+        let res = replay_files(
+            &[a, missing.clone()],
+            &Config::default(),
+            ReplayOptions::default(),
+            |n| judged += n,
+        );
+        assert_eq!(res.err().map(|(p, _)| p), Some(missing));
+        assert_eq!(judged, 0);
+    }
 }

@@ -47,6 +47,7 @@ fn replay_jsonl_follows_the_contract() {
         assert!(v["campaign"].is_string() || v["campaign"].is_null());
         assert!(v["campaign_size"].is_u64());
         assert!(v["exact"].is_boolean());
+        assert!(v["time"].is_u64(), "time: Unix seconds");
         assert!(v["distance"].is_u64() || v["distance"].is_null());
         assert!(
             v["resemblance"].is_f64() || v["resemblance"].is_null() || v["resemblance"].is_u64()
@@ -74,6 +75,38 @@ fn replay_table_ends_with_a_campaign_summary() {
     assert!(text.contains("messages: 153"), "{text}");
     assert!(text.contains("bulk: 0"));
     assert!(text.contains("campaigns of 2 or more messages:"));
+}
+
+#[test]
+fn replay_on_the_arrival_clock_judges_in_time_order() {
+    let out = run(bin()
+        .args(["replay", "--format", "jsonl", "--clock", "arrival"])
+        .arg(root("fixtures/mbox/ham.mbox"))
+        .arg(root("fixtures/mbox/malformed.mbox")));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let recs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(recs.len(), 153 + 16);
+    let times: Vec<u64> = recs
+        .iter()
+        .map(|v| v["time"].as_u64().expect("time"))
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    // The fixtures' Date headers, not the simulated epoch (2024-01-01).
+    assert!(times.iter().any(|t| *t != 0 && *t != 1_704_067_200));
+    let out = run(bin()
+        .args(["replay", "--clock", "sundial"])
+        .arg(root("fixtures/mbox/ham.mbox")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sundial"));
 }
 
 #[test]

@@ -6,13 +6,32 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::{load_config, CliError, Outcome};
-use crate::replay::{replay_files, Record, ReplayOptions, ReplaySummary};
+use crate::replay::{replay_files, Clock, Record, ReplayOptions, ReplaySummary};
 use crate::verdict::Level;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     Table,
     Jsonl,
+}
+
+/// Where each message's time comes from (README, "Replay").
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ClockArg {
+    /// One message every 1/rate seconds, in the order of the files.
+    Simulated,
+    /// Each message's arrival: its top Received header's date, else its
+    /// Date header; the files are merged in that order.
+    Arrival,
+}
+
+impl From<ClockArg> for Clock {
+    fn from(c: ClockArg) -> Clock {
+        match c {
+            ClockArg::Simulated => Clock::Simulated,
+            ClockArg::Arrival => Clock::Arrival,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -26,14 +45,18 @@ pub struct ReplayArgs {
     /// Override thresholds.bulk_threshold.
     #[arg(long)]
     pub bulk_threshold: Option<f64>,
+    /// Where each message's time comes from.
+    #[arg(long, value_enum, default_value_t = ClockArg::Simulated)]
+    pub clock: ClockArg,
     /// Simulated messages per second (default 1: one second apart).
     #[arg(long, default_value_t = 1.0)]
     pub rate: f64,
     /// Threads that analyze messages (0: one per core, at most 8). Messages
-    /// are still judged in file order: the output does not depend on it.
+    /// are still judged in order: the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
-    /// mbox files, replayed in the order given.
+    /// mbox files, replayed in the order given (merged by arrival time
+    /// with --clock arrival).
     #[arg(required = true)]
     pub mbox: Vec<PathBuf>,
 }
@@ -70,6 +93,7 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
         &cfg,
         ReplayOptions {
             rate: args.rate,
+            clock: args.clock.into(),
             jobs: args.jobs,
         },
         |n| {
@@ -119,6 +143,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "resemblance": r.resemblance.map(|x| (x * 10_000.0).round() / 10_000.0),
         "mbox": r.mbox,
         "index": r.index,
+        "time": r.time,
         "features": r.features,
         "skip_reason": r.skip_reason,
         "nearest": r.nearest,

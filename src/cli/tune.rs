@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::replay::ClockArg;
 use super::{load_config, CliError, Outcome};
 use crate::replay::{replay_files, Record, ReplayOptions};
 
@@ -21,7 +22,7 @@ pub struct TuneArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Labels: `KEY<TAB>LABEL` lines, KEY a 1-based message index over all
-    /// inputs or a Message-ID, LABEL a campaign name or `ham`; or the
+    /// inputs (in the order judged) or a Message-ID, LABEL a campaign name or `ham`; or the
     /// four-column fixtures/labels.tsv format (mbox, index, message_id, label).
     #[arg(long)]
     pub truth: PathBuf,
@@ -34,7 +35,11 @@ pub struct TuneArgs {
     /// Bulk thresholds to try.
     #[arg(long, value_delimiter = ',', default_value = "3,5,10,20,50")]
     pub thresholds: Vec<f64>,
-    /// mbox files, replayed in order.
+    /// Where each message's time comes from, as for `replay`.
+    #[arg(long, value_enum, default_value_t = ClockArg::Simulated)]
+    pub clock: ClockArg,
+    /// mbox files, replayed in order (merged by arrival time with --clock
+    /// arrival).
     #[arg(required = true)]
     pub mbox: Vec<PathBuf>,
 }
@@ -141,7 +146,11 @@ pub fn run(args: TuneArgs) -> Result<Outcome, CliError> {
         cfg.window.max_distance = k;
         // A sweep must not write its trial runs into shared state.
         cfg.store.backend = crate::config::StoreBackend::Memory;
-        let s = replay_files(&args.mbox, &cfg, ReplayOptions::default(), |_| {})
+        let opts = ReplayOptions {
+            clock: args.clock.into(),
+            ..ReplayOptions::default()
+        };
+        let s = replay_files(&args.mbox, &cfg, opts, |_| {})
             .map_err(|(path, source)| CliError::Read { path, source })?;
         let labels: Vec<Option<&str>> = s.records.iter().map(|r| label_of(&truth, r)).collect();
         if labels.iter().all(Option::is_none) {
