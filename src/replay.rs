@@ -29,7 +29,8 @@
 //! Campaign ids in the returned records are the final ids: a campaign that
 //! was later merged into an older one is reported under the older id.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::campaign::CampaignId;
@@ -440,6 +441,9 @@ struct Inputs {
     clock: Clock,
     /// [`Clock::Simulated`]: the file being read.
     current: usize,
+    /// [`Clock::Arrival`]: (time, file) of each file's message read ahead,
+    /// earliest on top; a tie goes to the file given first.
+    heads: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
 struct InputFile {
@@ -451,7 +455,7 @@ struct InputFile {
 
 impl Inputs {
     fn open(paths: &[PathBuf], clock: Clock) -> Result<Inputs, (PathBuf, std::io::Error)> {
-        let files = paths
+        let files: Vec<InputFile> = paths
             .iter()
             .map(|p| {
                 let f = std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
@@ -462,11 +466,28 @@ impl Inputs {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Inputs {
+        let mut inputs = Inputs {
+            heads: BinaryHeap::with_capacity(files.len()),
             files,
             clock,
             current: 0,
-        })
+        };
+        if clock == Clock::Arrival {
+            for i in 0..inputs.files.len() {
+                inputs.read_ahead(i);
+            }
+        }
+        Ok(inputs)
+    }
+
+    /// Reads the next message of file `i` ahead and queues it by time.
+    fn read_ahead(&mut self, i: usize) {
+        if let Some(f) = self.files.get_mut(i) {
+            f.ahead = f.read(i);
+            if let Some(t) = f.ahead.as_ref().and_then(|m| m.time) {
+                self.heads.push(Reverse((t, i)));
+            }
+        }
     }
 }
 
@@ -505,19 +526,10 @@ impl Iterator for Inputs {
                 }
             },
             Clock::Arrival => {
-                let mut best: Option<(u64, usize)> = None;
-                for (i, f) in self.files.iter_mut().enumerate() {
-                    if f.ahead.is_none() {
-                        f.ahead = f.read(i);
-                    }
-                    if let Some(t) = f.ahead.as_ref().and_then(|m| m.time) {
-                        // Strictly earlier: a tie goes to the file given first.
-                        if best.is_none_or(|(b, _)| t < b) {
-                            best = Some((t, i));
-                        }
-                    }
-                }
-                self.files.get_mut(best?.1)?.ahead.take()
+                let Reverse((_, i)) = self.heads.pop()?;
+                let item = self.files.get_mut(i)?.ahead.take();
+                self.read_ahead(i);
+                item
             }
         }
     }
