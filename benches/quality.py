@@ -145,7 +145,8 @@ def arrival(args):
     ham = [r for r in recs if r['mbox'] != 'sa-spam.mbox']
     spam = [r for r in recs if r['mbox'] == 'sa-spam.mbox']
     hf = [r for r in ham if r['level'] == 'bulk']
-    days = (recs[-1]['time'] - recs[0]['time']) / 86400 if recs else 0
+    dated = [r['time'] for r in recs if r['time'] > 0]  # 0: no date before it in its file
+    days = (max(dated) - min(dated)) / 86400 if dated else 0
     print('real corpus at arrival times (%d messages over %.0f days), bulk_threshold %g: '
           'ham flagged bulk %d of %d; spam flagged bulk %d of %d' % (
               len(recs), days, args.bulk_threshold, len(hf), len(ham),
@@ -241,12 +242,16 @@ def key_sweep(args):
                 f.write(re.sub(r'(?m)^hash_key = .*$', 'hash_key = "%s"' % key, base))
             CONFIG[:] = ['--config', path]
             with open(os.devnull, 'w') as quiet, contextlib.redirect_stdout(quiet):
-                r = dict(near_identical(args) if args.corpus and os.path.isdir(args.corpus) else {})
+                r = {}
+                if args.corpus and os.path.isdir(args.corpus):
+                    r.update(near_identical(args))
+                    r.update(arrival(args))
                 r.update(mixed_stream(args))
             rows.append(r)
             print('key %s: %s' % (key, '  '.join('%s %.3f' % (k, v) if isinstance(v, float) else '%s %d' % (k, v)
                                                   for k, v in sorted(r.items()))))
-    worst = {'linked': min, 'direct5': min, 'recall': min, 'msgrecall': min, 'ids': max, 'ham': max}
+    worst = {'linked': min, 'direct5': min, 'recall': min, 'msgrecall': min, 'ids': max, 'ham': max,
+             'ham_arrival': max}
     for k in sorted(rows[0]):
         vals = [r[k] for r in rows]
         print('%-9s mean %.3f  worst %.3f' % (k, sum(vals) / len(vals), worst[k](vals)))

@@ -8,29 +8,32 @@
 //!   message (one second by default). For a stream of synthetic or
 //!   shuffled mail, which has no arrival times worth keeping; a message
 //!   then shares the window with the 21,600 before it (the default span).
-//! - **Arrival**: each message is judged at the time it reached the
-//!   mailbox, read from its own headers ([`arrival_time`]), and the files
-//!   are merged in that order, as if they had been delivered to one site.
-//!   This is what a replay of a site's archive needs to give the verdicts
-//!   the daemon would have given: a daily newsletter replayed one second
-//!   apart is a campaign; delivered a day apart, its issues never share a
-//!   6-hour window. A message that carries no time, or an earlier time
-//!   than the message before it in its file (an archive is written in
-//!   delivery order, so a step back is a clock or relay error), is judged
-//!   with the message before it.
+//! - **Arrival**: each message is judged at the time it reached the site,
+//!   read from its own headers ([`arrival_time`]), and all messages of all
+//!   files in that order, as if they had been delivered to one site. This
+//!   is what a replay of a site's archive needs to give the verdicts the
+//!   daemon would have given: a daily newsletter replayed one second apart
+//!   is a campaign; delivered a day apart, its issues never share a 6-hour
+//!   window. Every message is analyzed before the first is judged, since
+//!   an archive need not be in order of arrival (the SpamAssassin corpus
+//!   is in the order its owner fetched it). A message without a usable
+//!   date (none, or one a day or more in the future: a forged or broken
+//!   one) takes the time of the last dated message before it in its file,
+//!   or of the first one when none is before it (0 in a file with none).
 //!
 //! An mbox has no envelope: each message counts as one recipient (it was
 //! delivered to one mailbox), and the recipient names used for stripping
 //! personalization come from its To and Cc headers.
 //!
-//! With `store.backend = "redis"` the replay reads and warms the shared
-//! state, exactly as a daemon would (the local engine is the fallback).
+//! With `store.backend = "redis"` the replay on the simulated clock reads
+//! and warms the shared state, exactly as a daemon would (the local engine
+//! is the fallback); on the arrival clock it runs on memory alone
+//! ([`Replayer::new`]).
 //!
 //! Campaign ids in the returned records are the final ids: a campaign that
 //! was later merged into an older one is reported under the older id.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::campaign::CampaignId;
@@ -48,7 +51,8 @@ pub enum Clock {
     /// [`REPLAY_EPOCH`], then `1 / rate` seconds per message, file order.
     #[default]
     Simulated,
-    /// Each message's time of arrival ([`arrival_time`]); files merged by it.
+    /// Each message's time of arrival ([`arrival_time`]); every message of
+    /// every file judged in that order.
     Arrival,
 }
 
@@ -224,7 +228,15 @@ impl Replayer {
     /// A replayer with the store `cfg` configures. A Redis store that
     /// cannot be set up (a bad address) is logged and the replay runs on
     /// memory alone; a Redis that is down only makes messages fall back.
+    ///
+    /// With [`Clock::Arrival`] the replay runs on memory alone, whatever
+    /// the store: shared state holds the site's present, and mail of the
+    /// past judged against it would meet entries from its future (the log
+    /// layout would even apply it at the log's newest time).
     pub fn new(cfg: &Config, opts: ReplayOptions) -> Replayer {
+        if opts.clock == Clock::Arrival {
+            return Replayer::with_shared(cfg, opts, None);
+        }
         let shared = Shared::from_config(cfg).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "shared store unusable; replaying on memory alone");
             None
@@ -262,7 +274,9 @@ impl Replayer {
                 UnixSecs(REPLAY_EPOCH + secs.min(1e12) as u64)
             }
             Clock::Arrival => {
-                self.last_arrival = arrival.unwrap_or(0).max(self.last_arrival);
+                // Never past what the engine's u32 seconds hold.
+                let own = arrival.filter(|t| *t <= u64::from(u32::MAX));
+                self.last_arrival = own.unwrap_or(0).max(self.last_arrival);
                 UnixSecs(self.last_arrival)
             }
         }
@@ -385,20 +399,24 @@ impl Replayer {
     }
 }
 
-/// Replays mbox files: in the order given with the simulated clock, merged
-/// by arrival time with the arrival clock. `progress` is called after each
-/// message.
+/// Replays mbox files. The simulated clock judges them file after file as
+/// they are read; the arrival clock analyzes every message first, then
+/// judges all of them in order of arrival (module notes). `progress` is
+/// called after each message judged.
 ///
 /// With more than one thread ([`ReplayOptions::threads`]), a reader thread
 /// splits the mailboxes into batches (at most 128 messages and about 8 MiB)
 /// and hands them round-robin to analysis threads; this thread takes their
-/// results back in the same round-robin order, so messages are decided in
-/// the order read. Each thread holds at most one batch waiting, one in work
-/// and one done: memory stays bounded however large the mailbox.
+/// results back in the same round-robin order, so messages come back in
+/// the order read. Each thread holds at most one batch waiting, one in
+/// work and one done. On the simulated clock memory stays bounded however
+/// large the mailbox (but for the records, see [`ReplaySummary`]); on the
+/// arrival clock every analyzed message waits to be judged, a few hundred
+/// bytes each ([`compact`]).
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error. Every file is opened
-/// before the first message is judged.
+/// once before the first message is read.
 pub fn replay_files(
     paths: &[PathBuf],
     cfg: &Config,
@@ -406,18 +424,63 @@ pub fn replay_files(
     mut progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, (PathBuf, std::io::Error)> {
     let threads = opts.threads();
-    let inputs = Inputs::open(paths, opts.clock)?;
+    let clock = opts.clock;
+    let inputs = Inputs::open(paths, clock)?;
     let names: Vec<String> = paths.iter().map(|p| mbox_name(p)).collect();
     let mut r = Replayer::new(cfg, opts);
-    if threads <= 1 {
-        for item in inputs {
-            let a = item.msg.as_ref().ok().map(|raw| analyze(raw, cfg));
+    match clock {
+        Clock::Simulated => for_each_analyzed(inputs, cfg, threads, |item, a| {
             judge(&mut r, &names, &item, a.as_ref(), &mut progress);
+        }),
+        Clock::Arrival => {
+            let mut all: Vec<(Item, Option<Analysis>)> = Vec::new();
+            for_each_analyzed(inputs, cfg, threads, |mut item, a| {
+                // The message's bytes are done with: keep what judging needs.
+                item.msg = item.msg.map(|_| Vec::new());
+                all.push((item, a.map(compact)));
+            });
+            time_undated(&mut all);
+            // Stable: equal times stay in the order read.
+            all.sort_by_key(|(item, _)| item.time);
+            for (item, a) in &all {
+                judge(&mut r, &names, item, a.as_ref(), &mut progress);
+            }
         }
-    } else {
-        replay_in_parallel(&mut r, cfg, &names, inputs, threads, &mut progress);
     }
     Ok(r.finish())
+}
+
+/// What the arrival clock keeps of an analysis until its message is
+/// judged: everything but the normalized text.
+fn compact(mut a: Analysis) -> Analysis {
+    a.normalized = Default::default();
+    a
+}
+
+/// Gives each message of the arrival clock that has no usable date the
+/// time of the last dated message before it in its file, or, before the
+/// first one, the time of that first one (0 in a file with none).
+fn time_undated(all: &mut [(Item, Option<Analysis>)]) {
+    let mut start = 0;
+    while start < all.len() {
+        let file = all.get(start).map_or(0, |(i, _)| i.file);
+        let len = all
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|(i, _)| i.file == file)
+            .count();
+        let run = all.get_mut(start..start + len).unwrap_or_default();
+        let first = run.iter().find_map(|(i, _)| i.time).unwrap_or(0);
+        let mut last = first;
+        for (item, _) in run.iter_mut() {
+            match item.time {
+                Some(t) => last = t,
+                None => item.time = Some(last),
+            }
+        }
+        start += len.max(1);
+    }
 }
 
 /// One message of a replay's input.
@@ -428,80 +491,42 @@ struct Item {
     index: usize,
     /// The message, or the error reading it.
     msg: std::io::Result<Vec<u8>>,
-    /// [`Clock::Arrival`]: its time, never earlier than the message before
-    /// it in its file (module notes); `None` with the simulated clock.
+    /// [`Clock::Arrival`]: its arrival time, `None` when it has no usable
+    /// date (none, or one a day or more in the future); until
+    /// [`time_undated`]. `None` on the simulated clock.
     time: Option<u64>,
 }
 
-/// The messages of a replay's files in the order they are judged: file
-/// after file, or merged by arrival time. Holds one message read ahead
-/// per file.
+/// The messages of a replay's files, file after file, one file open at a
+/// time.
 struct Inputs {
-    files: Vec<InputFile>,
+    paths: Vec<PathBuf>,
     clock: Clock,
-    /// [`Clock::Simulated`]: the file being read.
+    /// The file being read.
     current: usize,
-    /// [`Clock::Arrival`]: (time, file) of each file's message read ahead,
-    /// earliest on top; a tie goes to the file given first.
-    heads: BinaryHeap<Reverse<(u64, usize)>>,
-}
-
-struct InputFile {
-    messages: std::iter::Enumerate<crate::mbox::Mbox<std::fs::File>>,
-    /// Time of the last message read from it.
-    last: u64,
-    ahead: Option<Item>,
+    messages: Option<std::iter::Enumerate<crate::mbox::Mbox<std::fs::File>>>,
+    /// [`Clock::Arrival`]: later dates are taken for errors.
+    not_after: u64,
 }
 
 impl Inputs {
+    /// Opens and closes every file first, to fail on a bad path before any
+    /// message is read.
     fn open(paths: &[PathBuf], clock: Clock) -> Result<Inputs, (PathBuf, std::io::Error)> {
-        let files: Vec<InputFile> = paths
-            .iter()
-            .map(|p| {
-                let f = std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
-                Ok(InputFile {
-                    messages: read_mbox(f).enumerate(),
-                    last: 0,
-                    ahead: None,
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let mut inputs = Inputs {
-            heads: BinaryHeap::with_capacity(files.len()),
-            files,
+        for p in paths {
+            std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
+        }
+        // A day of clock skew, and never past what the engine's u32
+        // seconds hold.
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Ok(Inputs {
+            paths: paths.to_vec(),
             clock,
             current: 0,
-        };
-        if clock == Clock::Arrival {
-            for i in 0..inputs.files.len() {
-                inputs.read_ahead(i);
-            }
-        }
-        Ok(inputs)
-    }
-
-    /// Reads the next message of file `i` ahead and queues it by time.
-    fn read_ahead(&mut self, i: usize) {
-        if let Some(f) = self.files.get_mut(i) {
-            f.ahead = f.read(i);
-            if let Some(t) = f.ahead.as_ref().and_then(|m| m.time) {
-                self.heads.push(Reverse((t, i)));
-            }
-        }
-    }
-}
-
-impl InputFile {
-    /// The next message of this file, timed for the arrival clock.
-    fn read(&mut self, file: usize) -> Option<Item> {
-        let (index, msg) = self.messages.next()?;
-        let own = msg.as_deref().ok().and_then(arrival_time);
-        self.last = own.map_or(self.last, |t| t.max(self.last));
-        Some(Item {
-            file,
-            index,
-            msg,
-            time: Some(self.last),
+            messages: None,
+            not_after: wall.saturating_add(86_400).min(u64::from(u32::MAX)),
         })
     }
 }
@@ -510,27 +535,47 @@ impl Iterator for Inputs {
     type Item = Item;
 
     fn next(&mut self) -> Option<Item> {
-        match self.clock {
-            Clock::Simulated => loop {
-                let file = self.current;
-                match self.files.get_mut(file)?.messages.next() {
-                    Some((index, msg)) => {
-                        return Some(Item {
-                            file,
-                            index,
-                            msg,
-                            time: None,
-                        })
+        loop {
+            let file = self.current;
+            let messages = match &mut self.messages {
+                Some(m) => m,
+                None => {
+                    let path = self.paths.get(file)?;
+                    match std::fs::File::open(path) {
+                        Ok(f) => self.messages.insert(read_mbox(f).enumerate()),
+                        Err(e) => {
+                            // Opened a moment ago, gone since: one
+                            // unreadable message, and the replay goes on.
+                            self.current += 1;
+                            return Some(Item {
+                                file,
+                                index: 0,
+                                msg: Err(e),
+                                time: None,
+                            });
+                        }
                     }
-                    None => self.current += 1,
                 }
-            },
-            Clock::Arrival => {
-                let Reverse((_, i)) = self.heads.pop()?;
-                let item = self.files.get_mut(i)?.ahead.take();
-                self.read_ahead(i);
-                item
-            }
+            };
+            let Some((index, msg)) = messages.next() else {
+                self.messages = None;
+                self.current += 1;
+                continue;
+            };
+            let time = match self.clock {
+                Clock::Simulated => None,
+                Clock::Arrival => msg
+                    .as_deref()
+                    .ok()
+                    .and_then(arrival_time)
+                    .filter(|t| *t <= self.not_after),
+            };
+            return Some(Item {
+                file,
+                index,
+                msg,
+                time,
+            });
         }
     }
 }
@@ -553,19 +598,24 @@ fn judge(
     progress(1);
 }
 
-/// Messages of one batch, with their analyses once analyzed.
-type Batch = Vec<Item>;
-
-/// The pipeline of [`replay_files`].
-fn replay_in_parallel(
-    r: &mut Replayer,
-    cfg: &Config,
-    names: &[String],
+/// Analyzes every message of `messages` and hands each with its analysis
+/// (`None`: unreadable) to `f`, in the order read: on this thread, or on
+/// `threads` analysis threads with a reader thread.
+fn for_each_analyzed(
     mut messages: impl Iterator<Item = Item> + Send,
+    cfg: &Config,
     threads: usize,
-    progress: &mut impl FnMut(u64),
+    mut f: impl FnMut(Item, Option<Analysis>),
 ) {
+    if threads <= 1 {
+        for item in messages {
+            let a = item.msg.as_ref().ok().map(|raw| analyze(raw, cfg));
+            f(item, a);
+        }
+        return;
+    }
     use std::sync::mpsc::sync_channel;
+    type Batch = Vec<Item>;
     std::thread::scope(|scope| {
         let mut to_workers = Vec::with_capacity(threads);
         let mut from_workers = Vec::with_capacity(threads);
@@ -612,84 +662,124 @@ fn replay_in_parallel(
             else {
                 break;
             };
-            for (item, a) in batch.iter().zip(&analyses) {
-                judge(r, names, item, a.as_ref(), progress);
+            for (item, a) in batch.into_iter().zip(analyses) {
+                f(item, a);
             }
         }
     });
 }
 
-/// Most header bytes [`arrival_time`] reads, and most bytes of one field
-/// it keeps.
+/// Most header bytes [`arrival_time`] reads, most bytes of one field it
+/// keeps, and most `Received` fields it looks at.
 const MAX_ARRIVAL_HEADER: usize = 64 * 1024;
 const MAX_ARRIVAL_FIELD: usize = 4096;
+const MAX_RECEIVED: usize = 8;
 
-/// When a message reached its mailbox, Unix seconds: the date of its first
-/// (topmost) `Received` header, which the last relay, the receiving site's
-/// own, wrote at delivery; else its `Date` header, which the sender wrote.
-/// `None` when neither holds a valid RFC 5322 date at or after 1970.
+/// When a message reached the site, Unix seconds: the date of its topmost
+/// `Received` header that is not a local hop, else of its topmost
+/// `Received` header, else of its `Date` header (which the sender wrote).
+/// `None` when none of them holds a valid RFC 5322 date at or after 1970.
 ///
-/// Only the first 64 KiB of the header section is read, and at most 4 KiB
-/// of each of the two fields, folded lines included.
+/// A local hop is one from the host to itself, which a site's own relays
+/// add after the mail arrived (a content filter re-injecting from
+/// `[127.0.0.1]`), or a retrieval (`with IMAP`, `with POP3`, fetchmail),
+/// which can come days after delivery and give a whole batch of fetched
+/// mail one time. The search stops at the first hop that is not
+/// local: headers below it were written by other hosts and may be forged.
+///
+/// Only the first 64 KiB of the header section is read, at most 4 KiB of
+/// each field (folded lines included) and at most 8 `Received` fields.
 pub fn arrival_time(raw: &[u8]) -> Option<u64> {
     let (received, date) = arrival_fields(raw.get(..MAX_ARRIVAL_HEADER).unwrap_or(raw));
-    let parse = |v: &str| {
-        let dt = mail_parser::DateTime::parse_rfc822(v.trim())?;
-        dt.is_valid()
-            .then(|| dt.to_timestamp())
-            .and_then(|t| u64::try_from(t).ok())
-    };
-    // The date follows the last ';' of a Received field (RFC 5321, 4.4).
+    let date_of = |field: &str| field.rsplit_once(';').and_then(|(_, d)| parse_date(d));
+    let top = received.first().and_then(|r| date_of(r));
     received
-        .and_then(|v| v.rsplit_once(';').and_then(|(_, d)| parse(d)))
-        .or_else(|| date.and_then(|v| parse(&v)))
+        .iter()
+        .find(|r| !is_local_hop(r))
+        .and_then(|r| date_of(r))
+        .or(top)
+        .or_else(|| date.as_deref().and_then(parse_date))
 }
 
-/// The first `Received` and the first `Date` field of a header section,
-/// unfolded.
-fn arrival_fields(head: &[u8]) -> (Option<String>, Option<String>) {
+/// An RFC 5322 date as Unix seconds, if valid and not before 1970.
+fn parse_date(v: &str) -> Option<u64> {
+    let dt = mail_parser::DateTime::parse_rfc822(v.trim())?;
+    dt.is_valid()
+        .then(|| dt.to_timestamp())
+        .and_then(|t| u64::try_from(t).ok())
+}
+
+/// A `Received` field a host wrote about a hop from itself to itself, or
+/// about fetching the mail from a mailbox (see [`arrival_time`]). The
+/// sending host counts as local by its address, `[127.0.0.1]` or `[::1]`,
+/// not by its name: a client may call itself `localhost`.
+fn is_local_hop(field: &str) -> bool {
+    let trace = field.rsplit_once(';').map_or(field, |(t, _)| t);
+    let lower = trace.to_ascii_lowercase();
+    // The `from` clause: the sending host, up to ` by `.
+    let from = lower.split(" by ").next().unwrap_or_default();
+    ["[127.0.0.1]", "(127.0.0.1)", "[::1]", "[ipv6:::1]"]
+        .iter()
+        .any(|a| from.contains(a))
+        || [" with imap", " with pop", "fetchmail"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
+/// The first [`MAX_RECEIVED`] `Received` fields (topmost first) and the
+/// first `Date` field of a header section, unfolded, each cut at the last
+/// line that fits in [`MAX_ARRIVAL_FIELD`] bytes.
+fn arrival_fields(head: &[u8]) -> (Vec<String>, Option<String>) {
     #[derive(Clone, Copy, PartialEq)]
     enum Field {
         Received,
         Date,
         Other,
     }
-    let mut received: Option<String> = None;
+    let mut received: Vec<String> = Vec::new();
     let mut date: Option<String> = None;
     let mut field = Field::Other;
+    // The current field stopped growing (a line did not fit).
+    let mut full = false;
     for line in head.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             break;
         }
-        let (value, target) = if line.starts_with(b" ") || line.starts_with(b"\t") {
+        let value = if line.starts_with(b" ") || line.starts_with(b"\t") {
             // A folded line continues the field before it.
-            (line, field)
+            line
         } else {
             let Some(colon) = memchr::memchr(b':', line) else {
                 field = Field::Other;
                 continue;
             };
             let name = line.get(..colon).unwrap_or_default().trim_ascii_end();
-            field = if name.eq_ignore_ascii_case(b"received") && received.is_none() {
+            field = if name.eq_ignore_ascii_case(b"received") && received.len() < MAX_RECEIVED {
+                received.push(String::new());
                 Field::Received
             } else if name.eq_ignore_ascii_case(b"date") && date.is_none() {
+                date = Some(String::new());
                 Field::Date
             } else {
                 Field::Other
             };
-            (line.get(colon + 1..).unwrap_or_default(), field)
+            full = false;
+            line.get(colon + 1..).unwrap_or_default()
         };
-        let slot = match target {
-            Field::Received => &mut received,
-            Field::Date => &mut date,
-            Field::Other => continue,
+        let slot = match field {
+            Field::Received => received.last_mut(),
+            Field::Date => date.as_mut(),
+            Field::Other => None,
         };
-        let s = slot.get_or_insert_with(String::new);
-        if s.len() + value.len() < MAX_ARRIVAL_FIELD {
-            s.push(' ');
-            s.push_str(&String::from_utf8_lossy(value.trim_ascii()));
+        let Some(s) = slot else { continue };
+        let text = String::from_utf8_lossy(value.trim_ascii());
+        if full || s.len() + 1 + text.len() > MAX_ARRIVAL_FIELD {
+            full = true;
+            continue;
         }
+        s.push(' ');
+        s.push_str(&text);
     }
     (received, date)
 }
@@ -746,16 +836,66 @@ mod tests {
     }
 
     #[test]
+    fn local_hops_are_passed_over_down_to_the_first_relay_of_another_host() {
+        // As in the SpamAssassin corpus: a content filter's re-injection,
+        // then fetchmail's retrieval (days later), then the site's MX.
+        let fetched = b"Received: from localhost (jalapeno [127.0.0.1])\n\tby jmason.org (Postfix) with ESMTP id 471D016F03\n\tfor <jm@localhost>; Tue,  1 Oct 2002 10:34:35 +0100 (IST)\n\
+            Received: from jalapeno [127.0.0.1]\n\tby localhost with IMAP (fetchmail-5.9.0)\n\tfor jm@localhost (single-drop); Tue, 01 Oct 2002 10:34:35 +0100 (IST)\n\
+            Received: from cpu59.osdn.com (slashdot.org [64.28.67.73]) by\n\tdogma.slashnull.org (8.11.6/8.11.6) with ESMTP id g911xvK26540 for\n\t<jm-use-perl@jmason.org>; Tue, 1 Oct 2002 02:59:59 +0100\n\
+            Received: from [10.2.181.14] (helo=perl.org) by cpu59.osdn.com; Mon, 30 Sep 2002 21:57:01 -0400\n\
+            Date: Mon, 30 Sep 2002 20:00:00 -0400\n\n";
+        // 2002-10-01T01:59:59Z: the MX's own hop, not the fetch, not below.
+        assert_eq!(arrival_time(fetched), Some(1_033_437_599));
+        // A client that calls itself localhost from a public address is a
+        // relay like any other; so is an IPv6 address ending in ::1.
+        for from in [
+            "localhost.localdomain (unknown [203.0.113.7])",
+            "mail.example.net (mail.example.net [2001:db8::1])",
+        ] {
+            let raw = format!(
+                "Received: from {from} by mx.example.org; Tue, 1 Oct 2002 10:00:00 +0000\n\
+                 Received: from a by b; Mon, 30 Sep 2002 10:00:00 +0000\n\n"
+            );
+            assert_eq!(arrival_time(raw.as_bytes()), Some(1_033_466_400), "{from}");
+        }
+        // All hops local: the topmost. The first foreign hop undated: the
+        // topmost, not a hop below it (written by other hosts).
+        let local = b"Received: from x ([127.0.0.1]) by y; Tue, 1 Oct 2002 10:00:00 +0000\n\n";
+        assert_eq!(arrival_time(local), Some(1_033_466_400));
+        let undated = b"Received: from x ([127.0.0.1]) by y; Tue, 1 Oct 2002 10:00:00 +0000\n\
+            Received: from relay by y with SMTP\n\
+            Received: from a by relay; Mon, 30 Sep 2002 10:00:00 +0000\n\n";
+        assert_eq!(arrival_time(undated), Some(1_033_466_400));
+    }
+
+    #[test]
     fn arrival_fields_are_bounded() {
-        // A Received field folded into megabytes keeps 4 KiB of it.
+        // A Received field folded into megabytes keeps 4 KiB of it, and
+        // its first lines.
         let mut raw = b"Received: from a by b".to_vec();
         for _ in 0..100_000 {
             raw.extend_from_slice(b"\n\twith more and more");
         }
         raw.extend_from_slice(b"; Thu, 22 Aug 2002 10:00:00 +0000\n\n");
         let (received, _) = arrival_fields(&raw);
-        assert!(received.is_some_and(|r| r.len() < MAX_ARRIVAL_FIELD));
+        assert_eq!(received.len(), 1);
+        assert!(received.iter().all(|r| r.len() <= MAX_ARRIVAL_FIELD));
+        assert!(received.iter().all(|r| r.starts_with(" from a by b")));
         assert_eq!(arrival_time(&raw), None);
+        // Invalid UTF-8 grows threefold when replaced: the bound holds on
+        // what is kept.
+        let mut raw = b"Date: ".to_vec();
+        for _ in 0..10_000 {
+            raw.extend_from_slice(b"\n\t\xFF\xFE\xFD");
+        }
+        let (_, date) = arrival_fields(&raw);
+        assert!(date.is_some_and(|d| d.len() <= MAX_ARRIVAL_FIELD));
+        // Thousands of Received fields: the first 8 are kept.
+        let raw =
+            "Received: from a ([127.0.0.1]) by b; Tue, 1 Oct 2002 10:00:00 +0000\n".repeat(5000);
+        let (received, _) = arrival_fields(raw.as_bytes());
+        assert_eq!(received.len(), MAX_RECEIVED);
+        assert_eq!(arrival_time(raw.as_bytes()), Some(1_033_466_400));
     }
 
     /// An mbox file of messages with these Received dates (Unix seconds;
@@ -823,7 +963,7 @@ mod tests {
     }
 
     #[test]
-    fn files_are_merged_by_arrival_and_steps_back_are_clamped() {
+    fn messages_are_judged_in_order_of_arrival_across_files() {
         let dir = tempfile::tempdir().expect("tempdir");
         let a = mbox_of(
             dir.path(),
@@ -834,8 +974,20 @@ mod tests {
                 Some(1_000_000_100),
             ],
         );
-        let b = mbox_of(dir.path(), "b", &[None, Some(1_000_000_200), None]);
-        let paths = [a, b];
+        // A date centuries ahead (forged or broken) counts as none.
+        let b = mbox_of(
+            dir.path(),
+            "b",
+            &[
+                None,
+                Some(1_000_000_200),
+                Some(4_000_000_000),
+                Some(1_000_000_300),
+            ],
+        );
+        // No date at all: time 0, first.
+        let c = mbox_of(dir.path(), "c", &[None]);
+        let paths = [a, b, c];
         for jobs in [1, 2] {
             let s = replay(&paths, Clock::Arrival, jobs);
             let order: Vec<(String, usize, u64)> = s
@@ -844,15 +996,19 @@ mod tests {
                 .map(|r| (r.mbox.clone(), r.index, r.time))
                 .collect();
             let want = [
-                // No date, first in its file: before every dated message.
-                ("b", 1, 0),
+                ("c", 1, 0),
                 ("a", 1, 1_000_000_000),
+                // Out of order in its file.
+                ("a", 3, 1_000_000_100),
+                // No date, before the first dated message of its file: at
+                // that one's time, and before it, in the order read.
+                ("b", 1, 1_000_000_200),
                 ("b", 2, 1_000_000_200),
-                // Undated: with the message before it in its file.
+                // In the future: as if undated, with the message before it.
                 ("b", 3, 1_000_000_200),
+                // A tie: in the order read, the file given first first.
                 ("a", 2, 1_000_000_300),
-                // Earlier than the message before it in its file.
-                ("a", 3, 1_000_000_300),
+                ("b", 4, 1_000_000_300),
             ];
             let want: Vec<(String, usize, u64)> = want
                 .iter()
@@ -860,7 +1016,7 @@ mod tests {
                 .collect();
             assert_eq!(order, want, "jobs {jobs}");
             let n: Vec<usize> = s.records.iter().map(|r| r.n).collect();
-            assert_eq!(n, (1..=6).collect::<Vec<_>>());
+            assert_eq!(n, (1..=8).collect::<Vec<_>>());
         }
         // The simulated clock: file after file, a second apart.
         let s = replay(&paths, Clock::Simulated, 2);
@@ -877,7 +1033,9 @@ mod tests {
                 ("a", 3, 2),
                 ("b", 1, 3),
                 ("b", 2, 4),
-                ("b", 3, 5)
+                ("b", 3, 5),
+                ("b", 4, 6),
+                ("c", 1, 7),
             ]
         );
     }
@@ -896,5 +1054,16 @@ mod tests {
         );
         assert_eq!(res.err().map(|(p, _)| p), Some(missing));
         assert_eq!(judged, 0);
+    }
+
+    #[test]
+    fn the_arrival_clock_never_uses_the_shared_store() {
+        let mut cfg = Config::default();
+        cfg.store.backend = crate::config::StoreBackend::Redis;
+        let opts = ReplayOptions {
+            clock: Clock::Arrival,
+            ..ReplayOptions::default()
+        };
+        assert!(Replayer::new(&cfg, opts).shared().is_none());
     }
 }

@@ -100,8 +100,13 @@ fn replay_on_the_arrival_clock_judges_in_time_order() {
         .map(|v| v["time"].as_u64().expect("time"))
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
-    // The fixtures' Date headers, not the simulated epoch (2024-01-01).
-    assert!(times.iter().any(|t| *t != 0 && *t != 1_704_067_200));
+    // The first ham message at its Date header (Thu, 12 Dec 2024 12:00:00
+    // -0500), not at the simulated clock's start.
+    let first = recs
+        .iter()
+        .find(|v| v["mbox"] == "ham.mbox" && v["index"] == 1)
+        .expect("ham.mbox #1");
+    assert_eq!(first["time"].as_u64(), Some(1_734_022_800));
     let out = run(bin()
         .args(["replay", "--clock", "sundial"])
         .arg(root("fixtures/mbox/ham.mbox")));
@@ -190,6 +195,66 @@ fn tune_prints_a_table_a_proposal_and_writes_a_plot() {
     assert!(text.contains("bulk_threshold ="), "{text}");
     let plot = std::fs::read_to_string(&svg).expect("svg written");
     assert!(plot.starts_with("<svg") && plot.contains("polyline"));
+}
+
+/// Eight issues of one newsletter, a day apart by their Received headers,
+/// labelled as one campaign: tune catches it on the simulated clock (one
+/// second apart) and not on the arrival clock.
+#[test]
+fn tune_follows_the_clock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut mbox = String::new();
+    let mut labels = String::new();
+    for i in 0..8u32 {
+        mbox.push_str(&format!(
+            "From news@daily.example Mon Jan  1 00:00:00 2024\n\
+             Received: from out.daily.example (out.daily.example [198.51.100.9]) by mx.example.org;\n\
+             \t{:02} Mar 2024 06:00:00 +0000\n\
+             Message-ID: <issue{i}@daily.example>\nFrom: The Daily <news@daily.example>\nSubject: The Daily {i}\n\n\
+             Good morning. Today in the Daily: the harbour bridge reopens after two years of repairs,\n\
+             the council votes on the new bus lanes, and our critic reviews the first opera of the season.\n\
+             Weather: sunny spells, light winds from the west. Manage your subscription in your account.\n\n",
+            i + 1
+        ));
+        labels.push_str(&format!("issue{i}@daily.example\tdaily\n"));
+    }
+    std::fs::write(dir.path().join("daily.mbox"), mbox).expect("mbox");
+    std::fs::write(dir.path().join("labels.tsv"), labels).expect("labels");
+    let recall = |clock: &str| {
+        let out = run(bin()
+            .args([
+                "tune",
+                "--radius",
+                "3",
+                "--thresholds",
+                "5",
+                "--clock",
+                clock,
+            ])
+            .arg("--truth")
+            .arg(dir.path().join("labels.tsv"))
+            .arg("--svg")
+            .arg(dir.path().join("t.svg"))
+            .arg(dir.path().join("daily.mbox")));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("3 "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_owned();
+        row.split_whitespace()
+            .nth(2)
+            .expect("campaign recall")
+            .to_owned()
+    };
+    assert_eq!(recall("simulated"), "1.000");
+    assert_eq!(recall("arrival"), "0.000");
 }
 
 #[test]

@@ -20,8 +20,11 @@ pub enum Format {
 pub enum ClockArg {
     /// One message every 1/rate seconds, in the order of the files.
     Simulated,
-    /// Each message's arrival: its top Received header's date, else its
-    /// Date header; the files are merged in that order.
+    /// Each message's arrival: the date of its topmost Received header
+    /// that is not a local hop, else its Date header; all messages of all
+    /// files are judged in that order (every one is read first). A message
+    /// without a usable date takes the time of the dated one before it in
+    /// its file. Always on the memory store.
     Arrival,
 }
 
@@ -55,8 +58,8 @@ pub struct ReplayArgs {
     /// are still judged in order: the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
-    /// mbox files, replayed in the order given (merged by arrival time
-    /// with --clock arrival).
+    /// mbox files, replayed in the order given (in order of arrival with
+    /// --clock arrival).
     #[arg(required = true)]
     pub mbox: Vec<PathBuf>,
 }
@@ -106,7 +109,12 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if cfg.store.backend == crate::config::StoreBackend::Redis {
+    let redis = cfg.store.backend == crate::config::StoreBackend::Redis;
+    if redis && matches!(args.clock, ClockArg::Arrival) {
+        eprintln!(
+            "--clock arrival: replayed on the memory store; the shared state holds the present, not the mailbox's past"
+        );
+    } else if redis {
         eprintln!(
             "redis store: {} messages judged by Redis, {} from the local window",
             summary.shared_ok, summary.shared_fallbacks

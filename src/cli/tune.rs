@@ -22,7 +22,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Labels: `KEY<TAB>LABEL` lines, KEY a 1-based message index over all
-    /// inputs (in the order judged) or a Message-ID, LABEL a campaign name or `ham`; or the
+    /// inputs in the order judged (which --clock changes; `mbox#index` and
+    /// Message-ID keys do not depend on it) or a Message-ID, LABEL a campaign name or `ham`; or the
     /// four-column fixtures/labels.tsv format (mbox, index, message_id, label).
     #[arg(long)]
     pub truth: PathBuf,
@@ -38,7 +39,7 @@ pub struct TuneArgs {
     /// Where each message's time comes from, as for `replay`.
     #[arg(long, value_enum, default_value_t = ClockArg::Simulated)]
     pub clock: ClockArg,
-    /// mbox files, replayed in order (merged by arrival time with --clock
+    /// mbox files, replayed in order (in order of arrival with --clock
     /// arrival).
     #[arg(required = true)]
     pub mbox: Vec<PathBuf>,
