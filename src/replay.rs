@@ -17,8 +17,8 @@
 //!   window. Every message is analyzed before the first is judged, since
 //!   an archive need not be in order of arrival (the SpamAssassin corpus
 //!   is in the order its owner fetched it). A message without a usable
-//!   date (none, or one a day or more in the future: a forged or broken
-//!   one) takes the time of the last dated message before it in its file,
+//!   date (none, or one more than a day in the future: a forged or
+//!   broken one) takes the time of the last dated message before it in its file,
 //!   or of the first one when none is before it (0 in a file with none).
 //!
 //! An mbox has no envelope: each message counts as one recipient (it was
@@ -219,8 +219,10 @@ pub struct Replayer {
     merges: Merges,
     /// Window sequence number -> record number, for `nearest`.
     seq_to_n: HashMap<u64, usize>,
-    /// [`Clock::Arrival`]: the time the last message was judged at.
+    /// [`Clock::Arrival`]: the time the last message was judged at, and
+    /// the latest time believed ([`latest_arrival`]).
     last_arrival: u64,
+    latest_arrival: u64,
     pub summary: ReplaySummary,
 }
 
@@ -253,6 +255,7 @@ impl Replayer {
             merges: Merges::default(),
             seq_to_n: HashMap::new(),
             last_arrival: 0,
+            latest_arrival: latest_arrival(),
             summary: ReplaySummary::default(),
         }
     }
@@ -274,8 +277,7 @@ impl Replayer {
                 UnixSecs(REPLAY_EPOCH + secs.min(1e12) as u64)
             }
             Clock::Arrival => {
-                // Never past what the engine's u32 seconds hold.
-                let own = arrival.filter(|t| *t <= u64::from(u32::MAX));
+                let own = arrival.filter(|t| *t <= self.latest_arrival);
                 self.last_arrival = own.unwrap_or(0).max(self.last_arrival);
                 UnixSecs(self.last_arrival)
             }
@@ -303,8 +305,10 @@ impl Replayer {
     /// Feeds one message already analyzed, with its arrival time (Unix
     /// seconds, from [`arrival_time`]), and returns its verdict. The
     /// simulated clock ignores `arrival`; the arrival clock judges a
-    /// message without one, or with one earlier than the last, at the
-    /// last message's time.
+    /// message without one, with one earlier than the last, or with one
+    /// more than a day past this host's clock, at the last message's time
+    /// ([`replay_files`] sorts by arrival first; this takes messages in
+    /// the order given).
     pub fn feed_timed(
         &mut self,
         mbox: &str,
@@ -492,7 +496,7 @@ struct Item {
     /// The message, or the error reading it.
     msg: std::io::Result<Vec<u8>>,
     /// [`Clock::Arrival`]: its arrival time, `None` when it has no usable
-    /// date (none, or one a day or more in the future); until
+    /// date (none, or one more than a day in the future); until
     /// [`time_undated`]. `None` on the simulated clock.
     time: Option<u64>,
 }
@@ -516,17 +520,12 @@ impl Inputs {
         for p in paths {
             std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
         }
-        // A day of clock skew, and never past what the engine's u32
-        // seconds hold.
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         Ok(Inputs {
             paths: paths.to_vec(),
             clock,
             current: 0,
             messages: None,
-            not_after: wall.saturating_add(86_400).min(u64::from(u32::MAX)),
+            not_after: latest_arrival(),
         })
     }
 }
@@ -710,20 +709,50 @@ fn parse_date(v: &str) -> Option<u64> {
 }
 
 /// A `Received` field a host wrote about a hop from itself to itself, or
-/// about fetching the mail from a mailbox (see [`arrival_time`]). The
-/// sending host counts as local by its address, `[127.0.0.1]` or `[::1]`,
-/// not by its name: a client may call itself `localhost`.
+/// about fetching the mail from a mailbox (see [`arrival_time`]).
+///
+/// Only what the receiving host wrote counts, as the sender chooses its
+/// HELO name, which the `from` clause also holds: the host is local when
+/// the last address literal of the `from` clause that is not the HELO
+/// argument (`helo=`, Exim's form) is a loopback address, and the hop is
+/// a retrieval when the first word after ` with ` (the protocol, written
+/// after ` by `) is IMAP, POP, ETRN or ODMR (fetchmail's).
 fn is_local_hop(field: &str) -> bool {
     let trace = field.rsplit_once(';').map_or(field, |(t, _)| t);
     let lower = trace.to_ascii_lowercase();
-    // The `from` clause: the sending host, up to ` by `.
-    let from = lower.split(" by ").next().unwrap_or_default();
-    ["[127.0.0.1]", "(127.0.0.1)", "[::1]", "[ipv6:::1]"]
+    let (from, by) = lower.split_once(" by ").unwrap_or((lower.as_str(), ""));
+    let protocol = by
+        .split_once(" with ")
+        .and_then(|(_, w)| w.split_whitespace().next())
+        .unwrap_or_default();
+    let retrieval = ["imap", "pop", "etrn", "odmr"]
         .iter()
-        .any(|a| from.contains(a))
-        || [" with imap", " with pop", "fetchmail"]
-            .iter()
-            .any(|w| lower.contains(w))
+        .any(|p| protocol.starts_with(p));
+    retrieval || receiver_address(from).is_some_and(is_loopback)
+}
+
+/// The last `[address]` of a `from` clause that does not follow `helo=`.
+fn receiver_address(from: &str) -> Option<&str> {
+    let mut found = None;
+    let mut rest = from;
+    let mut offset = 0;
+    while let Some(open) = rest.find('[') {
+        let after = rest.get(open + 1..).unwrap_or_default();
+        let Some(close) = after.find(']') else { break };
+        let before = from.get(..offset + open).unwrap_or_default();
+        if !before.ends_with("helo=") && !before.ends_with("ehlo=") {
+            found = after.get(..close);
+        }
+        offset += open + 1 + close + 1;
+        rest = after.get(close + 1..).unwrap_or_default();
+    }
+    found
+}
+
+/// 127.0.0.0/8 or ::1, as a `Received` field writes them.
+fn is_loopback(addr: &str) -> bool {
+    let a = addr.trim().trim_start_matches("ipv6:");
+    a.starts_with("127.") || a == "::1" || a == "0:0:0:0:0:0:0:1"
 }
 
 /// The first [`MAX_RECEIVED`] `Received` fields (topmost first) and the
@@ -773,8 +802,11 @@ fn arrival_fields(head: &[u8]) -> (Vec<String>, Option<String>) {
             Field::Other => None,
         };
         let Some(s) = slot else { continue };
+        if full {
+            continue;
+        }
         let text = String::from_utf8_lossy(value.trim_ascii());
-        if full || s.len() + 1 + text.len() > MAX_ARRIVAL_FIELD {
+        if s.len() + 1 + text.len() > MAX_ARRIVAL_FIELD {
             full = true;
             continue;
         }
@@ -782,6 +814,16 @@ fn arrival_fields(head: &[u8]) -> (Vec<String>, Option<String>) {
         s.push_str(&text);
     }
     (received, date)
+}
+
+/// The latest arrival time the arrival clock believes: a day after this
+/// host's clock (more is a forged or broken date), and never past what the
+/// engine's u32 seconds hold.
+fn latest_arrival() -> u64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    wall.saturating_add(86_400).min(u64::from(u32::MAX))
 }
 
 /// What the replay analyzes a message as: no envelope (see the module
@@ -869,6 +911,64 @@ mod tests {
     }
 
     #[test]
+    fn a_sender_cannot_make_the_receivers_hop_local() {
+        // What the sender controls, its HELO name, names loopback or
+        // fetchmail; the address the receiver recorded does not.
+        for local_looking in [
+            "from [127.0.0.1] (unknown [203.0.113.7]) by mx.example.org (Postfix) with ESMTP",
+            "from [203.0.113.7] (helo=[127.0.0.1]) by mx.example.org with esmtp (Exim 4.96)",
+            "from fetchmail.example (fetchmail.example [203.0.113.7]) by mx.example.org with ESMTP",
+            "from imap.example (imap.example [203.0.113.7]) by mx.example.org with ESMTPS",
+        ] {
+            assert!(!is_local_hop(local_looking), "{local_looking}");
+        }
+        for local in [
+            "from localhost (localhost [127.0.0.1]) by mx.example.org (Postfix) with ESMTP",
+            "from [127.0.0.1] (helo=localhost) by mx.example.org with esmtp (Exim 4.96)",
+            "from mx (localhost [IPv6:::1]) by mx.example.org with LMTP",
+            "from pop.example.net [198.51.100.1] by localhost with POP3 (fetchmail-6.4.37)",
+            "from imap.example.net by localhost with IMAP (fetchmail-5.9.0)",
+        ] {
+            assert!(is_local_hop(local), "{local}");
+        }
+        assert_eq!(
+            receiver_address("from a ([1.2.3.4] helo=[5.6.7.8]"),
+            Some("1.2.3.4")
+        );
+        assert_eq!(receiver_address("from [1.2.3.4"), None);
+    }
+
+    #[test]
+    fn feeding_one_by_one_keeps_time_and_distrusts_the_future() {
+        let cfg = Config::default();
+        let opts = ReplayOptions {
+            clock: Clock::Arrival,
+            ..ReplayOptions::default()
+        };
+        let mut r = Replayer::new(&cfg, opts);
+        let at = |t: u64| {
+            let dt = mail_parser::DateTime::from_timestamp(t as i64);
+            format!(
+                "Received: from a (a [198.51.100.1]) by mx; {}\nSubject: x\n\nHello there, a short note.\n",
+                dt.to_rfc822()
+            )
+        };
+        let soon = latest_arrival() - 86_400 + 3600;
+        for (t, want) in [
+            (1_000_000_000, 1_000_000_000),
+            // Back in time: the last time.
+            (999_000_000, 1_000_000_000),
+            // Two days ahead of this host's clock: the last time.
+            (soon + 2 * 86_400, 1_000_000_000),
+            // An hour ahead: believed.
+            (soon, soon),
+        ] {
+            r.feed("m", 1, at(t).as_bytes());
+            assert_eq!(r.summary.records.last().map(|x| x.time), Some(want), "{t}");
+        }
+    }
+
+    #[test]
     fn arrival_fields_are_bounded() {
         // A Received field folded into megabytes keeps 4 KiB of it, and
         // its first lines.
@@ -934,7 +1034,10 @@ mod tests {
             jobs,
             ..ReplayOptions::default()
         };
-        replay_files(paths, &cfg, opts, |_| {}).expect("replay")
+        let mut progress = 0;
+        let s = replay_files(paths, &cfg, opts, |n| progress += n).expect("replay");
+        assert_eq!(progress, (s.records.len() + s.read_errors) as u64);
+        s
     }
 
     #[test]

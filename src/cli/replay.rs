@@ -15,16 +15,17 @@ pub enum Format {
     Jsonl,
 }
 
-/// Where each message's time comes from (README, "Replay").
+/// Where each message's time comes from (README, "Commands").
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ClockArg {
     /// One message every 1/rate seconds, in the order of the files.
     Simulated,
     /// Each message's arrival: the date of its topmost Received header
-    /// that is not a local hop, else its Date header; all messages of all
-    /// files are judged in that order (every one is read first). A message
-    /// without a usable date takes the time of the dated one before it in
-    /// its file. Always on the memory store.
+    /// that is not a local hop, else of its topmost Received, else its
+    /// Date header; all messages of all files are judged in that order
+    /// (every one is read first). A message without a usable date takes
+    /// the time of the last dated one before it in its file, else of the
+    /// first dated one after it. Always on the memory store.
     Arrival,
 }
 
