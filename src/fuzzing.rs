@@ -18,6 +18,8 @@
 //!   re-encode to a fixed point and keep working.
 //! - [`mbox`]: the bytes as an mbox file, split by [`crate::mbox`] and by
 //!   mail-parser's iterator: the two must give the same messages.
+//! - [`arrival`]: the bytes as a header section for the replay's arrival
+//!   clock: its LF and CRLF forms must give the same time.
 //!
 //! Every function works on a small configuration ([`small_config`]) so that
 //! one execution costs microseconds, not the megabytes of the default
@@ -181,9 +183,6 @@ pub fn message(data: &[u8]) {
     let cfg = small_config();
     let env = one_recipient();
     check_message(data, &env, &cfg);
-    // The replay's arrival clock reads the same headers: any input gives
-    // a time or none.
-    let _ = crate::replay::arrival_time(data);
     let head: &[u8] = if data.len().is_multiple_of(2) {
         b"Subject: fuzz\nContent-Type: text/plain; charset=utf-8\n\n"
     } else {
@@ -747,6 +746,34 @@ pub fn mbox(data: &[u8]) {
     assert_eq!(ours, theirs, "block of {block} bytes");
 }
 
+// ------------------------------------------------------------- arrival
+
+/// A header section for the replay's arrival clock
+/// ([`crate::replay::arrival_time`]): any input gives a time or none, in
+/// bounded work, and the same with its bare LFs made CRLF (an mbox
+/// message and the same message off the wire).
+///
+/// # Panics
+/// On a bug: a panic inside, or LF and CRLF forms that differ.
+pub fn arrival(data: &[u8]) {
+    let lf = crate::replay::arrival_time(data);
+    let mut crlf = Vec::with_capacity(data.len() + data.len() / 8);
+    for (i, &b) in data.iter().enumerate() {
+        if b == b'\n' && (i == 0 || data.get(i - 1) != Some(&b'\r')) {
+            crlf.push(b'\r');
+        }
+        crlf.push(b);
+    }
+    // Past the 64 KiB the clock reads, the two forms see different bytes.
+    if crlf.len() <= 64 * 1024 {
+        assert_eq!(
+            lf,
+            crate::replay::arrival_time(&crlf),
+            "LF and CRLF forms differ"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -759,6 +786,7 @@ mod tests {
             config(data);
             snapshot(data);
             mbox(data);
+            arrival(data);
         }
     }
 

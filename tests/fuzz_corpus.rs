@@ -143,3 +143,17 @@ fn mbox_target_passes_fixture_mailboxes_and_corpus() {
     assert_eq!(n, 4);
     assert!(over_corpus("mbox", fuzzing::mbox) >= 3);
 }
+
+#[test]
+fn arrival_target_passes_fixture_messages_and_corpus() {
+    let msgs = fixture_messages();
+    for m in &msgs {
+        fuzzing::arrival(m);
+    }
+    let n = over_corpus("arrival", fuzzing::arrival);
+    assert!(
+        msgs.len() > 1000 && n >= 4,
+        "{} messages, {n} corpus files",
+        msgs.len()
+    );
+}
