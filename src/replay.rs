@@ -415,8 +415,8 @@ impl Replayer {
 /// the order read. Each thread holds at most one batch waiting, one in
 /// work and one done. On the simulated clock memory stays bounded however
 /// large the mailbox (but for the records, see [`ReplaySummary`]); on the
-/// arrival clock every analyzed message waits to be judged, a few hundred
-/// bytes each ([`compact`]).
+/// arrival clock every analyzed message waits to be judged, without its
+/// normalized text (README, Limits).
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error. Every file is opened
