@@ -1093,10 +1093,10 @@ mod tests {
         let paths = [a, b, c];
         for jobs in [1, 2] {
             let s = replay(&paths, Clock::Arrival, jobs);
-            let order: Vec<(String, usize, u64)> = s
+            let order: Vec<(&str, usize, u64)> = s
                 .records
                 .iter()
-                .map(|r| (r.mbox.clone(), r.index, r.time))
+                .map(|r| (r.mbox.as_str(), r.index, r.time))
                 .collect();
             let want = [
                 ("c", 1, 0),
@@ -1113,10 +1113,6 @@ mod tests {
                 ("a", 2, 1_000_000_300),
                 ("b", 4, 1_000_000_300),
             ];
-            let want: Vec<(String, usize, u64)> = want
-                .iter()
-                .map(|(m, i, t)| ((*m).to_owned(), *i, *t))
-                .collect();
             assert_eq!(order, want, "jobs {jobs}");
             let n: Vec<usize> = s.records.iter().map(|r| r.n).collect();
             assert_eq!(n, (1..=8).collect::<Vec<_>>());
