@@ -17,9 +17,10 @@
 //!   window. Every message is analyzed before the first is judged, since
 //!   an archive need not be in order of arrival (the SpamAssassin corpus
 //!   is in the order its owner fetched it). A message without a usable
-//!   date (none, or one more than a day in the future: a forged or
-//!   broken one) takes the time of the last dated message before it in its file,
-//!   or of the first one when none is before it (0 in a file with none).
+//!   date (none, or one more than a day in the future: a forged or broken
+//!   one) takes the time of the last dated message before it in its
+//!   file, or of the first one when none is before it (0 in a file with
+//!   none).
 //!
 //! An mbox has no envelope: each message counts as one recipient (it was
 //! delivered to one mailbox), and the recipient names used for stripping
@@ -62,10 +63,11 @@ pub struct ReplayOptions {
     /// Messages per simulated second (1.0: one second apart), for
     /// [`Clock::Simulated`].
     pub rate: f64,
+    /// Where each message's time comes from.
     pub clock: Clock,
     /// Threads that analyze messages (parse to fingerprint) in
     /// [`replay_files`]; 0: one per available core, at most
-    /// [`DEFAULT_MAX_THREADS`]. Decisions are made in file order on one
+    /// [`DEFAULT_MAX_THREADS`]. Decisions are made in order on one
     /// thread, so the result is the same for any number.
     pub jobs: usize,
 }
@@ -465,25 +467,12 @@ fn compact(mut a: Analysis) -> Analysis {
 /// time of the last dated message before it in its file, or, before the
 /// first one, the time of that first one (0 in a file with none).
 fn time_undated(all: &mut [(Item, Option<Analysis>)]) {
-    let mut start = 0;
-    while start < all.len() {
-        let file = all.get(start).map_or(0, |(i, _)| i.file);
-        let len = all
-            .get(start..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|(i, _)| i.file == file)
-            .count();
-        let run = all.get_mut(start..start + len).unwrap_or_default();
-        let first = run.iter().find_map(|(i, _)| i.time).unwrap_or(0);
-        let mut last = first;
+    for run in all.chunk_by_mut(|(x, _), (y, _)| x.file == y.file) {
+        let mut last = run.iter().find_map(|(i, _)| i.time).unwrap_or(0);
         for (item, _) in run.iter_mut() {
-            match item.time {
-                Some(t) => last = t,
-                None => item.time = Some(last),
-            }
+            last = item.time.unwrap_or(last);
+            item.time = Some(last);
         }
-        start += len.max(1);
     }
 }
 
