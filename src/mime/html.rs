@@ -1,459 +1,746 @@
-//! HTML to visible text, with link targets kept and hidden text dropped.
+//! HTML to the text a reader sees, with link and image targets kept.
 //!
-//! Implementation note: mail-parser's `html_to_text` is not used. It drops
-//! every word after a comment that ends in more than two dashes (`<!---->`)
-//! up to the next ordinary `-->` (0.11.9), it loses `href` targets, and it
-//! keeps text a reader never sees: `display:none`, zero-size, white-on-white
-//! text. Spam hides its hash-busters exactly there. This is a small tolerant
-//! tokenizer, not an HTML5 parser: it never fails, runs in one pass over the
-//! input, and bounds its element stack.
+//! The markup is read by html5gum, a WHATWG-conformant HTML5 tokenizer, so
+//! a document is cut into tags, text, comments and character references
+//! exactly where a browser cuts it: a stray quote in an attribute
+//! (`<table width="100%"">`), a byte-order mark, an unclosed comment or a
+//! `<` that opens nothing never makes the rest of the page disappear, and
+//! every character reference (`&#82;`, `&eacute`, `&amp`) is decoded as a
+//! browser decodes it. On top of the tokens, this module keeps the part of
+//! a browser's tree construction that decides what is shown:
 //!
-//! Output: paragraphs separated by a blank line (block elements), `<br>` as a
-//! newline, link targets written into the text where the link starts (so the
-//! normalizer treats them like URLs in plain text) and also returned.
+//! - **Inline elements join, block elements break.** `<span>F</span>REE` is
+//!   one word; `<p>`, `<div>`, `<tr>`, `<li>` and the other blocks end a
+//!   paragraph; `<br>` ends a line; table cells are separated by a space.
+//!   Runs of whitespace collapse to one space, as a browser renders them
+//!   (blank lines in the source are no paragraph breaks), except in `<pre>`.
+//! - **Implied end tags**, as the HTML5 tree builder applies them: a block
+//!   start tag closes an open `<p>`; `<li>`, `<dt>`, `<dd>`, `<td>`, `<th>`,
+//!   `<tr>` and `<option>` close their open siblings; text or a body
+//!   element closes an unclosed `<head>`. Without these, one unclosed
+//!   hidden `<p>` would hide every block after it, which a browser shows.
+//! - **Never shown:** comments, `<script>`, `<style>`, `<title>`, `<head>`
+//!   content, `<template>`, `<object>` and `<svg>` content.
+//! - **Hidden by the page:** `display:none`, `visibility:hidden`, zero or
+//!   1–2 px fonts, zero opacity, zero size with hidden overflow, the
+//!   `hidden` attribute, and text coloured like its background (within a
+//!   small distance), backgrounds and colours taken from `bgcolor`, `<font
+//!   color>` and inline styles, inherited as a browser inherits them.
+//!
+//! **Bound on hiding.** Inline styles can be overridden by a `<style>`
+//! block with `!important`, which this module does not evaluate, so
+//! "hidden" text may be shown to the reader after all. A sender must not
+//! be able to blank out a whole message that way: when the text left
+//! visible has fewer than [`MIN_VISIBLE_WORDS`] words and the hidden text
+//! has more, the hidden text is kept (see [`to_text`]).
+//!
+//! Output: paragraphs separated by a blank line, link targets written into
+//! the text where the link starts (so the normalizer treats them like URLs
+//! in plain text) and also returned, image sources returned. Work is
+//! bounded: the output by `limit` bytes, the element stack by
+//! [`MAX_STACK`], returned targets by [`MAX_URLS`] and [`MAX_IMAGES`].
 
-/// Deepest element nesting tracked; deeper elements are treated as text containers.
+use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
+use html5gum::{Span, Tokenizer};
+
+/// Deepest element nesting tracked; deeper elements inherit their parent's
+/// state and are not tracked (their end tags then close nothing).
 const MAX_STACK: usize = 256;
 /// Most link targets returned per document.
 pub const MAX_URLS: usize = 64;
+/// Most image sources returned per document.
+pub const MAX_IMAGES: usize = 64;
+/// Most characters of a link target or image source kept.
+const MAX_TARGET_CHARS: usize = 2048;
+/// Most bytes of an attribute value read (longer ones are cut).
+const MAX_VALUE: usize = 4096;
+/// Hidden text is dropped only when at least this many words stay visible.
+pub const MIN_VISIBLE_WORDS: usize = 24;
+/// Text within this distance (largest difference of one colour channel)
+/// of its background is hidden: white on white, `#fdfdfd` on `#ffffff`.
+const SAME_COLOUR: u8 = 20;
 
-/// Converts HTML to visible text. Appends to `out`, pushes link targets onto
-/// `urls` (at most [`MAX_URLS`]) and stops once `out` reaches `limit` bytes.
-///
-/// Implementation note: tags are read without allocating. Names stay
-/// slices of `html` (compared case-insensitively; lower-cased into a
-/// stack buffer for the tests on known names) and attribute values are
-/// decoded only for the three attributes whose values are read (`style`,
-/// `color`, `href`; `hidden` needs none). Copying every tag name and
-/// attribute into `String`s made this a fifth of the engine's time on
-/// HTML spam.
-pub fn to_text(html: &str, out: &mut String, urls: &mut Vec<String>, limit: usize) {
-    let mut stack: Vec<(&str, bool)> = Vec::new();
-    let mut hidden_depth = 0usize;
-    let mut rest = html;
-    while !rest.is_empty() && out.len() < limit {
-        let Some(lt) = memchr::memchr(b'<', rest.as_bytes()) else {
-            if hidden_depth == 0 {
-                push_text(out, rest, limit);
-            }
-            break;
-        };
-        let (text, tail) = rest.split_at(lt);
-        if hidden_depth == 0 {
-            push_text(out, text, limit);
-        }
-        rest = tail;
-        if let Some(after) = rest.strip_prefix("<!--") {
-            // A comment ends at the first "-->" after "<!--" (HTML5 also ends
-            // "<!-->" and "<!--->" at once). `<!---->` and `<!-- x --->` end
-            // here too: this is the case mail-parser gets wrong.
-            rest = if let Some(a) = after.strip_prefix('>') {
-                a
-            } else if let Some(a) = after.strip_prefix("->") {
-                a
-            } else {
-                match memchr::memmem::find(after.as_bytes(), b"-->") {
-                    Some(end) => after.get(end + 3..).unwrap_or(""),
-                    None => "",
-                }
-            };
-            continue;
-        }
-        if rest.starts_with("<!") || rest.starts_with("<?") {
-            rest = match memchr::memchr(b'>', rest.as_bytes()) {
-                Some(end) => rest.get(end + 1..).unwrap_or(""),
-                None => "",
-            };
-            continue;
-        }
-        let Some(tag) = parse_tag(rest) else {
-            // A '<' that opens no tag is text.
-            if hidden_depth == 0 {
-                push_text(out, "<", limit);
-            }
-            rest = rest.get(1..).unwrap_or("");
-            continue;
-        };
-        rest = rest.get(tag.len..).unwrap_or("");
-        let mut buf = [0; NAME_BUF];
-        let name = lower_name(tag.name, &mut buf);
-        if !tag.closing && is_raw_text(name) {
-            // Skip the element's content up to its end tag.
-            rest = skip_past_end_tag(rest, name);
-            continue;
-        }
-        if tag.closing {
-            if let Some(pos) = stack
-                .iter()
-                .rposition(|(n, _)| n.eq_ignore_ascii_case(tag.name))
-            {
-                for (_, hidden) in stack.drain(pos..) {
-                    if hidden {
-                        hidden_depth = hidden_depth.saturating_sub(1);
-                    }
-                }
-            }
-            if is_block(name) && hidden_depth == 0 {
-                push_break(out, "\n\n");
-            }
-            continue;
-        }
-        if name == "br" {
-            if hidden_depth == 0 {
-                push_break(out, "\n");
-            }
-            continue;
-        }
-        if is_block(name) && hidden_depth == 0 {
-            push_break(out, "\n\n");
-        }
-        let hidden = tag.hidden;
-        if name == "a" && hidden_depth == 0 && !hidden {
-            if let Some(href) = tag.href {
-                push_text(out, " ", limit);
-                push_text(out, &href, limit);
-                push_text(out, " ", limit);
-                if urls.len() < MAX_URLS {
-                    urls.push(href);
-                }
-            }
-        }
-        if is_void(name) || tag.self_closing {
-            continue;
-        }
-        if stack.len() < MAX_STACK {
-            if hidden {
-                hidden_depth += 1;
-            }
-            stack.push((tag.name, hidden));
-        }
-    }
+/// What [`to_text`] found besides the text.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Targets {
+    /// `href` of visible links, in order, at most [`MAX_URLS`].
+    pub urls: Vec<String>,
+    /// `src` of images, in order, at most [`MAX_IMAGES`].
+    pub images: Vec<String>,
 }
 
-/// Bytes of a tag name [`lower_name`] lower-cases: more than the longest
-/// name any test here knows (`blockquote`).
-const NAME_BUF: usize = 16;
-
-/// `name` lower-cased, in `buf`; a name too long for it is returned as it
-/// is (it equals none of the known names, in any case).
-fn lower_name<'a>(name: &'a str, buf: &'a mut [u8; NAME_BUF]) -> &'a str {
-    let Some(dst) = buf.get_mut(..name.len()) else {
-        return name;
+/// Converts HTML to the text a reader sees and appends it to `out`; pushes
+/// link targets and image sources onto `targets`; stops once `out` reaches
+/// `limit` bytes. Hidden text (see the module doc) is dropped unless fewer
+/// than [`MIN_VISIBLE_WORDS`] words would stay visible and more would be
+/// hidden: then every word of the body is kept, hidden or not.
+pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize) {
+    let start = out.len();
+    let mut r = Renderer {
+        visible: std::mem::take(out),
+        all: String::new(),
+        limit,
+        stack: Vec::new(),
+        untracked: 0,
+        tag: None,
+        attr: Attr::Other,
+        targets,
+        hidden_words: 0,
     };
-    dst.copy_from_slice(name.as_bytes());
-    dst.make_ascii_lowercase();
-    // ASCII lower-casing keeps UTF-8 valid (tag names are ASCII anyway).
-    std::str::from_utf8(dst).unwrap_or(name)
-}
-
-fn push_text(out: &mut String, text: &str, limit: usize) {
-    if text.is_empty() {
-        return;
-    }
-    let room = limit.saturating_sub(out.len());
-    decode_entities(text, out, room);
-}
-
-fn push_break(out: &mut String, br: &str) {
-    if !out.is_empty() && !out.ends_with("\n\n") {
-        if br == "\n" || out.ends_with('\n') {
-            out.push('\n');
-        } else {
-            out.push_str(br);
+    r.all.push_str(&r.visible);
+    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| r.on(event));
+    emitter.naively_switch_states(true);
+    for stop in Tokenizer::new_with_emitter(html, emitter) {
+        if stop.is_ok() {
+            break;
         }
     }
+    let visible_words = count_words(r.visible.get(start..).unwrap_or(""));
+    *out = if visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words {
+        r.all
+    } else {
+        r.visible
+    };
 }
 
-struct Tag<'a> {
-    /// The name as written (ASCII letters and digits).
-    name: &'a str,
-    closing: bool,
-    self_closing: bool,
+/// Words (runs of letters and digits) in `s`.
+fn count_words(s: &str) -> usize {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .count()
+}
+
+/// An RGB colour.
+type Rgb = [u8; 3];
+const BLACK: Rgb = [0, 0, 0];
+const WHITE: Rgb = [255, 255, 255];
+
+/// One open element.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    kind: Kind,
+    /// Hash of the lower-cased name, to match end tags of unknown names.
+    name: u64,
+    /// This element or an ancestor is hidden.
     hidden: bool,
-    href: Option<String>,
-    /// Bytes of input the tag took, '<' to '>' inclusive.
-    len: usize,
+    /// This element or an ancestor is never shown (script, head, ...).
+    never: bool,
+    /// Inside `<pre>`: whitespace is kept.
+    pre: bool,
+    fg: Rgb,
+    bg: Rgb,
 }
 
-/// Parses a tag at the start of `s` (which begins with '<'). `None` when
-/// what follows '<' is not a tag name.
-fn parse_tag(s: &str) -> Option<Tag<'_>> {
-    let bytes = s.as_bytes();
-    let mut i = 1;
-    let closing = bytes.get(i) == Some(&b'/');
-    if closing {
-        i += 1;
-    }
-    let name_start = i;
-    while bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric()) {
-        i += 1;
-    }
-    if i == name_start
-        || !bytes
-            .get(name_start)
-            .is_some_and(|b| b.is_ascii_alphabetic())
-    {
-        return None;
-    }
-    let name = s.get(name_start..i)?;
-    // Find the closing '>' outside quotes.
-    let attrs_start = i;
-    let mut quote: Option<u8> = None;
-    while let Some(&b) = bytes.get(i) {
-        match quote {
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'"' || b == b'\'' => quote = Some(b),
-            None if b == b'>' => break,
-            None => {}
-        }
-        i += 1;
-    }
-    let attrs = s.get(attrs_start..i.min(s.len())).unwrap_or("");
-    let len = (i + 1).min(s.len());
-    let self_closing = attrs.trim_end().ends_with('/');
-    let mut hidden = false;
-    let mut href = None;
-    if !closing {
-        let is_font = name.eq_ignore_ascii_case("font");
-        let is_a = name.eq_ignore_ascii_case("a");
-        for_each_attribute(attrs, |key, raw| {
-            if key.eq_ignore_ascii_case("style") {
-                hidden |= style_hides(&attribute_value(raw));
-            } else if key.eq_ignore_ascii_case("hidden") {
-                hidden = true;
-            } else if is_font && key.eq_ignore_ascii_case("color") {
-                hidden |= is_white(attribute_value(raw).trim());
-            } else if is_a && key.eq_ignore_ascii_case("href") {
-                let value = attribute_value(raw);
-                let v = value.trim();
-                if !v.is_empty() {
-                    href = Some(v.chars().take(2048).collect());
-                }
-            }
-        });
-    }
-    Some(Tag {
-        name,
-        closing,
-        self_closing,
-        hidden,
-        href,
-        len,
-    })
+/// The start tag being read.
+struct StartTag {
+    kind: Kind,
+    name: u64,
+    hidden: bool,
+    fg: Option<Rgb>,
+    bg: Option<Rgb>,
+    href: Option<String>,
+    src: Option<String>,
+    attributes: usize,
+}
+
+/// Which attribute's value comes next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Attr {
+    Style,
+    Hidden,
+    Color,
+    BgColor,
+    Href,
+    Src,
+    Other,
 }
 
 /// Most attributes of one tag that are read.
 const MAX_ATTRIBUTES: usize = 64;
-/// Most bytes of an attribute value, once decoded.
-const MAX_VALUE: usize = 4096;
 
-/// Calls `f(key, raw value)` for each `key=value` pair of a tag's attribute
-/// text (at most [`MAX_ATTRIBUTES`]), key as written, value without its
-/// quotes and not yet decoded (see [`attribute_value`]); a key without a
-/// value has the value "".
-fn for_each_attribute<'a>(attrs: &'a str, mut f: impl FnMut(&'a str, &'a str)) {
-    let b = attrs.as_bytes();
-    let mut i = 0;
-    let mut seen = 0;
-    while i < b.len() && seen < MAX_ATTRIBUTES {
-        while b
-            .get(i)
-            .is_some_and(|c| c.is_ascii_whitespace() || *c == b'/')
-        {
-            i += 1;
-        }
-        let ks = i;
-        while b
-            .get(i)
-            .is_some_and(|c| !c.is_ascii_whitespace() && *c != b'=' && *c != b'/')
-        {
-            i += 1;
-        }
-        if i == ks {
-            i += 1;
-            continue;
-        }
-        let key = attrs.get(ks..i).unwrap_or("");
-        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
-            i += 1;
-        }
-        let mut raw = "";
-        if b.get(i) == Some(&b'=') {
-            i += 1;
-            while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
-                i += 1;
+struct Renderer<'t> {
+    /// The visible text.
+    visible: String,
+    /// Visible and hidden text, for the bound on hiding.
+    all: String,
+    limit: usize,
+    stack: Vec<Open>,
+    /// Elements opened past [`MAX_STACK`] and not yet closed.
+    untracked: usize,
+    tag: Option<StartTag>,
+    attr: Attr,
+    targets: &'t mut Targets,
+    hidden_words: usize,
+}
+
+impl Renderer<'_> {
+    /// Handles one tokenizer event; `Some` stops the tokenizer (the text
+    /// is full).
+    fn on(&mut self, event: CallbackEvent<'_>) -> Option<()> {
+        match event {
+            CallbackEvent::OpenStartTag { name } => {
+                let kind = Kind::of(name);
+                self.tag = Some(StartTag {
+                    kind,
+                    name: name_hash(name),
+                    hidden: false,
+                    fg: None,
+                    bg: None,
+                    href: None,
+                    src: None,
+                    attributes: 0,
+                });
+                self.attr = Attr::Other;
             }
-            raw = match b.get(i) {
-                Some(&q) if q == b'"' || q == b'\'' => {
-                    let vs = i + 1;
-                    let ve = b
-                        .get(vs..)
-                        .and_then(|r| memchr::memchr(q, r))
-                        .map_or(b.len(), |p| vs + p);
-                    i = ve + 1;
-                    attrs.get(vs..ve).unwrap_or("")
-                }
-                _ => {
-                    let vs = i;
-                    while b.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                        i += 1;
+            CallbackEvent::AttributeName { name } => {
+                self.attr = Attr::Other;
+                if let Some(tag) = self.tag.as_mut() {
+                    tag.attributes += 1;
+                    if tag.attributes <= MAX_ATTRIBUTES {
+                        self.attr = attr_of(name, tag.kind);
+                        if self.attr == Attr::Hidden {
+                            tag.hidden = true;
+                        }
                     }
-                    attrs.get(vs..i).unwrap_or("")
                 }
-            };
+            }
+            CallbackEvent::AttributeValue { value } => {
+                if let Some(tag) = self.tag.as_mut() {
+                    let value = value.get(..MAX_VALUE).unwrap_or(value);
+                    let value = String::from_utf8_lossy(value);
+                    match self.attr {
+                        Attr::Style => apply_style(&value, tag),
+                        Attr::Color => tag.fg = tag.fg.or(parse_colour(value.trim())),
+                        Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
+                        Attr::Href => set_target(&mut tag.href, &value),
+                        Attr::Src => set_target(&mut tag.src, &value),
+                        Attr::Hidden | Attr::Other => {}
+                    }
+                }
+                self.attr = Attr::Other;
+            }
+            CallbackEvent::CloseStartTag { self_closing } => {
+                if let Some(tag) = self.tag.take() {
+                    self.start_tag(tag, self_closing);
+                }
+            }
+            CallbackEvent::EndTag { name } => {
+                self.tag = None;
+                self.end_tag(Kind::of(name), name_hash(name));
+            }
+            CallbackEvent::String { value } => {
+                self.text(&String::from_utf8_lossy(value));
+            }
+            CallbackEvent::Comment { .. }
+            | CallbackEvent::Doctype { .. }
+            | CallbackEvent::Error(_) => {}
         }
-        seen += 1;
-        f(key, raw);
+        (self.visible.len() >= self.limit && self.all.len() >= self.limit).then_some(())
+    }
+
+    fn top(&self) -> Open {
+        self.stack.last().copied().unwrap_or(Open {
+            kind: Kind::Other,
+            name: 0,
+            hidden: false,
+            never: false,
+            pre: false,
+            fg: BLACK,
+            bg: WHITE,
+        })
+    }
+
+    fn start_tag(&mut self, tag: StartTag, self_closing: bool) {
+        let kind = tag.kind;
+        // An unclosed <head> ends where the body's content starts.
+        if !kind.in_head() {
+            self.close_head();
+        }
+        self.imply_end_tags(kind);
+        let parent = self.top();
+        let hidden = parent.hidden || tag.hidden;
+        let never = parent.never || kind.never_shown();
+        let shown = !hidden && !never;
+        match kind {
+            Kind::Br => self.push_break("\n", shown),
+            Kind::Td => self.push_space(),
+            Kind::Img => {
+                if let Some(src) = tag.src {
+                    if !never && self.targets.images.len() < MAX_IMAGES {
+                        self.targets.images.push(src);
+                    }
+                }
+            }
+            _ if kind.is_block() => self.push_break("\n\n", !never),
+            _ => {}
+        }
+        if kind == Kind::A && shown {
+            if let Some(href) = tag.href {
+                self.push_text(" ", true);
+                self.push_text(&href, true);
+                self.push_text(" ", true);
+                if self.targets.urls.len() < MAX_URLS {
+                    self.targets.urls.push(href);
+                }
+            }
+        }
+        if kind.is_void() || (self_closing && kind.may_self_close()) {
+            return;
+        }
+        if self.stack.len() >= MAX_STACK {
+            self.untracked += 1;
+            return;
+        }
+        self.stack.push(Open {
+            kind,
+            name: tag.name,
+            hidden,
+            never,
+            pre: parent.pre || kind == Kind::Pre,
+            fg: tag.fg.unwrap_or(parent.fg),
+            bg: tag.bg.unwrap_or(parent.bg),
+        });
+    }
+
+    fn end_tag(&mut self, kind: Kind, name: u64) {
+        if self.untracked > 0 {
+            self.untracked -= 1;
+            return;
+        }
+        if kind == Kind::Br {
+            // `</br>` is read as `<br>` (HTML5 tree construction).
+            let shown = self.shown();
+            self.push_break("\n", shown);
+            return;
+        }
+        // The element the end tag closes. An inline end tag closes nothing
+        // across a block, and no end tag but a table's own reaches out of
+        // a table (HTML5: "any other end tag" stops at a special element).
+        let mut close = None;
+        for (i, open) in self.stack.iter().enumerate().rev() {
+            if open.name == name {
+                close = Some(i);
+                break;
+            }
+            if (kind.is_inline() && !open.kind.is_inline())
+                || (open.kind == Kind::Table && kind != Kind::Table)
+            {
+                break;
+            }
+        }
+        if let Some(pos) = close {
+            self.stack.truncate(pos);
+        }
+        if kind.is_block() {
+            let never = self.top().never;
+            self.push_break("\n\n", !never);
+        } else if kind == Kind::Td {
+            self.push_space();
+        }
+    }
+
+    /// Pops an open `<head>` (with anything left open inside it).
+    fn close_head(&mut self) {
+        if let Some(pos) = self.stack.iter().rposition(|o| o.kind == Kind::Head) {
+            self.stack.truncate(pos);
+        }
+    }
+
+    /// The end tags HTML5 tree construction implies before a start tag of
+    /// `kind`: open paragraphs before a block, open list items, cells, rows
+    /// and options before another of theirs.
+    fn imply_end_tags(&mut self, kind: Kind) {
+        if kind.closes_p() {
+            self.close_within(&[Kind::P], Kind::is_scope_boundary);
+        }
+        match kind {
+            Kind::Li => self.close_within(&[Kind::Li], |k| {
+                k.is_scope_boundary() || matches!(k, Kind::List)
+            }),
+            Kind::Dd => self.close_within(&[Kind::Dd], Kind::is_scope_boundary),
+            Kind::Td => self.close_within(&[Kind::Td], |k| k == Kind::Table || k == Kind::Tr),
+            Kind::Tr => self.close_within(&[Kind::Td, Kind::Tr], |k| k == Kind::Table),
+            Kind::Option => self.close_within(&[Kind::Option], |k| k == Kind::Select),
+            _ => {}
+        }
+    }
+
+    /// Pops up to and including the nearest open element of one of `kinds`,
+    /// looking no deeper than the first element for which `boundary`
+    /// holds.
+    fn close_within(&mut self, kinds: &[Kind], boundary: impl Fn(Kind) -> bool) {
+        for i in (0..self.stack.len()).rev() {
+            let Some(k) = self.stack.get(i).map(|o| o.kind) else {
+                return;
+            };
+            if kinds.contains(&k) {
+                self.stack.truncate(i);
+                return;
+            }
+            if boundary(k) {
+                return;
+            }
+        }
+    }
+
+    fn shown(&self) -> bool {
+        let top = self.top();
+        !top.hidden && !top.never && !same_colour(top.fg, top.bg)
+    }
+
+    fn text(&mut self, raw: &str) {
+        let top = self.top();
+        if top.kind == Kind::Head && raw.bytes().any(|b| !b.is_ascii_whitespace()) {
+            // Text in <head> starts the body.
+            self.close_head();
+            return self.text(raw);
+        }
+        if top.never {
+            return;
+        }
+        let shown = !top.hidden && !same_colour(top.fg, top.bg);
+        if top.pre {
+            self.push_text(raw, shown);
+            return;
+        }
+        // Collapse whitespace as a browser renders it.
+        let mut first = true;
+        for word in raw.split(|c: char| c.is_ascii_whitespace()) {
+            if !first {
+                self.push_space_in(shown);
+            }
+            first = false;
+            if !word.is_empty() {
+                self.push_text(word, shown);
+            }
+        }
+        if !shown {
+            self.hidden_words += count_words(raw);
+        }
+    }
+
+    /// Appends `s` to the full text, and to the visible text when `shown`.
+    fn push_text(&mut self, s: &str, shown: bool) {
+        if shown {
+            push_bounded(&mut self.visible, s, self.limit);
+        }
+        push_bounded(&mut self.all, s, self.limit);
+    }
+
+    /// A word break: one space, unless the text already ends in whitespace.
+    fn push_space(&mut self) {
+        self.push_space_in(true);
+    }
+
+    fn push_space_in(&mut self, shown: bool) {
+        let lim = self.limit;
+        let add = |s: &mut String| {
+            if !s.is_empty() && !s.ends_with([' ', '\n']) && s.len() < lim {
+                s.push(' ');
+            }
+        };
+        if shown {
+            add(&mut self.visible);
+        }
+        add(&mut self.all);
+    }
+
+    /// A line (`"\n"`) or paragraph (`"\n\n"`) break, in the full text and,
+    /// when `shown`, in the visible text.
+    fn push_break(&mut self, br: &str, shown: bool) {
+        let lim = self.limit;
+        let add = |s: &mut String| {
+            if s.is_empty() || s.ends_with("\n\n") || s.len() >= lim {
+                return;
+            }
+            while s.ends_with(' ') {
+                s.pop();
+            }
+            if br == "\n" || s.ends_with('\n') {
+                s.push('\n');
+            } else {
+                s.push_str(br);
+            }
+        };
+        if shown {
+            add(&mut self.visible);
+        }
+        add(&mut self.all);
     }
 }
 
-/// An attribute value with its character references decoded, at most
-/// [`MAX_VALUE`] bytes; borrowed when there is nothing to decode or cut.
-fn attribute_value(raw: &str) -> std::borrow::Cow<'_, str> {
-    if raw.len() <= MAX_VALUE && memchr::memchr(b'&', raw.as_bytes()).is_none() {
-        return std::borrow::Cow::Borrowed(raw);
+/// Keeps the first non-empty value of a link or image attribute, cut to
+/// [`MAX_TARGET_CHARS`].
+fn set_target(slot: &mut Option<String>, value: &str) {
+    let v = value.trim();
+    if slot.is_none() && !v.is_empty() {
+        *slot = Some(v.chars().take(MAX_TARGET_CHARS).collect());
     }
-    let mut value = String::new();
-    decode_entities(raw, &mut value, MAX_VALUE);
-    std::borrow::Cow::Owned(value)
 }
 
-/// Does an inline style make its element invisible? Covers the forms spam
-/// uses: display:none, visibility:hidden, zero or 1-2 px fonts, zero
-/// opacity, zero height with hidden overflow, and white text.
-fn style_hides(style: &str) -> bool {
+/// FNV-1a of a (lower-cased, as html5gum gives it) tag name.
+fn name_hash(name: &[u8]) -> u64 {
+    name.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn attr_of(name: &[u8], kind: Kind) -> Attr {
+    match name {
+        b"style" => Attr::Style,
+        b"hidden" => Attr::Hidden,
+        b"color" if kind == Kind::Font => Attr::Color,
+        b"bgcolor" => Attr::BgColor,
+        b"href" if kind == Kind::A => Attr::Href,
+        b"src" if kind == Kind::Img => Attr::Src,
+        _ => Attr::Other,
+    }
+}
+
+/// The element kinds whose behaviour differs; every other name is
+/// [`Kind::Other`] (an inline element).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    A,
+    Br,
+    Img,
+    Font,
+    P,
+    Pre,
+    /// `ul`, `ol`, `menu`, `dir`.
+    List,
+    Li,
+    /// `dd` and `dt`.
+    Dd,
+    Table,
+    Tr,
+    /// `td` and `th`.
+    Td,
+    Select,
+    Option,
+    Head,
+    /// Void elements of `<head>` (meta, link, base, ...).
+    HeadContent,
+    /// Content never shown: script, style, title, template, ...
+    Never,
+    /// Void elements with no special meaning (`hr` is a block).
+    Void,
+    Hr,
+    /// Block elements that close an open `<p>`.
+    Block,
+    /// Block elements that do not close `<p>` (`tbody`, `caption`, ...)
+    /// or that are scope boundaries (`html`, `body`).
+    OtherBlock,
+    Other,
+}
+
+impl Kind {
+    fn of(name: &[u8]) -> Kind {
+        match name {
+            b"a" => Kind::A,
+            b"br" => Kind::Br,
+            b"img" | b"image" => Kind::Img,
+            b"font" => Kind::Font,
+            b"p" => Kind::P,
+            b"pre" | b"listing" | b"xmp" | b"plaintext" => Kind::Pre,
+            b"ul" | b"ol" | b"menu" | b"dir" => Kind::List,
+            b"li" => Kind::Li,
+            b"dd" | b"dt" => Kind::Dd,
+            b"table" => Kind::Table,
+            b"tr" => Kind::Tr,
+            b"td" | b"th" => Kind::Td,
+            b"select" => Kind::Select,
+            b"option" => Kind::Option,
+            b"head" => Kind::Head,
+            b"meta" | b"link" | b"base" | b"basefont" | b"bgsound" => Kind::HeadContent,
+            // The tokenizer reads the content of these as raw text up to
+            // their end tag, as a browser's does; none of it is shown.
+            b"script" | b"style" | b"title" | b"template" | b"iframe" | b"noembed"
+            | b"noframes" => Kind::Never,
+            b"area" | b"col" | b"embed" | b"input" | b"param" | b"source" | b"track" | b"wbr"
+            | b"keygen" => Kind::Void,
+            b"hr" => Kind::Hr,
+            b"div" | b"address" | b"article" | b"aside" | b"blockquote" | b"center"
+            | b"details" | b"dialog" | b"dl" | b"fieldset" | b"figcaption" | b"figure"
+            | b"footer" | b"form" | b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6" | b"header"
+            | b"hgroup" | b"main" | b"nav" | b"section" | b"summary" => Kind::Block,
+            b"html" | b"body" | b"caption" | b"tbody" | b"thead" | b"tfoot" | b"legend"
+            | b"textarea" | b"button" | b"marquee" | b"applet" => Kind::OtherBlock,
+            _ => Kind::Other,
+        }
+    }
+
+    fn is_block(self) -> bool {
+        matches!(
+            self,
+            Kind::P
+                | Kind::Pre
+                | Kind::List
+                | Kind::Li
+                | Kind::Dd
+                | Kind::Table
+                | Kind::Tr
+                | Kind::Hr
+                | Kind::Block
+                | Kind::OtherBlock
+        )
+    }
+
+    fn closes_p(self) -> bool {
+        matches!(
+            self,
+            Kind::P
+                | Kind::Pre
+                | Kind::List
+                | Kind::Li
+                | Kind::Dd
+                | Kind::Table
+                | Kind::Hr
+                | Kind::Block
+        )
+    }
+
+    /// Ends the search for an element to close (HTML5's "scope").
+    fn is_scope_boundary(self) -> bool {
+        matches!(
+            self,
+            Kind::Table | Kind::Td | Kind::OtherBlock | Kind::Never
+        )
+    }
+
+    fn is_void(self) -> bool {
+        matches!(
+            self,
+            Kind::Br | Kind::Img | Kind::Void | Kind::Hr | Kind::HeadContent
+        )
+    }
+
+    /// `<x/>` is an element without content only for names HTML does not
+    /// know (foreign content: svg's `<path/>`); on HTML's own elements the
+    /// slash is ignored, as browsers ignore it (and the tokenizer reads
+    /// `<script/>`'s content as script).
+    fn may_self_close(self) -> bool {
+        self == Kind::Other
+    }
+
+    /// Inline elements: their end tag closes nothing across a block.
+    fn is_inline(self) -> bool {
+        matches!(self, Kind::A | Kind::Font | Kind::Other)
+    }
+
+    fn never_shown(self) -> bool {
+        matches!(self, Kind::Never | Kind::Head | Kind::HeadContent)
+    }
+
+    fn in_head(self) -> bool {
+        matches!(self, Kind::Head | Kind::HeadContent | Kind::Never)
+    }
+}
+
+/// Applies an inline style: hiding declarations, `color`, `background`.
+fn apply_style(style: &str, tag: &mut StartTag) {
     let s: String = style
         .chars()
         .filter(|c| !c.is_whitespace())
         .flat_map(char::to_lowercase)
+        .take(MAX_VALUE)
         .collect();
     let mut overflow_hidden = false;
-    let mut zero_height = false;
+    let mut zero_size = false;
     for decl in s.split(';') {
         let Some((prop, val)) = decl.split_once(':') else {
             continue;
         };
         let val = val.trim_end_matches("!important");
         match prop {
-            "display" if val == "none" => return true,
-            "visibility" if val == "hidden" || val == "collapse" => return true,
-            "font-size" if tiny_length(val) => return true,
-            "opacity" if val.parse::<f32>().is_ok_and(|o| o < 0.1) => return true,
-            "color" if is_white(val) => return true,
+            "display" if val == "none" => tag.hidden = true,
+            "visibility" if val == "hidden" || val == "collapse" => tag.hidden = true,
+            "font-size" if tiny_length(val) => tag.hidden = true,
+            "opacity" if val.parse::<f32>().is_ok_and(|o| o < 0.1) => tag.hidden = true,
+            "color" => tag.fg = parse_colour(val).or(tag.fg),
+            "background-color" => tag.bg = parse_colour(val).or(tag.bg),
+            "background" => {
+                if let Some(c) = val.split(',').next().and_then(parse_colour) {
+                    tag.bg = Some(c);
+                }
+            }
             "overflow" if val == "hidden" => overflow_hidden = true,
-            "height" | "max-height" | "width" | "max-width" if tiny_length(val) => {
-                zero_height = true
+            "height" | "max-height" | "width" | "max-width" | "line-height" if tiny_length(val) => {
+                zero_size = true
             }
             _ => {}
         }
     }
-    overflow_hidden && zero_height
+    if overflow_hidden && zero_size {
+        tag.hidden = true;
+    }
 }
 
-/// A length of at most 2px/1pt, or zero in any unit.
+/// A length of at most 2px/1.5pt/0.2em, or zero in any unit.
 fn tiny_length(val: &str) -> bool {
-    let num: String = val
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    let unit = &val[num.len().min(val.len())..];
+    let num_len = val
+        .bytes()
+        .take_while(|c| c.is_ascii_digit() || *c == b'.')
+        .count();
+    let (num, unit) = val.split_at(num_len);
     let Ok(n) = num.parse::<f32>() else {
         return false;
     };
     n == 0.0
         || (unit == "px" && n <= 2.0)
         || (unit == "pt" && n <= 1.5)
-        || (unit == "em" && n < 0.2)
+        || ((unit == "em" || unit == "rem") && n < 0.2)
 }
 
-fn is_white(val: &str) -> bool {
-    matches!(
-        val.to_ascii_lowercase().as_str(),
-        "#fff" | "#ffffff" | "white" | "#fefefe" | "rgb(255,255,255)" | "transparent"
-    )
+/// Text of colour `fg` on `bg` cannot be read.
+fn same_colour(fg: Rgb, bg: Rgb) -> bool {
+    fg.iter().zip(bg).all(|(a, b)| a.abs_diff(b) <= SAME_COLOUR)
 }
 
-fn is_raw_text(name: &str) -> bool {
-    matches!(
-        name,
-        "script" | "style" | "head" | "title" | "noscript" | "template" | "xml" | "object" | "svg"
-    )
-}
-
-fn is_void(name: &str) -> bool {
-    matches!(
-        name,
-        "area"
-            | "base"
-            | "br"
-            | "col"
-            | "embed"
-            | "hr"
-            | "img"
-            | "input"
-            | "link"
-            | "meta"
-            | "param"
-            | "source"
-            | "track"
-            | "wbr"
-    )
-}
-
-fn is_block(name: &str) -> bool {
-    matches!(
-        name,
-        "p" | "div"
-            | "table"
-            | "tr"
-            | "li"
-            | "ul"
-            | "ol"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "blockquote"
-            | "hr"
-            | "pre"
-            | "center"
-            | "form"
-            | "dl"
-            | "dt"
-            | "dd"
-            | "section"
-            | "article"
-            | "header"
-            | "footer"
-            | "body"
-            | "html"
-            | "address"
-    )
-}
-
-/// Skips to just past `</name>` (case-insensitive); to the end if absent.
-fn skip_past_end_tag<'a>(s: &'a str, name: &str) -> &'a str {
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while let Some(p) = bytes.get(i..).and_then(|r| memchr::memmem::find(r, b"</")) {
-        let start = i + p + 2;
-        let end = start + name.len();
-        if bytes
-            .get(start..end)
-            .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
-            && !bytes.get(end).is_some_and(|c| c.is_ascii_alphanumeric())
-        {
-            return match s.get(end..).and_then(|r| r.find('>')) {
-                Some(gt) => s.get(end + gt + 1..).unwrap_or(""),
-                None => "",
-            };
-        }
-        i = start;
+/// `#rgb`, `#rrggbb` (with or without `#`, as `bgcolor` is often written),
+/// `rgb(r,g,b)`, `rgba(r,g,b,a)` with a visible alpha, and the common
+/// names. `None` for anything else (the inherited colour stays).
+fn parse_colour(v: &str) -> Option<Rgb> {
+    let v = v.trim().trim_end_matches("!important").to_ascii_lowercase();
+    let hex = v.strip_prefix('#').unwrap_or(&v);
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    if hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let b = hex.as_bytes();
+        let byte = |i: usize| Some(nibble(*b.get(i)?)? * 16 + nibble(*b.get(i + 1)?)?);
+        return Some([byte(0)?, byte(2)?, byte(4)?]);
     }
-    ""
+    if hex.len() == 3 && v.starts_with('#') && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let b = hex.as_bytes();
+        let one = |i: usize| Some(nibble(*b.get(i)?)? * 17);
+        return Some([one(0)?, one(1)?, one(2)?]);
+    }
+    if let Some(args) = v
+        .strip_prefix("rgba(")
+        .or_else(|| v.strip_prefix("rgb("))
+        .and_then(|a| a.strip_suffix(')'))
+    {
+        let mut parts = args.split(',').map(str::trim);
+        let mut channel = || parts.next()?.parse::<u8>().ok();
+        let c = [channel()?, channel()?, channel()?];
+        if let Some(alpha) = parts.next() {
+            if alpha.parse::<f32>().is_ok_and(|a| a < 0.1) {
+                return None;
+            }
+        }
+        return Some(c);
+    }
+    match v.as_str() {
+        "white" | "snow" | "ivory" | "ghostwhite" | "whitesmoke" => Some(WHITE),
+        "black" => Some(BLACK),
+        "red" => Some([255, 0, 0]),
+        "green" => Some([0, 128, 0]),
+        "blue" => Some([0, 0, 255]),
+        "navy" => Some([0, 0, 128]),
+        "gray" | "grey" => Some([128, 128, 128]),
+        "silver" => Some([192, 192, 192]),
+        "yellow" => Some([255, 255, 0]),
+        _ => None,
+    }
 }
 
 /// Appends `text` with HTML character references decoded, at most `room` bytes.
@@ -595,107 +882,180 @@ fn latin1_letter(name: &str) -> Option<char> {
 mod tests {
     use super::*;
 
-    fn text(html: &str) -> (String, Vec<String>) {
+    fn render(html: &str) -> (String, Targets) {
         let mut out = String::new();
-        let mut urls = Vec::new();
-        to_text(html, &mut out, &mut urls, 1 << 20);
-        (out, urls)
+        let mut targets = Targets::default();
+        to_text(html, &mut out, &mut targets, 1 << 20);
+        (out, targets)
+    }
+
+    fn text(html: &str) -> String {
+        render(html).0
+    }
+
+    /// Words of `s`, for comparisons that do not depend on line breaks.
+    fn words(s: &str) -> Vec<&str> {
+        s.split_whitespace().collect()
+    }
+
+    /// Enough visible words that hidden text is dropped.
+    const FILLER: &str = "one two three four five six seven eight nine ten eleven twelve \
+        thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty \
+        twentyone twentytwo twentythree twentyfour twentyfive";
+
+    /// The issue's cases: a stray quote in an attribute and a byte-order
+    /// mark with a malformed tag next to it made the old scanner drop
+    /// everything after them; a browser shows every word.
+    #[test]
+    fn malformed_attributes_do_not_hide_the_rest() {
+        let t = text("<table width=\"100%\"\"><tr><td>Your account is locked</td></tr></table><p>Verify now</p>");
+        assert_eq!(
+            words(&t),
+            ["Your", "account", "is", "locked", "Verify", "now"]
+        );
+        let t = text("\u{feff}<p class=\">Dear customer</p><div style=\"color:#000\"\">please confirm your details</div>");
+        assert!(t.contains("please confirm your details"), "{t:?}");
+        let t = text("<p title='a>b'>c</p><p title=\"d>e\">f</p>");
+        assert_eq!(words(&t), ["c", "f"]);
     }
 
     #[test]
-    fn comments_with_extra_dashes_do_not_eat_text() {
-        assert_eq!(text("va<!---->lued customer").0, "valued customer");
-        assert_eq!(text("a<!-- x --->b c").0, "ab c");
-        assert_eq!(text("a<!-->b").0, "ab");
+    fn inline_elements_comments_and_references_do_not_split_words() {
+        assert_eq!(
+            text("<span>F</span><span>R</span>EE <b>of</b><i>fer</i>"),
+            "FREE offer"
+        );
+        assert_eq!(
+            text("F&#82;EE &#x4f;FFER caf&eacute; caf&eacute &amp;"),
+            "FREE OFFER café café &"
+        );
+        assert_eq!(
+            text("FR<!-- x -->EE va<!---->lued a<!-->b"),
+            "FREE valued ab"
+        );
+        assert_eq!(text("lo<wbr>ng wo<font color=red>rd</font>"), "long word");
+    }
+
+    #[test]
+    fn blocks_break_and_whitespace_collapses() {
+        assert_eq!(
+            text("<p>one\n\n\ntwo</p><p>three</p>"),
+            "one two\n\nthree\n\n"
+        );
+        assert_eq!(text("a<br>b<br/>c</br>d"), "a\nb\nc\nd");
+        assert_eq!(
+            text("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>"),
+            "a b\n\nc\n\n"
+        );
+        assert_eq!(text("<pre>x\n  y</pre>"), "x\n  y\n\n");
     }
 
     #[test]
     fn hidden_text_is_dropped() {
-        let (t, _) = text(
-            "buy <span style=\"display: none\">zebra</span>now \
+        let t = text(&format!(
+            "{FILLER} buy <span style=\"display: none\">zebra</span>now \
              <font color=\"#FFFFFF\">quux</font><span style='font-size:0px'>x1</span>\
-             <div style=\"color:white\">wh</div><p style=\"background-color:#fff\">seen</p>",
-        );
-        assert!(
-            t.contains("buy") && t.contains("now") && t.contains("seen"),
-            "{t}"
-        );
-        assert!(
-            !t.contains("zebra") && !t.contains("quux") && !t.contains("x1") && !t.contains("wh"),
-            "{t}"
-        );
+             <div style=\"color:white\">wh</div><p style=\"background-color:#fff\">seen</p>\
+             <span hidden>hid</span><span style=\"visibility:hidden\">vis</span>\
+             <div style=\"max-height:0;overflow:hidden\">pre</div>"
+        ));
+        for w in ["buy", "now", "seen"] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in ["zebra", "quux", "x1", "wh", "hid", "vis", "pre"] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
+    }
+
+    /// Colour is hidden against the background the page sets, not only
+    /// white on white: black on black is hidden, white on black is shown.
+    #[test]
+    fn text_coloured_like_its_background_is_hidden() {
+        let t = text(&format!(
+            "<body bgcolor=\"#000000\"><p style=\"color:#ffffff\">{FILLER} shown</p>\
+             <p><font color=\"#020202\">black</font></p>\
+             <table bgcolor=white><tr><td><span style=\"color:rgb(250,250,250)\">pale</span>dark</td></tr></table></body>"
+        ));
+        assert!(t.contains("shown") && t.contains("dark"), "{t}");
+        assert!(!t.contains("black") && !t.contains("pale"), "{t}");
+    }
+
+    /// A sender cannot hide a whole message: when fewer than
+    /// MIN_VISIBLE_WORDS words stay visible and more are hidden, every
+    /// word is kept (a `<style>` block with `!important` can show what an
+    /// inline style hides).
+    #[test]
+    fn hiding_cannot_blank_out_a_message() {
+        let html = "<style>.x{display:block!important}</style>\
+            <div class=x style=\"display:none\">your parcel is waiting at the depot, confirm the \
+            delivery address and pay the small customs fee today</div>hi";
+        let t = text(html);
+        assert!(t.contains("your parcel is waiting"), "{t}");
+        assert!(t.contains("hi") && !t.contains("important"), "{t}");
+        // With enough visible text, hidden junk is dropped.
+        let t = text(&format!(
+            "<p>{FILLER}</p><span style=\"display:none\">junk words here</span>"
+        ));
+        assert!(!t.contains("junk"), "{t}");
+    }
+
+    /// An unclosed hidden `<p>` ends at the next block, as in a browser:
+    /// it cannot hide the blocks after it.
+    #[test]
+    fn implied_end_tags_follow_html5() {
+        let t = text(&format!(
+            "<p style=\"display:none\">junk<div>{FILLER} visible</div>"
+        ));
+        assert!(t.contains("visible") && !t.contains("junk"), "{t}");
+        let t = text("<ul><li style=\"display:none\">a<li>b<li>c</ul>");
+        assert_eq!(words(&t), ["b", "c"]);
+        let t = text("<table><tr><td style=\"display:none\">x<td>y<tr><td>z</table>");
+        assert_eq!(words(&t), ["y", "z"]);
+        // An inline end tag does not close across a block.
+        let t = text(&format!(
+            "<span style=\"display:none\"><div>hidden</span> still hidden</div></span>{FILLER}"
+        ));
+        assert!(!t.contains("hidden"), "{t}");
     }
 
     #[test]
-    fn links_are_kept_and_written_into_text() {
-        let (t, urls) = text("<a href=\"https://t.example/c/123?u=9\">click here</a>");
-        assert_eq!(urls, vec!["https://t.example/c/123?u=9"]);
-        assert!(t.contains("https://t.example/c/123?u=9") && t.contains("click here"));
-    }
-
-    /// Names and attribute keys in any case; closing tags match their
-    /// opening tag in another case; a name longer than any known one is an
-    /// element like others.
-    #[test]
-    fn tags_are_read_in_any_case() {
-        let (t, urls) = text(
-            "<P>one</p><SPAN Style='DISPLAY:NONE'>x</Span>two<FONT COLOR=White>y</FONT>\
-             <A HREF=\"http://h.example/&amp;\">three</A><Script>z</SCRIPT>\
-             <Averyveryverylongname hidden>w</AVERYVERYVERYLONGNAME>four",
-        );
-        assert_eq!(t, "one\n\ntwo http://h.example/& threefour");
-        assert_eq!(urls, vec!["http://h.example/&"]);
-    }
-
-    /// What the attribute reader keeps from the code it replaced (each
-    /// expectation was that code's output): entities decoded in the values
-    /// read, `>` inside quotes, the last non-empty `href`, a value cut at
-    /// 4096 bytes and a link at 2048 characters, and attributes past the
-    /// 64th ignored.
-    #[test]
-    fn attributes_are_read_as_before() {
-        assert_eq!(text("<span style=\"display&#58;none\">x</span>y").0, "y");
-        assert_eq!(text("<font color=\"&#35;fff\">x</font>y").0, "y");
-        let (t, urls) = text("<a href=\"http://h.example/?a=1&amp;b=>2\">t</a>");
-        assert_eq!(t, " http://h.example/?a=1&b=>2 t");
-        assert_eq!(urls, vec!["http://h.example/?a=1&b=>2"]);
-        let (t, urls) = text("<a href=\"http://one.example/\" href=\"http://two.example/\">t</a>");
-        assert_eq!((t.as_str(), urls.len()), (" http://two.example/ t", 1));
-        let (_, urls) = text("<a href=\"http://one.example/\" href=\"\">t</a>");
-        assert_eq!(urls, vec!["http://one.example/"]);
-        assert_eq!(
-            text("<p title=\"a>b\">c</p><p title='d>e'>f</p>").0,
-            "c\n\nf\n\n"
-        );
-        let long = format!("<a href=\"http://h.example/{}\">t</a>", "a".repeat(5000));
-        let (t, urls) = text(&long);
-        assert_eq!((t.len(), urls.first().map(String::len)), (2051, Some(2048)));
-        let hidden_after = |n: usize| {
-            text(&format!(
-                "<span{} style=\"display:none\">x</span>y",
-                " a=1".repeat(n)
-            ))
-            .0
-        };
-        assert_eq!(
-            (hidden_after(63).as_str(), hidden_after(64).as_str()),
-            ("y", "xy")
-        );
-    }
-
-    #[test]
-    fn entities_decode() {
-        assert_eq!(
-            text("caf&eacute; &#86;&#x49;agra &amp; &bogus;").0,
-            "café VIagra & &bogus;"
-        );
-    }
-
-    #[test]
-    fn scripts_styles_and_head_are_skipped() {
-        let (t, _) =
-            text("<head><title>T</title></head><style>p{}</style><script>x<y</script>body");
+    fn head_scripts_and_styles_are_never_shown() {
+        let t = text("<head><title>T</title><meta charset=utf-8><style>p{}</style></head><script>x<y</script>body<template>tpl</template>");
         assert_eq!(t.trim(), "body");
+        // Text in an unclosed head starts the body, as in a browser.
+        let t = text("<head><meta name=x>Hello there<p>friend</p>");
+        assert_eq!(words(&t), ["Hello", "there", "friend"]);
+        // A stray meta in the body hides nothing.
+        assert_eq!(words(&text("<p>a<meta name=y>b</p>")), ["ab"]);
+    }
+
+    #[test]
+    fn links_and_images_are_kept() {
+        let (t, tg) = render("<a href=\"https://t.example/c/123?u=9&amp;x=1\">click here</a><img src=\"http://img.example/a.gif\">");
+        assert_eq!(tg.urls, vec!["https://t.example/c/123?u=9&x=1"]);
+        assert_eq!(tg.images, vec!["http://img.example/a.gif"]);
+        assert!(t.contains("https://t.example/c/123?u=9&x=1") && t.contains("click here"));
+        let long = format!("<a href=\"http://h.example/{}\">t</a>", "a".repeat(5000));
+        let (_, tg) = render(&long);
+        assert_eq!(
+            tg.urls.first().map(|u| u.chars().count()),
+            Some(MAX_TARGET_CHARS)
+        );
+        let many = "<a href=\"http://h.example/\">x</a><img src=\"i\">".repeat(100);
+        let (_, tg) = render(&many);
+        assert_eq!((tg.urls.len(), tg.images.len()), (MAX_URLS, MAX_IMAGES));
+    }
+
+    #[test]
+    fn tags_and_attributes_are_read_in_any_case() {
+        let t = text(&format!(
+            "<P>one</p><SPAN Style='DISPLAY:NONE'>x</Span>two<FONT COLOR=White>y</FONT>\
+             <A HREF=\"http://h.example/&amp;\">three</A><Script>z</SCRIPT>four {FILLER}"
+        ));
+        assert!(
+            t.starts_with("one\n\ntwo http://h.example/& threefour"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -710,21 +1070,56 @@ mod tests {
             "&#xFFFFFFFF;",
             "<script>",
             "</",
+            "<svg><path/>x",
+            "<table><td>",
+            "</p></p></div>",
+            "<plaintext><b>x",
+            "\u{feff}<",
         ] {
             let _ = text(s);
         }
+        assert_eq!(text("&#0;x&#xD800;").chars().count(), 3);
     }
 
     #[test]
     fn deep_nesting_is_bounded() {
-        let html = "<div>".repeat(100_000) + "x" + &"</div>".repeat(100_000);
-        assert!(text(&html).0.contains('x'));
+        let html = "<div>".repeat(100_000) + "x" + &"</div>".repeat(100_000) + "y";
+        let t = text(&html);
+        assert!(t.contains('x') && t.contains('y'));
+        let html = "<span>".repeat(100_000) + "x" + &"</span>".repeat(100_000) + "y";
+        assert_eq!(text(&html), "xy");
     }
 
     #[test]
     fn output_is_bounded() {
         let mut out = String::new();
-        to_text(&"word ".repeat(10_000), &mut out, &mut Vec::new(), 100);
+        to_text(
+            &"word ".repeat(10_000),
+            &mut out,
+            &mut Targets::default(),
+            100,
+        );
         assert!(out.len() <= 100);
+        let mut out = String::new();
+        let hidden = format!("<div style=display:none>{}</div>", "w ".repeat(10_000));
+        to_text(&hidden, &mut out, &mut Targets::default(), 100);
+        assert!(out.len() <= 100 && out.starts_with('w'), "{out:?}");
+    }
+
+    #[test]
+    fn appends_after_existing_text() {
+        let mut out = String::from("plain part");
+        to_text("<p>html part</p>", &mut out, &mut Targets::default(), 1000);
+        assert!(
+            out.starts_with("plain part") && out.contains("html part"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn entities_decode_in_plain_text_remnants() {
+        let mut out = String::new();
+        decode_entities("caf&eacute; &#86;&#x49;agra &amp; &bogus;", &mut out, 100);
+        assert_eq!(out, "café VIagra & &bogus;");
     }
 }

@@ -34,6 +34,8 @@ pub struct BodyText {
     pub subject: Option<String>,
     /// Link targets found in HTML parts (plain-text URLs stay in `text`).
     pub urls: Vec<String>,
+    /// Image sources of HTML parts (`<img src>`), in order.
+    pub images: Vec<String>,
     /// SHA-256 of each attachment's decoded bytes, in MIME order.
     pub attachments: Vec<[u8; 32]>,
     /// Display names and addresses of To/Cc, for stripping personalization.
@@ -222,7 +224,15 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     // Real spam declares HTML as text/plain; a reader's client renders it.
     let content = content.map(|(is_html, t)| (is_html || looks_like_html(t), t));
     match content {
-        Some((true, html)) => html::to_text(html, &mut body.text, &mut body.urls, limit),
+        Some((true, html)) => {
+            let mut targets = html::Targets {
+                urls: std::mem::take(&mut body.urls),
+                images: std::mem::take(&mut body.images),
+            };
+            html::to_text(html, &mut body.text, &mut targets, limit);
+            body.urls = targets.urls;
+            body.images = targets.images;
+        }
         Some((false, text)) => {
             let room = limit.saturating_sub(body.text.len());
             let mut end = room.min(text.len());
