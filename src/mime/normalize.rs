@@ -55,7 +55,7 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
         folded
     };
     let personal = Personal::new(body, envelope_rcpts, cfg);
-    let lines = select_lines(&text, cfg);
+    let lines = bounded_lines(&text, cfg);
     let mut out = Normalized {
         text: String::with_capacity(text.len()),
         ..Normalized::default()
@@ -242,23 +242,39 @@ fn push_folded_ascii(s: &mut String, text: &str, case_fold: bool) {
     }
 }
 
-/// Appends `chars` lower-cased (when `case_fold`), without zero-width
-/// characters, soft hyphens and NULs.
+/// Appends `chars` lower-cased (when `case_fold`), without NULs, and each
+/// non-ASCII character as its confusable skeleton ([`push_skeleton`]).
 fn push_folded(s: &mut String, chars: impl Iterator<Item = char>, case_fold: bool) {
     for c in chars {
         if c.is_ascii() {
             if c != '\0' {
                 s.push(if case_fold { c.to_ascii_lowercase() } else { c });
             }
-        } else if matches!(
-            c,
-            '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}'
-        ) {
-            continue;
-        } else if case_fold {
-            s.extend(c.to_lowercase());
         } else {
-            s.push(c);
+            push_skeleton(s, c, case_fold);
+        }
+    }
+}
+
+/// Appends the UTS #39 confusable skeleton of the non-ASCII character `c`
+/// (unicode-security's `skeleton`: Cyrillic `а` and `р` are Latin `a` and
+/// `p`, Greek `ο` is `o`, and so on), lower-cased when `case_fold`, with
+/// combining marks dropped. Invisible characters (Unicode's
+/// Default_Ignorable_Code_Point: zero-width spaces and joiners, soft
+/// hyphens, bidi controls, variation selectors, tag characters) have an
+/// empty skeleton and vanish. ASCII is never mapped: the skeleton of `1`
+/// is `l` and of `0` is `O`, which would turn numbers into words before
+/// digits are folded.
+fn push_skeleton(s: &mut String, c: char, case_fold: bool) {
+    let mut buf = [0u8; 4];
+    for k in unicode_security::skeleton(c.encode_utf8(&mut buf)) {
+        if unicode_normalization::char::is_combining_mark(k) {
+            continue;
+        }
+        if case_fold {
+            s.extend(k.to_lowercase());
+        } else {
+            s.push(k);
         }
     }
 }
@@ -311,23 +327,247 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
         cut_disclaimer(&mut lines);
     }
     if cfg.strip_greetings {
-        let mut seen = 0;
-        let mut i = 0;
-        while i < lines.len() && seen < GREETING_LINES {
-            let t = lines.get(i).map_or("", |l| l.trimmed);
-            if t.is_empty() {
-                i += 1;
-                continue;
-            }
-            seen += 1;
-            if is_greeting(t) {
-                lines.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        cut_greetings(&mut lines);
     }
     lines
+}
+
+/// A cut must leave at least this many words of the message's own text...
+pub const MIN_KEPT_WORDS: usize = 20;
+/// ... and at least this share of all its words (1/4): otherwise the cut is
+/// undone, one stage at a time ([`bounded_lines`]).
+const MIN_KEPT_SHARE: usize = 4;
+
+/// The line steps, bounded so that no cutting rule can erase a message.
+///
+/// Every line a cutting rule removes (quotes, reply and forward headers,
+/// signatures, list footers, disclaimers) is text the sender chose, and a
+/// sender can dress any text as a quote or a footer. So [`select_lines`]'s
+/// cuts stand only when what they leave is substantial: at least
+/// [`MIN_KEPT_WORDS`] words and a quarter of the message's words.
+/// Otherwise the cuts are relaxed in two stages: stage 1 when stage 0
+/// leaves too little by either bound, stage 2 when stage 1 still leaves
+/// fewer than [`MIN_KEPT_WORDS`] words:
+///
+/// 1. The quoted lines of the shallowest quote depth (their `>` markers
+///    removed) and the text after the first `Original Message` or
+///    `Forwarded message` line up to the next such line come back, and the
+///    footer and disclaimer cuts are off. A reply that is mostly quote is
+///    then fingerprinted as its own text plus the one message it answers,
+///    not the whole thread it carries, so the replies of one thread do not
+///    become near-identical to each other.
+/// 2. Everything but greetings and the header lines of a quoted or
+///    forwarded message (`From:`, `Sent:`, `Subject:` ... after a marker).
+///
+/// A text quoted with `> ` on every line, or put under an `On .. wrote:`,
+/// `-----Original Message-----` or `-- ` line, is then fingerprinted as the
+/// same words unquoted. Greetings stay cut: they are a line or two at most.
+fn bounded_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
+    let cut = select_lines(text, cfg);
+    if !cfg.strip_quotes && !cfg.strip_signatures {
+        return cut;
+    }
+    let kept = words_in(&cut);
+    if kept >= MIN_KEPT_WORDS {
+        // Most messages: nothing or little cut; no count of the rest.
+        let total = count_words(text);
+        if kept * MIN_KEPT_SHARE >= total {
+            return cut;
+        }
+        return relax(text, cfg, kept, total);
+    }
+    let total = count_words(text);
+    if kept == total {
+        return cut;
+    }
+    relax(text, cfg, kept, total)
+}
+
+/// Stages 1 and 2 of [`bounded_lines`].
+fn relax<'a>(text: &'a str, cfg: &NormalizeConfig, kept: usize, total: usize) -> Vec<Line<'a>> {
+    debug_assert!(kept < MIN_KEPT_WORDS || kept * MIN_KEPT_SHARE < total);
+    let one = relaxed_lines(text, cfg, false);
+    // Stage 2 only on the absolute bound: a reply deep in a thread is
+    // mostly quote, and with everything back each reply would be nearly
+    // the one before it.
+    if words_in(&one) >= MIN_KEPT_WORDS {
+        return one;
+    }
+    relaxed_lines(text, cfg, true)
+}
+
+/// Words (runs of letters and digits) in `s`.
+fn count_words(s: &str) -> usize {
+    let mut n = 0;
+    let mut in_word = false;
+    for c in s.chars() {
+        let w = c.is_alphanumeric();
+        if w && !in_word {
+            n += 1;
+        }
+        in_word = w;
+    }
+    n
+}
+
+fn words_in(lines: &[Line<'_>]) -> usize {
+    lines.iter().map(|l| count_words(l.trimmed)).sum()
+}
+
+/// A line that starts a quoted or forwarded message in Outlook's, Gmail's
+/// or Apple Mail's style.
+fn is_message_marker(t: &str) -> bool {
+    (t.starts_with("-----") || t.starts_with("begin forwarded message"))
+        && (t.contains("original message") || t.contains("forwarded message"))
+}
+
+/// A header line of a quoted or forwarded message.
+fn is_header_line(t: &str) -> bool {
+    const NAMES: [&str; 7] = [
+        "from:",
+        "sent:",
+        "to:",
+        "cc:",
+        "date:",
+        "subject:",
+        "reply-to:",
+    ];
+    NAMES.iter().any(|n| {
+        t.get(..n.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(n))
+    })
+}
+
+/// The depth of a quoted line (`>` markers, Supercite's `name>` counting
+/// as one) and its text after the markers; `None` for other lines.
+fn quote_depth(t: &str) -> Option<(usize, &str)> {
+    if !is_quote(t) {
+        return None;
+    }
+    let mut rest = t;
+    if !rest.starts_with('>') {
+        // Supercite: `name>` (is_quote checked the name).
+        let i = rest.find('>')?;
+        rest = rest.get(i..)?;
+    }
+    let mut depth = 0;
+    loop {
+        let r = rest.trim_start();
+        match r.strip_prefix('>') {
+            Some(after) => {
+                depth += 1;
+                rest = after;
+            }
+            None => return Some((depth, r)),
+        }
+    }
+}
+
+/// The lines of stage 1 (`all` false) or 2 (`all` true) of
+/// [`bounded_lines`].
+fn relaxed_lines<'a>(text: &'a str, cfg: &NormalizeConfig, all: bool) -> Vec<Line<'a>> {
+    let shallowest = split_lines(text)
+        .filter_map(|l| quote_depth(trim(l)).map(|(d, _)| d))
+        .min()
+        .unwrap_or(0);
+    let mut lines: Vec<Line<'_>> = Vec::with_capacity(text.len() / 32 + 4);
+    let mut markers = 0;
+    let mut header_block = false;
+    for line in split_lines(text) {
+        let t = trim(line);
+        if t.is_empty() {
+            header_block = false;
+        } else if is_message_marker(t) {
+            markers += 1;
+            if !all && markers >= 2 {
+                break;
+            }
+            header_block = true;
+            continue;
+        } else if header_block && is_header_line(t) {
+            continue;
+        } else if is_attribution(t) {
+            header_block = false;
+            continue;
+        } else if let Some((depth, rest)) = quote_depth(t) {
+            header_block = false;
+            if all || depth == shallowest {
+                let rest = trim(rest);
+                if !is_header_line(rest) && !is_attribution(rest) {
+                    lines.push(Line {
+                        text: rest,
+                        trimmed: rest,
+                    });
+                }
+            }
+            continue;
+        } else {
+            header_block = false;
+        }
+        lines.push(Line {
+            text: line,
+            trimmed: t,
+        });
+    }
+    if !all && cfg.strip_signatures {
+        drop_boilerplate(&mut lines);
+    }
+    if cfg.strip_greetings {
+        cut_greetings(&mut lines);
+    }
+    lines
+}
+
+/// Stage 1's footer and disclaimer rule: separator lines, and paragraphs
+/// that are a disclaimer or a list footer by [`cut_disclaimer`]'s test,
+/// are removed by themselves; what follows them stays.
+fn drop_boilerplate(lines: &mut Vec<Line<'_>>) {
+    let mut keep = vec![true; lines.len()];
+    let mut para = String::with_capacity(256);
+    let mut i = 0;
+    while i < lines.len() {
+        if lines.get(i).is_some_and(Line::is_blank) {
+            i += 1;
+            continue;
+        }
+        let end = (i..lines.len())
+            .find(|j| lines.get(*j).is_some_and(Line::is_blank))
+            .unwrap_or(lines.len());
+        para.clear();
+        for l in lines.get(i..end).unwrap_or(&[]) {
+            para.push_str(l.trimmed);
+            para.push(' ');
+        }
+        let found = markers_in(&para);
+        let boilerplate = (found & DISCLAIMER_BITS).count_ones() >= 2
+            || (found & !DISCLAIMER_BITS).count_ones() >= 2;
+        for (j, k) in keep.iter_mut().enumerate().take(end).skip(i) {
+            *k = !boilerplate && !lines.get(j).is_some_and(is_separator);
+        }
+        i = end;
+    }
+    let mut flags = keep.into_iter();
+    lines.retain(|_| flags.next().unwrap_or(true));
+}
+
+/// Removes greeting lines among the first [`GREETING_LINES`] lines that
+/// have text.
+fn cut_greetings(lines: &mut Vec<Line<'_>>) {
+    let mut seen = 0;
+    let mut i = 0;
+    while i < lines.len() && seen < GREETING_LINES {
+        let t = lines.get(i).map_or("", |l| l.trimmed);
+        if t.is_empty() {
+            i += 1;
+            continue;
+        }
+        seen += 1;
+        if is_greeting(t) {
+            lines.remove(i);
+        } else {
+            i += 1;
+        }
+    }
 }
 
 /// `str::lines`, with the line ends found by the memchr crate's iterator
@@ -1088,23 +1328,31 @@ mod tests {
         assert_eq!(a, "first sentence here\nsecond sentence there");
     }
 
+    /// A reply's own text, long enough (MIN_KEPT_WORDS words) for the
+    /// cutting rules to stand.
+    const OWN: &str = "We went through the budget on Tuesday and agreed to move \
+        the offsite to March, because the venue we wanted is booked until then.";
+
     #[test]
     fn quotes_and_attribution_are_dropped() {
+        let own = norm(OWN);
         assert_eq!(
-            norm("I agree.\n\nOn Mon, 1 Jan 2024, Bob wrote:\n> old text\n> > older"),
-            "i agree"
+            norm(&format!(
+                "{OWN}\n\nOn Mon, 1 Jan 2024, Bob wrote:\n> old text\n> > older"
+            )),
+            own
         );
         assert_eq!(
-            norm("Fine.\n-----Original Message-----\nFrom: x\nold"),
-            "fine"
+            norm(&format!("{OWN}\n-----Original Message-----\nFrom: x\nold")),
+            own
         );
     }
 
     #[test]
     fn supercite_quotes_are_dropped_but_not_arrows_in_text() {
         assert_eq!(
-            norm("Good point.\n\n    Tim> About half the developers\n    Tim> were missing\nRH> R\nBB>> older"),
-            "good point"
+            norm(&format!("{OWN}\n\n    Tim> About half the developers\n    Tim> were missing\nRH> R\nBB>> older")),
+            norm(OWN)
         );
         assert_eq!(
             norm("Click here->now\nsize>10 items"),
@@ -1115,8 +1363,8 @@ mod tests {
     #[test]
     fn short_footer_is_cut_but_long_body_after_rule_is_kept() {
         assert_eq!(
-            norm("Thanks.\n_______________________________________________\nList mailing list\nlist@example.org"),
-            "thanks"
+            norm(&format!("{OWN}\n_______________________________________________\nList mailing list\nlist@example.org")),
+            norm(OWN)
         );
         let long: String = (0..30)
             .map(|i| format!("line number {i} of the offer\n"))
@@ -1129,7 +1377,7 @@ mod tests {
     fn disclaimer_paragraph_at_the_end_is_cut() {
         let d = "This e-mail and any attachments are confidential and intended only for the addressee. \
                  If you have received this e-mail in error, please notify the sender.";
-        assert_eq!(norm(&format!("Lunch at noon?\n\n{d}\n")), "lunch at noon");
+        assert_eq!(norm(&format!("{OWN}\n\n{d}\n")), norm(OWN));
         // One phrase alone is not a disclaimer.
         assert!(
             norm("Hi all.\n\nThis is confidential, keep it to yourselves.")
@@ -1140,10 +1388,7 @@ mod tests {
     #[test]
     fn list_footer_without_a_rule_is_cut() {
         let footer = "To unsubscribe from this group, send an email to:\nlist-unsubscribe@egroups.com\n\n\n\nYour use of Yahoo! Groups is subject to http://docs.yahoo.com/info/terms/\n";
-        assert_eq!(
-            norm(&format!("I am less than seven foot tall.\n\n\n{footer}")),
-            "i am less than seven foot tall"
-        );
+        assert_eq!(norm(&format!("{OWN}\n\n\n{footer}")), norm(OWN));
         // A question about unsubscribing, alone, is text.
         assert!(norm("Hi.\n\nHow do I unsubscribe?").contains("unsubscribe"));
     }
@@ -1151,14 +1396,78 @@ mod tests {
     #[test]
     fn labelled_rule_opens_a_footer() {
         assert_eq!(
-            norm("Nice find.\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nDVDs Free\nhttp://us.click.yahoo.com/x\n"),
-            "nice find"
+            norm(&format!("{OWN}\n------------------------ Yahoo! Groups Sponsor ---------------------~-->\nDVDs Free\nhttp://us.click.yahoo.com/x\n")),
+            norm(OWN)
         );
         let l = "--- a sentence that only starts with dashes, and goes on";
         assert!(!is_separator(&Line {
             text: l,
             trimmed: l
         }));
+    }
+
+    /// The spam text the dressing tests below hide.
+    const SPAM: &str = "Your mailbox has exceeded its storage limit and will be suspended \
+        within 24 hours. To keep receiving messages, verify your account now at \
+        https://mail-verify.example/login and enter your password. Failure to verify \
+        will result in permanent loss of all your messages and contacts.";
+
+    fn quoted(text: &str, prefix: &str) -> String {
+        text.split_inclusive('\n')
+            .map(|l| format!("{prefix}{l}"))
+            .collect()
+    }
+
+    /// No cutting rule can erase a message: a text dressed as a quote, a
+    /// forwarded or original message, a signature, a list footer or a
+    /// disclaimer is fingerprinted as the same words undressed.
+    #[test]
+    fn no_cut_erases_a_message() {
+        let plain = norm(SPAM);
+        let same = |dressed: String| {
+            let got = norm(&dressed);
+            let (a, b) = (
+                got.split_whitespace().collect::<HashSet<_>>(),
+                plain.split_whitespace().collect::<HashSet<_>>(),
+            );
+            assert!(
+                b.is_subset(&a) && a.len() <= b.len() + 8,
+                "{dressed:?}\n-> {got:?}"
+            );
+        };
+        same(quoted(SPAM, "> "));
+        same(quoted(SPAM, ">> "));
+        same(format!(
+            "On Mon, 3 Nov 2025 at 10:12, Jane Roe <jane@example.net> wrote:\n{}",
+            quoted(SPAM, "> ")
+        ));
+        same(format!("See below.\n\n-----Original Message-----\nFrom: Jane Roe\nSent: Monday\nTo: you\nSubject: hi\n\n{SPAM}"));
+        same(format!("FYI\n\n---------- Forwarded message ---------\nFrom: Jane <j@example.net>\nDate: Mon, 3 Nov 2025\nSubject: notice\nTo: <you@example.org>\n\n{SPAM}"));
+        same(format!("Hello,\n-- \n{SPAM}"));
+        same(format!(
+            "Notice\n________________________________\nTo unsubscribe click here.\n{SPAM}"
+        ));
+        same(format!("Notice.\n\nThis e-mail is confidential and intended only for the addressee. If you have received this email in error please notify the sender.\n\n{SPAM}"));
+        // Junk of its own on top, and the text one quote level deeper
+        // than a decoy line, still give the text back.
+        same(format!("ok\n> decoy\n{}", quoted(SPAM, ">> ")));
+    }
+
+    /// A reply with enough text of its own is its own text; one with
+    /// little is its own text plus the message it answers, not the whole
+    /// thread below it.
+    #[test]
+    fn a_short_reply_keeps_the_message_it_answers_not_the_thread() {
+        let thread = format!(
+            "Sounds good to me.\n\nOn Tue, Ann wrote:\n> Shall we meet at the station at nine and take the early train to the coast then?\n> \n> On Mon, Bob wrote:\n> > {}\n",
+            quoted(SPAM, "> > ").trim_start_matches("> > ")
+        );
+        let got = norm(&thread);
+        assert!(
+            got.contains("sounds good") && got.contains("station"),
+            "{got}"
+        );
+        assert!(!got.contains("mailbox"), "{got}");
     }
 
     #[test]
@@ -1282,13 +1591,17 @@ mod tests {
     /// `fold` as it was before it went line by line: NFKC of the whole text.
     fn fold_whole(text: &str) -> String {
         text.nfkc()
-            .filter(|c| {
-                !matches!(
-                    c,
-                    '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{AD}' | '\0'
-                )
+            .filter(|c| *c != '\0')
+            .flat_map(|c| {
+                let mapped: Vec<char> = if c.is_ascii() {
+                    vec![c]
+                } else {
+                    unicode_security::skeleton(&c.to_string())
+                        .filter(|k| !unicode_normalization::char::is_combining_mark(*k))
+                        .collect()
+                };
+                mapped.into_iter().flat_map(char::to_lowercase)
             })
-            .flat_map(char::to_lowercase)
             .collect()
     }
 
