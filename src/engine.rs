@@ -12,6 +12,8 @@
 
 use std::net::IpAddr;
 
+use sha2::{Digest, Sha256};
+
 use crate::campaign::{CampaignId, Campaigns, Member};
 use crate::config::{Config, Thresholds};
 use crate::exact::{bloom_seed, ExactSet};
@@ -57,6 +59,11 @@ pub struct Analysis {
     pub normalized: Normalized,
     pub features: usize,
     pub attachments: usize,
+    /// What a message too short to compare by its words is compared by
+    /// instead, exactly: attachments, image sources and, with enough
+    /// words beside them, links ([`anchors`]). 0: nothing; such a message
+    /// is skipped as too short.
+    pub anchors: usize,
     pub message_id: Option<String>,
     pub subject: Option<String>,
     /// Domain of the header From address.
@@ -75,6 +82,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
                 normalized: Normalized::default(),
                 features: 0,
                 attachments: 0,
+                anchors: 0,
                 message_id: None,
                 subject: None,
                 from_domain: None,
@@ -85,10 +93,17 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
     let normalized = normalize(&body, &env.rcpts, &cfg.normalize);
     let f = features(&normalized, &cfg.fingerprint);
     let sh = f.shingles;
+    let images = image_anchors(&body.images);
+    let mut exact_parts = body.attachments.clone();
+    exact_parts.extend(
+        images
+            .iter()
+            .map(|i| <[u8; 32]>::from(Sha256::digest(i.as_bytes()))),
+    );
     let fingerprint = Fingerprint {
         simhash: simhash(&sh),
         min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),
-        exact: exact_hash(&normalized.text, &body.attachments),
+        exact: exact_hash(&normalized.text, &exact_parts),
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
         version: VERSION,
     };
@@ -96,12 +111,71 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
         fingerprint: Some(fingerprint),
         features: sh.len(),
         attachments: body.attachments.len(),
+        anchors: anchors(&body, &normalized, images.len()),
         normalized,
         message_id: body.message_id,
         subject: body.subject,
         from_domain: body.from_domain,
         truncated: body.truncated,
     }
+}
+
+/// Most image sources that count in the exact hash.
+const MAX_IMAGE_ANCHORS: usize = 16;
+/// Fewest normalized tokens (the link's host among them) for a short
+/// message with a link and nothing else to be compared.
+const MIN_LINKED_TOKENS: usize = 3;
+
+/// The image sources of a message as anchors of its exact hash: host and
+/// path, lower-cased, without query or fragment, digit runs folded to `#`
+/// (per-recipient tracking numbers), sorted and distinct, at most
+/// [`MAX_IMAGE_ANCHORS`]. Inline images (`cid:`) and data URLs are the
+/// attachments' business and are left out.
+fn image_anchors(images: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for src in images {
+        let src = src.trim();
+        let Some(host) = crate::mime::normalize::url_host(src) else {
+            continue;
+        };
+        let after_host = src
+            .find("://")
+            .and_then(|i| src.get(i + 3..))
+            .and_then(|r| r.find('/').and_then(|j| r.get(j..)))
+            .unwrap_or("");
+        let path = after_host.split(['?', '#']).next().unwrap_or("");
+        let mut anchor = String::with_capacity(host.len() + path.len());
+        let mut digits = false;
+        for c in host.chars().chain(path.chars()).take(512) {
+            if c.is_ascii_digit() {
+                if !digits {
+                    anchor.push('#');
+                }
+                digits = true;
+                continue;
+            }
+            digits = false;
+            anchor.extend(c.to_lowercase());
+        }
+        out.push(anchor);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.truncate(MAX_IMAGE_ANCHORS);
+    out
+}
+
+/// How many anchors a message has ([`Analysis::anchors`]): its
+/// attachments and image anchors, plus one for its links when its text
+/// has at least [`MIN_LINKED_TOKENS`] tokens. A bare link is not enough:
+/// the same short line with a link to a common host ("see
+/// docs.example.com") is written by many people.
+fn anchors(body: &crate::mime::BodyText, n: &Normalized, images: usize) -> usize {
+    let has_link = !body.urls.is_empty()
+        || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
+        || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
+    let links = usize::from(has_link && n.tokens >= MIN_LINKED_TOKENS);
+    body.attachments.len() + images + links
 }
 
 /// Sizes of the engine's state, for metrics and benchmarks.
@@ -525,7 +599,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         return Err(Box::new(Verdict::skipped(SkipReason::Unparsed, 0, None)));
     };
     let near = a.features >= cfg.fingerprint.min_features;
-    if !near && a.attachments == 0 {
+    if !near && a.anchors == 0 {
         return Err(Box::new(Verdict::skipped(
             SkipReason::TooShort,
             a.features,
