@@ -100,6 +100,12 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
             .iter()
             .map(|i| <[u8; 32]>::from(Sha256::digest(i.as_bytes()))),
     );
+    if sh.len() < cfg.fingerprint.min_features {
+        // A short message is compared exactly and by nothing else: its
+        // subject counts too, or every item of a feed ("url <host> date
+        // not supplied", the title in the subject) would be one text.
+        exact_parts.push(Sha256::digest(normalized.subject.as_bytes()).into());
+    }
     let fingerprint = Fingerprint {
         simhash: simhash(&sh),
         min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),

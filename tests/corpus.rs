@@ -152,13 +152,15 @@ fn at_arrival_times_no_ham_is_flagged_at_threshold_5() {
             .collect()
     };
     assert_eq!(ham_bulk(&s), [], "ham flagged at arrival times");
-    // The same replay on the simulated clock flags the newsletter, one
-    // campaign: the clock, not the thresholds, makes the difference.
+    // The same replay on the simulated clock flags the daily newsletters
+    // (two of them since fingerprint v4: a short issue under a long footer
+    // keeps its footer, as no cut may leave under 20 words): the clock,
+    // not the thresholds, makes the difference.
     let simulated = replay_files(&paths, &cfg, ReplayOptions::default(), |_| {}).expect("replay");
     let flagged = ham_bulk(&simulated);
     assert!(!flagged.is_empty());
     let campaigns: std::collections::HashSet<_> = flagged.iter().map(|f| f.2).collect();
-    assert_eq!(campaigns.len(), 1, "{campaigns:?}");
+    assert!(campaigns.len() <= 2, "{campaigns:?}");
 }
 
 #[test]

@@ -308,9 +308,7 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
     for line in split_lines(text) {
         let t = trim(line);
         if cfg.strip_quotes {
-            if t.starts_with("-----original message-----")
-                || t.starts_with("----- original message -----")
-            {
+            if is_message_marker(t) {
                 break;
             }
             if is_quote(t) || is_attribution(t) {
@@ -323,8 +321,9 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
         });
     }
     if cfg.strip_signatures {
-        cut_footer(&mut lines);
+        drop_notices(&mut lines);
         cut_disclaimer(&mut lines);
+        cut_footer(&mut lines);
     }
     if cfg.strip_greetings {
         cut_greetings(&mut lines);
@@ -334,9 +333,10 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
 
 /// A cut must leave at least this many words of the message's own text...
 pub const MIN_KEPT_WORDS: usize = 20;
-/// ... and at least this share of all its words (1/4): otherwise the cut is
-/// undone, one stage at a time ([`bounded_lines`]).
-const MIN_KEPT_SHARE: usize = 4;
+/// ... and at least this share of all its words (1/3: a cut removes at
+/// most twice what it keeps): otherwise the cut is undone, one stage at a
+/// time ([`bounded_lines`]).
+const MIN_KEPT_SHARE: usize = 3;
 
 /// The line steps, bounded so that no cutting rule can erase a message.
 ///
@@ -344,15 +344,16 @@ const MIN_KEPT_SHARE: usize = 4;
 /// signatures, list footers, disclaimers) is text the sender chose, and a
 /// sender can dress any text as a quote or a footer. So [`select_lines`]'s
 /// cuts stand only when what they leave is substantial: at least
-/// [`MIN_KEPT_WORDS`] words and a quarter of the message's words.
+/// [`MIN_KEPT_WORDS`] words and a third of the message's words (the footer
+/// and disclaimer cuts bound themselves too: see [`cut_footer`]).
 /// Otherwise the cuts are relaxed in two stages: stage 1 when stage 0
 /// leaves too little by either bound, stage 2 when stage 1 still leaves
 /// fewer than [`MIN_KEPT_WORDS`] words:
 ///
 /// 1. The quoted lines of the shallowest quote depth (their `>` markers
 ///    removed) and the text after the first `Original Message` or
-///    `Forwarded message` line up to the next such line come back, and the
-///    footer and disclaimer cuts are off. A reply that is mostly quote is
+///    `Forwarded message` line up to the next such line come back; the
+///    footer and disclaimer cuts apply to the text so unquoted. A reply that is mostly quote is
 ///    then fingerprinted as its own text plus the one message it answers,
 ///    not the whole thread it carries, so the replies of one thread do not
 ///    become near-identical to each other.
@@ -369,23 +370,21 @@ fn bounded_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
     }
     let kept = words_in(&cut);
     if kept >= MIN_KEPT_WORDS {
-        // Most messages: nothing or little cut; no count of the rest.
         let total = count_words(text);
         if kept * MIN_KEPT_SHARE >= total {
             return cut;
         }
-        return relax(text, cfg, kept, total);
+        return relax(text, cfg);
     }
     let total = count_words(text);
     if kept == total {
         return cut;
     }
-    relax(text, cfg, kept, total)
+    relax(text, cfg)
 }
 
 /// Stages 1 and 2 of [`bounded_lines`].
-fn relax<'a>(text: &'a str, cfg: &NormalizeConfig, kept: usize, total: usize) -> Vec<Line<'a>> {
-    debug_assert!(kept < MIN_KEPT_WORDS || kept * MIN_KEPT_SHARE < total);
+fn relax<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
     let one = relaxed_lines(text, cfg, false);
     // Stage 2 only on the absolute bound: a reply deep in a thread is
     // mostly quote, and with everything back each reply would be nearly
@@ -396,16 +395,26 @@ fn relax<'a>(text: &'a str, cfg: &NormalizeConfig, kept: usize, total: usize) ->
     relaxed_lines(text, cfg, true)
 }
 
-/// Words (runs of letters and digits) in `s`.
+/// Words in `s`: runs of non-whitespace that hold an ASCII letter or digit
+/// or a non-ASCII character (a URL is one word), read byte by byte; a
+/// count for the bounds on cutting.
 fn count_words(s: &str) -> usize {
     let mut n = 0;
     let mut in_word = false;
-    for c in s.chars() {
-        let w = c.is_alphanumeric();
-        if w && !in_word {
-            n += 1;
+    let mut counted = false;
+    for b in s.bytes() {
+        if b.is_ascii_whitespace() {
+            in_word = false;
+            continue;
         }
-        in_word = w;
+        if !in_word {
+            in_word = true;
+            counted = false;
+        }
+        if !counted && (b.is_ascii_alphanumeric() || b >= 0x80) {
+            n += 1;
+            counted = true;
+        }
     }
     n
 }
@@ -510,44 +519,14 @@ fn relaxed_lines<'a>(text: &'a str, cfg: &NormalizeConfig, all: bool) -> Vec<Lin
         });
     }
     if !all && cfg.strip_signatures {
-        drop_boilerplate(&mut lines);
+        drop_notices(&mut lines);
+        cut_disclaimer(&mut lines);
+        cut_footer(&mut lines);
     }
     if cfg.strip_greetings {
         cut_greetings(&mut lines);
     }
     lines
-}
-
-/// Stage 1's footer and disclaimer rule: separator lines, and paragraphs
-/// that are a disclaimer or a list footer by [`cut_disclaimer`]'s test,
-/// are removed by themselves; what follows them stays.
-fn drop_boilerplate(lines: &mut Vec<Line<'_>>) {
-    let mut keep = vec![true; lines.len()];
-    let mut para = String::with_capacity(256);
-    let mut i = 0;
-    while i < lines.len() {
-        if lines.get(i).is_some_and(Line::is_blank) {
-            i += 1;
-            continue;
-        }
-        let end = (i..lines.len())
-            .find(|j| lines.get(*j).is_some_and(Line::is_blank))
-            .unwrap_or(lines.len());
-        para.clear();
-        for l in lines.get(i..end).unwrap_or(&[]) {
-            para.push_str(l.trimmed);
-            para.push(' ');
-        }
-        let found = markers_in(&para);
-        let boilerplate = (found & DISCLAIMER_BITS).count_ones() >= 2
-            || (found & !DISCLAIMER_BITS).count_ones() >= 2;
-        for (j, k) in keep.iter_mut().enumerate().take(end).skip(i) {
-            *k = !boilerplate && !lines.get(j).is_some_and(is_separator);
-        }
-        i = end;
-    }
-    let mut flags = keep.into_iter();
-    lines.retain(|_| flags.next().unwrap_or(true));
 }
 
 /// Removes greeting lines among the first [`GREETING_LINES`] lines that
@@ -604,12 +583,6 @@ struct Line<'a> {
 impl<'a> Line<'a> {
     fn is_blank(&self) -> bool {
         self.trimmed.is_empty()
-    }
-
-    /// Holds a letter or digit (whitespace is neither: the trimmed form
-    /// answers for the line).
-    fn has_text(&self) -> bool {
-        self.trimmed.chars().any(char::is_alphanumeric)
     }
 }
 
@@ -680,28 +653,103 @@ fn is_separator(line: &Line<'_>) -> bool {
     lead >= 4 && rule * 2 >= t.chars().count()
 }
 
-/// Cuts at the first separator line that has at most [`FOOTER_MAX_LINES`]
-/// non-empty lines after it and some text before it.
+/// Cuts at the first separator line that has some text before it, at most
+/// [`FOOTER_MAX_LINES`] non-empty lines after it, and a small tail of words
+/// after it ([`small_tail`]): a footer ends a message, it is not most of
+/// it. A rule line put above a text (or in its middle) by a sender who
+/// wants the text cut away is passed over, and a footer further down is
+/// still cut.
 fn cut_footer(lines: &mut Vec<Line<'_>>) {
-    // Non-empty lines after each line, counted once from the end: counting
-    // them again at every separator made a message of rule lines (`--`)
-    // quadratic, seconds for one 250 kB message.
-    let mut after = vec![0usize; lines.len()];
-    let mut n = 0;
+    // Non-empty lines and words after each line, counted once from the
+    // end: counting them again at every separator made a message of rule
+    // lines (`--`) quadratic, seconds for one 250 kB message.
+    let mut after = vec![(0usize, 0usize); lines.len()];
+    let (mut n, mut w) = (0, 0);
     for (a, line) in after.iter_mut().zip(lines.iter()).rev() {
-        *a = n;
+        *a = (n, w);
         if !line.is_blank() {
             n += 1;
+            w += count_words(line.trimmed);
         }
     }
-    let mut text_before = false;
-    for (i, (line, a)) in lines.iter().zip(&after).enumerate() {
-        if text_before && is_separator(line) && *a <= FOOTER_MAX_LINES {
+    let mut words_before = 0;
+    for (i, (line, (a, wa))) in lines.iter().zip(&after).enumerate() {
+        if words_before > 0
+            && *a <= FOOTER_MAX_LINES
+            && is_separator(line)
+            && (small_tail(*wa, words_before) || holds_marker(lines.get(i + 1..).unwrap_or(&[])))
+        {
             lines.truncate(i);
             return;
         }
-        text_before = text_before || line.has_text();
+        words_before += count_words(line.trimmed);
     }
+}
+
+/// Most non-empty lines of a boxed notice ([`drop_notices`]).
+const NOTICE_MAX_LINES: usize = 3;
+
+/// Removes boxed notices: at most [`NOTICE_MAX_LINES`] non-empty lines
+/// between two separator lines, or between the start of the message and
+/// the first one, that hold a list-footer or disclaimer phrase ("If you no
+/// longer wish to receive these emails, unsubscribe here"). Newsletters put
+/// them above their text; so do senders who hope a footer rule cuts the
+/// text below. Only the notice goes; the text after it stays.
+fn drop_notices(lines: &mut Vec<Line<'_>>) {
+    let separators: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| is_separator(l))
+        .map(|(i, _)| i)
+        .take(64)
+        .collect();
+    let Some(&first) = separators.first() else {
+        return;
+    };
+    let mut drop = Vec::new();
+    let blocks = std::iter::once((0, first)).chain(separators.windows(2).filter_map(|w| match w {
+        [a, b] => Some((a + 1, *b)),
+        _ => None,
+    }));
+    let mut text = String::with_capacity(256);
+    for (start, end) in blocks {
+        let Some(block) = lines.get(start..end) else {
+            continue;
+        };
+        let filled = block.iter().filter(|l| !l.is_blank()).count();
+        if filled == 0 || filled > NOTICE_MAX_LINES {
+            continue;
+        }
+        text.clear();
+        for l in block {
+            text.push_str(l.trimmed);
+            text.push(' ');
+        }
+        if markers_in(&text) != 0 {
+            drop.push((start, end));
+        }
+    }
+    if drop.is_empty() {
+        return;
+    }
+    let mut n = 0;
+    lines.retain(|_| {
+        let keep = !drop.iter().any(|(a, b)| (*a..*b).contains(&n));
+        n += 1;
+        keep
+    });
+}
+
+/// Words a footer may always have after its rule or first paragraph: a
+/// signature, a list's address and archive link.
+const FOOTER_WORDS: usize = 10;
+
+/// May a footer cut remove `after` words when `before` stay? At most
+/// [`FOOTER_WORDS`], or a quarter of what stays (a long signature under a
+/// long message): a sender who puts a rule or a disclaimer above the last
+/// part of a text can hide no more than that.
+fn small_tail(after: usize, before: usize) -> bool {
+    after <= FOOTER_WORDS.max(before / 4)
 }
 
 /// Phrases of legal disclaimers (lower case, as after folding).
@@ -724,21 +772,50 @@ const DISCLAIMER_MARKERS: [&str; 10] = [
 /// disclaimer phrases make a disclaimer. (Not one of each: the one text of
 /// many image-only spams is "... received this email in error ... click
 /// here to unsubscribe", and cutting it leaves them nothing to match on.)
-const LIST_FOOTER_MARKERS: [&str; 5] = [
+const LIST_FOOTER_MARKERS: [&str; 13] = [
     "unsubscribe",
     "mailing list",
     "this group",
     "groups is subject to",
     "listinfo",
+    "stop receiving",
+    "subscribed to",
+    "you are receiving",
+    "receive these emails",
+    "opt out",
+    "opt-out",
+    "email preferences",
+    "manage your subscription",
 ];
 
-/// Cuts a company disclaimer or list footer: from the first paragraph, after
-/// some text and within the last [`FOOTER_MAX_LINES`] non-empty lines, that
-/// holds at least two disclaimer phrases or two list-footer phrases.
-/// Disclaimers often have no rule line above them, and a 90-word disclaimer
-/// under a two-line message would otherwise make all of a company's mail
-/// look alike. Only the tail is examined, so the cost is
-/// bounded whatever the message's length.
+/// Do the first [`NOTICE_MAX_LINES`] non-empty lines of `lines` hold a
+/// disclaimer or list-footer phrase? A footer cut may then remove more
+/// than [`small_tail`] allows: what it starts with says what it is. (Only
+/// its start: most spam ends in an opt-out line of its own, and a rule
+/// put in the middle of a text must not reach down to it.)
+fn holds_marker(lines: &[Line<'_>]) -> bool {
+    let mut text = String::with_capacity(512);
+    for l in lines
+        .iter()
+        .filter(|l| !l.is_blank())
+        .take(NOTICE_MAX_LINES)
+    {
+        text.push_str(l.trimmed);
+        text.push(' ');
+    }
+    markers_in(&text) != 0
+}
+
+/// Cuts company disclaimers and list footers: paragraphs that hold at least
+/// two disclaimer phrases or two list-footer phrases. The first such
+/// paragraph after some text, within the last [`FOOTER_MAX_LINES`]
+/// non-empty lines and with a small tail of words after it
+/// ([`small_tail`]), is cut with everything after it (the footer block of a list or
+/// company); one elsewhere (on top, in the middle of a text) is removed by
+/// itself, so a disclaimer put above or inside a text does not change its
+/// fingerprint and cannot cut it short. Disclaimers often
+/// have no rule line above them, and a 90-word disclaimer under a two-line
+/// message would otherwise make all of a company's mail look alike.
 fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
     // Index of the first line of the tail: the last FOOTER_MAX_LINES
     // non-empty lines.
@@ -753,11 +830,15 @@ fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
     let blank = |i: usize, lines: &[Line<'_>]| lines.get(i).is_some_and(Line::is_blank);
     // Paragraph boundaries: a paragraph starts at a non-empty line after an
     // empty line (or at the tail's start if that begins a paragraph).
-    let mut i = tail_start;
+    let mut i = 0;
     let mut para = String::with_capacity(256);
+    // Paragraphs removed by themselves, as [start, end) line ranges.
+    let mut removed: Vec<(usize, usize)> = Vec::new();
+    let mut words_before = 0;
     while i < lines.len() {
         let starts_para = !blank(i, lines) && (i == 0 || blank(i - 1, lines));
         if !starts_para {
+            words_before += lines.get(i).map_or(0, |l| count_words(l.trimmed));
             i += 1;
             continue;
         }
@@ -774,12 +855,29 @@ fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         let found = markers_in(&para);
         let disclaimer = (found & DISCLAIMER_BITS).count_ones() >= 2;
         let footer = (found & !DISCLAIMER_BITS).count_ones() >= 2;
-        if (disclaimer || footer) && lines.iter().take(i).any(Line::has_text) {
-            lines.truncate(i);
-            return;
+        let para_words = lines.get(i..end).map_or(0, words_in);
+        if disclaimer || footer {
+            let after = lines.get(end..).map_or(0, words_in);
+            if i >= tail_start
+                && words_before > 0
+                && (small_tail(after, words_before)
+                    || holds_marker(lines.get(end..).unwrap_or(&[])))
+            {
+                lines.truncate(i);
+                break;
+            }
+            removed.push((i, end));
+        } else {
+            words_before += para_words;
         }
         i = end;
     }
+    let mut n = 0;
+    lines.retain(|_| {
+        let keep = !removed.iter().any(|(a, b)| (*a..*b).contains(&n));
+        n += 1;
+        keep
+    });
 }
 
 /// Bits of [`markers_in`] that are disclaimer phrases (the first ten).
@@ -1503,6 +1601,17 @@ mod tests {
         assert_eq!(url_host("mailto:x"), None);
         assert_eq!(url_host("://x"), None);
     }
+    /// The first three non-empty lines hold a footer or disclaimer phrase.
+    fn starts_marked(lines: &[&str]) -> bool {
+        let head: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .take(3)
+            .collect();
+        markers_in(&head.join(" ")) != 0
+    }
+
     /// The rule `cut_footer` keeps: cut at the first separator with text
     /// before it and at most FOOTER_MAX_LINES non-empty lines after it,
     /// written the obvious (quadratic) way.
@@ -1513,17 +1622,21 @@ mod tests {
                 trimmed: l.trim(),
             })
         };
-        let mut text_before = false;
+        let words = |ls: &[&str]| ls.iter().map(|l| count_words(l.trim())).sum::<usize>();
         for i in 0..lines.len() {
             let after = lines[i + 1..]
                 .iter()
                 .filter(|l| !l.trim().is_empty())
                 .count();
-            if text_before && is_separator(lines[i]) && after <= FOOTER_MAX_LINES {
+            if words(&lines[..i]) > 0
+                && is_separator(lines[i])
+                && after <= FOOTER_MAX_LINES
+                && (small_tail(words(&lines[i + 1..]), words(&lines[..i]))
+                    || starts_marked(&lines[i + 1..]))
+            {
                 lines.truncate(i);
                 return;
             }
-            text_before |= lines[i].chars().any(char::is_alphanumeric);
         }
     }
 
@@ -1779,15 +1892,14 @@ mod tests {
     /// for `select_lines`.
     mod reference {
         use super::super::*;
+        use super::starts_marked;
 
         pub fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<&'a str> {
             let mut lines: Vec<&str> = Vec::new();
             for line in text.lines() {
                 let t = line.trim();
                 if cfg.strip_quotes {
-                    if t.starts_with("-----original message-----")
-                        || t.starts_with("----- original message -----")
-                    {
+                    if is_message_marker(t) {
                         break;
                     }
                     if is_quote(t) || is_attribution(t) {
@@ -1797,8 +1909,18 @@ mod tests {
                 lines.push(line);
             }
             if cfg.strip_signatures {
-                cut_footer(&mut lines);
+                // Boxed notices: the shared code (tested on its own).
+                let mut as_lines: Vec<Line<'_>> = lines
+                    .iter()
+                    .map(|l| Line {
+                        text: l,
+                        trimmed: trim(l),
+                    })
+                    .collect();
+                drop_notices(&mut as_lines);
+                lines = as_lines.iter().map(|l| l.text).collect();
                 cut_disclaimer(&mut lines);
+                cut_footer(&mut lines);
             }
             if cfg.strip_greetings {
                 let mut seen = 0;
@@ -1853,13 +1975,17 @@ mod tests {
                     n += 1;
                 }
             }
-            let mut text_before = false;
-            for (i, (line, a)) in lines.iter().zip(&after).enumerate() {
-                if text_before && is_separator(line) && *a <= FOOTER_MAX_LINES {
+            let words = |ls: &[&str]| ls.iter().map(|l| count_words(l.trim())).sum::<usize>();
+            for i in 0..lines.len() {
+                let (before, rest) = lines.split_at(i);
+                if words(before) > 0
+                    && is_separator(lines[i])
+                    && after[i] <= FOOTER_MAX_LINES
+                    && (small_tail(words(&rest[1..]), words(before)) || starts_marked(&rest[1..]))
+                {
                     lines.truncate(i);
                     return;
                 }
-                text_before = text_before || line.chars().any(char::is_alphanumeric);
             }
         }
 
@@ -1876,13 +2002,9 @@ mod tests {
             }
             // Paragraph boundaries: a paragraph starts at a non-empty line after an
             // empty line (or at the tail's start if that begins a paragraph).
-            let text_before = |i: usize, lines: &[&str]| {
-                lines
-                    .iter()
-                    .take(i)
-                    .any(|l| l.chars().any(char::is_alphanumeric))
-            };
-            let mut i = tail_start;
+
+            let mut i = 0;
+            let mut drop = vec![false; lines.len()];
             while i < lines.len() {
                 let starts_para = !lines.get(i).is_some_and(|l| l.trim().is_empty())
                     && (i == 0 || lines.get(i - 1).is_some_and(|l| l.trim().is_empty()));
@@ -1893,17 +2015,33 @@ mod tests {
                     let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
                     let hits =
                         |markers: &[&str]| markers.iter().filter(|m| para.contains(**m)).count();
-                    if (hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2)
-                        && text_before(i, lines)
-                    {
-                        lines.truncate(i);
-                        return;
+                    if hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2 {
+                        // Words before: in lines not dropped.
+                        let before: usize = lines
+                            .iter()
+                            .zip(&drop)
+                            .take(i)
+                            .filter(|(_, d)| !**d)
+                            .map(|(l, _)| count_words(l.trim()))
+                            .sum();
+                        let after: usize = lines[end..].iter().map(|l| count_words(l.trim())).sum();
+                        if i >= tail_start
+                            && before > 0
+                            && (small_tail(after, before) || starts_marked(&lines[end..]))
+                        {
+                            lines.truncate(i);
+                            drop.truncate(i);
+                            break;
+                        }
+                        drop[i..end].iter_mut().for_each(|d| *d = true);
                     }
                     i = end;
                 } else {
                     i += 1;
                 }
             }
+            let mut d = drop.into_iter();
+            lines.retain(|_| !d.next().unwrap_or(false));
         }
     }
 }

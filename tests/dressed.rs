@@ -1,0 +1,392 @@
+//! The dressed-campaign suite: a campaign must not be able to hide by how it
+//! dresses its text.
+//!
+//! A spammer controls every byte of a message. For each base text and each
+//! class of dress (tests/dressed/dress.rs), the suite sends 3 plain copies
+//! and then 4 dressed copies of the text, each to its own recipient (own
+//! To, Message-ID, greeting name and tracking number), through a fresh
+//! engine at bulk threshold 5. A case passes when every dressed copy ends
+//! in the plain copies' campaign (final ids, after merges) and messages 5,
+//! 6 and 7 are bulk. Each class must pass at least [`MIN_RATE`] of its
+//! cases.
+//!
+//! Base texts: the suite's own (tests/dressed/texts.rs) and, when
+//! `BULKWATCH_CORPUS` names the corpus directory, about [`CORPUS_SAMPLE`]
+//! spam texts of `sa-spam.mbox`, read in place.
+//!
+//! With `--nocapture` the test prints a table per class before it asserts.
+//! Knobs for working on the engine: `DRESSED_CLASS=a,b` runs only classes
+//! whose name contains one of the parts; `DRESSED_VERBOSE=1` lists every
+//! failed case; `DRESSED_DUMP=dir` writes the 7 messages of each failed
+//! case (of every case with `DRESSED_DUMP_ALL=1`) to `dir/<class>.mbox`,
+//! for `bulkwatch replay` or to look at.
+
+#[path = "dressed/dress.rs"]
+mod dress;
+#[path = "dressed/texts.rs"]
+mod texts;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bulkwatch::campaign::CampaignId;
+use bulkwatch::config::Config;
+use bulkwatch::replay::{read_mbox, ReplayOptions, Replayer};
+use bulkwatch::verdict::{Level, Verdict};
+use mail_parser::MessageParser;
+
+/// Each class must pass this share of its cases.
+const MIN_RATE: f64 = 0.95;
+/// Plain copies, then dressed copies.
+const PLAIN_COPIES: usize = 3;
+const DRESSED_COPIES: usize = 4;
+/// Corpus texts sampled (every k-th of those of the right length).
+const CORPUS_SAMPLE: usize = 40;
+const MIN_WORDS: usize = 60;
+const MAX_WORDS: usize = 400;
+
+fn threshold5() -> Config {
+    let mut cfg = Config::default();
+    cfg.thresholds.bulk_threshold = 5.0;
+    cfg.thresholds.suspect_threshold = 3.0;
+    cfg
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Own,
+    Corpus,
+}
+
+struct Base {
+    origin: Origin,
+    name: String,
+    text: String,
+}
+
+fn own_texts() -> Vec<Base> {
+    texts::OWN
+        .iter()
+        .map(|(name, paras)| Base {
+            origin: Origin::Own,
+            name: (*name).to_owned(),
+            text: paras.join("\n\n"),
+        })
+        .collect()
+}
+
+/// A corpus text as a base text: LF line ends, no trailing blanks, no
+/// control characters, at most one blank line in a row.
+fn clean(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.replace("\r\n", "\n").split('\n') {
+        let line: String = line
+            .chars()
+            .map(|c| if c == '\t' { ' ' } else { c })
+            .filter(|c| !c.is_control())
+            .collect();
+        let line = line.trim_end().to_owned();
+        if line.is_empty() && out.last().is_none_or(String::is_empty) {
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n").trim().to_owned()
+}
+
+/// About [`CORPUS_SAMPLE`] spam texts of 60 to 400 words, every k-th.
+fn corpus_texts() -> Vec<Base> {
+    let Some(dir) = std::env::var_os("BULKWATCH_CORPUS") else {
+        eprintln!("note: BULKWATCH_CORPUS not set; own texts only");
+        return Vec::new();
+    };
+    let path = PathBuf::from(dir).join("sa-spam.mbox");
+    let Ok(f) = File::open(&path) else {
+        eprintln!("note: {} missing; own texts only", path.display());
+        return Vec::new();
+    };
+    let parser = MessageParser::default();
+    let mut eligible = Vec::new();
+    for (i, raw) in read_mbox(BufReader::new(f)).enumerate() {
+        let raw = raw.expect("read sa-spam.mbox");
+        let Some(msg) = parser.parse(&raw) else {
+            continue;
+        };
+        let Some(text) = msg.body_text(0) else {
+            continue;
+        };
+        let text = clean(&text);
+        let words = text.split_whitespace().count();
+        if (MIN_WORDS..=MAX_WORDS).contains(&words) {
+            eligible.push(Base {
+                origin: Origin::Corpus,
+                name: format!("sa-spam#{}", i + 1),
+                text,
+            });
+        }
+    }
+    let k = (eligible.len() / CORPUS_SAMPLE).max(1);
+    eligible
+        .into_iter()
+        .step_by(k)
+        .take(CORPUS_SAMPLE)
+        .collect()
+}
+
+/// What one case gave.
+struct Outcome {
+    /// The plain copies formed one campaign.
+    plain_ok: bool,
+    /// Every dressed copy ended in it.
+    joined: bool,
+    /// Messages 5, 6 and 7 were bulk.
+    bulk: bool,
+    verdicts: Vec<Verdict>,
+    ids: Vec<Option<CampaignId>>,
+    raws: Vec<Vec<u8>>,
+}
+
+impl Outcome {
+    fn passed(&self) -> bool {
+        self.joined && self.bulk
+    }
+
+    /// One line: final campaign of each message (a, b, ... by first
+    /// appearance; - for none) and level letters.
+    fn brief(&self) -> String {
+        let mut seen: Vec<CampaignId> = Vec::new();
+        let ids: String = self
+            .ids
+            .iter()
+            .map(|id| match id {
+                None => '-',
+                Some(id) => {
+                    let k = seen.iter().position(|s| s == id).unwrap_or_else(|| {
+                        seen.push(*id);
+                        seen.len() - 1
+                    });
+                    char::from(b'a' + (k as u8).min(25))
+                }
+            })
+            .collect();
+        let levels: String = self
+            .verdicts
+            .iter()
+            .map(|v| match v.level {
+                Level::Clean => 'c',
+                Level::Suspect => 's',
+                Level::Bulk => 'B',
+                Level::Allowed => 'A',
+                Level::Skipped => 'k',
+            })
+            .collect();
+        format!("campaigns {ids} levels {levels}")
+    }
+}
+
+fn run_case(cfg: &Config, dress: dress::Dress, text: &str) -> Outcome {
+    let mut r = Replayer::new(cfg, ReplayOptions::default());
+    let mut verdicts = Vec::new();
+    let mut raws = Vec::new();
+    for copy in 0..PLAIN_COPIES + DRESSED_COPIES {
+        let raw = if copy < PLAIN_COPIES {
+            dress::plain(text, copy)
+        } else {
+            dress(text, copy)
+        };
+        verdicts.push(r.feed("dressed", copy + 1, &raw));
+        raws.push(raw);
+    }
+    let ids: Vec<Option<CampaignId>> = r.finish().records.iter().map(|r| r.campaign).collect();
+    let plain_id = ids[0];
+    let plain_ok = plain_id.is_some() && ids[..PLAIN_COPIES].iter().all(|id| *id == plain_id);
+    let joined = plain_ok && ids[PLAIN_COPIES..].iter().all(|id| *id == plain_id);
+    let bulk = verdicts[4..].iter().all(|v| v.level == Level::Bulk);
+    Outcome {
+        plain_ok,
+        joined,
+        bulk,
+        verdicts,
+        ids,
+        raws,
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    own: (usize, usize),
+    corpus: (usize, usize),
+    plain_broken: usize,
+    not_joined: usize,
+    not_bulk: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn passed(&self) -> usize {
+        self.own.0 + self.corpus.0
+    }
+
+    fn total(&self) -> usize {
+        self.own.1 + self.corpus.1
+    }
+
+    fn rate(&self) -> f64 {
+        self.passed() as f64 / self.total().max(1) as f64
+    }
+}
+
+fn frac((p, t): (usize, usize)) -> String {
+    if t == 0 {
+        "-".to_owned()
+    } else {
+        format!("{p}/{t}")
+    }
+}
+
+/// Appends the messages of a failed case to `dir/<class>.mbox` (mboxrd).
+fn dump(dir: &str, class: &str, base: &Base, o: &Outcome) {
+    std::fs::create_dir_all(dir).expect("create DRESSED_DUMP");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(PathBuf::from(dir).join(format!("{class}.mbox")))
+        .expect("open dump mbox");
+    for raw in &o.raws {
+        let mut out = format!("From dressed@{} Mon Nov  3 10:00:00 2025\n", base.name).into_bytes();
+        for line in raw.split_inclusive(|b| *b == b'\n') {
+            let tail = line.iter().position(|b| *b != b'>').unwrap_or(line.len());
+            if line[tail..].starts_with(b"From ") {
+                out.push(b'>');
+            }
+            out.extend_from_slice(line);
+        }
+        if !out.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        out.push(b'\n');
+        f.write_all(&out).expect("write dump");
+    }
+}
+
+#[test]
+fn a_campaign_cannot_hide_by_how_it_dresses_its_text() {
+    let started = Instant::now();
+    let cfg = threshold5();
+    let mut bases = own_texts();
+    let own = bases.len();
+    bases.extend(corpus_texts());
+    let corpus = bases.len() - own;
+    let only: Option<Vec<String>> = std::env::var("DRESSED_CLASS")
+        .ok()
+        .map(|s| s.split(',').map(str::to_owned).collect());
+    let verbose = std::env::var_os("DRESSED_VERBOSE").is_some();
+    let dump_dir = std::env::var("DRESSED_DUMP").ok();
+    let dump_all = std::env::var_os("DRESSED_DUMP_ALL").is_some();
+
+    let mut table: BTreeMap<usize, (&str, Tally)> = BTreeMap::new();
+    for (k, (class, dress)) in dress::CLASSES.iter().enumerate() {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|p| class.contains(p.as_str())))
+        {
+            continue;
+        }
+        let mut t = Tally::default();
+        for base in &bases {
+            let o = run_case(&cfg, *dress, &base.text);
+            let cell = match base.origin {
+                Origin::Own => &mut t.own,
+                Origin::Corpus => &mut t.corpus,
+            };
+            cell.1 += 1;
+            if let Some(dir) = dump_dir.as_deref().filter(|_| dump_all || !o.passed()) {
+                dump(dir, class, base, &o);
+            }
+            if o.passed() {
+                cell.0 += 1;
+                continue;
+            }
+            t.plain_broken += usize::from(!o.plain_ok);
+            t.not_joined += usize::from(o.plain_ok && !o.joined);
+            t.not_bulk += usize::from(!o.bulk);
+            let mut line = format!("{}: {}", base.name, o.brief());
+            if verbose {
+                for (i, v) in o.verdicts.iter().enumerate() {
+                    line.push_str(&format!(
+                        "\n        #{} {} features={}",
+                        i + 1,
+                        v.header_value(),
+                        v.features
+                    ));
+                }
+            }
+            t.failures.push(line);
+        }
+        table.insert(k, (class, t));
+    }
+
+    eprintln!();
+    eprintln!(
+        "dressed-campaign suite: {own} own + {corpus} corpus texts; per case {PLAIN_COPIES} plain \
+         then {DRESSED_COPIES} dressed copies, bulk threshold 5; pass = all 7 in the plain \
+         campaign and messages 5-7 bulk"
+    );
+    eprintln!(
+        "{:<22} {:>7} {:>7} {:>7} {:>7}  {:>6} {:>6} {:>6}",
+        "class", "own", "corpus", "all", "rate", "plainX", "split", "!bulk"
+    );
+    for (class, t) in table.values() {
+        let mark = if t.rate() >= MIN_RATE {
+            ""
+        } else {
+            "  << FAIL"
+        };
+        eprintln!(
+            "{:<22} {:>7} {:>7} {:>7} {:>6.1}%  {:>6} {:>6} {:>6}{mark}",
+            class,
+            frac(t.own),
+            frac(t.corpus),
+            frac((t.passed(), t.total())),
+            100.0 * t.rate(),
+            t.plain_broken,
+            t.not_joined,
+            t.not_bulk,
+        );
+    }
+    eprintln!(
+        "(plainX: the plain copies themselves split; split: a dressed copy left the plain \
+         campaign; !bulk: one of messages 5-7 not bulk. Campaign letters a, b, ... per message, \
+         levels c clean, s suspect, B bulk, k skipped.)"
+    );
+    for (class, t) in table.values() {
+        if t.failures.is_empty() {
+            continue;
+        }
+        let show = if verbose { t.failures.len() } else { 3 };
+        eprintln!("{class}: {} failed", t.failures.len());
+        for f in t.failures.iter().take(show) {
+            eprintln!("    {f}");
+        }
+    }
+    eprintln!(
+        "{} cases in {:.1} s",
+        table.values().map(|(_, t)| t.total()).sum::<usize>(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let failing: Vec<String> = table
+        .values()
+        .filter(|(_, t)| t.rate() < MIN_RATE)
+        .map(|(class, t)| format!("{class} {:.0}%", 100.0 * t.rate()))
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "classes under {:.0}%: {}",
+        100.0 * MIN_RATE,
+        failing.join(", ")
+    );
+}

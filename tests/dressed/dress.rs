@@ -1,0 +1,1248 @@
+//! Messages of the dressed-campaign suite: the plain copy of a base text for
+//! one recipient, and the dresses, each a way of writing the same text that
+//! a mail client would not show, or would show as the same text.
+//!
+//! Every function takes the base text (paragraphs separated by blank lines,
+//! `{ID}` where a per-recipient number goes) and the copy number (the
+//! recipient) and returns the whole RFC 5322 message. What varies per copy
+//! (which words are dressed, junk words, boundaries) comes from a small
+//! PRNG seeded by the text, the copy and the dress: the suite is
+//! deterministic.
+
+use base64::Engine as _;
+
+/// A dress: base text and copy number to raw message bytes.
+pub type Dress = fn(&str, usize) -> Vec<u8>;
+
+/// Every dress, by class name. `plain` is the control: its "dressed" copies
+/// are plain copies too.
+pub const CLASSES: &[(&str, Dress)] = &[
+    ("plain", plain),
+    ("quote_all", quote_all),
+    ("attribution", attribution),
+    ("original_message", original_message),
+    ("forwarded", forwarded),
+    ("signature_top", signature_top),
+    ("rule_unsubscribe", rule_unsubscribe),
+    ("disclaimer", disclaimer),
+    ("extra_greetings", extra_greetings),
+    ("html_basic", html_basic),
+    ("html_stray_quote", html_stray_quote),
+    ("html_bom", html_bom),
+    ("inline_spans", inline_spans),
+    ("entities_in_words", entities_in_words),
+    ("comments_in_words", comments_in_words),
+    ("wbr_and_letter_split", wbr_and_letter_split),
+    ("anchor_wrap", anchor_wrap),
+    ("outlook_html", outlook_html),
+    ("head_junk", head_junk),
+    ("hidden_junk", hidden_junk),
+    ("html_only_alternative", html_only_alternative),
+    ("confusables", confusables),
+    ("zero_width", zero_width),
+    ("bidi_and_variation", bidi_and_variation),
+    ("fullwidth_or_math", fullwidth_or_math),
+    ("odd_spaces", odd_spaces),
+    ("base64", base64_plain),
+    ("quoted_printable", quoted_printable),
+    ("windows_1252", windows_1252),
+    ("utf16", utf16),
+    ("flowed_rewrap", flowed_rewrap),
+    ("split_parts", split_parts),
+    ("nested_rfc822", nested_rfc822),
+];
+
+// ---------------------------------------------------------------- randomness
+
+/// SplitMix64: small, seedable, good enough to pick words.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+}
+
+/// FNV-1a.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The PRNG of one dress of one copy of one text.
+fn rng(text: &str, copy: usize, salt: &str) -> Rng {
+    let h = fnv(text.as_bytes()) ^ fnv(salt.as_bytes()).rotate_left(17);
+    Rng::new(h ^ (copy as u64).wrapping_mul(0x2545_f491_4f6c_dd1d))
+}
+
+/// Common words for hash-buster junk.
+const VOCAB: &[&str] = &[
+    "river", "window", "garden", "pencil", "orange", "winter", "silver", "bridge", "candle",
+    "forest", "harbor", "island", "jacket", "kettle", "ladder", "meadow", "needle", "pepper",
+    "rabbit", "saddle", "tunnel", "velvet", "walnut", "yellow", "anchor", "basket", "cactus",
+    "dinner", "engine", "feather", "glacier", "hammer", "insect", "jungle", "lemon", "marble",
+    "nickel", "oyster", "parrot", "quiet", "ribbon", "spoon", "tiger", "umbrella", "violin",
+    "wagon", "zebra", "almond", "blanket", "copper", "desert", "elbow", "fabric", "gravel",
+    "hollow", "ivory", "jelly", "kitten", "lantern", "mirror", "noodle", "office", "pillow",
+    "quartz", "rocket", "shadow", "timber", "uncle", "valley", "whistle", "yogurt", "arrow",
+    "button", "cotton", "donkey", "empire", "finger", "ginger", "helmet", "iron", "journey",
+    "kingdom", "lizard", "monkey", "nephew", "onion", "puzzle", "rhythm", "salmon", "tomato",
+    "useful", "vessel", "weather", "always", "before", "carry", "during", "either", "follow",
+    "gather", "happen", "inside", "listen", "minute", "nearly", "option", "people", "reason",
+    "second", "travel", "unless", "visit", "wonder", "across", "behind", "choose", "decide",
+    "enough", "figure", "growth", "health", "little", "market", "nature", "object", "public",
+    "record", "simple", "toward", "number", "member", "letter", "summer", "cheese", "planet",
+];
+
+fn junk_words(rng: &mut Rng, n: usize) -> String {
+    (0..n)
+        .map(|_| *rng.pick(VOCAB))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ------------------------------------------------------------- the recipient
+
+const FIRST: &[&str] = &[
+    "Alice", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiroshi",
+];
+const LAST: &[&str] = &[
+    "Martin",
+    "Keller",
+    "Rossi",
+    "Volkov",
+    "Garcia",
+    "Haddad",
+    "Lindqvist",
+    "Tanaka",
+];
+const DOMAINS: &[&str] = &["example.org", "example.net", "example.com"];
+
+fn first(copy: usize) -> &'static str {
+    FIRST[copy % FIRST.len()]
+}
+
+fn last(copy: usize) -> &'static str {
+    LAST[copy % LAST.len()]
+}
+
+fn address(copy: usize) -> String {
+    format!(
+        "{}.{}@{}",
+        first(copy).to_lowercase(),
+        last(copy).to_lowercase(),
+        DOMAINS[copy % DOMAINS.len()]
+    )
+}
+
+/// The per-recipient number that replaces `{ID}`.
+fn tracking(text: &str, copy: usize) -> String {
+    let mut r = rng(text, copy, "tracking");
+    format!("{}", 1_000_000 + r.below(9_000_000))
+}
+
+/// Wraps lines longer than 76 characters at 72.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        if line.chars().count() <= width + 4 {
+            out.push(line.to_owned());
+            continue;
+        }
+        let mut cur = String::new();
+        for w in line.split_whitespace() {
+            if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+                out.push(std::mem::take(&mut cur));
+            }
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(w);
+        }
+        out.push(cur);
+    }
+    out.join("\n")
+}
+
+/// What the recipient reads: greeting with their name, the text with
+/// their number, lines wrapped at 72.
+pub fn body(text: &str, copy: usize) -> String {
+    let t = text.replace("{ID}", &tracking(text, copy));
+    format!("Dear {},\n\n{}\n", first(copy), wrap(&t, 72))
+}
+
+/// The first URL host of the text, to make the sender's address from.
+fn host(text: &str) -> String {
+    text.split_whitespace()
+        .find_map(|w| w.split_once("://"))
+        .map(|(_, rest)| {
+            rest.split(['/', '?', '#'])
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(['.', ',', ')'])
+                .to_owned()
+        })
+        .filter(|h| !h.is_empty() && h.is_ascii())
+        .unwrap_or_else(|| "mailer.example".to_owned())
+}
+
+/// The subject: the first words of the text, the same for every copy.
+fn subject(text: &str) -> String {
+    let s: String = text
+        .split_whitespace()
+        .filter(|w| !w.contains("{ID}"))
+        .take(7)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    let s = s.trim_end_matches([',', '.', ':', ';']).to_owned();
+    if s.is_ascii() {
+        s
+    } else {
+        format!(
+            "=?utf-8?B?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
+        )
+    }
+}
+
+/// The message: headers for this copy, `content` (the Content-* header
+/// lines) and the body as given.
+fn message(text: &str, copy: usize, content: &str, body: &[u8]) -> Vec<u8> {
+    let h = fnv(text.as_bytes());
+    let host = host(text);
+    let mut out = format!(
+        "From: \"Customer Service\" <info@{host}>\n\
+         To: \"{} {}\" <{}>\n\
+         Subject: {}\n\
+         Date: Mon, 3 Nov 2025 10:{:02}:{:02} +0000\n\
+         Message-ID: <{h:016x}.{copy}.{}@{host}>\n\
+         MIME-Version: 1.0\n\
+         {content}\n\n",
+        first(copy),
+        last(copy),
+        address(copy),
+        subject(text),
+        copy % 60,
+        (h % 60) as usize,
+        fnv(content.as_bytes()) % 100_000,
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+const PLAIN: &str = "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit";
+const HTML: &str = "Content-Type: text/html; charset=utf-8\nContent-Transfer-Encoding: 8bit";
+
+fn plain_message(text: &str, copy: usize, body: &str) -> Vec<u8> {
+    message(text, copy, PLAIN, body.as_bytes())
+}
+
+fn html_message(text: &str, copy: usize, html: &str) -> Vec<u8> {
+    message(text, copy, HTML, html.as_bytes())
+}
+
+fn b64_lines(bytes: &[u8]) -> String {
+    let s = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut out = String::with_capacity(s.len() + s.len() / 76 + 2);
+    for chunk in s.as_bytes().chunks(76) {
+        out.push_str(std::str::from_utf8(chunk).unwrap());
+        out.push('\n');
+    }
+    out
+}
+
+fn crlf(s: &str) -> String {
+    s.replace('\n', "\r\n")
+}
+
+/// A multipart body of `parts` (their header lines and body).
+fn multipart(boundary: &str, parts: &[(String, String)]) -> String {
+    let mut out = String::from("This is a multi-part message in MIME format.\n\n");
+    for (headers, body) in parts {
+        out.push_str(&format!("--{boundary}\n{headers}\n\n{body}\n"));
+    }
+    out.push_str(&format!("--{boundary}--\n"));
+    out
+}
+
+// ------------------------------------------------------------------- words
+
+fn is_url(w: &str) -> bool {
+    w.contains("://") || w.starts_with("www.")
+}
+
+/// A word worth dressing: not a link or an address, three letters or more.
+fn dressable(w: &str) -> bool {
+    !is_url(w) && !w.contains('@') && w.chars().filter(|c| c.is_alphabetic()).count() >= 3
+}
+
+/// `s` with some words (dressable ones, each with probability `p`)
+/// replaced by `f` of them; spaces and line breaks kept.
+fn dress_words(
+    s: &str,
+    rng: &mut Rng,
+    p: f64,
+    mut f: impl FnMut(&str, &mut Rng) -> String,
+) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (j, w) in line.split(' ').enumerate() {
+            if j > 0 {
+                out.push(' ');
+            }
+            if dressable(w) && rng.chance(p) {
+                out.push_str(&f(w, rng));
+            } else {
+                out.push_str(w);
+            }
+        }
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        esc_char(c, &mut out);
+    }
+    out
+}
+
+fn esc_char(c: char, out: &mut String) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        c => out.push(c),
+    }
+}
+
+/// A link shown as itself; trailing punctuation stays outside it.
+fn link(w: &str) -> String {
+    let url = w.trim_end_matches(['.', ',', ')', ';', ':']);
+    let rest = &w[url.len()..];
+    let href = if url.starts_with("www.") {
+        format!("http://{url}")
+    } else {
+        url.to_owned()
+    };
+    format!("<a href=\"{}\">{}</a>{}", esc(&href), esc(url), esc(rest))
+}
+
+/// The body as HTML paragraphs, each a list of lines: links as `<a>`,
+/// some words (dressable, probability `p`) rendered by `f` (which
+/// escapes), all else escaped.
+fn html_paragraphs(
+    body: &str,
+    rng: &mut Rng,
+    p: f64,
+    mut f: impl FnMut(&str, &mut Rng) -> String,
+) -> Vec<Vec<String>> {
+    body.split("\n\n")
+        .map(str::trim)
+        .filter(|para| !para.is_empty())
+        .map(|para| {
+            para.split('\n')
+                .map(|line| {
+                    line.split(' ')
+                        .map(|w| {
+                            if is_url(w) {
+                                link(w)
+                            } else if dressable(w) && rng.chance(p) {
+                                f(w, rng)
+                            } else {
+                                esc(w)
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Paragraphs as `<p>` elements, lines separated by `<br>`.
+fn p_elements(paras: &[Vec<String>]) -> String {
+    paras
+        .iter()
+        .map(|lines| format!("<p>{}</p>\n", lines.join("<br>\n")))
+        .collect()
+}
+
+fn html_doc(inner: &str) -> String {
+    format!(
+        "<html>\n<head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\"></head>\n\
+         <body>\n{inner}</body>\n</html>\n"
+    )
+}
+
+/// The characters of `w` split at `cuts` random places (1 to len-1).
+fn split_chars(w: &str, rng: &mut Rng, cuts: usize) -> Vec<String> {
+    let chars: Vec<char> = w.chars().collect();
+    let mut at: Vec<usize> = (0..cuts).map(|_| rng.range(1, chars.len() - 1)).collect();
+    at.sort_unstable();
+    at.dedup();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for a in at.into_iter().chain([chars.len()]) {
+        out.push(chars[start..a].iter().collect());
+        start = a;
+    }
+    out
+}
+
+// -------------------------------------------------------------- plain text
+
+/// The plain copy (and the control class).
+pub fn plain(text: &str, copy: usize) -> Vec<u8> {
+    plain_message(text, copy, &body(text, copy))
+}
+
+fn quote(body: &str) -> String {
+    body.trim_end()
+        .split('\n')
+        .map(|l| {
+            if l.is_empty() {
+                ">\n".to_owned()
+            } else {
+                format!("> {l}\n")
+            }
+        })
+        .collect()
+}
+
+fn quote_all(text: &str, copy: usize) -> Vec<u8> {
+    plain_message(text, copy, &quote(&body(text, copy)))
+}
+
+const QUOTED_PEOPLE: &[(&str, &str)] = &[
+    ("Jane Roe", "jane@example.net"),
+    ("Paul Smith", "p.smith@example.com"),
+    ("Support", "support@example.org"),
+    ("Mark Evans", "mark.evans@example.net"),
+];
+
+fn attribution(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "attribution");
+    let (name, addr) = r.pick(QUOTED_PEOPLE);
+    let blank = if r.chance(0.5) { "\n" } else { "" };
+    let b = format!(
+        "On Mon, 3 Nov 2025 at 10:{:02}, {name} <{addr}> wrote:\n{blank}{}",
+        r.below(60),
+        quote(&body(text, copy))
+    );
+    plain_message(text, copy, &b)
+}
+
+const SHORT_LINES: &[&str] = &[
+    "Please see below.",
+    "FYI",
+    "See the message below.",
+    "Forwarding this to you.",
+    "Please read.",
+];
+
+fn original_message(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "original");
+    let (name, addr) = r.pick(QUOTED_PEOPLE);
+    let b = format!(
+        "{}\n\n-----Original Message-----\nFrom: {name} <{addr}>\nSent: Monday, November 3, 2025 \
+         9:{:02} AM\nTo: {} {}\nSubject: {}\n\n{}",
+        r.pick(SHORT_LINES),
+        r.below(60),
+        first(copy),
+        last(copy),
+        subject(text),
+        body(text, copy)
+    );
+    plain_message(text, copy, &b)
+}
+
+fn forwarded(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "forwarded");
+    let (name, addr) = r.pick(QUOTED_PEOPLE);
+    let top = if r.chance(0.5) {
+        format!("{}\n\n", r.pick(SHORT_LINES))
+    } else {
+        String::new()
+    };
+    let b = format!(
+        "{top}---------- Forwarded message ---------\nFrom: {name} <{addr}>\nDate: Mon, 3 Nov 2025 \
+         at 09:{:02}\nSubject: {}\nTo: <{}>\n\n\n{}",
+        r.below(60),
+        subject(text),
+        address(copy),
+        body(text, copy)
+    );
+    plain_message(text, copy, &b)
+}
+
+fn signature_top(text: &str, copy: usize) -> Vec<u8> {
+    plain_message(text, copy, &format!("-- \n{}", body(text, copy)))
+}
+
+fn rule_unsubscribe(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "unsubscribe");
+    let rule = "________________________________";
+    let unsub = format!(
+        "If you no longer wish to receive these emails, unsubscribe here: \
+         https://lists.{}/u?x={}",
+        host(text),
+        r.below(1_000_000)
+    );
+    let b = body(text, copy);
+    let out = if copy.is_multiple_of(2) {
+        format!("{unsub}\n{rule}\n\n{b}")
+    } else {
+        let (greeting, rest) = b.split_once('\n').unwrap_or((&b, ""));
+        format!("{greeting}\n{rule}\n{unsub}\n{rule}\n{rest}")
+    };
+    plain_message(text, copy, &out)
+}
+
+const DISCLAIMERS: &[&str] = &[
+    "CONFIDENTIALITY NOTICE: This e-mail is confidential and intended only for the use of the \
+     individual or entity to whom it is addressed. It may contain information that is privileged \
+     or exempt from disclosure under applicable law. If you are not the intended recipient, any \
+     use, copying or distribution of this e-mail is prohibited. If you have received this email \
+     in error please notify the sender immediately and delete it from your system.",
+    "This e-mail is confidential and intended only for the person or organisation to which it is \
+     addressed. If you have received this email in error please notify the sender by return \
+     e-mail and destroy all copies. Any views expressed are those of the author and not \
+     necessarily those of the company.",
+    "Disclaimer: this message and any attachments are confidential and intended only for the \
+     addressee. If you have received this email in error please notify the sender and delete \
+     it. E-mail cannot be guaranteed to be secure or free of errors or viruses.",
+];
+
+fn disclaimer(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "disclaimer");
+    let d = wrap(DISCLAIMERS[r.below(DISCLAIMERS.len())], 72);
+    let b = body(text, copy);
+    let mut paras: Vec<&str> = b.trim_end().split("\n\n").collect();
+    let at = if copy.is_multiple_of(2) {
+        0
+    } else {
+        r.range(1, paras.len().saturating_sub(1).max(1))
+    };
+    paras.insert(at, &d);
+    plain_message(text, copy, &(paras.join("\n\n") + "\n"))
+}
+
+fn extra_greetings(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "greetings");
+    let hello = r.pick(&["Hi", "Hello", "Good morning"]);
+    let b = format!(
+        "{hello} {},\n\n{} {}, this message is for you.\n\n{}",
+        first(copy),
+        first(copy),
+        last(copy),
+        body(text, copy)
+    );
+    plain_message(text, copy, &b)
+}
+
+const CONFUSABLE: &[(char, char)] = &[
+    ('a', '\u{430}'),
+    ('e', '\u{435}'),
+    ('o', '\u{43e}'),
+    ('p', '\u{440}'),
+    ('c', '\u{441}'),
+    ('x', '\u{445}'),
+    ('A', '\u{410}'),
+    ('E', '\u{415}'),
+    ('O', '\u{41e}'),
+    ('P', '\u{420}'),
+    ('C', '\u{421}'),
+    ('X', '\u{425}'),
+];
+
+fn confusables(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "confusables");
+    let b = dress_words(&body(text, copy), &mut r, 0.5, |w, _| {
+        w.chars()
+            .map(|c| {
+                CONFUSABLE
+                    .iter()
+                    .find(|(l, _)| *l == c)
+                    .map_or(c, |(_, k)| *k)
+            })
+            .collect()
+    });
+    plain_message(text, copy, &b)
+}
+
+/// `w` with `n` characters from `pool` inserted inside it.
+fn insert_inside(w: &str, rng: &mut Rng, n: usize, pool: &[char]) -> String {
+    let pieces = split_chars(w, rng, n);
+    let mut out = String::new();
+    for (i, p) in pieces.iter().enumerate() {
+        if i > 0 {
+            out.push(*rng.pick(pool));
+        }
+        out.push_str(p);
+    }
+    out
+}
+
+fn zero_width(text: &str, copy: usize) -> Vec<u8> {
+    const INVISIBLE: &[char] = &[
+        '\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}', '\u{ad}',
+    ];
+    let mut r = rng(text, copy, "zero_width");
+    let b = dress_words(&body(text, copy), &mut r, 0.4, |w, r| {
+        let n = r.range(1, 2);
+        insert_inside(w, r, n, INVISIBLE)
+    });
+    plain_message(text, copy, &b)
+}
+
+fn bidi_and_variation(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "bidi");
+    let b = dress_words(&body(text, copy), &mut r, 0.4, |w, r| {
+        let chars: Vec<char> = w.chars().collect();
+        let i = r.range(1, chars.len() - 1);
+        let mut out: String = chars[..i].iter().collect();
+        match r.below(3) {
+            // An embedding or override around one letter: shown as is.
+            0 => {
+                out.push(*r.pick(&['\u{202a}', '\u{202b}', '\u{202d}', '\u{202e}']));
+                out.push(chars[i]);
+                out.push('\u{202c}');
+            }
+            // An isolate around one letter.
+            1 => {
+                out.push(*r.pick(&['\u{2066}', '\u{2067}', '\u{2068}']));
+                out.push(chars[i]);
+                out.push('\u{2069}');
+            }
+            // A variation selector after a letter.
+            _ => {
+                out.push(chars[i]);
+                out.push(char::from_u32(0xfe00 + r.below(16) as u32).unwrap());
+            }
+        }
+        out.extend(&chars[i + 1..]);
+        out
+    });
+    plain_message(text, copy, &b)
+}
+
+fn fullwidth_or_math(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "fullwidth");
+    let b = dress_words(&body(text, copy), &mut r, 0.35, |w, r| {
+        // Fullwidth, mathematical bold, mathematical sans-serif bold: no
+        // holes in their A-Z and a-z ranges.
+        let (upper, lower) = *r.pick(&[(0xff21, 0xff41), (0x1d400, 0x1d41a), (0x1d5d4, 0x1d5ee)]);
+        w.chars()
+            .map(|c| {
+                let cp = match c {
+                    'A'..='Z' => upper + (c as u32 - 'A' as u32),
+                    'a'..='z' => lower + (c as u32 - 'a' as u32),
+                    _ => return c,
+                };
+                char::from_u32(cp).unwrap()
+            })
+            .collect()
+    });
+    plain_message(text, copy, &b)
+}
+
+fn odd_spaces(text: &str, copy: usize) -> Vec<u8> {
+    const SPACES: &[&str] = &[
+        "\u{a0}", "\u{2002}", "\u{2003}", "\u{2004}", "\u{2005}", "\u{2009}", "\u{202f}", "  ",
+    ];
+    let mut r = rng(text, copy, "spaces");
+    let b: String = body(text, copy)
+        .split(' ')
+        .enumerate()
+        .map(|(i, w)| {
+            if i == 0 {
+                w.to_owned()
+            } else if r.chance(0.4) {
+                format!("{}{w}", r.pick(SPACES))
+            } else {
+                format!(" {w}")
+            }
+        })
+        .collect();
+    plain_message(text, copy, &b)
+}
+
+fn base64_plain(text: &str, copy: usize) -> Vec<u8> {
+    let b = b64_lines(crlf(&body(text, copy)).as_bytes());
+    message(
+        text,
+        copy,
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64",
+        b.as_bytes(),
+    )
+}
+
+/// Quoted-printable with ordinary letters escaped at random and soft line
+/// breaks inside words.
+fn qp(s: &str, rng: &mut Rng) -> String {
+    let mut out = String::new();
+    for line in s.split('\n') {
+        let bytes = line.as_bytes();
+        let mut len = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let last = i + 1 == bytes.len();
+            let escape = b == b'='
+                || b >= 0x80
+                || (b < 0x20 && b != b'\t')
+                || ((b == b' ' || b == b'\t') && last)
+                || (b.is_ascii_alphabetic() && rng.chance(0.2));
+            let tok = if escape {
+                format!("={b:02X}")
+            } else {
+                char::from(b).to_string()
+            };
+            if len + tok.len() > 72 || (len > 16 && b.is_ascii_alphabetic() && rng.chance(0.05)) {
+                out.push_str("=\n");
+                len = 0;
+            }
+            out.push_str(&tok);
+            len += tok.len();
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn quoted_printable(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "qp");
+    let b = qp(&body(text, copy), &mut r);
+    message(
+        text,
+        copy,
+        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable",
+        b.as_bytes(),
+    )
+}
+
+/// Windows-1252; a character it lacks becomes `?`.
+fn cp1252(s: &str) -> Vec<u8> {
+    const HIGH: &[(char, u8)] = &[
+        ('€', 0x80),
+        ('‚', 0x82),
+        ('ƒ', 0x83),
+        ('„', 0x84),
+        ('…', 0x85),
+        ('†', 0x86),
+        ('‡', 0x87),
+        ('ˆ', 0x88),
+        ('‰', 0x89),
+        ('Š', 0x8a),
+        ('‹', 0x8b),
+        ('Œ', 0x8c),
+        ('Ž', 0x8e),
+        ('‘', 0x91),
+        ('’', 0x92),
+        ('“', 0x93),
+        ('”', 0x94),
+        ('•', 0x95),
+        ('–', 0x96),
+        ('—', 0x97),
+        ('˜', 0x98),
+        ('™', 0x99),
+        ('š', 0x9a),
+        ('›', 0x9b),
+        ('œ', 0x9c),
+        ('ž', 0x9e),
+        ('Ÿ', 0x9f),
+    ];
+    s.chars()
+        .map(|c| match u32::from(c) {
+            n if n < 0x80 || (0xa0..=0xff).contains(&n) => n as u8,
+            _ => HIGH.iter().find(|(h, _)| *h == c).map_or(b'?', |(_, b)| *b),
+        })
+        .collect()
+}
+
+fn windows_1252(text: &str, copy: usize) -> Vec<u8> {
+    message(
+        text,
+        copy,
+        "Content-Type: text/plain; charset=windows-1252\nContent-Transfer-Encoding: 8bit",
+        &cp1252(&body(text, copy)),
+    )
+}
+
+fn utf16(text: &str, copy: usize) -> Vec<u8> {
+    let mut bytes = vec![0xff, 0xfe];
+    for u in crlf(&body(text, copy)).encode_utf16() {
+        bytes.extend_from_slice(&u.to_le_bytes());
+    }
+    message(
+        text,
+        copy,
+        "Content-Type: text/plain; charset=utf-16\nContent-Transfer-Encoding: base64",
+        b64_lines(&bytes).as_bytes(),
+    )
+}
+
+/// format=flowed, paragraphs re-wrapped at a width that differs per copy.
+fn flowed_rewrap(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "flowed");
+    let width = r.range(36, 70);
+    let mut out = String::new();
+    for para in body(text, copy).trim_end().split("\n\n") {
+        for line in para.split('\n') {
+            let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+            let mut cur = String::new();
+            for (i, w) in words.iter().enumerate() {
+                cur.push_str(w);
+                let end = i + 1 == words.len();
+                if end {
+                    break;
+                }
+                cur.push(' ');
+                if cur.chars().count() + words[i + 1].chars().count() > width {
+                    // A soft break: the line ends in a space.
+                    out.push_str(&stuff(&cur));
+                    out.push('\n');
+                    cur.clear();
+                }
+            }
+            out.push_str(&stuff(&cur));
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    message(
+        text,
+        copy,
+        "Content-Type: text/plain; charset=utf-8; format=flowed; delsp=no\n\
+         Content-Transfer-Encoding: 8bit",
+        out.as_bytes(),
+    )
+}
+
+/// RFC 3676 space-stuffing.
+fn stuff(line: &str) -> String {
+    if line.starts_with([' ', '>']) || line.starts_with("From ") {
+        format!(" {line}")
+    } else {
+        line.to_owned()
+    }
+}
+
+fn boundary(text: &str, copy: usize, kind: &str) -> String {
+    format!(
+        "----=_Part_{}_{:08x}",
+        copy,
+        rng(text, copy, kind).next_u64() as u32
+    )
+}
+
+fn split_parts(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "split");
+    let b = body(text, copy);
+    let b = b.trim_end();
+    let paras: Vec<&str> = b.split("\n\n").collect();
+    let n = r.range(2, 3);
+    // Split at paragraph boundaries when there are enough, else at lines.
+    let (units, sep): (Vec<&str>, &str) = if paras.len() >= n {
+        (paras, "\n\n")
+    } else {
+        (b.split('\n').collect(), "\n")
+    };
+    let mut cuts: Vec<usize> = (1..units.len()).collect();
+    while cuts.len() > n - 1 {
+        cuts.remove(r.below(cuts.len()));
+    }
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for c in cuts.into_iter().chain([units.len()]) {
+        let headers = if r.chance(0.5) {
+            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\
+             Content-Disposition: inline"
+        } else {
+            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit"
+        };
+        parts.push((headers.to_owned(), units[start..c].join(sep)));
+        start = c;
+    }
+    let bd = boundary(text, copy, "split");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+fn nested_rfc822(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "nested");
+    let inner = String::from_utf8(plain(text, copy)).unwrap();
+    let cover = r.pick(&[
+        "Forwarding the message below as an attachment.",
+        "See the attached message.",
+        "FYI, the original is attached.",
+    ]);
+    let parts = [
+        (PLAIN.to_owned(), format!("{cover}\n")),
+        (
+            "Content-Type: message/rfc822\nContent-Disposition: inline".to_owned(),
+            inner,
+        ),
+    ];
+    let bd = boundary(text, copy, "nested");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+// -------------------------------------------------------------------- HTML
+
+fn html_basic(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "html_basic");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+fn html_stray_quote(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "stray_quote");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let mut out = String::from("<table width=\"100%\"\">\n");
+    for lines in &paras {
+        out.push_str(&format!("<tr><td>{}</td></tr>\n", lines.join("<br>\n")));
+    }
+    out.push_str("</table>\n");
+    html_message(text, copy, &out)
+}
+
+/// A byte-order mark, then a malformed first tag. In `<p class=">...">`
+/// the stray quote opens an attribute value that runs to the next quote:
+/// a browser shows none of what is inside it (here per-copy junk, which a
+/// scanner that ends tags at the first `>` takes for text), so the quote is
+/// closed before the text starts. `<div style="color:#000"">`: a stray
+/// quote after a value, which hides nothing.
+fn html_bom(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "bom");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let inner: Vec<String> = paras.iter().map(|l| l.join("<br>\n")).collect();
+    let inner = inner.join("<br><br>\n");
+    let out = if copy.is_multiple_of(2) {
+        let n = r.range(3, 8);
+        let junk = junk_words(&mut r, n);
+        format!("\u{feff}<p class=\">{junk}\">\n{inner}\n</p>\n")
+    } else {
+        format!("\u{feff}<div style=\"color:#000\"\">\n{inner}\n</div>\n")
+    };
+    html_message(text, copy, &out)
+}
+
+fn inline_spans(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "spans");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.35, |w, r| {
+        let cuts = r.range(1, 3);
+        let mut out = String::new();
+        for piece in split_chars(w, r, cuts) {
+            if r.chance(0.7) {
+                let open = r.pick(&[
+                    "<span>",
+                    "<span class=\"t\">",
+                    "<span style=\"color:inherit\">",
+                ]);
+                out.push_str(&format!("{open}{}</span>", esc(&piece)));
+            } else {
+                out.push_str(&esc(&piece));
+            }
+        }
+        out
+    });
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+fn entities_in_words(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "entities");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.35, |w, r| {
+        let chars: Vec<char> = w.chars().collect();
+        let n = r.range(1, 3);
+        let at: Vec<usize> = (0..n).map(|_| r.below(chars.len())).collect();
+        let mut out = String::new();
+        for (i, c) in chars.iter().enumerate() {
+            if at.contains(&i) && c.is_alphanumeric() {
+                let cp = u32::from(*c);
+                out.push_str(&match r.below(3) {
+                    0 => format!("&#{cp};"),
+                    1 => format!("&#x{cp:x};"),
+                    _ => format!("&#X{cp:X};"),
+                });
+            } else {
+                esc_char(*c, &mut out);
+            }
+        }
+        out
+    });
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+fn comments_in_words(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "comments");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.35, |w, r| {
+        let pieces = split_chars(w, r, 1);
+        let comment = if r.chance(0.3) {
+            "<!---->".to_owned()
+        } else {
+            let n = r.range(1, 3);
+            format!("<!-- {} -->", junk_words(r, n))
+        };
+        pieces
+            .iter()
+            .map(|p| esc(p))
+            .collect::<Vec<_>>()
+            .join(&comment)
+    });
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+fn wbr_and_letter_split(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "wbr");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.35, |w, r| {
+        if r.chance(0.5) {
+            let cuts = r.range(1, 2);
+            split_chars(w, r, cuts)
+                .iter()
+                .map(|p| esc(p))
+                .collect::<Vec<_>>()
+                .join("<wbr>")
+        } else {
+            let tag = *r.pick(&["font", "b", "i", "span"]);
+            w.chars()
+                .map(|c| {
+                    let mut s = format!("<{tag}>");
+                    esc_char(c, &mut s);
+                    s.push_str(&format!("</{tag}>"));
+                    s
+                })
+                .collect()
+        }
+    });
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+fn anchor_wrap(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "anchor");
+    let b = body(text, copy);
+    // Inside one link, links cannot nest: URLs stay text.
+    let inner: Vec<String> = b
+        .trim()
+        .split("\n\n")
+        .map(|p| esc(p).replace('\n', "<br>\n"))
+        .collect();
+    let out = html_doc(&format!(
+        "<a href=\"https://{}/c/{}\" style=\"color:#000000;text-decoration:none\">\n{}\n</a>\n",
+        host(text),
+        r.below(1_000_000),
+        inner.join("<br><br>\n")
+    ));
+    html_message(text, copy, &out)
+}
+
+fn outlook_html(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "outlook");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let mut out = String::from(
+        "<html xmlns:v=\"urn:schemas-microsoft-com:vml\" \
+         xmlns:o=\"urn:schemas-microsoft-com:office:office\" \
+         xmlns:w=\"urn:schemas-microsoft-com:office:word\" \
+         xmlns:m=\"http://schemas.microsoft.com/office/2004/12/omml\" \
+         xmlns=\"http://www.w3.org/TR/REC-html40\">\n<head>\n\
+         <meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">\n\
+         <meta name=\"Generator\" content=\"Microsoft Word 15 (filtered medium)\">\n\
+         <style><!--\n/* Font Definitions */\n@font-face\n\t{font-family:\"Cambria Math\";\n\
+         \tpanose-1:2 4 5 3 5 4 6 3 2 4;}\n@font-face\n\t{font-family:Calibri;\n\
+         \tpanose-1:2 15 5 2 2 2 4 3 2 4;}\n/* Style Definitions */\n\
+         p.MsoNormal, li.MsoNormal, div.MsoNormal\n\t{margin:0cm;\n\tfont-size:11.0pt;\n\
+         \tfont-family:\"Calibri\",sans-serif;\n\tmso-fareast-language:EN-US;}\n\
+         a:link, span.MsoHyperlink\n\t{mso-style-priority:99;\n\tcolor:#0563C1;\n\
+         \ttext-decoration:underline;}\nspan.EmailStyle17\n\t{mso-style-type:personal-compose;\n\
+         \tfont-family:\"Calibri\",sans-serif;\n\tcolor:windowtext;}\n.MsoChpDefault\n\
+         \t{mso-style-type:export-only;\n\tfont-family:\"Calibri\",sans-serif;}\n\
+         @page WordSection1\n\t{size:612.0pt 792.0pt;\n\tmargin:72.0pt 72.0pt 72.0pt 72.0pt;}\n\
+         div.WordSection1\n\t{page:WordSection1;}\n--></style>\
+         <!--[if gte mso 9]><xml>\n<o:shapedefaults v:ext=\"edit\" spidmax=\"1026\" />\n\
+         </xml><![endif]-->\n</head>\n\
+         <body lang=\"EN-GB\" link=\"#0563C1\" vlink=\"#954F72\" style=\"word-wrap:break-word\">\n\
+         <div class=\"WordSection1\">\n",
+    );
+    for (i, lines) in paras.iter().enumerate() {
+        if i > 0 {
+            out.push_str("<p class=\"MsoNormal\"><o:p>&nbsp;</o:p></p>\n");
+        }
+        for line in lines {
+            out.push_str(&format!("<p class=\"MsoNormal\">{line}<o:p></o:p></p>\n"));
+        }
+    }
+    out.push_str("</div>\n</body>\n</html>\n");
+    html_message(text, copy, &out)
+}
+
+/// Per-copy junk where a client does not show it: the title, a style sheet
+/// comment, meta keywords, comments between paragraphs.
+fn head_junk(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "head_junk");
+    let n = body(text, copy).split_whitespace().count();
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let mut out = format!(
+        "<html>\n<head>\n<title>{}</title>\n<meta name=\"keywords\" content=\"{}\">\n\
+         <style type=\"text/css\">\n/* {} */\nbody {{ font-family: Arial, sans-serif; }}\n\
+         .{} {{ color: #333333; }}\n</style>\n</head>\n<body>\n",
+        junk_words(&mut r, 6),
+        junk_words(&mut r, n / 4),
+        junk_words(&mut r, n / 4),
+        junk_words(&mut r, 1),
+    );
+    for lines in &paras {
+        let k = r.range(3, 12);
+        out.push_str(&format!(
+            "<!-- {} -->\n<p>{}</p>\n",
+            junk_words(&mut r, k),
+            lines.join("<br>\n")
+        ));
+    }
+    out.push_str("</body>\n</html>\n");
+    html_message(text, copy, &out)
+}
+
+/// An inline element the recipient does not see, holding `words`.
+fn hidden(rng: &mut Rng, words: &str) -> String {
+    match rng.below(6) {
+        0 => format!("<span style=\"display:none\">{words}</span>"),
+        1 => format!("<span style=\"font-size:0\">{words}</span>"),
+        2 => format!("<span style=\"font-size:0px;line-height:0\">{words}</span>"),
+        3 => format!("<font color=\"#ffffff\">{words}</font>"),
+        4 => format!("<span style=\"color:#ffffff\">{words}</span>"),
+        _ => format!("<span style=\"visibility:hidden\">{words}</span>"),
+    }
+}
+
+/// Hash-buster words hidden after some words and between paragraphs, about
+/// as many as the text has.
+fn hidden_junk(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "hidden");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
+        let n = r.range(1, 3);
+        let words = junk_words(r, n);
+        format!("{}{}", esc(w), hidden(r, &format!(" {words}")))
+    });
+    let mut inner = String::new();
+    for lines in &paras {
+        inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
+        let n = r.range(4, 10);
+        let words = junk_words(&mut r, n);
+        inner.push_str(&match r.below(3) {
+            0 => format!("<div style=\"display:none\">{words}</div>\n"),
+            1 => format!("<p style=\"font-size:0;color:#ffffff\">{words}</p>\n"),
+            _ => format!("<div style=\"visibility:hidden;height:0\">{words}</div>\n"),
+        });
+    }
+    let out = format!(
+        "<html>\n<body bgcolor=\"#ffffff\" style=\"background-color:#ffffff\">\n{inner}</body>\n</html>\n"
+    );
+    html_message(text, copy, &out)
+}
+
+fn html_only_alternative(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "alternative");
+    let decoy = r.pick(&[
+        "To view this message, please use an HTML-capable email client.",
+        "Having trouble reading this email? View it in your browser.",
+        "The weather tomorrow will be cloudy with a chance of rain.",
+        "This newsletter is best viewed in HTML.",
+    ]);
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let parts = [
+        (PLAIN.to_owned(), format!("{decoy}\n")),
+        (HTML.to_owned(), html_doc(&p_elements(&paras))),
+    ];
+    let bd = boundary(text, copy, "alternative");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/alternative; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(raw: &[u8]) -> String {
+        let msg = mail_parser::MessageParser::default().parse(raw).unwrap();
+        msg.body_text(0).unwrap().replace("\r\n", "\n")
+    }
+
+    #[test]
+    fn qp_decodes_to_the_body() {
+        let text = "Héllo = wörld, a line long enough to need a soft break or two before \
+                    it ends, and then some more words to be sure.\n\nSecond {ID} paragraph.";
+        let raw = quoted_printable(text, 3);
+        assert_eq!(decoded(&raw).trim_end(), body(text, 3).trim_end());
+    }
+
+    /// The transfer encodings and charsets hide nothing: a parser gets the
+    /// plain copy's text back (the dress is faithful).
+    #[test]
+    fn encodings_decode_to_the_plain_body() {
+        for (name, paras) in crate::texts::OWN {
+            let text = paras.join("\n\n");
+            for copy in 3..7 {
+                let want = body(&text, copy);
+                let want = want.trim_end();
+                for (class, dress) in [
+                    ("base64", base64_plain as Dress),
+                    ("quoted_printable", quoted_printable),
+                    ("windows_1252", windows_1252),
+                    ("utf16", utf16),
+                ] {
+                    let got = decoded(&dress(&text, copy));
+                    assert_eq!(got.trim_end(), want, "{class} {name} {copy}");
+                }
+            }
+        }
+    }
+}
