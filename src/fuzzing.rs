@@ -774,6 +774,54 @@ pub fn arrival(data: &[u8]) {
     }
 }
 
+// ---------------------------------------------------------------- html
+
+/// An HTML document through [`crate::mime::html::to_text`], at a text
+/// bound the first byte picks: never a panic, the text and the returned
+/// targets within their bounds, the same result twice, and for input
+/// without markup (no `<` or `&`) the input's own words.
+///
+/// # Panics
+/// On a bug.
+pub fn html(data: &[u8]) {
+    use crate::mime::html::{to_text, Targets, MAX_IMAGES, MAX_URLS};
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let limit = 64 + usize::from(first) * 64;
+    let doc = String::from_utf8_lossy(rest);
+    let render = || {
+        let mut out = String::new();
+        let mut targets = Targets::default();
+        to_text(&doc, &mut out, &mut targets, limit);
+        (out, targets)
+    };
+    let (out, targets) = render();
+    assert!(
+        out.len() <= limit,
+        "{} bytes past the bound {limit}",
+        out.len()
+    );
+    assert!(targets.urls.len() <= MAX_URLS && targets.images.len() <= MAX_IMAGES);
+    assert_eq!(
+        (out.clone(), targets.clone()),
+        render(),
+        "not deterministic"
+    );
+    if !doc.contains(['<', '&']) && doc.len() < limit / 2 {
+        let words = |s: &str| {
+            s.split_ascii_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        // U+000C and the other ASCII whitespace collapse; NULs are the
+        // tokenizer's to replace.
+        if !doc.contains(['\0', '\r']) {
+            assert_eq!(words(&out), words(&doc), "text without markup changed");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -787,6 +835,7 @@ mod tests {
             snapshot(data);
             mbox(data);
             arrival(data);
+            html(data);
         }
     }
 

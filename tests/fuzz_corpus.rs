@@ -157,3 +157,22 @@ fn arrival_target_passes_fixture_messages_and_corpus() {
         msgs.len()
     );
 }
+
+/// The HTML target over its committed seeds and over every fixture
+/// message read as a document (most are not HTML: the renderer must take
+/// anything), at several text bounds.
+#[test]
+fn html_target_passes_fixture_messages_and_corpus() {
+    let msgs = fixture_messages();
+    for (i, m) in msgs.iter().enumerate().step_by(3) {
+        let mut data = vec![(i % 256) as u8];
+        data.extend_from_slice(m);
+        fuzzing::html(&data);
+    }
+    let n = over_corpus("html", fuzzing::html);
+    assert!(
+        msgs.len() > 1000 && n >= 5,
+        "{} messages, {n} seeds",
+        msgs.len()
+    );
+}

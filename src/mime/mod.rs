@@ -119,7 +119,7 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
     }
     let mut body = BodyText {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
-        message_id: message.message_id().map(|s| at_most_chars(s, 512)),
+        message_id: message_id(&message),
         truncated,
         ..BodyText::default()
     };
@@ -145,6 +145,30 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
     collect(&message, scan.max_scan_bytes, &mut body, 0);
     MimeOutcome::Parsed(body)
+}
+
+/// The Message-ID as written between its angle brackets, unfolded: no
+/// CR, LF or other whitespace (a long id folded over two lines is one id),
+/// at most 512 characters. mail-parser's reading when it has one, else the
+/// raw field's value (an id mail-parser cannot read is still the id an
+/// operator searches the logs for).
+fn message_id(message: &Message<'_>) -> Option<String> {
+    let raw = match message.message_id() {
+        Some(id) => id.to_owned(),
+        None => {
+            let field = message
+                .headers()
+                .iter()
+                .find(|h| h.name == HeaderName::MessageId)?;
+            let value = message
+                .raw_message
+                .get(field.offset_start as usize..field.offset_end as usize)?;
+            String::from_utf8_lossy(value).into_owned()
+        }
+    };
+    let unfolded: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+    let id = unfolded.trim_start_matches('<').trim_end_matches('>');
+    (!id.is_empty()).then(|| at_most_chars(id, 512))
 }
 
 /// The first `n` characters of `s` (all of it when its bytes are no more:
@@ -500,6 +524,41 @@ mod tests {
     fn html_declared_as_plain_text_is_rendered() {
         let b = parsed("Subject: x\nContent-Type: text/plain\n\n<html><body><p>Hello <b>there</b></p></body></html>\n");
         assert_eq!(b.text.trim(), "Hello there");
+    }
+
+    /// `replay --format jsonl` and the logs carry the id as written
+    /// between the brackets, unfolded.
+    #[test]
+    fn message_id_is_unfolded_and_kept_as_written() {
+        for (raw, want) in [
+            (
+                "Message-ID: <Ab.C-1@Example.COM>\n\nx\n",
+                Some("Ab.C-1@Example.COM"),
+            ),
+            (
+                "Message-ID:\n <folded.1@example.org>\n\nx\n",
+                Some("folded.1@example.org"),
+            ),
+            (
+                "Message-ID: <long.part.one\n .two@example.org>\n\nx\n",
+                Some("long.part.one.two@example.org"),
+            ),
+            (
+                "Message-ID: no-brackets@example.net\n\nx\n",
+                Some("no-brackets@example.net"),
+            ),
+            (
+                "Message-ID: <\"quoted local\"@example.net>\n\nx\n",
+                Some("\"quotedlocal\"@example.net"),
+            ),
+            ("Message-ID:   \n\nx\n", None),
+            ("Subject: none\n\nx\n", None),
+        ] {
+            let b = parsed(raw);
+            assert_eq!(b.message_id.as_deref(), want, "{raw:?}");
+            let crlf = parsed(&raw.replace('\n', "\r\n"));
+            assert_eq!(crlf.message_id.as_deref(), want, "{raw:?} with CRLF");
+        }
     }
 
     #[test]
