@@ -450,16 +450,21 @@ impl Renderer<'_> {
     fn push_break(&mut self, br: &str, shown: bool) {
         let lim = self.limit;
         let add = |s: &mut String| {
-            if s.is_empty() || s.ends_with("\n\n") || s.len() >= lim {
+            if s.is_empty() || s.ends_with("\n\n") {
                 return;
             }
             while s.ends_with(' ') {
                 s.pop();
             }
-            if br == "\n" || s.ends_with('\n') {
-                s.push('\n');
+            let piece = if br == "\n" || s.ends_with('\n') {
+                "\n"
             } else {
-                s.push_str(br);
+                br
+            };
+            // Found by the html fuzz target: a paragraph break one byte
+            // short of the bound overshot it.
+            if s.len() + piece.len() <= lim {
+                s.push_str(piece);
             }
         };
         if shown {
@@ -1104,6 +1109,22 @@ mod tests {
         let hidden = format!("<div style=display:none>{}</div>", "w ".repeat(10_000));
         to_text(&hidden, &mut out, &mut Targets::default(), 100);
         assert!(out.len() <= 100 && out.starts_with('w'), "{out:?}");
+    }
+
+    /// Found by the html fuzz target (fixtures/fuzz/html/crash-break-at-bound):
+    /// a block break when one byte of room was left went past the bound.
+    #[test]
+    fn breaks_stay_within_the_bound() {
+        for limit in 1..12 {
+            let mut out = String::new();
+            to_text(
+                "abcdefghij<p>k</p><div>l</div>",
+                &mut out,
+                &mut Targets::default(),
+                limit,
+            );
+            assert!(out.len() <= limit, "{limit}: {out:?}");
+        }
     }
 
     #[test]
