@@ -42,8 +42,9 @@ impl Level {
 pub enum SkipReason {
     /// mail-parser found no message in the bytes.
     Unparsed,
-    /// Fewer than `min_features` shingles and no attachment: empty, one-line
-    /// or image-only bodies must not form campaigns with each other.
+    /// Fewer than `min_features` shingles and no anchor (attachment, image
+    /// source, link with some text): empty or one-line bodies must not form
+    /// campaigns with each other.
     TooShort,
 }
 

@@ -301,7 +301,15 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 }
 
 /// Line-level steps: quotes, footers, greetings.
+#[cfg(test)]
 fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
+    select_lines_flagged(text, cfg).0
+}
+
+/// [`select_lines`], and whether a quote, footer or disclaimer rule
+/// removed any line (greetings aside).
+fn select_lines_flagged<'a>(text: &'a str, cfg: &NormalizeConfig) -> (Vec<Line<'a>>, bool) {
+    let mut removed = false;
     // Room for a line per 32 bytes: most texts then fill it without
     // growing it (it grew six times for a typical message).
     let mut lines: Vec<Line<'_>> = Vec::with_capacity(text.len() / 32 + 4);
@@ -309,9 +317,11 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
         let t = trim(line);
         if cfg.strip_quotes {
             if is_message_marker(t) {
+                removed = true;
                 break;
             }
             if is_quote(t) || is_attribution(t) {
+                removed = true;
                 continue;
             }
         }
@@ -321,14 +331,16 @@ fn select_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
         });
     }
     if cfg.strip_signatures {
+        let n = lines.len();
         drop_notices(&mut lines);
         cut_disclaimer(&mut lines);
         cut_footer(&mut lines);
+        removed |= lines.len() != n;
     }
     if cfg.strip_greetings {
         cut_greetings(&mut lines);
     }
-    lines
+    (lines, removed)
 }
 
 /// A cut must leave at least this many words of the message's own text...
@@ -364,20 +376,13 @@ const MIN_KEPT_SHARE: usize = 3;
 /// `-----Original Message-----` or `-- ` line, is then fingerprinted as the
 /// same words unquoted. Greetings stay cut: they are a line or two at most.
 fn bounded_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
-    let cut = select_lines(text, cfg);
-    if !cfg.strip_quotes && !cfg.strip_signatures {
+    let (cut, removed) = select_lines_flagged(text, cfg);
+    if !removed {
+        // Most messages: no quote, footer or disclaimer; nothing to bound.
         return cut;
     }
     let kept = words_in(&cut);
-    if kept >= MIN_KEPT_WORDS {
-        let total = count_words(text);
-        if kept * MIN_KEPT_SHARE >= total {
-            return cut;
-        }
-        return relax(text, cfg);
-    }
-    let total = count_words(text);
-    if kept == total {
+    if kept >= MIN_KEPT_WORDS && kept * MIN_KEPT_SHARE >= count_words(text) {
         return cut;
     }
     relax(text, cfg)
@@ -660,6 +665,19 @@ fn is_separator(line: &Line<'_>) -> bool {
 /// wants the text cut away is passed over, and a footer further down is
 /// still cut.
 fn cut_footer(lines: &mut Vec<Line<'_>>) {
+    // Separators after the first line with a word: most messages have
+    // none, and then no word is counted.
+    let Some(first_text) = lines.iter().position(|l| count_words(l.trimmed) > 0) else {
+        return;
+    };
+    let Some(first_rule) = lines
+        .iter()
+        .skip(first_text + 1)
+        .position(is_separator)
+        .map(|p| p + first_text + 1)
+    else {
+        return;
+    };
     // Non-empty lines and words after each line, counted once from the
     // end: counting them again at every separator made a message of rule
     // lines (`--`) quadratic, seconds for one 250 kB message.
@@ -672,8 +690,9 @@ fn cut_footer(lines: &mut Vec<Line<'_>>) {
             w += count_words(line.trimmed);
         }
     }
-    let mut words_before = 0;
-    for (i, (line, (a, wa))) in lines.iter().zip(&after).enumerate() {
+    let total = w;
+    for (i, (line, (a, wa))) in lines.iter().zip(&after).enumerate().skip(first_rule) {
+        let words_before = total - wa - count_words(line.trimmed);
         if words_before > 0
             && *a <= FOOTER_MAX_LINES
             && is_separator(line)
@@ -682,7 +701,6 @@ fn cut_footer(lines: &mut Vec<Line<'_>>) {
             lines.truncate(i);
             return;
         }
-        words_before += count_words(line.trimmed);
     }
 }
 
@@ -834,11 +852,20 @@ fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
     let mut para = String::with_capacity(256);
     // Paragraphs removed by themselves, as [start, end) line ranges.
     let mut removed: Vec<(usize, usize)> = Vec::new();
-    let mut words_before = 0;
+    // Words of the lines before `i` that stay, counted only when a
+    // disclaimer is found in the tail (seldom).
+    let words_before = |i: usize, lines: &[Line<'_>], removed: &[(usize, usize)]| {
+        lines
+            .iter()
+            .take(i)
+            .enumerate()
+            .filter(|(n, _)| !removed.iter().any(|(a, b)| (*a..*b).contains(n)))
+            .map(|(_, l)| count_words(l.trimmed))
+            .sum::<usize>()
+    };
     while i < lines.len() {
         let starts_para = !blank(i, lines) && (i == 0 || blank(i - 1, lines));
         if !starts_para {
-            words_before += lines.get(i).map_or(0, |l| count_words(l.trimmed));
             i += 1;
             continue;
         }
@@ -855,20 +882,18 @@ fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         let found = markers_in(&para);
         let disclaimer = (found & DISCLAIMER_BITS).count_ones() >= 2;
         let footer = (found & !DISCLAIMER_BITS).count_ones() >= 2;
-        let para_words = lines.get(i..end).map_or(0, words_in);
         if disclaimer || footer {
-            let after = lines.get(end..).map_or(0, words_in);
-            if i >= tail_start
-                && words_before > 0
-                && (small_tail(after, words_before)
-                    || holds_marker(lines.get(end..).unwrap_or(&[])))
-            {
-                lines.truncate(i);
-                break;
+            if i >= tail_start {
+                let before = words_before(i, lines, &removed);
+                let after = lines.get(end..).map_or(0, words_in);
+                if before > 0
+                    && (small_tail(after, before) || holds_marker(lines.get(end..).unwrap_or(&[])))
+                {
+                    lines.truncate(i);
+                    break;
+                }
             }
             removed.push((i, end));
-        } else {
-            words_before += para_words;
         }
         i = end;
     }
