@@ -27,10 +27,20 @@
 //! same directory, fsync, rename, fsync of the directory; a crash at any
 //! moment leaves the old or the new snapshot in place, never a broken one.
 //!
+//! Opening trusts nothing either ([`load`]): the file must be a regular
+//! file. A symbolic link is not followed (`O_NOFOLLOW`) and a FIFO cannot
+//! block the open (`O_NONBLOCK`); anything but a regular file (a FIFO, a
+//! socket, a device, a link to `/dev/zero`) is refused with
+//! [`SnapshotError::NotRegular`] before a byte is read. The read is bounded
+//! by the file's size and by [`max_file_len`], the largest snapshot this
+//! configuration can produce, so a huge or growing file is refused rather
+//! than read until memory runs out. The caller treats a refused file like
+//! a corrupt one ([`move_aside`] moves a link itself, never its target).
+//!
 //! This module does file I/O; the engine modules do not.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +106,8 @@ pub enum SnapshotError {
     },
     #[error("snapshot invalid: {what}")]
     Invalid { what: String },
+    #[error("{path} is {kind}, not a regular file")]
+    NotRegular { path: PathBuf, kind: &'static str },
 }
 
 impl From<CodecError> for SnapshotError {
@@ -291,7 +303,8 @@ pub fn save(engine: &Engine, dir: &Path) -> Result<PathBuf, SnapshotError> {
 }
 
 /// Moves a snapshot that failed to load to `<path>.corrupt-<unixtime>` and
-/// returns the new path, so it can be examined and is not loaded again.
+/// returns the new path, so it can be examined and is not loaded again. A
+/// symbolic link is moved itself; its target is left alone.
 ///
 /// # Errors
 /// The rename failed.
@@ -566,10 +579,143 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     ))
 }
 
+/// Encoded size of the largest campaign slot [`encode`] writes: a live
+/// campaign with every list full and every string at its cap.
+const MAX_CAMPAIGN_LEN: u64 = {
+    let strings = (MAX_SENDER_NAMES as u64) * (8 + MAX_STRING as u64) + (1 + 8 + MAX_STRING as u64);
+    // kind, refs, id, first/last seen, messages, recipients, score,
+    // senders, names, subject, alerted
+    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1
+};
+
+/// The largest snapshot file [`load`] reads for `cfg`: an upper bound on
+/// what [`encode`] can write for this configuration, counted section by
+/// section with every table full (`window.max_entries` entries, each in
+/// at most one non-empty bucket per band table and with as many band items
+/// as [`decode`] allows, every exact-set generation, a full LRU, twice
+/// `window.max_entries` campaign slots of which every entry's campaign is
+/// live and each at its largest). No snapshot of this configuration is
+/// larger; a larger file is refused before it is read. The bound is
+/// generous (the campaigns, at their largest, dominate it: about 6.6 KB
+/// per window entry); what it rules out is a file of unbounded or absurd
+/// size, not a large snapshot.
+pub fn max_file_len(cfg: &Config) -> u64 {
+    let entries = cfg.window.max_entries as u64;
+    let fixed = (HEADER_LEN + CHECKSUM_LEN) as u64 + 4 * (1 + 8);
+    let window = (8 + 8u64).saturating_add(entries.saturating_mul(ENTRY_LEN as u64));
+    // As in decode: up to 4 items per entry (plus slack) per table, each
+    // in a non-empty bucket (index u32, count u64) at worst of its own.
+    let items = entries.saturating_mul(4).saturating_add(1024);
+    let per_table = 8u64.saturating_add(items.saturating_mul(4 + 8 + 8));
+    let bands =
+        (4 + 8 + 8u64).saturating_add((cfg.window.minhash_bands as u64).saturating_mul(per_table));
+    // One generation's filter is sized for at most `bloom_items` items
+    // (ExactSet divides them among generations); 64 bytes cover the
+    // bloomfilter crate's header.
+    let fp = cfg.exact.bloom_fp_rate;
+    let fp = if fp > 0.0 && fp < 1.0 { fp } else { 1e-12 };
+    let bloom = Bloom::<[u8]>::compute_bitmap_size(cfg.exact.bloom_items.max(16), fp) as u64 + 64;
+    let exact = (8 + 8u64)
+        .saturating_add(
+            (cfg.exact.generations.max(2) as u64)
+                .saturating_mul((8 + 8 + 8u64).saturating_add(bloom)),
+        )
+        .saturating_add((cfg.exact.lru_capacity as u64).saturating_mul(32 + 4 + 8));
+    let slots = entries.saturating_mul(2).saturating_add(16);
+    let campaigns = 8u64
+        .saturating_add(slots.saturating_mul(1 + 4 + 4 + 8))
+        .saturating_add(entries.saturating_add(16).saturating_mul(MAX_CAMPAIGN_LEN));
+    fixed
+        .saturating_add(window)
+        .saturating_add(bands)
+        .saturating_add(exact)
+        .saturating_add(campaigns)
+}
+
+/// What a file that is not a regular file is, for [`SnapshotError::NotRegular`].
+fn file_kind(t: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads the snapshot file at `path`, trusting nothing about it: see the
+/// module docs.
+///
+/// # Errors
+/// `NotRegular` for anything but a regular file (a symbolic link included,
+/// whatever it points to), `TooLarge` for a file above [`max_file_len`],
+/// `Io` when it cannot be opened or read.
+pub fn read_file(path: &Path, cfg: &Config) -> Result<Vec<u8>, SnapshotError> {
+    let io = |op: &'static str| {
+        move |source| SnapshotError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
+    };
+    let not_regular = |kind| SnapshotError::NotRegular {
+        path: path.to_owned(),
+        kind,
+    };
+    // Before opening: opening a device or a FIFO can block or act.
+    let t = fs::symlink_metadata(path).map_err(io("stat"))?.file_type();
+    if !t.is_file() {
+        return Err(not_regular(file_kind(t)));
+    }
+    // Replaced since: O_NOFOLLOW refuses a link (ELOOP), O_NONBLOCK keeps a
+    // FIFO from blocking the open, O_NOCTTY a terminal from becoming ours.
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => not_regular("a symbolic link"),
+            _ => io("open")(e),
+        })?;
+    let meta = f.metadata().map_err(io("stat"))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(file_kind(meta.file_type())));
+    }
+    let max = max_file_len(cfg);
+    if meta.len() > max {
+        return Err(SnapshotError::TooLarge {
+            what: "file size",
+            count: meta.len(),
+            max,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // One byte more than its size: a file that grows while read is refused.
+    (&f).take(meta.len().saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io("read"))?;
+    if bytes.len() as u64 > meta.len() {
+        return Err(SnapshotError::Invalid {
+            what: format!("{} grew while it was read", path.display()),
+        });
+    }
+    Ok(bytes)
+}
+
 /// Loads the snapshot at `path` into an engine for `cfg`.
 ///
 /// # Errors
-/// The file cannot be read, or [`decode`] refuses it.
+/// [`read_file`] refuses the file or cannot read it, or [`decode`] refuses
+/// its contents.
 pub fn load_engine(path: &Path, cfg: &Config) -> Result<Engine, SnapshotError> {
     load(path, cfg).map(|(e, _)| e)
 }
@@ -579,12 +725,7 @@ pub fn load_engine(path: &Path, cfg: &Config) -> Result<Engine, SnapshotError> {
 /// # Errors
 /// As [`load_engine`].
 pub fn load(path: &Path, cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
-    let bytes = fs::read(path).map_err(|source| SnapshotError::Io {
-        op: "read",
-        path: path.to_owned(),
-        source,
-    })?;
-    decode(&bytes, cfg)
+    decode(&read_file(path, cfg)?, cfg)
 }
 
 #[cfg(test)]
@@ -822,5 +963,91 @@ mod tests {
         let aside = move_aside(&path, 77).unwrap();
         assert!(aside.to_string_lossy().ends_with("state.bin.corrupt-77"));
         assert!(!path.exists());
+    }
+
+    /// A FIFO would block the open, a link to /dev/zero would be read
+    /// until memory runs out: both are refused before a byte is read, as
+    /// are a directory and a link to a good snapshot (never followed).
+    #[test]
+    fn only_a_regular_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = small_cfg();
+        let good = save(&fed_engine(&cfg), dir.path()).unwrap();
+        let cases: [(&str, &str); 4] = [
+            ("zero", "a symbolic link"),
+            ("link", "a symbolic link"),
+            ("fifo", "a FIFO"),
+            ("dir", "a directory"),
+        ];
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).unwrap();
+        std::os::unix::fs::symlink(&good, dir.path().join("link")).unwrap();
+        let st = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        fs::create_dir(dir.path().join("dir")).unwrap();
+        for (name, kind) in cases {
+            match load(&dir.path().join(name), &cfg) {
+                Err(SnapshotError::NotRegular { kind: k, .. }) => assert_eq!(k, kind, "{name}"),
+                other => panic!("{name}: {:?}", other.map(|(_, l)| l)),
+            }
+        }
+        // Moving a link aside moves the link, not what it points to.
+        let aside = move_aside(&dir.path().join("link"), 5).unwrap();
+        assert!(fs::symlink_metadata(&aside)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(load(&good, &cfg).is_ok());
+    }
+
+    #[test]
+    fn a_file_larger_than_any_snapshot_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = small_cfg();
+        let path = dir.path().join(FILE_NAME);
+        // Sparse: nothing is written, and nothing must be read.
+        let f = File::create(&path).unwrap();
+        f.set_len(max_file_len(&cfg) + 1).unwrap();
+        assert!(matches!(
+            load(&path, &cfg),
+            Err(SnapshotError::TooLarge {
+                what: "file size",
+                ..
+            })
+        ));
+    }
+
+    /// The bound holds a full engine's snapshot with long campaign strings.
+    #[test]
+    fn max_file_len_bounds_a_full_engine() {
+        let mut cfg = small_cfg();
+        cfg.window.max_entries = 64;
+        let mut e = Engine::new(&cfg);
+        let long = "\u{00e9}".repeat(600);
+        for i in 0..100u32 {
+            let msg = format!(
+                "From: {long} <s{i}@d{i}.{long}.example>\nTo: me@example.net\nSubject: {long} {i}\n\n\
+                 Message {i} body {long} with words {i} {i} {i}.\n"
+            );
+            e.process(msg.as_bytes(), &env(), UnixSecs(1000 + u64::from(i)));
+            e.process(
+                spam("zed", i).as_bytes(),
+                &env(),
+                UnixSecs(1000 + u64::from(i)),
+            );
+        }
+        assert_eq!(e.stats().window_entries, 64, "the window is full");
+        let bytes = encode(&e, 1);
+        assert!(
+            (bytes.len() as u64) <= max_file_len(&cfg),
+            "{} > {}",
+            bytes.len(),
+            max_file_len(&cfg)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_atomic(dir.path(), FILE_NAME, &bytes).unwrap();
+        assert!(load(&path, &cfg).is_ok());
     }
 }

@@ -144,9 +144,10 @@ async fn full_or_read_only_state_dir_keeps_serving_and_the_old_snapshot() {
     );
     assert_eq!(fs::read(&snap).unwrap(), before);
     let st = d.stop();
-    assert!(
-        st.success(),
-        "clean exit even when the last snapshot fails: {st}"
+    assert_eq!(
+        st.code(),
+        Some(2),
+        "the exit status says the last snapshot failed: {st}"
     );
     assert!(d_log(&log).contains("snapshot at shutdown failed"));
 

@@ -162,8 +162,10 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
         assert!(
             leftovers
                 .iter()
-                .all(|n| n == "state.bin" || n.starts_with(".state.bin.tmp-")),
-            "only the snapshot and at most an interrupted temporary file: {leftovers:?}"
+                .all(|n| n == "state.bin"
+                    || n == "bulkwatch.lock"
+                    || n.starts_with(".state.bin.tmp-")),
+            "only the lock file, the snapshot and at most an interrupted temporary file: {leftovers:?}"
         );
     }
 }

@@ -1,20 +1,42 @@
 //! `bulkwatch serve`: the daemon around [`crate::milter::run`].
 //!
 //! Start: load the configuration (built-in defaults without `--config`),
-//! load the snapshot from `state_dir/state.bin` (a corrupt or incompatible
-//! one is moved aside to `state.bin.corrupt-<unixtime>` and the daemon
-//! starts empty), bind the milter socket (a stale Unix socket is removed
-//! only if it really is a socket; mode, owner and group are applied), start
-//! the metrics listener, the snapshot timer and the alert task, then tell
-//! systemd READY=1.
+//! then, in this order:
+//! - lock the state directory: an exclusive `flock` on
+//!   `state_dir/bulkwatch.lock` ([`LOCK_FILE`]), held for the daemon's
+//!   life, with its pid written in the file. A second instance on the same
+//!   directory exits with an error naming the holder's pid before it binds
+//!   a socket or touches a file, so two daemons never delete each other's
+//!   temporary snapshots or overwrite `state.bin` in turn;
+//! - check the directory is writable (a probe file written, synced and
+//!   removed): a daemon that could never save its state refuses to start,
+//!   naming the directory, instead of serving and failing at the first
+//!   snapshot;
+//! - load the snapshot from `state_dir/state.bin` (a corrupt, incompatible
+//!   or refused one — not a regular file, larger than this configuration
+//!   can produce, see [`crate::snapshot::load`] — is moved aside to
+//!   `state.bin.corrupt-<unixtime>` and the daemon starts empty);
+//! - bind the milter socket. An existing Unix socket is taken over only if
+//!   it is stale: if a connection to it is accepted (or would be, the
+//!   backlog being full) another process is listening and the daemon
+//!   refuses to start; only a refused connection marks it stale and lets
+//!   it be removed. A path that is not a socket is never replaced. Mode,
+//!   owner and group are applied;
+//! - start the metrics listener, the snapshot timer and the alert task,
+//!   then tell systemd READY=1.
 //!
 //! Signals: SIGHUP reloads the file (RELOADING=1 … READY=1); an invalid file
 //! is refused with its file and key and the running configuration stays.
 //! SIGTERM or SIGINT: STOPPING=1, stop accepting, let callbacks in progress
-//! finish, write the snapshot, remove the Unix socket, exit 0.
+//! finish, write the snapshot, remove the Unix socket (only if the path is
+//! still the socket this process bound, by device and inode: a socket
+//! another process has put there since is left alone), exit 0; if the
+//! snapshot at shutdown failed, the error is logged and the exit status is
+//! non-zero (2), so a supervisor sees that state was lost.
 
 use std::fs;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -95,8 +117,9 @@ fn notify(states: &[NotifyState<'_>]) {
 /// Runs the daemon until SIGTERM or SIGINT.
 ///
 /// # Errors
-/// Bad configuration, a socket that cannot be bound, or an unwritable
-/// state directory.
+/// Bad configuration, a state directory locked by another instance or not
+/// writable, a socket that cannot be bound or that another process listens
+/// on, or a snapshot at shutdown that could not be written.
 pub fn run(args: ServeArgs) -> Result<Outcome, CliError> {
     init_tracing(args.log_format);
     let cfg = crate::cli::load_config(args.config.as_ref())?;
@@ -105,6 +128,138 @@ pub fn run(args: ServeArgs) -> Result<Outcome, CliError> {
         .build()
         .map_err(|e| other("cannot start the async runtime", e))?;
     rt.block_on(serve(args.config, cfg))
+}
+
+/// The lock file in `state_dir`: locked (`flock`, exclusive) by the daemon
+/// that uses the directory, holding its pid.
+pub const LOCK_FILE: &str = "bulkwatch.lock";
+
+/// The exclusive lock on a state directory, held while this value lives
+/// (the kernel drops it when the process ends, however it ends). The file
+/// itself stays: removing it at exit would let a starting instance create
+/// and lock a new file while another still holds the old, unlinked one.
+#[derive(Debug)]
+pub struct StateLock {
+    _file: fs::File,
+}
+
+/// Locks `dir` for this process: see [`LOCK_FILE`].
+///
+/// # Errors
+/// Another process holds the lock (the message names its pid, as written
+/// in the file), or the lock file cannot be created or locked (the
+/// directory is not writable, or the path is not a regular file).
+pub fn lock_state_dir(dir: &Path) -> Result<StateLock, CliError> {
+    let path = dir.join(LOCK_FILE);
+    let open_error = |e: io::Error| {
+        let what = if matches!(
+            e.kind(),
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+        ) {
+            format!(
+                "state directory {} is not writable: cannot create its lock file {}",
+                dir.display(),
+                path.display()
+            )
+        } else {
+            format!(
+                "cannot open the lock file {} of state directory {}",
+                path.display(),
+                dir.display()
+            )
+        };
+        other(what, e)
+    };
+    // Never through a link; a FIFO must not block the open.
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+    // Created, and later given the pid, through a descriptor open for
+    // writing that is closed again; locked through one open for reading
+    // only, the one kept: a file held open for writing would keep the file
+    // system from being remounted read-only (EBUSY). flock takes either.
+    let w = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(flags)
+        .open(&path)
+        .map_err(open_error)?;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(&path)
+        .map_err(open_error)?;
+    let same_regular_file = match (w.metadata(), f.metadata()) {
+        (Ok(a), Ok(b)) => a.is_file() && (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    };
+    if !same_regular_file {
+        return Err(CliError::Usage(format!(
+            "{} is not a regular file (or was replaced while opened); refusing to use it as \
+             the lock of state directory {}",
+            path.display(),
+            dir.display()
+        )));
+    }
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let _ = (&f).take(32).read_to_string(&mut text);
+            let pid = text.trim();
+            let pid = if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+                pid
+            } else {
+                "unknown"
+            };
+            return Err(CliError::Usage(format!(
+                "state directory {} is in use by another bulkwatch (pid {pid}, lock file {}); \
+                 refusing to start a second instance on it",
+                dir.display(),
+                path.display()
+            )));
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            return Err(other(format!("cannot lock {}", path.display()), e));
+        }
+    }
+    w.set_len(0)
+        .and_then(|()| w.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0))
+        .map_err(|e| other(format!("cannot write the pid into {}", path.display()), e))?;
+    drop(w);
+    Ok(StateLock { _file: f })
+}
+
+/// Checks that snapshots can be written into `dir`: creates, writes,
+/// syncs and removes a probe file. Its name is one of a temporary
+/// snapshot's, so a probe left by a crash is cleaned up by [`load_state`].
+///
+/// # Errors
+/// Any step failed: the error names the directory.
+pub fn check_writable(dir: &Path) -> Result<(), CliError> {
+    let probe = dir.join(format!(".{FILE_NAME}.tmp-probe-{}", std::process::id()));
+    let _ = fs::remove_file(&probe);
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&probe)?;
+        f.write_all(b"bulkwatch write probe\n")?;
+        f.sync_all()?;
+        drop(f);
+        fs::remove_file(&probe)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&probe);
+        other(
+            format!(
+                "state directory {} is not writable: snapshots could not be saved",
+                dir.display()
+            ),
+            e,
+        )
+    })
 }
 
 /// Loads `dir/state.bin`, or starts empty (moving a bad file aside).
@@ -120,7 +275,8 @@ pub fn load_state(dir: &Path, cfg: &Config) -> (Engine, Option<u64>) {
         }
     }
     let path = dir.join(FILE_NAME);
-    if !path.exists() {
+    // lstat: a link, even a dangling one, is there (and refused by load).
+    if fs::symlink_metadata(&path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
         info!(path = %path.display(), "no snapshot, starting empty");
         return (Engine::new(cfg), None);
     }
@@ -167,12 +323,72 @@ fn lookup_id(file: &str, name: &str) -> Option<u32> {
     })
 }
 
+/// A Unix socket this process bound, known by device and inode: removed at
+/// shutdown only while its path still names that socket.
+#[derive(Debug)]
+pub struct BoundSocket {
+    pub path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl BoundSocket {
+    /// Removes the socket file if the path still is the socket this
+    /// process bound; another process's socket put there since is left.
+    pub fn remove(&self) {
+        match fs::symlink_metadata(&self.path) {
+            Ok(m) if (m.dev(), m.ino()) == (self.dev, self.ino) => {
+                if let Err(e) = fs::remove_file(&self.path) {
+                    warn!(socket = %self.path.display(), error = %e, "cannot remove the socket");
+                }
+            }
+            Ok(_) => warn!(
+                socket = %self.path.display(),
+                "the socket path names another file now (another process's socket?); left in place"
+            ),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Whether a process accepts connections on the Unix socket at `path`.
+/// The connect does not block: a full backlog (a busy listener, a
+/// connection flood) counts as listening; only a refused connection (no
+/// listener: a stale file) or a vanished path counts as free.
+///
+/// # Errors
+/// Anything else (no permission to connect): the caller cannot tell.
+fn socket_in_use(path: &Path) -> io::Result<bool> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let s = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    s.set_nonblocking(true)?;
+    match s.connect(&SockAddr::unix(path)?) {
+        Ok(()) => Ok(true),
+        Err(e)
+            if e.kind() == io::ErrorKind::WouldBlock
+                || e.raw_os_error() == Some(libc::EINPROGRESS) =>
+        {
+            Ok(true)
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Binds the milter socket.
 ///
 /// # Errors
-/// The address is in use, the path exists and is not a socket, or the
-/// owner, group or mode cannot be applied.
-pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<PathBuf>), CliError> {
+/// The address is in use, the path exists and is not a socket, another
+/// process listens on the socket (or whether one does cannot be told), or
+/// the owner, group or mode cannot be applied.
+pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<BoundSocket>), CliError> {
     match &m.socket {
         SocketSpec::Inet(addr) => {
             let l = TcpListener::bind(addr)
@@ -184,9 +400,36 @@ pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<PathBuf>), Cl
         SocketSpec::Unix(path) => {
             if let Ok(meta) = fs::symlink_metadata(path) {
                 if meta.file_type().is_socket() {
-                    fs::remove_file(path).map_err(|e| {
-                        other(format!("cannot remove stale socket {}", path.display()), e)
-                    })?;
+                    match socket_in_use(path) {
+                        Ok(true) => {
+                            return Err(CliError::Usage(format!(
+                                "another process is listening on unix:{}; refusing to take its socket",
+                                path.display()
+                            )));
+                        }
+                        Ok(false) => match fs::remove_file(path) {
+                            Ok(()) => {
+                                info!(socket = %path.display(), "stale socket removed (nothing listening)");
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                            Err(e) => {
+                                return Err(other(
+                                    format!("cannot remove stale socket {}", path.display()),
+                                    e,
+                                ));
+                            }
+                        },
+                        Err(e) => {
+                            return Err(other(
+                                format!(
+                                    "cannot tell whether another process listens on unix:{}; \
+                                     refusing to take its socket",
+                                    path.display()
+                                ),
+                                e,
+                            ));
+                        }
+                    }
                 } else {
                     return Err(CliError::Usage(format!(
                         "{} exists and is not a socket; refusing to replace it",
@@ -196,6 +439,14 @@ pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<PathBuf>), Cl
             }
             let l = UnixListener::bind(path)
                 .map_err(|e| other(format!("cannot listen on unix:{}", path.display()), e))?;
+            // Who the socket file is, for the removal at shutdown.
+            let bound = fs::symlink_metadata(path)
+                .map(|m| BoundSocket {
+                    path: path.clone(),
+                    dev: m.dev(),
+                    ino: m.ino(),
+                })
+                .map_err(|e| other(format!("cannot stat {}", path.display()), e))?;
             fs::set_permissions(path, fs::Permissions::from_mode(m.socket_mode))
                 .map_err(|e| other(format!("cannot set mode of {}", path.display()), e))?;
             if m.socket_owner.is_some() || m.socket_group.is_some() {
@@ -215,7 +466,7 @@ pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<PathBuf>), Cl
                     .map_err(|e| other(format!("cannot chown {}", path.display()), e))?;
             }
             info!(socket = %format!("unix:{}", path.display()), "milter listening");
-            Ok((AnyListener::Unix(l), Some(path.clone())))
+            Ok((AnyListener::Unix(l), Some(bound)))
         }
     }
 }
@@ -304,6 +555,9 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
         path: dir.clone(),
         source,
     })?;
+    // Held until this function returns: after the snapshot at shutdown.
+    let _lock = lock_state_dir(&dir)?;
+    check_writable(&dir)?;
     let (engine, saved_at) = load_state(&dir, &cfg);
 
     let mut state = State::new(engine);
@@ -330,7 +584,7 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
     }
     let state = Arc::new(state);
 
-    let (listener, unix_path) = bind(&cfg.milter).await?;
+    let (listener, unix_socket) = bind(&cfg.milter).await?;
     if let Some(addr) = &cfg.metrics.listen {
         let l = TcpListener::bind(addr)
             .await
@@ -362,14 +616,25 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
     for t in &tasks {
         t.abort();
     }
-    match write_snapshot(&state, &dir, SnapshotOf::View).await {
+    let saved = write_snapshot(&state, &dir, SnapshotOf::View).await;
+    match &saved {
         Ok(p) => info!(path = %p.display(), "snapshot written at shutdown"),
-        Err(e) => error!(error = %chain(&e), "snapshot at shutdown failed; previous snapshot kept"),
+        Err(e) => error!(error = %chain(e), "snapshot at shutdown failed; previous snapshot kept"),
     }
-    if let Some(p) = unix_path {
-        let _ = fs::remove_file(p);
+    if let Some(s) = unix_socket {
+        s.remove();
     }
     served.map_err(|e| other("milter listener failed", e))?;
+    // The state of this run is lost: the exit status says so.
+    saved.map_err(|e| {
+        other(
+            format!(
+                "the snapshot at shutdown could not be written into {}; the previous snapshot (if any) is kept",
+                dir.display()
+            ),
+            e,
+        )
+    })?;
     info!("stopped");
     Ok(Outcome::Ok)
 }
@@ -383,6 +648,78 @@ mod tests {
         assert_eq!(lookup_id("/nonexistent", "42"), Some(42));
         assert_eq!(lookup_id("/etc/passwd", "root"), Some(0));
         assert_eq!(lookup_id("/etc/passwd", "no-such-user-here"), None);
+    }
+
+    #[test]
+    fn a_second_lock_on_a_state_dir_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = lock_state_dir(dir.path()).unwrap();
+        let text = fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
+        assert_eq!(text, format!("{}\n", std::process::id()));
+        // flock belongs to the open file: a second open conflicts, even in
+        // this process.
+        let e = lock_state_dir(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("pid {}", std::process::id())) && e.contains("in use"),
+            "{e}"
+        );
+        drop(held);
+        let again = lock_state_dir(dir.path()).unwrap();
+        drop(again);
+    }
+
+    #[test]
+    fn writable_probe_names_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(dir.path()).unwrap();
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "probe removed"
+        );
+        let file = dir.path().join("file");
+        fs::write(&file, b"").unwrap();
+        let under = file.join("state");
+        let e = check_writable(&under).unwrap_err().to_string();
+        assert!(
+            e.contains(&under.display().to_string()) && e.contains("not writable"),
+            "{e}"
+        );
+    }
+
+    fn unix_milter(path: &Path) -> MilterConfig {
+        MilterConfig {
+            socket: SocketSpec::Unix(path.to_owned()),
+            ..Config::default().milter
+        }
+    }
+
+    #[tokio::test]
+    async fn a_live_socket_is_never_taken_a_stale_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.sock");
+        let m = unix_milter(&path);
+        // Stale: a socket file nobody listens on any more.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let (first, bound) = bind(&m).await.unwrap();
+        let bound = bound.unwrap();
+        let e = match bind(&m).await {
+            Ok(_) => panic!("a second bind took a live socket"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("another process is listening"), "{e}");
+        assert!(std::os::unix::net::UnixStream::connect(&path).is_ok());
+        // Another socket put at the path: left alone at shutdown.
+        fs::remove_file(&path).unwrap();
+        let other = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        bound.remove();
+        assert!(path.exists(), "another process's socket was removed");
+        drop(other);
+        drop(first);
+        fs::remove_file(&path).unwrap();
+        let (_l, b) = bind(&m).await.unwrap();
+        b.unwrap().remove();
+        assert!(!path.exists(), "own socket removed");
     }
 
     #[test]
