@@ -250,6 +250,9 @@ pub struct MilterConfig {
     pub socket_mode: u32,
     pub max_message_bytes: usize,
     pub max_connections: usize,
+    /// A connection that sends no complete milter message for this long is
+    /// closed (Postfix's own timeouts are shorter: `smtpd_timeout` 300 s).
+    pub idle_timeout: Duration,
     pub engine_timeout: Duration,
     pub failure_action: FailureAction,
     pub reject_text: String,
@@ -400,6 +403,7 @@ impl Default for Config {
                 socket_mode: 0o660,
                 max_message_bytes: 1024 * 1024,
                 max_connections: 256,
+                idle_timeout: Duration::from_secs(330),
                 engine_timeout: Duration::from_millis(2000),
                 failure_action: FailureAction::Accept,
                 reject_text: "Message rejected as bulk mail".to_owned(),
@@ -453,6 +457,19 @@ fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
         u64::from_le_bytes(a.try_into().ok()?),
         u64::from_le_bytes(b.try_into().ok()?),
     ))
+}
+
+/// An alert address must be one a mail can be sent to: checked when the
+/// configuration is loaded (so check-config refuses it), not when the first
+/// alert fails. lettre's parser (RFC 5322 mailbox, optional display name)
+/// refuses CR, LF and anything else that is no address.
+fn mailbox(key: &str, v: &str) -> Result<(), ConfigError> {
+    if v.contains(['\r', '\n']) {
+        return Err(ConfigError::invalid(key, "contains a line break"));
+    }
+    v.parse::<lettre::message::Mailbox>()
+        .map(|_| ())
+        .map_err(|e| ConfigError::invalid(key, format!("`{v}` is not a mail address ({e})")))
 }
 
 fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
@@ -753,6 +770,10 @@ impl Config {
             if let Some(v) = m.max_connections {
                 mc.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
             }
+            if let Some(v) = m.idle_timeout_secs {
+                mc.idle_timeout =
+                    Duration::from_secs(in_range("milter.idle_timeout_secs", v, 10, 7210)?);
+            }
             if let Some(v) = m.engine_timeout_ms {
                 mc.engine_timeout =
                     Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
@@ -812,9 +833,13 @@ impl Config {
         }
         if let Some(a) = raw.alerts {
             if let Some(v) = a.to {
+                for (i, addr) in v.iter().enumerate() {
+                    mailbox(&format!("alerts.to[{i}]"), addr)?;
+                }
                 c.alerts.to = v;
             }
             if let Some(v) = a.from {
+                mailbox("alerts.from", &v)?;
                 c.alerts.from = v;
             }
             if let Some(v) = a.smtp {
@@ -914,6 +939,12 @@ impl Config {
         {
             keys.push("milter.socket_owner/group/mode");
         }
+        if self.milter.max_connections != new.milter.max_connections {
+            keys.push("milter.max_connections");
+        }
+        if self.milter.idle_timeout != new.milter.idle_timeout {
+            keys.push("milter.idle_timeout_secs");
+        }
         if self.metrics.listen != new.metrics.listen {
             keys.push("metrics.listen");
         }
@@ -963,6 +994,32 @@ mod tests {
     fn unknown_key_is_refused_with_its_name() {
         let err = Config::from_toml_str("[window]\nmax_distanse = 3\n").unwrap_err();
         assert!(err.to_string().contains("max_distanse"), "{err}");
+    }
+
+    /// Alerts that could never be sent are refused when the file is
+    /// loaded, naming the key (before: accepted, and every alert failed).
+    #[test]
+    fn alert_addresses_must_be_addresses() {
+        for (toml, key) in [
+            ("[alerts]\nto = [\"not an address\"]\n", "alerts.to[0]"),
+            (
+                "[alerts]\nto = [\"ops@example.org\", \"a@b\\r\\nBcc: x@y\"]\n",
+                "alerts.to[1]",
+            ),
+            (
+                "[alerts]\nto = [\"ops@example.org\"]\nfrom = \"bw@example.org\\n\"\n",
+                "alerts.from",
+            ),
+            ("[alerts]\nfrom = \"@\"\n", "alerts.from"),
+        ] {
+            let err = Config::from_toml_str(toml).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{toml}: {err}");
+        }
+        let ok = Config::from_toml_str(
+            "[alerts]\nto = [\"ops@example.org\", \"Mail Team <mail@example.org>\"]\nfrom = \"bulkwatch@localhost\"\n",
+        )
+        .unwrap();
+        assert_eq!(ok.alerts.to.len(), 2);
     }
 
     #[test]

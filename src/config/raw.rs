@@ -114,6 +114,7 @@ pub struct RawMilter {
     pub socket_mode: Option<String>,
     pub max_message_bytes: Option<u64>,
     pub max_connections: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
     pub engine_timeout_ms: Option<u64>,
     pub failure_action: Option<String>,
     pub reject_text: Option<String>,

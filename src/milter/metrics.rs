@@ -37,6 +37,9 @@ pub struct Metrics {
     /// Unix seconds of the last snapshot written or loaded; the start time
     /// until there is one.
     last_snapshot: AtomicU64,
+    accept_errors: AtomicU64,
+    evictions: AtomicU64,
+    http_refused: AtomicU64,
 }
 
 fn level_index(l: Level) -> usize {
@@ -52,7 +55,25 @@ impl Metrics {
             engine_micros: AtomicU64::new(0),
             engine_count: AtomicU64::new(0),
             last_snapshot: AtomicU64::new(now),
+            accept_errors: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            http_refused: AtomicU64::new(0),
         }
+    }
+
+    /// A milter accept failed (and was waited out).
+    pub fn record_accept_error(&self) {
+        self.accept_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A milter connection was closed to make room for a new one.
+    pub fn record_eviction(&self) {
+        self.evictions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An HTTP connection was closed unanswered: too many were open.
+    pub fn record_http_refused(&self) {
+        self.http_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn record_verdict(&self, level: Level, elapsed: Duration) {
@@ -144,6 +165,26 @@ pub fn render(state: &State, now: u64) -> String {
         "# TYPE bulkwatch_errors_total counter\nbulkwatch_errors_total {}",
         m.errors()
     );
+    let counters = [
+        (
+            "bulkwatch_accept_errors_total",
+            "Milter accepts that failed (out of file descriptors, ...) and were waited out.",
+            m.accept_errors.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_connections_evicted_total",
+            "Idle milter connections closed to make room at max_connections.",
+            m.evictions.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_http_refused_total",
+            "Metrics connections closed unanswered: too many were open.",
+            m.http_refused.load(Ordering::Relaxed),
+        ),
+    ];
+    for (name, help, v) in counters {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+    }
     let _ = writeln!(
         s,
         "# HELP bulkwatch_engine_seconds Engine time per message (analyze and decide)."
@@ -317,12 +358,28 @@ async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
 
 /// Serves `/metrics` and `/campaigns` on `listener` until the task is
 /// dropped or aborted.
+/// Most metrics connections served at once; more are closed unanswered, so
+/// a flood of idle HTTP connections holds at most this many descriptors
+/// (each for at most the read timeout) and cannot starve the milter.
+pub const MAX_HTTP_CONNECTIONS: usize = 32;
+
 pub async fn serve(listener: TcpListener, state: Arc<State>) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(handle(Arc::clone(&state), stream));
-            }
+            Ok((stream, _)) => match Arc::clone(&permits).try_acquire_owned() {
+                Ok(permit) => {
+                    let state = Arc::clone(&state);
+                    tokio::spawn(async move {
+                        handle(state, stream).await;
+                        drop(permit);
+                    });
+                }
+                Err(_) => {
+                    state.metrics.record_http_refused();
+                    drop(stream);
+                }
+            },
             Err(e) => {
                 tracing::warn!(error = %e, "metrics accept failed");
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -354,6 +411,9 @@ mod tests {
             "bulkwatch_engine_seconds_count 1",
             "bulkwatch_errors_total 1",
             "bulkwatch_snapshot_age_seconds",
+            "bulkwatch_accept_errors_total 0",
+            "bulkwatch_connections_evicted_total 0",
+            "bulkwatch_http_refused_total 0",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }

@@ -14,6 +14,7 @@
 
 pub mod alert;
 pub mod callbacks;
+pub mod guard;
 pub mod metrics;
 pub mod reply;
 pub mod serve;
@@ -417,12 +418,59 @@ pub async fn run(
     shutdown: impl Future,
 ) -> io::Result<()> {
     let cfg = state.config();
+    let cap = cfg.milter.max_connections;
+    fd_budget(cap)?;
     let config = indymilter::Config {
-        max_connections: cfg.milter.max_connections,
+        // The guard keeps `cap` live connections; the library's own bound
+        // only leaves room for evicted ones that are still closing.
+        max_connections: cap + EVICTION_HEADROOM,
         actions: reply::needed_actions(),
-        ..indymilter::Config::default()
+        connection_timeout: cfg.milter.idle_timeout,
     };
+    let listener = guard::Guarded::new(listener, cap, Arc::clone(&state));
     indymilter::run(listener, callbacks::callbacks(state), config, shutdown).await
+}
+
+/// Connections beyond `max_connections` the milter library admits: evicted
+/// connections still closing. Past it, a new connection waits in the
+/// kernel's backlog until one has closed.
+const EVICTION_HEADROOM: usize = 16;
+
+/// Descriptors the daemon needs besides its milter connections: the
+/// listeners, metrics connections ([`metrics::MAX_HTTP_CONNECTIONS`]),
+/// snapshot and state files, Redis connections, the runtime, stdio.
+const FD_RESERVE: u64 = 128;
+
+/// Raises the open-file limit to its hard limit and checks that it holds
+/// `max_connections` milter connections with their headroom and the
+/// daemon's other descriptors: a daemon that runs out of descriptors
+/// cannot accept Postfix's connections.
+///
+/// # Errors
+/// The limit is too low, with the numbers and the fix.
+pub fn fd_budget(max_connections: usize) -> io::Result<()> {
+    // Raise the soft limit to the hard one; keep the limit in force if
+    // that is refused, or if the limit cannot be read (then no check).
+    let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
+        return Ok(());
+    };
+    let soft = if soft < hard {
+        rlimit::Resource::NOFILE
+            .set(hard, hard)
+            .map_or(soft, |()| hard)
+    } else {
+        soft
+    };
+    let need = (max_connections + EVICTION_HEADROOM) as u64 + FD_RESERVE;
+    if soft != rlimit::INFINITY && soft < need {
+        return Err(io::Error::other(format!(
+            "milter.max_connections = {max_connections} needs {need} open files, and this \
+             process may open {} (RLIMIT_NOFILE): lower max_connections or raise the limit \
+             (LimitNOFILE= in the systemd unit, ulimit -n)",
+            soft
+        )));
+    }
+    Ok(())
 }
 
 /// A boxed future, for shutdown handles in tests and `serve`.

@@ -15,9 +15,28 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(config: &Path, log: &Path, socket: &Path) -> Daemon {
+        let mut d = Daemon::spawn(config, log, None);
+        d.wait_log("bulkwatch serving");
+        assert!(socket.exists());
+        d
+    }
+
+    /// Spawns `bulkwatch serve` without waiting for it; with `nofile`, under
+    /// that open-file limit (soft and hard, set by the shell's `ulimit -n`).
+    pub fn spawn(config: &Path, log: &Path, nofile: Option<u32>) -> Daemon {
         let _ = fs::remove_file(log);
         let out = fs::File::create(log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        let mut cmd = match nofile {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_bulkwatch"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_bulkwatch")),
+        };
+        let child = cmd
             .args(["serve", "--config"])
             .arg(config)
             .env("RUST_LOG", "info")
@@ -27,13 +46,26 @@ impl Daemon {
             .stderr(out)
             .spawn()
             .unwrap();
-        let mut d = Daemon {
+        Daemon {
             child,
             log: log.to_owned(),
-        };
-        d.wait_log("bulkwatch serving");
-        assert!(socket.exists());
-        d
+        }
+    }
+
+    /// Waits (bounded) for the daemon to exit on its own.
+    pub fn wait_exit(mut self) -> (ExitStatus, String) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return (st, self.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon did not exit:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn log_text(&self) -> String {

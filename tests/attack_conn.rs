@@ -1,0 +1,184 @@
+//! Attacks on `bulkwatch serve` through its sockets, by a local peer with no
+//! privilege: idle connections holding every milter slot, a flood of idle
+//! connections to the metrics port under a low open-file limit, and a
+//! `max_connections` the process's limit cannot hold. Each failed before
+//! the guarded listener (`bulkwatch::milter::guard`): the filter stopped
+//! serving or the daemon exited.
+//!
+//! Time bounds here are failure bounds (a hung daemon fails the test
+//! instead of hanging it), never measurements.
+
+mod common;
+
+use std::fs;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use common::daemon::{header, Daemon};
+use common::{open_unix, spam, transact, NAMES};
+use indymilter_test::Status;
+
+/// A free loopback port (bound, read, released).
+fn free_port() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+fn config_text(
+    socket: &Path,
+    state: &Path,
+    metrics: Option<SocketAddr>,
+    max_conn: usize,
+) -> String {
+    let listen = metrics.map_or(String::new(), |a| a.to_string());
+    format!(
+        "[milter]\nsocket = \"unix:{}\"\nmax_connections = {max_conn}\n\n\
+         [state]\nstate_dir = \"{}\"\nsnapshot_interval_secs = 3600\n\n\
+         [metrics]\nlisten = \"{listen}\"\n\n[thresholds]\nbulk_threshold = 2.0\nsuspect_threshold = 2.0\n\n\
+         [window]\nmax_entries = 10000\n\n[exact]\nbloom_items = 10000\n",
+        socket.display(),
+        state.display()
+    )
+}
+
+/// One message through the milter, within a failure bound.
+async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Status) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        let mut conn = open_unix(socket).await;
+        let r = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 7000 + i as u32)).await;
+        conn.close().await.unwrap();
+        r
+    })
+    .await
+    .expect("the milter served no message within 30 s")
+}
+
+/// Before: `max_connections` idle connections held every slot, and
+/// Postfix's connection waited (until the library's 2-hour timeout) while
+/// its mail passed unfiltered. Now a new connection evicts the one idle
+/// longest: mail keeps being filtered, and the evicted client reads EOF.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_at_max_cannot_blind_the_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 4),
+    )
+    .unwrap();
+    let mut d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    d.wait_log("metrics listening");
+    // Twice max_connections idle clients, oldest first.
+    let idle: Vec<UnixStream> = (0..8)
+        .map(|_| UnixStream::connect(&socket).unwrap())
+        .collect();
+    // Two messages of one campaign: both filtered, the second tagged bulk.
+    let (_, s) = deliver(&socket, 0).await;
+    assert_eq!(s, Status::Accept);
+    let (a, s) = deliver(&socket, 1).await;
+    assert_eq!(s, Status::Accept);
+    let h = header(&a).expect("the second copy is tagged");
+    assert!(h.starts_with("bulk"), "{h}");
+    // The oldest idle client was evicted: it reads end-of-file.
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        first.read(&mut buf).unwrap(),
+        0,
+        "evicted connection closed"
+    );
+    let text = metrics_text(metrics);
+    let evicted = counter(&text, "bulkwatch_connections_evicted_total");
+    assert!(evicted >= 1, "{text}");
+    assert!(d.log_text().contains("closed the longest-idle one"));
+    drop(idle);
+    assert!(d.stop().success());
+}
+
+fn metrics_text(addr: SocketAddr) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn counter(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing in\n{text}"))
+}
+
+/// Before: every connection to the metrics port was accepted into a task
+/// of its own, so under a limit of 256 open files a few hundred idle HTTP
+/// clients used up the descriptors, the next milter accept failed with
+/// "Too many open files", and the daemon exited with status 2. Now the
+/// metrics listener serves at most 32 at once and closes the rest, and a
+/// failed accept is waited out: the milter keeps filtering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_flood_under_a_low_file_limit_cannot_stop_the_milter() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let log = dir.path().join("daemon.log");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 64),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &log, Some(256));
+    d.wait_log("metrics listening");
+    d.wait_log("bulkwatch serving");
+    // 400 idle HTTP clients (this test process holds them: 400 of its own
+    // descriptors).
+    let flood: Vec<TcpStream> = (0..400)
+        .map(|_| TcpStream::connect(metrics).unwrap())
+        .collect();
+    // A few messages: each filtered, the daemon still running.
+    for i in 0..3 {
+        let (a, s) = deliver(&socket, i).await;
+        assert_eq!(s, Status::Accept, "message {i}");
+        assert_eq!(header(&a).is_some(), i >= 1, "message {i}: {a:?}");
+        assert!(d.child.try_wait().unwrap().is_none(), "daemon exited");
+    }
+    drop(flood);
+    // Once the flood is gone, the metrics port answers, and counted it.
+    let text = metrics_text(metrics);
+    assert!(counter(&text, "bulkwatch_http_refused_total") > 0, "{text}");
+    assert!(d.stop().success(), "{}", d_log(&log));
+}
+
+fn d_log(p: &Path) -> String {
+    fs::read_to_string(p).unwrap_or_default()
+}
+
+/// A `max_connections` the open-file limit cannot hold is refused with the
+/// numbers and the fix, instead of failing under load.
+#[test]
+fn max_connections_beyond_the_file_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), None, 1000),
+    )
+    .unwrap();
+    let d = Daemon::spawn(&config, &dir.path().join("daemon.log"), Some(256));
+    let (st, log) = d.wait_exit();
+    assert!(!st.success(), "{log}");
+    assert!(
+        log.contains("milter.max_connections = 1000 needs") && log.contains("LimitNOFILE"),
+        "{log}"
+    );
+}
