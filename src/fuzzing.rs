@@ -265,20 +265,14 @@ struct Model {
     /// Largest bound in force since the message began (a reload can
     /// change the bound mid-message).
     max_seen: usize,
-    /// Bytes offered to the current message (headers, body, recipients).
+    /// Bytes offered to the current message (headers and body; recipients
+    /// have a bound of their own).
     offered: usize,
 }
 
 impl Model {
     fn used(&self) -> usize {
         self.msg.raw.len()
-            + self
-                .msg
-                .envelope
-                .rcpts
-                .iter()
-                .map(String::len)
-                .sum::<usize>()
     }
 
     fn append(&mut self, bytes: &[u8], max: usize) {
@@ -377,6 +371,7 @@ pub fn milter_session(data: &[u8]) -> usize {
                     rcpts: Vec::new(),
                     auth_user: auth.filter(|u| !u.is_empty()),
                     queue_id: None,
+                    ..Envelope::default()
                 };
             }
             op::QUEUE_ID => {
@@ -392,13 +387,12 @@ pub fn milter_session(data: &[u8]) -> usize {
             }
             op::RCPT => {
                 let rcpt = script.text(64);
-                session.add_recipient(&rcpt, max);
+                session.add_recipient(&rcpt);
                 let r = model_bare(&rcpt);
-                model.offered += r.len();
-                if model.used() + r.len() <= max {
+                if model.msg.envelope.rcpts.len() < crate::engine::MAX_KEPT_RCPTS {
                     model.msg.envelope.rcpts.push(r);
                 } else {
-                    model.msg.dropped_bytes += r.len();
+                    model.msg.envelope.more_rcpts += 1;
                 }
             }
             op::HEADER => {
@@ -427,7 +421,8 @@ pub fn milter_session(data: &[u8]) -> usize {
             }
             op::EOM => {
                 let m = session.finish_message();
-                let kept = m.raw.len() + m.envelope.rcpts.iter().map(String::len).sum::<usize>();
+                let kept = m.raw.len();
+                assert!(m.envelope.rcpts.len() <= crate::engine::MAX_KEPT_RCPTS);
                 assert!(
                     kept <= model.max_seen,
                     "{kept} bytes kept, bound {}",

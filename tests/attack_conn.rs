@@ -182,3 +182,41 @@ fn max_connections_beyond_the_file_limit_is_refused() {
         "{log}"
     );
 }
+
+/// A recipient flood through the milter protocol. Before, each `RCPT TO`
+/// counted against `max_message_bytes` (and the whole list was summed at
+/// every callback), so 8,000 recipients of 40 bytes filled a 64 KiB bound:
+/// the headers and body were dropped and the message went unjudged. Now
+/// recipients are counted apart: the message is judged, and counts for
+/// every recipient.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recipient_flood_cannot_push_the_body_out() {
+    let mut cfg = common::config();
+    cfg.milter.max_message_bytes = 64 * 1024;
+    let m = common::start(cfg).await;
+    let mut conn = common::open(m.addr).await;
+    let mail = spam("alice", 1);
+    assert_eq!(
+        conn.mail(["<offers@deals.example>"]).await.unwrap(),
+        Status::Continue
+    );
+    for i in 0..8_000 {
+        let rcpt = format!("<{}{i}@example.net>", "r".repeat(30));
+        assert_eq!(conn.rcpt([rcpt.as_str()]).await.unwrap(), Status::Continue);
+    }
+    assert_eq!(conn.data().await.unwrap(), Status::Continue);
+    for (k, v) in &mail.headers {
+        assert_eq!(
+            conn.header(k.as_str(), v.as_str()).await.unwrap(),
+            Status::Continue
+        );
+    }
+    assert_eq!(conn.eoh().await.unwrap(), Status::Continue);
+    let _ = conn.body(mail.body.as_bytes().to_vec()).await.unwrap();
+    let (actions, status) = conn.eom().await.unwrap();
+    assert_eq!(status, Status::Accept);
+    let h = header(&actions).expect("the message was judged and tagged");
+    assert!(h.contains("size=8000"), "{h}");
+    conn.close().await.unwrap();
+    m.stop().await;
+}

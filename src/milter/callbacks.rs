@@ -29,19 +29,13 @@ fn macro_text(m: &Macros, name: &CStr) -> Option<String> {
 
 /// The callbacks for [`crate::milter::run`].
 pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
-    let (s1, s2, s3, s4, s5) = (
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state.clone(),
-        state,
-    );
+    let (s2, s3, s4, s5) = (state.clone(), state.clone(), state.clone(), state);
     Callbacks::new()
         .on_negotiate(|cx, actions, opts| Box::pin(handle_negotiate(cx, actions, opts)))
         .on_connect(|cx, name, info| Box::pin(handle_connect(cx, name, info)))
         .on_helo(|cx, name| Box::pin(handle_helo(cx, name)))
         .on_mail(|cx, args| Box::pin(handle_mail(cx, args)))
-        .on_rcpt(move |cx, args| Box::pin(handle_rcpt(s1.clone(), cx, args)))
+        .on_rcpt(|cx, args| Box::pin(handle_rcpt(cx, args)))
         .on_data(|cx| Box::pin(handle_data(cx)))
         .on_header(move |cx, name, value| Box::pin(handle_header(s2.clone(), cx, name, value)))
         .on_eoh(move |cx| Box::pin(handle_eoh(s3.clone(), cx)))
@@ -112,12 +106,12 @@ async fn handle_mail(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
     Status::Continue
 }
 
-async fn handle_rcpt(state: Arc<State>, cx: &mut Context<Session>, args: Vec<CString>) -> Status {
+async fn handle_rcpt(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
     let rcpt = args.first().map(|a| text(a)).unwrap_or_default();
     let queue_id = macro_text(&cx.macros, c"i");
     let s = cx.data.get_or_insert_with(Session::default);
     s.set_queue_id(queue_id);
-    s.add_recipient(&rcpt, state.config().milter.max_message_bytes);
+    s.add_recipient(&rcpt);
     Status::Continue
 }
 

@@ -11,7 +11,10 @@
 
 use std::net::IpAddr;
 
-use crate::engine::Envelope;
+use crate::engine::{Envelope, MAX_KEPT_RCPTS};
+
+/// Longest RCPT TO address kept (RFC 5321 §4.5.3.1: 256 octets for a path).
+pub const MAX_ADDRESS_BYTES: usize = 320;
 
 /// The header this milter writes; copies arriving with a message are removed.
 pub const HEADER_NAME: &str = "X-Bulkwatch";
@@ -84,6 +87,7 @@ impl Session {
             rcpts: Vec::new(),
             auth_user: auth_user.filter(|u| !u.is_empty()),
             queue_id: None,
+            ..Envelope::default()
         };
     }
 
@@ -98,27 +102,31 @@ impl Session {
         self.message.queue_id()
     }
 
-    /// One RCPT TO. The list is bounded like the message bytes: an address
-    /// counts its length against `max_bytes`, so a flood of recipients
-    /// cannot grow memory without limit.
-    pub fn add_recipient(&mut self, rcpt: &str, max_bytes: usize) {
-        let r = bare_address(rcpt);
-        if self.used() + r.len() <= max_bytes {
-            self.message.envelope.rcpts.push(r);
+    /// One RCPT TO, in constant time. The first [`MAX_KEPT_RCPTS`]
+    /// addresses are kept (at most [`MAX_ADDRESS_BYTES`] each), the others
+    /// only counted: recipients have a bound of their own and never take
+    /// room from the header and body (before, they counted against
+    /// `max_message_bytes`, were summed again at every callback, and enough
+    /// of them pushed the body out so that the message went unjudged).
+    pub fn add_recipient(&mut self, rcpt: &str) {
+        let env = &mut self.message.envelope;
+        if env.rcpts.len() < MAX_KEPT_RCPTS {
+            let mut r = bare_address(rcpt);
+            if r.len() > MAX_ADDRESS_BYTES {
+                let mut end = MAX_ADDRESS_BYTES;
+                while !r.is_char_boundary(end) {
+                    end -= 1;
+                }
+                r.truncate(end);
+            }
+            env.rcpts.push(r);
         } else {
-            self.message.dropped_bytes += r.len();
+            env.more_rcpts = env.more_rcpts.saturating_add(1);
         }
     }
 
     fn used(&self) -> usize {
         self.message.raw.len()
-            + self
-                .message
-                .envelope
-                .rcpts
-                .iter()
-                .map(String::len)
-                .sum::<usize>()
     }
 
     fn append(&mut self, bytes: &[u8], max_bytes: usize) {
@@ -175,7 +183,7 @@ mod tests {
         s.helo("mx.example".into());
         s.begin_message("<a@b.example>", Some(String::new()));
         s.set_queue_id(Some("4Xq1".into()));
-        s.add_recipient("<c@d.example>", 1000);
+        s.add_recipient("<c@d.example>");
         s.add_header(b"Subject", b"hi", 1000);
         s.add_header(b"x-bulkwatch", b"clean", 1000);
         s.end_headers(1000);
