@@ -502,3 +502,58 @@ fn kill_9_mid_stream_tempfails_then_delivers_and_the_campaign_goes_on() {
     assert!(tag("msg-4-c").is_some_and(|h| h.contains("bulk;") && h.contains("size=5")));
     assert!(tag("msg-103-h").is_none());
 }
+
+/// Through Postfix, while an attacker holds more idle connections to the
+/// milter than `max_connections` (256) and floods the metrics port: every
+/// message is still filtered (its X-Bulkwatch header arrives on the bulk
+/// copies) and none is lost. Before the guarded listener, the idle
+/// connections held every milter slot and Postfix deferred all mail
+/// (`milter_default_action = tempfail`) until the library's two-hour
+/// timeout.
+#[test]
+fn mail_is_filtered_while_an_attacker_holds_every_milter_slot() {
+    if let Some(why) = skip_reason() {
+        println!("note: Postfix end-to-end test skipped: {why}");
+        return;
+    }
+    let Setup {
+        _tmp,
+        dir,
+        mut rig,
+        smtp_port,
+        milter_port,
+        bw_config: _,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", milter_port)).unwrap())
+        .collect();
+    let mut sent = Vec::new();
+    for i in 0..6 {
+        sent.push(
+            send(smtp_port, i, true).unwrap_or_else(|e| panic!("copy {i}: {e}\n{}", maillog())),
+        );
+    }
+    wait_for(
+        "all messages in the sink",
+        || all_captured(&dir, &sent),
+        || format!("{}\n{}", maillog(), log()),
+    );
+    let files = sink_files(&dir);
+    assert_eq!(files.len(), sent.len(), "nothing lost, nothing duplicated");
+    let bulk = files
+        .iter()
+        .filter(|f| f.contains("X-Bulkwatch: bulk; campaign="))
+        .count();
+    assert_eq!(bulk, 2, "copies 5 and 6 tagged bulk:\n{}", log());
+    assert!(log().contains("closed the longest-idle one"), "{}", log());
+    drop(idle);
+    run(Command::new("kill").args(["-TERM", &rig.daemon.id().to_string()]));
+    wait_for(
+        "bulkwatch to exit",
+        || matches!(rig.daemon.try_wait(), Ok(Some(_))),
+        log,
+    );
+}
