@@ -25,11 +25,17 @@
 //! log was trimmed past the replica's last entry, the replica starts again
 //! from what the log holds.
 //!
+//! A log key that holds a value of another type (`WRONGTYPE`: set by hand
+//! or by another program) would fail every round trip: it is deleted,
+//! counted ([`RedisStore::wrongtype_repairs`]) and the round trip made
+//! again, and every replica rebuilds from the new log.
+//!
 //! What this layout does not give: a daemon that rebuilt its replica from
 //! one window of log names a campaign whose first members have left the
 //! log after the oldest member it saw, where the daemons that never
 //! stopped keep the first member's id. Counts and verdicts agree.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -66,6 +72,20 @@ const MAX_AHEAD_SECS: u64 = 3600;
 /// How often (Redis's clock, ms) a daemon renews the log's TTL and trims
 /// entries older than the window: well within the margin.
 const UPKEEP_MS: u64 = 60_000;
+
+/// Whether Redis answered `WRONGTYPE` (a key of another type), to any
+/// command of a pipeline.
+fn is_wrongtype(e: &redis::RedisError) -> bool {
+    e.clone()
+        .into_server_errors()
+        .is_some_and(|errs| errs.iter().any(|(_, s)| s.code() == "WRONGTYPE"))
+}
+
+/// Deletes `KEYS[1]` unless it is a stream (or missing); returns the keys
+/// deleted.
+const REPAIR: &str = "local t = redis.call('TYPE', KEYS[1]).ok \
+    if t == 'stream' or t == 'none' then return 0 end \
+    return redis.call('DEL', KEYS[1])";
 
 /// A stream entry id: milliseconds of Redis's clock, then a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -679,13 +699,20 @@ impl LogStore {
     }
 
     /// One round trip for `batch` (not empty) on a pooled connection; an
-    /// answer per message, in order.
+    /// answer per message, in order. When the log's key holds a value of
+    /// another type, it is deleted and the round trip made once more.
     fn send(&self, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
         self.trips.fetch_add(1, Ordering::Relaxed);
         self.carried
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         let mut conn = self.pool.take()?;
-        let result = self.exchange(&mut conn, batch);
+        let wrongtype = Cell::new(false);
+        let mut result = self.exchange(&mut conn, batch, &wrongtype);
+        if result.is_err() && wrongtype.get() {
+            // (The connection read every reply of the pipeline.)
+            self.repair(&mut conn)?;
+            result = self.exchange(&mut conn, batch, &Cell::new(false));
+        }
         // After an error the connection may hold a late reply: dropped.
         if result.is_ok() {
             self.pool.give_back(conn);
@@ -693,12 +720,40 @@ impl LogStore {
         result
     }
 
+    /// Deletes the log's key if it holds anything but a stream (checked
+    /// and deleted in one step: another daemon may have repaired it and
+    /// appended to a new log since), and counts it if it did.
+    fn repair(&self, conn: &mut Conn) -> Result<(), StoreError> {
+        let deleted: i64 = redis::Script::new(REPAIR)
+            .key(&self.key)
+            .invoke(conn.like())
+            .map_err(|e| err("log repair", e))?;
+        if deleted > 0 {
+            self.pool.repaired(&self.key);
+        }
+        Ok(())
+    }
+
     /// One batch's round trip and what follows it, on `conn`.
     ///
     /// Reads start at the replica's last entry, inclusive: finding that
     /// entry first proves nothing after it was trimmed away (a stream is
     /// trimmed from its front), without a second read.
-    fn exchange(&self, conn: &mut Conn, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
+    ///
+    /// `wrongtype` is set when Redis answered that the log's key holds a
+    /// value of another type.
+    fn exchange(
+        &self,
+        conn: &mut Conn,
+        batch: &[Entry],
+        wrongtype: &Cell<bool>,
+    ) -> Result<Vec<Logged>, StoreError> {
+        let fail = |e: redis::RedisError| {
+            if is_wrongtype(&e) {
+                wrongtype.set(true);
+            }
+            err("log", e)
+        };
         let (mut from, upkeep) = {
             let mut r = self.replica()?;
             let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
@@ -735,7 +790,7 @@ impl LogStore {
                 cmds.push(xtrim);
             }
         }
-        let mut reply = conn.pipeline(cmds).map_err(|e| err("log", e))?.into_iter();
+        let mut reply = conn.pipeline(cmds).map_err(fail)?.into_iter();
         let own = batch
             .iter()
             .map(|_| {
@@ -752,11 +807,7 @@ impl LogStore {
         for reads in 0..=MAX_READS_PER_CALL {
             if reads > 0 {
                 self.reads.fetch_add(1, Ordering::Relaxed);
-                read = entries(
-                    self.read_from(from)
-                        .query(conn.like())
-                        .map_err(|e| err("log", e))?,
-                )?;
+                read = entries(self.read_from(from).query(conn.like()).map_err(fail)?)?;
                 if read.is_empty() {
                     // Not even the newest message's entry is left: trimmed
                     // already.

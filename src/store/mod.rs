@@ -134,6 +134,13 @@ impl Shared {
         }
     }
 
+    /// Keys of the prefix deleted because they held a value of another
+    /// type (`WRONGTYPE`), both layouts ([`RedisStore::wrongtype_repairs`]):
+    /// the calls that met them went on, so these are not errors.
+    pub fn wrongtype_repairs(&self) -> u64 {
+        self.store().wrongtype_repairs()
+    }
+
     /// In the log layout, the round trips sent so far and the messages
     /// they carried ([`LogStore::round_trips`]).
     pub fn log_round_trips(&self) -> Option<(u64, u64)> {

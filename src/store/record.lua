@@ -11,20 +11,36 @@
 --                        128 bits of its SHA-256, hex)
 --     t<i>:<hex>         permuted block table i, bucket <hex>
 --     b<j>:<hex4>        MinHash band table j, bucket = first 4 hex digits
---   B:c:<id>           hash, a campaign (f l m r s al ns o e subj names, and
---                      d<sender-domain hash> -> messages for up to 64
+--   B:c:<id>           hash, a campaign (f l m r s al ns o e j subj names,
+--                      and d<sender-domain hash> -> messages for up to 64
 --                      domains) or an alias of a merged campaign (a = id)
 --   B:c:<id>:l         list, one 9-byte item per message (time, rcpts,
 --                      weight, sender), oldest first: counts fall by it
+--   B:c:<id>:r         sorted set, the campaigns merged into this one (j =
+--                      1), each a node: its list and sorted set renamed to
+--                      B:c:<node>:l and :r at the merge (node = <id>.<time
+--                      hex>.<seq hex>, never reused), scored by the time of
+--                      the oldest item under it. A merge moves no item:
+--                      it renames two keys and adds one member, whatever
+--                      the sizes, and expiry walks the nodes whose score
+--                      has left the window (expire_node).
 -- A bucket is a string of packed items, oldest first: time, seq, simhash,
 -- sketch and campaign id in 40 bytes (band items add the 8-byte band key),
 -- at most MAX_SCAN of them per slice. A lookup reads the window's slices
 -- (at most three) with one HMGET each, and the message is written with one
 -- HSET: the call count per message does not grow with the number of
 -- tables. A slice expires as a whole (TTL: a slice plus the window plus a
--- margin), campaign keys by a TTL renewed at most once a minute (field e):
+-- margin), campaign keys by a TTL renewed at most once a minute (field e),
+-- the keys of a merged campaign's node two TTLs after the merge:
 -- Redis needs no cleanup job. Time comes from the caller (ARGV), so replays
 -- with simulated time behave like the memory store.
+--
+-- A key of the prefix that holds a value of another type (WRONGTYPE: set
+-- by hand, or by another program) would fail every call that reads it:
+-- every Redis call goes through rcall, which deletes such a key, makes the
+-- call again on the missing key and names the key in the reply (its last
+-- field), for the daemon to count and log. Losing that key's content is
+-- all it costs: it did not hold bulkwatch's data any more.
 
 local B = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -62,6 +78,31 @@ local corr_sd = tonumber(ARGV[28 + ntables + nbands]) or max_sd
 local corr_d = tonumber(ARGV[29 + ntables + nbands]) or max_mh
 
 local MAX_SENDERS = 64
+
+-- Keys repaired (deleted for holding another type) in this call.
+local repaired = {}
+-- redis.call, but a WRONGTYPE error on a key of the prefix deletes the key
+-- and makes the call again (see the top). A campaign's hash takes its own
+-- list and sorted set with it: a campaign later made under the same id
+-- must not inherit their items. Other errors are raised as redis.call
+-- raises them.
+local function rcall(cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) ~= 'WRONGTYPE' or string.sub(key, 1, #B) ~= B then
+      error(r)
+    end
+    repaired[#repaired + 1] = key
+    if string.find(string.sub(key, #B + 1), '^:c:%x+$') then
+      redis.call('UNLINK', key, key .. ':l', key .. ':r')
+    else
+      redis.call('UNLINK', key)
+    end
+    r = redis.call(cmd, key, ...)
+  end
+  return r
+end
+
 -- As in the memory store (campaign::MAX_CHAIN): a message must reach the
 -- same campaign through the same aliases in both (64 here once sent a
 -- message whose campaign had been merged 65 times into a campaign of its
@@ -114,11 +155,13 @@ local camps, dirty, gone = {}, {}, {}
 -- campaign with many senders has dozens of fields, a message changes few.
 local stored = {}
 local NUMERIC = { 'f', 'l', 'm', 'r', 's', 'al', 'ns', 'o', 'e' }
+-- This message's number (set once the slices are read; names merge nodes).
+local seq = 0
 
 local function load(id)
   local v = camps[id]
   if v ~= nil then return v or nil end
-  local h = redis.call('HGETALL', ckey(id))
+  local h = rcall('HGETALL', ckey(id))
   if #h == 0 then
     camps[id] = false
     return nil
@@ -183,10 +226,55 @@ local function add_name(v, name)
   end
 end
 
+-- Takes the items older than the window out of node `node` into the
+-- counters v of live campaign `id`: from the front of its list, then from
+-- the nodes merged into it whose oldest item left the window, as far down
+-- as they hold such items (`deep` levels, nil: none, for a campaign that
+-- never merged another). Returns the time of the oldest item left under
+-- the node, or nil when none is left (its keys are then gone: Redis drops
+-- an emptied list or sorted set). Each item is read once when it leaves,
+-- as from one list; a node costs two calls more when it is visited.
+local function expire_node(id, v, node, deep)
+  local base = ckey(node)
+  local l = base .. ':l'
+  local head = nil
+  while true do
+    local items = rcall('LRANGE', l, 0, 63)
+    local n = 0
+    for _, it in ipairs(items) do
+      local t, r, w, s = struct.unpack('>I4HBH', it)
+      if t >= cutoff then
+        head = t
+        break
+      end
+      n = n + 1
+      v.m = v.m - 1
+      v.r = v.r - r
+      v.s = v.s - r * w
+      drop_sender(id, v, s, 1)
+    end
+    if n > 0 then rcall('LTRIM', l, n, -1) end
+    if head or #items < 64 then break end
+  end
+  if deep then
+    local set = base .. ':r'
+    if deep > 0 then
+      for _, child in ipairs(rcall('ZRANGEBYSCORE', set, '-inf', '(' .. cutoff)) do
+        local h = expire_node(id, v, child, deep - 1)
+        if h then rcall('ZADD', set, h, child) else rcall('ZREM', set, child) end
+      end
+    end
+    local first = rcall('ZRANGE', set, 0, 0, 'WITHSCORES')
+    local t = tonumber(first[2])
+    if t and (not head or t < head) then head = t end
+  end
+  return head
+end
+
 -- Takes what left the window out of a live campaign's counters; deletes
 -- the campaign and returns false when nothing of it is left. Once per
--- campaign and call; the list is read only when its first item (o) is
--- older than the window.
+-- campaign and call; its items are read only when the oldest (o) is older
+-- than the window.
 local expired = {}
 local function expire(id)
   if expired[id] ~= nil then return expired[id] end
@@ -196,35 +284,16 @@ local function expire(id)
     expired[id] = true
     return true
   end
-  local l = ckey(id) .. ':l'
-  local alive = true
-  while true do
-    local items = redis.call('LRANGE', l, 0, 63)
-    local n = 0
-    for _, it in ipairs(items) do
-      local t, r, w, s = struct.unpack('>I4HBH', it)
-      if t >= cutoff then
-        v.o = t
-        break
-      end
-      n = n + 1
-      v.m = v.m - 1
-      v.r = v.r - r
-      v.s = v.s - r * w
-      drop_sender(id, v, s, 1)
-    end
-    dirty[id] = true
-    if n > 0 then redis.call('LTRIM', l, n, -1) end
-    if n < #items then break end
-    if #items < 64 then
-      redis.call('DEL', ckey(id), l)
-      camps[id], dirty[id], gone[id] = false, nil, nil
-      alive = false
-      break
-    end
+  local head = expire_node(id, v, id, v.j and MAX_CHAIN or nil)
+  dirty[id] = true
+  if head then
+    v.o = head
+  else
+    redis.call('DEL', ckey(id), ckey(id) .. ':l', ckey(id) .. ':r')
+    camps[id], dirty[id], gone[id] = false, nil, nil
   end
-  expired[id] = alive
-  return alive
+  expired[id] = head ~= nil
+  return expired[id]
 end
 
 local function hex48(n)
@@ -249,7 +318,10 @@ local function create()
 end
 
 -- Merges the live campaigns `roots` (ids) into the one first seen earliest
--- (ties: lowest id); returns it and the ids merged away.
+-- (ties: lowest id); returns it and the ids merged away. The items of a
+-- campaign merged away stay where they are: its list and sorted set are
+-- renamed to a node of the target (see the top), so a merge costs a few
+-- calls per campaign, whatever their sizes.
 local function merge(roots)
   local target, tf = nil, nil
   for _, id in ipairs(roots) do
@@ -260,7 +332,7 @@ local function merge(roots)
   end
   local absorbed = {}
   local tv = camps[target]
-  local tl = ckey(target) .. ':l'
+  local set = ckey(target) .. ':r'
   for _, id in ipairs(roots) do
     if id ~= target then
       local v = camps[id]
@@ -278,31 +350,29 @@ local function merge(roots)
         for name in string.gmatch(v.names, '[^\n]+') do add_name(tv, name) end
       end
       if v.subj and not tv.subj then tv.subj = v.subj end
-      -- Both lists are in time order; the merged one must be too, so that
-      -- expiry takes items from the front.
+      -- The node outlives its items by a window and a TTL: a campaign
+      -- whose TTL was renewed just before they left the window may be
+      -- read once more until its own TTL runs out, and its expiry then
+      -- takes them out of the counts.
       local c = ckey(id)
-      local a = redis.call('LRANGE', tl, 0, -1)
-      local b = redis.call('LRANGE', c .. ':l', 0, -1)
-      local merged, i, j = {}, 1, 1
-      while i <= #a or j <= #b do
-        local take_a = j > #b or (i <= #a and struct.unpack('>I4', a[i]) <= struct.unpack('>I4', b[j]))
-        if take_a then
-          merged[#merged + 1] = a[i]; i = i + 1
-        else
-          merged[#merged + 1] = b[j]; j = j + 1
+      local node = string.format('%s.%x.%x', id, now, seq)
+      local nb = ckey(node)
+      for _, suffix in ipairs({ ':l', ':r' }) do
+        if redis.call('EXISTS', c .. suffix) == 1 then
+          redis.call('RENAME', c .. suffix, nb .. suffix)
+          redis.call('EXPIRE', nb .. suffix, 2 * ttl)
         end
       end
-      redis.call('DEL', tl, c, c .. ':l')
-      for x = 1, #merged, 1000 do
-        redis.call('RPUSH', tl, unpack(merged, x, math.min(x + 999, #merged)))
-      end
-      redis.call('HSET', c, 'a', target)
+      rcall('ZADD', set, v.o, node)
+      redis.call('DEL', c)
+      rcall('HSET', c, 'a', target)
       redis.call('EXPIRE', c, ttl)
       camps[id], dirty[id], gone[id] = { a = target }, nil, nil
       absorbed[#absorbed + 1] = id
     end
   end
-  -- The list was written anew: it has no TTL yet.
+  -- The sorted set may be new: it gets its TTL with the campaign's.
+  tv.j = 1
   tv.e = 0
   dirty[target] = true
   return target, absorbed
@@ -329,7 +399,12 @@ if near then
 end
 local got = {}
 for n = cur, oldest, -1 do
-  got[#got + 1] = redis.call('HMGET', skey(n), unpack(fields))
+  got[#got + 1] = rcall('HMGET', skey(n), unpack(fields))
+end
+-- This message's number: the highest next number of the window's slices.
+for _, g in ipairs(got) do
+  local n = tonumber(g[1])
+  if n and n > seq then seq = n end
 end
 
 -- Exact: a text seen in the window whose campaign is still live (the
@@ -528,7 +603,7 @@ if now > v.l then v.l = now end
 add_sender(v, sender, 1)
 if sender_name ~= '' then add_name(v, sender_name) end
 if keep_subjects and subject ~= '' and not v.subj then v.subj = subject end
-redis.call('RPUSH', ckey(target) .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
+rcall('RPUSH', ckey(target) .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
 local newly_bulk = 0
 if v.s >= bulk_centi and v.al ~= 1 then
   v.al = 1
@@ -544,7 +619,7 @@ for id in pairs(dirty) do
     local c = ckey(id)
     local renew = cv.e == 0 or now - cv.e >= 60 or cv.e > now
     if renew then cv.e = now end
-    if gone[id] then redis.call('HDEL', c, unpack(gone[id])) end
+    if gone[id] then rcall('HDEL', c, unpack(gone[id])) end
     local st = stored[id] or {}
     local args = {}
     for k, x in pairs(cv) do
@@ -555,10 +630,11 @@ for id in pairs(dirty) do
         args[#args + 1] = x
       end
     end
-    if #args > 0 then redis.call('HSET', c, unpack(args)) end
+    if #args > 0 then rcall('HSET', c, unpack(args)) end
     if renew then
       redis.call('EXPIRE', c, ttl)
       redis.call('EXPIRE', c .. ':l', ttl)
+      if cv.j then redis.call('EXPIRE', c .. ':r', ttl) end
     end
   end
 end
@@ -566,11 +642,6 @@ end
 -- Record the message in the current slice: one HSET of the next number,
 -- the exact text and every bucket with the new item appended (a bucket
 -- keeps its newest MAX_SCAN items).
-local seq = 0
-for _, g in ipairs(got) do
-  local n = tonumber(g[1])
-  if n and n > seq then seq = n end
-end
 local now_g = got[1]
 local set = { 'n', seq + 1, xfield, now .. ':' .. target }
 if near then
@@ -586,7 +657,7 @@ if near then
     put(bfield[j], now_g[2 + ntables + j], item .. struct.pack('>I4I4', bkey[j][1], bkey[j][2]), BAND_ITEM)
   end
 end
-redis.call('HSET', skey(cur), unpack(set))
+rcall('HSET', skey(cur), unpack(set))
 if not now_g[1] then redis.call('EXPIRE', skey(cur), slice + ttl) end
 
 return {
@@ -608,4 +679,5 @@ return {
   table.concat(absorbed, ','),
   newly_bulk,
   corroborating,
+  repaired,
 }

@@ -16,8 +16,15 @@
 //! per message in flight, up to `pool_size` kept open. A failed connection
 //! is dropped and the next call opens a new one, so the store reconnects
 //! by itself.
+//!
+//! A key of the prefix that holds a value of another type (`WRONGTYPE`)
+//! would fail every call that reads it until someone deleted it: the
+//! script deletes such a key and goes on as if it were missing (the log
+//! layout does the same on its side), and the store counts and logs it
+//! ([`RedisStore::wrongtype_repairs`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -38,6 +45,10 @@ const MAX_SUBJECT: usize = 120;
 const MAX_NAME: usize = 100;
 
 static SCRIPT: &str = include_str!("record.lua");
+
+/// Most key names remembered as logged ([`RedisStore::repaired`]): each
+/// repaired key is logged once, up to this many.
+const MAX_LOGGED_REPAIRS: usize = 1024;
 
 /// One connection, to a server or to a cluster.
 pub(crate) enum Conn {
@@ -106,6 +117,10 @@ pub struct RedisStore {
     script: redis::Script,
     /// The server's expiry setting was looked at (on the first connection).
     config_checked: AtomicBool,
+    /// Keys deleted for holding a value of another type.
+    wrongtype: AtomicU64,
+    /// Names of those keys logged so far.
+    logged: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -189,6 +204,8 @@ impl RedisStore {
             },
             script: redis::Script::new(SCRIPT),
             config_checked: AtomicBool::new(false),
+            wrongtype: AtomicU64::new(0),
+            logged: Mutex::new(HashSet::new()),
         })
     }
 
@@ -205,6 +222,30 @@ impl RedisStore {
     /// The key prefix in use.
     pub fn key_base(&self) -> &str {
         &self.params.base
+    }
+
+    /// Keys of this prefix deleted because they held a value of another
+    /// type than bulkwatch keeps there (`WRONGTYPE`), both layouts: each
+    /// would have failed every call until someone deleted it.
+    pub fn wrongtype_repairs(&self) -> u64 {
+        self.wrongtype.load(Ordering::Relaxed)
+    }
+
+    /// Counts a key deleted for holding another type, and logs it (once
+    /// per key name).
+    pub(crate) fn repaired(&self, key: &str) {
+        self.wrongtype.fetch_add(1, Ordering::Relaxed);
+        let first = self
+            .logged
+            .lock()
+            .is_ok_and(|mut l| l.len() < MAX_LOGGED_REPAIRS && l.insert(key.to_owned()));
+        if first {
+            tracing::warn!(
+                key,
+                "redis: a key of bulkwatch's prefix held a value of another type \
+                 (WRONGTYPE); deleted it, and the call went on without it"
+            );
+        }
     }
 
     fn connect(&self) -> Result<Conn, StoreError> {
@@ -358,7 +399,11 @@ impl RedisStore {
         let (min, sd, d) = p.corroboration;
         inv.arg(min).arg(sd).arg(d);
         let v: Value = inv.invoke(conn.like()).map_err(|e| err("record", e))?;
-        parse_outcome(v)
+        let (out, repaired) = parse_reply(v)?;
+        for key in repaired {
+            self.repaired(&key);
+        }
+        Ok(out)
     }
 }
 
@@ -447,18 +492,35 @@ fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
         .map_err(|_| StoreError(format!("redis: bad campaign id `{s}`")))
 }
 
-/// Reads the script's reply; anything unexpected is an error (the caller
-/// falls back to the local verdict), never a panic.
-fn parse_outcome(v: Value) -> Result<Outcome, StoreError> {
-    let Value::Array(f) = v else {
+/// Reads the script's reply: the outcome, and the keys the script
+/// deleted for holding another type. Anything unexpected is an error (the
+/// caller falls back to the local verdict), never a panic.
+fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
+    let Value::Array(mut f) = v else {
         return Err(StoreError("redis: reply is not an array".into()));
     };
-    if f.len() != 18 {
+    if f.len() != 19 {
         return Err(StoreError(format!(
-            "redis: reply has {} fields, expected 18",
+            "redis: reply has {} fields, expected 19",
             f.len()
         )));
     }
+    let repaired = match f.pop() {
+        Some(Value::Array(keys)) => keys
+            .iter()
+            .map(|k| text(k, "repaired"))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => {
+            return Err(StoreError(
+                "redis: reply field repaired is not a list".into(),
+            ))
+        }
+    };
+    Ok((parse_outcome(f)?, repaired))
+}
+
+/// Reads the outcome, the reply's first 18 fields.
+fn parse_outcome(f: Vec<Value>) -> Result<Outcome, StoreError> {
     let g = |i: usize| f.get(i).unwrap_or(&Value::Nil);
     let merged_text = text(g(15), "merged")?;
     let merged = merged_text
@@ -529,11 +591,22 @@ mod tests {
 
     #[test]
     fn malformed_replies_are_errors() {
-        assert!(parse_outcome(Value::Nil).is_err());
-        assert!(parse_outcome(Value::Array(vec![Value::Int(1); 3])).is_err());
-        let mut f = vec![Value::Int(0); 18];
+        assert!(parse_reply(Value::Nil).is_err());
+        assert!(parse_reply(Value::Array(vec![Value::Int(1); 3])).is_err());
+        let mut f = vec![Value::Int(0); 19];
         f[5] = Value::BulkString(b"zz".to_vec());
-        assert!(parse_outcome(Value::Array(f)).is_err());
+        f[18] = Value::Array(Vec::new());
+        assert!(parse_reply(Value::Array(f)).is_err());
+        // A well-formed outcome, but the repaired keys are not a list.
+        let mut f = vec![Value::Int(0); 19];
+        f[5] = Value::BulkString(b"000000000001".to_vec());
+        for i in [12, 14, 15] {
+            f[i] = Value::BulkString(Vec::new());
+        }
+        let mut ok = f.clone();
+        ok[18] = Value::Array(Vec::new());
+        assert!(parse_reply(Value::Array(ok)).is_ok());
+        assert!(parse_reply(Value::Array(f)).is_err());
     }
 
     #[test]
@@ -558,8 +631,10 @@ mod tests {
             s("000000000001,000000000002"),
             Value::Int(1),
             Value::Int(3),
+            Value::Array(vec![s("{p:v2}:s:1")]),
         ];
-        let o = parse_outcome(Value::Array(f)).unwrap();
+        let (o, repaired) = parse_reply(Value::Array(f)).unwrap();
+        assert_eq!(repaired, vec!["{p:v2}:s:1"]);
         assert_eq!(o.distance, Some(2));
         assert_eq!(o.nearest, Some(7));
         assert_eq!(o.merged, vec![CampaignId(1), CampaignId(2)]);

@@ -1,0 +1,322 @@
+//! Attacks on the shared Redis store (issue "Under attack", item 9): a key
+//! of bulkwatch's prefix set to a value of another type must not stop
+//! every call (both layouts), and a message that merges two large
+//! campaigns must cost Redis a bounded amount of work (script layout).
+//!
+//! Each test starts its own `redis-server` on a free loopback port and
+//! stops it. Without redis-server the tests are skipped (CI requires it).
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bulkwatch::config::{Config, RedisLayout, StoreBackend};
+use bulkwatch::engine::{Engine, Observation, Outcome, Store, UnixSecs};
+use bulkwatch::replay::REPLAY_EPOCH;
+use bulkwatch::store::redis::{key_base, slice_secs};
+use bulkwatch::store::{RedisStore, Shared, SharedResult};
+use common::redis::{skip_reason, RedisServer};
+use common::synthetic::synthetic;
+
+fn skip() -> bool {
+    if let Some(why) = skip_reason() {
+        println!("note: Redis attack test skipped: {why}");
+        return true;
+    }
+    false
+}
+
+fn redis_config(url: String, prefix: &str, layout: RedisLayout) -> Config {
+    let mut cfg = Config::default();
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = vec![url];
+    cfg.store.redis.key_prefix = prefix.into();
+    cfg.store.redis.layout = layout;
+    cfg.store.redis.timeout = Duration::from_secs(5);
+    cfg
+}
+
+/// The outcome of a message Redis must have answered.
+fn shared(s: &Shared, obs: &Observation, now: u64) -> Outcome {
+    match s.record(obs, UnixSecs(now)) {
+        SharedResult::Shared(out) => out,
+        other => panic!("Redis did not answer: {other:?}"),
+    }
+}
+
+fn errors(s: &Shared) -> u64 {
+    s.stats.errors.load(Ordering::Relaxed)
+}
+
+fn repairs(s: &Shared) -> u64 {
+    s.wrongtype_repairs()
+}
+
+/// Script layout: the current slice (read by every message), a campaign's
+/// list and a campaign's hash, each set to a string, are deleted by the
+/// call that meets them, which goes on: no call fails, each key is counted
+/// once, and nothing outside the prefix is touched. Before, every call
+/// failed (and fell back to the local engine) until someone deleted the
+/// key.
+#[test]
+fn a_script_key_of_the_wrong_type_is_repaired_not_failed_on() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = redis_config(server.url(), "wrongtype", RedisLayout::Script);
+    let s = Shared::from_config(&cfg).unwrap().unwrap();
+    let base = key_base(&cfg.store.redis);
+    let t0 = REPLAY_EPOCH;
+    server.cli(&["SET", "wrongtype-other", "x"]).unwrap();
+    shared(&s, &synthetic(1, &cfg), t0);
+
+    // The slice every message of this half window reads.
+    let slice = format!("{base}:s:{}", t0 / slice_secs(cfg.window.window.as_secs()));
+    server.cli(&["SET", &slice, "x"]).unwrap();
+    for i in 2..5 {
+        shared(&s, &synthetic(i, &cfg), t0 + i);
+    }
+    assert_eq!(repairs(&s), 1);
+    assert_eq!(server.cli(&["TYPE", &slice]).unwrap().trim(), "hash");
+
+    // A campaign's list, then the campaign's hash.
+    let first = shared(&s, &synthetic(9, &cfg), t0 + 9);
+    let camp = format!("{base}:c:{}", first.campaign.unwrap().id);
+    server.cli(&["SET", &format!("{camp}:l"), "x"]).unwrap();
+    let again = shared(&s, &synthetic(9, &cfg), t0 + 10);
+    assert!(again.exact);
+    assert_eq!(again.campaign.unwrap().messages, 2);
+    assert_eq!(repairs(&s), 2);
+    server.cli(&["SET", &camp, "x"]).unwrap();
+    let after = shared(&s, &synthetic(9, &cfg), t0 + 11);
+    // The campaign is gone with its hash: the text starts it again.
+    assert!(!after.exact);
+    assert_eq!(after.campaign.unwrap().messages, 1);
+    assert_eq!(repairs(&s), 3);
+    let next = shared(&s, &synthetic(9, &cfg), t0 + 12);
+    assert_eq!(next.campaign.unwrap().messages, 2);
+
+    assert_eq!(errors(&s), 0, "no call failed");
+    assert_eq!(repairs(&s), 3, "each key repaired once");
+    assert_eq!(
+        server.cli(&["GET", "wrongtype-other"]).unwrap().trim(),
+        "x",
+        "keys outside the prefix are not touched"
+    );
+}
+
+/// Log layout: the log's key set to a string is deleted by the round trip
+/// that meets it, which is made again; the replica rebuilds from the new
+/// log, and the message gets its outcome. Before, every round trip failed
+/// until someone deleted the key.
+#[test]
+fn a_log_key_of_the_wrong_type_is_repaired_not_failed_on() {
+    if skip() {
+        return;
+    }
+    let server = RedisServer::start();
+    let cfg = redis_config(server.url(), "wrongtype-log", RedisLayout::Log);
+    let s = Shared::from_config(&cfg).unwrap().unwrap();
+    let key = format!("{}:log", key_base(&cfg.store.redis));
+    let t0 = REPLAY_EPOCH;
+    for i in 0..3 {
+        shared(&s, &synthetic(i, &cfg), t0 + i);
+    }
+    server.cli(&["SET", &key, "x"]).unwrap();
+    let out = shared(&s, &synthetic(1, &cfg), t0 + 5);
+    // The old log went with the key: the text is new to the new log.
+    assert!(!out.exact);
+    assert_eq!(repairs(&s), 1);
+    assert_eq!(server.cli(&["TYPE", &key]).unwrap().trim(), "stream");
+    let again = shared(&s, &synthetic(1, &cfg), t0 + 6);
+    assert!(again.exact);
+    // A second daemon reads the new log.
+    let other = Shared::from_config(&cfg).unwrap().unwrap();
+    assert_eq!(
+        shared(&other, &synthetic(1, &cfg), t0 + 7)
+            .campaign
+            .unwrap()
+            .messages,
+        3
+    );
+    assert_eq!(errors(&s) + errors(&other), 0, "no call failed");
+    assert_eq!(repairs(&s) + repairs(&other), 1);
+}
+
+/// SplitMix64, for reproducible fingerprints.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A message seen by its fingerprints only: simhash `simhash`, and an
+/// exact hash, sketch and band keys of its own.
+fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
+    let mut exact = [0u8; 32];
+    for part in exact.chunks_mut(8) {
+        part.copy_from_slice(&splitmix(st).to_le_bytes());
+    }
+    Observation {
+        exact,
+        simhash,
+        sketch: splitmix(st),
+        bands: (0..cfg.window.minhash_bands)
+            .map(|_| splitmix(st))
+            .collect(),
+        near: true,
+        recipients: 1,
+        sender: 7,
+        sender_name: Some("merge.example".into()),
+        subject: None,
+        features: 100,
+        thresholds: cfg.thresholds.clone(),
+    }
+}
+
+/// `n` random bits of the 64 (distinct).
+fn random_bits(n: u32, st: &mut u64) -> u64 {
+    let mut m = 0u64;
+    while m.count_ones() < n {
+        m |= 1 << (splitmix(st) % 64);
+    }
+    m
+}
+
+/// Calls per command since the last `CONFIG RESETSTAT`
+/// (`INFO commandstats`), and the microseconds of `evalsha`.
+fn command_calls(server: &RedisServer) -> (HashMap<String, u64>, u64) {
+    let info = server.cli(&["INFO", "commandstats"]).unwrap();
+    let mut calls = HashMap::new();
+    let mut script_usec = 0;
+    for line in info.lines() {
+        let Some((name, stats)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let Some(cmd) = name.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let field = |f: &str| {
+            stats
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(f))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        calls.insert(cmd.to_owned(), field("calls="));
+        if cmd == "evalsha" || cmd == "eval" {
+            script_usec += field("usec=");
+        }
+    }
+    (calls, script_usec)
+}
+
+/// Two campaigns of 50,000 messages each, and one message close to both:
+/// the script merges them without moving their messages (it renames two
+/// keys and adds one member), so the merging call makes a few dozen Redis
+/// calls whatever the campaigns' sizes. It used to read both lists whole
+/// and write the merged one back, 1,000 items per `RPUSH`: 100 of them
+/// here, and as many items as both campaigns hold. Verdicts, counts and
+/// expiry (through the merged campaign's node) stay the memory store's.
+#[test]
+fn merging_two_large_campaigns_costs_redis_bounded_work() {
+    if skip() {
+        return;
+    }
+    const MEMBERS: u64 = 50_000;
+    let server = RedisServer::start();
+    let cfg = redis_config(server.url(), "bigmerge", RedisLayout::Script);
+    let k = cfg.window.max_distance;
+    let window = cfg.window.window.as_secs();
+    let mut st = 5;
+    let sim_a = splitmix(&mut st);
+    let step = random_bits(2 * k, &mut st);
+    let sim_b = sim_a ^ step;
+    let mut half = step;
+    while half.count_ones() > k {
+        half &= half - 1;
+    }
+    let a = observation(&cfg, sim_a, &mut st);
+    let b = observation(&cfg, sim_b, &mut st);
+    let bridge = observation(&cfg, sim_a ^ half, &mut st);
+    // Each campaign: its first message in the near tables, then exact
+    // repeats (cheap for both stores to record).
+    let repeat = |o: &Observation| Observation {
+        near: false,
+        ..o.clone()
+    };
+    let (ra, rb) = (repeat(&a), repeat(&b));
+    let t0 = REPLAY_EPOCH;
+    let mut stream: Vec<(&Observation, u64)> = Vec::new();
+    for i in 0..MEMBERS {
+        stream.push((if i == 0 { &a } else { &ra }, t0 + i / 20));
+    }
+    let tb = t0 + MEMBERS / 20;
+    for i in 0..MEMBERS {
+        stream.push((if i == 0 { &b } else { &rb }, tb + i / 20));
+    }
+    let tm = tb + MEMBERS / 20;
+    let mut memory = Engine::new(&cfg);
+    let mut redis = RedisStore::open(&cfg).unwrap();
+    for (i, (o, now)) in stream.iter().enumerate() {
+        let m = memory.record(o, UnixSecs(*now)).unwrap();
+        let r = redis.record(o, UnixSecs(*now)).unwrap();
+        if i + 1 == MEMBERS as usize || i + 1 == stream.len() {
+            assert_eq!(m, r, "message {i}: memory and redis stores disagree");
+            assert_eq!(r.campaign.unwrap().messages, MEMBERS as u32);
+        }
+    }
+
+    server.cli(&["CONFIG", "RESETSTAT"]).unwrap();
+    let m = memory.record(&bridge, UnixSecs(tm)).unwrap();
+    let r = redis.record(&bridge, UnixSecs(tm)).unwrap();
+    let (calls, usec) = command_calls(&server);
+    assert_eq!(m, r, "the merge: memory and redis stores disagree");
+    assert_eq!(r.merged.len(), 1);
+    assert_eq!(r.campaign.unwrap().messages, 2 * MEMBERS as u32 + 1);
+    let total: u64 = calls
+        .iter()
+        .filter(|(c, _)| !c.starts_with("eval") && !c.starts_with("config"))
+        .map(|(_, n)| n)
+        .sum();
+    println!("the merging call: {usec} µs of Redis, calls {calls:?}");
+    assert!(
+        calls.get("rpush").copied().unwrap_or(0) <= 1,
+        "the merge wrote the campaigns' messages anew: {calls:?}"
+    );
+    assert_eq!(
+        calls.get("lrange").copied().unwrap_or(0),
+        0,
+        "the merge read the campaigns' messages: {calls:?}"
+    );
+    assert!(
+        total <= 40,
+        "{total} Redis calls for one message: {calls:?}"
+    );
+
+    // The merged campaign's messages leave the window as in memory: half
+    // of A, then A and half of B, then all but the last ones.
+    for at in [
+        t0 + window + MEMBERS / 40,
+        tb + window + MEMBERS / 40,
+        tm + window - 1,
+        tm + window + 100,
+    ] {
+        let m = memory.record(&bridge, UnixSecs(at)).unwrap();
+        let r = redis.record(&bridge, UnixSecs(at)).unwrap();
+        assert_eq!(m, r, "at {at}: memory and redis stores disagree");
+    }
+    // What is left: the bridge's messages, and no key without a TTL.
+    let keys = server
+        .cli(&["--scan", "--pattern", "{bigmerge:v*"])
+        .unwrap();
+    for key in keys.lines() {
+        let ttl: i64 = server.cli(&["TTL", key]).unwrap().trim().parse().unwrap();
+        assert!(ttl > 0, "{key} has no TTL");
+    }
+}
