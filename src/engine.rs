@@ -71,7 +71,7 @@ pub struct Analysis {
     pub attachments: usize,
     /// What a message too short to compare by its words is compared by
     /// instead, exactly: attachments, image sources and, with enough
-    /// words beside them, links ([`anchors`]). 0: nothing; such a message
+    /// words beside them, links (see `anchors`). 0: nothing; such a message
     /// is skipped as too short.
     pub anchors: usize,
     pub message_id: Option<String>,

@@ -248,6 +248,14 @@ pub fn render(state: &State, now: u64) -> String {
                 c.load(Ordering::Relaxed)
             );
         }
+        let _ = writeln!(
+            s,
+            "# HELP bulkwatch_redis_wrongtype_repairs_total Keys of bulkwatch's prefix deleted \
+             for holding a value of another type (WRONGTYPE); the calls went on.\n\
+             # TYPE bulkwatch_redis_wrongtype_repairs_total counter\n\
+             bulkwatch_redis_wrongtype_repairs_total {}",
+            sh.wrongtype_repairs()
+        );
         if let Some((trips, carried)) = sh.log_round_trips() {
             let _ = writeln!(
                 s,

@@ -38,7 +38,7 @@
 //! the text where the link starts (so the normalizer treats them like URLs
 //! in plain text) and also returned, image sources returned. Work is
 //! bounded: the output by `limit` bytes, the element stack by
-//! [`MAX_STACK`], returned targets by [`MAX_URLS`] and [`MAX_IMAGES`].
+//! `MAX_STACK` elements, returned targets by [`MAX_URLS`] and [`MAX_IMAGES`].
 
 use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
 use html5gum::{Span, Tokenizer};
