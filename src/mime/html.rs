@@ -78,7 +78,7 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
     let start = out.len();
     let mut r = Renderer {
         visible: std::mem::take(out),
-        all: String::new(),
+        all: None,
         limit,
         stack: Vec::new(),
         untracked: 0,
@@ -86,8 +86,8 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         attr: Attr::Other,
         targets,
         hidden_words: 0,
+        scratch: String::new(),
     };
-    r.all.push_str(&r.visible);
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| r.on(event));
     emitter.naively_switch_states(true);
     for stop in Tokenizer::new_with_emitter(html, emitter) {
@@ -96,10 +96,9 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         }
     }
     let visible_words = count_words(r.visible.get(start..).unwrap_or(""));
-    *out = if visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words {
-        r.all
-    } else {
-        r.visible
+    *out = match r.all {
+        Some(all) if visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words => all,
+        _ => r.visible,
     };
 }
 
@@ -161,8 +160,12 @@ const MAX_ATTRIBUTES: usize = 64;
 struct Renderer<'t> {
     /// The visible text.
     visible: String,
-    /// Visible and hidden text, for the bound on hiding.
-    all: String,
+    /// Visible and hidden text, for the bound on hiding; `None` while no
+    /// text has been hidden (it would equal `visible`), so documents
+    /// without hidden text are written once.
+    all: Option<String>,
+    /// Reused buffer for a text run with its whitespace collapsed.
+    scratch: String,
     limit: usize,
     stack: Vec<Open>,
     /// Elements opened past [`MAX_STACK`] and not yet closed.
@@ -228,14 +231,16 @@ impl Renderer<'_> {
                 self.tag = None;
                 self.end_tag(Kind::of(name), name_hash(name));
             }
-            CallbackEvent::String { value } => {
-                self.text(&String::from_utf8_lossy(value));
-            }
+            CallbackEvent::String { value } => match std::str::from_utf8(value) {
+                Ok(text) => self.text(text),
+                Err(_) => self.text(&String::from_utf8_lossy(value)),
+            },
             CallbackEvent::Comment { .. }
             | CallbackEvent::Doctype { .. }
             | CallbackEvent::Error(_) => {}
         }
-        (self.visible.len() >= self.limit && self.all.len() >= self.limit).then_some(())
+        let all_full = self.all.as_ref().is_none_or(|a| a.len() >= self.limit);
+        (self.visible.len() >= self.limit && all_full).then_some(())
     }
 
     fn top(&self) -> Open {
@@ -403,28 +408,66 @@ impl Renderer<'_> {
             self.push_text(raw, shown);
             return;
         }
-        // Collapse whitespace as a browser renders it.
-        let mut first = true;
-        for word in raw.split(|c: char| c.is_ascii_whitespace()) {
-            if !first {
-                self.push_space_in(shown);
-            }
-            first = false;
-            if !word.is_empty() {
-                self.push_text(word, shown);
+        // Collapse whitespace as a browser renders it: the words joined by
+        // one space, a space before and after where the run has whitespace
+        // there.
+        let bytes = raw.as_bytes();
+        let lead = bytes.first().is_some_and(u8::is_ascii_whitespace);
+        let trail = bytes.last().is_some_and(u8::is_ascii_whitespace);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let mut start = None;
+        for (i, b) in bytes
+            .iter()
+            .enumerate()
+            .chain(std::iter::once((bytes.len(), &b' ')))
+        {
+            match (b.is_ascii_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(st)) => {
+                    if !scratch.is_empty() {
+                        scratch.push(' ');
+                    }
+                    // Word boundaries are ASCII bytes: character boundaries.
+                    scratch.push_str(raw.get(st..i).unwrap_or(""));
+                    start = None;
+                }
+                _ => {}
             }
         }
+        if lead || scratch.is_empty() {
+            self.push_space_in(shown);
+        }
+        if !scratch.is_empty() {
+            self.push_text(&scratch, shown);
+            if trail {
+                self.push_space_in(shown);
+            }
+        }
+        self.scratch = scratch;
         if !shown {
             self.hidden_words += count_words(raw);
         }
     }
 
+    /// The full text, created from the visible text when something is
+    /// first hidden.
+    fn all(&mut self) -> &mut String {
+        let visible = &self.visible;
+        self.all.get_or_insert_with(|| visible.clone())
+    }
+
     /// Appends `s` to the full text, and to the visible text when `shown`.
     fn push_text(&mut self, s: &str, shown: bool) {
+        let lim = self.limit;
         if shown {
-            push_bounded(&mut self.visible, s, self.limit);
+            push_bounded(&mut self.visible, s, lim);
+            if let Some(all) = self.all.as_mut() {
+                push_bounded(all, s, lim);
+            }
+        } else {
+            push_bounded(self.all(), s, lim);
         }
-        push_bounded(&mut self.all, s, self.limit);
     }
 
     /// A word break: one space, unless the text already ends in whitespace.
@@ -441,8 +484,12 @@ impl Renderer<'_> {
         };
         if shown {
             add(&mut self.visible);
+            if let Some(all) = self.all.as_mut() {
+                add(all);
+            }
+        } else {
+            add(self.all());
         }
-        add(&mut self.all);
     }
 
     /// A line (`"\n"`) or paragraph (`"\n\n"`) break, in the full text and,
@@ -469,8 +516,12 @@ impl Renderer<'_> {
         };
         if shown {
             add(&mut self.visible);
+            if let Some(all) = self.all.as_mut() {
+                add(all);
+            }
+        } else {
+            add(self.all());
         }
-        add(&mut self.all);
     }
 }
 
