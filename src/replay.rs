@@ -418,7 +418,7 @@ impl Replayer {
 /// work and one done. On the simulated clock memory stays bounded however
 /// large the mailbox (but for the records, see [`ReplaySummary`]); on the
 /// arrival clock every analyzed message waits to be judged, without its
-/// normalized text (README, Limits).
+/// normalized text (docs/limits.md).
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error. Every file is opened

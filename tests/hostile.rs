@@ -20,7 +20,7 @@ use hostile::Hostile;
 use indymilter_test::{EomActions, MacroStage, Status, TestConnection};
 
 /// Peak resident memory the daemon may reach with 100 hostile messages in
-/// flight (README, Limits). Measured: see the test's output.
+/// flight (docs/limits.md). Measured: see the test's output.
 const RSS_BOUND_MB: u64 = 256;
 /// Time allowed for one hostile conversation. Generous for a debug build on
 /// a loaded 2-core machine; a stall would take forever, not this long.

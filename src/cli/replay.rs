@@ -139,7 +139,7 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
     })
 }
 
-/// The JSON object of one record: the jsonl contract (README).
+/// The JSON object of one record: the jsonl contract (docs/jsonl.md).
 pub fn record_json(r: &Record) -> serde_json::Value {
     serde_json::json!({
         "n": r.n,
