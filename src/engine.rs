@@ -103,6 +103,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
     let normalized = normalize(&body, &env.rcpts, &cfg.normalize);
     let f = features(&normalized, &cfg.fingerprint);
     let sh = f.shingles;
+    let short = sh.len() < cfg.fingerprint.min_features;
     let images = image_anchors(&body.images);
     let mut exact_parts = body.attachments.clone();
     exact_parts.extend(
@@ -110,7 +111,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
             .iter()
             .map(|i| <[u8; 32]>::from(Sha256::digest(i.as_bytes()))),
     );
-    if sh.len() < cfg.fingerprint.min_features {
+    if short {
         // A short message is compared exactly and by nothing else: its
         // subject counts too, or every item of a feed ("url <host> date
         // not supplied", the title in the subject) would be one text.
@@ -127,7 +128,13 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
         fingerprint: Some(fingerprint),
         features: sh.len(),
         attachments: body.attachments.len(),
-        anchors: anchors(&body, &normalized, images.len()),
+        // Anchors decide only for messages too short for near matching;
+        // a long message is not searched for links.
+        anchors: if short {
+            anchors(&body, &normalized, images.len())
+        } else {
+            body.attachments.len() + images.len()
+        },
         normalized,
         message_id: body.message_id,
         subject: body.subject,

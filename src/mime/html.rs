@@ -627,19 +627,7 @@ impl Kind {
     }
 
     fn is_block(self) -> bool {
-        matches!(
-            self,
-            Kind::P
-                | Kind::Pre
-                | Kind::List
-                | Kind::Li
-                | Kind::Dd
-                | Kind::Table
-                | Kind::Tr
-                | Kind::Hr
-                | Kind::Block
-                | Kind::OtherBlock
-        )
+        self.closes_p() || matches!(self, Kind::Tr | Kind::OtherBlock)
     }
 
     fn closes_p(self) -> bool {
