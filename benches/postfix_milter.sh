@@ -12,9 +12,15 @@
 #   cargo build --release && cargo build --release --example null_milter
 #   benches/postfix_milter.sh                  # inet socket
 #   SOCK=unix benches/postfix_milter.sh        # unix socket
+#   NULL_ARGS=--no-reply benches/postfix_milter.sh
+#                                              # null milter on bulkwatch's
+#                                              # protocol options
 # Env: PROFILE (release|debug), CARGO_TARGET_DIR, BW / NULL (the two
-# milters' binaries), REPS (turns each, default 3), N1 / N10 (messages
-# per run), SIZE (bytes), SMTP_PORT / SINK_PORT / MILTER_PORT.
+# milters' binaries), NULL_ARGS (the null milter's options: empty, it
+# answers every stage, as a plainly written milter does; --no-reply, it
+# negotiates what bulkwatch negotiates), REPS (turns each, default 3),
+# N1 / N10 (messages per run), SIZE (bytes), SMTP_PORT / SINK_PORT /
+# MILTER_PORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +33,7 @@ N10=${N10:-4000}
 SIZE=${SIZE:-5000}
 SOCK=${SOCK:-inet}
 REPS=${REPS:-3}
+NULL_ARGS=${NULL_ARGS:-}
 SMTP=${SMTP_PORT:-12525}
 SINK=${SINK_PORT:-12526}
 MPORT=${MILTER_PORT:-12527}
@@ -182,7 +189,7 @@ run_with() {
   fi
 }
 
-echo "socket=$SOCK size=$SIZE profile=$PROFILE cores=$(nproc) reps=$REPS $(date -u +%FT%TZ)"
+echo "socket=$SOCK size=$SIZE profile=$PROFILE cores=$(nproc) reps=$REPS null_args='$NULL_ARGS' $(date -u +%FT%TZ)"
 printf "%-12s %8s %8s %9s %9s %9s\n" milter sessions messages seconds msg/s cpu_ms/msg
 # The two milters take turns, REPS times, in alternating order, so that a
 # change in the machine's load (other guests of a shared host) falls on
@@ -192,7 +199,8 @@ printf "%-12s %8s %8s %9s %9s %9s\n" milter sessions messages seconds msg/s cpu_
 : >"$DIR/rows"
 turn() {
   if [ "$1" = null ]; then
-    run_with null "$NULL" "$NULLSOCK" >"$DIR/rep.rows"
+    # shellcheck disable=SC2086 # NULL_ARGS: options, split on purpose
+    run_with null "$NULL" "$NULLSOCK" $NULL_ARGS >"$DIR/rep.rows"
   else
     run_with bulkwatch "$BW" serve --config "$DIR/bulkwatch.toml" >"$DIR/rep.rows"
   fi

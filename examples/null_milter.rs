@@ -1,20 +1,32 @@
 //! A do-nothing milter for benchmarks: every stage registered, every answer
-//! Continue (Accept at end of message), TCP_NODELAY on accepted sockets, so
-//! it pays the same protocol costs as bulkwatch and nothing else.
+//! Continue (Accept at end of message), on the same listener as bulkwatch
+//! (TCP_NODELAY and quick ACKs on accepted sockets).
 //!
-//! `cargo run --release --example null_milter -- 127.0.0.1:7358`
+//! By default it answers every stage, as a milter written plainly does.
+//! With `--no-reply` it negotiates what bulkwatch negotiates (no reply
+//! where the answer is always Continue, see
+//! `bulkwatch::milter::callbacks::NO_REPLY`), so it pays bulkwatch's
+//! protocol costs and nothing else.
+//!
+//! `cargo run --release --example null_milter -- 127.0.0.1:7358 [--no-reply]`
 //! (or `unix:/path`). Stops on SIGTERM or SIGINT.
 
 use bulkwatch::milter::NoDelayListener;
+use bulkwatch::milter::callbacks::NO_REPLY;
 use indymilter::{Callbacks, Config, EitherListener, Status};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{signal, SignalKind};
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:7358".into());
+    let mut addr = "127.0.0.1:7358".to_owned();
+    let mut no_reply = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--no-reply" => no_reply = true,
+            _ => addr = arg,
+        }
+    }
     let listener: EitherListener<NoDelayListener, UnixListener> = match addr.strip_prefix("unix:") {
         Some(path) => {
             use std::os::unix::fs::PermissionsExt;
@@ -26,7 +38,20 @@ async fn main() -> std::io::Result<()> {
         }
         None => EitherListener::Tcp(NoDelayListener(TcpListener::bind(&addr).await?)),
     };
-    let callbacks: Callbacks<()> = Callbacks::new()
+    let mut callbacks: Callbacks<()> = Callbacks::new();
+    if no_reply {
+        callbacks = callbacks.on_negotiate(|cx, _, opts| {
+            Box::pin(async move {
+                // What indymilter asks without a negotiate callback, plus
+                // no replies; no actions, as without one.
+                cx.requested_actions = indymilter::Actions::empty();
+                cx.requested_opts.remove(indymilter::ProtoOpts::SKIP);
+                cx.requested_opts |= opts & NO_REPLY;
+                Status::Continue
+            })
+        });
+    }
+    let callbacks = callbacks
         .on_connect(|_, _, _| Box::pin(async { Status::Continue }))
         .on_helo(|_, _| Box::pin(async { Status::Continue }))
         .on_mail(|_, _| Box::pin(async { Status::Continue }))

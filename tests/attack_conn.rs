@@ -198,20 +198,20 @@ async fn a_recipient_flood_cannot_push_the_body_out() {
     let mail = spam("alice", 1);
     assert_eq!(
         conn.mail(["<offers@deals.example>"]).await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
     for i in 0..8_000 {
         let rcpt = format!("<{}{i}@example.net>", "r".repeat(30));
-        assert_eq!(conn.rcpt([rcpt.as_str()]).await.unwrap(), Status::Continue);
+        assert_eq!(conn.rcpt([rcpt.as_str()]).await.unwrap(), Status::Noreply);
     }
-    assert_eq!(conn.data().await.unwrap(), Status::Continue);
+    assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     for (k, v) in &mail.headers {
         assert_eq!(
             conn.header(k.as_str(), v.as_str()).await.unwrap(),
-            Status::Continue
+            Status::Noreply
         );
     }
-    assert_eq!(conn.eoh().await.unwrap(), Status::Continue);
+    assert_eq!(conn.eoh().await.unwrap(), Status::Noreply);
     let _ = conn.body(mail.body.as_bytes().to_vec()).await.unwrap();
     let (actions, status) = conn.eom().await.unwrap();
     assert_eq!(status, Status::Accept);

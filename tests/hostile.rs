@@ -63,7 +63,7 @@ async fn deliver(socket: &Path, h: &Hostile, n: usize) -> Result<(EomActions, St
     conn.data().await.map_err(e)?;
     for (k, v) in &h.headers {
         let st = conn.header(k.as_str(), v.as_str()).await.map_err(e)?;
-        if st != Status::Continue {
+        if st != Status::Noreply {
             return Err(format!("header: {st:?}"));
         }
     }

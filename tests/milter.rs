@@ -222,20 +222,20 @@ async fn aborted_message_is_forgotten() {
     let mail = spam("alice", 20);
     assert_eq!(
         conn.mail(["<a@b.example>"]).await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
     assert_eq!(
         conn.rcpt(["<c@d.example>"]).await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
-    assert_eq!(conn.data().await.unwrap(), Status::Continue);
+    assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     assert_eq!(
         conn.header("X-Bulkwatch", "forged").await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
     assert_eq!(
         conn.header("Subject", "half").await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
     conn.abort().await.unwrap();
     let (actions, status) = transact(&mut conn, &mail).await;

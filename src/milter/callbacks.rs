@@ -1,9 +1,11 @@
 //! Milter callbacks: wiring only. Each handler takes the session (creating
 //! it if the MTA skipped a stage), pulls its arguments out without
 //! indexing, delegates to [`Session`] or [`reply`], and maps the result to
-//! a status. Every stage is registered: with TCP_NODELAY this avoids the
-//! Nagle/delayed-ACK stall (see the project notes), and it lets Postfix
-//! send everything the session collects.
+//! a status. Every stage is registered, so that Postfix sends everything
+//! the session collects, and up to the body Postfix is asked not to wait
+//! for a reply ([`NO_REPLY`]); over TCP the listener acknowledges each read
+//! at once so that Postfix's packets written in a row do not stall (see
+//! [`crate::milter::TcpConn`]).
 
 use std::ffi::{CStr, CString};
 use std::net::IpAddr;
@@ -26,6 +28,20 @@ fn text(s: &CStr) -> String {
 fn macro_text(m: &Macros, name: &CStr) -> Option<String> {
     m.get(name).map(text)
 }
+
+/// Stages after which bulkwatch never has anything to say but Continue:
+/// it asks the MTA (when offered) not to wait for a reply there. Each
+/// reply saved is a round trip less for every header, recipient and
+/// SMTP command of every message; the body (which may answer Skip) and
+/// the end of message still get one.
+pub const NO_REPLY: ProtoOpts = ProtoOpts::NOREPLY_CONNECT
+    .union(ProtoOpts::NOREPLY_HELO)
+    .union(ProtoOpts::NOREPLY_MAIL)
+    .union(ProtoOpts::NOREPLY_RCPT)
+    .union(ProtoOpts::NOREPLY_DATA)
+    .union(ProtoOpts::NOREPLY_UNKNOWN)
+    .union(ProtoOpts::NOREPLY_HEADER)
+    .union(ProtoOpts::NOREPLY_EOH);
 
 /// The callbacks for [`crate::milter::run`].
 pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
@@ -56,6 +72,7 @@ async fn handle_negotiate(
     // message for nothing.
     cx.data.get_or_insert_with(Session::default).can_skip =
         opts.contains(ProtoOpts::SKIP) && cx.requested_opts.contains(ProtoOpts::SKIP);
+    cx.requested_opts |= opts & NO_REPLY;
     let needed = reply::needed_actions();
     if !actions.contains(needed) {
         // indymilter then refuses the connection; the MTA logs it and

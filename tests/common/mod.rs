@@ -106,13 +106,16 @@ pub async fn open_unix(path: &std::path::Path) -> TestConnection {
     greet(TestConnection::configure().open_unix(path).await.unwrap()).await
 }
 
+/// bulkwatch negotiates no reply for every stage up to the body
+/// (`callbacks::NO_REPLY`): the test client reports `Noreply` there, and
+/// would report `Continue` if the milter answered.
 async fn greet(mut conn: TestConnection) -> TestConnection {
     let st = conn
         .connect("client.example", ([192, 0, 2, 7], 40000))
         .await
         .unwrap();
-    assert_eq!(st, Status::Continue);
-    assert_eq!(conn.helo("client.example").await.unwrap(), Status::Continue);
+    assert_eq!(st, Status::Noreply);
+    assert_eq!(conn.helo("client.example").await.unwrap(), Status::Noreply);
     conn
 }
 
@@ -123,20 +126,20 @@ pub async fn transact(conn: &mut TestConnection, m: &Mail) -> (EomActions, Statu
         .unwrap();
     assert_eq!(
         conn.mail(["<offers@deals.example>"]).await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
     assert_eq!(
         conn.rcpt([m.rcpt.as_str()]).await.unwrap(),
-        Status::Continue
+        Status::Noreply
     );
-    assert_eq!(conn.data().await.unwrap(), Status::Continue);
+    assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     for (k, v) in &m.headers {
         assert_eq!(
             conn.header(k.as_str(), v.as_str()).await.unwrap(),
-            Status::Continue
+            Status::Noreply
         );
     }
-    assert_eq!(conn.eoh().await.unwrap(), Status::Continue);
+    assert_eq!(conn.eoh().await.unwrap(), Status::Noreply);
     // Chunks as an MTA sends them (65535 bytes at most); after Skip the MTA
     // sends no more body.
     for chunk in m.body.as_bytes().chunks(65_535) {
