@@ -6,7 +6,7 @@
 //!   `mail_parser_baseline` is mail-parser's own mbox split
 //!   (`MessageIterator`) + parse + text extraction (body_text and body_html
 //!   of every part), on one core;
-//!   `bulkwatch_engine` is split (bulkwatch's own, `bulkwatch::mbox`) +
+//!   `bulkwatch_engine` is split (bulkwatch's own, `bulkwatch::replay::mbox`) +
 //!   analyze + decide on one core, the work of `bulkwatch replay`;
 //!   `replay_1_thread` and `replay_all_cores` run
 //!   the replay itself on the file (read, analyze, decide, records; no
@@ -36,9 +36,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bulkwatch::config::Config;
+use bulkwatch::engine::index::window::Entry;
+use bulkwatch::engine::index::{NearIndex, Query};
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
-use bulkwatch::index::window::Entry;
-use bulkwatch::index::{NearIndex, Query};
 use bulkwatch::milter::INLINE_SCAN_BYTES;
 use bulkwatch::replay::{read_mbox, replay_files, ReplayOptions};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -120,11 +120,11 @@ fn throughput(c: &mut Criterion) {
 /// throughput mbox, each step given what the one before produced: where
 /// the engine's time goes.
 fn stages(c: &mut Criterion) {
-    use bulkwatch::mime::normalize::normalize;
-    use bulkwatch::mime::{extract, MimeOutcome};
-    use bulkwatch::minhash::{min_sketch, seeds};
-    use bulkwatch::shingle::features;
-    use bulkwatch::simhash::{exact_hash, simhash};
+    use bulkwatch::engine::mime::normalize::normalize;
+    use bulkwatch::engine::mime::{extract, MimeOutcome};
+    use bulkwatch::engine::minhash::{min_sketch, seeds};
+    use bulkwatch::engine::shingle::features;
+    use bulkwatch::engine::simhash::{exact_hash, simhash};
     let bytes = std::fs::read(mbox_path()).expect("mbox");
     let raws: Vec<Vec<u8>> = read_mbox(&bytes[..]).map(|m| m.expect("read")).collect();
     let cfg = Config::default();
@@ -260,7 +260,7 @@ fn lookup(c: &mut Criterion) {
         )
         .with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance);
         // The longest single insertion: the one that doubles the tables
-        // last (see `bulkwatch::index::tables`, Growth).
+        // last (see `bulkwatch::engine::index::tables`, Growth).
         let mut longest = (Duration::ZERO, 0);
         for i in 0..n {
             let h = splitmix(&mut st);

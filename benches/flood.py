@@ -9,7 +9,7 @@ flood's campaign ids and bulk count, the fixture campaigns' ids and bulk
 count, and the replay's wall time; with two binaries, how many messages got
 a different level.
 
-Used to choose MAX_BUCKET_SCAN (src/index/tables.rs): build once per bound,
+Used to choose MAX_BUCKET_SCAN (src/engine/index/tables.rs): build once per bound,
 copy each binary aside, then
 
   python3 benches/flood.py --copies 20000 --bin /tmp/bw1024 --bin /tmp/bw256

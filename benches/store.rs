@@ -544,7 +544,7 @@ fn copy_costs(cfg: &Config, n: u64) -> (f64, f64) {
     let copy = e.clone();
     let clone_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
-    let bytes = bulkwatch::snapshot::encode(&copy, REPLAY_EPOCH + n);
+    let bytes = bulkwatch::store::snapshot::encode(&copy, REPLAY_EPOCH + n);
     let encode_ms = t.elapsed().as_secs_f64() * 1e3;
     std::hint::black_box(bytes.len());
     (clone_ms, encode_ms)

@@ -11,8 +11,8 @@
 //! `cargo run --release --example null_milter -- 127.0.0.1:7358 [--no-reply]`
 //! (or `unix:/path`). Stops on SIGTERM or SIGINT.
 
-use bulkwatch::milter::NoDelayListener;
 use bulkwatch::milter::callbacks::NO_REPLY;
+use bulkwatch::milter::NoDelayListener;
 use indymilter::{Callbacks, Config, EitherListener, Status};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{signal, SignalKind};

@@ -4,10 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bulkwatch::campaign::CampaignId;
 use bulkwatch::config::Config;
+use bulkwatch::engine::campaign::CampaignId;
+use bulkwatch::engine::verdict::CampaignSummary;
 use bulkwatch::milter::alert;
-use bulkwatch::verdict::CampaignSummary;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;

@@ -8,9 +8,9 @@
 //! `max_message_bytes`; and the loader refuses caps beyond its ranges.
 
 use bulkwatch::config::Config;
+use bulkwatch::engine::verdict::Level;
 use bulkwatch::engine::{Engine, Envelope, UnixSecs};
 use bulkwatch::milter::session::Session;
-use bulkwatch::verdict::Level;
 
 const T0: u64 = 1_704_067_200;
 

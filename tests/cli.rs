@@ -288,7 +288,7 @@ fn scan_with_state_judges_against_a_snapshot() {
         );
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = bulkwatch::snapshot::save(&engine, dir.path()).expect("save");
+    let path = bulkwatch::store::snapshot::save(&engine, dir.path()).expect("save");
 
     let another = dir.path().join("m.eml");
     std::fs::write(&another, &msgs[c11[40] - 1]).expect("write");

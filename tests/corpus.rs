@@ -5,12 +5,12 @@
 
 use std::path::PathBuf;
 
-use bulkwatch::campaign::CampaignId;
 use bulkwatch::config::Config;
+use bulkwatch::engine::campaign::CampaignId;
+use bulkwatch::engine::verdict::Level;
 use bulkwatch::replay::{
     arrival_time, read_mbox, replay_files, Clock, ReplayOptions, ReplaySummary,
 };
-use bulkwatch::verdict::Level;
 use mail_parser::MessageParser;
 
 fn corpus(name: &str) -> Option<PathBuf> {

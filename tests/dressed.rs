@@ -32,10 +32,10 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use bulkwatch::campaign::CampaignId;
 use bulkwatch::config::Config;
+use bulkwatch::engine::campaign::CampaignId;
+use bulkwatch::engine::verdict::{Level, Verdict};
 use bulkwatch::replay::{read_mbox, ReplayOptions, Replayer};
-use bulkwatch::verdict::{Level, Verdict};
 use mail_parser::MessageParser;
 
 /// Each class must pass this share of its cases.

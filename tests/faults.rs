@@ -115,8 +115,11 @@ async fn full_or_read_only_state_dir_keeps_serving_and_the_old_snapshot() {
     common::redis::wait_for(
         || {
             fs::read(&snap).is_ok_and(|b| {
-                bulkwatch::snapshot::decode(&b, &bulkwatch::config::Config::load(&config).unwrap())
-                    .is_ok_and(|(e, _)| e.stats().window_entries == 3)
+                bulkwatch::store::snapshot::decode(
+                    &b,
+                    &bulkwatch::config::Config::load(&config).unwrap(),
+                )
+                .is_ok_and(|(e, _)| e.stats().window_entries == 3)
             })
         },
         "a snapshot with three messages",

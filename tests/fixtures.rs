@@ -7,10 +7,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use bulkwatch::config::Config;
+use bulkwatch::engine::simhash::hex;
+use bulkwatch::engine::verdict::Level;
 use bulkwatch::engine::{analyze, Envelope};
 use bulkwatch::replay::{read_mbox, replay_files, Record, ReplayOptions};
-use bulkwatch::simhash::hex;
-use bulkwatch::verdict::Level;
 
 fn fixture(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -257,7 +257,7 @@ fn golden_fingerprint_vectors() {
     }
     let path = fixture(&format!(
         "vectors/fingerprint-v{}.tsv",
-        bulkwatch::simhash::VERSION
+        bulkwatch::engine::simhash::VERSION
     ));
     if std::env::var_os("UPDATE_FIXTURES").is_some() {
         std::fs::write(&path, &out).expect("write vectors");

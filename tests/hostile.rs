@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bulkwatch::config::Config;
+use bulkwatch::engine::verdict::Level;
 use bulkwatch::engine::{Engine, Envelope, UnixSecs};
-use bulkwatch::verdict::Level;
 use common::daemon::{header, Daemon};
 use hostile::Hostile;
 use indymilter_test::{EomActions, MacroStage, Status, TestConnection};

@@ -6,8 +6,8 @@
 mod common;
 
 use bulkwatch::config::Action;
+use bulkwatch::engine::verdict::Level;
 use bulkwatch::milter::INLINE_SCAN_BYTES;
-use bulkwatch::verdict::Level;
 use common::{config, open, send, spam, start, transact, Mail, NAMES};
 use indymilter_test::{any, EomAction, Status};
 
@@ -220,14 +220,8 @@ async fn aborted_message_is_forgotten() {
     let m = start(config()).await;
     let mut conn = open(m.addr).await;
     let mail = spam("alice", 20);
-    assert_eq!(
-        conn.mail(["<a@b.example>"]).await.unwrap(),
-        Status::Noreply
-    );
-    assert_eq!(
-        conn.rcpt(["<c@d.example>"]).await.unwrap(),
-        Status::Noreply
-    );
+    assert_eq!(conn.mail(["<a@b.example>"]).await.unwrap(), Status::Noreply);
+    assert_eq!(conn.rcpt(["<c@d.example>"]).await.unwrap(), Status::Noreply);
     assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     assert_eq!(
         conn.header("X-Bulkwatch", "forged").await.unwrap(),

@@ -450,7 +450,7 @@ fn kill_9_mid_stream_tempfails_then_delivers_and_the_campaign_goes_on() {
         "a snapshot with the three copies",
         || {
             fs::read(&snap).is_ok_and(|b| {
-                bulkwatch::snapshot::decode(&b, &cfg)
+                bulkwatch::store::snapshot::decode(&b, &cfg)
                     .is_ok_and(|(e, _)| e.stats().window_entries == 3)
             })
         },

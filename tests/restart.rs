@@ -148,7 +148,7 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
         d.child.kill().unwrap();
         d.child.wait().unwrap();
         if snapshot.exists() {
-            bulkwatch::snapshot::load_engine(&snapshot, &cfg)
+            bulkwatch::store::snapshot::load_engine(&snapshot, &cfg)
                 .unwrap_or_else(|e| panic!("round {round}: broken snapshot: {e}"));
         }
         let _ = fs::remove_file(&socket);

@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
+use bulkwatch::engine::verdict::{Level, Verdict};
 use bulkwatch::engine::{
     analyze, decide_with, finish, Engine, Envelope, Observation, Store, UnixSecs,
 };
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{LogStore, Logged, RedisStore, Shared, SharedResult};
-use bulkwatch::verdict::{Level, Verdict};
 use common::redis::{skip_reason, RedisCluster, RedisServer};
 use common::synthetic::synthetic;
 
@@ -1266,10 +1266,11 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     assert_eq!(m.state.engine().stats().window_entries, 0);
     let list = bulkwatch::milter::metrics::campaigns_json(&m.state);
     assert!(list.contains("\"messages\":5"), "{list}");
-    let (snap, _) = bulkwatch::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
+    let (snap, _) = bulkwatch::store::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
     assert_eq!(snap.stats().window_entries, 0);
     // At shutdown nothing waits for the replica: that snapshot holds it.
-    let (last, _) = bulkwatch::snapshot::decode(&m.state.view_snapshot_bytes(), &cfg).unwrap();
+    let (last, _) =
+        bulkwatch::store::snapshot::decode(&m.state.view_snapshot_bytes(), &cfg).unwrap();
     assert_eq!(last.stats().window_entries, 5);
     m.stop().await;
 }
@@ -1462,5 +1463,5 @@ fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
         }
     }
     // The script keeps the memory store's bound.
-    assert_eq!(longest, bulkwatch::index::tables::MAX_BUCKET_SCAN);
+    assert_eq!(longest, bulkwatch::engine::index::tables::MAX_BUCKET_SCAN);
 }

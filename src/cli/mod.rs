@@ -7,6 +7,7 @@
 pub mod check_config;
 pub mod replay;
 pub mod scan;
+pub mod serve;
 pub mod tune;
 
 use std::path::PathBuf;
@@ -59,7 +60,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the milter daemon for Postfix.
-    Serve(crate::milter::serve::ServeArgs),
+    Serve(crate::cli::serve::ServeArgs),
     /// Feed mbox files through the engine and report what it would flag.
     Replay(replay::ReplayArgs),
     /// Explain the fingerprint and verdict of one message.
@@ -90,7 +91,7 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<Config, CliError> {
 /// ends the command quietly, as it ends `cat`.
 pub fn run(cli: Cli) -> Result<Outcome, CliError> {
     let res = match cli.command {
-        Command::Serve(a) => crate::milter::serve::run(a),
+        Command::Serve(a) => crate::cli::serve::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Scan(a) => scan::run(a),
         Command::Tune(a) => tune::run(a),

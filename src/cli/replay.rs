@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::{load_config, CliError, Outcome};
+use crate::engine::verdict::Level;
 use crate::replay::{replay_files, Clock, Record, ReplayOptions, ReplaySummary};
-use crate::verdict::Level;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {

@@ -8,9 +8,9 @@ use clap::Args;
 
 use super::{load_config, print_stdout, CliError, Outcome};
 use crate::config::Config;
+use crate::engine::simhash::hex;
+use crate::engine::verdict::{Level, Verdict};
 use crate::engine::{analyze, Analysis, Envelope, UnixSecs};
-use crate::simhash::hex;
-use crate::verdict::{Level, Verdict};
 
 #[derive(Debug, Args)]
 pub struct ScanArgs {
@@ -52,7 +52,7 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
     let verdict = match &args.state {
         Some(state) => {
             let mut engine =
-                crate::snapshot::load_engine(state, &cfg).map_err(|e| CliError::Other {
+                crate::store::snapshot::load_engine(state, &cfg).map_err(|e| CliError::Other {
                     what: format!("cannot use state {}", state.display()),
                     source: Box::new(e),
                 })?;

@@ -13,7 +13,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::mpsc;
 
 use crate::config::AlertsConfig;
-use crate::verdict::CampaignSummary;
+use crate::engine::verdict::CampaignSummary;
 
 /// Queue length between the milter and the alert task.
 pub const QUEUE: usize = 64;
@@ -89,7 +89,7 @@ pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<CampaignSummary>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaign::CampaignId;
+    use crate::engine::campaign::CampaignId;
 
     #[test]
     fn alert_names_campaign_size_and_senders() {

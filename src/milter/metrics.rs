@@ -15,9 +15,9 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::engine::verdict::Level;
 use crate::engine::Engine;
 use crate::milter::State;
-use crate::verdict::Level;
 
 /// Upper bounds of the engine latency histogram, in seconds.
 const BUCKETS: [f64; 12] = [

@@ -1,29 +1,30 @@
-//! The milter adapter: indymilter on tokio, in front of the engine.
+//! The milter adapter: indymilter on tokio, in front of the judge.
 //!
 //! - [`run`] serves the milter protocol on a listener until `shutdown`
 //!   completes (the shape of mini-redis `server::run`), so tests can start
 //!   it in-process on `127.0.0.1:0`.
-//! - [`State`] is what all connections share: the engine behind a
-//!   `std::sync::Mutex` (held only for `decide`, never across `.await`),
-//!   the live configuration as an `Arc` swapped on reload, counters for
-//!   metrics, the alert queue and, when configured, the Redis store (asked
-//!   after the local engine, on the blocking pool, bounded by its timeout).
+//! - [`State`] is what all connections share: the [`Judge`] (local engine
+//!   and optional Redis store; this module adds only what is async: large
+//!   messages analysed on the blocking pool under `engine_timeout`, the
+//!   Redis call under twice its timeout), the live configuration as an
+//!   `Arc` swapped on reload, counters for metrics and the alert queue.
 //! - `callbacks.rs` wires protocol stages to `session.rs` (per-message
 //!   state) and `reply.rs` (the only module that knows milter actions).
-//! - `serve.rs` is `bulkwatch serve`: sockets, signals, snapshots, metrics.
+//! - `guard.rs` is the listener's guard against floods and idle peers.
+//! - `bulkwatch serve` itself (sockets, signals, snapshots, the metrics
+//!   listener) is `crate::cli::serve`.
 
 pub mod alert;
 pub mod callbacks;
 pub mod guard;
 pub mod metrics;
 pub mod reply;
-pub mod serve;
 pub mod session;
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, MutexGuard, RwLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -31,16 +32,18 @@ use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::engine::{analyze, finish, observe, Engine, Observation, UnixSecs};
-use crate::store::{Shared, SharedResult};
-use crate::verdict::{CampaignSummary, Verdict};
+use crate::engine::verdict::{CampaignSummary, Verdict};
+use crate::engine::{analyze, Analysis, Engine, Envelope, UnixSecs};
+use crate::store::judge::{Answer, Judge, Step, Warming};
+use crate::store::Shared;
 use metrics::Metrics;
 use session::Message;
 
 /// State shared by every connection.
 pub struct State {
-    /// The engine; locked only around `decide` and snapshot encoding.
-    engine: Mutex<Engine>,
+    /// The local engine and the Redis store when configured; the engine
+    /// is locked only while deciding and encoding a snapshot.
+    judge: Judge,
     /// The configuration in force, replaced whole on reload. Readers clone
     /// the `Arc` and drop the lock at once.
     config: RwLock<Arc<Config>>,
@@ -49,9 +52,6 @@ pub struct State {
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
     alerts: Option<mpsc::Sender<CampaignSummary>>,
-    /// The Redis store when configured: its verdict wins, the engine above
-    /// is the local fallback.
-    shared: Option<Arc<Shared>>,
     /// Analyses running at once, at most (see [`scan_slots`]). A permit is
     /// held by the blocking task itself, so an analysis that outlives its
     /// `engine_timeout` still counts until it ends: hostile mail cannot
@@ -79,16 +79,6 @@ pub fn scan_slots() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
-/// Why a message got no verdict from the shared store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NotShared {
-    /// Redis failed, or is left alone for its retry interval: an outage.
-    Down,
-    /// Redis was slower than twice its timeout, or the replica (log layout)
-    /// is still reading the log.
-    Aside,
-}
-
 /// Why the engine gave no verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -110,24 +100,23 @@ impl State {
     pub fn new(engine: Engine) -> State {
         let config = Arc::new(engine.config().clone());
         State {
-            engine: Mutex::new(engine),
+            judge: Judge::new(engine, None, Warming::Background),
             config: RwLock::new(config),
             metrics: Metrics::new(unix_now()),
             alerts: None,
-            shared: None,
             scans: Arc::new(tokio::sync::Semaphore::new(scan_slots())),
         }
     }
 
     /// Judges with `shared` first and the local engine as the fallback.
     pub fn with_shared(mut self, shared: Shared) -> State {
-        self.shared = Some(Arc::new(shared));
+        self.judge = self.judge.with_shared(shared);
         self
     }
 
     /// The shared store, if configured.
     pub fn shared(&self) -> Option<&Shared> {
-        self.shared.as_deref()
+        self.judge.shared()
     }
 
     /// Sends campaigns that turn bulk to `tx` (see [`alert`]).
@@ -145,25 +134,16 @@ impl State {
         }
     }
 
-    /// Calls `f` with the engine that holds the daemon's view: the log
-    /// layout's replica while Redis is up and the replica has read the log
-    /// up to its messages, else the local engine (see [`Shared::view`]).
-    /// For metrics, the campaign list and the snapshot at shutdown.
+    /// Calls `f` with the engine that holds the daemon's view (see
+    /// [`Judge::with_view`]): for metrics, the campaign list and the
+    /// snapshot at shutdown.
     pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
-        if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
-            return r;
-        }
-        f(&self.engine())
+        self.judge.with_view(f)
     }
 
     /// The local engine, locked. Do not hold the guard across `.await`.
     pub fn engine(&self) -> MutexGuard<'_, Engine> {
-        // A panic inside decide would poison the lock; the engine's state
-        // is still usable (each step leaves it consistent), and refusing
-        // all later mail would be worse.
-        self.engine
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.judge.engine()
     }
 
     /// Applies a reloaded configuration: the engine takes what can change
@@ -206,7 +186,6 @@ impl State {
         msg: Message,
     ) -> Result<(Verdict, Duration), EngineError> {
         let start = Instant::now();
-        let queue_id = msg.queue_id().to_owned();
         let env = msg.envelope;
         let raw = msg.raw;
         let analysis = if raw.len() <= INLINE_SCAN_BYTES {
@@ -214,7 +193,7 @@ impl State {
         } else {
             self.analyze_pooled(cfg, raw, &env).await?
         };
-        Ok(self.decide(cfg, &analysis, &env, &queue_id, start).await)
+        Ok(self.decide(cfg, &analysis, &env, start).await)
     }
 
     /// Analyzes a large message on the blocking pool, at most
@@ -247,60 +226,34 @@ impl State {
         }
     }
 
-    /// Decides on an analysis under the engine lock at the current time
-    /// (and through Redis when configured), counts it and queues an alert.
+    /// Judges an analysis at the current time ([`Judge`]): the Redis call,
+    /// when there is one, on the blocking pool and bounded by twice the
+    /// store's timeout (the blocking call ends by its own socket
+    /// timeouts). Counts the verdict and queues an alert.
     async fn decide(
         &self,
         cfg: &Arc<Config>,
-        analysis: &crate::engine::Analysis,
-        env: &crate::engine::Envelope,
-        queue_id: &str,
+        analysis: &Analysis,
+        env: &Envelope,
         start: Instant,
     ) -> (Verdict, Duration) {
         let now = UnixSecs(unix_now());
-        // Without Redis, or with its script layout, the local engine
-        // records every message, so that its window is warm when Redis
-        // fails. With the log layout the replica holds the window, and the
-        // local engine is brought up to it when a message falls back.
-        let mut verdict = None;
-        if self.shared.as_ref().is_none_or(|s| s.records_locally()) {
-            verdict = Some(self.engine().decide(analysis, env, now));
-        }
-        let mut outage = false;
-        if let Some(shared) = &self.shared {
-            match observe(cfg, analysis, env) {
-                // Allow-listed or skipped: no store has a say.
-                Err(v) => verdict = verdict.or(Some(*v)),
-                Ok(obs) => match self.judge_shared(shared, cfg, obs, now, queue_id).await {
-                    Ok(v) => verdict = Some(v),
-                    Err(NotShared::Down) => outage = true,
-                    Err(NotShared::Aside) => {}
-                },
+        let judged = match self.judge.begin(cfg, analysis, env, now) {
+            Step::Done(j) => j,
+            Step::Ask(ask) => {
+                let ask = Arc::new(ask);
+                let task_ask = Arc::clone(&ask);
+                let task = tokio::task::spawn_blocking(move || task_ask.run());
+                let limit = cfg.store.redis.timeout.saturating_mul(2);
+                let answer = match tokio::time::timeout(limit, task).await {
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(e)) => Answer::Late(format!("redis task failed: {e}")),
+                    Err(_) => Answer::Late(format!("no answer in {limit:?}")),
+                };
+                self.judge.finish(cfg, analysis, env, &ask, answer)
             }
-        }
-        let verdict = verdict.unwrap_or_else(|| {
-            let (verdict, replaced) = {
-                let mut local = self.engine();
-                let replaced = self
-                    .shared
-                    .as_ref()
-                    .and_then(|s| s.warm_in_background(&mut local, outage));
-                let verdict = local.decide(analysis, env, now);
-                // Still holding the engine: a copy that took over between
-                // the decision and the report would miss the message.
-                if let (Some(shared), Ok(obs)) = (&self.shared, observe(cfg, analysis, env)) {
-                    shared.judged_locally(&obs, now);
-                }
-                (verdict, replaced)
-            };
-            if let Some(old) = replaced {
-                // Freeing a large window takes a while: not on mail's path.
-                let _ = std::thread::Builder::new()
-                    .name("bulkwatch-free".into())
-                    .spawn(move || drop(old));
-            }
-            verdict
-        });
+        };
+        let verdict = judged.verdict;
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         if verdict.newly_bulk {
@@ -313,54 +266,6 @@ impl State {
         (verdict, elapsed)
     }
 
-    /// The Redis verdict, or why there is none (use the local one): Redis
-    /// failed or is waiting out its retry interval, took longer than twice
-    /// its timeout (the blocking call ends by its own socket timeouts), or
-    /// the replica is still reading the log.
-    async fn judge_shared(
-        &self,
-        shared: &Arc<Shared>,
-        cfg: &Arc<Config>,
-        obs: Observation,
-        now: UnixSecs,
-        queue_id: &str,
-    ) -> Result<Verdict, NotShared> {
-        let task_shared = Arc::clone(shared);
-        let task = tokio::task::spawn_blocking(move || {
-            let r = task_shared.record(&obs, now);
-            (obs, r)
-        });
-        let limit = cfg.store.redis.timeout.saturating_mul(2);
-        match tokio::time::timeout(limit, task).await {
-            Ok(Ok((obs, SharedResult::Shared(out)))) => Ok(finish(cfg, &obs, out)),
-            Ok(Ok((_, SharedResult::Failed(e)))) => {
-                tracing::warn!(queue_id, error = %e, "redis unavailable; judged from the local window");
-                Err(NotShared::Down)
-            }
-            Ok(Ok((_, SharedResult::Skipped))) => Err(NotShared::Down),
-            Ok(Ok((_, SharedResult::CatchingUp(why)))) => {
-                tracing::info!(queue_id, %why, "judged from the local window");
-                Err(NotShared::Aside)
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(queue_id, error = %e, "redis task failed; judged from the local window");
-                Err(NotShared::Aside)
-            }
-            Err(_) => {
-                shared
-                    .stats
-                    .fallbacks
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::warn!(
-                    queue_id,
-                    ?limit,
-                    "redis too slow; judged from the local window"
-                );
-                Err(NotShared::Aside)
-            }
-        }
-    }
-
     /// The snapshot bytes of the local engine, encoded under its lock (a
     /// copy of memory; the file is written outside it).
     ///
@@ -371,7 +276,7 @@ impl State {
     /// The log in Redis keeps the window across restarts; the snapshot
     /// serves the fallback while a restarted replica reads it.
     pub fn snapshot_bytes(&self) -> Vec<u8> {
-        crate::snapshot::encode(&self.engine(), unix_now())
+        crate::store::snapshot::encode(&self.engine(), unix_now())
     }
 
     /// The snapshot bytes of the engine that holds the daemon's view (see
@@ -381,7 +286,7 @@ impl State {
     /// it judges while the new replica reads the log.
     pub fn view_snapshot_bytes(&self) -> Vec<u8> {
         let now = unix_now();
-        self.with_view(|e| crate::snapshot::encode(e, now))
+        self.with_view(|e| crate::store::snapshot::encode(e, now))
     }
 }
 

@@ -8,8 +8,8 @@
 use indymilter::{ContextActions, SetErrorReply, SmtpReply, Status};
 
 use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
+use crate::engine::verdict::{Level, Verdict};
 use crate::milter::session::HEADER_NAME;
-use crate::verdict::{Level, Verdict};
 
 /// Actions negotiated with the MTA: exactly those [`apply`] uses.
 pub fn needed_actions() -> indymilter::Actions {
@@ -122,9 +122,9 @@ pub async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaign::CampaignId;
     use crate::config::Config;
-    use crate::verdict::{CampaignSummary, SkipReason};
+    use crate::engine::campaign::CampaignId;
+    use crate::engine::verdict::{CampaignSummary, SkipReason};
 
     fn verdict(level: Level) -> Verdict {
         let v = Verdict::skipped(SkipReason::TooShort, 0, None);

@@ -44,9 +44,9 @@ use std::time::{Duration, Instant};
 use redis::Value;
 
 use super::redis::{err, Conn, RedisStore};
-use crate::codec::{CodecError, Reader, Writer};
 use crate::config::{Config, Thresholds};
 use crate::engine::{Engine, Observation, Outcome, Store, StoreError, UnixSecs};
+use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Format of an entry; entries of another format are skipped.
 const FORMAT: u8 = 1;
@@ -115,7 +115,7 @@ impl std::fmt::Display for StreamId {
 }
 
 /// The entry of one observation at time `now`: little-endian fields in a
-/// fixed order ([`crate::codec`]), each text as a presence flag and a
+/// fixed order ([`crate::store::codec`]), each text as a presence flag and a
 /// length-prefixed string.
 pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(192));

@@ -20,8 +20,11 @@
 //! it is tried again and sharing resumes by itself. A message is never held
 //! or rejected because Redis is down.
 
+pub mod codec;
+pub mod judge;
 pub mod log;
 pub mod redis;
+pub mod snapshot;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -30,11 +30,11 @@ use std::time::Duration;
 
 use redis::{ConnectionLike, Value};
 
-use crate::campaign::CampaignId;
 use crate::config::{Config, RedisConfig};
+use crate::engine::campaign::CampaignId;
+use crate::engine::simhash::VERSION;
+use crate::engine::verdict::CampaignSummary;
 use crate::engine::{Observation, Outcome, Store, StoreError, UnixSecs};
-use crate::simhash::VERSION;
-use crate::verdict::CampaignSummary;
 
 /// Seconds a key outlives the window: room for clock differences between
 /// hosts.
@@ -379,7 +379,7 @@ impl RedisStore {
             .arg(weak_pct)
             .arg(bulk_centi)
             .arg(if obs.near { "1" } else { "0" })
-            .arg(crate::simhash::hex(&obs.exact))
+            .arg(crate::engine::simhash::hex(&obs.exact))
             .arg(CampaignId::from_exact(&obs.exact).to_string())
             .arg(obs.recipients)
             .arg(obs.sender)
@@ -581,8 +581,8 @@ mod tests {
     #[test]
     fn the_script_shares_the_memory_stores_bounds() {
         for (name, value) in [
-            ("MAX_CHAIN", crate::campaign::MAX_CHAIN),
-            ("MAX_SCAN", crate::index::tables::MAX_BUCKET_SCAN),
+            ("MAX_CHAIN", crate::engine::campaign::MAX_CHAIN),
+            ("MAX_SCAN", crate::engine::index::tables::MAX_BUCKET_SCAN),
         ] {
             let line = format!("local {name} = {value}\n");
             assert!(SCRIPT.contains(&line), "record.lua lacks {line:?}");

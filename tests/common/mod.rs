@@ -128,10 +128,7 @@ pub async fn transact(conn: &mut TestConnection, m: &Mail) -> (EomActions, Statu
         conn.mail(["<offers@deals.example>"]).await.unwrap(),
         Status::Noreply
     );
-    assert_eq!(
-        conn.rcpt([m.rcpt.as_str()]).await.unwrap(),
-        Status::Noreply
-    );
+    assert_eq!(conn.rcpt([m.rcpt.as_str()]).await.unwrap(), Status::Noreply);
     assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     for (k, v) in &m.headers {
         assert_eq!(

@@ -8,7 +8,7 @@
 //! distance k, distance k included.
 //!
 //! **Band tables.** Table j is keyed by the upper half of band key j of
-//! [`crate::minhash`]; a query meets every entry that shares at least one
+//! [`crate::engine::minhash`]; a query meets every entry that shares at least one
 //! band. A band counts as shared when the upper halves are equal: keys
 //! that differ in their lower half only (2^-32 for a pair of random keys)
 //! count too, and then the sketch and distance tests decide, as for any

@@ -47,13 +47,13 @@ use std::path::{Path, PathBuf};
 use bloomfilter::Bloom;
 use sha2::{Digest, Sha256};
 
-use crate::campaign::{Campaign, CampaignId, Campaigns, Slot};
-use crate::codec::{CodecError, Reader, Writer};
 use crate::config::Config;
+use crate::engine::campaign::{Campaign, CampaignId, Campaigns, Slot};
+use crate::engine::exact::{ExactSet, Generation};
+use crate::engine::index::window::Entry;
+use crate::engine::index::IndexParts;
 use crate::engine::Engine;
-use crate::exact::{ExactSet, Generation};
-use crate::index::window::Entry;
-use crate::index::IndexParts;
+use crate::store::codec::{CodecError, Reader, Writer};
 
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
@@ -180,7 +180,7 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
     let mut w = Writer::default();
     w.0.extend_from_slice(MAGIC);
     w.u16(FORMAT_VERSION);
-    w.u8(crate::simhash::VERSION);
+    w.u8(crate::engine::simhash::VERSION);
     w.0.extend_from_slice(&shape_hash(cfg));
     w.u64(saved_at);
 
@@ -413,10 +413,10 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
         });
     }
     let fp = r.u8()?;
-    if fp != crate::simhash::VERSION {
+    if fp != crate::engine::simhash::VERSION {
         return Err(SnapshotError::FingerprintVersion {
             found: fp,
-            expected: crate::simhash::VERSION,
+            expected: crate::engine::simhash::VERSION,
         });
     }
     if r.array::<32>()? != shape_hash(cfg) {
@@ -565,7 +565,7 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     let mut exact = ExactSet::new(
         &cfg.exact,
         cfg.window.window.as_secs(),
-        crate::exact::bloom_seed(cfg),
+        crate::engine::exact::bloom_seed(cfg),
     );
     exact.restore(gens, lru);
     engine.exact = exact;

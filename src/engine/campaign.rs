@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use crate::simhash::hex;
+use crate::engine::simhash::hex;
 
 /// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
 /// message, shown as 12 hex digits. The same on every host for the same

@@ -1,8 +1,8 @@
 //! [`Verdict`]: what the engine concluded about one message, and the level
 //! rule that maps a campaign's weighted size to clean / suspect / bulk.
 
-use crate::campaign::{Campaign, CampaignId};
 use crate::config::Thresholds;
+use crate::engine::campaign::{Campaign, CampaignId};
 
 /// The level of a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -10,21 +10,30 @@
 //! The engine does no I/O: no network, no files, no clock. The milter, the
 //! CLI and the store call it.
 
+pub mod campaign;
+pub mod exact;
+pub mod index;
+pub mod mime;
+pub mod minhash;
+pub mod shingle;
+pub mod simhash;
+pub mod verdict;
+
 use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
-use crate::campaign::{CampaignId, Campaigns, Member};
+use self::campaign::{CampaignId, Campaigns, Member};
+use self::exact::{bloom_seed, ExactSet};
+use self::index::window::Entry;
+use self::index::{Match, NearIndex, Query};
+use self::mime::normalize::{normalize, Normalized};
+use self::mime::{extract, MimeOutcome};
+use self::minhash::{jaccard_estimate, min_sketch, seeds};
+use self::shingle::features;
+use self::simhash::{exact_hash, simhash, Fingerprint, VERSION};
+use self::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
 use crate::config::{Config, Thresholds};
-use crate::exact::{bloom_seed, ExactSet};
-use crate::index::window::Entry;
-use crate::index::{Match, NearIndex, Query};
-use crate::mime::normalize::{normalize, Normalized};
-use crate::mime::{extract, MimeOutcome};
-use crate::minhash::{jaccard_estimate, min_sketch, seeds};
-use crate::shingle::features;
-use crate::simhash::{exact_hash, simhash, Fingerprint, VERSION};
-use crate::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
 
 /// Seconds since the Unix epoch, as passed in by the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -158,7 +167,7 @@ fn image_anchors(images: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for src in images {
         let src = src.trim();
-        let Some(host) = crate::mime::normalize::url_host(src) else {
+        let Some(host) = crate::engine::mime::normalize::url_host(src) else {
             continue;
         };
         let after_host = src
@@ -193,7 +202,7 @@ fn image_anchors(images: &[String]) -> Vec<String> {
 /// has at least [`MIN_LINKED_TOKENS`] tokens. A bare link is not enough:
 /// the same short line with a link to a common host ("see
 /// docs.example.com") is written by many people.
-fn anchors(body: &crate::mime::BodyText, n: &Normalized, images: usize) -> usize {
+fn anchors(body: &crate::engine::mime::BodyText, n: &Normalized, images: usize) -> usize {
     let has_link = !body.urls.is_empty()
         || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
         || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
@@ -257,7 +266,7 @@ pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<Allo
 
 /// 16-bit hash of a sender domain (for distinct-sender counts).
 fn sender_hash(domain: &str) -> u16 {
-    let h = crate::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
+    let h = crate::engine::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
     (h >> 48) as u16
 }
 
@@ -465,7 +474,7 @@ impl Engine {
     }
 
     /// Live campaigns.
-    pub fn campaigns(&self) -> impl Iterator<Item = &crate::campaign::Campaign> {
+    pub fn campaigns(&self) -> impl Iterator<Item = &crate::engine::campaign::Campaign> {
         self.campaigns.iter()
     }
 
@@ -738,7 +747,7 @@ mod tests {
         }
     }
 
-    use crate::engine::testutil::spam;
+    use self::testutil::spam;
 
     fn env() -> Envelope {
         Envelope {

@@ -21,8 +21,8 @@
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::config::FingerprintConfig;
-use crate::mime::normalize::Normalized;
-use crate::minhash::mix;
+use crate::engine::mime::normalize::Normalized;
+use crate::engine::minhash::mix;
 
 /// Distinct hashes with their frequencies.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1679,11 +1679,11 @@ mod tests {
         ];
         let mut st = 99u64;
         for _ in 0..2000 {
-            let n = (crate::minhash::mix(st) % 40) as usize;
+            let n = (crate::engine::minhash::mix(st) % 40) as usize;
             let lines: Vec<&str> = (0..n)
                 .map(|_| {
                     st = st.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                    pool[(crate::minhash::mix(st) % pool.len() as u64) as usize]
+                    pool[(crate::engine::minhash::mix(st) % pool.len() as u64) as usize]
                 })
                 .collect();
             let mut a: Vec<Line<'_>> = lines

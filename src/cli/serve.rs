@@ -14,7 +14,7 @@
 //!   snapshot;
 //! - load the snapshot from `state_dir/state.bin` (a corrupt, incompatible
 //!   or refused one — not a regular file, larger than this configuration
-//!   can produce, see [`crate::snapshot::load`] — is moved aside to
+//!   can produce, see [`crate::store::snapshot::load`] — is moved aside to
 //!   `state.bin.corrupt-<unixtime>` and the daemon starts empty);
 //! - bind the milter socket. An existing Unix socket is taken over only if
 //!   it is stale: if a connection to it is accepted (or would be, the
@@ -51,7 +51,7 @@ use crate::cli::{CliError, Outcome};
 use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
 use crate::milter::{alert, metrics, unix_now, AnyListener, NoDelayListener, State};
-use crate::snapshot::{self, FILE_NAME};
+use crate::store::snapshot::{self, FILE_NAME};
 use crate::store::Shared;
 
 /// Log line format.

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     pub simhash: u64,
-    /// b-bit MinHash sketch (see `crate::minhash`).
+    /// b-bit MinHash sketch (see `crate::engine::minhash`).
     pub sketch: u64,
     /// Arrival time, Unix seconds (u32 lasts until 2106).
     pub time: u32,

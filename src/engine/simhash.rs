@@ -15,7 +15,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::shingle::Shingles;
+use crate::engine::shingle::Shingles;
 
 /// Version of the fingerprint algorithm (normalization + shingles + hashes).
 ///
@@ -40,8 +40,8 @@ pub struct Fingerprint {
     pub exact: [u8; 32],
     /// Number of distinct features behind `simhash`.
     pub features: u32,
-    /// MinHash sketch and LSH band keys (see `crate::minhash`).
-    pub min: crate::minhash::MinSketch,
+    /// MinHash sketch and LSH band keys (see `crate::engine::minhash`).
+    pub min: crate::engine::minhash::MinSketch,
     pub version: u8,
 }
 

@@ -1,5 +1,5 @@
 //! Little-endian binary writing and bounded reading, shared by the
-//! snapshot file (`crate::snapshot`) and the Redis log's entries
+//! snapshot file (`crate::store::snapshot`) and the Redis log's entries
 //! (`crate::store::log`).
 //!
 //! A [`Reader`] never reads past its buffer, refuses counts above a caller's

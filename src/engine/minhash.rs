@@ -6,7 +6,7 @@
 //! to 0.96 (word 4-shingles) were 5 to 6 bits apart, and in theory a pair at
 //! Jaccard 0.8 is about 10 bits apart. MinHash estimates Jaccard directly.
 //!
-//! From the features of [`crate::shingle::Shingles`] this computes
+//! From the features of [`crate::engine::shingle::Shingles`] this computes
 //! [`MINHASHES`] minimums, each over `fmix32(x ^ seed_i)` (x: the feature
 //! folded to 32 bits) with seeds derived from the fingerprint key. Two
 //! outputs are kept per message:
@@ -29,7 +29,7 @@ pub struct MinSketch {
 }
 
 /// SplitMix64's finalizer: a fast, well-mixed permutation of u64 (also
-/// combines shingle hashes in `crate::shingle`).
+/// combines shingle hashes in `crate::engine::shingle`).
 pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -18,8 +18,8 @@
 pub mod tables;
 pub mod window;
 
-use crate::minhash::sketch_diff;
-use crate::simhash::hamming;
+use crate::engine::minhash::sketch_diff;
+use crate::engine::simhash::hamming;
 use tables::{Bands, Tables};
 use window::{Entry, Window};
 

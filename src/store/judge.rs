@@ -1,0 +1,260 @@
+//! The one place that decides where a verdict comes from: the local engine
+//! alone, or Redis first with the local engine as its fallback.
+//!
+//! A [`Judge`] owns the local engine and the optional Redis store
+//! ([`Shared`]). Judging is synchronous and comes in two halves so that
+//! each caller adds only what is its own around the one call that may
+//! block:
+//!
+//! 1. [`Judge::begin`] decides locally where the local engine records
+//!    every message (no Redis, or its script layout) and settles
+//!    allow-listed and skipped messages; otherwise it hands back an
+//!    [`Ask`] for Redis.
+//! 2. [`Ask::run`] is the Redis call (blocking, bounded by the store's
+//!    socket timeouts). The milter runs it on the blocking pool under a
+//!    timeout of its own; the replay runs it in place.
+//! 3. [`Judge::finish`] takes the answer ([`Answer`]): Redis's verdict, or
+//!    the local one, from the local engine, which in the log layout is
+//!    first brought up to the replica when Redis is down.
+//!
+//! [`Judge::judge`] does all three in place.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::config::Config;
+use crate::engine::verdict::Verdict;
+use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, UnixSecs};
+use crate::store::{Shared, SharedResult};
+
+/// How the fallback engine is brought up to the log layout's replica in
+/// an outage (see [`Shared::warm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warming {
+    /// Copy in place, holding the engine meanwhile: the same result for
+    /// the same input (a replay).
+    InPlace,
+    /// Copy on a thread of its own while the engine goes on judging (the
+    /// daemon: mail never waits for a copy).
+    Background,
+}
+
+/// Where a verdict came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The local engine, with no Redis configured, or for a message that
+    /// no store has a say on (allow-listed, skipped).
+    Local,
+    /// Redis.
+    Shared,
+    /// The local engine because Redis gave no verdict: `outage` when Redis
+    /// failed or waits out its retry interval, else it was too slow or the
+    /// replica is still reading the log.
+    Fallback { outage: bool },
+}
+
+/// A verdict and where it came from.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub verdict: Verdict,
+    pub source: Source,
+}
+
+/// What came back from Redis for an [`Ask`].
+#[derive(Debug)]
+pub enum Answer {
+    /// What [`Shared::record`] said.
+    Store(SharedResult),
+    /// No answer in the caller's time (the milter's timeout), or the task
+    /// that asked failed: judged locally, not an outage.
+    Late(String),
+}
+
+/// A message for Redis: what [`Judge::begin`] hands back when Redis has a
+/// say.
+#[derive(Debug)]
+pub struct Ask {
+    shared: Arc<Shared>,
+    obs: Observation,
+    now: UnixSecs,
+    /// The local engine's verdict, when it records every message.
+    local: Option<Verdict>,
+}
+
+impl Ask {
+    /// Asks Redis (blocking, for about the store's timeout at most). Takes
+    /// `&self` so that a caller that gives up waiting still holds the ask.
+    pub fn run(&self) -> Answer {
+        Answer::Store(self.shared.record(&self.obs, self.now))
+    }
+}
+
+/// What [`Judge::begin`] found.
+#[derive(Debug)]
+pub enum Step {
+    /// Judged already.
+    Done(Judged),
+    /// Redis has a say: run the ask, then [`Judge::finish`].
+    Ask(Ask),
+}
+
+/// The local engine and the optional Redis store (module documentation).
+#[derive(Debug)]
+pub struct Judge {
+    /// Locked only while deciding, and never across an `.await`.
+    engine: Mutex<Engine>,
+    shared: Option<Arc<Shared>>,
+    warming: Warming,
+}
+
+impl Judge {
+    /// A judge over `engine` and, when configured, `shared`.
+    pub fn new(engine: Engine, shared: Option<Shared>, warming: Warming) -> Judge {
+        Judge {
+            engine: Mutex::new(engine),
+            shared: shared.map(Arc::new),
+            warming,
+        }
+    }
+
+    /// The same judge with `shared` as its Redis store.
+    pub fn with_shared(mut self, shared: Shared) -> Judge {
+        self.shared = Some(Arc::new(shared));
+        self
+    }
+
+    /// The local engine, locked.
+    pub fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A panic while deciding poisons the lock; each step leaves the
+        // engine consistent, and refusing all later mail would be worse.
+        self.engine
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The local engine, without locking (the judge is not shared).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        self.engine
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The Redis store, if configured.
+    pub fn shared(&self) -> Option<&Shared> {
+        self.shared.as_deref()
+    }
+
+    /// Calls `f` with the engine that holds the daemon's view: the log
+    /// layout's replica while Redis is up and the replica has read the log
+    /// up to its messages, else the local engine (see [`Shared::view`]).
+    pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
+        if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
+            return r;
+        }
+        f(&self.engine())
+    }
+
+    /// The first half (module documentation).
+    pub fn begin(&self, cfg: &Config, a: &Analysis, env: &Envelope, now: UnixSecs) -> Step {
+        // Without Redis, or with its script layout, the local engine
+        // records every message, so that its window is warm when Redis
+        // fails. With the log layout the replica holds the window, and the
+        // local engine is brought up to it when a message falls back.
+        let local = match &self.shared {
+            Some(s) if !s.records_locally() => None,
+            _ => Some(self.engine().decide(a, env, now)),
+        };
+        let Some(shared) = &self.shared else {
+            let verdict = local.unwrap_or_else(|| self.engine().decide(a, env, now));
+            return Step::Done(Judged {
+                verdict,
+                source: Source::Local,
+            });
+        };
+        match observe(cfg, a, env) {
+            // Allow-listed or skipped: no store has a say.
+            Err(v) => Step::Done(Judged {
+                verdict: local.unwrap_or(*v),
+                source: Source::Local,
+            }),
+            Ok(obs) => Step::Ask(Ask {
+                shared: Arc::clone(shared),
+                obs,
+                now,
+                local,
+            }),
+        }
+    }
+
+    /// The second half (module documentation).
+    pub fn finish(
+        &self,
+        cfg: &Config,
+        a: &Analysis,
+        env: &Envelope,
+        ask: &Ask,
+        answer: Answer,
+    ) -> Judged {
+        let outage = match answer {
+            Answer::Store(SharedResult::Shared(out)) => {
+                return Judged {
+                    verdict: finish(cfg, &ask.obs, out),
+                    source: Source::Shared,
+                }
+            }
+            Answer::Store(SharedResult::Failed(e)) => {
+                tracing::warn!(error = %e, "redis unavailable; judged from the local window");
+                true
+            }
+            Answer::Store(SharedResult::Skipped) => true,
+            Answer::Store(SharedResult::CatchingUp(why)) => {
+                tracing::info!(%why, "judged from the local window");
+                false
+            }
+            Answer::Late(why) => {
+                ask.shared
+                    .stats
+                    .fallbacks
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(%why, "redis gave no verdict in time; judged from the local window");
+                false
+            }
+        };
+        let source = Source::Fallback { outage };
+        if let Some(verdict) = ask.local.clone() {
+            return Judged { verdict, source };
+        }
+        let (verdict, replaced) = {
+            let mut local = self.engine();
+            let replaced = match self.warming {
+                Warming::InPlace => {
+                    ask.shared.warm(&mut local, outage);
+                    None
+                }
+                Warming::Background => ask.shared.warm_in_background(&mut local, outage),
+            };
+            let verdict = local.decide(a, env, ask.now);
+            // Still holding the engine: a copy that took over between the
+            // decision and the report would miss the message.
+            ask.shared.judged_locally(&ask.obs, ask.now);
+            (verdict, replaced)
+        };
+        if let Some(old) = replaced {
+            // Freeing a large window takes a while: not on mail's path.
+            let _ = std::thread::Builder::new()
+                .name("bulkwatch-free".into())
+                .spawn(move || drop(old));
+        }
+        Judged { verdict, source }
+    }
+
+    /// Both halves and the Redis call in between, in place.
+    pub fn judge(&self, cfg: &Config, a: &Analysis, env: &Envelope, now: UnixSecs) -> Judged {
+        match self.begin(cfg, a, env, now) {
+            Step::Done(j) => j,
+            Step::Ask(ask) => {
+                let answer = ask.run();
+                self.finish(cfg, a, env, &ask, answer)
+            }
+        }
+    }
+}
