@@ -17,16 +17,8 @@ use bulkwatch::engine::{Engine, Observation, Outcome, Store, UnixSecs};
 use bulkwatch::replay::REPLAY_EPOCH;
 use bulkwatch::store::redis::{key_base, slice_secs};
 use bulkwatch::store::{RedisStore, Shared, SharedResult};
-use common::redis::{skip_reason, RedisServer};
+use common::redis::RedisServer;
 use common::synthetic::synthetic;
-
-fn skip() -> bool {
-    if let Some(why) = skip_reason() {
-        println!("note: Redis attack test skipped: {why}");
-        return true;
-    }
-    false
-}
 
 fn redis_config(url: String, prefix: &str, layout: RedisLayout) -> Config {
     let mut cfg = Config::default();
@@ -60,11 +52,12 @@ fn repairs(s: &Shared) -> u64 {
 /// once, and nothing outside the prefix is touched. Before, every call
 /// failed (and fell back to the local engine) until someone deleted the
 /// key.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_script_key_of_the_wrong_type_is_repaired_not_failed_on() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = redis_config(server.url(), "wrongtype", RedisLayout::Script);
     let s = Shared::from_config(&cfg).unwrap().unwrap();
@@ -112,11 +105,12 @@ fn a_script_key_of_the_wrong_type_is_repaired_not_failed_on() {
 /// that meets it, which is made again; the replica rebuilds from the new
 /// log, and the message gets its outcome. Before, every round trip failed
 /// until someone deleted the key.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_log_key_of_the_wrong_type_is_repaired_not_failed_on() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = redis_config(server.url(), "wrongtype-log", RedisLayout::Log);
     let s = Shared::from_config(&cfg).unwrap().unwrap();
@@ -223,11 +217,12 @@ fn command_calls(server: &RedisServer) -> (HashMap<String, u64>, u64) {
 /// and write the merged one back, 1,000 items per `RPUSH`: 100 of them
 /// here, and as many items as both campaigns hold. Verdicts, counts and
 /// expiry (through the merged campaign's node) stay the memory store's.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn merging_two_large_campaigns_costs_redis_bounded_work() {
-    if skip() {
-        return;
-    }
     const MEMBERS: u64 = 50_000;
     let server = RedisServer::start();
     let cfg = redis_config(server.url(), "bigmerge", RedisLayout::Script);

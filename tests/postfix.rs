@@ -19,17 +19,6 @@ use std::time::{Duration, Instant};
 use lettre::address::Envelope;
 use lettre::{SmtpTransport, Transport};
 
-fn skip_reason() -> Option<String> {
-    if !Path::new("/usr/sbin/postfix").exists() || !Path::new("/usr/sbin/smtp-sink").exists() {
-        return Some("postfix is not installed".into());
-    }
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some("not running as root".into());
-    }
-    None
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -306,12 +295,12 @@ fn setup() -> Setup {
     }
 }
 
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
 #[test]
 fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
-    if let Some(why) = skip_reason() {
-        println!("note: Postfix end-to-end test skipped: {why}");
-        return;
-    }
     let Setup {
         _tmp,
         dir,
@@ -423,12 +412,12 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
 /// 4xx (milter_default_action = tempfail), the clients retry once it is
 /// back, nothing is lost, and the restarted daemon's campaign goes on from
 /// the last snapshot.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
 #[test]
 fn kill_9_mid_stream_tempfails_then_delivers_and_the_campaign_goes_on() {
-    if let Some(why) = skip_reason() {
-        println!("note: Postfix kill -9 test skipped: {why}");
-        return;
-    }
     let Setup {
         _tmp,
         dir,
@@ -510,12 +499,12 @@ fn kill_9_mid_stream_tempfails_then_delivers_and_the_campaign_goes_on() {
 /// connections held every milter slot and Postfix deferred all mail
 /// (`milter_default_action = tempfail`) until the library's two-hour
 /// timeout.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
 #[test]
 fn mail_is_filtered_while_an_attacker_holds_every_milter_slot() {
-    if let Some(why) = skip_reason() {
-        println!("note: Postfix end-to-end test skipped: {why}");
-        return;
-    }
     let Setup {
         _tmp,
         dir,

@@ -18,16 +18,8 @@ use bulkwatch::engine::{
 };
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{LogStore, Logged, RedisStore, Shared, SharedResult};
-use common::redis::{skip_reason, RedisCluster, RedisServer};
+use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::synthetic;
-
-fn skip() -> bool {
-    if let Some(why) = skip_reason() {
-        println!("note: Redis store test skipped: {why}");
-        return true;
-    }
-    false
-}
 
 fn fixture_messages(name: &str) -> Vec<Vec<u8>> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -179,15 +171,16 @@ fn memory_and_redis_stores_agree_on_the_fixture_stream() {
     agree_on_the_fixture_stream(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_log_stores_agree_on_the_fixture_stream() {
     agree_on_the_fixture_stream(RedisLayout::Log);
 }
 
 fn agree_on_the_fixture_stream(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "contract");
     cfg.store.redis.layout = layout;
@@ -229,11 +222,12 @@ fn agree_on_the_fixture_stream(layout: RedisLayout) {
 /// Corroboration (`window.corroborating_*`) in the Redis script: with
 /// narrow match bounds, many messages of the fixture campaigns match no
 /// entry and join on corroboration; both stores agree on every verdict.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_redis_stores_agree_on_corroborated_joins() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "corroboration");
     cfg.window.max_sketch_diff = 3;
@@ -345,15 +339,16 @@ fn memory_and_redis_stores_agree_on_long_merge_chains() {
     agree_on_long_merge_chains(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_log_stores_agree_on_long_merge_chains() {
     agree_on_long_merge_chains(RedisLayout::Log);
 }
 
 fn agree_on_long_merge_chains(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     const LINKS: usize = 80;
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "chain");
@@ -397,15 +392,16 @@ fn memory_and_redis_stores_agree_as_merged_campaigns_leave_the_window() {
     agree_as_merged_campaigns_leave_the_window(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_log_stores_agree_as_merged_campaigns_leave_the_window() {
     agree_as_merged_campaigns_leave_the_window(RedisLayout::Log);
 }
 
 fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     const LINKS: usize = 12;
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "nested");
@@ -472,15 +468,16 @@ fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
     agree_as_messages_leave_the_window(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_log_stores_agree_as_messages_leave_the_window() {
     agree_as_messages_leave_the_window(RedisLayout::Log);
 }
 
 fn agree_as_messages_leave_the_window(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "window");
     cfg.store.redis.layout = layout;
@@ -506,15 +503,16 @@ fn a_redis_cluster_store_agrees_with_memory() {
     cluster_agrees_with_memory(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_redis_cluster_log_store_agrees_with_memory() {
     cluster_agrees_with_memory(RedisLayout::Log);
 }
 
 fn cluster_agrees_with_memory(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     let cluster = RedisCluster::start();
     let mut cfg = redis_config(cluster.urls(), "cluster");
     cfg.store.redis.cluster = true;
@@ -542,11 +540,12 @@ fn cluster_agrees_with_memory(layout: RedisLayout) {
 /// A daemon that starts after others have filled the log reads it before
 /// it judges: its outcome is the one a daemon that saw everything gives.
 /// Far behind, it judges locally for a few messages while it reads.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_daemon_that_starts_late_reads_the_log_first() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "late");
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(200).collect();
@@ -631,11 +630,12 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
 /// count over the message recorded just before it. And round trips out at
 /// the same time need no second read: each applies what its read holds
 /// past the replica's last entry.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn concurrent_calls_apply_each_entry_once() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "threads");
     cfg.store.redis.pool_size = 3;
@@ -697,11 +697,12 @@ fn concurrent_calls_apply_each_entry_once() {
 
 /// Several messages in one round trip get the answers that recording them
 /// one by one gives, each its own, in order.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_batch_gets_each_message_its_own_answer() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "batch");
     let store = LogStore::open(&cfg).unwrap();
@@ -735,11 +736,12 @@ fn a_batch_gets_each_message_its_own_answer() {
 
 /// When the log loses entries this daemon has not read (here: deleted),
 /// its replica starts again from what the log holds.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_replica_rebuilds_when_the_log_lost_what_it_had_not_read() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "gap");
     let (a, b) = (LogStore::open(&cfg).unwrap(), LogStore::open(&cfg).unwrap());
@@ -763,11 +765,12 @@ fn a_replica_rebuilds_when_the_log_lost_what_it_had_not_read() {
 
 /// Entries that do not decode (another writer, a newer format) are
 /// skipped alike by every replica, and the message still gets its outcome.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn entries_that_do_not_decode_are_skipped() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "junk");
     let a = LogStore::open(&cfg).unwrap();
@@ -791,11 +794,12 @@ fn entries_that_do_not_decode_are_skipped() {
 /// An entry dated far ahead of Redis's clock (a host with a wrong clock)
 /// is skipped: otherwise every replica's time would jump to it, and
 /// nothing would leave the window any more.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn an_entry_from_a_clock_far_ahead_does_not_stop_time() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "clock");
     cfg.window.window = Duration::from_secs(600);
@@ -837,15 +841,16 @@ fn two_daemons_sharing_redis_see_one_campaign() {
     two_daemons_see_one_campaign(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn two_daemons_sharing_a_redis_log_see_one_campaign() {
     two_daemons_see_one_campaign(RedisLayout::Log);
 }
 
 fn two_daemons_see_one_campaign(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "pair");
     cfg.store.redis.layout = layout;
@@ -891,15 +896,16 @@ fn a_redis_outage_costs_no_verdict_and_sharing_resumes() {
     an_outage_costs_no_verdict(RedisLayout::Script);
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_redis_log_outage_costs_no_verdict_and_sharing_resumes() {
     an_outage_costs_no_verdict(RedisLayout::Log);
 }
 
 fn an_outage_costs_no_verdict(layout: RedisLayout) {
-    if skip() {
-        return;
-    }
     let mut server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "outage");
     cfg.store.redis.layout = layout;
@@ -944,11 +950,12 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
 /// into it. So an outage starts from what the whole site saw: daemon B,
 /// which saw 4 of a campaign's 10 messages (A saw 6), judges the next copy
 /// during the outage as the 11th of the same campaign, not the 5th.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_log_outage_starts_from_what_the_site_saw() {
-    if skip() {
-        return;
-    }
     let mut server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "sitewide");
     cfg.store.redis.timeout = Duration::from_millis(200);
@@ -986,11 +993,12 @@ fn a_log_outage_starts_from_what_the_site_saw() {
 /// fell back again is dropped when Redis answers: it would hold a third
 /// engine until the next outage, and the fallback engine must not take an
 /// old copy then. The next outage makes a copy of its own at once.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_copy_the_outage_did_not_need_is_dropped() {
-    if skip() {
-        return;
-    }
     let mut server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "dropcopy");
     cfg.store.redis.retry_interval = Duration::ZERO;
@@ -1034,11 +1042,12 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
 /// A copy of the replica holds it, and with it every round trip, for as
 /// long as it takes: the thread makes none when Redis answers by the time
 /// it starts (here Redis never stopped answering).
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn no_copy_is_made_once_redis_answers_again() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "nocopy");
     let shared = std::sync::Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
@@ -1062,11 +1071,12 @@ fn no_copy_is_made_once_redis_answers_again() {
     );
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn replay_uses_the_store_its_config_names() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("redis.toml");
@@ -1115,6 +1125,10 @@ async fn two_serve_processes_share_one_campaign() {
     two_serve_processes("script").await;
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_share_one_campaign_through_a_log() {
     two_serve_processes("log").await;
@@ -1123,9 +1137,6 @@ async fn two_serve_processes_share_one_campaign_through_a_log() {
 async fn two_serve_processes(layout: &str) {
     use common::daemon::{header, Daemon};
     use common::{open_unix, transact, NAMES};
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut daemons = Vec::new();
@@ -1180,11 +1191,12 @@ async fn two_serve_processes(layout: &str) {
 
 /// The store reads whether Redis frees expired keys in the background: a
 /// window slice is one large key.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn the_store_reads_the_servers_expiry_setting() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let store = RedisStore::open(&redis_config(vec![server.url()], "cfg")).unwrap();
     server
@@ -1237,12 +1249,13 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 /// the messages; the fallback engine recorded none of them. The periodic
 /// snapshot holds that engine (encoding the replica would hold every
 /// message's round trip); the one at shutdown holds the replica.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     use bulkwatch::milter::State;
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "trips");
     let shared = Shared::from_config(&cfg).unwrap().unwrap();
@@ -1281,12 +1294,13 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
 /// meanwhile. So the campaign goes on counting from what the replica saw:
 /// a copy that never came would count 1, 2, 3, and one without those
 /// messages would miss them.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
     use bulkwatch::milter::State;
-    if skip() {
-        return;
-    }
     let mut server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "copy");
     cfg.store.redis.timeout = Duration::from_millis(200);
@@ -1335,11 +1349,12 @@ async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
 /// A text that returns after its campaign left the window starts the
 /// campaign again under the same id (the id comes from the text): the old
 /// hash is deleted and written anew, every field of it.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_campaign_that_left_the_window_starts_again_from_nothing() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "again");
     cfg.window.window = Duration::from_secs(600);
@@ -1368,11 +1383,12 @@ fn a_campaign_that_left_the_window_starts_again_from_nothing() {
 /// Campaign B (50 copies, 4 bits from A: apart, other sketch and bands)
 /// matches by simhash only and ranks after A, so the message joins A and
 /// does not merge B.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn both_stores_keep_the_same_closest_matches_of_many() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "many");
     cfg.window.max_distance = 3;
@@ -1424,11 +1440,12 @@ fn both_stores_keep_the_same_closest_matches_of_many() {
 /// A flood of one text: Redis buckets keep at most the newest 256 items
 /// (what a lookup reads), so per-message work and bucket memory stay
 /// bounded however many copies arrive; the campaign still counts them all.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
-    if skip() {
-        return;
-    }
     let server = RedisServer::start();
     let cfg = redis_config(vec![server.url()], "flood");
     let mut store = RedisStore::open(&cfg).unwrap();

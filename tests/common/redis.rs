@@ -1,32 +1,13 @@
 //! Private Redis servers for tests: `redis-server` on free loopback ports,
 //! no persistence, stopped (killed and reaped) on drop.
 //!
-//! Tests skip when `redis-server` is not installed, unless
-//! `BULKWATCH_REQUIRE_REDIS` is set (`.ci/run` sets it, so CI cannot pass
-//! by skipping).
+//! Tests that use them are ignored, with the reason, where `redis-server`
+//! is not installed (`build.rs` sets `bulkwatch_redis`).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Why Redis tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<String> {
-    let found = Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return None;
-    }
-    assert!(
-        std::env::var_os("BULKWATCH_REQUIRE_REDIS").is_none(),
-        "BULKWATCH_REQUIRE_REDIS is set but redis-server is not installed"
-    );
-    Some("redis-server not installed".into())
-}
 
 /// A free loopback port (and, for cluster nodes, its bus port + 10000).
 pub fn free_port(with_bus: bool) -> u16 {
