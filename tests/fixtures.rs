@@ -1,4 +1,4 @@
-//! Replays the committed fixtures (written by examples/gen_fixtures.rs) and
+//! Replays the committed fixtures (written by `cargo xtask gen-fixtures`) and
 //! checks what must hold: every synthetic campaign is caught as one campaign,
 //! no ham is flagged, malformed mail gets a verdict, fingerprints are pinned
 //! by golden vectors and do not depend on line endings.

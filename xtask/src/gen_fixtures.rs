@@ -30,13 +30,8 @@
 //! example.net, example.org, `*.test` and `*.example` only. The program uses std only and
 //! a seeded splitmix64 PRNG, so its output is byte-for-byte identical on every run.
 //!
-//! Regenerate with:
-//!
-//! ```text
-//! cargo run --example gen_fixtures -- fixtures
-//! # or, without cargo:
-//! rustc -O --edition 2021 examples/gen_fixtures.rs -o /tmp/gen_fixtures && /tmp/gen_fixtures fixtures
-//! ```
+//! Regenerate with `cargo xtask gen-fixtures fixtures` (from the repository
+//! root).
 
 // Style lints only: changing these lines would change the committed fixtures.
 #![allow(
@@ -2559,11 +2554,8 @@ fn write_file(path: &Path, data: &[u8]) {
     fs::write(path, data).unwrap_or_else(|e| panic!("cannot write {}: {}", path.display(), e));
 }
 
-fn main() {
-    let out = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "fixtures".to_string());
-    let out = Path::new(&out);
+/// Writes every fixture under `out`.
+pub fn run(out: &Path) {
     let mbox_dir = out.join("mbox");
     fs::create_dir_all(&mbox_dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {}", mbox_dir.display(), e));

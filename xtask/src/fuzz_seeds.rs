@@ -3,8 +3,8 @@
 //! git ignores):
 //!
 //! ```sh
-//! cargo run --example fuzz_seeds -- fuzz/corpus
-//! BULKWATCH_CORPUS=../shared/corpus cargo run --example fuzz_seeds -- fuzz/corpus
+//! cargo xtask fuzz-seeds fuzz/corpus
+//! BULKWATCH_CORPUS=../shared/corpus cargo xtask fuzz-seeds fuzz/corpus
 //! ```
 //!
 //! From every message of `fixtures/mbox/*.mbox`, and of the `*.mbox` files
@@ -45,13 +45,12 @@ fn mboxes(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-fn main() -> std::io::Result<()> {
-    let out = PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .unwrap_or_else(|| "fuzz/corpus".into()),
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// Writes the seeds under `out`, from the fixtures of the repository.
+pub fn run(out: &Path) -> std::io::Result<()> {
+    let out = out.to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new(".."));
     let dirs = ["message", "milter_session", "snapshot", "config"].map(|t| out.join(t));
     for d in &dirs {
         fs::create_dir_all(d)?;
