@@ -327,11 +327,11 @@ fn campaign_costs(cfg: &Config, port: u16, campaigns: u64, count: u64) -> (f64, 
         let obs = near_copy(i, i % campaigns, &rcfg);
         let now = UnixSecs(REPLAY_EPOCH + i / 20);
         let t = Instant::now();
-        bulkwatch::engine::Store::record(&mut memory, &obs, now).unwrap();
+        bulkwatch::store::Store::record(&mut memory, &obs, now).unwrap();
         if i >= warm {
             mem_time += t.elapsed();
         }
-        bulkwatch::engine::Store::record(&mut store, &obs, now).unwrap();
+        bulkwatch::store::Store::record(&mut store, &obs, now).unwrap();
     }
     let server = script_usec(port);
     store.clear().unwrap();
@@ -466,8 +466,7 @@ fn main() {
     let t0 = Instant::now();
     for i in 0..count {
         let obs = synthetic(i, &mcfg);
-        bulkwatch::engine::Store::record(&mut store, &obs, UnixSecs(REPLAY_EPOCH + i / 10))
-            .unwrap();
+        bulkwatch::store::Store::record(&mut store, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
     }
     let per_call = t0.elapsed().as_secs_f64() / count as f64 * 1e6;
     let (after, keys) = store.memory_usage().unwrap();
@@ -494,7 +493,7 @@ fn main() {
     let before = used_memory(log.pool());
     for i in 0..count {
         let obs = synthetic(i, &lmcfg);
-        bulkwatch::engine::Store::record(&mut log, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
+        bulkwatch::store::Store::record(&mut log, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
     }
     let (after, keys) = log.pool().memory_usage().unwrap();
     println!(
@@ -533,12 +532,8 @@ fn copy_costs(cfg: &Config, n: u64) -> (f64, f64) {
     c.window.window = Duration::from_secs(n);
     let mut e = Engine::new(&c);
     for i in 0..n {
-        bulkwatch::engine::Store::record(
-            &mut e,
-            &synthetic(i, &c),
-            UnixSecs(REPLAY_EPOCH + i / 10),
-        )
-        .unwrap();
+        bulkwatch::store::Store::record(&mut e, &synthetic(i, &c), UnixSecs(REPLAY_EPOCH + i / 10))
+            .unwrap();
     }
     let t = Instant::now();
     let copy = e.clone();

@@ -306,7 +306,7 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
         suspect: Action::Quarantine,
         bulk: Action::Tag,
     };
-    match reply::decide(&v, &policy) {
+    match reply::decision_for(&v, &policy) {
         reply::Decision::Tag(h) | reply::Decision::Quarantine(h) => {
             assert!(matches!(v.level, Level::Suspect | Level::Bulk));
             assert!(!h.contains(['\r', '\n']), "header value {h:?}");

@@ -8,8 +8,8 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = bulkwatch::cli::Cli::parse();
     match bulkwatch::cli::run(cli) {
-        Ok(bulkwatch::cli::Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(bulkwatch::cli::Outcome::BulkFound) => ExitCode::from(1),
+        Ok(bulkwatch::cli::Exit::Ok) => ExitCode::SUCCESS,
+        Ok(bulkwatch::cli::Exit::BulkFound) => ExitCode::from(1),
         Err(e) => {
             bulkwatch::cli::print_error(&e);
             ExitCode::from(2)

@@ -13,9 +13,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
-use bulkwatch::engine::{Engine, Observation, Outcome, Store, UnixSecs};
+use bulkwatch::engine::{Engine, Observation, Outcome, UnixSecs};
 use bulkwatch::replay::REPLAY_EPOCH;
 use bulkwatch::store::redis::{key_base, slice_secs};
+use bulkwatch::store::Store;
 use bulkwatch::store::{RedisStore, Shared, SharedResult};
 use common::redis::RedisServer;
 use common::synthetic::synthetic;

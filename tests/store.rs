@@ -13,11 +13,9 @@ use std::time::Duration;
 
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::verdict::{Level, Verdict};
-use bulkwatch::engine::{
-    analyze, decide_with, finish, Engine, Envelope, Observation, Store, UnixSecs,
-};
+use bulkwatch::engine::{analyze, finish, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{LogStore, Logged, RedisStore, Shared, SharedResult};
+use bulkwatch::store::{decide_with, LogStore, Logged, RedisStore, Shared, SharedResult, Store};
 use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::synthetic;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{print_stdout, CliError, Outcome};
+use super::{print_stdout, CliError, Exit};
 use crate::config::Config;
 
 #[derive(Debug, Args)]
@@ -13,11 +13,11 @@ pub struct CheckConfigArgs {
     pub file: PathBuf,
 }
 
-pub fn run(args: CheckConfigArgs) -> Result<Outcome, CliError> {
+pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     let cfg = Config::load(&args.file)?;
     print_stdout(&format!(
         "# {}: OK. Effective settings (defaults filled in):\n{cfg:#?}\n",
         args.file.display()
     ))?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }

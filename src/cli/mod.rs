@@ -1,7 +1,7 @@
 //! The command line: `serve`, `replay`, `scan`, `tune`, `check-config`.
 //!
 //! Each command lives in its own file with an args struct and a `run`
-//! function returning an [`Outcome`] or a [`CliError`]. Exit
+//! function returning an [`Exit`] or a [`CliError`]. Exit
 //! codes: 0 ok, 1 bulk found (`scan`, `replay`), 2 error.
 
 pub mod check_config;
@@ -45,7 +45,7 @@ pub enum CliError {
 
 /// What a command ended with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Exit {
     Ok,
     BulkFound,
 }
@@ -89,7 +89,7 @@ pub fn load_config(path: Option<&PathBuf>) -> Result<Config, CliError> {
 ///
 /// Standard output closed by its reader (`bulkwatch scan msg | head -3`)
 /// ends the command quietly, as it ends `cat`.
-pub fn run(cli: Cli) -> Result<Outcome, CliError> {
+pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let res = match cli.command {
         Command::Serve(a) => crate::cli::serve::run(a),
         Command::Replay(a) => replay::run(a),
@@ -101,7 +101,7 @@ pub fn run(cli: Cli) -> Result<Outcome, CliError> {
         Err(CliError::Write { path, source })
             if path.as_os_str() == "stdout" && source.kind() == std::io::ErrorKind::BrokenPipe =>
         {
-            Ok(Outcome::Ok)
+            Ok(Exit::Ok)
         }
         other => other,
     }
@@ -123,12 +123,58 @@ pub fn print_stdout(text: &str) -> Result<(), CliError> {
         })
 }
 
-/// Prints an error and each of its causes on its own line, to stderr.
-pub fn print_error(err: &dyn std::error::Error) {
-    eprintln!("bulkwatch: error: {err}");
+/// An error and its causes, outermost first, leaving out a cause whose
+/// text ends the line before it (some errors print their cause already,
+/// as `StoreError::Redis` does).
+pub fn causes(err: &dyn std::error::Error) -> Vec<String> {
+    let mut lines = vec![err.to_string()];
     let mut source = err.source();
     while let Some(s) = source {
-        eprintln!("  caused by: {s}");
+        let text = s.to_string();
+        if !lines.last().is_some_and(|l| l.ends_with(&text)) {
+            lines.push(text);
+        }
         source = s.source();
+    }
+    lines
+}
+
+/// Prints an error and each of its causes on its own line, to stderr.
+pub fn print_error(err: &dyn std::error::Error) {
+    let mut lines = causes(err).into_iter();
+    if let Some(first) = lines.next() {
+        eprintln!("bulkwatch: error: {first}");
+    }
+    for cause in lines {
+        eprintln!("  caused by: {cause}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::causes;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("connection refused")]
+    struct Io;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        #[error("redis: connect: {0}")]
+        Prints(#[source] Io),
+        #[error("redis: connect")]
+        Hides(#[source] Io),
+    }
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        assert_eq!(
+            causes(&Outer::Prints(Io)),
+            vec!["redis: connect: connection refused"]
+        );
+        assert_eq!(
+            causes(&Outer::Hides(Io)),
+            vec!["redis: connect", "connection refused"]
+        );
     }
 }

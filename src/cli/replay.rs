@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::{load_config, CliError, Outcome};
+use super::{load_config, CliError, Exit};
 use crate::engine::verdict::Level;
 use crate::replay::{replay_files, Clock, Record, ReplayOptions, ReplaySummary};
 
@@ -65,7 +65,7 @@ pub struct ReplayArgs {
     pub mbox: Vec<PathBuf>,
 }
 
-pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
+pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     let mut cfg = load_config(args.config.as_ref())?;
     if let Some(t) = args.bulk_threshold {
         if t.is_nan() || t < 1.0 {
@@ -133,9 +133,9 @@ pub fn run(args: ReplayArgs) -> Result<Outcome, CliError> {
             source,
         })?;
     Ok(if summary.count(Level::Bulk) > 0 {
-        Outcome::BulkFound
+        Exit::BulkFound
     } else {
-        Outcome::Ok
+        Exit::Ok
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{load_config, print_stdout, CliError, Outcome};
+use super::{load_config, print_stdout, CliError, Exit};
 use crate::config::Config;
 use crate::engine::simhash::hex;
 use crate::engine::verdict::{Level, Verdict};
@@ -27,7 +27,7 @@ pub struct ScanArgs {
     pub file: Option<PathBuf>,
 }
 
-pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
+pub fn run(args: ScanArgs) -> Result<Exit, CliError> {
     let cfg = load_config(args.config.as_ref())?;
     let mut raw = Vec::new();
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
@@ -65,8 +65,8 @@ pub fn run(args: ScanArgs) -> Result<Outcome, CliError> {
     let text = render(&a, &cfg, args.show, verdict.as_ref()).unwrap_or_default();
     print_stdout(&text)?;
     Ok(match verdict {
-        Some(v) if v.level == Level::Bulk => Outcome::BulkFound,
-        _ => Outcome::Ok,
+        Some(v) if v.level == Level::Bulk => Exit::BulkFound,
+        _ => Exit::Ok,
     })
 }
 

@@ -47,7 +47,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
-use crate::cli::{CliError, Outcome};
+use crate::cli::{CliError, Exit};
 use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
 use crate::milter::{alert, metrics, unix_now, AnyListener, NoDelayListener, State};
@@ -98,14 +98,7 @@ fn other(
 
 /// Error and causes on one line, for log fields.
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
+    crate::cli::causes(e).join(": ")
 }
 
 fn notify(states: &[NotifyState<'_>]) {
@@ -120,7 +113,7 @@ fn notify(states: &[NotifyState<'_>]) {
 /// Bad configuration, a state directory locked by another instance or not
 /// writable, a socket that cannot be bound or that another process listens
 /// on, or a snapshot at shutdown that could not be written.
-pub fn run(args: ServeArgs) -> Result<Outcome, CliError> {
+pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
     init_tracing(args.log_format);
     let cfg = crate::cli::load_config(args.config.as_ref())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -549,7 +542,7 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
     }
 }
 
-async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, CliError> {
+async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Exit, CliError> {
     let dir = cfg.state.state_dir.clone();
     fs::create_dir_all(&dir).map_err(|source| CliError::Write {
         path: dir.clone(),
@@ -636,7 +629,7 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Outcome, Cli
         )
     })?;
     info!("stopped");
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 #[cfg(test)]

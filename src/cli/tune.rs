@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::replay::ClockArg;
-use super::{load_config, CliError, Outcome};
+use super::{load_config, CliError, Exit};
 use crate::replay::{replay_files, Record, ReplayOptions};
 
 #[derive(Debug, Args)]
@@ -135,7 +135,7 @@ pub fn score(records: &[Record], labels: &[Option<&str>], radius: u32, threshold
     }
 }
 
-pub fn run(args: TuneArgs) -> Result<Outcome, CliError> {
+pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
     let base = load_config(args.config.as_ref())?;
     let truth = read_truth(&args.truth)?;
     if args.radius.iter().any(|k| *k > 7) {
@@ -207,7 +207,7 @@ pub fn run(args: TuneArgs) -> Result<Outcome, CliError> {
         source,
     })?;
     writeln!(out, "# plot written to {}", args.svg.display()).map_err(w)?;
-    Ok(Outcome::Ok)
+    Ok(Exit::Ok)
 }
 
 /// A line chart of message recall (solid) and ham flagged (dashed, right

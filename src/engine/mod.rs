@@ -344,8 +344,9 @@ impl Engine {
         }
     }
 
-    /// The memory store: exact set, near index and campaigns.
-    fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
+    /// The memory store: exact set, near index and campaigns (the store
+    /// layer's `Store` for an engine).
+    pub fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
         self.expire(now);
 
         // Exact: Bloom first, then the LRU for the campaign.
@@ -598,28 +599,6 @@ pub struct Outcome {
     pub corroborating: u32,
 }
 
-/// Why a store could not record a message. The caller falls back (the
-/// milter to its local window); a message is never lost over it.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
-
-/// Where the window, the exact set and the campaign counts live. The memory
-/// store is [`Engine`] itself; the Redis store in `crate::store` shares them between
-/// hosts. Every store gives the same [`Outcome`] for the same stream (a
-/// contract test suite runs against each).
-pub trait Store {
-    /// Looks the message up, joins or merges campaigns and records it, all
-    /// at time `now`: the window is what arrived in `(now - window, now]`.
-    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError>;
-}
-
-impl Store for Engine {
-    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
-        Ok(self.record_local(obs, now))
-    }
-}
-
 /// The first half of a decision, which needs no state: allow-lists and
 /// skips give their verdict at once; anything else becomes an
 /// [`Observation`] for a store.
@@ -690,24 +669,6 @@ pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         corroborating: out.corroborating,
         simhash: Some(obs.simhash),
         features: obs.features,
-    }
-}
-
-/// A whole decision against any store: [`observe`], [`Store::record`],
-/// [`finish`].
-pub fn decide_with(
-    store: &mut dyn Store,
-    cfg: &Config,
-    a: &Analysis,
-    env: &Envelope,
-    now: UnixSecs,
-) -> Result<Verdict, StoreError> {
-    match observe(cfg, a, env) {
-        Err(v) => Ok(*v),
-        Ok(obs) => {
-            let out = store.record(&obs, now)?;
-            Ok(finish(cfg, &obs, out))
-        }
     }
 }
 

@@ -187,9 +187,9 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     let cfg = state.config();
     // Lines logged inside the engine step (alerts) carry the queue id too.
     let span = tracing::info_span!("message", queue_id = %queue_id);
-    let decision = match state.judge(&cfg, msg).instrument(span).await {
+    let decision = match state.judge_message(&cfg, msg).instrument(span).await {
         Ok((verdict, elapsed)) => {
-            let decision = reply::decide(&verdict, &cfg.policy);
+            let decision = reply::decision_for(&verdict, &cfg.policy);
             info!(
                 queue_id = %queue_id,
                 level = verdict.level.as_str(),

@@ -81,7 +81,7 @@ pub fn scan_slots() -> usize {
 
 /// Why the engine gave no verdict.
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError {
+pub enum AnalysisError {
     #[error("engine timed out after {0:?}")]
     Timeout(Duration),
     #[error("engine task failed")]
@@ -180,11 +180,11 @@ impl State {
     ///
     /// # Errors
     /// Timeout or a failed analysis task.
-    pub async fn judge(
+    pub async fn judge_message(
         &self,
         cfg: &Arc<Config>,
         msg: Message,
-    ) -> Result<(Verdict, Duration), EngineError> {
+    ) -> Result<(Verdict, Duration), AnalysisError> {
         let start = Instant::now();
         let env = msg.envelope;
         let raw = msg.raw;
@@ -193,7 +193,7 @@ impl State {
         } else {
             self.analyze_pooled(cfg, raw, &env).await?
         };
-        Ok(self.decide(cfg, &analysis, &env, start).await)
+        Ok(self.judge_analysis(cfg, &analysis, &env, start).await)
     }
 
     /// Analyzes a large message on the blocking pool, at most
@@ -204,7 +204,7 @@ impl State {
         cfg: &Arc<Config>,
         raw: Vec<u8>,
         env: &crate::engine::Envelope,
-    ) -> Result<crate::engine::Analysis, EngineError> {
+    ) -> Result<crate::engine::Analysis, AnalysisError> {
         let task_cfg = Arc::clone(cfg);
         let task_env = env.clone();
         let limit = cfg.milter.engine_timeout;
@@ -220,8 +220,8 @@ impl State {
         })
         .await;
         match analysis {
-            Err(_) => Err(EngineError::Timeout(limit)),
-            Ok(Err(e)) => Err(EngineError::Task(e)),
+            Err(_) => Err(AnalysisError::Timeout(limit)),
+            Ok(Err(e)) => Err(AnalysisError::Task(e)),
             Ok(Ok(a)) => Ok(a),
         }
     }
@@ -230,7 +230,7 @@ impl State {
     /// when there is one, on the blocking pool and bounded by twice the
     /// store's timeout (the blocking call ends by its own socket
     /// timeouts). Counts the verdict and queues an alert.
-    async fn decide(
+    async fn judge_analysis(
         &self,
         cfg: &Arc<Config>,
         analysis: &Analysis,

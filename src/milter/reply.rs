@@ -1,7 +1,7 @@
 //! Verdict to milter reply: the only module that knows milter statuses and
 //! end-of-message actions.
 //!
-//! [`decide`] maps a verdict and the policy to a [`Decision`] (pure, unit
+//! [`decision_for`] maps a verdict and the policy to a [`Decision`] (pure, unit
 //! tested); [`apply`] carries a decision out on the connection: header
 //! removal, `X-Bulkwatch`, quarantine, SMTP replies.
 
@@ -50,7 +50,7 @@ impl Decision {
 
 /// The policy's decision for a verdict. Only suspect and bulk verdicts are
 /// acted on; clean, allowed and skipped mail is accepted untagged.
-pub fn decide(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
+pub fn decision_for(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
     let action = match verdict.level {
         Level::Suspect => policy.suspect,
         Level::Bulk => policy.bulk,
@@ -150,19 +150,19 @@ mod tests {
     #[test]
     fn policy_maps_levels_to_decisions() {
         let mut p = Config::default().policy;
-        assert_eq!(decide(&verdict(Level::Clean), &p), Decision::Accept);
+        assert_eq!(decision_for(&verdict(Level::Clean), &p), Decision::Accept);
         assert_eq!(
-            decide(&verdict(Level::Bulk), &p),
+            decision_for(&verdict(Level::Bulk), &p),
             Decision::Tag("bulk; campaign=000000000001; size=6; distance=1".into())
         );
         p.bulk = Action::Reject;
         p.suspect = Action::Quarantine;
-        assert_eq!(decide(&verdict(Level::Bulk), &p), Decision::Reject);
+        assert_eq!(decision_for(&verdict(Level::Bulk), &p), Decision::Reject);
         assert!(matches!(
-            decide(&verdict(Level::Suspect), &p),
+            decision_for(&verdict(Level::Suspect), &p),
             Decision::Quarantine(_)
         ));
-        assert_eq!(decide(&verdict(Level::Allowed), &p), Decision::Accept);
+        assert_eq!(decision_for(&verdict(Level::Allowed), &p), Decision::Accept);
     }
 
     #[test]

@@ -298,7 +298,7 @@ impl Replayer {
 
     /// Feeds one message and returns its verdict.
     pub fn feed(&mut self, mbox: &str, index: usize, raw: &[u8]) -> Verdict {
-        let a = analyze(raw, &self.cfg);
+        let a = analyze_unenveloped(raw, &self.cfg);
         let arrival = match self.opts.clock {
             Clock::Simulated => None,
             Clock::Arrival => arrival_time(raw),
@@ -306,7 +306,7 @@ impl Replayer {
         self.feed_timed(mbox, index, &a, arrival)
     }
 
-    /// Feeds one message already analyzed (by [`analyze`] with this
+    /// Feeds one message already analyzed (by [`analyze_unenveloped`] with this
     /// replayer's configuration) and returns its verdict. With
     /// [`Clock::Arrival`] it is judged with the message before it; see
     /// [`Replayer::feed_timed`].
@@ -418,7 +418,7 @@ pub fn replay_files(
     let mut r = Replayer::new(cfg, opts);
     match clock {
         Clock::Simulated => for_each_analyzed(inputs, cfg, threads, |item, a| {
-            judge(&mut r, &names, &item, a.as_ref(), &mut progress);
+            feed_item(&mut r, &names, &item, a.as_ref(), &mut progress);
         }),
         Clock::Arrival => {
             let mut all: Vec<(Item, Option<Analysis>)> = Vec::new();
@@ -431,7 +431,7 @@ pub fn replay_files(
             // Stable: equal times stay in the order read.
             all.sort_by_key(|(item, _)| item.time);
             for (item, a) in &all {
-                judge(&mut r, &names, item, a.as_ref(), &mut progress);
+                feed_item(&mut r, &names, item, a.as_ref(), &mut progress);
             }
         }
     }
@@ -551,7 +551,7 @@ impl Iterator for Inputs {
 }
 
 /// Decides one message from its analysis, or counts it unreadable.
-fn judge(
+fn feed_item(
     r: &mut Replayer,
     names: &[String],
     item: &Item,
@@ -579,7 +579,11 @@ fn for_each_analyzed(
 ) {
     if threads <= 1 {
         for item in messages {
-            let a = item.msg.as_ref().ok().map(|raw| analyze(raw, cfg));
+            let a = item
+                .msg
+                .as_ref()
+                .ok()
+                .map(|raw| analyze_unenveloped(raw, cfg));
             f(item, a);
         }
         return;
@@ -596,7 +600,12 @@ fn for_each_analyzed(
                 for batch in rx {
                     let analyses = batch
                         .iter()
-                        .map(|item| item.msg.as_ref().ok().map(|raw| analyze(raw, cfg)))
+                        .map(|item| {
+                            item.msg
+                                .as_ref()
+                                .ok()
+                                .map(|raw| analyze_unenveloped(raw, cfg))
+                        })
                         .collect();
                     if done_tx.send((batch, analyses)).is_err() {
                         break;
@@ -641,7 +650,7 @@ fn for_each_analyzed(
 
 /// What the replay analyzes a message as: no envelope (see the module
 /// documentation).
-pub fn analyze(raw: &[u8], cfg: &Config) -> Analysis {
+pub fn analyze_unenveloped(raw: &[u8], cfg: &Config) -> Analysis {
     crate::engine::analyze(raw, &Envelope::default(), cfg)
 }
 

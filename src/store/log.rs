@@ -45,8 +45,9 @@ use redis::Value;
 
 use super::redis::{err, Conn, RedisStore};
 use crate::config::{Config, Thresholds};
-use crate::engine::{Engine, Observation, Outcome, Store, StoreError, UnixSecs};
+use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
+use crate::store::{Store, StoreError};
 
 /// Format of an entry; entries of another format are skipped.
 const FORMAT: u8 = 1;
@@ -93,12 +94,7 @@ pub struct StreamId(pub u64, pub u64);
 
 impl StreamId {
     fn parse(b: &[u8]) -> Result<StreamId, StoreError> {
-        let bad = || {
-            StoreError(format!(
-                "redis log: bad entry id `{}`",
-                String::from_utf8_lossy(b)
-            ))
-        };
+        let bad = || StoreError::Log(format!("bad entry id `{}`", String::from_utf8_lossy(b)));
         let s = std::str::from_utf8(b).map_err(|_| bad())?;
         let (ms, n) = s.split_once('-').ok_or_else(bad)?;
         Ok(StreamId(
@@ -163,7 +159,7 @@ fn get_text(r: &mut Reader<'_>, max_chars: usize) -> Result<Option<String>, Code
 /// Reads an entry; anything but a whole, well-formed entry is an error.
 pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
     read_entry(&mut Reader::new(bytes, "log entry"))
-        .map_err(|e| StoreError(format!("redis log: bad entry: {e}")))
+        .map_err(|e| StoreError::Log(format!("bad entry: {e}")))
 }
 
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
@@ -222,7 +218,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
 
 /// Entries of an `XRANGE` reply, in order: (id, the entry's bytes).
 fn entries(v: Value) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
-    let bad = || StoreError("redis log: unexpected XRANGE reply".into());
+    let bad = || StoreError::Log("unexpected XRANGE reply".into());
     let Value::Array(items) = v else {
         return Err(bad());
     };
@@ -253,7 +249,7 @@ fn stream_id(v: &Value) -> Result<StreamId, StoreError> {
     match v {
         Value::BulkString(b) => StreamId::parse(b),
         Value::SimpleString(s) => StreamId::parse(s.as_bytes()),
-        _ => Err(StoreError("redis log: XADD did not answer an id".into())),
+        _ => Err(StoreError::Log("XADD did not answer an id".into())),
     }
 }
 
@@ -266,7 +262,7 @@ fn too_far_ahead(now: UnixSecs, id: StreamId) -> bool {
 }
 
 fn too_short() -> StoreError {
-    StoreError("redis log: pipeline reply too short".into())
+    StoreError::Log("pipeline reply too short".into())
 }
 
 /// The answer for the message of entry `id`, sent at `now`, once the
@@ -517,7 +513,7 @@ impl LogStore {
     fn queue(&self) -> Result<MutexGuard<'_, Queue>, StoreError> {
         self.queue
             .lock()
-            .map_err(|_| StoreError("redis log: queue lock poisoned".into()))
+            .map_err(|_| StoreError::Log("queue lock poisoned".into()))
     }
 
     /// [`LogStore::record_logged`], with a replica still catching up as an
@@ -525,7 +521,7 @@ impl LogStore {
     pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         match self.record_logged(obs, now)? {
             Logged::Outcome(out) => Ok(out),
-            Logged::CatchingUp(why) => Err(StoreError(why)),
+            Logged::CatchingUp(why) => Err(StoreError::CatchingUp(why)),
         }
     }
 
@@ -573,7 +569,10 @@ impl LogStore {
                         // The messages that came meanwhile would wait for
                         // a Redis that just failed: they fail with these.
                         calls.extend(q.waiting.drain(..).map(|p| (p.seq, p.wake)));
-                        calls.iter().map(|_| Err(StoreError(e.0.clone()))).collect()
+                        calls
+                            .iter()
+                            .map(|_| Err(StoreError::Batch(e.to_string())))
+                            .collect()
                     }
                 };
                 for ((seq, wake), answer) in calls.iter().zip(answers) {
@@ -605,7 +604,7 @@ impl LogStore {
             }
             q = wake
                 .wait_timeout(q, left)
-                .map_err(|_| StoreError("redis log: queue lock poisoned".into()))?
+                .map_err(|_| StoreError::Log("queue lock poisoned".into()))?
                 .0;
         }
     }

@@ -1,6 +1,6 @@
 //! Stores behind the engine's window, exact set and campaign counts.
 //!
-//! The [`crate::engine::Store`] trait is the interface; the memory store is
+//! The [`Store`] trait is the interface; the memory store is
 //! the [`crate::engine::Engine`] itself (the default, with the snapshot
 //! file), and Redis shares the state of several MX hosts in one of two
 //! layouts (`store.redis.layout`): [`redis::RedisStore`] keeps the window
@@ -32,10 +32,79 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, RedisLayout, StoreBackend};
-use crate::engine::{Engine, Observation, Outcome, StoreError, UnixSecs};
+use crate::engine::verdict::Verdict;
+use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, Outcome, UnixSecs};
 
 pub use self::log::{LogStore, Logged};
 pub use self::redis::RedisStore;
+
+/// Why a store could not record a message. The caller falls back (the
+/// milter to its local window); a message is never lost over it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A call to Redis failed: connection, timeout, script error.
+    #[error("redis: {context}: {source}")]
+    Redis {
+        /// What the call was for.
+        context: &'static str,
+        #[source]
+        source: ::redis::RedisError,
+    },
+    /// Redis answered what bulkwatch cannot read.
+    #[error("redis: {0}")]
+    Reply(String),
+    /// The log layout's log held what bulkwatch cannot read, or its state
+    /// in this process is unusable.
+    #[error("redis log: {0}")]
+    Log(String),
+    /// The configuration names no usable Redis.
+    #[error("redis: {0}")]
+    Config(String),
+    /// The log layout's replica is still reading the log.
+    #[error("{0}")]
+    CatchingUp(String),
+    /// The round trip that carried this message with others failed (the
+    /// error is the one that call met).
+    #[error("{0}")]
+    Batch(String),
+}
+
+/// Where the window, the exact set and the campaign counts live. The
+/// memory store is [`Engine`] itself; the Redis layouts share them between
+/// hosts. Every store gives the same [`Outcome`] for the same stream (a
+/// contract test suite runs against each).
+pub trait Store {
+    /// Looks the message up, joins or merges campaigns and records it, all
+    /// at time `now`: the window is what arrived in `(now - window, now]`.
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError>;
+}
+
+impl Store for Engine {
+    fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
+        Ok(self.record_local(obs, now))
+    }
+}
+
+/// A whole decision against any store: [`observe`], [`Store::record`],
+/// [`finish`].
+///
+/// # Errors
+/// The store's.
+pub fn decide_with(
+    store: &mut dyn Store,
+    cfg: &Config,
+    a: &Analysis,
+    env: &Envelope,
+    now: UnixSecs,
+) -> Result<Verdict, StoreError> {
+    match observe(cfg, a, env) {
+        Err(v) => Ok(*v),
+        Ok(obs) => {
+            let out = store.record(&obs, now)?;
+            Ok(finish(cfg, &obs, out))
+        }
+    }
+}
 
 /// Counters of the shared store, for metrics and replay summaries.
 #[derive(Debug, Default)]
@@ -344,7 +413,7 @@ impl Shared {
 fn adopt(local: &mut Engine, mut copy: Engine, judged: &[(Observation, UnixSecs)]) -> Engine {
     copy.reconfigure(local.config());
     for (obs, now) in judged {
-        let _ = crate::engine::Store::record(&mut copy, obs, *now);
+        let _ = Store::record(&mut copy, obs, *now);
     }
     std::mem::replace(local, copy)
 }

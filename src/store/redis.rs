@@ -34,7 +34,8 @@ use crate::config::{Config, RedisConfig};
 use crate::engine::campaign::CampaignId;
 use crate::engine::simhash::VERSION;
 use crate::engine::verdict::CampaignSummary;
-use crate::engine::{Observation, Outcome, Store, StoreError, UnixSecs};
+use crate::engine::{Observation, Outcome, UnixSecs};
+use crate::store::{Store, StoreError};
 
 /// Seconds a key outlives the window: room for clock differences between
 /// hosts.
@@ -155,8 +156,8 @@ fn lazy_expire_on(conn: &mut Conn) -> Result<Option<bool>, StoreError> {
     })
 }
 
-pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError(format!("redis: {context}: {e}"))
+pub(crate) fn err(context: &'static str, source: redis::RedisError) -> StoreError {
+    StoreError::Redis { context, source }
 }
 
 /// The key prefix of a configuration: `{prefix:vN}`.
@@ -181,7 +182,7 @@ impl RedisStore {
             let url = rc
                 .urls
                 .first()
-                .ok_or_else(|| StoreError("redis: no address in store.redis.urls".into()))?;
+                .ok_or_else(|| StoreError::Config("no address in store.redis.urls".into()))?;
             Target::Single(redis::Client::open(url.as_str()).map_err(|e| err("address", e))?)
         };
         Ok(RedisStore {
@@ -463,9 +464,9 @@ fn int(v: &Value, what: &str) -> Result<i64, StoreError> {
         Value::BulkString(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| StoreError(format!("redis: reply field {what} is not a number"))),
-        _ => Err(StoreError(format!(
-            "redis: reply field {what} is not a number"
+            .ok_or_else(|| StoreError::Reply(format!("reply field {what} is not a number"))),
+        _ => Err(StoreError::Reply(format!(
+            "reply field {what} is not a number"
         ))),
     }
 }
@@ -475,7 +476,7 @@ fn text(v: &Value, what: &str) -> Result<String, StoreError> {
         Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
         Value::SimpleString(s) => Ok(s.clone()),
         Value::Int(i) => Ok(i.to_string()),
-        _ => Err(StoreError(format!("redis: reply field {what} is not text"))),
+        _ => Err(StoreError::Reply(format!("reply field {what} is not text"))),
     }
 }
 
@@ -485,11 +486,11 @@ fn opt_u32(i: i64) -> Option<u32> {
 
 fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
     if s.len() != 12 {
-        return Err(StoreError(format!("redis: bad campaign id `{s}`")));
+        return Err(StoreError::Reply(format!("bad campaign id `{s}`")));
     }
     u64::from_str_radix(s, 16)
         .map(CampaignId)
-        .map_err(|_| StoreError(format!("redis: bad campaign id `{s}`")))
+        .map_err(|_| StoreError::Reply(format!("bad campaign id `{s}`")))
 }
 
 /// Reads the script's reply: the outcome, and the keys the script
@@ -497,11 +498,11 @@ fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
 /// caller falls back to the local verdict), never a panic.
 fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     let Value::Array(mut f) = v else {
-        return Err(StoreError("redis: reply is not an array".into()));
+        return Err(StoreError::Reply("reply is not an array".into()));
     };
     if f.len() != 19 {
-        return Err(StoreError(format!(
-            "redis: reply has {} fields, expected 19",
+        return Err(StoreError::Reply(format!(
+            "reply has {} fields, expected 19",
             f.len()
         )));
     }
@@ -511,8 +512,8 @@ fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
             .map(|k| text(k, "repaired"))
             .collect::<Result<Vec<_>, _>>()?,
         _ => {
-            return Err(StoreError(
-                "redis: reply field repaired is not a list".into(),
+            return Err(StoreError::Reply(
+                "reply field repaired is not a list".into(),
             ))
         }
     };
