@@ -45,6 +45,7 @@ use bulkwatch::engine::{analyze, observe, Engine, Envelope, Observation, UnixSec
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{RedisStore, Shared, SharedResult};
 
+#[allow(dead_code)] // the store tests use more of it
 #[path = "../tests/common/synthetic.rs"]
 mod synthetic;
 use synthetic::synthetic;

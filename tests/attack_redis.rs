@@ -19,7 +19,7 @@ use bulkwatch::store::redis::{key_base, slice_secs};
 use bulkwatch::store::Store;
 use bulkwatch::store::{RedisStore, Shared, SharedResult};
 use common::redis::RedisServer;
-use common::synthetic::synthetic;
+use common::synthetic::{observation, random_bits, splitmix, synthetic};
 
 fn redis_config(url: String, prefix: &str, layout: RedisLayout) -> Config {
     let mut cfg = Config::default();
@@ -139,48 +139,6 @@ fn a_log_key_of_the_wrong_type_is_repaired_not_failed_on() {
     );
     assert_eq!(errors(&s) + errors(&other), 0, "no call failed");
     assert_eq!(repairs(&s) + repairs(&other), 1);
-}
-
-/// SplitMix64, for reproducible fingerprints.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A message seen by its fingerprints only: simhash `simhash`, and an
-/// exact hash, sketch and band keys of its own.
-fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
-    let mut exact = [0u8; 32];
-    for part in exact.chunks_mut(8) {
-        part.copy_from_slice(&splitmix(st).to_le_bytes());
-    }
-    Observation {
-        exact,
-        simhash,
-        sketch: splitmix(st),
-        bands: (0..cfg.window.minhash_bands)
-            .map(|_| splitmix(st))
-            .collect(),
-        near: true,
-        recipients: 1,
-        sender: 7,
-        sender_name: Some("merge.example".into()),
-        subject: None,
-        features: 100,
-        thresholds: cfg.thresholds.clone(),
-    }
-}
-
-/// `n` random bits of the 64 (distinct).
-fn random_bits(n: u32, st: &mut u64) -> u64 {
-    let mut m = 0u64;
-    while m.count_ones() < n {
-        m |= 1 << (splitmix(st) % 64);
-    }
-    m
 }
 
 /// Calls per command since the last `CONFIG RESETSTAT`

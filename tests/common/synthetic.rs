@@ -33,3 +33,46 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         thresholds: cfg.thresholds.clone(),
     }
 }
+
+/// SplitMix64, for reproducible fingerprints.
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A message seen by its fingerprints only: simhash `simhash`, and an
+/// exact hash, sketch and band keys of its own (nothing but the simhash
+/// can match).
+pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
+    let mut exact = [0u8; 32];
+    for part in exact.chunks_mut(8) {
+        part.copy_from_slice(&splitmix(st).to_le_bytes());
+    }
+    Observation {
+        exact,
+        simhash,
+        sketch: splitmix(st),
+        bands: (0..cfg.window.minhash_bands)
+            .map(|_| splitmix(st))
+            .collect(),
+        near: true,
+        recipients: 1,
+        sender: 7,
+        sender_name: Some("chain.example".into()),
+        subject: None,
+        features: 100,
+        thresholds: cfg.thresholds.clone(),
+    }
+}
+
+/// `n` random bits of the 64 (distinct).
+pub fn random_bits(n: u32, st: &mut u64) -> u64 {
+    let mut m = 0u64;
+    while m.count_ones() < n {
+        m |= 1 << (splitmix(st) % 64);
+    }
+    m
+}
