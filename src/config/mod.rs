@@ -27,7 +27,7 @@ use raw::RawConfig;
 pub const DEFAULT_HASH_KEY: &str = "62756c6b77617463682d66702d763121";
 
 /// The whole validated configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     pub scan: ScanConfig,
     pub normalize: NormalizeConfig,
@@ -168,7 +168,7 @@ pub struct Thresholds {
 }
 
 /// Mail that is never judged: solicited bulk, trusted relays, own users.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AllowConfig {
     /// Lower-case domains; a subdomain matches too.
     pub sender_domains: Vec<String>,
@@ -337,107 +337,176 @@ pub struct RedisConfig {
     pub layout: RedisLayout,
 }
 
-impl Default for Config {
+impl Default for ScanConfig {
     fn default() -> Self {
-        Config {
-            scan: ScanConfig {
-                max_scan_bytes: 256 * 1024,
-                max_parse_bytes: 8 * 1024 * 1024,
-            },
-            normalize: NormalizeConfig {
-                nfkc: true,
-                case_fold: true,
-                strip_markup: true,
-                urls_to_host: true,
-                fold_digits: true,
-                drop_random_tokens: true,
-                strip_greetings: true,
-                strip_recipient: true,
-                strip_quotes: true,
-                strip_signatures: true,
-                stop_words: false,
-            },
-            fingerprint: FingerprintConfig {
-                shingle_words: 2,
-                hash_key: parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
-                sample_modulus: 1,
-                min_features: 8,
-                include_subject: false,
-            },
-            window: WindowConfig {
-                window: Duration::from_secs(6 * 3600),
-                max_entries: 1_000_000,
-                max_distance: 3,
-                minhash_bands: 4,
-                max_sketch_diff: 8,
-                max_minhash_distance: 16,
-                corroborating_matches: 3,
-                corroborating_sketch_diff: 10,
-                corroborating_distance: 20,
-            },
-            exact: ExactConfig {
-                bloom_items: 1_000_000,
-                bloom_fp_rate: 0.001,
-                generations: 4,
-                lru_capacity: 100_000,
-            },
-            campaign: CampaignConfig {
-                keep_subjects: true,
-            },
-            thresholds: Thresholds {
-                bulk_threshold: 20.0,
-                suspect_threshold: 5.0,
-                strong_distance: 2,
-                strong_sketch_diff: 5,
-                weak_match_weight: 0.5,
-            },
-            allow: AllowConfig {
-                sender_domains: Vec::new(),
-                client_networks: Vec::new(),
-                authenticated: true,
-            },
-            milter: MilterConfig {
-                socket: SocketSpec::Inet("127.0.0.1:7357".to_owned()),
-                socket_owner: None,
-                socket_group: None,
-                socket_mode: 0o660,
-                max_message_bytes: 1024 * 1024,
-                max_connections: 256,
-                idle_timeout: Duration::from_secs(330),
-                engine_timeout: Duration::from_millis(2000),
-                failure_action: FailureAction::Accept,
-                reject_text: "Message rejected as bulk mail".to_owned(),
-                tempfail_text: "Message deferred, try again later".to_owned(),
-            },
-            policy: PolicyConfig {
-                suspect: Action::Tag,
-                bulk: Action::Tag,
-            },
-            state: StateConfig {
-                state_dir: PathBuf::from("state"),
-                snapshot_interval: Duration::from_secs(300),
-            },
-            metrics: MetricsConfig {
-                listen: Some("127.0.0.1:9357".to_owned()),
-            },
-            alerts: AlertsConfig {
-                to: Vec::new(),
-                from: "bulkwatch@localhost".to_owned(),
-                smtp: "127.0.0.1:25".to_owned(),
-                min_interval: Duration::from_secs(600),
-            },
-            store: StoreConfig {
-                backend: StoreBackend::Memory,
-                redis: RedisConfig {
-                    urls: vec!["redis://127.0.0.1:6379/0".to_owned()],
-                    cluster: false,
-                    key_prefix: "bulkwatch".to_owned(),
-                    timeout: Duration::from_millis(50),
-                    pool_size: 8,
-                    retry_interval: Duration::from_secs(5),
-                    layout: RedisLayout::Script,
-                },
-            },
+        ScanConfig {
+            max_scan_bytes: 256 * 1024,
+            max_parse_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl Default for NormalizeConfig {
+    fn default() -> Self {
+        NormalizeConfig {
+            nfkc: true,
+            case_fold: true,
+            strip_markup: true,
+            urls_to_host: true,
+            fold_digits: true,
+            drop_random_tokens: true,
+            strip_greetings: true,
+            strip_recipient: true,
+            strip_quotes: true,
+            strip_signatures: true,
+            stop_words: false,
+        }
+    }
+}
+
+impl Default for FingerprintConfig {
+    fn default() -> Self {
+        FingerprintConfig {
+            shingle_words: 2,
+            hash_key: parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
+            sample_modulus: 1,
+            min_features: 8,
+            include_subject: false,
+        }
+    }
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            window: Duration::from_secs(6 * 3600),
+            max_entries: 1_000_000,
+            max_distance: 3,
+            minhash_bands: 4,
+            max_sketch_diff: 8,
+            max_minhash_distance: 16,
+            corroborating_matches: 3,
+            corroborating_sketch_diff: 10,
+            corroborating_distance: 20,
+        }
+    }
+}
+
+impl Default for ExactConfig {
+    fn default() -> Self {
+        ExactConfig {
+            bloom_items: 1_000_000,
+            bloom_fp_rate: 0.001,
+            generations: 4,
+            lru_capacity: 100_000,
+        }
+    }
+}
+
+impl Default for CampaignConfig {
+    fn default() -> Self {
+        CampaignConfig {
+            keep_subjects: true,
+        }
+    }
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            bulk_threshold: 20.0,
+            suspect_threshold: 5.0,
+            strong_distance: 2,
+            strong_sketch_diff: 5,
+            weak_match_weight: 0.5,
+        }
+    }
+}
+
+impl Default for AllowConfig {
+    fn default() -> Self {
+        AllowConfig {
+            sender_domains: Vec::new(),
+            client_networks: Vec::new(),
+            authenticated: true,
+        }
+    }
+}
+
+impl Default for MilterConfig {
+    fn default() -> Self {
+        MilterConfig {
+            socket: SocketSpec::Inet("127.0.0.1:7357".to_owned()),
+            socket_owner: None,
+            socket_group: None,
+            socket_mode: 0o660,
+            max_message_bytes: 1024 * 1024,
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(330),
+            engine_timeout: Duration::from_millis(2000),
+            failure_action: FailureAction::Accept,
+            reject_text: "Message rejected as bulk mail".to_owned(),
+            tempfail_text: "Message deferred, try again later".to_owned(),
+        }
+    }
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            suspect: Action::Tag,
+            bulk: Action::Tag,
+        }
+    }
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            state_dir: PathBuf::from("state"),
+            snapshot_interval: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            listen: Some("127.0.0.1:9357".to_owned()),
+        }
+    }
+}
+
+impl Default for AlertsConfig {
+    fn default() -> Self {
+        AlertsConfig {
+            to: Vec::new(),
+            from: "bulkwatch@localhost".to_owned(),
+            smtp: "127.0.0.1:25".to_owned(),
+            min_interval: Duration::from_secs(600),
+        }
+    }
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            backend: StoreBackend::Memory,
+            redis: RedisConfig::default(),
+        }
+    }
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            urls: vec!["redis://127.0.0.1:6379/0".to_owned()],
+            cluster: false,
+            key_prefix: "bulkwatch".to_owned(),
+            timeout: Duration::from_millis(50),
+            pool_size: 8,
+            retry_interval: Duration::from_secs(5),
+            layout: RedisLayout::Script,
         }
     }
 }
