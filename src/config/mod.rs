@@ -2,10 +2,13 @@
 //!
 //! Two stages, as in ripgrep's `LowArgs` -> `HiArgs`: [`raw::RawConfig`] is
 //! the file as written (every key optional, unknown keys refused), and
-//! [`Config::from_raw`] fills in the defaults, checks ranges and cross-field
-//! rules, and names the offending key path in every error. The defaults live
-//! in one place, the `Default` impls below; `config/bulkwatch.toml` shows the
-//! same values and a test keeps the two equal.
+//! [`Config::from_raw`] turns it into the validated form one section at a
+//! time: each section's `TryFrom<RawXxx>` fills in that section's defaults,
+//! checks its ranges and the rules between its own keys, and names the
+//! offending key path in every error. No rule spans two sections. The
+//! defaults live in one place, each section's `Default` impl;
+//! `config/bulkwatch.toml` shows the same values and a test keeps the two
+//! equal.
 //!
 //! This module reads files only in [`Config::load`]; everything else is pure.
 
@@ -19,7 +22,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use raw::RawConfig;
+use raw::{
+    RawAlerts, RawAllow, RawCampaign, RawConfig, RawExact, RawFingerprint, RawMetrics, RawMilter,
+    RawNormalize, RawPolicy, RawRedis, RawScan, RawState, RawStore, RawThresholds, RawWindow,
+};
 
 /// The default 128-bit key of the shingle hash, as 32 hex digits: the ASCII
 /// bytes of `bulkwatch-fp-v1!`. Every host of a site must use the same key,
@@ -623,376 +629,31 @@ impl Config {
         Config::from_raw(raw).map_err(|e| e.with_origin("config"))
     }
 
-    /// Fills defaults and validates.
+    /// Fills defaults and validates, one section at a time in file order
+    /// (each section's `TryFrom` holds its defaults and rules).
     ///
     /// # Errors
     /// `Invalid` naming the first bad key.
     pub fn from_raw(raw: RawConfig) -> Result<Config, ConfigError> {
-        let mut c = Config::default();
-        if let Some(s) = raw.scan {
-            if let Some(v) = s.max_scan_bytes {
-                c.scan.max_scan_bytes = to_usize("scan.max_scan_bytes", v, 1024, 64 << 20)?;
-            }
-            if let Some(v) = s.max_parse_bytes {
-                c.scan.max_parse_bytes = to_usize("scan.max_parse_bytes", v, 1024, 1 << 30)?;
-            }
-        }
-        if let Some(n) = raw.normalize {
-            let d = &mut c.normalize;
-            macro_rules! set {
-                ($f:ident) => {
-                    if let Some(v) = n.$f {
-                        d.$f = v;
-                    }
-                };
-            }
-            set!(nfkc);
-            set!(case_fold);
-            set!(strip_markup);
-            set!(urls_to_host);
-            set!(fold_digits);
-            set!(drop_random_tokens);
-            set!(strip_greetings);
-            set!(strip_recipient);
-            set!(strip_quotes);
-            set!(strip_signatures);
-            set!(stop_words);
-        }
-        if let Some(f) = raw.fingerprint {
-            if let Some(v) = f.shingle_words {
-                c.fingerprint.shingle_words =
-                    to_usize("fingerprint.shingle_words", v.into(), 1, 8)?;
-            }
-            if let Some(v) = f.hash_key {
-                c.fingerprint.hash_key = parse_hash_key(&v).ok_or_else(|| {
-                    ConfigError::invalid("fingerprint.hash_key", "must be exactly 32 hex digits")
-                })?;
-            }
-            if let Some(v) = f.sample_modulus {
-                c.fingerprint.sample_modulus =
-                    in_range("fingerprint.sample_modulus", v, 1, 64)?.into();
-            }
-            if let Some(v) = f.min_features {
-                c.fingerprint.min_features =
-                    to_usize("fingerprint.min_features", v.into(), 1, 10_000)?;
-            }
-            if let Some(v) = f.include_subject {
-                c.fingerprint.include_subject = v;
-            }
-        }
-        if let Some(w) = raw.window {
-            if let Some(v) = w.window_secs {
-                c.window.window =
-                    Duration::from_secs(in_range("window.window_secs", v, 60, 30 * 86400)?);
-            }
-            if let Some(v) = w.max_entries {
-                c.window.max_entries = to_usize("window.max_entries", v, 16, 1 << 30)?;
-            }
-            if let Some(v) = w.max_distance {
-                c.window.max_distance = in_range("window.max_distance", v, 0, 7)?;
-            }
-            if let Some(v) = w.minhash_bands {
-                c.window.minhash_bands = to_usize("window.minhash_bands", v.into(), 0, 16)?;
-            }
-            if let Some(v) = w.max_sketch_diff {
-                c.window.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
-            }
-            if let Some(v) = w.max_minhash_distance {
-                c.window.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
-            }
-            if let Some(v) = w.corroborating_matches {
-                if v == 1 {
-                    // One entry within the looser bounds is no evidence.
-                    return Err(ConfigError::invalid(
-                        "window.corroborating_matches",
-                        "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
-                    ));
-                }
-                c.window.corroborating_matches =
-                    to_usize("window.corroborating_matches", v.into(), 0, 256)?;
-            }
-            if let Some(v) = w.corroborating_sketch_diff {
-                c.window.corroborating_sketch_diff =
-                    in_range("window.corroborating_sketch_diff", v, 0, 32)?;
-            }
-            if let Some(v) = w.corroborating_distance {
-                c.window.corroborating_distance =
-                    in_range("window.corroborating_distance", v, 0, 64)?;
-            }
-        }
-        if let Some(e) = raw.exact {
-            if let Some(v) = e.bloom_items {
-                c.exact.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
-            }
-            if let Some(v) = e.bloom_fp_rate {
-                if !(v > 0.0 && v < 0.5) {
-                    return Err(ConfigError::invalid(
-                        "exact.bloom_fp_rate",
-                        format!("{v} must be above 0 and below 0.5"),
-                    ));
-                }
-                c.exact.bloom_fp_rate = v;
-            }
-            if let Some(v) = e.generations {
-                c.exact.generations = to_usize("exact.generations", v.into(), 2, 16)?;
-            }
-            if let Some(v) = e.lru_capacity {
-                c.exact.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 24)?;
-            }
-        }
-        if let Some(cp) = raw.campaign {
-            if let Some(v) = cp.keep_subjects {
-                c.campaign.keep_subjects = v;
-            }
-        }
-        if let Some(t) = raw.thresholds {
-            let th = &mut c.thresholds;
-            if let Some(v) = t.bulk_threshold {
-                th.bulk_threshold = in_range("thresholds.bulk_threshold", v, 1.0, 1e9)?;
-            }
-            if let Some(v) = t.suspect_threshold {
-                th.suspect_threshold = in_range("thresholds.suspect_threshold", v, 1.0, 1e9)?;
-            }
-            if let Some(v) = t.strong_distance {
-                th.strong_distance = in_range("thresholds.strong_distance", v, 0, 7)?;
-            }
-            if let Some(v) = t.strong_sketch_diff {
-                th.strong_sketch_diff = in_range("thresholds.strong_sketch_diff", v, 0, 32)?;
-            }
-            if let Some(v) = t.weak_match_weight {
-                th.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
-            }
-        }
-        let bloom = c.exact.bloom_bytes();
-        if bloom > MAX_BLOOM_BYTES {
-            return Err(ConfigError::invalid(
-                "exact.bloom_items",
-                format!(
-                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
-                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
-                     higher rate)",
-                    c.exact.bloom_fp_rate,
-                    c.exact.generations,
-                    bloom >> 20,
-                    MAX_BLOOM_BYTES >> 20
-                ),
-            ));
-        }
-        if c.thresholds.suspect_threshold > c.thresholds.bulk_threshold {
-            return Err(ConfigError::invalid(
-                "thresholds.suspect_threshold",
-                format!(
-                    "{} is above thresholds.bulk_threshold ({})",
-                    c.thresholds.suspect_threshold, c.thresholds.bulk_threshold
-                ),
-            ));
-        }
-        if let Some(a) = raw.allow {
-            if let Some(v) = a.sender_domains {
-                c.allow.sender_domains = v
-                    .into_iter()
-                    .map(|d| d.trim().trim_start_matches('.').to_ascii_lowercase())
-                    .filter(|d| !d.is_empty())
-                    .collect();
-            }
-            if let Some(v) = a.client_networks {
-                let mut nets = Vec::with_capacity(v.len());
-                for s in v {
-                    let net = s
-                        .parse::<IpNet>()
-                        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                        .map_err(|_| {
-                            ConfigError::invalid(
-                                "allow.client_networks",
-                                format!("`{s}` is not an address or CIDR network"),
-                            )
-                        })?;
-                    nets.push(net);
-                }
-                c.allow.client_networks = nets;
-            }
-            if let Some(v) = a.authenticated {
-                c.allow.authenticated = v;
-            }
-        }
-        if let Some(m) = raw.milter {
-            let mc = &mut c.milter;
-            if let Some(v) = m.socket {
-                mc.socket = parse_socket("milter.socket", &v)?;
-            }
-            mc.socket_owner = m.socket_owner.or(mc.socket_owner.take());
-            mc.socket_group = m.socket_group.or(mc.socket_group.take());
-            if let Some(v) = m.socket_mode {
-                mc.socket_mode = u32::from_str_radix(v.trim_start_matches("0o"), 8)
-                    .ok()
-                    .filter(|m| *m <= 0o777)
-                    .ok_or_else(|| {
-                        ConfigError::invalid(
-                            "milter.socket_mode",
-                            "must be an octal mode such as \"0660\"",
-                        )
-                    })?;
-            }
-            if let Some(v) = m.max_message_bytes {
-                mc.max_message_bytes = to_usize("milter.max_message_bytes", v, 1024, 1 << 30)?;
-            }
-            if let Some(v) = m.max_connections {
-                mc.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
-            }
-            if let Some(v) = m.idle_timeout_secs {
-                mc.idle_timeout =
-                    Duration::from_secs(in_range("milter.idle_timeout_secs", v, 10, 7210)?);
-            }
-            if let Some(v) = m.engine_timeout_ms {
-                mc.engine_timeout =
-                    Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
-            }
-            if let Some(v) = m.failure_action {
-                mc.failure_action = match v.as_str() {
-                    "accept" => FailureAction::Accept,
-                    "tempfail" => FailureAction::Tempfail,
-                    other => {
-                        return Err(ConfigError::invalid(
-                            "milter.failure_action",
-                            format!("`{other}` is not accept or tempfail"),
-                        ))
-                    }
-                };
-            }
-            if let Some(v) = m.reject_text {
-                mc.reject_text = reply_text("milter.reject_text", v)?;
-            }
-            if let Some(v) = m.tempfail_text {
-                mc.tempfail_text = reply_text("milter.tempfail_text", v)?;
-            }
-        }
-        if let Some(p) = raw.policy {
-            if let Some(v) = p.suspect {
-                c.policy.suspect = Action::parse("policy.suspect", &v)?;
-            }
-            if let Some(v) = p.bulk {
-                c.policy.bulk = Action::parse("policy.bulk", &v)?;
-            }
-        }
-        if let Some(s) = raw.state {
-            if let Some(v) = s.state_dir {
-                if v.is_empty() {
-                    return Err(ConfigError::invalid("state.state_dir", "must not be empty"));
-                }
-                c.state.state_dir = PathBuf::from(v);
-            }
-            if let Some(v) = s.snapshot_interval_secs {
-                c.state.snapshot_interval =
-                    Duration::from_secs(in_range("state.snapshot_interval_secs", v, 1, 86400)?);
-            }
-        }
-        if let Some(m) = raw.metrics {
-            if let Some(v) = m.listen {
-                if v.is_empty() {
-                    c.metrics.listen = None;
-                } else if v.parse::<std::net::SocketAddr>().is_err() {
-                    return Err(ConfigError::invalid(
-                        "metrics.listen",
-                        format!("`{v}` is not an address:port (empty string turns metrics off)"),
-                    ));
-                } else {
-                    c.metrics.listen = Some(v);
-                }
-            }
-        }
-        if let Some(a) = raw.alerts {
-            if let Some(v) = a.to {
-                for (i, addr) in v.iter().enumerate() {
-                    mailbox(&format!("alerts.to[{i}]"), addr)?;
-                }
-                c.alerts.to = v;
-            }
-            if let Some(v) = a.from {
-                mailbox("alerts.from", &v)?;
-                c.alerts.from = v;
-            }
-            if let Some(v) = a.smtp {
-                c.alerts.smtp = v;
-            }
-            if let Some(v) = a.min_interval_secs {
-                c.alerts.min_interval = Duration::from_secs(v);
-            }
-        }
-        if let Some(s) = raw.store {
-            if let Some(v) = s.backend {
-                c.store.backend = match v.as_str() {
-                    "memory" => StoreBackend::Memory,
-                    "redis" => StoreBackend::Redis,
-                    other => {
-                        return Err(ConfigError::invalid(
-                            "store.backend",
-                            format!("`{other}` is not memory or redis"),
-                        ))
-                    }
-                };
-            }
-            if let Some(r) = s.redis {
-                let rc = &mut c.store.redis;
-                if let Some(v) = r.urls {
-                    if v.is_empty() {
-                        return Err(ConfigError::invalid(
-                            "store.redis.urls",
-                            "needs at least one redis:// address",
-                        ));
-                    }
-                    for u in &v {
-                        if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
-                            return Err(ConfigError::invalid(
-                                "store.redis.urls",
-                                format!("`{u}` is not a redis:// or redis+unix:// address"),
-                            ));
-                        }
-                    }
-                    rc.urls = v;
-                }
-                if let Some(v) = r.cluster {
-                    rc.cluster = v;
-                }
-                if let Some(v) = r.key_prefix {
-                    if v.is_empty()
-                        || v.len() > 64
-                        || !v
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-                    {
-                        return Err(ConfigError::invalid(
-                            "store.redis.key_prefix",
-                            "must be 1 to 64 characters of letters, digits, - _ . :",
-                        ));
-                    }
-                    rc.key_prefix = v;
-                }
-                if let Some(v) = r.timeout_ms {
-                    rc.timeout =
-                        Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
-                }
-                if let Some(v) = r.pool_size {
-                    rc.pool_size = to_usize("store.redis.pool_size", v, 1, 1024)?;
-                }
-                if let Some(v) = r.retry_secs {
-                    rc.retry_interval =
-                        Duration::from_secs(in_range("store.redis.retry_secs", v, 1, 3600)?);
-                }
-                if let Some(v) = r.layout {
-                    rc.layout = match v.as_str() {
-                        "script" => RedisLayout::Script,
-                        "log" => RedisLayout::Log,
-                        other => {
-                            return Err(ConfigError::invalid(
-                                "store.redis.layout",
-                                format!("`{other}` is not script or log"),
-                            ))
-                        }
-                    };
-                }
-            }
-        }
-        Ok(c)
+        // No rule looks at two sections at once, so nothing is checked here
+        // beyond the sections themselves. Fields are evaluated in the order
+        // written: the first bad section is the one reported.
+        Ok(Config {
+            scan: raw.scan.unwrap_or_default().try_into()?,
+            normalize: raw.normalize.unwrap_or_default().into(),
+            fingerprint: raw.fingerprint.unwrap_or_default().try_into()?,
+            window: raw.window.unwrap_or_default().try_into()?,
+            exact: raw.exact.unwrap_or_default().try_into()?,
+            campaign: raw.campaign.unwrap_or_default().into(),
+            thresholds: raw.thresholds.unwrap_or_default().try_into()?,
+            allow: raw.allow.unwrap_or_default().try_into()?,
+            milter: raw.milter.unwrap_or_default().try_into()?,
+            policy: raw.policy.unwrap_or_default().try_into()?,
+            state: raw.state.unwrap_or_default().try_into()?,
+            metrics: raw.metrics.unwrap_or_default().try_into()?,
+            alerts: raw.alerts.unwrap_or_default().try_into()?,
+            store: raw.store.unwrap_or_default().try_into()?,
+        })
     }
 
     /// Keys whose change needs a restart, named by their paths, comparing
@@ -1030,6 +691,549 @@ impl Config {
             keys.push("window/exact (sizes of the in-memory state)");
         }
         keys
+    }
+}
+
+impl TryFrom<RawScan> for ScanConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawScan) -> Result<Self, ConfigError> {
+        let RawScan {
+            max_scan_bytes,
+            max_parse_bytes,
+        } = raw;
+        let mut c = ScanConfig::default();
+        if let Some(v) = max_scan_bytes {
+            c.max_scan_bytes = to_usize("scan.max_scan_bytes", v, 1024, 64 << 20)?;
+        }
+        if let Some(v) = max_parse_bytes {
+            c.max_parse_bytes = to_usize("scan.max_parse_bytes", v, 1024, 1 << 30)?;
+        }
+        Ok(c)
+    }
+}
+
+/// Every step is a switch with no range to check, so this cannot fail.
+impl From<RawNormalize> for NormalizeConfig {
+    fn from(raw: RawNormalize) -> Self {
+        let RawNormalize {
+            nfkc,
+            case_fold,
+            strip_markup,
+            urls_to_host,
+            fold_digits,
+            drop_random_tokens,
+            strip_greetings,
+            strip_recipient,
+            strip_quotes,
+            strip_signatures,
+            stop_words,
+        } = raw;
+        let d = NormalizeConfig::default();
+        NormalizeConfig {
+            nfkc: nfkc.unwrap_or(d.nfkc),
+            case_fold: case_fold.unwrap_or(d.case_fold),
+            strip_markup: strip_markup.unwrap_or(d.strip_markup),
+            urls_to_host: urls_to_host.unwrap_or(d.urls_to_host),
+            fold_digits: fold_digits.unwrap_or(d.fold_digits),
+            drop_random_tokens: drop_random_tokens.unwrap_or(d.drop_random_tokens),
+            strip_greetings: strip_greetings.unwrap_or(d.strip_greetings),
+            strip_recipient: strip_recipient.unwrap_or(d.strip_recipient),
+            strip_quotes: strip_quotes.unwrap_or(d.strip_quotes),
+            strip_signatures: strip_signatures.unwrap_or(d.strip_signatures),
+            stop_words: stop_words.unwrap_or(d.stop_words),
+        }
+    }
+}
+
+impl TryFrom<RawFingerprint> for FingerprintConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawFingerprint) -> Result<Self, ConfigError> {
+        let RawFingerprint {
+            shingle_words,
+            hash_key,
+            sample_modulus,
+            min_features,
+            include_subject,
+        } = raw;
+        let mut c = FingerprintConfig::default();
+        if let Some(v) = shingle_words {
+            c.shingle_words = to_usize("fingerprint.shingle_words", v.into(), 1, 8)?;
+        }
+        if let Some(v) = hash_key {
+            c.hash_key = parse_hash_key(&v).ok_or_else(|| {
+                ConfigError::invalid("fingerprint.hash_key", "must be exactly 32 hex digits")
+            })?;
+        }
+        if let Some(v) = sample_modulus {
+            c.sample_modulus = in_range("fingerprint.sample_modulus", v, 1, 64)?.into();
+        }
+        if let Some(v) = min_features {
+            c.min_features = to_usize("fingerprint.min_features", v.into(), 1, 10_000)?;
+        }
+        if let Some(v) = include_subject {
+            c.include_subject = v;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawWindow> for WindowConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawWindow) -> Result<Self, ConfigError> {
+        let RawWindow {
+            window_secs,
+            max_entries,
+            max_distance,
+            minhash_bands,
+            max_sketch_diff,
+            max_minhash_distance,
+            corroborating_matches,
+            corroborating_sketch_diff,
+            corroborating_distance,
+        } = raw;
+        let mut c = WindowConfig::default();
+        if let Some(v) = window_secs {
+            c.window = Duration::from_secs(in_range("window.window_secs", v, 60, 30 * 86400)?);
+        }
+        if let Some(v) = max_entries {
+            c.max_entries = to_usize("window.max_entries", v, 16, 1 << 30)?;
+        }
+        if let Some(v) = max_distance {
+            c.max_distance = in_range("window.max_distance", v, 0, 7)?;
+        }
+        if let Some(v) = minhash_bands {
+            c.minhash_bands = to_usize("window.minhash_bands", v.into(), 0, 16)?;
+        }
+        if let Some(v) = max_sketch_diff {
+            c.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
+        }
+        if let Some(v) = max_minhash_distance {
+            c.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
+        }
+        if let Some(v) = corroborating_matches {
+            if v == 1 {
+                // One entry within the looser bounds is no evidence.
+                return Err(ConfigError::invalid(
+                    "window.corroborating_matches",
+                    "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+                ));
+            }
+            c.corroborating_matches = to_usize("window.corroborating_matches", v.into(), 0, 256)?;
+        }
+        if let Some(v) = corroborating_sketch_diff {
+            c.corroborating_sketch_diff = in_range("window.corroborating_sketch_diff", v, 0, 32)?;
+        }
+        if let Some(v) = corroborating_distance {
+            c.corroborating_distance = in_range("window.corroborating_distance", v, 0, 64)?;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawExact> for ExactConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawExact) -> Result<Self, ConfigError> {
+        let RawExact {
+            bloom_items,
+            bloom_fp_rate,
+            generations,
+            lru_capacity,
+        } = raw;
+        let mut c = ExactConfig::default();
+        if let Some(v) = bloom_items {
+            c.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
+        }
+        if let Some(v) = bloom_fp_rate {
+            if !(v > 0.0 && v < 0.5) {
+                return Err(ConfigError::invalid(
+                    "exact.bloom_fp_rate",
+                    format!("{v} must be above 0 and below 0.5"),
+                ));
+            }
+            c.bloom_fp_rate = v;
+        }
+        if let Some(v) = generations {
+            c.generations = to_usize("exact.generations", v.into(), 2, 16)?;
+        }
+        if let Some(v) = lru_capacity {
+            c.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 24)?;
+        }
+        let bloom = c.bloom_bytes();
+        if bloom > MAX_BLOOM_BYTES {
+            return Err(ConfigError::invalid(
+                "exact.bloom_items",
+                format!(
+                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
+                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
+                     higher rate)",
+                    c.bloom_fp_rate,
+                    c.generations,
+                    bloom >> 20,
+                    MAX_BLOOM_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+/// `keep_subjects` is a switch with no range to check, so this cannot fail.
+impl From<RawCampaign> for CampaignConfig {
+    fn from(raw: RawCampaign) -> Self {
+        // Implementation note: `max_campaigns` is accepted in the file and
+        // has never been used; refusing it now would break files that set it.
+        let RawCampaign {
+            max_campaigns: _,
+            keep_subjects,
+        } = raw;
+        let d = CampaignConfig::default();
+        CampaignConfig {
+            keep_subjects: keep_subjects.unwrap_or(d.keep_subjects),
+        }
+    }
+}
+
+impl TryFrom<RawThresholds> for Thresholds {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawThresholds) -> Result<Self, ConfigError> {
+        let RawThresholds {
+            bulk_threshold,
+            suspect_threshold,
+            strong_distance,
+            strong_sketch_diff,
+            weak_match_weight,
+        } = raw;
+        let mut c = Thresholds::default();
+        if let Some(v) = bulk_threshold {
+            c.bulk_threshold = in_range("thresholds.bulk_threshold", v, 1.0, 1e9)?;
+        }
+        if let Some(v) = suspect_threshold {
+            c.suspect_threshold = in_range("thresholds.suspect_threshold", v, 1.0, 1e9)?;
+        }
+        if let Some(v) = strong_distance {
+            c.strong_distance = in_range("thresholds.strong_distance", v, 0, 7)?;
+        }
+        if let Some(v) = strong_sketch_diff {
+            c.strong_sketch_diff = in_range("thresholds.strong_sketch_diff", v, 0, 32)?;
+        }
+        if let Some(v) = weak_match_weight {
+            c.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
+        }
+        if c.suspect_threshold > c.bulk_threshold {
+            return Err(ConfigError::invalid(
+                "thresholds.suspect_threshold",
+                format!(
+                    "{} is above thresholds.bulk_threshold ({})",
+                    c.suspect_threshold, c.bulk_threshold
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawAllow> for AllowConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawAllow) -> Result<Self, ConfigError> {
+        let RawAllow {
+            sender_domains,
+            client_networks,
+            authenticated,
+        } = raw;
+        let mut c = AllowConfig::default();
+        if let Some(v) = sender_domains {
+            c.sender_domains = v
+                .into_iter()
+                .map(|d| d.trim().trim_start_matches('.').to_ascii_lowercase())
+                .filter(|d| !d.is_empty())
+                .collect();
+        }
+        if let Some(v) = client_networks {
+            let mut nets = Vec::with_capacity(v.len());
+            for s in v {
+                let net = s
+                    .parse::<IpNet>()
+                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                    .map_err(|_| {
+                        ConfigError::invalid(
+                            "allow.client_networks",
+                            format!("`{s}` is not an address or CIDR network"),
+                        )
+                    })?;
+                nets.push(net);
+            }
+            c.client_networks = nets;
+        }
+        if let Some(v) = authenticated {
+            c.authenticated = v;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawMilter> for MilterConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawMilter) -> Result<Self, ConfigError> {
+        let RawMilter {
+            socket,
+            socket_owner,
+            socket_group,
+            socket_mode,
+            max_message_bytes,
+            max_connections,
+            idle_timeout_secs,
+            engine_timeout_ms,
+            failure_action,
+            reject_text,
+            tempfail_text,
+        } = raw;
+        let mut c = MilterConfig::default();
+        if let Some(v) = socket {
+            c.socket = parse_socket("milter.socket", &v)?;
+        }
+        c.socket_owner = socket_owner.or(c.socket_owner.take());
+        c.socket_group = socket_group.or(c.socket_group.take());
+        if let Some(v) = socket_mode {
+            c.socket_mode = u32::from_str_radix(v.trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| {
+                    ConfigError::invalid(
+                        "milter.socket_mode",
+                        "must be an octal mode such as \"0660\"",
+                    )
+                })?;
+        }
+        if let Some(v) = max_message_bytes {
+            c.max_message_bytes = to_usize("milter.max_message_bytes", v, 1024, 1 << 30)?;
+        }
+        if let Some(v) = max_connections {
+            c.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
+        }
+        if let Some(v) = idle_timeout_secs {
+            c.idle_timeout =
+                Duration::from_secs(in_range("milter.idle_timeout_secs", v, 10, 7210)?);
+        }
+        if let Some(v) = engine_timeout_ms {
+            c.engine_timeout =
+                Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
+        }
+        if let Some(v) = failure_action {
+            c.failure_action = match v.as_str() {
+                "accept" => FailureAction::Accept,
+                "tempfail" => FailureAction::Tempfail,
+                other => {
+                    return Err(ConfigError::invalid(
+                        "milter.failure_action",
+                        format!("`{other}` is not accept or tempfail"),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = reject_text {
+            c.reject_text = reply_text("milter.reject_text", v)?;
+        }
+        if let Some(v) = tempfail_text {
+            c.tempfail_text = reply_text("milter.tempfail_text", v)?;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawPolicy> for PolicyConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawPolicy) -> Result<Self, ConfigError> {
+        let RawPolicy { suspect, bulk } = raw;
+        let mut c = PolicyConfig::default();
+        if let Some(v) = suspect {
+            c.suspect = Action::parse("policy.suspect", &v)?;
+        }
+        if let Some(v) = bulk {
+            c.bulk = Action::parse("policy.bulk", &v)?;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawState> for StateConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawState) -> Result<Self, ConfigError> {
+        let RawState {
+            state_dir,
+            snapshot_interval_secs,
+        } = raw;
+        let mut c = StateConfig::default();
+        if let Some(v) = state_dir {
+            if v.is_empty() {
+                return Err(ConfigError::invalid("state.state_dir", "must not be empty"));
+            }
+            c.state_dir = PathBuf::from(v);
+        }
+        if let Some(v) = snapshot_interval_secs {
+            c.snapshot_interval =
+                Duration::from_secs(in_range("state.snapshot_interval_secs", v, 1, 86400)?);
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawMetrics> for MetricsConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawMetrics) -> Result<Self, ConfigError> {
+        let RawMetrics { listen } = raw;
+        let mut c = MetricsConfig::default();
+        if let Some(v) = listen {
+            if v.is_empty() {
+                c.listen = None;
+            } else if v.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigError::invalid(
+                    "metrics.listen",
+                    format!("`{v}` is not an address:port (empty string turns metrics off)"),
+                ));
+            } else {
+                c.listen = Some(v);
+            }
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawAlerts> for AlertsConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawAlerts) -> Result<Self, ConfigError> {
+        let RawAlerts {
+            to,
+            from,
+            smtp,
+            min_interval_secs,
+        } = raw;
+        let mut c = AlertsConfig::default();
+        if let Some(v) = to {
+            for (i, addr) in v.iter().enumerate() {
+                mailbox(&format!("alerts.to[{i}]"), addr)?;
+            }
+            c.to = v;
+        }
+        if let Some(v) = from {
+            mailbox("alerts.from", &v)?;
+            c.from = v;
+        }
+        if let Some(v) = smtp {
+            c.smtp = v;
+        }
+        if let Some(v) = min_interval_secs {
+            c.min_interval = Duration::from_secs(v);
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawStore> for StoreConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawStore) -> Result<Self, ConfigError> {
+        let RawStore { backend, redis } = raw;
+        let mut c = StoreConfig::default();
+        if let Some(v) = backend {
+            c.backend = match v.as_str() {
+                "memory" => StoreBackend::Memory,
+                "redis" => StoreBackend::Redis,
+                other => {
+                    return Err(ConfigError::invalid(
+                        "store.backend",
+                        format!("`{other}` is not memory or redis"),
+                    ))
+                }
+            };
+        }
+        if let Some(r) = redis {
+            c.redis = r.try_into()?;
+        }
+        Ok(c)
+    }
+}
+
+impl TryFrom<RawRedis> for RedisConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawRedis) -> Result<Self, ConfigError> {
+        let RawRedis {
+            urls,
+            cluster,
+            key_prefix,
+            timeout_ms,
+            pool_size,
+            retry_secs,
+            layout,
+        } = raw;
+        let mut c = RedisConfig::default();
+        if let Some(v) = urls {
+            if v.is_empty() {
+                return Err(ConfigError::invalid(
+                    "store.redis.urls",
+                    "needs at least one redis:// address",
+                ));
+            }
+            for u in &v {
+                if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
+                    return Err(ConfigError::invalid(
+                        "store.redis.urls",
+                        format!("`{u}` is not a redis:// or redis+unix:// address"),
+                    ));
+                }
+            }
+            c.urls = v;
+        }
+        if let Some(v) = cluster {
+            c.cluster = v;
+        }
+        if let Some(v) = key_prefix {
+            if v.is_empty()
+                || v.len() > 64
+                || !v
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            {
+                return Err(ConfigError::invalid(
+                    "store.redis.key_prefix",
+                    "must be 1 to 64 characters of letters, digits, - _ . :",
+                ));
+            }
+            c.key_prefix = v;
+        }
+        if let Some(v) = timeout_ms {
+            c.timeout = Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
+        }
+        if let Some(v) = pool_size {
+            c.pool_size = to_usize("store.redis.pool_size", v, 1, 1024)?;
+        }
+        if let Some(v) = retry_secs {
+            c.retry_interval = Duration::from_secs(in_range("store.redis.retry_secs", v, 1, 3600)?);
+        }
+        if let Some(v) = layout {
+            c.layout = match v.as_str() {
+                "script" => RedisLayout::Script,
+                "log" => RedisLayout::Log,
+                other => {
+                    return Err(ConfigError::invalid(
+                        "store.redis.layout",
+                        format!("`{other}` is not script or log"),
+                    ))
+                }
+            };
+        }
+        Ok(c)
     }
 }
 
