@@ -1,0 +1,95 @@
+//! `[exact]`: the exact-hash set, with a cap on the memory its Bloom filters take.
+
+use super::raw::RawExact;
+use super::{to_usize, ConfigError};
+
+/// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExactConfig {
+    pub bloom_items: usize,
+    pub bloom_fp_rate: f64,
+    pub generations: usize,
+    pub lru_capacity: usize,
+}
+
+/// The most memory the exact set's Bloom filters may take, all generations
+/// together (a typo such as `bloom_fp_rate = 1e-300` must not abort the
+/// daemon on allocation).
+pub const MAX_BLOOM_BYTES: u64 = 4 << 30;
+
+impl ExactConfig {
+    /// Bytes the Bloom filters take, all generations together: each of the
+    /// `generations` filters holds `bloom_items / (generations - 1)` items
+    /// at `bloom_fp_rate` (`-ln p / ln² 2` bits per item, as `ExactSet`
+    /// sizes them).
+    pub fn bloom_bytes(&self) -> u64 {
+        let slices = self.generations.saturating_sub(1).max(1);
+        let per_gen = (self.bloom_items / slices).max(16) as f64;
+        let bits_per_item = -self.bloom_fp_rate.ln() / (std::f64::consts::LN_2.powi(2));
+        let bytes = per_gen * bits_per_item / 8.0 * self.generations.max(2) as f64;
+        if bytes.is_finite() && bytes < u64::MAX as f64 {
+            bytes.ceil() as u64
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+impl Default for ExactConfig {
+    fn default() -> Self {
+        ExactConfig {
+            bloom_items: 1_000_000,
+            bloom_fp_rate: 0.001,
+            generations: 4,
+            lru_capacity: 100_000,
+        }
+    }
+}
+
+impl TryFrom<RawExact> for ExactConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawExact) -> Result<Self, ConfigError> {
+        let RawExact {
+            bloom_items,
+            bloom_fp_rate,
+            generations,
+            lru_capacity,
+        } = raw;
+        let mut c = ExactConfig::default();
+        if let Some(v) = bloom_items {
+            c.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
+        }
+        if let Some(v) = bloom_fp_rate {
+            if !(v > 0.0 && v < 0.5) {
+                return Err(ConfigError::invalid(
+                    "exact.bloom_fp_rate",
+                    format!("{v} must be above 0 and below 0.5"),
+                ));
+            }
+            c.bloom_fp_rate = v;
+        }
+        if let Some(v) = generations {
+            c.generations = to_usize("exact.generations", v.into(), 2, 16)?;
+        }
+        if let Some(v) = lru_capacity {
+            c.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 24)?;
+        }
+        let bloom = c.bloom_bytes();
+        if bloom > MAX_BLOOM_BYTES {
+            return Err(ConfigError::invalid(
+                "exact.bloom_items",
+                format!(
+                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
+                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
+                     higher rate)",
+                    c.bloom_fp_rate,
+                    c.generations,
+                    bloom >> 20,
+                    MAX_BLOOM_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,99 @@
+//! `[fingerprint]`: how features and fingerprints are computed, and the hash key.
+
+use super::raw::RawFingerprint;
+use super::{in_range, to_usize, ConfigError};
+
+/// The default 128-bit key of the shingle hash, as 32 hex digits: the ASCII
+/// bytes of `bulkwatch-fp-v1!`. Every host of a site must use the same key,
+/// or their fingerprints will not match.
+pub const DEFAULT_HASH_KEY: &str = "62756c6b77617463682d66702d763121";
+
+/// How features and fingerprints are computed. Changing any of these
+/// changes every fingerprint: all hosts of a site must agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FingerprintConfig {
+    pub shingle_words: usize,
+    /// Key of the fingerprint hashes (k0, k1), little-endian halves of the
+    /// 16 key bytes: tokens are hashed with XXH3 seeded by `k0 ^ mix(k1)`
+    /// (`shingle::token_seed`), MinHash seeds come from both halves.
+    pub hash_key: (u64, u64),
+    /// Keep only shingle hashes that are 0 mod m (1 keeps all).
+    pub sample_modulus: u64,
+    /// Fewer shingles than this: the message takes no part in near matching.
+    pub min_features: usize,
+    pub include_subject: bool,
+}
+
+impl Default for FingerprintConfig {
+    fn default() -> Self {
+        FingerprintConfig {
+            shingle_words: 2,
+            hash_key: parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
+            sample_modulus: 1,
+            min_features: 8,
+            include_subject: false,
+        }
+    }
+}
+
+/// Parses 32 hex digits into the two key halves.
+fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
+    let s = s.trim();
+    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    let (a, b) = bytes.split_at(8);
+    Some((
+        u64::from_le_bytes(a.try_into().ok()?),
+        u64::from_le_bytes(b.try_into().ok()?),
+    ))
+}
+
+impl TryFrom<RawFingerprint> for FingerprintConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawFingerprint) -> Result<Self, ConfigError> {
+        let RawFingerprint {
+            shingle_words,
+            hash_key,
+            sample_modulus,
+            min_features,
+            include_subject,
+        } = raw;
+        let mut c = FingerprintConfig::default();
+        if let Some(v) = shingle_words {
+            c.shingle_words = to_usize("fingerprint.shingle_words", v.into(), 1, 8)?;
+        }
+        if let Some(v) = hash_key {
+            c.hash_key = parse_hash_key(&v).ok_or_else(|| {
+                ConfigError::invalid("fingerprint.hash_key", "must be exactly 32 hex digits")
+            })?;
+        }
+        if let Some(v) = sample_modulus {
+            c.sample_modulus = in_range("fingerprint.sample_modulus", v, 1, 64)?.into();
+        }
+        if let Some(v) = min_features {
+            c.min_features = to_usize("fingerprint.min_features", v.into(), 1, 10_000)?;
+        }
+        if let Some(v) = include_subject {
+            c.include_subject = v;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn default_hash_key_parses() {
+        assert!(parse_hash_key(DEFAULT_HASH_KEY).is_some());
+        assert_ne!(Config::default().fingerprint.hash_key, (0, 0));
+    }
+}

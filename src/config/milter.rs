@@ -1,0 +1,195 @@
+//! `[milter]`: the socket, limits, timeouts and reply texts of the milter adapter.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::raw::RawMilter;
+use super::{in_range, to_usize, ConfigError};
+
+/// Where and how the milter listens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SocketSpec {
+    Inet(String),
+    Unix(PathBuf),
+}
+
+/// What to do when the engine fails or times out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureAction {
+    Accept,
+    Tempfail,
+}
+
+/// The milter adapter's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MilterConfig {
+    pub socket: SocketSpec,
+    pub socket_owner: Option<String>,
+    pub socket_group: Option<String>,
+    pub socket_mode: u32,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    /// A connection that sends no complete milter message for this long is
+    /// closed (Postfix's own timeouts are shorter: `smtpd_timeout` 300 s).
+    pub idle_timeout: Duration,
+    pub engine_timeout: Duration,
+    pub failure_action: FailureAction,
+    pub reject_text: String,
+    pub tempfail_text: String,
+}
+
+impl Default for MilterConfig {
+    fn default() -> Self {
+        MilterConfig {
+            socket: SocketSpec::Inet("127.0.0.1:7357".to_owned()),
+            socket_owner: None,
+            socket_group: None,
+            socket_mode: 0o660,
+            max_message_bytes: 1024 * 1024,
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(330),
+            engine_timeout: Duration::from_millis(2000),
+            failure_action: FailureAction::Accept,
+            reject_text: "Message rejected as bulk mail".to_owned(),
+            tempfail_text: "Message deferred, try again later".to_owned(),
+        }
+    }
+}
+
+/// Parses `inet:HOST:PORT`, `inet:PORT@HOST` (sendmail style) or `unix:/path`.
+pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
+    if let Some(path) = s.strip_prefix("unix:") {
+        if !path.starts_with('/') {
+            return Err(ConfigError::invalid(
+                key,
+                "a unix socket path must be absolute",
+            ));
+        }
+        return Ok(SocketSpec::Unix(PathBuf::from(path)));
+    }
+    if let Some(rest) = s.strip_prefix("inet:").or_else(|| s.strip_prefix("inet6:")) {
+        let addr = match rest.split_once('@') {
+            Some((port, host)) => format!("{host}:{port}"),
+            None => rest.to_owned(),
+        };
+        let port_ok = addr
+            .rsplit_once(':')
+            .map(|(_, p)| p.parse::<u16>().is_ok())
+            .unwrap_or(false);
+        if !port_ok {
+            return Err(ConfigError::invalid(
+                key,
+                format!("`{s}` has no valid port"),
+            ));
+        }
+        return Ok(SocketSpec::Inet(addr));
+    }
+    Err(ConfigError::invalid(
+        key,
+        format!("`{s}` must start with inet: or unix:"),
+    ))
+}
+
+impl TryFrom<RawMilter> for MilterConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawMilter) -> Result<Self, ConfigError> {
+        let RawMilter {
+            socket,
+            socket_owner,
+            socket_group,
+            socket_mode,
+            max_message_bytes,
+            max_connections,
+            idle_timeout_secs,
+            engine_timeout_ms,
+            failure_action,
+            reject_text,
+            tempfail_text,
+        } = raw;
+        let mut c = MilterConfig::default();
+        if let Some(v) = socket {
+            c.socket = parse_socket("milter.socket", &v)?;
+        }
+        c.socket_owner = socket_owner.or(c.socket_owner.take());
+        c.socket_group = socket_group.or(c.socket_group.take());
+        if let Some(v) = socket_mode {
+            c.socket_mode = u32::from_str_radix(v.trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| {
+                    ConfigError::invalid(
+                        "milter.socket_mode",
+                        "must be an octal mode such as \"0660\"",
+                    )
+                })?;
+        }
+        if let Some(v) = max_message_bytes {
+            c.max_message_bytes = to_usize("milter.max_message_bytes", v, 1024, 1 << 30)?;
+        }
+        if let Some(v) = max_connections {
+            c.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
+        }
+        if let Some(v) = idle_timeout_secs {
+            c.idle_timeout =
+                Duration::from_secs(in_range("milter.idle_timeout_secs", v, 10, 7210)?);
+        }
+        if let Some(v) = engine_timeout_ms {
+            c.engine_timeout =
+                Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
+        }
+        if let Some(v) = failure_action {
+            c.failure_action = match v.as_str() {
+                "accept" => FailureAction::Accept,
+                "tempfail" => FailureAction::Tempfail,
+                other => {
+                    return Err(ConfigError::invalid(
+                        "milter.failure_action",
+                        format!("`{other}` is not accept or tempfail"),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = reject_text {
+            c.reject_text = reply_text("milter.reject_text", v)?;
+        }
+        if let Some(v) = tempfail_text {
+            c.tempfail_text = reply_text("milter.tempfail_text", v)?;
+        }
+        Ok(c)
+    }
+}
+
+/// SMTP reply text: printable ASCII, no CR/LF, bounded.
+fn reply_text(key: &str, v: String) -> Result<String, ConfigError> {
+    if v.is_empty() || v.len() > 200 || !v.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(ConfigError::invalid(
+            key,
+            "must be 1 to 200 printable ASCII characters",
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_parse() {
+        assert_eq!(
+            parse_socket("k", "inet:127.0.0.1:7357").unwrap(),
+            SocketSpec::Inet("127.0.0.1:7357".into())
+        );
+        assert_eq!(
+            parse_socket("k", "inet:7357@localhost").unwrap(),
+            SocketSpec::Inet("localhost:7357".into())
+        );
+        assert_eq!(
+            parse_socket("k", "unix:/run/bw.sock").unwrap(),
+            SocketSpec::Unix("/run/bw.sock".into())
+        );
+        assert!(parse_socket("k", "tcp:1").is_err());
+        assert!(parse_socket("k", "unix:rel").is_err());
+    }
+}

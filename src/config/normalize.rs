@@ -1,0 +1,70 @@
+//! `[normalize]`: which normalization steps run; switches only, nothing to refuse.
+
+use super::raw::RawNormalize;
+
+/// Which normalization steps run (each one can be switched off).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormalizeConfig {
+    pub nfkc: bool,
+    pub case_fold: bool,
+    pub strip_markup: bool,
+    pub urls_to_host: bool,
+    pub fold_digits: bool,
+    pub drop_random_tokens: bool,
+    pub strip_greetings: bool,
+    pub strip_recipient: bool,
+    pub strip_quotes: bool,
+    pub strip_signatures: bool,
+    pub stop_words: bool,
+}
+
+impl Default for NormalizeConfig {
+    fn default() -> Self {
+        NormalizeConfig {
+            nfkc: true,
+            case_fold: true,
+            strip_markup: true,
+            urls_to_host: true,
+            fold_digits: true,
+            drop_random_tokens: true,
+            strip_greetings: true,
+            strip_recipient: true,
+            strip_quotes: true,
+            strip_signatures: true,
+            stop_words: false,
+        }
+    }
+}
+
+/// Every step is a switch with no range to check, so this cannot fail.
+impl From<RawNormalize> for NormalizeConfig {
+    fn from(raw: RawNormalize) -> Self {
+        let RawNormalize {
+            nfkc,
+            case_fold,
+            strip_markup,
+            urls_to_host,
+            fold_digits,
+            drop_random_tokens,
+            strip_greetings,
+            strip_recipient,
+            strip_quotes,
+            strip_signatures,
+            stop_words,
+        } = raw;
+        let d = NormalizeConfig::default();
+        NormalizeConfig {
+            nfkc: nfkc.unwrap_or(d.nfkc),
+            case_fold: case_fold.unwrap_or(d.case_fold),
+            strip_markup: strip_markup.unwrap_or(d.strip_markup),
+            urls_to_host: urls_to_host.unwrap_or(d.urls_to_host),
+            fold_digits: fold_digits.unwrap_or(d.fold_digits),
+            drop_random_tokens: drop_random_tokens.unwrap_or(d.drop_random_tokens),
+            strip_greetings: strip_greetings.unwrap_or(d.strip_greetings),
+            strip_recipient: strip_recipient.unwrap_or(d.strip_recipient),
+            strip_quotes: strip_quotes.unwrap_or(d.strip_quotes),
+            strip_signatures: strip_signatures.unwrap_or(d.strip_signatures),
+            stop_words: stop_words.unwrap_or(d.stop_words),
+        }
+    }
+}

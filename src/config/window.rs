@@ -1,0 +1,103 @@
+//! `[window]`: the sliding window of recent fingerprints and its match bounds.
+
+use std::time::Duration;
+
+use super::raw::RawWindow;
+use super::{in_range, to_usize, ConfigError};
+
+/// The sliding window of recent fingerprints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowConfig {
+    pub window: Duration,
+    pub max_entries: usize,
+    /// Near-duplicate radius k: fingerprints within this Hamming distance match.
+    pub max_distance: u32,
+    /// MinHash LSH band tables (0 turns the second stage off).
+    pub minhash_bands: usize,
+    /// A band candidate matches when at most this many of its 32 sketch
+    /// values differ (8 ≈ estimated Jaccard 0.67).
+    pub max_sketch_diff: u32,
+    /// ... and when its simhash is at most this far (two long texts can
+    /// share most of their vocabulary and nothing else).
+    pub max_minhash_distance: u32,
+    /// A message that matches no entry joins a campaign when at least this
+    /// many distinct texts (MinHash sketches) of it corroborate it (0:
+    /// off): band candidates within the two bounds below. Heavy hash-busting leaves some members of a
+    /// campaign just outside the match bounds of every other member, where
+    /// together they still say which campaign it is.
+    pub corroborating_matches: usize,
+    /// Most differing sketch values of a corroborating entry.
+    pub corroborating_sketch_diff: u32,
+    /// Farthest simhash of a corroborating entry.
+    pub corroborating_distance: u32,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            window: Duration::from_secs(6 * 3600),
+            max_entries: 1_000_000,
+            max_distance: 3,
+            minhash_bands: 4,
+            max_sketch_diff: 8,
+            max_minhash_distance: 16,
+            corroborating_matches: 3,
+            corroborating_sketch_diff: 10,
+            corroborating_distance: 20,
+        }
+    }
+}
+
+impl TryFrom<RawWindow> for WindowConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawWindow) -> Result<Self, ConfigError> {
+        let RawWindow {
+            window_secs,
+            max_entries,
+            max_distance,
+            minhash_bands,
+            max_sketch_diff,
+            max_minhash_distance,
+            corroborating_matches,
+            corroborating_sketch_diff,
+            corroborating_distance,
+        } = raw;
+        let mut c = WindowConfig::default();
+        if let Some(v) = window_secs {
+            c.window = Duration::from_secs(in_range("window.window_secs", v, 60, 30 * 86400)?);
+        }
+        if let Some(v) = max_entries {
+            c.max_entries = to_usize("window.max_entries", v, 16, 1 << 30)?;
+        }
+        if let Some(v) = max_distance {
+            c.max_distance = in_range("window.max_distance", v, 0, 7)?;
+        }
+        if let Some(v) = minhash_bands {
+            c.minhash_bands = to_usize("window.minhash_bands", v.into(), 0, 16)?;
+        }
+        if let Some(v) = max_sketch_diff {
+            c.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
+        }
+        if let Some(v) = max_minhash_distance {
+            c.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
+        }
+        if let Some(v) = corroborating_matches {
+            if v == 1 {
+                // One entry within the looser bounds is no evidence.
+                return Err(ConfigError::invalid(
+                    "window.corroborating_matches",
+                    "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+                ));
+            }
+            c.corroborating_matches = to_usize("window.corroborating_matches", v.into(), 0, 256)?;
+        }
+        if let Some(v) = corroborating_sketch_diff {
+            c.corroborating_sketch_diff = in_range("window.corroborating_sketch_diff", v, 0, 32)?;
+        }
+        if let Some(v) = corroborating_distance {
+            c.corroborating_distance = in_range("window.corroborating_distance", v, 0, 64)?;
+        }
+        Ok(c)
+    }
+}
