@@ -69,3 +69,101 @@ impl TryFrom<RawAlerts> for AlertsConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+    use crate::config::Config;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            AlertsConfig::try_from(RawAlerts::default()).unwrap(),
+            AlertsConfig::default()
+        );
+    }
+
+    #[test]
+    fn what_is_no_mailbox_is_refused_naming_its_key() {
+        let (key, message) = refusal(AlertsConfig::try_from(RawAlerts {
+            to: Some(vec!["ops@example.org".to_owned(), "ops".to_owned()]),
+            ..RawAlerts::default()
+        }));
+        assert_eq!(key, "alerts.to[1]");
+        assert!(
+            message.starts_with("`ops` is not a mail address ("),
+            "{message}"
+        );
+        for (raw, key, message) in [
+            (
+                RawAlerts {
+                    to: Some(vec!["ops@example.org\r\nBcc: x@y".to_owned()]),
+                    ..RawAlerts::default()
+                },
+                "alerts.to[0]",
+                "contains a line break",
+            ),
+            (
+                RawAlerts {
+                    from: Some("bulkwatch@localhost\n".to_owned()),
+                    ..RawAlerts::default()
+                },
+                "alerts.from",
+                "contains a line break",
+            ),
+        ] {
+            assert_eq!(
+                refusal(AlertsConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    /// `smtp` and `min_interval_secs` are taken as written.
+    #[test]
+    fn relay_and_interval_are_read_as_written() {
+        let c = AlertsConfig::try_from(RawAlerts {
+            to: Some(vec!["Mail Team <mail@example.org>".to_owned()]),
+            from: Some("bw@example.org".to_owned()),
+            smtp: Some("relay.example.org:587".to_owned()),
+            min_interval_secs: Some(0),
+        })
+        .unwrap();
+        assert_eq!(
+            c,
+            AlertsConfig {
+                to: vec!["Mail Team <mail@example.org>".to_owned()],
+                from: "bw@example.org".to_owned(),
+                smtp: "relay.example.org:587".to_owned(),
+                min_interval: Duration::ZERO,
+            }
+        );
+    }
+
+    /// Alerts that could never be sent are refused when the file is
+    /// loaded, naming the key (before: accepted, and every alert failed).
+    #[test]
+    fn alert_addresses_must_be_addresses() {
+        for (toml, key) in [
+            ("[alerts]\nto = [\"not an address\"]\n", "alerts.to[0]"),
+            (
+                "[alerts]\nto = [\"ops@example.org\", \"a@b\\r\\nBcc: x@y\"]\n",
+                "alerts.to[1]",
+            ),
+            (
+                "[alerts]\nto = [\"ops@example.org\"]\nfrom = \"bw@example.org\\n\"\n",
+                "alerts.from",
+            ),
+            ("[alerts]\nfrom = \"@\"\n", "alerts.from"),
+        ] {
+            let err = Config::from_toml_str(toml).unwrap_err();
+            assert_eq!(err.key(), Some(key), "{toml}: {err}");
+        }
+        let ok = Config::from_toml_str(
+            "[alerts]\nto = [\"ops@example.org\", \"Mail Team <mail@example.org>\"]\nfrom = \"bulkwatch@localhost\"\n",
+        )
+        .unwrap();
+        assert_eq!(ok.alerts.to.len(), 2);
+    }
+}

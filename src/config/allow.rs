@@ -65,3 +65,64 @@ impl TryFrom<RawAllow> for AllowConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+    use crate::config::Config;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        let c = AllowConfig::try_from(RawAllow::default()).unwrap();
+        assert_eq!(c, AllowConfig::default());
+        assert!(c.authenticated);
+    }
+
+    #[test]
+    fn what_is_no_network_is_refused() {
+        for bad in ["10.0.0.0/33", "example.com", "10.0.0", ""] {
+            let raw = RawAllow {
+                client_networks: Some(vec!["192.0.2.0/24".to_owned(), bad.to_owned()]),
+                ..RawAllow::default()
+            };
+            assert_eq!(
+                refusal(AllowConfig::try_from(raw)),
+                (
+                    "allow.client_networks".to_owned(),
+                    format!("`{bad}` is not an address or CIDR network")
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn empty_domains_are_dropped() {
+        let c = AllowConfig::try_from(RawAllow {
+            sender_domains: Some(vec![
+                " ".to_owned(),
+                ".".to_owned(),
+                "Example.ORG ".to_owned(),
+            ]),
+            client_networks: Some(vec!["2001:db8::1".to_owned()]),
+            authenticated: Some(false),
+        })
+        .unwrap();
+        assert_eq!(c.sender_domains, vec!["example.org"]);
+        assert_eq!(
+            c.client_networks,
+            vec!["2001:db8::1/128".parse::<IpNet>().unwrap()]
+        );
+        assert!(!c.authenticated);
+    }
+
+    #[test]
+    fn networks_and_domains_normalize() {
+        let c = Config::from_toml_str(
+            "[allow]\nsender_domains = [\".News.Example.COM\"]\nclient_networks = [\"10.0.0.0/8\", \"::1\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.allow.sender_domains, vec!["news.example.com"]);
+        assert_eq!(c.allow.client_networks.len(), 2);
+    }
+}

@@ -32,3 +32,30 @@ impl From<RawCampaign> for CampaignConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            CampaignConfig::from(RawCampaign::default()),
+            CampaignConfig::default()
+        );
+    }
+
+    #[test]
+    fn keep_subjects_is_read_and_max_campaigns_ignored() {
+        let c = CampaignConfig::from(RawCampaign {
+            max_campaigns: Some(0),
+            keep_subjects: Some(false),
+        });
+        assert_eq!(
+            c,
+            CampaignConfig {
+                keep_subjects: false
+            }
+        );
+    }
+}

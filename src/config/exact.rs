@@ -93,3 +93,97 @@ impl TryFrom<RawExact> for ExactConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+
+    fn raw(set: fn(&mut RawExact)) -> RawExact {
+        let mut r = RawExact::default();
+        set(&mut r);
+        r
+    }
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            ExactConfig::try_from(RawExact::default()).unwrap(),
+            ExactConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        for (raw, key, message) in [
+            (
+                raw(|r| r.bloom_items = Some(15)),
+                "exact.bloom_items",
+                "15 is outside 16..=4294967296",
+            ),
+            (
+                raw(|r| r.bloom_items = Some((1 << 32) + 1)),
+                "exact.bloom_items",
+                "4294967297 is outside 16..=4294967296",
+            ),
+            (
+                raw(|r| r.bloom_fp_rate = Some(0.0)),
+                "exact.bloom_fp_rate",
+                "0 must be above 0 and below 0.5",
+            ),
+            (
+                raw(|r| r.bloom_fp_rate = Some(0.5)),
+                "exact.bloom_fp_rate",
+                "0.5 must be above 0 and below 0.5",
+            ),
+            (
+                raw(|r| r.bloom_fp_rate = Some(f64::NAN)),
+                "exact.bloom_fp_rate",
+                "NaN must be above 0 and below 0.5",
+            ),
+            (
+                raw(|r| r.generations = Some(1)),
+                "exact.generations",
+                "1 is outside 2..=16",
+            ),
+            (
+                raw(|r| r.generations = Some(17)),
+                "exact.generations",
+                "17 is outside 2..=16",
+            ),
+            (
+                raw(|r| r.lru_capacity = Some(0)),
+                "exact.lru_capacity",
+                "0 is outside 1..=16777216",
+            ),
+            (
+                raw(|r| r.lru_capacity = Some((1 << 24) + 1)),
+                "exact.lru_capacity",
+                "16777217 is outside 1..=16777216",
+            ),
+        ] {
+            assert_eq!(
+                refusal(ExactConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    /// Each value is in range, but together the filters would not fit in
+    /// MAX_BLOOM_BYTES: refused, naming bloom_items and the other two keys.
+    #[test]
+    fn bloom_filters_over_the_memory_cap_are_refused() {
+        let (key, message) = refusal(ExactConfig::try_from(raw(|r| {
+            r.bloom_items = Some(1 << 32);
+            r.bloom_fp_rate = Some(1e-300);
+        })));
+        assert_eq!(key, "exact.bloom_items");
+        assert!(
+            message.starts_with(
+                "with exact.bloom_fp_rate = 0.000000000000000000000000000000000000000000"
+            ) && message.contains(" and exact.generations = 4, the Bloom filters would take ")
+                && message.ends_with(" MiB; the limit is 4096 MiB (fewer items or a higher rate)"),
+            "{message}"
+        );
+    }
+}

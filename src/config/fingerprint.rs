@@ -89,11 +89,93 @@ impl TryFrom<RawFingerprint> for FingerprintConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::refusal;
     use crate::config::Config;
 
     #[test]
     fn default_hash_key_parses() {
         assert!(parse_hash_key(DEFAULT_HASH_KEY).is_some());
         assert_ne!(Config::default().fingerprint.hash_key, (0, 0));
+    }
+
+    fn raw(set: fn(&mut RawFingerprint)) -> RawFingerprint {
+        let mut r = RawFingerprint::default();
+        set(&mut r);
+        r
+    }
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            FingerprintConfig::try_from(RawFingerprint::default()).unwrap(),
+            FingerprintConfig::default()
+        );
+    }
+
+    #[test]
+    fn hash_key_is_read_as_little_endian_halves() {
+        let c = FingerprintConfig::try_from(RawFingerprint {
+            hash_key: Some(" 0100000000000000ff00000000000000 ".to_owned()),
+            ..RawFingerprint::default()
+        })
+        .unwrap();
+        assert_eq!(c.hash_key, (1, 0xff));
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        let bad_key = "must be exactly 32 hex digits";
+        for (raw, key, message) in [
+            (
+                raw(|r| r.shingle_words = Some(0)),
+                "fingerprint.shingle_words",
+                "0 is outside 1..=8",
+            ),
+            (
+                raw(|r| r.shingle_words = Some(9)),
+                "fingerprint.shingle_words",
+                "9 is outside 1..=8",
+            ),
+            (
+                raw(|r| r.hash_key = Some("62756c6b77617463682d66702d7631".to_owned())),
+                "fingerprint.hash_key",
+                bad_key,
+            ),
+            (
+                raw(|r| r.hash_key = Some("x2756c6b77617463682d66702d763121".to_owned())),
+                "fingerprint.hash_key",
+                bad_key,
+            ),
+            (
+                raw(|r| r.hash_key = Some("+2756c6b77617463682d66702d763121".to_owned())),
+                "fingerprint.hash_key",
+                bad_key,
+            ),
+            (
+                raw(|r| r.sample_modulus = Some(0)),
+                "fingerprint.sample_modulus",
+                "0 is outside 1..=64",
+            ),
+            (
+                raw(|r| r.sample_modulus = Some(65)),
+                "fingerprint.sample_modulus",
+                "65 is outside 1..=64",
+            ),
+            (
+                raw(|r| r.min_features = Some(0)),
+                "fingerprint.min_features",
+                "0 is outside 1..=10000",
+            ),
+            (
+                raw(|r| r.min_features = Some(10_001)),
+                "fingerprint.min_features",
+                "10001 is outside 1..=10000",
+            ),
+        ] {
+            assert_eq!(
+                refusal(FingerprintConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
     }
 }

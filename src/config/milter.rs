@@ -174,6 +174,7 @@ fn reply_text(key: &str, v: String) -> Result<String, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::tests::refusal;
 
     #[test]
     fn sockets_parse() {
@@ -191,5 +192,163 @@ mod tests {
         );
         assert!(parse_socket("k", "tcp:1").is_err());
         assert!(parse_socket("k", "unix:rel").is_err());
+    }
+
+    fn raw(set: fn(&mut RawMilter)) -> RawMilter {
+        let mut r = RawMilter::default();
+        set(&mut r);
+        r
+    }
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            MilterConfig::try_from(RawMilter::default()).unwrap(),
+            MilterConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        let mode = "must be an octal mode such as \"0660\"";
+        let text = "must be 1 to 200 printable ASCII characters";
+        for (raw, key, message) in [
+            (
+                raw(|r| r.socket = Some("tcp:7357".to_owned())),
+                "milter.socket",
+                "`tcp:7357` must start with inet: or unix:",
+            ),
+            (
+                raw(|r| r.socket = Some("unix:run/bw.sock".to_owned())),
+                "milter.socket",
+                "a unix socket path must be absolute",
+            ),
+            (
+                raw(|r| r.socket = Some("inet:localhost".to_owned())),
+                "milter.socket",
+                "`inet:localhost` has no valid port",
+            ),
+            (
+                raw(|r| r.socket = Some("inet:70000@localhost".to_owned())),
+                "milter.socket",
+                "`inet:70000@localhost` has no valid port",
+            ),
+            (
+                raw(|r| r.socket_mode = Some("0999".to_owned())),
+                "milter.socket_mode",
+                mode,
+            ),
+            (
+                raw(|r| r.socket_mode = Some("1777".to_owned())),
+                "milter.socket_mode",
+                mode,
+            ),
+            (
+                raw(|r| r.socket_mode = Some("rw-rw----".to_owned())),
+                "milter.socket_mode",
+                mode,
+            ),
+            (
+                raw(|r| r.max_message_bytes = Some(1023)),
+                "milter.max_message_bytes",
+                "1023 is outside 1024..=1073741824",
+            ),
+            (
+                raw(|r| r.max_connections = Some(0)),
+                "milter.max_connections",
+                "0 is outside 1..=100000",
+            ),
+            (
+                raw(|r| r.max_connections = Some(100_001)),
+                "milter.max_connections",
+                "100001 is outside 1..=100000",
+            ),
+            (
+                raw(|r| r.idle_timeout_secs = Some(9)),
+                "milter.idle_timeout_secs",
+                "9 is outside 10..=7210",
+            ),
+            (
+                raw(|r| r.idle_timeout_secs = Some(7211)),
+                "milter.idle_timeout_secs",
+                "7211 is outside 10..=7210",
+            ),
+            (
+                raw(|r| r.engine_timeout_ms = Some(0)),
+                "milter.engine_timeout_ms",
+                "0 is outside 1..=600000",
+            ),
+            (
+                raw(|r| r.engine_timeout_ms = Some(600_001)),
+                "milter.engine_timeout_ms",
+                "600001 is outside 1..=600000",
+            ),
+            (
+                raw(|r| r.failure_action = Some("reject".to_owned())),
+                "milter.failure_action",
+                "`reject` is not accept or tempfail",
+            ),
+            (
+                raw(|r| r.reject_text = Some(String::new())),
+                "milter.reject_text",
+                text,
+            ),
+            (
+                raw(|r| r.reject_text = Some("Rejected\r\n550 5.7.1 more".to_owned())),
+                "milter.reject_text",
+                text,
+            ),
+            (
+                raw(|r| r.reject_text = Some("x".repeat(201))),
+                "milter.reject_text",
+                text,
+            ),
+            (
+                raw(|r| r.tempfail_text = Some("Später".to_owned())),
+                "milter.tempfail_text",
+                text,
+            ),
+        ] {
+            assert_eq!(
+                refusal(MilterConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn values_in_range_are_read() {
+        let c = MilterConfig::try_from(RawMilter {
+            socket: Some("unix:/run/bw.sock".to_owned()),
+            socket_owner: Some("postfix".to_owned()),
+            socket_group: Some("mail".to_owned()),
+            socket_mode: Some("0o640".to_owned()),
+            max_message_bytes: Some(1024),
+            max_connections: Some(100_000),
+            idle_timeout_secs: Some(10),
+            engine_timeout_ms: Some(600_000),
+            failure_action: Some("tempfail".to_owned()),
+            reject_text: Some("x".repeat(200)),
+            tempfail_text: Some("Later".to_owned()),
+        })
+        .unwrap();
+        assert_eq!(
+            c,
+            MilterConfig {
+                socket: SocketSpec::Unix("/run/bw.sock".into()),
+                socket_owner: Some("postfix".to_owned()),
+                socket_group: Some("mail".to_owned()),
+                socket_mode: 0o640,
+                max_message_bytes: 1024,
+                max_connections: 100_000,
+                idle_timeout: Duration::from_secs(10),
+                engine_timeout: Duration::from_millis(600_000),
+                failure_action: FailureAction::Tempfail,
+                reject_text: "x".repeat(200),
+                tempfail_text: "Later".to_owned(),
+            }
+        );
+        let plain = MilterConfig::try_from(raw(|r| r.socket_mode = Some("777".to_owned())));
+        assert_eq!(plain.unwrap().socket_mode, 0o777);
     }
 }

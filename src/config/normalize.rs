@@ -68,3 +68,51 @@ impl From<RawNormalize> for NormalizeConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            NormalizeConfig::from(RawNormalize::default()),
+            NormalizeConfig::default()
+        );
+    }
+
+    /// Each key sets its own step: flipping them all flips every field.
+    #[test]
+    fn every_switch_sets_its_own_step() {
+        let d = NormalizeConfig::default();
+        let raw = RawNormalize {
+            nfkc: Some(!d.nfkc),
+            case_fold: Some(!d.case_fold),
+            strip_markup: Some(!d.strip_markup),
+            urls_to_host: Some(!d.urls_to_host),
+            fold_digits: Some(!d.fold_digits),
+            drop_random_tokens: Some(!d.drop_random_tokens),
+            strip_greetings: Some(!d.strip_greetings),
+            strip_recipient: Some(!d.strip_recipient),
+            strip_quotes: Some(!d.strip_quotes),
+            strip_signatures: Some(!d.strip_signatures),
+            stop_words: Some(!d.stop_words),
+        };
+        assert_eq!(
+            NormalizeConfig::from(raw),
+            NormalizeConfig {
+                nfkc: !d.nfkc,
+                case_fold: !d.case_fold,
+                strip_markup: !d.strip_markup,
+                urls_to_host: !d.urls_to_host,
+                fold_digits: !d.fold_digits,
+                drop_random_tokens: !d.drop_random_tokens,
+                strip_greetings: !d.strip_greetings,
+                strip_recipient: !d.strip_recipient,
+                strip_quotes: !d.strip_quotes,
+                strip_signatures: !d.strip_signatures,
+                stop_words: !d.stop_words,
+            }
+        );
+    }
+}

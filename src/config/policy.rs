@@ -84,3 +84,64 @@ impl TryFrom<RawPolicy> for PolicyConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            PolicyConfig::try_from(RawPolicy::default()).unwrap(),
+            PolicyConfig::default()
+        );
+    }
+
+    #[test]
+    fn unknown_actions_are_refused_naming_their_key() {
+        let names = "is not one of none, tag, quarantine, reject, tempfail, discard";
+        for (raw, key, message) in [
+            (
+                RawPolicy {
+                    suspect: Some("block".to_owned()),
+                    bulk: None,
+                },
+                "policy.suspect",
+                format!("`block` {names}"),
+            ),
+            (
+                RawPolicy {
+                    suspect: None,
+                    bulk: Some("Reject".to_owned()),
+                },
+                "policy.bulk",
+                format!("`Reject` {names}"),
+            ),
+        ] {
+            assert_eq!(
+                refusal(PolicyConfig::try_from(raw)),
+                (key.to_owned(), message)
+            );
+        }
+    }
+
+    #[test]
+    fn every_action_name_round_trips() {
+        for action in [
+            Action::None,
+            Action::Tag,
+            Action::Quarantine,
+            Action::Reject,
+            Action::Tempfail,
+            Action::Discard,
+        ] {
+            let c = PolicyConfig::try_from(RawPolicy {
+                suspect: Some(action.as_str().to_owned()),
+                bulk: Some(action.as_str().to_owned()),
+            })
+            .unwrap();
+            assert_eq!((c.suspect, c.bulk), (action, action));
+        }
+    }
+}

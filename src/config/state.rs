@@ -44,3 +44,52 @@ impl TryFrom<RawState> for StateConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            StateConfig::try_from(RawState::default()).unwrap(),
+            StateConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        for (raw, key, message) in [
+            (
+                RawState {
+                    state_dir: Some(String::new()),
+                    snapshot_interval_secs: None,
+                },
+                "state.state_dir",
+                "must not be empty",
+            ),
+            (
+                RawState {
+                    state_dir: None,
+                    snapshot_interval_secs: Some(0),
+                },
+                "state.snapshot_interval_secs",
+                "0 is outside 1..=86400",
+            ),
+            (
+                RawState {
+                    state_dir: None,
+                    snapshot_interval_secs: Some(86401),
+                },
+                "state.snapshot_interval_secs",
+                "86401 is outside 1..=86400",
+            ),
+        ] {
+            assert_eq!(
+                refusal(StateConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+}

@@ -172,3 +172,173 @@ impl TryFrom<RawRedis> for RedisConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+
+    fn redis(set: fn(&mut RawRedis)) -> RawRedis {
+        let mut r = RawRedis::default();
+        set(&mut r);
+        r
+    }
+
+    /// How to spoil a `[store.redis]` section, the key and the message expected.
+    type Case = (fn(&mut RawRedis), &'static str, &'static str);
+
+    fn in_store(set: fn(&mut RawRedis)) -> RawStore {
+        RawStore {
+            backend: Some("redis".to_owned()),
+            redis: Some(redis(set)),
+        }
+    }
+
+    #[test]
+    fn empty_sections_give_defaults() {
+        assert_eq!(
+            StoreConfig::try_from(RawStore::default()).unwrap(),
+            StoreConfig::default()
+        );
+        assert_eq!(
+            RedisConfig::try_from(RawRedis::default()).unwrap(),
+            RedisConfig::default()
+        );
+        let with_empty_redis = StoreConfig::try_from(RawStore {
+            backend: None,
+            redis: Some(RawRedis::default()),
+        });
+        assert_eq!(with_empty_redis.unwrap(), StoreConfig::default());
+    }
+
+    #[test]
+    fn unknown_backend_is_refused() {
+        let raw = RawStore {
+            backend: Some("sqlite".to_owned()),
+            redis: None,
+        };
+        assert_eq!(
+            refusal(StoreConfig::try_from(raw)),
+            (
+                "store.backend".to_owned(),
+                "`sqlite` is not memory or redis".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn bad_redis_values_are_refused_naming_their_key() {
+        let prefix = "must be 1 to 64 characters of letters, digits, - _ . :";
+        let cases: [Case; 12] = [
+            (
+                |r| r.urls = Some(Vec::new()),
+                "store.redis.urls",
+                "needs at least one redis:// address",
+            ),
+            (
+                |r| {
+                    r.urls = Some(vec![
+                        "redis://10.0.0.1:6379/0".to_owned(),
+                        "rediss://10.0.0.2:6379/0".to_owned(),
+                    ])
+                },
+                "store.redis.urls",
+                "`rediss://10.0.0.2:6379/0` is not a redis:// or redis+unix:// address",
+            ),
+            (
+                |r| r.key_prefix = Some(String::new()),
+                "store.redis.key_prefix",
+                prefix,
+            ),
+            (
+                |r| r.key_prefix = Some("p".repeat(65)),
+                "store.redis.key_prefix",
+                prefix,
+            ),
+            (
+                |r| r.key_prefix = Some("bulk watch".to_owned()),
+                "store.redis.key_prefix",
+                prefix,
+            ),
+            (
+                |r| r.timeout_ms = Some(0),
+                "store.redis.timeout_ms",
+                "0 is outside 1..=60000",
+            ),
+            (
+                |r| r.timeout_ms = Some(60_001),
+                "store.redis.timeout_ms",
+                "60001 is outside 1..=60000",
+            ),
+            (
+                |r| r.pool_size = Some(0),
+                "store.redis.pool_size",
+                "0 is outside 1..=1024",
+            ),
+            (
+                |r| r.pool_size = Some(1025),
+                "store.redis.pool_size",
+                "1025 is outside 1..=1024",
+            ),
+            (
+                |r| r.retry_secs = Some(0),
+                "store.redis.retry_secs",
+                "0 is outside 1..=3600",
+            ),
+            (
+                |r| r.retry_secs = Some(3601),
+                "store.redis.retry_secs",
+                "3601 is outside 1..=3600",
+            ),
+            (
+                |r| r.layout = Some("stream".to_owned()),
+                "store.redis.layout",
+                "`stream` is not script or log",
+            ),
+        ];
+        for (set, key, message) in cases {
+            let expected = (key.to_owned(), message.to_owned());
+            assert_eq!(refusal(RedisConfig::try_from(redis(set))), expected);
+            // Inside [store] the key path is the same.
+            assert_eq!(refusal(StoreConfig::try_from(in_store(set))), expected);
+        }
+    }
+
+    #[test]
+    fn redis_values_in_range_are_read() {
+        let c = StoreConfig::try_from(RawStore {
+            backend: Some("redis".to_owned()),
+            redis: Some(RawRedis {
+                urls: Some(vec![
+                    "redis://10.0.0.1:6379/0".to_owned(),
+                    "redis+unix:///run/redis.sock".to_owned(),
+                ]),
+                cluster: Some(true),
+                key_prefix: Some("site-1:bw_v.2".to_owned()),
+                timeout_ms: Some(60_000),
+                pool_size: Some(1),
+                retry_secs: Some(3600),
+                layout: Some("log".to_owned()),
+            }),
+        })
+        .unwrap();
+        assert_eq!(
+            c,
+            StoreConfig {
+                backend: StoreBackend::Redis,
+                redis: RedisConfig {
+                    urls: vec![
+                        "redis://10.0.0.1:6379/0".to_owned(),
+                        "redis+unix:///run/redis.sock".to_owned(),
+                    ],
+                    cluster: true,
+                    key_prefix: "site-1:bw_v.2".to_owned(),
+                    timeout: Duration::from_millis(60_000),
+                    pool_size: 1,
+                    retry_interval: Duration::from_secs(3600),
+                    layout: RedisLayout::Log,
+                },
+            }
+        );
+    }
+}

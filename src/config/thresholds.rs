@@ -69,3 +69,99 @@ impl TryFrom<RawThresholds> for Thresholds {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+    use crate::config::Config;
+
+    fn raw(set: fn(&mut RawThresholds)) -> RawThresholds {
+        let mut r = RawThresholds::default();
+        set(&mut r);
+        r
+    }
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            Thresholds::try_from(RawThresholds::default()).unwrap(),
+            Thresholds::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        for (raw, key, message) in [
+            (
+                raw(|r| r.bulk_threshold = Some(0.5)),
+                "thresholds.bulk_threshold",
+                "0.5 is outside 1..=1000000000",
+            ),
+            (
+                raw(|r| r.bulk_threshold = Some(f64::NAN)),
+                "thresholds.bulk_threshold",
+                "NaN is outside 1..=1000000000",
+            ),
+            (
+                raw(|r| r.suspect_threshold = Some(2e9)),
+                "thresholds.suspect_threshold",
+                "2000000000 is outside 1..=1000000000",
+            ),
+            (
+                raw(|r| r.strong_distance = Some(8)),
+                "thresholds.strong_distance",
+                "8 is outside 0..=7",
+            ),
+            (
+                raw(|r| r.strong_sketch_diff = Some(33)),
+                "thresholds.strong_sketch_diff",
+                "33 is outside 0..=32",
+            ),
+            (
+                raw(|r| r.weak_match_weight = Some(-0.1)),
+                "thresholds.weak_match_weight",
+                "-0.1 is outside 0..=1",
+            ),
+            (
+                raw(|r| r.weak_match_weight = Some(1.5)),
+                "thresholds.weak_match_weight",
+                "1.5 is outside 0..=1",
+            ),
+            // Against the default bulk threshold (20) too.
+            (
+                raw(|r| r.suspect_threshold = Some(25.0)),
+                "thresholds.suspect_threshold",
+                "25 is above thresholds.bulk_threshold (20)",
+            ),
+            (
+                raw(|r| r.bulk_threshold = Some(3.0)),
+                "thresholds.suspect_threshold",
+                "5 is above thresholds.bulk_threshold (3)",
+            ),
+        ] {
+            assert_eq!(
+                refusal(Thresholds::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn suspect_may_equal_bulk() {
+        let t = Thresholds::try_from(raw(|r| {
+            r.bulk_threshold = Some(7.0);
+            r.suspect_threshold = Some(7.0);
+        }))
+        .unwrap();
+        assert_eq!((t.suspect_threshold, t.bulk_threshold), (7.0, 7.0));
+    }
+
+    #[test]
+    fn suspect_above_bulk_is_refused() {
+        let err =
+            Config::from_toml_str("[thresholds]\nbulk_threshold = 5.0\nsuspect_threshold = 9.0\n")
+                .unwrap_err();
+        assert_eq!(err.key(), Some("thresholds.suspect_threshold"));
+    }
+}

@@ -101,3 +101,121 @@ impl TryFrom<RawWindow> for WindowConfig {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::refusal;
+    use crate::config::Config;
+
+    fn raw(set: fn(&mut RawWindow)) -> RawWindow {
+        let mut r = RawWindow::default();
+        set(&mut r);
+        r
+    }
+
+    #[test]
+    fn empty_section_gives_defaults() {
+        assert_eq!(
+            WindowConfig::try_from(RawWindow::default()).unwrap(),
+            WindowConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_their_key() {
+        for (raw, key, message) in [
+            (
+                raw(|r| r.window_secs = Some(59)),
+                "window.window_secs",
+                "59 is outside 60..=2592000",
+            ),
+            (
+                raw(|r| r.window_secs = Some(30 * 86400 + 1)),
+                "window.window_secs",
+                "2592001 is outside 60..=2592000",
+            ),
+            (
+                raw(|r| r.max_entries = Some(15)),
+                "window.max_entries",
+                "15 is outside 16..=1073741824",
+            ),
+            (
+                raw(|r| r.max_entries = Some((1 << 30) + 1)),
+                "window.max_entries",
+                "1073741825 is outside 16..=1073741824",
+            ),
+            (
+                raw(|r| r.max_distance = Some(8)),
+                "window.max_distance",
+                "8 is outside 0..=7",
+            ),
+            (
+                raw(|r| r.minhash_bands = Some(17)),
+                "window.minhash_bands",
+                "17 is outside 0..=16",
+            ),
+            (
+                raw(|r| r.max_sketch_diff = Some(33)),
+                "window.max_sketch_diff",
+                "33 is outside 0..=32",
+            ),
+            (
+                raw(|r| r.max_minhash_distance = Some(65)),
+                "window.max_minhash_distance",
+                "65 is outside 0..=64",
+            ),
+            (
+                raw(|r| r.corroborating_matches = Some(1)),
+                "window.corroborating_matches",
+                "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+            ),
+            (
+                raw(|r| r.corroborating_matches = Some(257)),
+                "window.corroborating_matches",
+                "257 is outside 0..=256",
+            ),
+            (
+                raw(|r| r.corroborating_sketch_diff = Some(33)),
+                "window.corroborating_sketch_diff",
+                "33 is outside 0..=32",
+            ),
+            (
+                raw(|r| r.corroborating_distance = Some(65)),
+                "window.corroborating_distance",
+                "65 is outside 0..=64",
+            ),
+        ] {
+            assert_eq!(
+                refusal(WindowConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn zero_turns_the_second_stage_and_corroboration_off() {
+        let c = WindowConfig::try_from(raw(|r| {
+            r.minhash_bands = Some(0);
+            r.corroborating_matches = Some(0);
+        }))
+        .unwrap();
+        assert_eq!((c.minhash_bands, c.corroborating_matches), (0, 0));
+    }
+
+    #[test]
+    fn one_corroborating_entry_is_refused() {
+        let err = Config::from_toml_str("[window]\ncorroborating_matches = 1\n").unwrap_err();
+        assert_eq!(err.key(), Some("window.corroborating_matches"));
+        for v in [0, 2, 256] {
+            let toml = format!("[window]\ncorroborating_matches = {v}\n");
+            assert_eq!(
+                Config::from_toml_str(&toml)
+                    .unwrap()
+                    .window
+                    .corroborating_matches,
+                v
+            );
+        }
+    }
+}
