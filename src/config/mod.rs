@@ -147,8 +147,34 @@ impl Config {
         })
     }
 
+    /// A reload, in one place: the configuration in force after `new`
+    /// (just loaded) replaces `self` (running), and the keys whose new
+    /// values wait for a restart ([`Config::restart_needed`]). Each of those
+    /// keeps its running value; every other key takes the new one.
+    pub fn reloaded(&self, new: &Config) -> (Config, Vec<&'static str>) {
+        let mut merged = new.clone();
+        // Read at start only: the listeners, the state directory, Redis.
+        merged.milter.socket = self.milter.socket.clone();
+        merged.milter.socket_owner = self.milter.socket_owner.clone();
+        merged.milter.socket_group = self.milter.socket_group.clone();
+        merged.milter.socket_mode = self.milter.socket_mode;
+        merged.milter.max_connections = self.milter.max_connections;
+        merged.milter.idle_timeout = self.milter.idle_timeout;
+        merged.metrics.listen = self.metrics.listen.clone();
+        merged.state.state_dir = self.state.state_dir.clone();
+        merged.store = self.store.clone();
+        // What the window's fingerprints and sizes were made with.
+        merged.fingerprint = self.fingerprint.clone();
+        merged.normalize = self.normalize.clone();
+        merged.scan = self.scan.clone();
+        merged.window = self.window.clone();
+        merged.exact = self.exact.clone();
+        (merged, self.restart_needed(new))
+    }
+
     /// Keys whose change needs a restart, named by their paths, comparing
-    /// `self` (running) with `new` (just loaded).
+    /// `self` (running) with `new` (just loaded). [`Config::reloaded`]
+    /// keeps exactly these.
     pub fn restart_needed(&self, new: &Config) -> Vec<&'static str> {
         let mut keys = Vec::new();
         if self.milter.socket != new.milter.socket {
@@ -175,8 +201,11 @@ impl Config {
         if self.store != new.store {
             keys.push("store");
         }
-        if self.fingerprint != new.fingerprint || self.normalize != new.normalize {
-            keys.push("fingerprint/normalize (fingerprints would no longer match the window)");
+        if self.fingerprint != new.fingerprint
+            || self.normalize != new.normalize
+            || self.scan != new.scan
+        {
+            keys.push("fingerprint/normalize/scan (fingerprints would no longer match the window)");
         }
         if self.window != new.window || self.exact != new.exact {
             keys.push("window/exact (sizes of the in-memory state)");
@@ -188,6 +217,51 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reload_keeps_exactly_the_keys_that_need_a_restart() {
+        let running = Config::default();
+        let mut new = Config::default();
+        new.thresholds.bulk_threshold = 7.0;
+        new.policy.bulk = Action::Reject;
+        new.milter.socket = SocketSpec::Inet("127.0.0.1:1".into());
+        new.milter.max_connections += 1;
+        new.metrics.listen = None;
+        new.state.state_dir = "/elsewhere".into();
+        new.state.snapshot_interval += std::time::Duration::from_secs(1);
+        new.scan.max_parse_bytes += 1;
+        new.window.max_entries += 1;
+        let (merged, keys) = running.reloaded(&new);
+        // Live: the new values.
+        assert_eq!(merged.thresholds.bulk_threshold, 7.0);
+        assert_eq!(merged.policy.bulk, Action::Reject);
+        assert_eq!(merged.state.snapshot_interval, new.state.snapshot_interval);
+        // Restart: the running values, each reported.
+        assert_eq!(merged.milter.socket, running.milter.socket);
+        assert_eq!(
+            merged.milter.max_connections,
+            running.milter.max_connections
+        );
+        assert_eq!(merged.metrics.listen, running.metrics.listen);
+        assert_eq!(merged.state.state_dir, running.state.state_dir);
+        assert_eq!(merged.scan, running.scan);
+        assert_eq!(merged.window, running.window);
+        assert_eq!(
+            keys,
+            vec![
+                "milter.socket",
+                "milter.max_connections",
+                "metrics.listen",
+                "state.state_dir",
+                "fingerprint/normalize/scan (fingerprints would no longer match the window)",
+                "window/exact (sizes of the in-memory state)",
+            ]
+        );
+        // Reloading what runs changes nothing.
+        let (same, none) = merged.reloaded(&merged);
+        assert_eq!(same, merged);
+        assert!(none.is_empty());
+    }
 
     /// The key and message of the `Invalid` error a section's `TryFrom`
     /// returned (the tests of the section modules use it).

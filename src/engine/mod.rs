@@ -305,14 +305,9 @@ impl Engine {
 
     /// Takes a reloaded configuration. Thresholds, allow-lists, policy and
     /// campaign options apply to the next message; settings that shape the
-    /// state (see [`Config::restart_needed`]) keep their running values.
+    /// state keep their running values ([`Config::reloaded`], the one list).
     pub fn reconfigure(&mut self, new: &Config) {
-        let mut merged = new.clone();
-        merged.fingerprint = self.cfg.fingerprint.clone();
-        merged.normalize = self.cfg.normalize.clone();
-        merged.window = self.cfg.window.clone();
-        merged.exact = self.cfg.exact.clone();
-        merged.scan = self.cfg.scan.clone();
+        let (merged, _) = self.cfg.reloaded(new);
         self.campaigns.keep_subjects = merged.campaign.keep_subjects;
         self.cfg = merged;
     }

@@ -146,26 +146,12 @@ impl State {
         self.judge.engine()
     }
 
-    /// Applies a reloaded configuration: the engine takes what can change
-    /// live, and the merged result becomes the configuration in force.
-    /// Returns the keys whose new values wait for a restart.
+    /// Applies a reloaded configuration ([`Config::reloaded`]: what
+    /// changes live and what waits for a restart). Returns the keys whose
+    /// new values wait for a restart.
     pub fn reload(&self, new: &Config) -> Vec<&'static str> {
-        let merged = {
-            let mut e = self.engine();
-            let keys_cfg = e.config().clone();
-            e.reconfigure(new);
-            let mut merged = e.config().clone();
-            // Listener and state settings are read at start only.
-            merged.milter.socket = keys_cfg.milter.socket.clone();
-            merged.milter.socket_owner = keys_cfg.milter.socket_owner.clone();
-            merged.milter.socket_group = keys_cfg.milter.socket_group.clone();
-            merged.milter.socket_mode = keys_cfg.milter.socket_mode;
-            merged.metrics = keys_cfg.metrics.clone();
-            merged.state.state_dir = keys_cfg.state.state_dir.clone();
-            merged.store = keys_cfg.store.clone();
-            merged
-        };
-        let keys = self.config().restart_needed(new);
+        let (merged, keys) = self.config().reloaded(new);
+        self.engine().reconfigure(&merged);
         match self.config.write() {
             Ok(mut c) => *c = Arc::new(merged),
             Err(p) => *p.into_inner() = Arc::new(merged),
