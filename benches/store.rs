@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::{analyze, observe, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{RedisStore, Shared, SharedResult};
+use bulkwatch::store::{RedisLayer, RedisResult, RedisStore};
 
 #[allow(dead_code)] // the store tests use more of it
 #[path = "../tests/common/synthetic.rs"]
@@ -127,7 +127,7 @@ fn profile_one(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, only: &str) {
     c.store.redis.layout = RedisLayout::Log;
     for i in 0..8 {
         c.store.redis.key_prefix = format!("only{i}");
-        let shared = Arc::new(Shared::from_config(&c).unwrap().unwrap());
+        let shared = Arc::new(RedisLayer::from_config(&c).unwrap().unwrap());
         let then = match only {
             "memory" => Then::Nothing,
             "floor" => Then::Floor(cfg.store.redis.urls[0].clone()),
@@ -192,7 +192,7 @@ enum Then {
     Nothing,
     /// One round trip to the Redis store (either layout), with the local
     /// decision where the layout wants one.
-    Store(Arc<Shared>),
+    Store(Arc<RedisLayer>),
     /// One round trip that does nothing on the server (`EVAL "return 1"`):
     /// the floor under any one-round-trip design on this machine.
     Floor(String),
@@ -237,7 +237,7 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     if let Ok(obs) = observe(&cfg, &a, &env) {
                         match (&then, raw_conn.as_mut()) {
                             (Then::Store(sh), _) => match sh.record(&obs, now) {
-                                SharedResult::Shared(out) => {
+                                RedisResult::RedisLayer(out) => {
                                     std::hint::black_box(out);
                                 }
                                 other => panic!("redis failed: {other:?}"),
@@ -385,7 +385,7 @@ fn main() {
             let mut c = cfg.clone();
             c.store.redis.layout = layout;
             c.store.redis.key_prefix = format!("{name}{round}");
-            let s = Arc::new(Shared::from_config(&c).unwrap().unwrap());
+            let s = Arc::new(RedisLayer::from_config(&c).unwrap().unwrap());
             s.store().clear().unwrap();
             (c, s)
         };

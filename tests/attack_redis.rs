@@ -17,7 +17,7 @@ use bulkwatch::engine::{Engine, Observation, Outcome, UnixSecs};
 use bulkwatch::replay::REPLAY_EPOCH;
 use bulkwatch::store::redis::{key_base, slice_secs};
 use bulkwatch::store::Store;
-use bulkwatch::store::{RedisStore, Shared, SharedResult};
+use bulkwatch::store::{RedisLayer, RedisResult, RedisStore};
 use common::redis::RedisServer;
 use common::synthetic::{observation, random_bits, splitmix, synthetic};
 
@@ -32,18 +32,18 @@ fn redis_config(url: String, prefix: &str, layout: RedisLayout) -> Config {
 }
 
 /// The outcome of a message Redis must have answered.
-fn shared(s: &Shared, obs: &Observation, now: u64) -> Outcome {
+fn shared(s: &RedisLayer, obs: &Observation, now: u64) -> Outcome {
     match s.record(obs, UnixSecs(now)) {
-        SharedResult::Shared(out) => out,
+        RedisResult::RedisLayer(out) => out,
         other => panic!("Redis did not answer: {other:?}"),
     }
 }
 
-fn errors(s: &Shared) -> u64 {
+fn errors(s: &RedisLayer) -> u64 {
     s.stats.errors.load(Ordering::Relaxed)
 }
 
-fn repairs(s: &Shared) -> u64 {
+fn repairs(s: &RedisLayer) -> u64 {
     s.wrongtype_repairs()
 }
 
@@ -61,7 +61,7 @@ fn repairs(s: &Shared) -> u64 {
 fn a_script_key_of_the_wrong_type_is_repaired_not_failed_on() {
     let server = RedisServer::start();
     let cfg = redis_config(server.url(), "wrongtype", RedisLayout::Script);
-    let s = Shared::from_config(&cfg).unwrap().unwrap();
+    let s = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let base = key_base(&cfg.store.redis);
     let t0 = REPLAY_EPOCH;
     server.cli(&["SET", "wrongtype-other", "x"]).unwrap();
@@ -114,7 +114,7 @@ fn a_script_key_of_the_wrong_type_is_repaired_not_failed_on() {
 fn a_log_key_of_the_wrong_type_is_repaired_not_failed_on() {
     let server = RedisServer::start();
     let cfg = redis_config(server.url(), "wrongtype-log", RedisLayout::Log);
-    let s = Shared::from_config(&cfg).unwrap().unwrap();
+    let s = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let key = format!("{}:log", key_base(&cfg.store.redis));
     let t0 = REPLAY_EPOCH;
     for i in 0..3 {
@@ -129,7 +129,7 @@ fn a_log_key_of_the_wrong_type_is_repaired_not_failed_on() {
     let again = shared(&s, &synthetic(1, &cfg), t0 + 6);
     assert!(again.exact);
     // A second daemon reads the new log.
-    let other = Shared::from_config(&cfg).unwrap().unwrap();
+    let other = RedisLayer::from_config(&cfg).unwrap().unwrap();
     assert_eq!(
         shared(&other, &synthetic(1, &cfg), t0 + 7)
             .campaign

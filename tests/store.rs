@@ -15,7 +15,7 @@ use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::verdict::{Level, Verdict};
 use bulkwatch::engine::{analyze, finish, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{decide_with, LogStore, Logged, RedisStore, Shared, SharedResult, Store};
+use bulkwatch::store::{decide_with, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Store};
 use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::{observation, random_bits, splitmix, synthetic};
 
@@ -540,9 +540,9 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
     }
     // A new daemon: Redis answers, so reading the log is no outage and
     // the next message tries again at once.
-    let c = Shared::from_config(&cfg).unwrap().unwrap();
+    let c = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let now = UnixSecs(REPLAY_EPOCH + 200 + far / 50);
-    let SharedResult::CatchingUp(why) = c.record(&synthetic(far, &cfg), now) else {
+    let RedisResult::CatchingUp(why) = c.record(&synthetic(far, &cfg), now) else {
         panic!("still reading the log");
     };
     assert!(why.contains("catching up"), "{why}");
@@ -553,7 +553,7 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
     Store::record(&mut local, &synthetic(far + 100, &cfg), now).unwrap();
     c.warm(&mut local, true);
     assert_eq!(local.stats().window_entries, 1);
-    let SharedResult::Shared(second) = c.record(&synthetic(far + 1, &cfg), now) else {
+    let RedisResult::RedisLayer(second) = c.record(&synthetic(far + 1, &cfg), now) else {
         panic!("caught up");
     };
     // Once the replica gives verdicts, a fallback starts from it.
@@ -812,8 +812,8 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
     cfg.thresholds.bulk_threshold = 10.0;
     cfg.thresholds.suspect_threshold = 20.0;
     // Each daemon: its own local engine plus the shared store.
-    let a = Shared::from_config(&cfg).unwrap().unwrap();
-    let b = Shared::from_config(&cfg).unwrap().unwrap();
+    let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let mut local = [Engine::new(&cfg), Engine::new(&cfg)];
     let mut last = Vec::new();
     for n in 0..10u32 {
@@ -828,7 +828,7 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
         let lv = local[i].decide(&an, &env, now);
         let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
         let store = if i == 0 { &a } else { &b };
-        let SharedResult::Shared(out) = store.record(&obs, now) else {
+        let RedisResult::RedisLayer(out) = store.record(&obs, now) else {
             panic!("redis failed");
         };
         let v = bulkwatch::engine::finish(&cfg, &obs, out);
@@ -957,17 +957,17 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     let mut server = RedisServer::start();
     let mut cfg = log_config(vec![server.url()], "dropcopy");
     cfg.store.redis.retry_interval = Duration::ZERO;
-    let shared = std::sync::Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
+    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
     let now = UnixSecs(REPLAY_EPOCH);
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), now),
-        SharedResult::Shared(_)
+        RedisResult::RedisLayer(_)
     ));
     // An outage: a call fails, and the fallback starts a copy.
     server.kill();
     assert!(matches!(
         shared.record(&synthetic(2, &cfg), now),
-        SharedResult::Failed(_)
+        RedisResult::Failed(_)
     ));
     let mut local = Engine::new(&cfg);
     assert!(shared.warm_in_background(&mut local, true).is_none());
@@ -976,7 +976,7 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     server.restart();
     assert!(matches!(
         shared.record(&synthetic(3, &cfg), now),
-        SharedResult::Shared(_)
+        RedisResult::RedisLayer(_)
     ));
     assert!(!shared.copy_ready());
     assert!(shared.warm_in_background(&mut local, false).is_none());
@@ -986,7 +986,7 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     server.kill();
     assert!(matches!(
         shared.record(&synthetic(4, &cfg), now),
-        SharedResult::Failed(_)
+        RedisResult::Failed(_)
     ));
     assert!(shared.warm_in_background(&mut local, true).is_none());
     common::redis::wait_for(|| shared.copy_ready(), "the second copy");
@@ -1005,10 +1005,10 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
 fn no_copy_is_made_once_redis_answers_again() {
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "nocopy");
-    let shared = std::sync::Arc::new(Shared::from_config(&cfg).unwrap().unwrap());
+    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH)),
-        SharedResult::Shared(_)
+        RedisResult::RedisLayer(_)
     ));
     let mut local = Engine::new(&cfg);
     // A caller that took Redis for down starts a copy...
@@ -1179,7 +1179,7 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
     let port = common::redis::free_port(false);
     let mut cfg = redis_config(vec![format!("redis://127.0.0.1:{port}/0")], "down");
     cfg.store.redis.timeout = Duration::from_millis(100);
-    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let state = State::new(Engine::new(&cfg)).with_shared(shared);
     let m = common::start_state(state).await;
     let mut last = None;
@@ -1213,7 +1213,7 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     use bulkwatch::milter::State;
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "trips");
-    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let state = State::new(Engine::new(&cfg)).with_shared(shared);
     let m = common::start_state(state).await;
     for i in 0..5 {
@@ -1260,7 +1260,7 @@ async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
     let mut cfg = log_config(vec![server.url()], "copy");
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(60);
-    let shared = Shared::from_config(&cfg).unwrap().unwrap();
+    let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let state = State::new(Engine::new(&cfg)).with_shared(shared);
     let m = common::start_state(state).await;
     let mail = |i: usize| common::spam(common::NAMES[i % common::NAMES.len()], 700 + i as u32);

@@ -52,7 +52,7 @@ use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
 use crate::milter::{alert, metrics, unix_now, AnyListener, NoDelayListener, State};
 use crate::store::snapshot::{self, FILE_NAME};
-use crate::store::Shared;
+use crate::store::RedisLayer;
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -554,7 +554,7 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Exit, CliErr
     let (engine, saved_at) = load_state(&dir, &cfg);
 
     let mut state = State::new(engine);
-    match Shared::from_config(&cfg) {
+    match RedisLayer::from_config(&cfg) {
         Ok(Some(shared)) => {
             info!(
                 urls = ?cfg.store.redis.urls,

@@ -35,7 +35,7 @@ use crate::config::Config;
 use crate::engine::verdict::{CampaignSummary, Verdict};
 use crate::engine::{analyze, Analysis, Engine, Envelope, UnixSecs};
 use crate::store::judge::{Answer, Judge, Step, Warming};
-use crate::store::Shared;
+use crate::store::RedisLayer;
 use metrics::Metrics;
 use session::Message;
 
@@ -109,13 +109,13 @@ impl State {
     }
 
     /// Judges with `shared` first and the local engine as the fallback.
-    pub fn with_shared(mut self, shared: Shared) -> State {
+    pub fn with_shared(mut self, shared: RedisLayer) -> State {
         self.judge = self.judge.with_shared(shared);
         self
     }
 
     /// The shared store, if configured.
-    pub fn shared(&self) -> Option<&Shared> {
+    pub fn shared(&self) -> Option<&RedisLayer> {
         self.judge.shared()
     }
 

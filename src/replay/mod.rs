@@ -48,7 +48,7 @@ use crate::engine::campaign::CampaignId;
 use crate::engine::verdict::{Level, Verdict};
 use crate::engine::{Analysis, Engine, Envelope, UnixSecs};
 use crate::store::judge::{Judge, Source, Warming};
-use crate::store::Shared;
+use crate::store::RedisLayer;
 
 /// Simulated time of the first message: 2024-01-01T00:00:00Z.
 pub const REPLAY_EPOCH: u64 = 1_704_067_200;
@@ -249,7 +249,7 @@ impl Replayer {
         if opts.clock == Clock::Arrival {
             return Replayer::with_shared(cfg, opts, None);
         }
-        let shared = Shared::from_config(cfg).unwrap_or_else(|e| {
+        let shared = RedisLayer::from_config(cfg).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "shared store unusable; replaying on memory alone");
             None
         });
@@ -257,7 +257,7 @@ impl Replayer {
     }
 
     /// A replayer over a given shared store (or none).
-    pub fn with_shared(cfg: &Config, opts: ReplayOptions, shared: Option<Shared>) -> Replayer {
+    pub fn with_shared(cfg: &Config, opts: ReplayOptions, shared: Option<RedisLayer>) -> Replayer {
         Replayer {
             judge: Judge::new(Engine::new(cfg), shared, Warming::InPlace),
             cfg: Arc::new(cfg.clone()),
@@ -276,7 +276,7 @@ impl Replayer {
     }
 
     /// The Redis store, if any.
-    pub fn shared(&self) -> Option<&Shared> {
+    pub fn shared(&self) -> Option<&RedisLayer> {
         self.judge.shared()
     }
 
@@ -334,7 +334,7 @@ impl Replayer {
         let judged = self.judge.judge(&self.cfg, a, &env, now);
         match judged.source {
             Source::Local => {}
-            Source::Shared => self.summary.shared_ok += 1,
+            Source::RedisLayer => self.summary.shared_ok += 1,
             Source::Fallback { .. } => self.summary.shared_fallbacks += 1,
         }
         let v = judged.verdict;

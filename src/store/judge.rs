@@ -2,7 +2,7 @@
 //! alone, or Redis first with the local engine as its fallback.
 //!
 //! A [`Judge`] owns the local engine and the optional Redis store
-//! ([`Shared`]). Judging is synchronous and comes in two halves so that
+//! ([`RedisLayer`]). Judging is synchronous and comes in two halves so that
 //! each caller adds only what is its own around the one call that may
 //! block:
 //!
@@ -24,10 +24,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::config::Config;
 use crate::engine::verdict::Verdict;
 use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, UnixSecs};
-use crate::store::{Shared, SharedResult};
+use crate::store::{RedisLayer, RedisResult};
 
 /// How the fallback engine is brought up to the log layout's replica in
-/// an outage (see [`Shared::warm`]).
+/// an outage (see [`RedisLayer::warm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Warming {
     /// Copy in place, holding the engine meanwhile: the same result for
@@ -45,7 +45,7 @@ pub enum Source {
     /// no store has a say on (allow-listed, skipped).
     Local,
     /// Redis.
-    Shared,
+    RedisLayer,
     /// The local engine because Redis gave no verdict: `outage` when Redis
     /// failed or waits out its retry interval, else it was too slow or the
     /// replica is still reading the log.
@@ -62,8 +62,8 @@ pub struct Judged {
 /// What came back from Redis for an [`Ask`].
 #[derive(Debug)]
 pub enum Answer {
-    /// What [`Shared::record`] said.
-    Store(SharedResult),
+    /// What [`RedisLayer::record`] said.
+    Store(RedisResult),
     /// No answer in the caller's time (the milter's timeout), or the task
     /// that asked failed: judged locally, not an outage.
     Late(String),
@@ -73,7 +73,7 @@ pub enum Answer {
 /// say.
 #[derive(Debug)]
 pub struct Ask {
-    shared: Arc<Shared>,
+    shared: Arc<RedisLayer>,
     obs: Observation,
     now: UnixSecs,
     /// The local engine's verdict, when it records every message.
@@ -102,13 +102,13 @@ pub enum Step {
 pub struct Judge {
     /// Locked only while deciding, and never across an `.await`.
     engine: Mutex<Engine>,
-    shared: Option<Arc<Shared>>,
+    shared: Option<Arc<RedisLayer>>,
     warming: Warming,
 }
 
 impl Judge {
     /// A judge over `engine` and, when configured, `shared`.
-    pub fn new(engine: Engine, shared: Option<Shared>, warming: Warming) -> Judge {
+    pub fn new(engine: Engine, shared: Option<RedisLayer>, warming: Warming) -> Judge {
         Judge {
             engine: Mutex::new(engine),
             shared: shared.map(Arc::new),
@@ -117,7 +117,7 @@ impl Judge {
     }
 
     /// The same judge with `shared` as its Redis store.
-    pub fn with_shared(mut self, shared: Shared) -> Judge {
+    pub fn with_shared(mut self, shared: RedisLayer) -> Judge {
         self.shared = Some(Arc::new(shared));
         self
     }
@@ -139,13 +139,13 @@ impl Judge {
     }
 
     /// The Redis store, if configured.
-    pub fn shared(&self) -> Option<&Shared> {
+    pub fn shared(&self) -> Option<&RedisLayer> {
         self.shared.as_deref()
     }
 
     /// Calls `f` with the engine that holds the daemon's view: the log
     /// layout's replica while Redis is up and the replica has read the log
-    /// up to its messages, else the local engine (see [`Shared::view`]).
+    /// up to its messages, else the local engine (see [`RedisLayer::view`]).
     pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
         if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
             return r;
@@ -195,18 +195,18 @@ impl Judge {
         answer: Answer,
     ) -> Judged {
         let outage = match answer {
-            Answer::Store(SharedResult::Shared(out)) => {
+            Answer::Store(RedisResult::RedisLayer(out)) => {
                 return Judged {
                     verdict: finish(cfg, &ask.obs, out),
-                    source: Source::Shared,
+                    source: Source::RedisLayer,
                 }
             }
-            Answer::Store(SharedResult::Failed(e)) => {
+            Answer::Store(RedisResult::Failed(e)) => {
                 tracing::warn!(error = %e, "redis unavailable; judged from the local window");
                 true
             }
-            Answer::Store(SharedResult::Skipped) => true,
-            Answer::Store(SharedResult::CatchingUp(why)) => {
+            Answer::Store(RedisResult::Skipped) => true,
+            Answer::Store(RedisResult::CatchingUp(why)) => {
                 tracing::info!(%why, "judged from the local window");
                 false
             }

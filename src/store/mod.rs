@@ -8,12 +8,12 @@
 //! keeps only a log there, which every daemon applies to its own replica.
 //!
 //! With Redis configured, every host keeps a memory store of its own as
-//! well, the fallback: [`Shared`] asks Redis first and, when Redis fails or
+//! well, the fallback: [`RedisLayer`] asks Redis first and, when Redis fails or
 //! is slower than `store.redis.timeout_ms`, the local verdict stands. With
 //! the script layout the daemon records each message in its fallback
 //! engine too. With the log layout it does not: the replica already holds
 //! the site's window, and when Redis goes down a copy of the replica
-//! replaces the fallback engine ([`Shared::warm`]; in the milter made on a
+//! replaces the fallback engine ([`RedisLayer::warm`]; in the milter made on a
 //! thread of its own), so that an outage starts from what the whole site
 //! saw. After a failure Redis is left alone for
 //! `retry_secs`, so an outage costs one timeout, not one per message; then
@@ -108,7 +108,7 @@ pub fn decide_with(
 
 /// Counters of the shared store, for metrics and replay summaries.
 #[derive(Debug, Default)]
-pub struct SharedStats {
+pub struct RedisStats {
     /// Messages recorded in Redis.
     pub ok: AtomicU64,
     /// Calls that failed (connect, timeout, script or reply error).
@@ -124,11 +124,11 @@ pub struct SharedStats {
     pub up: AtomicBool,
 }
 
-/// What [`Shared::record`] did.
+/// What [`RedisLayer::record`] did.
 #[derive(Debug)]
-pub enum SharedResult {
+pub enum RedisResult {
     /// Redis recorded the message: use this outcome.
-    Shared(Outcome),
+    RedisLayer(Outcome),
     /// Redis failed now: use the local verdict (the error is for the log).
     Failed(StoreError),
     /// Redis failed recently and is not tried until the retry time.
@@ -146,13 +146,13 @@ enum Layout {
 }
 
 /// Least time between two copies of the replica into the fallback engine
-/// ([`Shared::warm`]): a copy costs in proportion to the window, and a
+/// ([`RedisLayer::warm`]): a copy costs in proportion to the window, and a
 /// Redis that keeps failing now and then must not make the daemon copy
 /// for every message.
 pub const WARM_EVERY: Duration = Duration::from_secs(60);
 
 /// Most messages judged by the fallback engine while a copy of the replica
-/// is being made ([`Shared::warm_in_background`]) that are applied to the
+/// is being made ([`RedisLayer::warm_in_background`]) that are applied to the
 /// copy when it takes over (under the engine's lock, a few microseconds
 /// each); a copy takes under a second at 10^6 entries, so this many only
 /// under a flood.
@@ -166,22 +166,24 @@ struct Copying {
     judged: Vec<(Observation, UnixSecs)>,
 }
 
-/// The shared store with its failure handling.
+/// The Redis layer: the configured layout with its failure handling
+/// (retry interval, outage counts) and the warming of the local fallback
+/// engine from the log layout's replica.
 #[derive(Debug)]
-pub struct Shared {
+pub struct RedisLayer {
     layout: Layout,
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
     copying: Mutex<Copying>,
-    pub stats: SharedStats,
+    pub stats: RedisStats,
 }
 
-impl Shared {
+impl RedisLayer {
     /// The shared store `cfg` asks for, if any.
-    pub fn from_config(cfg: &Config) -> Result<Option<Shared>, StoreError> {
+    pub fn from_config(cfg: &Config) -> Result<Option<RedisLayer>, StoreError> {
         match cfg.store.backend {
             StoreBackend::Memory => Ok(None),
-            StoreBackend::Redis => Ok(Some(Shared {
+            StoreBackend::Redis => Ok(Some(RedisLayer {
                 layout: match cfg.store.redis.layout {
                     RedisLayout::Script => Layout::Script(Box::new(RedisStore::open(cfg)?)),
                     RedisLayout::Log => Layout::Log(Arc::new(LogStore::open(cfg)?)),
@@ -189,9 +191,9 @@ impl Shared {
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 copying: Mutex::new(Copying::default()),
-                stats: SharedStats {
+                stats: RedisStats {
                     up: AtomicBool::new(true),
-                    ..SharedStats::default()
+                    ..RedisStats::default()
                 },
             })),
         }
@@ -224,7 +226,7 @@ impl Shared {
 
     /// Whether the daemon records every message in its fallback engine as
     /// well (the script layout). With the log layout the replica holds the
-    /// window, and [`Shared::warm`] brings the fallback engine up to it
+    /// window, and [`RedisLayer::warm`] brings the fallback engine up to it
     /// before a message falls back.
     pub fn records_locally(&self) -> bool {
         matches!(self.layout, Layout::Script(_))
@@ -243,7 +245,7 @@ impl Shared {
     ///
     /// The copy is made here, holding `local` for as long as it takes (see
     /// [`LogStore::copy`]): for a replay. The milter uses
-    /// [`Shared::warm_in_background`].
+    /// [`RedisLayer::warm_in_background`].
     pub fn warm(&self, local: &mut Engine, outage: bool) {
         let Layout::Log(l) = &self.layout else {
             return;
@@ -256,10 +258,10 @@ impl Shared {
         }
     }
 
-    /// [`Shared::warm`] without the wait: the copy is made on a thread of
+    /// [`RedisLayer::warm`] without the wait: the copy is made on a thread of
     /// its own while `local` goes on judging, and takes over at the first
     /// call after it is done, with the messages `local` judged meanwhile
-    /// (reported by [`Shared::judged_locally`]) applied to it. The thread
+    /// (reported by [`RedisLayer::judged_locally`]) applied to it. The thread
     /// makes no copy if Redis answered again meanwhile. Returns the engine
     /// it replaced, to be dropped outside the caller's lock (freeing a
     /// large window takes time too). Never waits for the replica.
@@ -320,7 +322,7 @@ impl Shared {
     }
 
     /// A copy of the replica is done and waits for the next fallback
-    /// ([`Shared::warm_in_background`]).
+    /// ([`RedisLayer::warm_in_background`]).
     pub fn copy_ready(&self) -> bool {
         self.copying
             .lock()
@@ -359,7 +361,7 @@ impl Shared {
 
     /// Records the message in Redis unless Redis failed less than
     /// `retry_secs` ago. Blocks for at most about the configured timeout.
-    pub fn record(&self, obs: &Observation, now: UnixSecs) -> SharedResult {
+    pub fn record(&self, obs: &Observation, now: UnixSecs) -> RedisResult {
         let waiting = self
             .retry_at
             .lock()
@@ -368,7 +370,7 @@ impl Shared {
             .is_some_and(|t| Instant::now() < t);
         if waiting {
             self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
-            return SharedResult::Skipped;
+            return RedisResult::Skipped;
         }
         let result = match &self.layout {
             Layout::Script(s) => s.record_shared(obs, now).map(Logged::Outcome),
@@ -377,7 +379,7 @@ impl Shared {
         match result {
             Ok(Logged::CatchingUp(why)) => {
                 self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
-                SharedResult::CatchingUp(why)
+                RedisResult::CatchingUp(why)
             }
             Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
@@ -390,7 +392,7 @@ impl Shared {
                 if let Ok(mut g) = self.retry_at.lock() {
                     *g = None;
                 }
-                SharedResult::Shared(out)
+                RedisResult::RedisLayer(out)
             }
             Err(e) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
@@ -401,7 +403,7 @@ impl Shared {
                 if let Ok(mut g) = self.retry_at.lock() {
                     *g = Some(Instant::now() + self.retry);
                 }
-                SharedResult::Failed(e)
+                RedisResult::Failed(e)
             }
         }
     }
