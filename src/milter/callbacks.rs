@@ -19,7 +19,7 @@ use tracing::{error, info, warn, Instrument};
 
 use crate::milter::reply::{self, Decision};
 use crate::milter::session::Session;
-use crate::milter::State;
+use crate::milter::{Judgement, State};
 
 fn text(s: &CStr) -> String {
     String::from_utf8_lossy(s.to_bytes()).into_owned()
@@ -187,19 +187,28 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     let cfg = state.config();
     // Lines logged inside the engine step (alerts) carry the queue id too.
     let span = tracing::info_span!("message", queue_id = %queue_id);
+    let sender = msg.envelope.mail_from.clone().unwrap_or_default();
     let decision = match state.judge_message(&cfg, msg).instrument(span).await {
-        Ok((verdict, elapsed)) => {
+        Ok(Judgement {
+            verdict,
+            elapsed,
+            message_id,
+        }) => {
             let decision = reply::decision_for(&verdict, &cfg.policy);
+            // Absent values are left out rather than written as -1 or "".
+            let campaign = verdict.campaign.as_ref();
             info!(
                 queue_id = %queue_id,
+                message_id = message_id.as_deref(),
+                sender = %sender,
                 level = verdict.level.as_str(),
-                campaign = %verdict.campaign.as_ref().map(|c| c.id.to_string()).unwrap_or_default(),
-                size = verdict.campaign.as_ref().map_or(0, |c| c.recipients),
-                distance = verdict.distance.map_or(-1, i64::from),
-                corroborating = verdict.corroborating,
-                engine_ms = elapsed.as_secs_f64() * 1000.0,
+                campaign = campaign.map(|c| tracing::field::display(c.id)),
+                size = campaign.map(|c| c.recipients),
+                distance = verdict.distance,
+                corroborating = (verdict.corroborating > 0).then_some(verdict.corroborating),
+                engine_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0,
                 action = decision.as_str(),
-                truncated,
+                truncated = truncated.then_some(true),
                 "message judged"
             );
             decision

@@ -79,6 +79,16 @@ pub fn scan_slots() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
+/// A message's verdict, for the reply and the log line.
+#[derive(Debug)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Time from the end of the message to the verdict.
+    pub elapsed: Duration,
+    /// The Message-ID, between its brackets, when the message has one.
+    pub message_id: Option<String>,
+}
+
 /// Why the engine gave no verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
@@ -170,7 +180,7 @@ impl State {
         &self,
         cfg: &Arc<Config>,
         msg: Message,
-    ) -> Result<(Verdict, Duration), AnalysisError> {
+    ) -> Result<Judgement, AnalysisError> {
         let start = Instant::now();
         let env = msg.envelope;
         let raw = msg.raw;
@@ -179,7 +189,12 @@ impl State {
         } else {
             self.analyze_pooled(cfg, raw, &env).await?
         };
-        Ok(self.judge_analysis(cfg, &analysis, &env, start).await)
+        let (verdict, elapsed) = self.judge_analysis(cfg, &analysis, &env, start).await;
+        Ok(Judgement {
+            verdict,
+            elapsed,
+            message_id: analysis.message_id,
+        })
     }
 
     /// Analyzes a large message on the blocking pool, at most
