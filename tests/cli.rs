@@ -338,3 +338,42 @@ fn a_closed_stdout_ends_each_command_quietly() {
         assert!(!stderr.contains("error"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn keygen_prints_a_fresh_key_that_silences_the_public_key_warning() {
+    let key = |out: &Output| -> String {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("hash_key = "))
+            .unwrap_or_else(|| panic!("no key line in {text}"))
+            .to_owned();
+        line
+    };
+    let a = run(bin().arg("keygen"));
+    let b = run(bin().arg("keygen"));
+    assert_eq!(a.status.code(), Some(0));
+    let (ka, kb) = (key(&a), key(&b));
+    assert_ne!(ka, kb, "two keys alike");
+    let hex = ka.trim_start_matches("hash_key = \"").trim_end_matches('"');
+    assert_eq!(hex.len(), 32);
+    assert!(hex.bytes().all(|c| c.is_ascii_hexdigit()), "{hex}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let public = dir.path().join("public.toml");
+    std::fs::write(&public, "").expect("write");
+    let out = run(bin().arg("check-config").arg(&public));
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: fingerprint.hash_key is the built-in key"),
+        "{err}"
+    );
+
+    let keyed = dir.path().join("keyed.toml");
+    std::fs::write(&keyed, format!("[fingerprint]\n{ka}\n")).expect("write");
+    let out = run(bin().arg("check-config").arg(&keyed));
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("warning"), "{err}");
+}

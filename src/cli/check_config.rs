@@ -15,6 +15,9 @@ pub struct CheckConfigArgs {
 
 pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     let cfg = Config::load(&args.file)?;
+    if let Some(w) = super::keygen::public_key_warning(&cfg) {
+        eprintln!("bulkwatch: warning: {w}");
+    }
     print_stdout(&format!(
         "# {}: OK. Effective settings (defaults filled in):\n{cfg:#?}\n",
         args.file.display()

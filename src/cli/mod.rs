@@ -5,6 +5,7 @@
 //! codes: 0 ok, 1 bulk found (`scan`, `replay`), 2 error.
 
 pub mod check_config;
+pub mod keygen;
 pub mod replay;
 pub mod scan;
 pub mod serve;
@@ -69,6 +70,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// Validate a configuration file and print the effective settings.
     CheckConfig(check_config::CheckConfigArgs),
+    /// Print a new random fingerprint key (the built-in one is public).
+    Keygen(keygen::KeygenArgs),
 }
 
 /// Loads `path`, or the built-in defaults when `None`.
@@ -96,6 +99,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Scan(a) => scan::run(a),
         Command::Tune(a) => tune::run(a),
         Command::CheckConfig(a) => check_config::run(a),
+        Command::Keygen(a) => keygen::run(a),
     };
     match res {
         Err(CliError::Write { path, source })

@@ -605,6 +605,9 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Exit, CliErr
     };
     notify(&[NotifyState::Ready]);
     info!(version = env!("CARGO_PKG_VERSION"), "bulkwatch serving");
+    if let Some(w) = crate::cli::keygen::public_key_warning(&state.config()) {
+        warn!("{w}");
+    }
     let served = crate::milter::run(listener, Arc::clone(&state), shutdown).await;
     for t in &tasks {
         t.abort();

@@ -36,6 +36,13 @@ impl Default for FingerprintConfig {
     }
 }
 
+impl FingerprintConfig {
+    /// The key is [`DEFAULT_HASH_KEY`], which anyone can read.
+    pub fn uses_built_in_key(&self) -> bool {
+        parse_hash_key(DEFAULT_HASH_KEY) == Some(self.hash_key)
+    }
+}
+
 /// Parses 32 hex digits into the two key halves.
 fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
     let s = s.trim();
