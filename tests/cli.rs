@@ -377,3 +377,22 @@ fn keygen_prints_a_fresh_key_that_silences_the_public_key_warning() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("warning"), "{err}");
 }
+
+#[test]
+fn check_config_quiet_prints_nothing_for_a_valid_file_and_still_fails_a_bad_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, "[thresholds]\nbulk_threshold = 30.0\n").expect("write");
+    let out = run(bin().args(["check-config", "--quiet"]).arg(&good));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[thresholds]\nbulk_threshold = -1.0\n").expect("write");
+    let out = run(bin().args(["check-config", "--quiet"]).arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("thresholds.bulk_threshold"));
+}

@@ -1,5 +1,6 @@
-//! The systemd unit stays sandboxed: `systemd-analyze security` must rate
-//! it 2.0 or lower. Skipped (with a note) where systemd-analyze is absent.
+//! The systemd unit stays sandboxed (`systemd-analyze security` must rate
+//! it 2.0 or lower; ignored where systemd-analyze is absent) and its reload
+//! checks the file before signalling the daemon.
 
 use std::path::Path;
 use std::process::Command;
@@ -76,4 +77,32 @@ fn exposure_line_parses() {
         exposure("x\n→ Overall exposure level for bulkwatch.service: 1.1 OK 🙂\n"),
         Some(1.1)
     );
+}
+
+#[test]
+fn reload_checks_the_file_it_serves_before_signalling() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/systemd/bulkwatch.service"
+    ))
+    .expect("read the unit");
+    let value = |key: &str| -> Vec<String> {
+        unit.lines()
+            .filter_map(|l| l.strip_prefix(key))
+            .map(str::to_owned)
+            .collect()
+    };
+    let start = value("ExecStart=");
+    let config = start[0]
+        .split_once("--config ")
+        .map(|(_, c)| c.trim().to_owned())
+        .expect("ExecStart names its --config");
+    let reload = value("ExecReload=");
+    assert_eq!(reload.len(), 2, "{reload:?}");
+    // systemd runs them in order and stops at the first that fails.
+    assert!(
+        reload[0].contains("bulkwatch check-config --quiet") && reload[0].ends_with(&config),
+        "{reload:?}"
+    );
+    assert_eq!(reload[1], "/bin/kill -HUP $MAINPID");
 }
