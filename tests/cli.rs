@@ -396,3 +396,24 @@ fn check_config_quiet_prints_nothing_for_a_valid_file_and_still_fails_a_bad_one(
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("thresholds.bulk_threshold"));
 }
+
+#[test]
+fn replay_of_a_file_that_holds_no_message_is_an_error_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.mbox");
+    std::fs::write(&empty, "").expect("write");
+    let notmail = dir.path().join("notes.txt");
+    std::fs::write(&notmail, "shopping list\nmilk\n").expect("write");
+    for f in [&empty, &notmail] {
+        let out = run(bin()
+            .arg("replay")
+            .arg(root("fixtures/mbox/ham.mbox"))
+            .arg(f));
+        assert_eq!(out.status.code(), Some(2), "{}", f.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&f.display().to_string()) && err.contains("holds no message"),
+            "{err}"
+        );
+    }
+}

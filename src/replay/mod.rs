@@ -387,7 +387,8 @@ impl Replayer {
     }
 }
 
-/// Replays mbox files. The simulated clock judges them file after file as
+/// Replays mbox files; a file that holds no message is an error. The
+/// simulated clock judges them file after file as
 /// they are read; the arrival clock analyzes every message first, then
 /// judges all of them in order of arrival (module notes). `progress` is
 /// called after each message judged.
@@ -416,13 +417,22 @@ pub fn replay_files(
     let inputs = Inputs::open(paths, clock)?;
     let names: Vec<String> = paths.iter().map(|p| mbox_name(p)).collect();
     let mut r = Replayer::new(cfg, opts);
+    // Messages per file, unreadable ones included.
+    let mut counts = vec![0usize; paths.len()];
+    let mut count = |item: &Item| {
+        if let Some(c) = counts.get_mut(item.file) {
+            *c += 1;
+        }
+    };
     match clock {
         Clock::Simulated => for_each_analyzed(inputs, cfg, threads, |item, a| {
+            count(&item);
             feed_item(&mut r, &names, &item, a.as_ref(), &mut progress);
         }),
         Clock::Arrival => {
             let mut all: Vec<(Item, Option<Analysis>)> = Vec::new();
             for_each_analyzed(inputs, cfg, threads, |mut item, a| {
+                count(&item);
                 // The message's bytes are done with: keep what judging needs.
                 item.msg = item.msg.map(|_| Vec::new());
                 all.push((item, a.map(compact)));
@@ -434,6 +444,21 @@ pub fn replay_files(
                 feed_item(&mut r, &names, item, a.as_ref(), &mut progress);
             }
         }
+    }
+    // A file that holds no message is a mistake (a Maildir file, a file
+    // that is not mail), not a mailbox of zero messages.
+    if let Some(p) = paths
+        .iter()
+        .zip(&counts)
+        .find_map(|(p, n)| (*n == 0).then_some(p))
+    {
+        return Err((
+            p.clone(),
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "it holds no message (an mbox file starts each message with a \"From \" line)",
+            ),
+        ));
     }
     Ok(r.finish())
 }
