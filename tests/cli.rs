@@ -417,3 +417,61 @@ fn replay_of_a_file_that_holds_no_message_is_an_error_with_the_reason() {
         );
     }
 }
+
+/// The jsonl lines of a replay without the fields that name the input.
+fn verdicts(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("json");
+            let o = v.as_object_mut().expect("object");
+            o.remove("mbox");
+            v.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn replay_reads_a_maildir_and_standard_input_as_it_reads_the_mbox() {
+    let mbox = root("fixtures/mbox/campaigns.mbox");
+    let args = ["replay", "--format", "jsonl", "--bulk-threshold", "5"];
+    let want = run(bin().args(args).arg(&mbox));
+    assert_eq!(want.status.code(), Some(1));
+    let want = verdicts(&want);
+    assert!(want.len() > 100);
+
+    // A Maildir of the same messages, one file each in new/ and cur/, named
+    // so that their order is the mbox's.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let md = dir.path().join("Maildir");
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(md.join(sub)).expect("mkdir");
+    }
+    let file = std::fs::File::open(&mbox).expect("open");
+    for (i, m) in bulkwatch::replay::read_mbox(file).enumerate() {
+        let sub = if i % 2 == 0 { "new" } else { "cur" };
+        std::fs::write(
+            md.join(sub).join(format!("{:06}.m{i}", i)),
+            m.expect("message"),
+        )
+        .expect("write");
+    }
+    let got = run(bin().args(args).arg(&md));
+    assert_eq!(
+        got.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert_eq!(verdicts(&got), want);
+
+    let stdin = std::fs::File::open(&mbox).expect("open");
+    let got = run(bin().args(args).arg("-").stdin(stdin));
+    assert_eq!(got.status.code(), Some(1));
+    assert_eq!(verdicts(&got), want);
+
+    // A directory that is no Maildir is refused before anything is read.
+    let out = run(bin().arg("replay").arg(dir.path().join("Maildir/new")));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no Maildir"));
+}

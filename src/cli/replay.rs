@@ -59,9 +59,10 @@ pub struct ReplayArgs {
     /// are still judged in order: the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
-    /// mbox files, replayed in the order given (in order of arrival with
-    /// --clock arrival).
-    #[arg(required = true)]
+    /// mbox files, Maildir directories (the files of cur/ and new/) or `-`
+    /// (an mbox on standard input), replayed in the order given (in order
+    /// of arrival with --clock arrival).
+    #[arg(required = true, value_name = "MBOX|MAILDIR|-")]
     pub mbox: Vec<PathBuf>,
 }
 

@@ -35,6 +35,7 @@
 //! was later merged into an older one is reported under the older id.
 
 pub mod arrival;
+pub mod maildir;
 pub mod mbox;
 
 use std::collections::HashMap;
@@ -445,8 +446,8 @@ pub fn replay_files(
             }
         }
     }
-    // A file that holds no message is a mistake (a Maildir file, a file
-    // that is not mail), not a mailbox of zero messages.
+    // An input that holds no message is a mistake (a file that is not
+    // mail, an empty Maildir), not a mailbox of zero messages.
     if let Some(p) = paths
         .iter()
         .zip(&counts)
@@ -456,7 +457,8 @@ pub fn replay_files(
             p.clone(),
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                "it holds no message (an mbox file starts each message with a \"From \" line)",
+                "it holds no message (an mbox file starts each message with a \"From \" line; \
+                 a Maildir holds one per file in cur/ and new/)",
             ),
         ));
     }
@@ -504,17 +506,45 @@ struct Inputs {
     clock: Clock,
     /// The file being read.
     current: usize,
-    messages: Option<std::iter::Enumerate<crate::replay::mbox::Mbox<std::fs::File>>>,
+    messages: Option<std::iter::Enumerate<Messages>>,
     /// [`Clock::Arrival`]: later dates are taken for errors.
     not_after: u64,
 }
 
+/// The messages of one input, read as they are needed.
+type Messages = Box<dyn Iterator<Item = std::io::Result<Vec<u8>>> + Send>;
+
+/// The path that names standard input (an mbox).
+pub const STDIN: &str = "-";
+
+/// The messages of one input: standard input (`-`, an mbox), a Maildir
+/// directory, or an mbox file.
+fn open_input(path: &Path) -> std::io::Result<Messages> {
+    if path.as_os_str() == STDIN {
+        return Ok(Box::new(read_mbox(std::io::stdin())));
+    }
+    if path.is_dir() {
+        let files = maildir::files(path)?;
+        return Ok(Box::new(
+            files.into_iter().map(|f| maildir::read_message(&f)),
+        ));
+    }
+    Ok(Box::new(read_mbox(std::fs::File::open(path)?)))
+}
+
 impl Inputs {
-    /// Opens and closes every file first, to fail on a bad path before any
-    /// message is read.
+    /// Checks every input first (a file opens, a directory is a Maildir),
+    /// to fail on a bad path before any message is read.
     fn open(paths: &[PathBuf], clock: Clock) -> Result<Inputs, (PathBuf, std::io::Error)> {
         for p in paths {
-            std::fs::File::open(p).map_err(|e| (p.clone(), e))?;
+            let checked = if p.as_os_str() == STDIN {
+                Ok(())
+            } else if p.is_dir() {
+                maildir::files(p).map(drop)
+            } else {
+                std::fs::File::open(p).map(drop)
+            };
+            checked.map_err(|e| (p.clone(), e))?;
         }
         Ok(Inputs {
             paths: paths.to_vec(),
@@ -536,8 +566,8 @@ impl Iterator for Inputs {
                 Some(m) => m,
                 None => {
                     let path = self.paths.get(file)?;
-                    match std::fs::File::open(path) {
-                        Ok(f) => self.messages.insert(read_mbox(f).enumerate()),
+                    match open_input(path) {
+                        Ok(m) => self.messages.insert(m.enumerate()),
                         Err(e) => {
                             // Opened a moment ago, gone since: one
                             // unreadable message, and the replay goes on.
@@ -681,6 +711,9 @@ pub fn analyze_unenveloped(raw: &[u8], cfg: &Config) -> Analysis {
 
 /// File name of an mbox path, for records.
 pub fn mbox_name(path: &Path) -> String {
+    if path.as_os_str() == STDIN {
+        return "stdin".into();
+    }
     path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
