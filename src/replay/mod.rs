@@ -709,6 +709,24 @@ pub fn analyze_unenveloped(raw: &[u8], cfg: &Config) -> Analysis {
     crate::engine::analyze(raw, &Envelope::default(), cfg)
 }
 
+/// How many messages the inputs hold (unreadable ones included), for a
+/// progress bar; `None` when one of them is standard input or cannot be
+/// read.
+pub fn count_messages(paths: &[PathBuf]) -> Option<u64> {
+    let mut n = 0u64;
+    for p in paths {
+        if p.as_os_str() == STDIN {
+            return None;
+        }
+        n += if p.is_dir() {
+            maildir::files(p).ok()?.len() as u64
+        } else {
+            read_mbox(std::fs::File::open(p).ok()?).count() as u64
+        };
+    }
+    Some(n)
+}
+
 /// File name of an mbox path, for records.
 pub fn mbox_name(path: &Path) -> String {
     if path.as_os_str() == STDIN {
@@ -723,6 +741,18 @@ pub fn mbox_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_counted_for_the_progress_bar_unless_one_input_is_stdin() {
+        let ham = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox/ham.mbox");
+        assert_eq!(count_messages(std::slice::from_ref(&ham)), Some(153));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("new")).unwrap();
+        std::fs::write(dir.path().join("new/1.a"), "Subject: a\n\na\n").unwrap();
+        let both = [ham.clone(), dir.path().to_path_buf()];
+        assert_eq!(count_messages(&both), Some(154));
+        assert_eq!(count_messages(&[ham, PathBuf::from(STDIN)]), None);
+    }
 
     #[test]
     fn feeding_one_by_one_keeps_time_and_distrusts_the_future() {
