@@ -62,7 +62,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the milter daemon for Postfix.
     Serve(crate::cli::serve::ServeArgs),
-    /// Feed mbox files through the engine and report what it would flag.
+    /// Feed mbox files or Maildirs through the engine and report what it would flag.
     Replay(replay::ReplayArgs),
     /// Explain the fingerprint and verdict of one message.
     Scan(scan::ScanArgs),

@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo xtask gen-fixtures [DIR]   # the synthetic fixtures (default: fixtures)
 //! cargo xtask fuzz-seeds [DIR]     # seed corpora for cargo fuzz (default: fuzz/corpus)
+//! cargo xtask man [DIR]            # the man pages (default: man)
 //! ```
 //!
 //! Not part of the daemon: its own package in the workspace, so that
@@ -10,6 +11,7 @@
 
 mod fuzz_seeds;
 mod gen_fixtures;
+mod man;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,8 +32,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        "man" => {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            match man::run(&root, &dir.unwrap_or_else(|| root.join("man"))) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("xtask man: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         _ => {
-            eprintln!("usage: cargo xtask gen-fixtures [DIR] | cargo xtask fuzz-seeds [DIR]");
+            eprintln!(
+                "usage: cargo xtask gen-fixtures [DIR] | cargo xtask fuzz-seeds [DIR] | cargo xtask man [DIR]"
+            );
             ExitCode::from(2)
         }
     }
