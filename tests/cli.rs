@@ -475,3 +475,31 @@ fn replay_reads_a_maildir_and_standard_input_as_it_reads_the_mbox() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no Maildir"));
 }
+
+#[test]
+fn check_config_prints_toml_that_reads_back_as_the_same_settings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("site.toml");
+    std::fs::write(
+        &file,
+        "[milter]\nsocket = \"unix:/run/bulkwatch/milter.sock\"\nsocket_mode = \"0640\"\n\
+         [window]\nwindow_secs = 7200\n[policy]\nbulk = \"reject\"\n",
+    )
+    .expect("write");
+    let first = run(bin().arg("check-config").arg(&file));
+    assert_eq!(first.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(printed.contains("socket_mode = \"0640\""), "{printed}");
+    assert!(printed.contains("window_secs = 7200"), "{printed}");
+    assert!(printed.contains("bulk = \"reject\""), "{printed}");
+    // Pasted back into a file, it is the same configuration.
+    let again = dir.path().join("again.toml");
+    std::fs::write(&again, &printed).expect("write");
+    let second = run(bin().arg("check-config").arg(&again));
+    assert_eq!(second.status.code(), Some(0));
+    let body = |s: &str| s.lines().skip(2).collect::<Vec<_>>().join("\n");
+    assert_eq!(
+        body(&String::from_utf8_lossy(&second.stdout)),
+        body(&printed)
+    );
+}

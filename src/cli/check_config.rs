@@ -1,4 +1,5 @@
-//! `bulkwatch check-config FILE`: validate and print the effective settings.
+//! `bulkwatch check-config FILE`: validate and print the effective settings
+//! as TOML, with the file's key names and units.
 
 use std::path::PathBuf;
 
@@ -26,8 +27,10 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
         return Ok(Exit::Ok);
     }
     print_stdout(&format!(
-        "# {}: OK. Effective settings (defaults filled in):\n{cfg:#?}\n",
-        args.file.display()
+        "# {}: OK. Effective settings (defaults filled in), as TOML that\n\
+         # reads back as the same configuration:\n{}",
+        args.file.display(),
+        cfg.to_toml()
     ))?;
     Ok(Exit::Ok)
 }

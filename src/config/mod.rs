@@ -24,6 +24,7 @@ mod metrics;
 mod milter;
 mod normalize;
 mod policy;
+mod print;
 pub mod raw;
 mod scan;
 mod state;

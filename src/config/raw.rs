@@ -3,9 +3,9 @@
 //! Nothing here is validated; `super::Config::from_raw` turns it into the
 //! validated form and fills in defaults.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     pub scan: Option<RawScan>,
@@ -24,14 +24,14 @@ pub struct RawConfig {
     pub store: Option<RawStore>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawScan {
     pub max_scan_bytes: Option<u64>,
     pub max_parse_bytes: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawNormalize {
     pub nfkc: Option<bool>,
@@ -47,7 +47,7 @@ pub struct RawNormalize {
     pub stop_words: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFingerprint {
     pub shingle_words: Option<u32>,
@@ -57,7 +57,7 @@ pub struct RawFingerprint {
     pub include_subject: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWindow {
     pub window_secs: Option<u64>,
@@ -71,7 +71,7 @@ pub struct RawWindow {
     pub corroborating_distance: Option<u32>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExact {
     pub bloom_items: Option<u64>,
@@ -80,14 +80,14 @@ pub struct RawExact {
     pub lru_capacity: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCampaign {
     pub max_campaigns: Option<u64>,
     pub keep_subjects: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawThresholds {
     pub bulk_threshold: Option<f64>,
@@ -97,7 +97,7 @@ pub struct RawThresholds {
     pub weak_match_weight: Option<f64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAllow {
     pub sender_domains: Option<Vec<String>>,
@@ -105,7 +105,7 @@ pub struct RawAllow {
     pub authenticated: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMilter {
     pub socket: Option<String>,
@@ -121,27 +121,27 @@ pub struct RawMilter {
     pub tempfail_text: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
     pub suspect: Option<String>,
     pub bulk: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawState {
     pub state_dir: Option<String>,
     pub snapshot_interval_secs: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMetrics {
     pub listen: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAlerts {
     pub to: Option<Vec<String>>,
@@ -150,14 +150,14 @@ pub struct RawAlerts {
     pub min_interval_secs: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStore {
     pub backend: Option<String>,
     pub redis: Option<RawRedis>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRedis {
     pub urls: Option<Vec<String>>,
