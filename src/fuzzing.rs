@@ -34,7 +34,7 @@ use crate::engine::simhash::VERSION;
 use crate::engine::verdict::{level_for, Level, SkipReason, Verdict};
 use crate::engine::{analyze, Engine, Envelope, UnixSecs};
 use crate::milter::reply;
-use crate::milter::session::{Message, Session, HEADER_NAME};
+use crate::milter::session::{Message, Session, HEADER_NAME, SCORE_HEADER_NAME};
 
 /// Simulated time of the first message of every target.
 const T0: u64 = 1_704_067_200;
@@ -303,13 +303,22 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
         assert_ne!(v.level, Level::Allowed, "{v:?}");
     }
     let policy = PolicyConfig {
+        clean: Action::Tag,
         suspect: Action::Quarantine,
         bulk: Action::Tag,
     };
     match reply::decision_for(&v, &policy) {
-        reply::Decision::Tag(h) | reply::Decision::Quarantine(h) => {
-            assert!(matches!(v.level, Level::Suspect | Level::Bulk));
-            assert!(!h.contains(['\r', '\n']), "header value {h:?}");
+        reply::Decision::Tag(t) | reply::Decision::Quarantine(t) => {
+            assert!(matches!(
+                v.level,
+                Level::Clean | Level::Suspect | Level::Bulk
+            ));
+            assert!(!t.value.contains(['\r', '\n']), "header value {t:?}");
+            let score = t.score_text();
+            assert!(
+                score.parse::<f64>().is_ok_and(|s| s >= 0.0),
+                "score {score}"
+            );
         }
         d => assert_eq!(d, reply::Decision::Accept, "{v:?}"),
     }
@@ -401,6 +410,8 @@ pub fn milter_session(data: &[u8]) -> usize {
                 session.add_header(&name, &value, max);
                 if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
                     model.msg.forged_headers += 1;
+                } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
+                    model.msg.forged_scores += 1;
                 }
                 let mut line = name;
                 line.extend_from_slice(b": ");

@@ -190,6 +190,48 @@ async fn forged_headers_are_removed() {
     m.stop().await;
 }
 
+/// The value of the one `X-Bulkwatch-Score` header added, if any.
+fn score(actions: &indymilter_test::EomActions) -> Option<String> {
+    let scores: Vec<String> = actions
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            EomAction::AddHeader { name, value } if name.to_bytes() == b"X-Bulkwatch-Score" => {
+                Some(value.to_string_lossy().into_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(scores.len() <= 1, "{scores:?}");
+    scores.into_iter().next()
+}
+
+#[tokio::test]
+async fn tagged_mail_carries_a_score_and_clean_mail_a_header_when_asked() {
+    let mut cfg = config();
+    cfg.policy.clean = Action::Tag;
+    let m = start(cfg).await;
+    // A forged score is removed like a forged verdict.
+    let mut first = spam(NAMES[0], 1);
+    first.headers.push(("X-Bulkwatch-Score".into(), "0".into()));
+    let (a, status) = send(m.addr, &first).await;
+    assert_eq!(status, Status::Accept);
+    assert!(a.has_delete_header("X-Bulkwatch-Score", 1), "{a:?}");
+    let v = x_bulkwatch_values(&a);
+    assert!(v.len() == 1 && v[0].starts_with("clean"), "{v:?}");
+    assert_eq!(score(&a).as_deref(), Some("1"));
+    let mut last = None;
+    for (i, name) in NAMES.iter().enumerate().skip(1) {
+        last = Some(send(m.addr, &spam(name, i as u32 + 1)).await.0);
+    }
+    let last = last.unwrap();
+    let v = x_bulkwatch_values(&last);
+    assert!(v.len() == 1 && v[0].starts_with("bulk;"), "{v:?}");
+    let s: f64 = score(&last).unwrap().parse().unwrap();
+    assert!((5.0..=6.0).contains(&s), "score {s} of a campaign of six");
+    m.stop().await;
+}
+
 #[tokio::test]
 async fn two_messages_on_one_connection_are_judged_apart() {
     let mut cfg = config();

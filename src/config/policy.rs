@@ -56,6 +56,9 @@ impl Action {
 /// Action per verdict level.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyConfig {
+    /// Clean mail: `None` (no header, the default) or `Tag` (an
+    /// `X-Bulkwatch: clean` header, for downstream filters).
+    pub clean: Action,
     pub suspect: Action,
     pub bulk: Action,
 }
@@ -63,6 +66,7 @@ pub struct PolicyConfig {
 impl Default for PolicyConfig {
     fn default() -> Self {
         PolicyConfig {
+            clean: Action::None,
             suspect: Action::Tag,
             bulk: Action::Tag,
         }
@@ -73,8 +77,23 @@ impl TryFrom<RawPolicy> for PolicyConfig {
     type Error = ConfigError;
 
     fn try_from(raw: RawPolicy) -> Result<Self, ConfigError> {
-        let RawPolicy { suspect, bulk } = raw;
+        let RawPolicy {
+            clean,
+            suspect,
+            bulk,
+        } = raw;
         let mut c = PolicyConfig::default();
+        if let Some(v) = clean {
+            c.clean = match Action::parse("policy.clean", &v)? {
+                a @ (Action::None | Action::Tag) => a,
+                _ => {
+                    return Err(ConfigError::invalid(
+                        "policy.clean",
+                        format!("`{v}` is not one of none, tag (clean mail is always delivered)"),
+                    ))
+                }
+            };
+        }
         if let Some(v) = suspect {
             c.suspect = Action::parse("policy.suspect", &v)?;
         }
@@ -104,6 +123,7 @@ mod tests {
         for (raw, key, message) in [
             (
                 RawPolicy {
+                    clean: None,
                     suspect: Some("block".to_owned()),
                     bulk: None,
                 },
@@ -112,6 +132,7 @@ mod tests {
             ),
             (
                 RawPolicy {
+                    clean: None,
                     suspect: None,
                     bulk: Some("Reject".to_owned()),
                 },
@@ -127,6 +148,33 @@ mod tests {
     }
 
     #[test]
+    fn clean_mail_is_tagged_or_left_alone_never_more() {
+        for (v, want) in [("none", Action::None), ("tag", Action::Tag)] {
+            let raw = RawPolicy {
+                clean: Some(v.to_owned()),
+                ..RawPolicy::default()
+            };
+            assert_eq!(
+                PolicyConfig::try_from(raw).map(|c| c.clean).ok(),
+                Some(want)
+            );
+        }
+        for v in ["reject", "quarantine", "discard", "tempfail"] {
+            let raw = RawPolicy {
+                clean: Some(v.to_owned()),
+                ..RawPolicy::default()
+            };
+            assert_eq!(
+                refusal(PolicyConfig::try_from(raw)),
+                (
+                    "policy.clean".to_owned(),
+                    format!("`{v}` is not one of none, tag (clean mail is always delivered)")
+                )
+            );
+        }
+    }
+
+    #[test]
     fn every_action_name_round_trips() {
         for action in [
             Action::None,
@@ -137,6 +185,7 @@ mod tests {
             Action::Discard,
         ] {
             let c = PolicyConfig::try_from(RawPolicy {
+                clean: None,
                 suspect: Some(action.as_str().to_owned()),
                 bulk: Some(action.as_str().to_owned()),
             })

@@ -124,6 +124,7 @@ impl From<&Config> for RawConfig {
                 tempfail_text: Some(m.tempfail_text.clone()),
             }),
             policy: Some(RawPolicy {
+                clean: Some(c.policy.clean.as_str().into()),
                 suspect: Some(c.policy.suspect.as_str().into()),
                 bulk: Some(c.policy.bulk.as_str().into()),
             }),

@@ -124,6 +124,7 @@ pub struct RawMilter {
 #[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
+    pub clean: Option<String>,
     pub suspect: Option<String>,
     pub bulk: Option<String>,
 }

@@ -9,7 +9,7 @@ use indymilter::{ContextActions, SetErrorReply, SmtpReply, Status};
 
 use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
 use crate::engine::verdict::{Level, Verdict};
-use crate::milter::session::HEADER_NAME;
+use crate::milter::session::{HEADER_NAME, SCORE_HEADER_NAME};
 
 /// Actions negotiated with the MTA: exactly those [`apply`] uses.
 pub fn needed_actions() -> indymilter::Actions {
@@ -18,15 +18,40 @@ pub fn needed_actions() -> indymilter::Actions {
         | indymilter::Actions::QUARANTINE
 }
 
+/// The headers a tagged message gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tag {
+    /// `X-Bulkwatch`: level and explanation.
+    pub value: String,
+    /// `X-Bulkwatch-Score`: the campaign's weighted recipients, 0 outside
+    /// a campaign.
+    pub score: f64,
+}
+
+impl Tag {
+    fn of(verdict: &Verdict) -> Tag {
+        Tag {
+            value: verdict.header_value(),
+            score: verdict.campaign.as_ref().map_or(0.0, |c| c.score),
+        }
+    }
+
+    /// The score as written: at most two decimals.
+    pub fn score_text(&self) -> String {
+        let s = format!("{:.2}", self.score);
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
 /// What to do with one message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Deliver as is (forged headers still removed).
     Accept,
-    /// Deliver with `X-Bulkwatch: <value>`.
-    Tag(String),
+    /// Deliver with `X-Bulkwatch: <value>` and `X-Bulkwatch-Score`.
+    Tag(Tag),
     /// Tag and hold in the MTA's quarantine (Postfix: hold queue).
-    Quarantine(String),
+    Quarantine(Tag),
     /// 550 5.7.1.
     Reject,
     /// 451 4.7.1.
@@ -48,18 +73,20 @@ impl Decision {
     }
 }
 
-/// The policy's decision for a verdict. Only suspect and bulk verdicts are
-/// acted on; clean, allowed and skipped mail is accepted untagged.
+/// The policy's decision for a verdict. Suspect and bulk verdicts get
+/// their policy's action, clean ones `policy.clean` (none or tag);
+/// allowed and skipped mail is accepted untagged.
 pub fn decision_for(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
     let action = match verdict.level {
         Level::Suspect => policy.suspect,
         Level::Bulk => policy.bulk,
-        Level::Clean | Level::Allowed | Level::Skipped => Action::None,
+        Level::Clean => policy.clean,
+        Level::Allowed | Level::Skipped => Action::None,
     };
     match action {
         Action::None => Decision::Accept,
-        Action::Tag => Decision::Tag(verdict.header_value()),
-        Action::Quarantine => Decision::Quarantine(verdict.header_value()),
+        Action::Tag => Decision::Tag(Tag::of(verdict)),
+        Action::Quarantine => Decision::Quarantine(Tag::of(verdict)),
         Action::Reject => Decision::Reject,
         Action::Tempfail => Decision::Tempfail,
         Action::Discard => Decision::Discard,
@@ -74,10 +101,20 @@ pub fn failure(cfg: &MilterConfig) -> Decision {
     }
 }
 
-/// Carries out `decision` at end of message. `forged` is the number of
-/// `X-Bulkwatch` headers that arrived with the message: each is deleted
-/// (highest index first, so indexes stay valid) whenever the message is
-/// delivered, so a sender cannot forge a verdict.
+/// Copies of the milter's headers that arrived with a message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forged {
+    /// `X-Bulkwatch`.
+    pub headers: usize,
+    /// `X-Bulkwatch-Score`.
+    pub scores: usize,
+}
+
+/// Carries out `decision` at end of message. `forged` counts the
+/// `X-Bulkwatch` and `X-Bulkwatch-Score` headers that arrived with the
+/// message: each is deleted (highest index first, so indexes stay valid)
+/// whenever the message is delivered, so a sender cannot forge a verdict
+/// or a score.
 ///
 /// # Errors
 /// The connection to the MTA failed or an action was not negotiated; the
@@ -87,21 +124,29 @@ pub async fn apply(
     reply: &mut SmtpReply,
     cfg: &MilterConfig,
     decision: &Decision,
-    forged: usize,
+    forged: Forged,
 ) -> Result<Status, indymilter::ActionError> {
     match decision {
         Decision::Accept | Decision::Tag(_) | Decision::Quarantine(_) => {
-            for i in (1..=forged).rev() {
-                let index = i32::try_from(i).unwrap_or(i32::MAX);
+            for (name, n) in [
+                (HEADER_NAME, forged.headers),
+                (SCORE_HEADER_NAME, forged.scores),
+            ] {
+                for i in (1..=n).rev() {
+                    let index = i32::try_from(i).unwrap_or(i32::MAX);
+                    actions.change_header(name, index, None::<&str>).await?;
+                }
+            }
+            if let Decision::Tag(t) | Decision::Quarantine(t) = decision {
+                actions.add_header(HEADER_NAME, t.value.as_str()).await?;
                 actions
-                    .change_header(HEADER_NAME, index, None::<&str>)
+                    .add_header(SCORE_HEADER_NAME, t.score_text())
                     .await?;
             }
-            if let Decision::Tag(v) | Decision::Quarantine(v) = decision {
-                actions.add_header(HEADER_NAME, v.as_str()).await?;
-            }
-            if let Decision::Quarantine(v) = decision {
-                actions.quarantine(format!("bulkwatch: {v}")).await?;
+            if let Decision::Quarantine(t) = decision {
+                actions
+                    .quarantine(format!("bulkwatch: {}", t.value))
+                    .await?;
             }
             Ok(Status::Accept)
         }
@@ -153,8 +198,16 @@ mod tests {
         assert_eq!(decision_for(&verdict(Level::Clean), &p), Decision::Accept);
         assert_eq!(
             decision_for(&verdict(Level::Bulk), &p),
-            Decision::Tag("bulk; campaign=000000000001; size=6; distance=1".into())
+            Decision::Tag(Tag {
+                value: "bulk; campaign=000000000001; size=6; distance=1".into(),
+                score: 6.0
+            })
         );
+        p.clean = Action::Tag;
+        assert!(matches!(
+            decision_for(&verdict(Level::Clean), &p),
+            Decision::Tag(Tag { ref value, .. }) if value.starts_with("clean")
+        ));
         p.bulk = Action::Reject;
         p.suspect = Action::Quarantine;
         assert_eq!(decision_for(&verdict(Level::Bulk), &p), Decision::Reject);

@@ -19,6 +19,10 @@ pub const MAX_ADDRESS_BYTES: usize = 320;
 /// The header this milter writes; copies arriving with a message are removed.
 pub const HEADER_NAME: &str = "X-Bulkwatch";
 
+/// The score header written beside [`HEADER_NAME`]; copies arriving with a
+/// message are removed too.
+pub const SCORE_HEADER_NAME: &str = "X-Bulkwatch-Score";
+
 /// State of one MTA connection.
 #[derive(Debug, Default)]
 pub struct Session {
@@ -39,6 +43,8 @@ pub struct Message {
     pub raw: Vec<u8>,
     /// `X-Bulkwatch` headers that arrived with the message.
     pub forged_headers: usize,
+    /// `X-Bulkwatch-Score` headers that arrived with the message.
+    pub forged_scores: usize,
     /// Bytes offered beyond the bound and dropped.
     pub dropped_bytes: usize,
 }
@@ -142,6 +148,8 @@ impl Session {
     pub fn add_header(&mut self, name: &[u8], value: &[u8], max_bytes: usize) {
         if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
             self.message.forged_headers += 1;
+        } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
+            self.message.forged_scores += 1;
         }
         let mut line = Vec::with_capacity(name.len() + value.len() + 4);
         line.extend_from_slice(name);
