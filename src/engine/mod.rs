@@ -332,11 +332,15 @@ impl Engine {
     pub fn decide(&mut self, a: &Analysis, env: &Envelope, now: UnixSecs) -> Verdict {
         match observe(&self.cfg, a, env) {
             Err(v) => *v,
-            Ok(obs) => {
-                let out = self.record_local(&obs, now);
-                finish(&self.cfg, &obs, out)
-            }
+            Ok(obs) => self.decide_observed(&obs, now),
         }
+    }
+
+    /// [`Engine::decide`] for a message already observed ([`observe`]):
+    /// records it and judges it.
+    pub fn decide_observed(&mut self, obs: &Observation, now: UnixSecs) -> Verdict {
+        let out = self.record_local(obs, now);
+        finish(&self.cfg, obs, out)
     }
 
     /// The memory store: exact set, near index and campaigns (the store

@@ -251,7 +251,7 @@ impl State {
                     Ok(Err(e)) => Answer::Late(format!("redis task failed: {e}")),
                     Err(_) => Answer::Late(format!("no answer in {limit:?}")),
                 };
-                self.judge.finish(cfg, analysis, env, &ask, answer)
+                self.judge.finish(cfg, &ask, answer)
             }
         };
         let verdict = judged.verdict;

@@ -336,7 +336,7 @@ impl Replayer {
         match judged.source {
             Source::Local => {}
             Source::RedisLayer => self.summary.shared_ok += 1,
-            Source::Fallback { .. } => self.summary.shared_fallbacks += 1,
+            Source::Fallback => self.summary.shared_fallbacks += 1,
         }
         let v = judged.verdict;
         if let Some(c) = &v.campaign {

@@ -46,10 +46,10 @@ pub enum Source {
     Local,
     /// Redis.
     RedisLayer,
-    /// The local engine because Redis gave no verdict: `outage` when Redis
-    /// failed or waits out its retry interval, else it was too slow or the
-    /// replica is still reading the log.
-    Fallback { outage: bool },
+    /// The local engine, because Redis gave no verdict (it failed, waits
+    /// out its retry interval, was too slow, or the replica is still
+    /// reading the log).
+    Fallback,
 }
 
 /// A verdict and where it came from.
@@ -153,47 +153,42 @@ impl Judge {
         f(&self.engine())
     }
 
-    /// The first half (module documentation).
+    /// The first half (module documentation). The message is observed
+    /// once, here; every engine and store below works from that.
     pub fn begin(&self, cfg: &Config, a: &Analysis, env: &Envelope, now: UnixSecs) -> Step {
-        // Without Redis, or with its script layout, the local engine
-        // records every message, so that its window is warm when Redis
-        // fails. With the log layout the replica holds the window, and the
-        // local engine is brought up to it when a message falls back.
-        let local = match &self.shared {
-            Some(s) if !s.records_locally() => None,
-            _ => Some(self.engine().decide(a, env, now)),
+        let obs = match observe(cfg, a, env) {
+            Ok(obs) => obs,
+            // Allow-listed or skipped: no engine or store has a say.
+            Err(v) => {
+                return Step::Done(Judged {
+                    verdict: *v,
+                    source: Source::Local,
+                })
+            }
         };
         let Some(shared) = &self.shared else {
-            let verdict = local.unwrap_or_else(|| self.engine().decide(a, env, now));
             return Step::Done(Judged {
-                verdict,
+                verdict: self.engine().decide_observed(&obs, now),
                 source: Source::Local,
             });
         };
-        match observe(cfg, a, env) {
-            // Allow-listed or skipped: no store has a say.
-            Err(v) => Step::Done(Judged {
-                verdict: local.unwrap_or(*v),
-                source: Source::Local,
-            }),
-            Ok(obs) => Step::Ask(Ask {
-                shared: Arc::clone(shared),
-                obs,
-                now,
-                local,
-            }),
-        }
+        // With the script layout the local engine records every message,
+        // so that its window is warm when Redis fails. With the log layout
+        // the replica holds the window, and the local engine is brought up
+        // to it when a message falls back.
+        let local = shared
+            .records_locally()
+            .then(|| self.engine().decide_observed(&obs, now));
+        Step::Ask(Ask {
+            shared: Arc::clone(shared),
+            obs,
+            now,
+            local,
+        })
     }
 
     /// The second half (module documentation).
-    pub fn finish(
-        &self,
-        cfg: &Config,
-        a: &Analysis,
-        env: &Envelope,
-        ask: &Ask,
-        answer: Answer,
-    ) -> Judged {
+    pub fn finish(&self, cfg: &Config, ask: &Ask, answer: Answer) -> Judged {
         let outage = match answer {
             Answer::Store(RedisResult::RedisLayer(out)) => {
                 return Judged {
@@ -219,7 +214,7 @@ impl Judge {
                 false
             }
         };
-        let source = Source::Fallback { outage };
+        let source = Source::Fallback;
         if let Some(verdict) = ask.local.clone() {
             return Judged { verdict, source };
         }
@@ -232,7 +227,7 @@ impl Judge {
                 }
                 Warming::Background => ask.shared.warm_in_background(&mut local, outage),
             };
-            let verdict = local.decide(a, env, ask.now);
+            let verdict = local.decide_observed(&ask.obs, ask.now);
             // Still holding the engine: a copy that took over between the
             // decision and the report would miss the message.
             ask.shared.judged_locally(&ask.obs, ask.now);
@@ -253,7 +248,7 @@ impl Judge {
             Step::Done(j) => j,
             Step::Ask(ask) => {
                 let answer = ask.run();
-                self.finish(cfg, a, env, &ask, answer)
+                self.finish(cfg, &ask, answer)
             }
         }
     }
