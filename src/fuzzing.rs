@@ -409,9 +409,9 @@ pub fn milter_session(data: &[u8]) -> usize {
                 let value = script.c_bytes(128);
                 session.add_header(&name, &value, max);
                 if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
-                    model.msg.forged_headers += 1;
+                    model.msg.forged.headers += 1;
                 } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
-                    model.msg.forged_scores += 1;
+                    model.msg.forged.scores += 1;
                 }
                 let mut line = name;
                 line.extend_from_slice(b": ");

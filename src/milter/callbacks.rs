@@ -182,10 +182,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     session.set_queue_id(queue_id);
     let msg = session.finish_message();
     let queue_id = msg.queue_id().to_owned();
-    let forged = reply::Forged {
-        headers: msg.forged_headers,
-        scores: msg.forged_scores,
-    };
+    let forged = msg.forged;
     let truncated = msg.truncated();
     let cfg = state.config();
     // Lines logged inside the engine step (alerts) carry the queue id too.

@@ -9,7 +9,7 @@ use indymilter::{ContextActions, SetErrorReply, SmtpReply, Status};
 
 use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
 use crate::engine::verdict::{Level, Verdict};
-use crate::milter::session::{HEADER_NAME, SCORE_HEADER_NAME};
+use crate::milter::session::{Forged, HEADER_NAME, SCORE_HEADER_NAME};
 
 /// Actions negotiated with the MTA: exactly those [`apply`] uses.
 pub fn needed_actions() -> indymilter::Actions {
@@ -99,15 +99,6 @@ pub fn failure(cfg: &MilterConfig) -> Decision {
         FailureAction::Accept => Decision::Accept,
         FailureAction::Tempfail => Decision::Tempfail,
     }
-}
-
-/// Copies of the milter's headers that arrived with a message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Forged {
-    /// `X-Bulkwatch`.
-    pub headers: usize,
-    /// `X-Bulkwatch-Score`.
-    pub scores: usize,
 }
 
 /// Carries out `decision` at end of message. `forged` counts the

@@ -34,6 +34,16 @@ pub struct Session {
     message: Message,
 }
 
+/// Copies of the milter's headers that arrived with a message (each is
+/// removed at end of message, see `reply::apply`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forged {
+    /// `X-Bulkwatch`.
+    pub headers: usize,
+    /// `X-Bulkwatch-Score`.
+    pub scores: usize,
+}
+
 /// What was collected for one message.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -41,10 +51,8 @@ pub struct Message {
     /// Header section and body as received (CRLF line ends), cut at the
     /// byte bound.
     pub raw: Vec<u8>,
-    /// `X-Bulkwatch` headers that arrived with the message.
-    pub forged_headers: usize,
-    /// `X-Bulkwatch-Score` headers that arrived with the message.
-    pub forged_scores: usize,
+    /// Copies of this milter's headers that arrived with the message.
+    pub forged: Forged,
     /// Bytes offered beyond the bound and dropped.
     pub dropped_bytes: usize,
 }
@@ -147,9 +155,9 @@ impl Session {
     /// One header field, as `name: value` plus CRLF (RFC 5322 §2.2).
     pub fn add_header(&mut self, name: &[u8], value: &[u8], max_bytes: usize) {
         if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
-            self.message.forged_headers += 1;
+            self.message.forged.headers += 1;
         } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
-            self.message.forged_scores += 1;
+            self.message.forged.scores += 1;
         }
         let mut line = Vec::with_capacity(name.len() + value.len() + 4);
         line.extend_from_slice(name);
@@ -201,7 +209,7 @@ mod tests {
         assert_eq!(m.envelope.rcpts, vec!["c@d.example"]);
         assert_eq!(m.envelope.auth_user, None);
         assert_eq!(m.queue_id(), "4Xq1");
-        assert_eq!(m.forged_headers, 1);
+        assert_eq!(m.forged.headers, 1);
         assert_eq!(m.raw, b"Subject: hi\r\nx-bulkwatch: clean\r\n\r\nbody\r\n");
         assert_eq!(
             s.finish_message(),
