@@ -12,7 +12,7 @@ use std::io::Read;
 use clap::Args;
 
 use super::{print_stdout, CliError, Exit};
-use crate::config::DEFAULT_HASH_KEY;
+use crate::config::format_hash_key;
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {}
@@ -32,24 +32,15 @@ pub fn run(_args: KeygenArgs) -> Result<Exit, CliError> {
             path: RANDOM.into(),
             source,
         })?;
-    let key = hex(&bytes);
-    if key == DEFAULT_HASH_KEY {
-        // 2^-128: a broken random source rather than chance.
-        return Err(CliError::Other {
-            what: format!("{RANDOM} gave the built-in key"),
-            source: Box::new(std::io::Error::other("refusing it")),
-        });
-    }
+    let (low, high) = bytes.split_at(8);
+    let half = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+    let key = format_hash_key((half(low), half(high)));
     print_stdout(&format!(
         "# A new fingerprint key: put it in the [fingerprint] table of every\n\
          # host of the site (the same key on all), then restart each.\n\
          hash_key = \"{key}\"\n"
     ))?;
     Ok(Exit::Ok)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The warning for a configuration that uses the built-in key, if it does.

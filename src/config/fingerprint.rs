@@ -43,6 +43,16 @@ impl FingerprintConfig {
     }
 }
 
+/// The two key halves as the 32 hex digits of the file (the inverse of
+/// the parser).
+pub fn format_hash_key((k0, k1): (u64, u64)) -> String {
+    k0.to_le_bytes()
+        .iter()
+        .chain(k1.to_le_bytes().iter())
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Parses 32 hex digits into the two key halves.
 fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
     let s = s.trim();
@@ -102,6 +112,12 @@ mod tests {
     #[test]
     fn default_hash_key_parses() {
         assert!(parse_hash_key(DEFAULT_HASH_KEY).is_some());
+        assert_eq!(
+            parse_hash_key(DEFAULT_HASH_KEY)
+                .map(format_hash_key)
+                .as_deref(),
+            Some(DEFAULT_HASH_KEY)
+        );
         assert_ne!(Config::default().fingerprint.hash_key, (0, 0));
     }
 

@@ -37,7 +37,7 @@ pub use allow::AllowConfig;
 pub use campaign::CampaignConfig;
 pub use error::ConfigError;
 pub use exact::{ExactConfig, MAX_BLOOM_BYTES};
-pub use fingerprint::{FingerprintConfig, DEFAULT_HASH_KEY};
+pub use fingerprint::{format_hash_key, FingerprintConfig, DEFAULT_HASH_KEY};
 pub use metrics::MetricsConfig;
 pub use milter::{parse_socket, FailureAction, MilterConfig, SocketSpec};
 pub use normalize::NormalizeConfig;

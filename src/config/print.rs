@@ -26,13 +26,6 @@ fn millis(d: Duration) -> Option<u64> {
 
 impl From<&Config> for RawConfig {
     fn from(c: &Config) -> RawConfig {
-        let (k0, k1) = c.fingerprint.hash_key;
-        let key: String = k0
-            .to_le_bytes()
-            .iter()
-            .chain(k1.to_le_bytes().iter())
-            .map(|b| format!("{b:02x}"))
-            .collect();
         let m = &c.milter;
         let r = &c.store.redis;
         RawConfig {
@@ -55,7 +48,7 @@ impl From<&Config> for RawConfig {
             }),
             fingerprint: Some(RawFingerprint {
                 shingle_words: n32(c.fingerprint.shingle_words),
-                hash_key: Some(key),
+                hash_key: Some(super::format_hash_key(c.fingerprint.hash_key)),
                 sample_modulus: Some(
                     u32::try_from(c.fingerprint.sample_modulus).unwrap_or(u32::MAX),
                 ),
