@@ -75,6 +75,8 @@ struct Seen {
     merged: Vec<String>,
     newly_bulk: bool,
     corroborating: u32,
+    /// Near miss: campaign, distance, sketch difference.
+    near: Option<(String, u32, u32)>,
 }
 
 fn seen(v: &Verdict) -> Seen {
@@ -99,6 +101,9 @@ fn seen(v: &Verdict) -> Seen {
         merged,
         newly_bulk: v.newly_bulk,
         corroborating: v.corroborating,
+        near: v
+            .near_miss
+            .map(|m| (m.campaign.to_string(), m.distance, m.sketch_diff)),
     }
 }
 
@@ -191,6 +196,10 @@ fn agree_on_the_fixture_stream(layout: RedisLayout) {
     assert!(memory.iter().any(|s| !s.merged.is_empty()));
     assert!(memory.iter().any(|s| s.exact));
     assert!(memory.iter().any(|s| s.newly_bulk));
+    // ... and the linking rule's three outcomes besides a strong join: a
+    // join on weak evidence, and a near miss (src/engine/link.rs).
+    assert!(memory.iter().any(|s| s.corroborating > 0));
+    assert!(memory.iter().any(|s| s.near.is_some()));
     match layout {
         RedisLayout::Script => {
             // Every key expires by itself (merged campaigns' lists
@@ -308,6 +317,9 @@ fn agree_on_long_merge_chains(layout: RedisLayout) {
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "chain");
     cfg.store.redis.layout = layout;
+    // Single link: one bridge merges two campaigns (the merge machinery is
+    // what is tested here, not the linking rule).
+    cfg.window.corroborating_matches = 0;
     let mut st = 11;
     let (seeds, bridges) = merge_chain(&cfg, LINKS, &mut st);
     // Campaigns oldest first, then the bridges newest first: each merges
@@ -361,6 +373,8 @@ fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "nested");
     cfg.store.redis.layout = layout;
+    // Single link, as above.
+    cfg.window.corroborating_matches = 0;
     cfg.window.window = Duration::from_secs(600);
     let mut st = 29;
     let (seeds, bridges) = merge_chain(&cfg, LINKS, &mut st);
@@ -1059,7 +1073,7 @@ fn replay_uses_the_store_its_config_names() {
         )
     };
     let (first, err) = replay(&conf);
-    assert!(err.contains("910 messages judged by Redis"), "{err}");
+    assert!(err.contains("1030 messages judged by Redis"), "{err}");
     // The same replay again finds the state it warmed: everything is now
     // an exact repeat of a campaign already past the threshold.
     let (second, _) = replay(&conf);

@@ -110,6 +110,15 @@ fn render(
     )?;
     if let Some(v) = verdict {
         writeln!(out, "verdict:     {}", v.header_value())?;
+        if let Some(m) = v.near_miss {
+            writeln!(
+                out,
+                "near miss:   campaign {} (distance {}, resemblance {:.2}): matched, not joined",
+                m.campaign,
+                m.distance,
+                crate::engine::minhash::jaccard_estimate(m.sketch_diff)
+            )?;
+        }
     }
     Ok(out)
 }

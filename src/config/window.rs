@@ -20,11 +20,11 @@ pub struct WindowConfig {
     /// ... and when its simhash is at most this far (two long texts can
     /// share most of their vocabulary and nothing else).
     pub max_minhash_distance: u32,
-    /// A message that matches no entry joins a campaign when at least this
-    /// many distinct texts (MinHash sketches) of it corroborate it (0:
-    /// off): band candidates within the two bounds below. Heavy hash-busting leaves some members of a
-    /// campaign just outside the match bounds of every other member, where
-    /// together they still say which campaign it is.
+    /// Distinct texts (MinHash sketches) of a campaign that must match a
+    /// message with no strong match for it to join (weak matches and band
+    /// candidates within the two bounds below count; see
+    /// `crate::engine::link`). 0: single link, the rule before issue 27
+    /// (any match joins and merges; no corroboration).
     pub corroborating_matches: usize,
     /// Most differing sketch values of a corroborating entry.
     pub corroborating_sketch_diff: u32,
@@ -41,7 +41,7 @@ impl Default for WindowConfig {
             minhash_bands: 4,
             max_sketch_diff: 8,
             max_minhash_distance: 16,
-            corroborating_matches: 3,
+            corroborating_matches: 2,
             corroborating_sketch_diff: 10,
             corroborating_distance: 20,
         }
@@ -87,7 +87,7 @@ impl TryFrom<RawWindow> for WindowConfig {
                 // One entry within the looser bounds is no evidence.
                 return Err(ConfigError::invalid(
                     "window.corroborating_matches",
-                    "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+                    "1 is not allowed: 0 links on any single match, 2 to 256 ask that many texts",
                 ));
             }
             c.corroborating_matches = to_usize("window.corroborating_matches", v.into(), 0, 256)?;
@@ -168,7 +168,7 @@ mod tests {
             (
                 raw(|r| r.corroborating_matches = Some(1)),
                 "window.corroborating_matches",
-                "1 is not allowed: 0 turns corroboration off, 2 to 256 turn it on",
+                "1 is not allowed: 0 links on any single match, 2 to 256 ask that many texts",
             ),
             (
                 raw(|r| r.corroborating_matches = Some(257)),

@@ -13,6 +13,7 @@
 pub mod campaign;
 pub mod exact;
 pub mod index;
+pub mod link;
 pub mod mime;
 pub mod minhash;
 pub mod shingle;
@@ -26,7 +27,7 @@ use sha2::{Digest, Sha256};
 use self::campaign::{CampaignId, Campaigns, Member};
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::Entry;
-use self::index::{Match, NearIndex, Query};
+use self::index::{NearIndex, Query};
 use self::mime::normalize::{normalize, Normalized};
 use self::mime::{extract, MimeOutcome};
 use self::minhash::{jaccard_estimate, min_sketch, seeds};
@@ -349,59 +350,50 @@ impl Engine {
         self.expire(now);
 
         // Exact: Bloom first, then the LRU for the campaign.
-        let mut exact = false;
-        let mut found: Vec<u32> = Vec::new();
+        let mut exact_slot = None;
         if self.exact.contains(&obs.exact) {
             if let Some((slot, id)) = self.exact.campaign_of(&obs.exact) {
                 if self.campaigns.slot_id(slot) == Some(CampaignId(id)) {
-                    exact = true;
-                    found.push(slot);
+                    exact_slot = Some(slot);
                 }
             }
         }
+        let exact = exact_slot.is_some();
         // Near: every window entry within distance k, or sharing a MinHash
-        // band with a close sketch. The closest match explains the verdict.
-        let mut best: Option<u32> = exact.then_some(0);
-        let mut best_sketch: Option<u32> = exact.then_some(0);
-        let mut nearest = None;
-        // Joined on corroboration (by this many texts): a weak match
-        // whatever its figures.
-        let mut corroborating = 0;
-        if obs.near {
-            let q = Query {
+        // band with a close sketch, then the corroborating entries; the
+        // linking rule (`link`) picks the campaign.
+        let matches = if obs.near {
+            self.index.query(&Query {
                 simhash: obs.simhash,
                 sketch: obs.sketch,
                 bands: &obs.bands,
-            };
-            let matches = self.index.query(&q);
-            // Matches first, sorted by sketch difference, then distance:
-            // the first is closest. Corroborating entries follow.
-            let split = matches.partition_point(|m| !m.corroborating);
-            let (strict, rest) = matches.split_at(split);
-            nearest = strict.first().map(|m| m.seq);
-            for m in strict {
-                best = Some(best.map_or(m.distance, |b| b.min(m.distance)));
-                best_sketch = Some(best_sketch.map_or(m.sketch_diff, |b| b.min(m.sketch_diff)));
-                if !found.contains(&m.campaign) {
-                    found.push(m.campaign);
-                }
-            }
-            if found.is_empty() {
-                let min = self.cfg.window.corroborating_matches;
-                if let Some((m, n)) = corroborated(&self.campaigns, rest, min) {
-                    found.push(m.campaign);
-                    best = Some(m.distance);
-                    best_sketch = Some(m.sketch_diff);
-                    nearest = Some(m.seq);
-                    corroborating = u32::try_from(n).unwrap_or(u32::MAX);
-                }
-            }
-        }
+            })
+        } else {
+            Vec::new()
+        };
+        let rule = link::Rule {
+            strong_distance: obs.thresholds.strong_distance,
+            strong_sketch_diff: obs.thresholds.strong_sketch_diff,
+            corroboration: self.cfg.window.corroborating_matches,
+        };
+        let campaigns = &self.campaigns;
+        let linked = link::link(&rule, exact_slot, &matches, |s| campaigns.resolve(s));
+        let near_miss = linked.near_miss.and_then(|m| {
+            Some(NearMiss {
+                campaign: self.campaigns.get(m.campaign)?.id,
+                distance: m.distance,
+                sketch_diff: m.sketch_diff,
+                seq: m.seq,
+            })
+        });
+        let corroborating = u32::try_from(linked.weak_texts).unwrap_or(u32::MAX);
+        let (best, best_sketch) = (linked.distance, linked.sketch_diff);
+        let nearest = linked.closest.map(|m| m.seq);
         let mut merged = Vec::new();
-        let slot = if found.is_empty() {
+        let slot = if linked.join.is_empty() {
             self.campaigns.create(&obs.exact, now.0)
         } else {
-            match self.campaigns.merge(&found, &mut merged) {
+            match self.campaigns.merge(&linked.join, &mut merged) {
                 Some(s) => s,
                 None => self.campaigns.create(&obs.exact, now.0),
             }
@@ -455,6 +447,7 @@ impl Engine {
             campaign,
             newly_bulk,
             corroborating,
+            near_miss,
         }
     }
 
@@ -535,46 +528,6 @@ impl Observation {
     }
 }
 
-/// The campaign that corroborating entries (sorted closest first) of at
-/// least `min` distinct texts point to, as its closest entry and that
-/// number of texts; the campaign with the most when several qualify (ties:
-/// the one whose closest entry comes first). `None` when `min` is 0 (off)
-/// or no campaign has that many.
-///
-/// Texts, not entries: entries with one MinHash sketch (exact copies,
-/// copies that differ only in what normalization removes) are one piece of
-/// evidence. Otherwise one mail delivered in three transactions (a list
-/// that sends each subscriber a copy) would corroborate on its own
-/// anything within the looser bounds.
-fn corroborated(campaigns: &Campaigns, entries: &[Match], min: usize) -> Option<(Match, usize)> {
-    if min == 0 || entries.len() < min {
-        return None;
-    }
-    // (live campaign slot, distinct sketches, closest entry); at most
-    // MAX_MATCHES entries, so short lists beat maps.
-    let mut per: Vec<(u32, Vec<u64>, Match)> = Vec::new();
-    for m in entries {
-        let Some(root) = campaigns.resolve(m.campaign) else {
-            continue;
-        };
-        match per.iter_mut().find(|(r, _, _)| *r == root) {
-            Some((_, texts, _)) => {
-                if !texts.contains(&m.sketch) {
-                    texts.push(m.sketch);
-                }
-            }
-            None => per.push((root, vec![m.sketch], *m)),
-        }
-    }
-    // `max_by_key` keeps the last of equals: reverse so the first wins.
-    per.into_iter()
-        .map(|(_, texts, m)| (texts.len(), m))
-        .rev()
-        .filter(|(n, _)| *n >= min)
-        .max_by_key(|(n, _)| *n)
-        .map(|(n, m)| (m, n))
-}
-
 /// What a store found and recorded for one message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -593,9 +546,23 @@ pub struct Outcome {
     pub campaign: Option<CampaignSummary>,
     /// The campaign reached the bulk threshold for the first time.
     pub newly_bulk: bool,
-    /// Distinct texts of the campaign that corroborated the message, when it
-    /// joined on corroboration alone (a weak match); 0 otherwise.
+    /// Distinct texts of the campaign that matched the message, when it
+    /// joined on weak evidence (see [`link`]); 0 otherwise.
     pub corroborating: u32,
+    /// The closest match in a campaign the message did not join.
+    pub near_miss: Option<NearMiss>,
+}
+
+/// A campaign a message matched but did not join (one weak match, or a
+/// strong match to an established campaign it did not merge): shown so an
+/// operator can see near misses (`replay --format jsonl`, `scan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NearMiss {
+    pub campaign: CampaignId,
+    pub distance: u32,
+    pub sketch_diff: u32,
+    /// Sequence number of the closest entry of that campaign.
+    pub seq: u64,
 }
 
 /// The first half of a decision, which needs no state: allow-lists and
@@ -666,6 +633,7 @@ pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         seq: Some(out.seq),
         nearest: out.nearest,
         corroborating: out.corroborating,
+        near_miss: out.near_miss,
         simhash: Some(obs.simhash),
         features: obs.features,
     }
@@ -815,6 +783,7 @@ mod tests {
     /// to the campaign with the closest entry.
     #[test]
     fn corroboration_picks_the_campaign_with_most_texts() {
+        use self::index::Match;
         let mut c = Campaigns::new(false);
         let a = c.create(&[1; 32], 0);
         let b = c.create(&[2; 32], 0);
@@ -835,6 +804,17 @@ mod tests {
             m(4, a, 21),
             m(5, a, 22),
         ];
+        let corroborated = |c: &Campaigns, entries: &[Match], min: usize| {
+            let rule = link::Rule {
+                strong_distance: 2,
+                strong_sketch_diff: 5,
+                corroboration: min,
+            };
+            let l = link::link(&rule, None, entries, |s| c.resolve(s));
+            l.closest
+                .filter(|_| !l.join.is_empty())
+                .map(|m| (m, l.weak_texts))
+        };
         let (first, n) = corroborated(&c, &entries, 2).unwrap();
         assert_eq!((first.seq, n), (2, 3));
         assert!(corroborated(&c, &entries, 4).is_none());

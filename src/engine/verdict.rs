@@ -132,6 +132,9 @@ pub struct Verdict {
     /// joined on corroboration alone (a weak match; see
     /// `window.corroborating_matches`); 0 otherwise.
     pub corroborating: u32,
+    /// The closest campaign the message matched but did not join (see
+    /// `crate::engine::link`).
+    pub near_miss: Option<crate::engine::NearMiss>,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -151,6 +154,7 @@ impl Verdict {
             seq: None,
             nearest: None,
             corroborating: 0,
+            near_miss: None,
             simhash,
             features,
         }

@@ -142,9 +142,14 @@ pub struct Record {
     pub skip_reason: Option<&'static str>,
     /// `n` of the closest earlier message it matched, if any.
     pub nearest: Option<usize>,
-    /// Distinct texts that corroborated it, when it joined its campaign on
-    /// corroboration alone; 0 otherwise.
+    /// Distinct texts that matched it, when it joined its campaign on
+    /// weak evidence; 0 otherwise.
     pub corroborating: u32,
+    /// The closest campaign it matched but did not join (final id, after
+    /// merges), with that match's distance and estimated resemblance.
+    pub near_campaign: Option<CampaignId>,
+    pub near_distance: Option<u32>,
+    pub near_resemblance: Option<f64>,
 }
 
 /// A campaign found by the replay.
@@ -368,6 +373,11 @@ impl Replayer {
             skip_reason: v.skip.map(|s| s.as_str()),
             nearest,
             corroborating: v.corroborating,
+            near_campaign: v.near_miss.map(|m| m.campaign),
+            near_distance: v.near_miss.map(|m| m.distance),
+            near_resemblance: v
+                .near_miss
+                .map(|m| crate::engine::minhash::jaccard_estimate(m.sketch_diff)),
         });
         v
     }
@@ -382,6 +392,9 @@ impl Replayer {
         for r in &mut self.summary.records {
             if let Some(id) = r.campaign {
                 r.campaign = Some(self.merges.find(id));
+            }
+            if let Some(id) = r.near_campaign {
+                r.near_campaign = Some(self.merges.find(id));
             }
         }
         self.summary

@@ -410,14 +410,7 @@ end
 -- Exact: a text seen in the window whose campaign is still live (the
 -- newest slice that has it holds its last sighting).
 local exact = false
-local found, found_set = {}, {}
-local function add_found(id)
-  local root = resolve(id)
-  if root and not found_set[root] and expire(root) then
-    found_set[root] = true
-    found[#found + 1] = root
-  end
-end
+local exact_root = nil
 for _, g in ipairs(got) do
   local xv = g[2]
   if xv then
@@ -426,8 +419,7 @@ for _, g in ipairs(got) do
       local root = resolve(string.sub(xv, sep + 1))
       if root and expire(root) then
         exact = true
-        found_set[root] = true
-        found[#found + 1] = root
+        exact_root = root
       end
     end
     break
@@ -444,7 +436,7 @@ local ITEM, BAND_ITEM = 40, 48
 local ITEM_FMT = '>I4dI4I4I4I4c12'
 local best_d, best_sd, near_seq = nil, nil, nil
 if exact then best_d, best_sd = 0, 0 end
-local matches, match_cid = {}, {}
+local matches, match_cid, match_text = {}, {}, {}
 -- Band candidates within the corroboration bounds only; keys and
 -- campaigns as for matches.
 local corr, corr_cid, corr_text = {}, {}, {}
@@ -492,6 +484,7 @@ local function scan(pos, band_key)
               local key = (sd * 128 + d) * SEQ + seq
               matches[#matches + 1] = key
               match_cid[key] = cid
+              match_text[key] = k1 .. ':' .. k2
             elseif band_key and corr_min > 0 and sd <= corr_sd and d <= corr_d then
               -- The same in every band that finds it: measured once.
               seen[seq] = true
@@ -510,85 +503,140 @@ if near then
   for i = 1, ntables do scan(2 + i, nil) end
   for j = 1, nbands do scan(2 + ntables + j, bkey[j]) end
 end
--- The closest MAX_MATCHES matches (sorted only when there are more), and
--- their campaigns in the order of their closest match.
-local kept = #matches
-if kept > MAX_MATCHES then
-  table.sort(matches)
-  kept = MAX_MATCHES
-end
-local first_key, cid_key, cids = nil, {}, {}
-for i = 1, kept do
+-- The linking rule, as in the memory store (src/engine/link.rs, which
+-- explains it): the matches closest first, then the corroborating
+-- entries closest first, at most MAX_MATCHES in all (NearIndex::query);
+-- per live campaign, its distinct strong texts and its distinct weak ones.
+table.sort(matches)
+table.sort(corr)
+local list = {}
+for i = 1, math.min(#matches, MAX_MATCHES) do
   local key = matches[i]
-  local seq = key % SEQ
-  local rest = (key - seq) / SEQ
-  local d = rest % 128
-  local sd = (rest - d) / 128
-  if not first_key or key < first_key then first_key = key end
-  if not best_d or d < best_d then best_d = d end
-  if not best_sd or sd < best_sd then best_sd = sd end
-  local cid = match_cid[key]
-  local ck = cid_key[cid]
-  if not ck then
-    cids[#cids + 1] = cid
-    cid_key[cid] = key
-  elseif key < ck then
-    cid_key[cid] = key
-  end
+  list[#list + 1] = { key, match_cid[key], false, match_text[key] }
 end
-if first_key then near_seq = first_key % SEQ end
-table.sort(cids, function(x, y) return cid_key[x] < cid_key[y] end)
-for _, cid in ipairs(cids) do add_found(cid) end
-
--- Corroboration, as in the memory store (`corroborated` in
--- src/engine.rs): with no match, the campaign that the closest
--- MAX_MATCHES corroborating entries of at least corr_min distinct texts
--- (sketches) belong to (the most texts; ties: the one with the closest
--- entry) joins as a weak match.
-local corroborating = 0
-if #found == 0 and corr_min > 0 and #corr >= corr_min then
-  table.sort(corr)
-  local count, closest, roots, texts = {}, {}, {}, {}
-  for i = 1, math.min(#corr, MAX_MATCHES) do
-    local key = corr[i]
-    local root = resolve(corr_cid[key])
-    if root then
-      if not count[root] then
-        count[root], closest[root] = 0, key
-        roots[#roots + 1] = root
+for i = 1, math.min(#corr, MAX_MATCHES - #list) do
+  local key = corr[i]
+  list[#list + 1] = { key, corr_cid[key], true, corr_text[key] }
+end
+local function parts(key)
+  local s = key % SEQ
+  local rest = (key - s) / SEQ
+  local d = rest % 128
+  return (rest - d) / 128, d, s
+end
+local per, roots = {}, {}
+local function evidence(root)
+  local e = per[root]
+  if not e then
+    e = { root = root, exact = false, strong = {}, ns = 0, weak = {}, nw = 0, spos = math.huge }
+    per[root] = e
+    roots[#roots + 1] = root
+  end
+  return e
+end
+local function live(id)
+  local root = resolve(id)
+  if root and expire(root) then return root end
+  return nil
+end
+if exact_root then
+  local e = evidence(exact_root)
+  e.exact = true
+  e.spos = 0
+end
+for pos, it in ipairs(list) do
+  local root = live(it[2])
+  if root then
+    local e = evidence(root)
+    if not e.first then e.first = pos end
+    local sd, d = parts(it[1])
+    local strong = not it[3] and (corr_min == 0 or d <= strong_d or sd <= strong_sd)
+    if strong then
+      if not e.strong[it[4]] then
+        e.strong[it[4]] = true
+        e.ns = e.ns + 1
       end
-      local text = root .. '/' .. corr_text[key]
-      if not texts[text] then
-        texts[text] = true
-        count[root] = count[root] + 1
+      if not e.first_strong then
+        e.first_strong = pos
+        if not e.exact then e.spos = pos end
       end
+    elseif not e.weak[it[4]] then
+      e.weak[it[4]] = true
+      e.nw = e.nw + 1
     end
   end
+end
+local function nstrong(e) return e.ns + (e.exact and 1 or 0) end
+local chosen = nil
+for _, root in ipairs(roots) do
+  local e = per[root]
+  local n = nstrong(e)
+  if n > 0 and (not chosen or n > nstrong(chosen) or (n == nstrong(chosen) and e.spos < chosen.spos)) then
+    chosen = e
+  end
+end
+local join, joined = {}, {}
+local corroborating = 0
+local closest = nil
+if chosen then
+  join[1] = chosen.root
+  for _, root in ipairs(roots) do
+    local e = per[root]
+    if root ~= chosen.root and nstrong(e) > 0 then
+      join[#join + 1] = root
+    end
+  end
+  for _, root in ipairs(join) do
+    joined[root] = true
+    local e = per[root]
+    if e.exact then best_d, best_sd = 0, 0 end
+    if e.first_strong then
+      local sd, d = parts(list[e.first_strong][1])
+      if not best_d or d < best_d then best_d = d end
+      if not best_sd or sd < best_sd then best_sd = sd end
+      if not closest or e.first_strong < closest then closest = e.first_strong end
+    end
+  end
+elseif corr_min > 0 then
   local pick = nil
   for _, root in ipairs(roots) do
-    if count[root] >= corr_min and (not pick or count[root] > count[pick]) then pick = root end
-  end
-  if pick then
-    add_found(pick)
-    if #found > 0 then
-      local key = closest[pick]
-      near_seq = key % SEQ
-      local rest = (key - near_seq) / SEQ
-      best_d = rest % 128
-      best_sd = (rest - best_d) / 128
-      corroborating = count[pick]
+    local e = per[root]
+    if e.nw >= corr_min and (not pick or e.nw > pick.nw or (e.nw == pick.nw and e.first < pick.first)) then
+      pick = e
     end
   end
+  if pick then
+    join[1] = pick.root
+    joined[pick.root] = true
+    corroborating = pick.nw
+    closest = pick.first
+    best_sd, best_d = parts(list[closest][1])
+  end
+end
+if closest then
+  local _, _, s = parts(list[closest][1])
+  near_seq = s
+end
+-- The closest match in a campaign not joined: a near miss.
+local miss = nil
+for _, root in ipairs(roots) do
+  local e = per[root]
+  if not joined[root] and e.first and (not miss or e.first < miss) then miss = e.first end
+end
+local miss_id, miss_d, miss_sd, miss_seq = '', -1, -1, -1
+if miss then
+  miss_sd, miss_d, miss_seq = parts(list[miss][1])
+  miss_id = live(list[miss][2])
 end
 
 -- Campaign: create, join or merge.
 local target, absorbed
-if #found == 0 then
+if #join == 0 then
   target, absorbed = create(), {}
-elseif #found == 1 then
-  target, absorbed = found[1], {}
+elseif #join == 1 then
+  target, absorbed = join[1], {}
 else
-  target, absorbed = merge(found)
+  target, absorbed = merge(join)
 end
 
 local strong = exact or (best_d and best_d <= strong_d) or (best_sd and best_sd <= strong_sd)
@@ -679,5 +727,9 @@ return {
   table.concat(absorbed, ','),
   newly_bulk,
   corroborating,
+  miss_id,
+  miss_d,
+  miss_sd,
+  miss_seq,
   repaired,
 }

@@ -34,7 +34,7 @@ use crate::config::{Config, RedisConfig};
 use crate::engine::campaign::CampaignId;
 use crate::engine::simhash::VERSION;
 use crate::engine::verdict::CampaignSummary;
-use crate::engine::{Observation, Outcome, UnixSecs};
+use crate::engine::{NearMiss, Observation, Outcome, UnixSecs};
 use crate::store::{Store, StoreError};
 
 /// Seconds a key outlives the window: room for clock differences between
@@ -500,9 +500,9 @@ fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     let Value::Array(mut f) = v else {
         return Err(StoreError::Reply("reply is not an array".into()));
     };
-    if f.len() != 19 {
+    if f.len() != 23 {
         return Err(StoreError::Reply(format!(
-            "reply has {} fields, expected 19",
+            "reply has {} fields, expected 23",
             f.len()
         )));
     }
@@ -520,7 +520,7 @@ fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     Ok((parse_outcome(f)?, repaired))
 }
 
-/// Reads the outcome, the reply's first 18 fields.
+/// Reads the outcome, the reply's first 22 fields.
 fn parse_outcome(f: Vec<Value>) -> Result<Outcome, StoreError> {
     let g = |i: usize| f.get(i).unwrap_or(&Value::Nil);
     let merged_text = text(g(15), "merged")?;
@@ -558,7 +558,35 @@ fn parse_outcome(f: Vec<Value>) -> Result<Outcome, StoreError> {
         campaign: Some(campaign),
         newly_bulk: int(g(16), "newly_bulk")? == 1,
         corroborating: u32::try_from(int(g(17), "corroborating")?).unwrap_or(0),
+        near_miss: near_miss(g(18), g(19), g(20), g(21))?,
     })
+}
+
+/// The near miss of a reply: campaign id ("" for none), distance, sketch
+/// difference and sequence number.
+fn near_miss(
+    id: &Value,
+    d: &Value,
+    sd: &Value,
+    seq: &Value,
+) -> Result<Option<NearMiss>, StoreError> {
+    let id = text(id, "near_campaign")?;
+    if id.is_empty() {
+        return Ok(None);
+    }
+    let field = |v: &Value, name: &str| -> Result<i64, StoreError> {
+        let n = int(v, name)?;
+        if n < 0 {
+            return Err(StoreError::Reply(format!("reply field {name} is negative")));
+        }
+        Ok(n)
+    };
+    Ok(Some(NearMiss {
+        campaign: campaign_id(&id)?,
+        distance: u32::try_from(field(d, "near_distance")?).unwrap_or(u32::MAX),
+        sketch_diff: u32::try_from(field(sd, "near_sketch_diff")?).unwrap_or(u32::MAX),
+        seq: u64::try_from(field(seq, "near_seq")?).unwrap_or(0),
+    }))
 }
 
 #[cfg(test)]
@@ -594,20 +622,24 @@ mod tests {
     fn malformed_replies_are_errors() {
         assert!(parse_reply(Value::Nil).is_err());
         assert!(parse_reply(Value::Array(vec![Value::Int(1); 3])).is_err());
-        let mut f = vec![Value::Int(0); 19];
+        let mut f = vec![Value::Int(0); 23];
         f[5] = Value::BulkString(b"zz".to_vec());
-        f[18] = Value::Array(Vec::new());
+        f[22] = Value::Array(Vec::new());
         assert!(parse_reply(Value::Array(f)).is_err());
         // A well-formed outcome, but the repaired keys are not a list.
-        let mut f = vec![Value::Int(0); 19];
+        let mut f = vec![Value::Int(0); 23];
         f[5] = Value::BulkString(b"000000000001".to_vec());
-        for i in [12, 14, 15] {
+        for i in [12, 14, 15, 18] {
             f[i] = Value::BulkString(Vec::new());
         }
         let mut ok = f.clone();
-        ok[18] = Value::Array(Vec::new());
-        assert!(parse_reply(Value::Array(ok)).is_ok());
+        ok[22] = Value::Array(Vec::new());
+        assert!(parse_reply(Value::Array(ok.clone())).is_ok());
         assert!(parse_reply(Value::Array(f)).is_err());
+        // A near miss with a negative distance is refused.
+        ok[18] = Value::BulkString(b"000000000002".to_vec());
+        ok[19] = Value::Int(-1);
+        assert!(parse_reply(Value::Array(ok)).is_err());
     }
 
     #[test]
@@ -632,6 +664,10 @@ mod tests {
             s("000000000001,000000000002"),
             Value::Int(1),
             Value::Int(3),
+            s("0000000000ef"),
+            Value::Int(9),
+            Value::Int(7),
+            Value::Int(4),
             Value::Array(vec![s("{p:v2}:s:1")]),
         ];
         let (o, repaired) = parse_reply(Value::Array(f)).unwrap();
@@ -646,5 +682,10 @@ mod tests {
         assert_eq!(c.sample_subject.as_deref(), Some("Hello"));
         assert!(o.newly_bulk);
         assert_eq!(o.corroborating, 3);
+        let miss = o.near_miss.unwrap();
+        assert_eq!(
+            (miss.campaign, miss.distance, miss.sketch_diff, miss.seq),
+            (CampaignId(0xef), 9, 7, 4)
+        );
     }
 }

@@ -664,6 +664,43 @@ struct Campaign {
     sig: &'static [&'static str],
 }
 
+// A family of four phishing kits of one brand (c13 to c16): each kit is
+// four paragraphs of a sliding window over seven, so neighbouring kits
+// share three paragraphs (word 4-shingle Jaccard about 0.6), kits two
+// apart share two (about 0.33) and the first and last share one. Each kit
+// is its own campaign: a detector that links on single weak edges chains
+// them all into one (issue 27, docs/quality.md).
+const NB: [&[&str]; 7] = [
+    &[
+        "Northgate Bank has placed a temporary hold on the debit card ending in your account number {id} after a routine review of recent payments.",
+        "The hold protects you while our fraud team checks a small number of transactions that did not match your usual spending pattern.",
+    ],
+    &[
+        "Three card payments to an overseas electronics retailer were declined this morning, and a fourth attempt is still pending on your statement.",
+        "If you did not make these purchases yourself, somebody may have copied the card details at a terminal or on a website you used recently.",
+    ],
+    &[
+        "To lift the hold you only need to confirm that you are the holder of the card and review the list of payments waiting for approval.",
+        "The confirmation takes about two minutes and must be completed from the device you normally use for online banking with us.",
+    ],
+    &[
+        "Please open the secure Northgate review page at {url} and sign in with your usual customer number and passcode to start the check.",
+        "You will be asked for the three digit security code printed on the back of the card so that we can match it to our records.",
+    ],
+    &[
+        "Until the review is finished, contactless payments, cash withdrawals and transfers to new payees remain blocked on every linked account.",
+        "Standing orders and direct debits already set up before the hold was placed will continue to be paid as normal during this period.",
+    ],
+    &[
+        "If we do not hear from you within forty eight hours the card will be cancelled permanently and a replacement posted to your home address.",
+        "A replacement card can take up to ten working days to arrive and an administration charge of {amount} is applied to the account.",
+    ],
+    &[
+        "Northgate Bank will never ask you to move money to a safe account, and our staff will never collect your card in person at your door.",
+        "Thank you for helping us keep your money safe, and we apologise for any inconvenience this security measure may cause you today.",
+    ],
+];
+
 const INTENSITY: [&str; 3] = ["light", "medium", "heavy"];
 
 const CAMPAIGNS: &[Campaign] = &[
@@ -1135,6 +1172,86 @@ const CAMPAIGNS: &[Campaign] = &[
         ],
         sig: &["With gratitude,", "Sofía Beltrán", "Fundación Manos Unidas para la Niñez"],
     },
+    Campaign {
+        label: "c13",
+        count: 30,
+        intensity: 1,
+        description: "bank card hold phishing, kit 1 of a family of four (Northgate, paragraphs 1-4)",
+        subjects: &[
+            "Your Northgate debit card has been put on hold",
+            "Northgate Bank: card hold on account {id}",
+            "{first}, please review your Northgate card payments",
+        ],
+        sender_domains: &["northgate-cards.test", "ngb-secure.example"],
+        from_names: &["Northgate Bank", "Northgate Card Services", "Northgate Fraud Team"],
+        from_locals: &["cards", "fraud", "no-reply"],
+        track_host: "review.northgate-cards.test",
+        id_prefix: "NGB-",
+        currency: "\u{a3}",
+        amount: (15, 45),
+        paras: &[NB[0], NB[1], NB[2], NB[3]],
+        sig: &["Yours sincerely,", "Card Security Team", "Northgate Bank plc"],
+    },
+    Campaign {
+        label: "c14",
+        count: 30,
+        intensity: 1,
+        description: "bank card hold phishing, kit 2 of the Northgate family (paragraphs 2-5)",
+        subjects: &[
+            "Declined payments on your Northgate card",
+            "Northgate Bank: card hold on account {id}",
+            "{first}, please review your Northgate card payments",
+        ],
+        sender_domains: &["northgate-cards.test", "ngb-secure.example"],
+        from_names: &["Northgate Bank", "Northgate Card Services", "Northgate Fraud Team"],
+        from_locals: &["cards", "fraud", "no-reply"],
+        track_host: "review.northgate-cards.test",
+        id_prefix: "NGB-",
+        currency: "\u{a3}",
+        amount: (15, 45),
+        paras: &[NB[1], NB[2], NB[3], NB[4]],
+        sig: &["Yours sincerely,", "Card Security Team", "Northgate Bank plc"],
+    },
+    Campaign {
+        label: "c15",
+        count: 30,
+        intensity: 1,
+        description: "bank card hold phishing, kit 3 of the Northgate family (paragraphs 3-6)",
+        subjects: &[
+            "Action needed: confirm your Northgate card",
+            "Northgate Bank: card hold on account {id}",
+            "{first}, please review your Northgate card payments",
+        ],
+        sender_domains: &["northgate-cards.test", "ngb-secure.example"],
+        from_names: &["Northgate Bank", "Northgate Card Services", "Northgate Fraud Team"],
+        from_locals: &["cards", "fraud", "no-reply"],
+        track_host: "review.northgate-cards.test",
+        id_prefix: "NGB-",
+        currency: "\u{a3}",
+        amount: (15, 45),
+        paras: &[NB[2], NB[3], NB[4], NB[5]],
+        sig: &["Yours sincerely,", "Card Security Team", "Northgate Bank plc"],
+    },
+    Campaign {
+        label: "c16",
+        count: 30,
+        intensity: 1,
+        description: "bank card hold phishing, kit 4 of the Northgate family (paragraphs 4-7)",
+        subjects: &[
+            "Final notice: Northgate card cancellation",
+            "Northgate Bank: card hold on account {id}",
+            "{first}, please review your Northgate card payments",
+        ],
+        sender_domains: &["northgate-cards.test", "ngb-secure.example"],
+        from_names: &["Northgate Bank", "Northgate Card Services", "Northgate Fraud Team"],
+        from_locals: &["cards", "fraud", "no-reply"],
+        track_host: "review.northgate-cards.test",
+        id_prefix: "NGB-",
+        currency: "\u{a3}",
+        amount: (15, 45),
+        paras: &[NB[3], NB[4], NB[5], NB[6]],
+        sig: &["Yours sincerely,", "Card Security Team", "Northgate Bank plc"],
+    },
 ];
 
 fn insert_word(paras: &mut [Vec<String>], w: &str, rng: &mut Rng) {
@@ -1577,6 +1694,9 @@ fn base_time() -> i64 {
     days_from_civil(2025, 1, 6) * DAY + 10 * 3600
 }
 
+/// Index of the first kit of the Northgate family in `CAMPAIGNS`.
+const FAMILY_FIRST: usize = 12;
+
 fn gen_campaigns(mbox: &mut Mbox) {
     let t0 = base_time();
     // (time, campaign index, message index, envelope sender, Message-ID, bytes)
@@ -1584,7 +1704,14 @@ fn gen_campaigns(mbox: &mut Mbox) {
     let mut all: Vec<Built> = Vec::new();
     for (ci, c) in CAMPAIGNS.iter().enumerate() {
         let mut rng = Rng::new(0xB0_1C_00 + ci as u64 * 0x1_0000_0001);
-        let mut t = t0 + ci as i64 * 5 * 3600 + rng.range(0, 3600) as i64;
+        // The family's kits (c13 on) run at the same time, as one
+        // operation's kits do; the others come five hours apart.
+        let start = if ci >= FAMILY_FIRST {
+            t0 + FAMILY_FIRST as i64 * 5 * 3600 + (ci - FAMILY_FIRST) as i64 * 300
+        } else {
+            t0 + ci as i64 * 5 * 3600
+        };
+        let mut t = start + rng.range(0, 3600) as i64;
         for k in 0..c.count {
             let (env, msgid, bytes) = build_campaign_msg(c, k, t, &mut rng);
             all.push((t, ci, k, env, msgid, bytes));

@@ -1,0 +1,327 @@
+//! Which campaign a message joins: the linking rule (issue 27,
+//! docs/quality.md "Linking").
+//!
+//! A campaign is one text and its busted copies, not a family of look-alike
+//! texts, so one weak edge must not be enough to grow it:
+//! - A **strong** match (the exact text, or a match within
+//!   `thresholds.strong_distance` or `thresholds.strong_sketch_diff`) joins
+//!   the message to that match's campaign.
+//! - A message with **only weak** matches (within the window's radius or
+//!   MinHash bounds but not strong, or within the looser corroboration
+//!   bounds) joins a campaign only when at least `n` distinct texts of it
+//!   (`window.corroborating_matches`) match it: the campaign with the most.
+//! - **Merges** need strong evidence too: the message merges the campaigns
+//!   it matches strongly (into the oldest); a campaign it matches only
+//!   weakly is never merged.
+//! - A campaign matched but not joined is reported as a near miss.
+//!
+//! `n = 0` restores the single-link rule of fingerprint version 4 and
+//! before: every campaign with a match (strong or weak) is joined and
+//! merged, and corroborating entries count for nothing.
+//!
+//! Texts, not entries, are counted: entries with one MinHash sketch (exact
+//! copies, copies that differ only in what normalization removes) are one
+//! piece of evidence, so one mail delivered in several transactions cannot
+//! corroborate anything on its own.
+//!
+//! The Redis script (`store/record.lua`) implements the same rule; the
+//! store contract tests hold the two to the same results.
+
+use super::index::Match;
+
+/// What the linking rule needs of the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub strong_distance: u32,
+    pub strong_sketch_diff: u32,
+    /// Distinct texts of a campaign that must match a message with weak
+    /// matches only (0: single link).
+    pub corroboration: usize,
+}
+
+impl Rule {
+    fn strong(&self, m: &Match) -> bool {
+        !m.corroborating
+            && (m.distance <= self.strong_distance || m.sketch_diff <= self.strong_sketch_diff)
+    }
+}
+
+/// The evidence for one campaign (a live root slot).
+#[derive(Debug, Clone, PartialEq)]
+struct Evidence {
+    root: u32,
+    exact: bool,
+    /// Distinct sketches of its strong matches.
+    strong: Vec<u64>,
+    /// Distinct sketches of its weak and corroborating matches.
+    weak: Vec<u64>,
+    /// Its first strong match in the list's order.
+    first_strong: Option<Match>,
+    /// Its first match of any kind in the list's order.
+    first: Option<Match>,
+    /// Position of `first_strong` in the list (exact: before all).
+    strong_pos: usize,
+}
+
+/// The rule's decision for one message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Link {
+    /// Live slots to join: the first is the campaign chosen, the others
+    /// are merged with it (into the oldest, see `Campaigns::merge`).
+    /// Empty: a new campaign.
+    pub join: Vec<u32>,
+    /// Joined on weak evidence: the number of distinct texts that matched.
+    pub weak_texts: usize,
+    /// Closest match behind the join (smallest sketch difference, then
+    /// distance, then sequence number), `None` for an exact match alone.
+    pub closest: Option<Match>,
+    /// Smallest distance and sketch difference behind the join.
+    pub distance: Option<u32>,
+    pub sketch_diff: Option<u32>,
+    /// The closest match in a campaign the message did not join.
+    pub near_miss: Option<Match>,
+}
+
+/// Applies the rule. `exact` is the live slot of an exact match, `matches`
+/// come from `NearIndex::query` (matches sorted closest first, then
+/// corroborating entries sorted the same way); `resolve` gives a slot's
+/// live root.
+pub fn link(
+    rule: &Rule,
+    exact: Option<u32>,
+    matches: &[Match],
+    resolve: impl Fn(u32) -> Option<u32>,
+) -> Link {
+    // At most MAX_MATCHES entries and a handful of campaigns: a short list
+    // beats a map.
+    let mut per: Vec<Evidence> = Vec::new();
+    fn entry(per: &mut Vec<Evidence>, root: u32) -> &mut Evidence {
+        let i = match per.iter().position(|e| e.root == root) {
+            Some(i) => i,
+            None => {
+                per.push(Evidence {
+                    root,
+                    exact: false,
+                    strong: Vec::new(),
+                    weak: Vec::new(),
+                    first_strong: None,
+                    first: None,
+                    strong_pos: usize::MAX,
+                });
+                per.len() - 1
+            }
+        };
+        &mut per[i]
+    }
+    if let Some(root) = exact.and_then(&resolve) {
+        let e = entry(&mut per, root);
+        e.exact = true;
+        e.strong_pos = 0;
+    }
+    for (pos, m) in matches.iter().enumerate() {
+        let Some(root) = resolve(m.campaign) else {
+            continue;
+        };
+        let e = entry(&mut per, root);
+        if e.first.is_none() {
+            e.first = Some(*m);
+        }
+        let strong = rule.strong(m) || (rule.corroboration == 0 && !m.corroborating);
+        let texts = if strong { &mut e.strong } else { &mut e.weak };
+        if !texts.contains(&m.sketch) {
+            texts.push(m.sketch);
+        }
+        if strong && e.first_strong.is_none() {
+            e.first_strong = Some(*m);
+            if !e.exact {
+                e.strong_pos = pos + 1;
+            }
+        }
+    }
+
+    let mut out = Link::default();
+    let strong_of = |e: &Evidence| e.strong.len() + usize::from(e.exact);
+    let chosen = per
+        .iter()
+        .filter(|e| strong_of(e) > 0)
+        // Most strong texts; ties: the closest strong match first.
+        .max_by_key(|e| (strong_of(e), std::cmp::Reverse(e.strong_pos)))
+        .map(|e| e.root);
+    if let Some(first) = chosen {
+        out.join.push(first);
+        for e in &per {
+            if e.root != first && strong_of(e) > 0 {
+                out.join.push(e.root);
+            }
+        }
+        for e in per.iter().filter(|e| out.join.contains(&e.root)) {
+            if e.exact {
+                out.distance = Some(0);
+                out.sketch_diff = Some(0);
+            }
+            if let Some(m) = e.first_strong {
+                out.distance = Some(out.distance.map_or(m.distance, |d| d.min(m.distance)));
+                out.sketch_diff = Some(
+                    out.sketch_diff
+                        .map_or(m.sketch_diff, |s| s.min(m.sketch_diff)),
+                );
+                if out.closest.is_none_or(|c| key(&m) < key(&c)) {
+                    out.closest = Some(m);
+                }
+            }
+        }
+    } else if rule.corroboration > 0 {
+        let weak = per
+            .iter()
+            .filter(|e| e.weak.len() >= rule.corroboration)
+            // Most texts; ties: the closest match first.
+            .max_by_key(|e| (e.weak.len(), std::cmp::Reverse(e.first.map(|m| key(&m)))));
+        if let Some(e) = weak {
+            out.join.push(e.root);
+            out.weak_texts = e.weak.len();
+            out.closest = e.first;
+            out.distance = e.first.map(|m| m.distance);
+            out.sketch_diff = e.first.map(|m| m.sketch_diff);
+        }
+    }
+    out.near_miss = per
+        .iter()
+        .filter(|e| !out.join.contains(&e.root))
+        .filter_map(|e| e.first)
+        .min_by_key(key);
+    out
+}
+
+/// The order of `NearIndex::query`: matches before corroborating entries,
+/// then sketch difference, distance and sequence number.
+fn key(m: &Match) -> (bool, u32, u32, u64) {
+    (m.corroborating, m.sketch_diff, m.distance, m.seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule {
+        strong_distance: 2,
+        strong_sketch_diff: 5,
+        corroboration: 2,
+    };
+
+    fn m(seq: u64, campaign: u32, distance: u32, sketch_diff: u32, sketch: u64) -> Match {
+        Match {
+            seq,
+            distance,
+            sketch_diff,
+            campaign,
+            sketch,
+            corroborating: false,
+        }
+    }
+
+    fn corr(seq: u64, campaign: u32, sketch: u64) -> Match {
+        Match {
+            corroborating: true,
+            ..m(seq, campaign, 18, 9, sketch)
+        }
+    }
+
+    fn run(rule: &Rule, exact: Option<u32>, ms: &[Match]) -> Link {
+        let mut sorted = ms.to_vec();
+        sorted.sort_by_key(key);
+        link(rule, exact, &sorted, Some)
+    }
+
+    #[test]
+    fn one_strong_match_joins() {
+        let l = run(&RULE, None, &[m(1, 0, 1, 9, 10)]);
+        assert_eq!(l.join, vec![0]);
+        assert_eq!(
+            (l.weak_texts, l.distance, l.sketch_diff),
+            (0, Some(1), Some(9))
+        );
+    }
+
+    #[test]
+    fn one_weak_match_does_not_join_and_is_a_near_miss() {
+        let l = run(&RULE, None, &[m(7, 3, 3, 7, 10)]);
+        assert!(l.join.is_empty());
+        assert_eq!(l.near_miss.map(|n| (n.seq, n.campaign)), Some((7, 3)));
+        assert_eq!(l.distance, None);
+    }
+
+    #[test]
+    fn one_text_delivered_twice_is_one_piece_of_evidence() {
+        let l = run(&RULE, None, &[m(1, 0, 3, 7, 10), m(2, 0, 3, 7, 10)]);
+        assert!(l.join.is_empty());
+    }
+
+    #[test]
+    fn weak_matches_of_two_texts_join_with_corroborating_entries_counting() {
+        let l = run(&RULE, None, &[m(1, 0, 3, 7, 10), corr(2, 0, 11)]);
+        assert_eq!((l.join.clone(), l.weak_texts), (vec![0], 2));
+        assert_eq!(l.closest.map(|c| c.seq), Some(1));
+        // The campaign with the most texts wins.
+        let l = run(
+            &RULE,
+            None,
+            &[
+                m(1, 0, 3, 6, 10),
+                m(2, 0, 3, 7, 11),
+                m(3, 1, 3, 7, 12),
+                m(4, 1, 4, 8, 13),
+                m(5, 1, 4, 8, 14),
+            ],
+        );
+        assert_eq!((l.join.clone(), l.weak_texts), (vec![1], 3));
+        assert_eq!(l.near_miss.map(|n| n.seq), Some(1));
+    }
+
+    #[test]
+    fn strong_evidence_merges() {
+        // Strong to campaigns 0 and 1, weak to 2: 0 and 1 are merged,
+        // the campaign with the most strong texts first.
+        let ms = [
+            m(1, 0, 1, 2, 10),
+            m(2, 1, 2, 4, 20),
+            m(3, 1, 2, 5, 21),
+            m(4, 2, 3, 6, 30),
+            m(5, 2, 3, 7, 31),
+        ];
+        let l = run(&RULE, None, &ms);
+        assert_eq!(l.join, vec![1, 0]);
+        assert_eq!(
+            (l.distance, l.sketch_diff, l.weak_texts),
+            (Some(1), Some(2), 0)
+        );
+        assert_eq!(l.near_miss.map(|n| n.campaign), Some(2));
+        // An exact match is strong evidence; first on a tie.
+        let l = run(&RULE, Some(1), &[m(1, 0, 1, 2, 10)]);
+        assert_eq!(l.join, vec![1, 0]);
+        assert_eq!((l.distance, l.sketch_diff), (Some(0), Some(0)));
+    }
+
+    #[test]
+    fn weak_evidence_never_merges() {
+        let ms = [
+            m(1, 0, 3, 7, 10),
+            m(2, 0, 3, 7, 11),
+            m(3, 1, 3, 7, 12),
+            m(4, 1, 3, 8, 13),
+        ];
+        let l = run(&RULE, None, &ms);
+        assert_eq!(l.join.len(), 1);
+    }
+
+    #[test]
+    fn zero_restores_single_link() {
+        let single = Rule {
+            corroboration: 0,
+            ..RULE
+        };
+        let ms = [m(1, 0, 3, 7, 10), m(2, 1, 3, 8, 12), corr(3, 2, 13)];
+        let l = run(&single, None, &ms);
+        assert_eq!(l.join, vec![0, 1]);
+        assert_eq!(l.weak_texts, 0);
+    }
+}
