@@ -95,34 +95,28 @@ pub fn link(
     // At most MAX_MATCHES entries and a handful of campaigns: a short list
     // beats a map.
     let mut per: Vec<Evidence> = Vec::new();
-    fn entry(per: &mut Vec<Evidence>, root: u32) -> &mut Evidence {
-        let i = match per.iter().position(|e| e.root == root) {
-            Some(i) => i,
-            None => {
-                per.push(Evidence {
-                    root,
-                    exact: false,
-                    strong: Vec::new(),
-                    weak: Vec::new(),
-                    first_strong: None,
-                    first: None,
-                    strong_pos: usize::MAX,
-                });
-                per.len() - 1
-            }
-        };
-        &mut per[i]
+    fn entry(per: &mut Vec<Evidence>, root: u32) -> Option<&mut Evidence> {
+        if !per.iter().any(|e| e.root == root) {
+            per.push(Evidence {
+                root,
+                exact: false,
+                strong: Vec::new(),
+                weak: Vec::new(),
+                first_strong: None,
+                first: None,
+                strong_pos: usize::MAX,
+            });
+        }
+        per.iter_mut().find(|e| e.root == root)
     }
-    if let Some(root) = exact.and_then(&resolve) {
-        let e = entry(&mut per, root);
+    if let Some(e) = exact.and_then(&resolve).and_then(|r| entry(&mut per, r)) {
         e.exact = true;
         e.strong_pos = 0;
     }
     for (pos, m) in matches.iter().enumerate() {
-        let Some(root) = resolve(m.campaign) else {
+        let Some(e) = resolve(m.campaign).and_then(|r| entry(&mut per, r)) else {
             continue;
         };
-        let e = entry(&mut per, root);
         if e.first.is_none() {
             e.first = Some(*m);
         }
