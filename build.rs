@@ -31,6 +31,11 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "apt-get install miltertest",
     ),
     (
+        "bulkwatch_chromium",
+        &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
+        "apt-get install chromium",
+    ),
+    (
         "bulkwatch_systemd_analyze",
         &["/usr/bin/systemd-analyze", "/bin/systemd-analyze"],
         "apt-get install systemd",

@@ -276,26 +276,50 @@ pub fn render(state: &State, now: u64) -> String {
 #[derive(Debug, Serialize)]
 pub struct CampaignJson {
     pub id: String,
+    /// `clean`, `suspect` or `bulk`: the level its weighted size reaches.
+    pub level: &'static str,
     pub messages: u32,
     pub recipients: u64,
+    /// Weighted recipients, what the thresholds compare.
+    pub score: f64,
     pub first_seen: u64,
     pub last_seen: u64,
     pub sender_domains: Vec<String>,
     pub sample_subject: Option<String>,
+    /// Its messages in the window by arrival, [`ARRIVAL_BUCKETS`] equal
+    /// parts of the window ending now, oldest first.
+    pub arrivals: Vec<u32>,
 }
 
-/// The live campaigns as JSON, largest first.
+/// Parts of the window in a campaign's `arrivals`.
+pub const ARRIVAL_BUCKETS: usize = 24;
+/// Most campaigns `/campaigns` lists (the largest): the answer stays small
+/// whatever the window holds.
+pub const MAX_LISTED: usize = 500;
+
+/// The live campaigns as JSON, largest first, at most [`MAX_LISTED`].
 pub fn campaigns_json(state: &State) -> String {
+    campaigns_json_at(state, crate::milter::unix_now())
+}
+
+fn campaigns_json_at(state: &State, now: u64) -> String {
+    let thresholds = state.config().thresholds.clone();
     let mut list: Vec<CampaignJson> = state.with_view(|e| {
+        let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
         e.campaigns()
             .map(|c| CampaignJson {
                 id: c.id.to_string(),
+                level: crate::engine::verdict::level_for(c.score(), &thresholds).as_str(),
                 messages: c.messages,
                 recipients: c.recipients,
+                score: c.score(),
                 first_seen: c.first_seen,
                 last_seen: c.last_seen,
                 sender_domains: c.sender_names.clone(),
                 sample_subject: c.sample_subject.clone(),
+                arrivals: arrivals
+                    .remove(&c.id)
+                    .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]),
             })
             .collect()
     });
@@ -304,8 +328,25 @@ pub fn campaigns_json(state: &State) -> String {
             .cmp(&a.recipients)
             .then_with(|| a.id.cmp(&b.id))
     });
+    list.truncate(MAX_LISTED);
     serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_owned())
 }
+
+/// The dashboard at `/`: a page, its script and its style sheet, served
+/// from the binary (no external asset; see [`SECURITY_HEADERS`]).
+const DASHBOARD_HTML: &str = include_str!("dashboard/index.html");
+const DASHBOARD_JS: &str = include_str!("dashboard/dashboard.js");
+const DASHBOARD_CSS: &str = include_str!("dashboard/dashboard.css");
+
+/// Sent with every answer. The page loads only its own script, style
+/// sheet and `/campaigns`; nothing inline runs, so text from mail (a
+/// subject) that reached the page could not run as script even if it were
+/// ever written as HTML (the script sets text only).
+pub const SECURITY_HEADERS: &str =
+    "Content-Security-Policy: default-src 'none'; script-src 'self'; \
+     style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\
+     Cache-Control: no-store\r\n";
 
 /// Status line, content type and body for a request head.
 fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
@@ -321,6 +362,13 @@ fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
             render(state, crate::milter::unix_now()),
         ),
         ("GET", "/campaigns") => ("200 OK", "application/json", campaigns_json(state)),
+        ("GET", "/") => ("200 OK", "text/html; charset=utf-8", DASHBOARD_HTML.into()),
+        ("GET", "/dashboard.js") => (
+            "200 OK",
+            "text/javascript; charset=utf-8",
+            DASHBOARD_JS.into(),
+        ),
+        ("GET", "/dashboard.css") => ("200 OK", "text/css; charset=utf-8", DASHBOARD_CSS.into()),
         ("GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
         ("", _) => ("400 Bad Request", "text/plain", "bad request\n".into()),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
@@ -356,7 +404,7 @@ async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
         _ => return,
     };
     let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{SECURITY_HEADERS}Connection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(head.as_bytes()).await;
@@ -436,6 +484,34 @@ mod tests {
         );
         let (s, _, body) = respond(&state, b"GET /campaigns HTTP/1.1\r\nHost: x\r\n\r\n");
         assert_eq!((s, body.as_str()), ("200 OK", "[]"));
+        // The dashboard: the page names only its own script and style
+        // sheet, which are served too.
+        let (s, ctype, page) = respond(&state, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!((s, ctype), ("200 OK", "text/html; charset=utf-8"));
+        assert!(page.contains("src=\"/dashboard.js\"") && page.contains("href=\"/dashboard.css\""));
+        assert!(
+            !page.contains("http://") && !page.contains("https://"),
+            "no external asset"
+        );
+        assert!(
+            !page.contains("<script>") && !page.contains("style="),
+            "nothing inline"
+        );
+        for (path, ctype) in [
+            ("/dashboard.js", "text/javascript"),
+            ("/dashboard.css", "text/css"),
+        ] {
+            let (s, t, body) = respond(&state, format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
+            assert_eq!(s, "200 OK");
+            assert!(t.starts_with(ctype) && !body.is_empty(), "{path}");
+        }
+        // Sender-controlled text is never parsed as HTML by the script.
+        assert!(
+            !DASHBOARD_JS.contains("innerHTML") && !DASHBOARD_JS.contains("insertAdjacentHTML")
+        );
+        assert!(
+            SECURITY_HEADERS.contains("default-src 'none'; script-src 'self'; style-src 'self';")
+        );
         assert_eq!(
             respond(&state, b"GET /x HTTP/1.0\r\n\r\n").0,
             "404 Not Found"
@@ -445,6 +521,34 @@ mod tests {
             "405 Method Not Allowed"
         );
         assert_eq!(respond(&state, b"").0, "400 Bad Request");
+    }
+
+    #[test]
+    fn campaigns_carry_their_level_and_arrivals() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 3.0;
+        cfg.thresholds.suspect_threshold = 2.0;
+        let mut engine = Engine::new(&cfg);
+        for i in 0..3 {
+            engine.process(
+                crate::engine::testutil::spam("bob", i).as_bytes(),
+                &crate::engine::Envelope::default(),
+                crate::engine::UnixSecs(10_000 + u64::from(i)),
+            );
+        }
+        let body = campaigns_json_at(&State::new(engine), 10_002);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let c = &v[0];
+        assert_eq!(c["level"], "bulk");
+        assert_eq!(c["messages"], 3);
+        let arrivals: Vec<u64> = c["arrivals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(serde_json::Value::as_u64)
+            .collect();
+        assert_eq!(arrivals.len(), ARRIVAL_BUCKETS);
+        assert_eq!(arrivals.last(), Some(&3), "all three just arrived");
     }
 
     /// `/campaigns` shows a sample subject only when `keep_subjects` is on;

@@ -1,0 +1,90 @@
+// bulkwatch dashboard: polls /campaigns and draws one row per campaign.
+// Every text comes from mail senders (subjects, domains), so it is only
+// ever set as textContent, never parsed as HTML.
+"use strict";
+
+const REFRESH_MS = 5000;
+
+function cell(row, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (cls) td.className = cls;
+  row.appendChild(td);
+  return td;
+}
+
+function when(secs) {
+  return secs ? new Date(secs * 1000).toLocaleString() : "-";
+}
+
+// A bar per bucket of the window, oldest on the left.
+function chart(counts) {
+  const ns = "http://www.w3.org/2000/svg";
+  const w = 120, h = 24;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("width", w);
+  svg.setAttribute("height", h);
+  svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+  const title = document.createElementNS(ns, "title");
+  title.textContent = "messages per " + counts.length + "th of the window: " + counts.join(", ");
+  svg.appendChild(title);
+  const base = document.createElementNS(ns, "line");
+  base.setAttribute("x1", 0); base.setAttribute("x2", w);
+  base.setAttribute("y1", h - 0.5); base.setAttribute("y2", h - 0.5);
+  svg.appendChild(base);
+  const max = Math.max(1, ...counts);
+  const bw = w / Math.max(1, counts.length);
+  counts.forEach((c, i) => {
+    if (c === 0) return;
+    const bh = Math.max(1, Math.round((c / max) * (h - 2)));
+    const r = document.createElementNS(ns, "rect");
+    r.setAttribute("x", (i * bw + 0.5).toFixed(1));
+    r.setAttribute("y", h - 1 - bh);
+    r.setAttribute("width", Math.max(1, bw - 1).toFixed(1));
+    r.setAttribute("height", bh);
+    svg.appendChild(r);
+  });
+  return svg;
+}
+
+function render(list) {
+  const body = document.querySelector("#campaigns tbody");
+  const rows = list.map((c) => {
+    const tr = document.createElement("tr");
+    tr.dataset.campaign = c.id;
+    const lv = document.createElement("span");
+    lv.textContent = c.level;
+    lv.className = "level level-" + c.level;
+    const td = document.createElement("td");
+    td.appendChild(lv);
+    tr.appendChild(td);
+    cell(tr, c.id, "id");
+    cell(tr, String(c.recipients), "num");
+    cell(tr, String(c.messages), "num");
+    cell(tr, (c.sender_domains || []).join(", "));
+    cell(tr, when(c.first_seen));
+    cell(tr, when(c.last_seen));
+    cell(tr, c.sample_subject || "");
+    cell(tr, "").appendChild(chart(c.arrivals || []));
+    return tr;
+  });
+  body.replaceChildren(...rows);
+  const bulk = list.filter((c) => c.level === "bulk").length;
+  document.getElementById("status").textContent =
+    list.length + " campaigns in the window, " + bulk + " bulk; updated " +
+    new Date().toLocaleTimeString();
+}
+
+async function refresh() {
+  try {
+    const r = await fetch("/campaigns", { cache: "no-store" });
+    if (!r.ok) throw new Error("HTTP " + r.status);
+    render(await r.json());
+  } catch (e) {
+    document.getElementById("status").textContent = "cannot read /campaigns: " + e.message;
+  }
+}
+
+refresh();
+setInterval(refresh, REFRESH_MS);

@@ -1,0 +1,87 @@
+//! The dashboard at `/` of the HTTP listener, in a real browser: a
+//! campaign fed through the milter protocol appears on the page, drawn by
+//! its script under the page's Content-Security-Policy (a blocked script
+//! would leave the table empty).
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use common::{send, spam, NAMES};
+
+/// The page as headless Chromium leaves it once its script has run.
+fn rendered(url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            // Runs the page's timers and fetches in virtual time before
+            // the DOM is dumped; no wall-clock wait.
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn chromium() -> &'static str {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap_or("chromium")
+}
+
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
+    let m = common::start(common::config()).await;
+    for (i, name) in NAMES.iter().enumerate() {
+        send(m.addr, &spam(name, i as u32)).await;
+    }
+    let (id, subject) = m.state.with_view(|e| {
+        let c = e.campaigns().next().expect("one campaign");
+        (
+            c.id.to_string(),
+            c.sample_subject.clone().expect("a subject"),
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
+        listener,
+        Arc::clone(&m.state),
+    ));
+    let dom = tokio::task::spawn_blocking(move || rendered(&url))
+        .await
+        .unwrap();
+    http.abort();
+    m.stop().await;
+    // The row the script drew: the campaign, its level, its subject, its
+    // size and a chart.
+    let row_start = dom
+        .find(&format!("data-campaign=\"{id}\""))
+        .unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
+    let row = &dom[row_start..];
+    let row = &row[..row.find("</tr>").unwrap_or(row.len())];
+    assert!(row.contains("level-bulk\">bulk</span>"), "{row}");
+    assert!(row.contains(&subject), "{row}");
+    assert!(row.contains(">6</td>"), "six recipients: {row}");
+    assert!(row.contains("<svg class=\"chart\""), "{row}");
+    assert!(dom.contains("1 campaigns in the window, 1 bulk"), "{dom}");
+}
