@@ -20,20 +20,49 @@ pub enum ConfigError {
     #[error("{origin}: {message}")]
     Parse { origin: String, message: String },
     /// A value has the right type but is out of range or inconsistent.
-    #[error("{origin}: invalid value for `{key}`: {message}")]
+    /// `line` is the 1-based line of the key in the file, as a parse error
+    /// gives one (none when the key is not in the file: a rule broken by
+    /// another key's default).
+    #[error("{origin}: {}invalid value for `{key}`: {message}", at_line(*.line))]
     Invalid {
         origin: String,
+        line: Option<usize>,
         key: String,
         message: String,
     },
+}
+
+/// `line N: `, or nothing without a line.
+fn at_line(line: Option<usize>) -> String {
+    line.map(|n| format!("line {n}: ")).unwrap_or_default()
 }
 
 impl ConfigError {
     pub(crate) fn invalid(key: &str, message: impl Into<String>) -> Self {
         ConfigError::Invalid {
             origin: String::new(),
+            line: None,
             key: key.to_owned(),
             message: message.into(),
+        }
+    }
+
+    /// Sets the line of an `Invalid` error's key in `text`, the file it
+    /// was read from.
+    pub(crate) fn with_line_in(self, text: &str) -> Self {
+        match self {
+            ConfigError::Invalid {
+                origin,
+                key,
+                message,
+                ..
+            } => ConfigError::Invalid {
+                origin,
+                line: super::lines::line_of_key(text, &key),
+                key,
+                message,
+            },
+            other => other,
         }
     }
 
@@ -41,8 +70,11 @@ impl ConfigError {
     /// before the origin was known.
     pub(crate) fn with_origin(self, origin: &str) -> Self {
         match self {
-            ConfigError::Invalid { key, message, .. } => ConfigError::Invalid {
+            ConfigError::Invalid {
+                key, message, line, ..
+            } => ConfigError::Invalid {
                 origin: origin.to_owned(),
+                line,
                 key,
                 message,
             },
@@ -51,6 +83,14 @@ impl ConfigError {
                 message,
             },
             other => other,
+        }
+    }
+
+    /// The 1-based line of the key this error is about, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { line, .. } => *line,
+            _ => None,
         }
     }
 

@@ -20,6 +20,7 @@ mod campaign;
 mod error;
 mod exact;
 mod fingerprint;
+mod lines;
 mod metrics;
 mod milter;
 mod normalize;
@@ -30,6 +31,7 @@ mod scan;
 mod state;
 mod store;
 mod thresholds;
+mod warnings;
 mod window;
 
 pub use alerts::AlertsConfig;
@@ -46,6 +48,7 @@ pub use scan::ScanConfig;
 pub use state::StateConfig;
 pub use store::{RedisConfig, RedisLayout, StoreBackend, StoreConfig};
 pub use thresholds::Thresholds;
+pub use warnings::ConfigWarning;
 pub use window::WindowConfig;
 
 use std::path::Path;
@@ -102,23 +105,36 @@ impl Config {
     /// [`ConfigError::Read`] when the file cannot be read; `Parse` or
     /// `Invalid` naming the file and the key otherwise.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_with_warnings(path).map(|(cfg, _)| cfg)
+    }
+
+    /// [`Config::load`], and the file's suspicious values with their
+    /// lines ([`Config::warnings_in`]).
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn load_with_warnings(path: &Path) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
         })?;
-        Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))
+        let cfg =
+            Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))?;
+        let warnings = cfg.warnings_in(&text);
+        Ok((cfg, warnings))
     }
 
     /// Parses and validates TOML text.
     ///
     /// # Errors
-    /// `Parse` for bad TOML or unknown keys, `Invalid` for bad values.
+    /// `Parse` for bad TOML or unknown keys, `Invalid` for bad values (with
+    /// the line of the key, as a parse error has one).
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: "config".to_owned(),
             message: e.to_string(),
         })?;
-        Config::from_raw(raw).map_err(|e| e.with_origin("config"))
+        Config::from_raw(raw).map_err(|e| e.with_origin("config").with_line_in(text))
     }
 
     /// Fills defaults and validates, one section at a time in file order
@@ -288,6 +304,24 @@ mod tests {
     fn out_of_range_value_names_key_path() {
         let err = Config::from_toml_str("[window]\nmax_distance = 40\n").unwrap_err();
         assert_eq!(err.key(), Some("window.max_distance"));
+    }
+
+    #[test]
+    fn an_invalid_value_names_its_line_as_a_parse_error_does() {
+        let text = "# site\n\n[thresholds]\nbulk_threshold = 20.0\nsuspect_threshold = 30.0\n";
+        let err = Config::from_toml_str(text).unwrap_err();
+        assert_eq!(err.line(), Some(5));
+        assert_eq!(
+            err.to_string(),
+            "config: line 5: invalid value for `thresholds.suspect_threshold`: \
+             30 is above thresholds.bulk_threshold (20)"
+        );
+        // A rule broken by a default: the line of the table that is there.
+        let err = Config::from_toml_str("[thresholds]\nsuspect_threshold = 30.0\n").unwrap_err();
+        assert_eq!(err.line(), Some(2));
+        let err = Config::from_toml_str("[thresholds]\nbulk_threshold = 2.0\n").unwrap_err();
+        assert_eq!(err.key(), Some("thresholds.suspect_threshold"));
+        assert_eq!(err.line(), Some(1));
     }
 }
 
