@@ -517,3 +517,54 @@ fn check_config_prints_toml_that_reads_back_as_the_same_settings() {
         body(&printed)
     );
 }
+
+#[test]
+fn check_config_names_the_line_of_a_bad_value_and_warns_of_suspicious_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "# site settings\n[thresholds]\nbulk_threshold = 10.0\nsuspect_threshold = 12.0\n",
+    )
+    .expect("write");
+    let out = run(bin().args(["check-config"]).arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml: line 4: invalid value for `thresholds.suspect_threshold`"),
+        "{err}"
+    );
+
+    let odd = dir.path().join("odd.toml");
+    std::fs::write(
+        &odd,
+        "[window]\nwindow_secs = 120\n\n[thresholds]\nbulk_threshold = 2.0\nsuspect_threshold = 1.0\n",
+    )
+    .expect("write");
+    let out = run(bin().args(["check-config", "--quiet"]).arg(&odd));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning does not fail the file"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    for w in [
+        "bulkwatch: warning: line 2: window.window_secs: 120 s is under an hour",
+        "bulkwatch: warning: line 5: thresholds.bulk_threshold: 2 makes one message to 2 recipients bulk",
+    ] {
+        assert!(err.contains(w), "no {w:?} in {err}");
+    }
+}
+
+#[test]
+fn commands_without_config_name_the_system_file_they_read() {
+    for cmd in ["serve", "replay", "scan", "tune", "check-config"] {
+        let out = run(bin().args([cmd, "--help"]));
+        assert_eq!(out.status.code(), Some(0));
+        let help = String::from_utf8_lossy(&out.stdout).replace("\n", " ");
+        assert!(
+            help.contains("/etc/bulkwatch/bulkwatch.toml"),
+            "{cmd}: {help}"
+        );
+    }
+}

@@ -1,5 +1,6 @@
-//! `bulkwatch check-config FILE`: validate and print the effective settings
-//! as TOML, with the file's key names and units.
+//! `bulkwatch check-config [FILE]`: validate and print the effective settings
+//! as TOML, with the file's key names and units. Suspicious values that
+//! load all the same are warned on stderr with their lines.
 
 use std::path::PathBuf;
 
@@ -10,8 +11,9 @@ use crate::config::Config;
 
 #[derive(Debug, Args)]
 pub struct CheckConfigArgs {
-    /// The TOML file to check.
-    pub file: PathBuf,
+    /// The TOML file to check (default: /etc/bulkwatch/bulkwatch.toml, the
+    /// file `serve` reads without --config).
+    pub file: Option<PathBuf>,
     /// Print nothing when the file is valid (warnings still go to
     /// stderr): for scripts and the systemd unit's ExecReload.
     #[arg(long, short)]
@@ -19,8 +21,14 @@ pub struct CheckConfigArgs {
 }
 
 pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
-    let cfg = Config::load(&args.file)?;
+    let file = args
+        .file
+        .unwrap_or_else(|| PathBuf::from(super::SYSTEM_CONFIG));
+    let (cfg, warnings) = Config::load_with_warnings(&file)?;
     if let Some(w) = super::keygen::public_key_warning(&cfg) {
+        eprintln!("bulkwatch: warning: {w}");
+    }
+    for w in warnings {
         eprintln!("bulkwatch: warning: {w}");
     }
     if args.quiet {
@@ -29,7 +37,7 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     print_stdout(&format!(
         "# {}: OK. Effective settings (defaults filled in), as TOML that\n\
          # reads back as the same configuration:\n{}",
-        args.file.display(),
+        file.display(),
         cfg.to_toml()
     ))?;
     Ok(Exit::Ok)

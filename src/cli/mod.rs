@@ -11,7 +11,7 @@ pub mod scan;
 pub mod serve;
 pub mod tune;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
@@ -74,13 +74,29 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
 }
 
-/// Loads `path`, or the built-in defaults when `None`.
+/// The file every command reads when no `--config` is given, if it
+/// exists: where the Debian package installs the configuration.
+pub const SYSTEM_CONFIG: &str = "/etc/bulkwatch/bulkwatch.toml";
+
+/// The file a command runs on: `given` (`--config`), else `system` when
+/// it exists, else none (the built-in defaults). A `system` path whose
+/// existence cannot be checked (a directory that may not be searched)
+/// counts as existing, so reading it fails and says why instead of the
+/// command silently running on other settings.
+pub fn config_file(given: Option<&PathBuf>, system: &Path) -> Option<PathBuf> {
+    given
+        .cloned()
+        .or_else(|| (system.try_exists().unwrap_or(true)).then(|| system.to_owned()))
+}
+
+/// Loads `--config`'s file, else [`SYSTEM_CONFIG`] when it exists, else
+/// the built-in defaults.
 ///
 /// # Errors
 /// The file cannot be read or is invalid.
-pub fn load_config(path: Option<&PathBuf>) -> Result<Config, CliError> {
-    match path {
-        Some(p) => Ok(Config::load(p)?),
+pub fn load_config(given: Option<&PathBuf>) -> Result<Config, CliError> {
+    match config_file(given, Path::new(SYSTEM_CONFIG)) {
+        Some(p) => Ok(Config::load(&p)?),
         None => Ok(Config::default()),
     }
 }
@@ -156,7 +172,21 @@ pub fn print_error(err: &dyn std::error::Error) {
 
 #[cfg(test)]
 mod tests {
-    use super::causes;
+    use super::{causes, config_file};
+    use std::path::PathBuf;
+
+    #[test]
+    fn without_config_the_system_file_is_used_when_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let system = dir.path().join("bulkwatch.toml");
+        let given = PathBuf::from("/elsewhere/site.toml");
+        // Absent: the built-in defaults.
+        assert_eq!(config_file(None, &system), None);
+        std::fs::write(&system, "").unwrap();
+        assert_eq!(config_file(None, &system), Some(system.clone()));
+        // --config wins over it.
+        assert_eq!(config_file(Some(&given), &system), Some(given));
+    }
 
     #[derive(Debug, thiserror::Error)]
     #[error("connection refused")]

@@ -40,7 +40,8 @@ impl From<ClockArg> for Clock {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Configuration file (default: built-in defaults).
+    /// Configuration file (TOML); without it, /etc/bulkwatch/bulkwatch.toml
+    /// when that exists, else the built-in defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Output format: a table, or one JSON object per message (see README).

@@ -14,7 +14,8 @@ use crate::engine::{analyze, Analysis, Envelope, UnixSecs};
 
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Configuration file (default: built-in defaults).
+    /// Configuration file (TOML); without it, /etc/bulkwatch/bulkwatch.toml
+    /// when that exists, else the built-in defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Judge the message against a daemon's state snapshot file.

@@ -1,6 +1,8 @@
 //! `bulkwatch serve`: the daemon around [`crate::milter::run`].
 //!
-//! Start: load the configuration (built-in defaults without `--config`),
+//! Start: load the configuration (`--config`, else
+//! [`crate::cli::SYSTEM_CONFIG`] when it exists, else the built-in
+//! defaults; the "bulkwatch serving" line names which),
 //! then, in this order:
 //! - lock the state directory: an exclusive `flock` on
 //!   `state_dir/bulkwatch.lock` ([`LOCK_FILE`]), held for the daemon's
@@ -63,7 +65,8 @@ pub enum LogFormat {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Configuration file (TOML); built-in defaults without it.
+    /// Configuration file (TOML); without it, /etc/bulkwatch/bulkwatch.toml
+    /// when that exists, else the built-in defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Log format on stderr.
@@ -115,12 +118,16 @@ fn notify(states: &[NotifyState<'_>]) {
 /// on, or a snapshot at shutdown that could not be written.
 pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
     init_tracing(args.log_format);
-    let cfg = crate::cli::load_config(args.config.as_ref())?;
+    let path = crate::cli::config_file(args.config.as_ref(), Path::new(crate::cli::SYSTEM_CONFIG));
+    let (cfg, warnings) = match &path {
+        Some(p) => Config::load_with_warnings(p)?,
+        None => (Config::default(), Vec::new()),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| other("cannot start the async runtime", e))?;
-    rt.block_on(serve(args.config, cfg))
+    rt.block_on(serve(path, cfg, warnings))
 }
 
 /// The lock file in `state_dir`: locked (`flock`, exclusive) by the daemon
@@ -513,6 +520,19 @@ async fn snapshot_loop(state: Arc<State>, dir: PathBuf) {
     }
 }
 
+/// Logs the suspicious values of the configuration file `file`.
+fn log_warnings(file: &str, warnings: &[crate::config::ConfigWarning]) {
+    for w in warnings {
+        warn!(
+            file,
+            key = w.key,
+            line = w.line,
+            "suspicious value: {}",
+            w.message
+        );
+    }
+}
+
 async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) {
     while hup.recv().await.is_some() {
         let mut states = vec![NotifyState::Reloading];
@@ -521,11 +541,15 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
         }
         notify(&states);
         match &path {
-            None => warn!("SIGHUP: started without --config, nothing to reload"),
-            Some(p) => match Config::load(p) {
-                Ok(new) => {
+            None => warn!(
+                "SIGHUP: started on the built-in defaults (no --config, no {}), nothing to reload",
+                crate::cli::SYSTEM_CONFIG
+            ),
+            Some(p) => match Config::load_with_warnings(p) {
+                Ok((new, warnings)) => {
                     let keys = state.reload(&new);
                     info!(file = %p.display(), "configuration reloaded");
+                    log_warnings(&p.display().to_string(), &warnings);
                     for k in keys {
                         warn!(file = %p.display(), key = k, "restart needed: this key keeps its running value until restart");
                     }
@@ -542,7 +566,15 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
     }
 }
 
-async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Exit, CliError> {
+async fn serve(
+    config_path: Option<PathBuf>,
+    cfg: Config,
+    warnings: Vec<crate::config::ConfigWarning>,
+) -> Result<Exit, CliError> {
+    let file = config_path.as_ref().map_or_else(
+        || "built-in defaults".to_owned(),
+        |p| p.display().to_string(),
+    );
     let dir = cfg.state.state_dir.clone();
     fs::create_dir_all(&dir).map_err(|source| CliError::Write {
         path: dir.clone(),
@@ -604,10 +636,11 @@ async fn serve(config_path: Option<PathBuf>, cfg: Config) -> Result<Exit, CliErr
         notify(&[NotifyState::Stopping]);
     };
     notify(&[NotifyState::Ready]);
-    info!(version = env!("CARGO_PKG_VERSION"), "bulkwatch serving");
+    info!(version = env!("CARGO_PKG_VERSION"), config = %file, "bulkwatch serving");
     if let Some(w) = crate::cli::keygen::public_key_warning(&state.config()) {
         warn!("{w}");
     }
+    log_warnings(&file, &warnings);
     let served = crate::milter::run(listener, Arc::clone(&state), shutdown).await;
     for t in &tasks {
         t.abort();

@@ -18,7 +18,8 @@ use crate::replay::{replay_files, Record, ReplayOptions};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
-    /// Configuration file (default: built-in defaults).
+    /// Configuration file (TOML); without it, /etc/bulkwatch/bulkwatch.toml
+    /// when that exists, else the built-in defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Labels: `KEY<TAB>LABEL` lines, KEY a 1-based message index over all
