@@ -185,10 +185,9 @@ fn tune_prints_a_table_a_proposal_and_writes_a_plot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("t.svg");
     let out = run(bin()
+        .current_dir(dir.path())
         .args(["tune", "--radius", "3", "--thresholds", "5,20", "--truth"])
         .arg(root("fixtures/labels.tsv"))
-        .arg("--svg")
-        .arg(&svg)
         .arg(root("fixtures/mbox/campaigns.mbox"))
         .arg(root("fixtures/mbox/ham.mbox")));
     assert_eq!(
@@ -198,18 +197,51 @@ fn tune_prints_a_table_a_proposal_and_writes_a_plot() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<&str> = text
+    // radius bands corr threshold campaign_recall message_recall ham split
+    let rows: Vec<Vec<&str>> = text
         .lines()
         .filter(|l| l.trim_start().starts_with("3 "))
+        .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(rows.len(), 2, "{text}");
-    // At threshold 5 every fixture campaign is caught and no ham is flagged.
-    let cols: Vec<&str> = rows[0].split_whitespace().collect();
-    assert_eq!(cols[2], "1.000", "{text}");
-    assert_eq!(cols[4], "0", "{text}");
-    assert!(text.contains("bulk_threshold ="), "{text}");
+    // Bands 0 and 4, corroboration 0 and 3, two thresholds.
+    assert_eq!(rows.len(), 8, "{text}");
+    // At threshold 5, under the defaults, every fixture campaign is caught
+    // and no ham is flagged.
+    let default5 = rows
+        .iter()
+        .find(|c| c[1] == "4" && c[2] == "3" && c[3] == "5")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(default5[4], "1.000", "{text}");
+    assert_eq!(default5[6], "0", "{text}");
+    // 153 labelled ham are too few to propose a threshold below 20.
+    assert!(
+        text.contains("from 153 labelled ham messages") && text.contains("bulk_threshold = 20.0"),
+        "{text}"
+    );
+    // No plot unless asked, and never into the working directory unasked.
+    assert!(!text.contains("plot written"), "{text}");
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+
+    let out = run(bin()
+        .args([
+            "tune",
+            "--radius",
+            "3",
+            "--bands",
+            "4",
+            "--corroborating",
+            "3",
+        ])
+        .args(["--thresholds", "5,20", "--truth"])
+        .arg(root("fixtures/labels.tsv"))
+        .arg("--plot")
+        .arg(&svg)
+        .arg(root("fixtures/mbox/campaigns.mbox"))
+        .arg(root("fixtures/mbox/ham.mbox")));
+    assert_eq!(out.status.code(), Some(0));
     let plot = std::fs::read_to_string(&svg).expect("svg written");
     assert!(plot.starts_with("<svg") && plot.contains("polyline"));
+    assert!(plot.contains("bulk threshold") && plot.contains("k=3 bands=4 corr=3"));
 }
 
 /// Eight issues of one newsletter, a day apart by their Received headers,
@@ -241,6 +273,10 @@ fn tune_follows_the_clock() {
                 "tune",
                 "--radius",
                 "3",
+                "--bands",
+                "4",
+                "--corroborating",
+                "3",
                 "--thresholds",
                 "5",
                 "--clock",
@@ -248,8 +284,6 @@ fn tune_follows_the_clock() {
             ])
             .arg("--truth")
             .arg(dir.path().join("labels.tsv"))
-            .arg("--svg")
-            .arg(dir.path().join("t.svg"))
             .arg(dir.path().join("daily.mbox")));
         assert_eq!(
             out.status.code(),
@@ -264,7 +298,7 @@ fn tune_follows_the_clock() {
             .unwrap_or_else(|| panic!("{text}"))
             .to_owned();
         row.split_whitespace()
-            .nth(2)
+            .nth(4)
             .expect("campaign recall")
             .to_owned()
     };

@@ -1,10 +1,18 @@
-//! `bulkwatch tune MBOX... --truth LABELS.tsv`: sweep the Hamming radius and
-//! the bulk threshold over labelled mail, print what each setting would have
-//! caught and flagged, plot it, and propose values.
+//! `bulkwatch tune MBOX... --truth LABELS.tsv`: sweep the settings that
+//! change which messages form campaigns (the simhash radius, the MinHash
+//! bands, corroboration) and the bulk threshold over labelled mail, print
+//! what each setting would have caught and flagged, plot it on request, and
+//! propose values it can stand behind.
 //!
-//! The mailboxes are replayed once per radius (campaign grouping does not
-//! depend on the threshold); each threshold is then applied to the weighted
-//! campaign size every message saw when it was judged.
+//! The mailboxes are replayed once per grouping setting (campaign grouping
+//! does not depend on the threshold); each threshold is then applied to the
+//! weighted campaign size every message saw when it was judged.
+//!
+//! The proposal ([`propose`]): no ham flagged, then the best recall; among
+//! settings that score the same, the built-in default, then the tightest.
+//! A threshold below the default is proposed only from enough labelled ham
+//! ([`MIN_HAM_BELOW_DEFAULT`]): a handful of messages says little about the
+//! ham a lower threshold would flag.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -14,12 +22,14 @@ use clap::Args;
 
 use super::replay::ClockArg;
 use super::{load_config, CliError, Exit};
+use crate::config::{Thresholds, WindowConfig};
 use crate::replay::{replay_files, Record, ReplayOptions};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
     /// Configuration file (TOML); without it, /etc/bulkwatch/bulkwatch.toml
-    /// when that exists, else the built-in defaults.
+    /// when that exists, else the built-in defaults. The keys not swept keep
+    /// its values.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Labels: `KEY<TAB>LABEL` lines, KEY a 1-based message index over all
@@ -28,12 +38,19 @@ pub struct TuneArgs {
     /// four-column fixtures/labels.tsv format (mbox, index, message_id, label).
     #[arg(long)]
     pub truth: PathBuf,
-    /// Write the plot here (SVG).
-    #[arg(long, default_value = "tune.svg")]
-    pub svg: PathBuf,
-    /// Radii to try.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
+    /// Write a plot of the sweep to this file (SVG); no plot without it.
+    #[arg(long, alias = "svg", value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Simhash radii to try (window.max_distance, 0 to 7).
+    #[arg(long, value_delimiter = ',', default_value = "2,3,4")]
     pub radius: Vec<u32>,
+    /// MinHash band tables to try (window.minhash_bands, 0 to 16; 0: off).
+    #[arg(long, value_delimiter = ',', default_value = "0,4")]
+    pub bands: Vec<usize>,
+    /// Corroborating texts to try (window.corroborating_matches; 0: off,
+    /// 2 to 256).
+    #[arg(long, value_delimiter = ',', default_value = "0,3")]
+    pub corroborating: Vec<usize>,
     /// Bulk thresholds to try.
     #[arg(long, value_delimiter = ',', default_value = "3,5,10,20,50")]
     pub thresholds: Vec<f64>,
@@ -46,11 +63,72 @@ pub struct TuneArgs {
     pub mbox: Vec<PathBuf>,
 }
 
+/// Labelled ham messages needed before a bulk threshold below the default
+/// is proposed. With none of `n` ham flagged, the 95% upper bound on the
+/// share of ham a setting flags is about 3/n (the rule of three): 1% at
+/// 300. Fewer labels cannot show that a lower threshold is safe.
+pub const MIN_HAM_BELOW_DEFAULT: usize = 300;
+
+/// The settings one row was replayed and scored with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Setting {
+    /// window.max_distance.
+    pub radius: u32,
+    /// window.minhash_bands.
+    pub bands: usize,
+    /// window.corroborating_matches.
+    pub corroborating: usize,
+    /// thresholds.bulk_threshold.
+    pub threshold: f64,
+}
+
+impl Setting {
+    /// The built-in defaults of the swept keys.
+    pub fn default_values() -> Setting {
+        let (w, t) = (WindowConfig::default(), Thresholds::default());
+        Setting {
+            radius: w.max_distance,
+            bands: w.minhash_bands,
+            corroborating: w.corroborating_matches,
+            threshold: t.bulk_threshold,
+        }
+    }
+
+    /// How many of the swept keys are at their built-in default.
+    fn defaults_kept(&self) -> usize {
+        let d = Setting::default_values();
+        usize::from(self.radius == d.radius)
+            + usize::from(self.bands == d.bands)
+            + usize::from(self.corroborating == d.corroborating)
+            + usize::from(self.threshold == d.threshold)
+    }
+
+    /// Orders settings from loosest to tightest: a tighter one flags less
+    /// and joins fewer messages into campaigns. A higher threshold first,
+    /// then a smaller radius, fewer bands, and corroboration off, else
+    /// asking for more texts.
+    fn tightness(&self, other: &Setting) -> std::cmp::Ordering {
+        let corroboration = |c: usize| if c == 0 { usize::MAX } else { c };
+        self.threshold
+            .total_cmp(&other.threshold)
+            .then(other.radius.cmp(&self.radius))
+            .then(other.bands.cmp(&self.bands))
+            .then(corroboration(self.corroborating).cmp(&corroboration(other.corroborating)))
+    }
+
+    /// The label of this setting's lines in the plot.
+    fn grouping(&self) -> String {
+        format!(
+            "k={} bands={} corr={}",
+            self.radius, self.bands, self.corroborating
+        )
+    }
+}
+
 /// One setting's outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub radius: u32,
-    pub threshold: f64,
+    pub setting: Setting,
     /// Campaigns with at least one message flagged bulk, of all campaigns.
     pub campaign_recall: f64,
     /// Campaign messages flagged bulk, of those past the threshold-th.
@@ -58,6 +136,17 @@ pub struct Row {
     pub ham_flagged: usize,
     /// Campaigns whose messages carry more than one campaign id.
     pub split: usize,
+}
+
+impl Row {
+    /// Rows that score the same are equal here: recall of messages, then
+    /// of campaigns, then fewer split campaigns.
+    fn score_cmp(&self, other: &Row) -> std::cmp::Ordering {
+        self.message_recall
+            .total_cmp(&other.message_recall)
+            .then(self.campaign_recall.total_cmp(&other.campaign_recall))
+            .then(other.split.cmp(&self.split))
+    }
 }
 
 /// Reads the labels file into a function from a record to its label.
@@ -105,7 +194,12 @@ fn label_of<'a>(truth: &'a HashMap<String, String>, r: &Record) -> Option<&'a st
 }
 
 /// Scores one replay at one threshold.
-pub fn score(records: &[Record], labels: &[Option<&str>], radius: u32, threshold: f64) -> Row {
+pub fn score(
+    records: &[Record],
+    labels: &[Option<&str>],
+    grouping: Setting,
+    threshold: f64,
+) -> Row {
     let mut per: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     let mut ham_flagged = 0;
     for (r, l) in records.iter().zip(labels) {
@@ -127,8 +221,10 @@ pub fn score(records: &[Record], labels: &[Option<&str>], radius: u32, threshold
         split += usize::from(ids.len() > 1);
     }
     Row {
-        radius,
-        threshold,
+        setting: Setting {
+            threshold,
+            ..grouping
+        },
         campaign_recall: caught as f64 / per.len().max(1) as f64,
         message_recall: past_flagged as f64 / past.max(1) as f64,
         ham_flagged,
@@ -136,16 +232,81 @@ pub fn score(records: &[Record], labels: &[Option<&str>], radius: u32, threshold
     }
 }
 
-pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
-    let base = load_config(args.config.as_ref())?;
-    let truth = read_truth(&args.truth)?;
+/// What [`propose`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal<'a> {
+    /// The setting to propose, if any flags no ham.
+    pub best: Option<&'a Row>,
+    /// Thresholds below the default were left out: too few labelled ham.
+    pub held_back: bool,
+}
+
+/// The setting to propose: among those that flag no ham, the best score
+/// ([`Row::score_cmp`]); among equals the one with the most keys at their
+/// built-in default, then the tightest. With fewer than
+/// [`MIN_HAM_BELOW_DEFAULT`] labelled ham, no threshold below the default
+/// is a candidate.
+pub fn propose(rows: &[Row], ham_labelled: usize) -> Proposal<'_> {
+    let floor = Setting::default_values().threshold;
+    let few = ham_labelled < MIN_HAM_BELOW_DEFAULT;
+    let held_back = few && rows.iter().any(|r| r.setting.threshold < floor);
+    let best = rows
+        .iter()
+        .filter(|r| r.ham_flagged == 0)
+        .filter(|r| !few || r.setting.threshold >= floor)
+        .max_by(|a, b| {
+            a.score_cmp(b)
+                .then(a.setting.defaults_kept().cmp(&b.setting.defaults_kept()))
+                .then(a.setting.tightness(&b.setting))
+        });
+    Proposal { best, held_back }
+}
+
+/// Refuses swept values the configuration would refuse.
+fn check_sweep(args: &TuneArgs) -> Result<(), CliError> {
     if args.radius.iter().any(|k| *k > 7) {
         return Err(CliError::Usage("--radius values must be 0..=7".into()));
     }
+    if args.bands.iter().any(|b| *b > 16) {
+        return Err(CliError::Usage("--bands values must be 0..=16".into()));
+    }
+    if args.corroborating.iter().any(|c| *c == 1 || *c > 256) {
+        return Err(CliError::Usage(
+            "--corroborating values must be 0 (off) or 2..=256".into(),
+        ));
+    }
+    if args.thresholds.iter().any(|t| !(1.0..=1e9).contains(t)) {
+        return Err(CliError::Usage(
+            "--thresholds values must be 1..=1000000000".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
+    let base = load_config(args.config.as_ref())?;
+    let truth = read_truth(&args.truth)?;
+    check_sweep(&args)?;
     let mut rows = Vec::new();
-    for &k in &args.radius {
+    let mut ham_labelled = 0;
+    let mut groupings = Vec::new();
+    for &radius in &args.radius {
+        for &bands in &args.bands {
+            for &corroborating in &args.corroborating {
+                groupings.push(Setting {
+                    radius,
+                    bands,
+                    corroborating,
+                    threshold: 0.0,
+                });
+            }
+        }
+    }
+    for g in &groupings {
         let mut cfg = base.clone();
-        cfg.window.max_distance = k;
+        cfg.window.max_distance = g.radius;
+        cfg.window.minhash_bands = g.bands;
+        cfg.window.corroborating_matches = g.corroborating;
         // A sweep must not write its trial runs into shared state.
         cfg.store.backend = crate::config::StoreBackend::Memory;
         let opts = ReplayOptions {
@@ -161,8 +322,9 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
                 args.truth.display()
             )));
         }
+        ham_labelled = labels.iter().filter(|l| **l == Some("ham")).count();
         for &t in &args.thresholds {
-            rows.push(score(&s.records, &labels, k, t));
+            rows.push(score(&s.records, &labels, *g, t));
         }
     }
     let mut out = std::io::stdout().lock();
@@ -172,115 +334,341 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
     };
     writeln!(
         out,
-        "{:>6} {:>9} {:>15} {:>14} {:>11} {:>6}",
-        "radius", "threshold", "campaign_recall", "message_recall", "ham_flagged", "split"
+        "{:>6} {:>5} {:>5} {:>9} {:>15} {:>14} {:>11} {:>6}",
+        "radius",
+        "bands",
+        "corr",
+        "threshold",
+        "campaign_recall",
+        "message_recall",
+        "ham_flagged",
+        "split"
     )
     .map_err(w)?;
     for r in &rows {
+        let s = &r.setting;
         writeln!(
             out,
-            "{:>6} {:>9} {:>15.3} {:>14.3} {:>11} {:>6}",
-            r.radius, r.threshold, r.campaign_recall, r.message_recall, r.ham_flagged, r.split
+            "{:>6} {:>5} {:>5} {:>9} {:>15.3} {:>14.3} {:>11} {:>6}",
+            s.radius,
+            s.bands,
+            s.corroborating,
+            s.threshold,
+            r.campaign_recall,
+            r.message_recall,
+            r.ham_flagged,
+            r.split
         )
         .map_err(w)?;
     }
-    // Proposal: no ham flagged; then best message recall, fewest splits,
-    // and the highest threshold (the safest) among equals.
-    let best = rows.iter().filter(|r| r.ham_flagged == 0).max_by(|a, b| {
-        a.message_recall
-            .total_cmp(&b.message_recall)
-            .then(b.split.cmp(&a.split))
-            .then(a.threshold.total_cmp(&b.threshold))
-    });
-    match best {
-        Some(b) => writeln!(
-            out,
-            "\n# proposed (no ham flagged, best recall):\n[window]\nmax_distance = {}\n[thresholds]\nbulk_threshold = {:.1}\nsuspect_threshold = {:.1}",
-            b.radius,
-            b.threshold,
-            (b.threshold / 2.0).max(1.0)
-        )
-        .map_err(w)?,
-        None => writeln!(out, "\n# no setting flags zero ham: raise the thresholds or add allow-list entries").map_err(w)?,
+    out.write_all(proposal_text(&propose(&rows, ham_labelled), ham_labelled).as_bytes())
+        .map_err(w)?;
+    if let Some(path) = &args.plot {
+        std::fs::write(path, svg(&rows)).map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        writeln!(out, "# plot written to {}", path.display()).map_err(w)?;
     }
-    std::fs::write(&args.svg, svg(&rows, &args.radius)).map_err(|source| CliError::Write {
-        path: args.svg.clone(),
-        source,
-    })?;
-    writeln!(out, "# plot written to {}", args.svg.display()).map_err(w)?;
     Ok(Exit::Ok)
 }
 
-/// A line chart of message recall (solid) and ham flagged (dashed, right
-/// axis) against the threshold, one colour per radius. Hand-written SVG: a
-/// plotting crate would bring a font stack for one chart.
-pub fn svg(rows: &[Row], radii: &[u32]) -> String {
-    let (w, h, left, right, top, bottom) = (720.0, 420.0, 60.0, 60.0, 30.0, 50.0);
+/// The proposal as TOML to paste, with the reasons it rests on.
+pub fn proposal_text(p: &Proposal<'_>, ham_labelled: usize) -> String {
+    let d = Setting::default_values();
+    let mut s = String::from("\n");
+    if p.held_back {
+        s.push_str(&format!(
+            "# thresholds below the default ({}) are not proposed from {ham_labelled} labelled \
+             ham messages:\n# that needs at least {MIN_HAM_BELOW_DEFAULT} (with none of n \
+             flagged, the 95% upper bound on the ham\n# flagged is 3/n, 1% at {MIN_HAM_BELOW_DEFAULT})\n",
+            d.threshold
+        ));
+    }
+    match p.best {
+        Some(b) => {
+            let b = &b.setting;
+            // The default ratio of suspect to bulk, kept.
+            let ratio = Thresholds::default().suspect_threshold / d.threshold;
+            s.push_str(&format!(
+                "# proposed (no ham flagged, best recall; among equals the default, then the \
+                 tightest):\n[window]\nmax_distance = {}\nminhash_bands = {}\n\
+                 corroborating_matches = {}\n[thresholds]\nbulk_threshold = {:.1}\n\
+                 suspect_threshold = {:.1}\n",
+                b.radius,
+                b.bands,
+                b.corroborating,
+                b.threshold,
+                (b.threshold * ratio).max(1.0)
+            ));
+        }
+        None => s.push_str(
+            "# no setting flags zero ham: raise the thresholds or add allow-list entries\n",
+        ),
+    }
+    s
+}
+
+/// Ten colours that stay apart (Tableau 10); past ten, lines also differ
+/// in their dash pattern.
+const COLORS: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+const DASHES: [&str; 3] = ["", "8,4", "2,3"];
+
+/// Escapes text for SVG.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Two charts over the bulk threshold, one line per grouping setting
+/// (radius, bands, corroboration) in its own colour and dash: message
+/// recall (with campaign recall as points) above, ham flagged below, each
+/// with its axis titles, and a legend. Hand-written SVG: a plotting crate
+/// would bring a font stack for one chart.
+pub fn svg(rows: &[Row]) -> String {
+    let mut groupings: Vec<Setting> = Vec::new();
+    for r in rows {
+        let g = Setting {
+            threshold: 0.0,
+            ..r.setting
+        };
+        if !groupings.contains(&g) {
+            groupings.push(g);
+        }
+    }
     let ts: Vec<f64> = {
-        let mut t: Vec<f64> = rows.iter().map(|r| r.threshold).collect();
+        let mut t: Vec<f64> = rows.iter().map(|r| r.setting.threshold).collect();
         t.sort_by(f64::total_cmp);
         t.dedup();
         t
     };
+    let legend_rows = groupings.len().div_ceil(3);
+    let (w, left, right) = (780.0, 70.0, 20.0);
+    let (panel, gap, top) = (220.0, 70.0, 40.0);
+    let h = top + 2.0 * panel + gap + 60.0 + 18.0 * legend_rows as f64;
     let max_ham = rows.iter().map(|r| r.ham_flagged).max().unwrap_or(0).max(1) as f64;
     let x = |t: f64| {
         let i = ts.iter().position(|v| *v == t).unwrap_or(0) as f64;
         left + i * (w - left - right) / (ts.len().max(2) - 1) as f64
     };
-    let y = |v: f64| top + (1.0 - v) * (h - top - bottom);
-    let colors = [
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    ];
+    // y within a panel whose top is `y0`, for a value in 0..=1.
+    let y = |y0: f64, v: f64| y0 + (1.0 - v) * panel;
+    let (recall_top, ham_top) = (top, top + panel + gap);
     let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{left}\" y=\"18\">bulkwatch tune: message recall (solid, left) and ham flagged (dashed, right) by bulk threshold</text>\n\
-         <line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>\n",
-        y(0.0), w - right, y(0.0), y(0.0)
+         <text x=\"{left}\" y=\"20\" font-size=\"14\">bulkwatch tune: recall and ham flagged \
+         by bulk threshold</text>\n"
     );
-    for v in [0.0, 0.25, 0.5, 0.75, 1.0] {
+    for (y0, title, ticks) in [
+        (
+            recall_top,
+            "recall (line: messages, dots: campaigns)",
+            [0.0, 0.25, 0.5, 0.75, 1.0].map(|v| (v, format!("{v:.2}"))),
+        ),
+        (
+            ham_top,
+            "ham messages flagged",
+            [0.0, 0.25, 0.5, 0.75, 1.0].map(|v| (v, format!("{:.0}", v * max_ham))),
+        ),
+    ] {
+        let y_axis = y(y0, 0.0);
         s.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{v:.2}</text>\n",
-            left - 6.0,
-            y(v) + 4.0
+            "<line x1=\"{left}\" y1=\"{y_axis}\" x2=\"{}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
+             <line x1=\"{left}\" y1=\"{y0}\" x2=\"{left}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
+             <text transform=\"translate({},{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">bulk threshold (weighted recipients)</text>\n",
+            w - right,
+            left - 48.0,
+            y0 + panel / 2.0,
+            xml(title),
+            (left + w - right) / 2.0,
+            y_axis + 34.0
         ));
-        s.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\">{:.0}</text>\n",
-            w - right + 6.0,
-            y(v) + 4.0,
-            v * max_ham
-        ));
+        for (v, label) in &ticks {
+            s.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>\n\
+                 <line x1=\"{left}\" y1=\"{yv}\" x2=\"{}\" y2=\"{yv}\" stroke=\"#ddd\"/>\n",
+                left - 6.0,
+                y(y0, *v) + 4.0,
+                w - right,
+                yv = y(y0, *v)
+            ));
+        }
+        for t in &ts {
+            s.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
+                x(*t),
+                y_axis + 16.0
+            ));
+        }
     }
-    for t in &ts {
-        s.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
-            x(*t),
-            h - bottom + 18.0
-        ));
-    }
-    for (i, k) in radii.iter().enumerate() {
-        let c = colors.get(i % colors.len()).copied().unwrap_or("black");
-        let pts = |f: &dyn Fn(&Row) -> f64| {
-            rows.iter()
-                .filter(|r| r.radius == *k)
-                .map(|r| format!("{:.1},{:.1}", x(r.threshold), y(f(r))))
+    let legend_top = ham_top + panel + 56.0;
+    for (i, g) in groupings.iter().enumerate() {
+        let c = COLORS.get(i % COLORS.len()).copied().unwrap_or("black");
+        let dash = DASHES
+            .get((i / COLORS.len()) % DASHES.len())
+            .copied()
+            .unwrap_or("");
+        let style =
+            format!("fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"");
+        let mine: Vec<&Row> = rows
+            .iter()
+            .filter(|r| {
+                Setting {
+                    threshold: 0.0,
+                    ..r.setting
+                } == *g
+            })
+            .collect();
+        let pts = |f: &dyn Fn(&Row) -> f64, y0: f64| {
+            mine.iter()
+                .map(|r| format!("{:.1},{:.1}", x(r.setting.threshold), y(y0, f(r))))
                 .collect::<Vec<_>>()
                 .join(" ")
         };
         s.push_str(&format!(
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n",
-            pts(&|r| r.message_recall)
+            "<polyline {style} points=\"{}\"/>\n<polyline {style} points=\"{}\"/>\n",
+            pts(&|r| r.message_recall, recall_top),
+            pts(&|r| r.ham_flagged as f64 / max_ham, ham_top)
         ));
+        for r in &mine {
+            s.push_str(&format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>\n",
+                x(r.setting.threshold),
+                y(recall_top, r.campaign_recall)
+            ));
+        }
+        let (lx, ly) = (
+            left + 240.0 * (i % 3) as f64,
+            legend_top + 18.0 * (i / 3) as f64,
+        );
         s.push_str(&format!(
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-dasharray=\"5,4\" points=\"{}\"/>\n",
-            pts(&|r| r.ham_flagged as f64 / max_ham)
-        ));
-        s.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\" fill=\"{c}\">k={k}</text>\n",
-            left + 10.0 + 50.0 * i as f64,
-            h - 8.0
+            "<line x1=\"{lx}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" {style}/>\n\
+             <text x=\"{}\" y=\"{ly}\">{}</text>\n",
+            ly - 4.0,
+            lx + 30.0,
+            ly - 4.0,
+            lx + 36.0,
+            xml(&g.grouping())
         ));
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(radius: u32, threshold: f64, recall: f64, ham: usize) -> Row {
+        let d = Setting::default_values();
+        Row {
+            setting: Setting {
+                radius,
+                threshold,
+                ..d
+            },
+            campaign_recall: recall,
+            message_recall: recall,
+            ham_flagged: ham,
+            split: 0,
+        }
+    }
+
+    #[test]
+    fn among_equal_scores_the_default_wins_then_the_tightest() {
+        let rows = [
+            row(4, 20.0, 0.9, 0),
+            row(3, 20.0, 0.9, 0),
+            row(2, 20.0, 0.9, 0),
+            row(3, 50.0, 0.8, 0),
+        ];
+        let p = propose(&rows, 1000);
+        assert_eq!(p.best.map(|r| r.setting.radius), Some(3));
+        // Without the default among them: the tightest, the smallest radius.
+        let p = propose(
+            &rows[..1]
+                .iter()
+                .chain(&rows[2..])
+                .cloned()
+                .collect::<Vec<_>>(),
+            1000,
+        )
+        .best
+        .map(|r| r.setting);
+        assert_eq!(p.map(|s| s.radius), Some(2));
+        // Same score at two thresholds: the higher one.
+        let rows = [row(3, 10.0, 1.0, 0), row(3, 50.0, 1.0, 0)];
+        assert_eq!(
+            propose(&rows, 1000).best.map(|r| r.setting.threshold),
+            Some(50.0)
+        );
+    }
+
+    #[test]
+    fn a_better_score_beats_the_default_and_ham_flagged_rules_a_row_out() {
+        let rows = [
+            row(3, 20.0, 0.5, 0),
+            row(4, 50.0, 0.9, 0),
+            row(5, 50.0, 1.0, 1),
+        ];
+        assert_eq!(propose(&rows, 1000).best.map(|r| r.setting.radius), Some(4));
+        let rows = [row(3, 20.0, 1.0, 2)];
+        assert_eq!(propose(&rows, 1000).best, None);
+    }
+
+    #[test]
+    fn few_labelled_ham_never_propose_a_threshold_below_the_default() {
+        let rows = [row(3, 5.0, 1.0, 0), row(3, 20.0, 0.6, 0)];
+        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT - 1);
+        assert!(p.held_back);
+        assert_eq!(p.best.map(|r| r.setting.threshold), Some(20.0));
+        let text = proposal_text(&p, 42);
+        assert!(text.contains("from 42 labelled ham"), "{text}");
+        assert!(
+            text.contains(&format!("at least {MIN_HAM_BELOW_DEFAULT}")),
+            "{text}"
+        );
+        assert!(
+            text.contains("bulk_threshold = 20.0\nsuspect_threshold = 5.0"),
+            "{text}"
+        );
+        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT);
+        assert!(!p.held_back);
+        assert_eq!(p.best.map(|r| r.setting.threshold), Some(5.0));
+    }
+
+    #[test]
+    fn the_plot_has_a_distinct_line_per_setting_axis_titles_and_recall() {
+        let mut rows = Vec::new();
+        for k in 0..12u32 {
+            for t in [5.0, 20.0] {
+                let mut r = row(k % 8, t, 0.5, 1);
+                r.setting.bands = (k / 8) as usize;
+                rows.push(r);
+            }
+        }
+        let plot = svg(&rows);
+        let styles: HashSet<&str> = plot
+            .lines()
+            .filter(|l| l.starts_with("<polyline"))
+            .filter_map(|l| l.split(" points=").next())
+            .collect();
+        assert_eq!(styles.len(), 12, "one style per setting");
+        for text in [
+            "bulk threshold (weighted recipients)",
+            "recall (line: messages, dots: campaigns)",
+            "ham messages flagged",
+            "k=3 bands=0 corr=3",
+        ] {
+            assert!(plot.contains(text), "no {text:?}");
+        }
+        assert_eq!(plot.matches("<circle").count(), rows.len());
+    }
 }
