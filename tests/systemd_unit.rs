@@ -1,6 +1,8 @@
 //! The systemd unit stays sandboxed (`systemd-analyze security` must rate
 //! it 2.0 or lower; ignored where systemd-analyze is absent) and its reload
-//! checks the file before signalling the daemon.
+//! checks the file before signalling the daemon. The Debian package's unit
+//! (`debian/bulkwatch.service`) is the same unit with the package's paths
+//! and user, and a test keeps it so.
 
 use std::path::Path;
 use std::process::Command;
@@ -33,18 +35,64 @@ fn unit_exposure_is_at_most_2() {
     let Some(bin) = analyze_binary() else {
         panic!("systemd-analyze was installed when the tests were built, and is not now");
     };
-    let unit = concat!(env!("CARGO_MANIFEST_DIR"), "/systemd/bulkwatch.service");
-    let out = Command::new(bin)
-        .args(["security", "--offline=true", unit])
-        .output()
-        .expect("run systemd-analyze");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    for unit in [
+        concat!(env!("CARGO_MANIFEST_DIR"), "/systemd/bulkwatch.service"),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/debian/bulkwatch.service"),
+    ] {
+        let out = Command::new(bin)
+            .args(["security", "--offline=true", unit])
+            .output()
+            .expect("run systemd-analyze");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let score =
+            exposure(&text).unwrap_or_else(|| panic!("no exposure level in output:\n{text}"));
+        assert!(score <= 2.0, "{unit}: exposure {score} > 2.0:\n{text}");
+    }
+}
+
+/// The Debian package's unit made from the shipped one: the package's
+/// paths (`/usr`, not `/usr/local`) and the system user its postinst
+/// creates, which owns `/var/lib/bulkwatch` and reads the configuration
+/// (mode 0640) through its group, where the shipped unit has a dynamic
+/// user.
+fn packaged_unit(shipped: &str) -> String {
+    let body = shipped
+        .replace("/usr/local/", "/usr/")
+        .replace("DynamicUser=yes\n", "User=bulkwatch\nGroup=bulkwatch\n");
+    format!(
+        "# The Debian package's unit: systemd/bulkwatch.service with the package's\n\
+         # paths and its system user (tests/systemd_unit.rs makes it; do not edit).\n{body}"
+    )
+}
+
+#[test]
+fn packaged_unit_is_the_shipped_one_with_the_package_paths_and_user() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let shipped = std::fs::read_to_string(format!("{dir}/systemd/bulkwatch.service")).unwrap();
+    let expected = packaged_unit(&shipped);
+    let path = format!("{dir}/debian/bulkwatch.service");
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::write(&path, &expected).unwrap();
+    }
+    let packaged = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        packaged == expected,
+        "{path} is out of date: run UPDATE_FIXTURES=1 cargo test --test systemd_unit"
     );
-    let score = exposure(&text).unwrap_or_else(|| panic!("no exposure level in output:\n{text}"));
-    assert!(score <= 2.0, "exposure {score} > 2.0:\n{text}");
+    for line in [
+        "ExecStart=/usr/bin/bulkwatch serve --config /etc/bulkwatch/bulkwatch.toml",
+        "ExecReload=/usr/bin/bulkwatch check-config --quiet /etc/bulkwatch/bulkwatch.toml",
+        "User=bulkwatch",
+        "Group=bulkwatch",
+        "StateDirectory=bulkwatch",
+    ] {
+        assert!(packaged.lines().any(|l| l == line), "missing {line}");
+    }
+    assert!(!packaged.contains("DynamicUser"));
 }
 
 #[test]

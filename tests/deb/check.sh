@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Checks the Debian package that `cargo deb` built.
+#
+#   tests/deb/check.sh contents PACKAGE.deb   what it holds: paths, modes,
+#                                             conffiles, maintainer scripts
+#   tests/deb/check.sh install PACKAGE.deb    installs it (root, dpkg; on a
+#                                             CI machine: it changes the
+#                                             system), checks what the
+#                                             maintainer scripts did, purges
+#                                             it and checks they cleaned up
+#
+# Exits non-zero at the first failed check, naming it.
+set -euo pipefail
+
+CONF=/etc/bulkwatch/bulkwatch.toml
+PUBLIC_KEY=62756c6b77617463682d66702d763121
+
+fail() { echo "deb check: FAIL: $*" >&2; exit 1; }
+ok() { echo "deb check: ok: $*"; }
+
+# "MODE OWNER PATH" of each entry, from dpkg-deb -c.
+listing() { dpkg-deb -c "$1" | awk '{ print $1, $2, $6 }'; }
+
+check_contents() {
+    local deb=$1 list tmp
+    list=$(listing "$deb")
+    expect() {
+        grep -qxF -- "$1" <<<"$list" || fail "no '$1' in the package:"$'\n'"$list"
+        ok "$1"
+    }
+    expect "-rwxr-xr-x 0/0 ./usr/bin/bulkwatch"
+    expect "-rw-r----- 0/0 ./etc/bulkwatch/bulkwatch.toml"
+    grep -qE '^-rw-r--r-- 0/0 \./(usr/)?lib/systemd/system/bulkwatch\.service$' <<<"$list" \
+        || fail "no systemd unit in the package"
+    ok "the systemd unit"
+    local page
+    for page in man/*.8; do
+        expect "-rw-r--r-- 0/0 ./usr/share/man/man8/$(basename "$page").gz"
+    done
+    expect "-rw-r--r-- 0/0 ./usr/share/man/man5/bulkwatch.toml.5.gz"
+    expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/README.md"
+    expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/copyright"
+    expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/changelog.Debian.gz"
+    # Nothing of the build leaks in (a target/ path, the sources): every
+    # file is under one of the package's places.
+    if grep -v '^d' <<<"$list" \
+        | grep -vE ' \./(usr/bin|usr/share/man|usr/share/doc/bulkwatch|etc/bulkwatch|usr/share/lintian/overrides|(usr/)?lib/systemd/system)/'; then
+        fail "unexpected paths in the package (above)"
+    fi
+    ok "no other paths"
+
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' RETURN
+    dpkg-deb -e "$deb" "$tmp"
+    [ "$(cat "$tmp/conffiles")" = "$CONF" ] \
+        || fail "conffiles is not exactly $CONF: $(cat "$tmp/conffiles")"
+    ok "conffiles: $CONF"
+    grep -q '^Depends:.*adduser' "$tmp/control" || fail "Depends lacks adduser"
+    # debian/changelog's entry is this version (bump both together).
+    local version
+    version=$(dpkg-deb -f "$deb" Version)
+    dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/bulkwatch/changelog.Debian.gz \
+        | gzip -dc | head -1 | grep -qF "bulkwatch ($version)" \
+        || fail "debian/changelog's first entry is not version $version"
+    ok "version $version, as debian/changelog says"
+    ok "depends on adduser"
+    for s in postinst postrm; do
+        [ -x "$tmp/$s" ] || fail "no executable $s"
+        sh -n "$tmp/$s" || fail "$s is not valid sh"
+        ! grep -q '#DEBHELPER#' "$tmp/$s" || fail "$s still holds #DEBHELPER#"
+    done
+    grep -q 'deb-systemd-helper' "$tmp/postinst" || fail "postinst does not enable the unit"
+    # The key is made before the unit's snippet starts the service.
+    [ "$(grep -n 'bulkwatch keygen' "$tmp/postinst" | cut -d: -f1)" -lt \
+      "$(grep -n 'deb-systemd-helper' "$tmp/postinst" | head -1 | cut -d: -f1)" ] \
+        || fail "postinst starts the service before it makes the key"
+    ok "maintainer scripts"
+}
+
+key_of() { sed -n 's/^hash_key = "\(.*\)"$/\1/p' "$CONF"; }
+
+check_install() {
+    local deb=$1 out key
+    [ "$(id -u)" -eq 0 ] || fail "install needs root"
+    if dpkg-query -W -f='${Status}' bulkwatch 2>/dev/null | grep -q installed; then
+        fail "bulkwatch is installed already; this check installs and purges its own"
+    fi
+
+    out=$(dpkg -i "$deb" 2>&1) || fail "dpkg -i: $out"
+    echo "$out"
+    key=$(key_of)
+    grep -qxE '[0-9a-f]{32}' <<<"$key" || fail "no key in $CONF: '$key'"
+    [ "$key" != "$PUBLIC_KEY" ] || fail "the public key was kept"
+    ok "first install made a secret key"
+    grep -qF 'smtpd_milters = inet:127.0.0.1:7357' <<<"$out" || fail "no Postfix lines printed"
+    grep -qF 'milter_default_action = accept' <<<"$out" || fail "no milter_default_action printed"
+    ok "the Postfix lines were printed"
+    getent passwd bulkwatch >/dev/null || fail "no user bulkwatch"
+    [ "$(stat -c '%U:%G %a' "$CONF")" = "root:bulkwatch 640" ] \
+        || fail "$CONF is $(stat -c '%U:%G %a' "$CONF")"
+    [ "$(stat -c '%U:%G' /var/lib/bulkwatch)" = "bulkwatch:bulkwatch" ] \
+        || fail "/var/lib/bulkwatch is $(stat -c '%U:%G' /var/lib/bulkwatch)"
+    ok "user, config mode and state directory"
+    # Without a FILE, check-config reads the installed file, as serve does.
+    out=$(/usr/bin/bulkwatch check-config 2>&1) || fail "check-config: $out"
+    grep -qF "# $CONF: OK" <<<"$out" || fail "check-config did not read $CONF: $out"
+    ! grep -q 'warning' <<<"$out" || fail "check-config warned: $out"
+    runuser -u bulkwatch -- /usr/bin/bulkwatch check-config --quiet "$CONF" \
+        || fail "the service user cannot read $CONF"
+    ok "check-config reads $CONF, as root and as the service user"
+
+    # An upgrade (here: the same version again) keeps the key.
+    dpkg -i "$deb" >/dev/null 2>&1 || fail "reinstall"
+    [ "$(key_of)" = "$key" ] || fail "reinstall changed the key"
+    [ "$(stat -c '%U:%G %a' "$CONF")" = "root:bulkwatch 640" ] || fail "reinstall changed the mode"
+    ok "reinstall keeps the key and the mode"
+
+    dpkg --purge bulkwatch >/dev/null 2>&1 || fail "dpkg --purge"
+    ! getent passwd bulkwatch >/dev/null || fail "user bulkwatch left after purge"
+    ! getent group bulkwatch >/dev/null || fail "group bulkwatch left after purge"
+    [ ! -e /var/lib/bulkwatch ] || fail "/var/lib/bulkwatch left after purge"
+    [ ! -e /etc/bulkwatch ] || fail "/etc/bulkwatch left after purge"
+    ! dpkg-statoverride --list "$CONF" >/dev/null || fail "statoverride left after purge"
+    ok "purge removed the user, the state, the config and the statoverride"
+
+    # A file already there with a key of the admin's is never replaced.
+    install -d /etc/bulkwatch
+    sed "s/^hash_key = .*/hash_key = \"000102030405060708090a0b0c0d0e0f\"/" \
+        config/bulkwatch.toml > "$CONF"
+    dpkg -i --force-confold "$deb" >/dev/null 2>&1 || fail "install over an edited file"
+    [ "$(key_of)" = 000102030405060708090a0b0c0d0e0f ] || fail "an edited key was replaced"
+    dpkg --purge bulkwatch >/dev/null 2>&1 || fail "second purge"
+    ok "an edited key is kept"
+}
+
+case "${1:-}" in
+    contents) check_contents "$2" ;;
+    install) check_install "$2" ;;
+    *) echo "usage: $0 contents|install PACKAGE.deb" >&2; exit 2 ;;
+esac
