@@ -1,6 +1,7 @@
 //! The built binary as a daemon: a campaign counted before SIGTERM keeps
 //! counting after a restart (snapshot), and SIGHUP with an invalid file
-//! leaves it serving with the old settings while a valid one takes effect.
+//! leaves it serving with the old settings while a valid one takes effect;
+//! and once it says "stopped" it exits at once, however full its window.
 
 mod common;
 
@@ -168,4 +169,101 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
             "only the lock file, the snapshot and at most an interrupted temporary file: {leftovers:?}"
         );
     }
+}
+
+/// Issue 29, item 9: the daemon ends promptly once it has logged
+/// "stopped", however full its window. It used to free the window, the
+/// index and the campaigns allocation by allocation first (over a second
+/// at 10^6 entries; about 0.1 s at the 10^5 here), which the kernel does at
+/// once at exit.
+#[test]
+fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
+    use bulkwatch::config::Config;
+    use bulkwatch::engine::{Engine, Observation, UnixSecs};
+    use std::time::Instant;
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    let log = dir.path().join("daemon.log");
+    fs::create_dir_all(&state).unwrap();
+    fs::write(
+        &config,
+        format!(
+            "[milter]\nsocket = \"unix:{}\"\n[state]\nstate_dir = \"{}\"\n\
+             snapshot_interval_secs = 3600\n[metrics]\nlisten = \"\"\n",
+            socket.display(),
+            state.display()
+        ),
+    )
+    .unwrap();
+
+    // 10^5 unrelated messages of the last hour, each its own campaign.
+    let cfg = Config::default();
+    let mut engine = Engine::new(&cfg);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    const N: u64 = 100_000;
+    for i in 0..N {
+        let mut exact = [0u8; 32];
+        for chunk in exact.chunks_mut(8) {
+            chunk.copy_from_slice(&next().to_le_bytes());
+        }
+        let obs = Observation {
+            exact,
+            simhash: next(),
+            sketch: next(),
+            bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
+            near: true,
+            recipients: 1,
+            sender: next() as u16,
+            sender_name: None,
+            subject: Some(format!("offer {i}")),
+            features: 40,
+            thresholds: cfg.thresholds.clone(),
+        };
+        engine.decide_observed(&obs, UnixSecs(now - 3600 + i * 3600 / N));
+    }
+    let bytes = bulkwatch::store::snapshot::encode(&engine, now);
+    drop(engine);
+    bulkwatch::store::snapshot::write_atomic(&state, "state.bin", &bytes).unwrap();
+
+    let mut d = Daemon::start(&config, &log, &socket);
+    assert!(
+        d.log_text().contains("window_entries=100000"),
+        "{}",
+        d.log_text()
+    );
+    d.signal("-TERM");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !d.log_text().contains("stopped") {
+        assert!(Instant::now() < deadline, "no stop:\n{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(st) = d.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "no exit:\n{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let after = stopped.elapsed();
+    assert!(status.success(), "{status}");
+    // Freeing this window took 80 to 130 ms in a debug build; exiting
+    // without it, under 10.
+    assert!(
+        after < Duration::from_millis(50),
+        "exit {after:?} after \"stopped\""
+    );
 }
