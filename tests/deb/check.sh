@@ -108,6 +108,18 @@ check_install() {
     runuser -u bulkwatch -- /usr/bin/bulkwatch check-config --quiet "$CONF" \
         || fail "the service user cannot read $CONF"
     ok "check-config reads $CONF, as root and as the service user"
+    # serve without --config, as the service user in its state directory,
+    # runs on the installed file. In a network namespace of its own: it
+    # listens where that file says (127.0.0.1:7357 and :9357), which this
+    # machine may be using.
+    local st=0
+    out=$(cd /var/lib/bulkwatch && unshare -n sh -c 'ip link set lo up &&
+        exec runuser -u bulkwatch -- timeout --preserve-status -s TERM 3 /usr/bin/bulkwatch serve' 2>&1) || st=$?
+    [ "$st" -eq 0 ] || fail "serve exited $st: $out"
+    grep -qF "config=$CONF" <<<"$out" || fail "serve did not read $CONF: $out"
+    grep -q 'stopped' <<<"$out" || fail "serve did not stop cleanly: $out"
+    [ -f /var/lib/bulkwatch/state/state.bin ] || fail "no snapshot in /var/lib/bulkwatch/state"
+    ok "serve without --config runs on $CONF as bulkwatch, state in /var/lib/bulkwatch/state"
 
     # An upgrade (here: the same version again) keeps the key.
     dpkg -i "$deb" >/dev/null 2>&1 || fail "reinstall"
