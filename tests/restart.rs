@@ -267,3 +267,40 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
         "exit {after:?} after \"stopped\""
     );
 }
+
+/// Issue 29, item 4: suspicious values are logged with their lines, at
+/// start and again when a reload brings new ones; they stop nothing.
+#[test]
+fn serve_logs_suspicious_values_with_their_lines_at_start_and_on_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    let log = dir.path().join("daemon.log");
+    let text = |extra: &str| {
+        format!(
+            "[milter]\nsocket = \"unix:{}\"\n[state]\nstate_dir = \"{}\"\n[metrics]\nlisten = \"\"\n{extra}",
+            socket.display(),
+            state.display()
+        )
+    };
+    // bulk_threshold on line 8.
+    fs::write(
+        &config,
+        text("[thresholds]\nbulk_threshold = 2.0\nsuspect_threshold = 1.0\n"),
+    )
+    .unwrap();
+    let mut d = Daemon::start(&config, &log, &socket);
+    d.wait_log("suspicious value");
+    let first = d.log_text();
+    assert!(
+        first.contains("key=\"thresholds.bulk_threshold\"") && first.contains("line=8"),
+        "{first}"
+    );
+    // window_secs on line 8, on reload.
+    fs::write(&config, text("[window]\nwindow_secs = 120\n")).unwrap();
+    d.signal("-HUP");
+    d.wait_log("key=\"window.window_secs\"");
+    assert!(d.log_text().contains("line=8"), "{}", d.log_text());
+    assert!(d.stop().success());
+}
