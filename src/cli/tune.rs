@@ -447,10 +447,15 @@ pub fn svg(rows: &[Row]) -> String {
         t
     };
     let legend_rows = groupings.len().div_ceil(3);
-    let (w, left, right) = (780.0, 70.0, 20.0);
+    let (w, left, right) = (780.0, 70.0, 40.0);
     let (panel, gap, top) = (220.0, 70.0, 40.0);
-    let h = top + 2.0 * panel + gap + 60.0 + 18.0 * legend_rows as f64;
-    let max_ham = rows.iter().map(|r| r.ham_flagged).max().unwrap_or(0).max(1) as f64;
+    let h = top + 2.0 * panel + gap + 80.0 + 18.0 * legend_rows as f64;
+    // The ham axis in whole messages: at most five ticks, a whole step
+    // apart, the top one at or above the most ham any setting flagged.
+    let most_ham = rows.iter().map(|r| r.ham_flagged).max().unwrap_or(0).max(1);
+    let ham_step = most_ham.div_ceil(4);
+    let ham_ticks = most_ham.div_ceil(ham_step);
+    let max_ham = (ham_ticks * ham_step) as f64;
     let x = |t: f64| {
         let i = ts.iter().position(|v| *v == t).unwrap_or(0) as f64;
         left + i * (w - left - right) / (ts.len().max(2) - 1) as f64
@@ -465,17 +470,20 @@ pub fn svg(rows: &[Row]) -> String {
          <text x=\"{left}\" y=\"20\" font-size=\"14\">bulkwatch tune: recall and ham flagged \
          by bulk threshold</text>\n"
     );
+    let recall_ticks: Vec<(f64, String)> = [0.0, 0.25, 0.5, 0.75, 1.0]
+        .iter()
+        .map(|v| (*v, format!("{v:.2}")))
+        .collect();
+    let ham_ticks: Vec<(f64, String)> = (0..=ham_ticks)
+        .map(|i| ((i * ham_step) as f64 / max_ham, (i * ham_step).to_string()))
+        .collect();
     for (y0, title, ticks) in [
         (
             recall_top,
             "recall (line: messages, dots: campaigns)",
-            [0.0, 0.25, 0.5, 0.75, 1.0].map(|v| (v, format!("{v:.2}"))),
+            recall_ticks,
         ),
-        (
-            ham_top,
-            "ham messages flagged",
-            [0.0, 0.25, 0.5, 0.75, 1.0].map(|v| (v, format!("{:.0}", v * max_ham))),
-        ),
+        (ham_top, "ham messages flagged", ham_ticks),
     ] {
         let y_axis = y(y0, 0.0);
         s.push_str(&format!(
@@ -558,7 +566,11 @@ pub fn svg(rows: &[Row]) -> String {
             xml(&g.grouping())
         ));
     }
-    s.push_str("</svg>\n");
+    s.push_str(&format!(
+        "<text x=\"{left}\" y=\"{}\" fill=\"#555\">Lines that coincide belong to settings \
+         with the same result.</text>\n</svg>\n",
+        legend_top + 18.0 * legend_rows as f64 + 4.0
+    ));
     s
 }
 
@@ -670,5 +682,9 @@ mod tests {
             assert!(plot.contains(text), "no {text:?}");
         }
         assert_eq!(plot.matches("<circle").count(), rows.len());
+        // One ham flagged at most: ticks 0 and 1, each once.
+        for tick in [">0</text>", ">1</text>"] {
+            assert_eq!(plot.matches(tick).count(), 1, "{tick}");
+        }
     }
 }
