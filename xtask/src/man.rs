@@ -116,6 +116,13 @@ pub fn config_page(toml: &str, version: &str) -> String {
             pending.clear();
         }
     }
+    page.push_str(
+        ".SH FILES\n.TP\n\\fI/etc/bulkwatch/bulkwatch.toml\\fR\n\
+         Read by every command given no \\fB\\-\\-config\\fR (when it exists; else the \
+         built\\-in defaults). The Debian package installs it as a conffile, readable by \
+         root and the group \\fBbulkwatch\\fR only, with a secret \\fBhash_key\\fR made \
+         on first install.\n",
+    );
     page.push_str(".SH SEE ALSO\n\\fBbulkwatch\\fR(8), \\fBbulkwatch\\-check\\-config\\fR(8), \\fBbulkwatch\\-keygen\\fR(8)\n");
     page
 }
