@@ -242,8 +242,9 @@ pub struct Proposal<'a> {
 }
 
 /// The setting to propose: among those that flag no ham, the best score
-/// ([`Row::score_cmp`]); among equals the one with the most keys at their
-/// built-in default, then the tightest. With fewer than
+/// (message recall, then campaign recall, then fewer split campaigns);
+/// among equals the one with the most keys at their built-in default,
+/// then the tightest. With fewer than
 /// [`MIN_HAM_BELOW_DEFAULT`] labelled ham, no threshold below the default
 /// is a candidate.
 pub fn propose(rows: &[Row], ham_labelled: usize) -> Proposal<'_> {
