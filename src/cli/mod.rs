@@ -4,6 +4,7 @@
 //! function returning an [`Exit`] or a [`CliError`]. Exit
 //! codes: 0 ok, 1 bulk found (`scan`, `replay`), 2 error.
 
+pub mod campaigns;
 pub mod check_config;
 pub mod keygen;
 pub mod replay;
@@ -72,6 +73,8 @@ pub enum Command {
     CheckConfig(check_config::CheckConfigArgs),
     /// Print a new random fingerprint key (the built-in one is public).
     Keygen(keygen::KeygenArgs),
+    /// List, show, allow or forget the running daemon's campaigns.
+    Campaigns(campaigns::CampaignsArgs),
 }
 
 /// The file every command reads when no `--config` is given, if it
@@ -116,6 +119,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Tune(a) => tune::run(a),
         Command::CheckConfig(a) => check_config::run(a),
         Command::Keygen(a) => keygen::run(a),
+        Command::Campaigns(a) => campaigns::run(a),
     };
     match res {
         Err(CliError::Write { path, source })

@@ -566,6 +566,19 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
     }
 }
 
+/// Binds the control socket, mode 0600 (a stale socket of a daemon that
+/// died is replaced: the state directory's lock says none runs).
+fn bind_control(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let l = tokio::net::UnixListener::bind(path)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+    Ok(l)
+}
+
 async fn serve(
     config_path: Option<PathBuf>,
     cfg: Config,
@@ -583,9 +596,11 @@ async fn serve(
     // Held until this function returns: after the snapshot at shutdown.
     let _lock = lock_state_dir(&dir)?;
     check_writable(&dir)?;
-    let (engine, saved_at) = load_state(&dir, &cfg);
+    let (mut engine, saved_at) = load_state(&dir, &cfg);
+    let control =
+        crate::milter::control::Control::open(crate::milter::control::file_path(&dir), &mut engine);
 
-    let mut state = State::new(engine);
+    let mut state = State::new(engine).with_control(control);
     match RedisLayer::from_config(&cfg) {
         Ok(Some(shared)) => {
             info!(
@@ -618,6 +633,19 @@ async fn serve(
         tasks.push(tokio::spawn(metrics::serve(l, Arc::clone(&state))));
     }
     tasks.push(tokio::spawn(snapshot_loop(Arc::clone(&state), dir.clone())));
+    let control_socket = crate::milter::control::socket_path(&dir);
+    match bind_control(&control_socket) {
+        Ok(l) => {
+            info!(socket = %control_socket.display(), "control socket listening");
+            tasks.push(tokio::spawn(crate::milter::control::serve(
+                l,
+                Arc::clone(&state),
+            )));
+        }
+        // The daemon filters mail without it: `bulkwatch campaigns` says
+        // it cannot connect.
+        Err(e) => warn!(socket = %control_socket.display(), error = %e, "no control socket"),
+    }
     let sig = |k: SignalKind| signal(k).map_err(|e| other("cannot install signal handler", e));
     let hup = sig(SignalKind::hangup())?;
     let mut term = sig(SignalKind::terminate())?;

@@ -230,6 +230,10 @@ pub struct Engine {
     pub(crate) index: NearIndex,
     pub(crate) exact: ExactSet,
     pub(crate) campaigns: Campaigns,
+    /// Campaigns an operator forgot (`bulkwatch campaigns forget`): live
+    /// until their messages leave the window, but nothing joins them and
+    /// no list shows them, so their text starts again from zero.
+    forgotten: std::collections::HashSet<CampaignId>,
 }
 
 /// Why this message is allow-listed, if it is.
@@ -295,8 +299,33 @@ impl Engine {
             index,
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
+            forgotten: std::collections::HashSet::new(),
             cfg: cfg.clone(),
         }
+    }
+
+    /// Forgets a live campaign: later copies of its text start a campaign
+    /// of their own, from zero (its messages stay in the window, counted
+    /// for nothing, until they leave it). False when no live campaign has
+    /// that id.
+    pub fn forget(&mut self, id: CampaignId) -> bool {
+        if self.campaigns.slot_of(id).is_none() || self.forgotten.contains(&id) {
+            return false;
+        }
+        self.forgotten.insert(id);
+        true
+    }
+
+    /// Forgotten campaigns still in the window (to keep across a restart).
+    pub fn forgotten(&self) -> impl Iterator<Item = CampaignId> + '_ {
+        self.forgotten.iter().copied()
+    }
+
+    /// The live campaign of the message recorded under `seq`, while it is
+    /// in the window.
+    pub fn campaign_of_seq(&self, seq: u64) -> Option<CampaignId> {
+        let e = self.index.window().get(seq)?;
+        self.campaigns.get(e.campaign).map(|c| c.id)
     }
 
     /// The configuration in force.
@@ -326,6 +355,10 @@ impl Engine {
             campaigns.release(e.campaign, e.recipients, e.weight, e.sender);
         });
         self.exact.rotate(now.0);
+        if !self.forgotten.is_empty() {
+            let campaigns = &self.campaigns;
+            self.forgotten.retain(|id| campaigns.slot_of(*id).is_some());
+        }
     }
 
     /// Looks the message up, records it and judges it (in this engine's
@@ -353,7 +386,10 @@ impl Engine {
         let mut exact_slot = None;
         if self.exact.contains(&obs.exact) {
             if let Some((slot, id)) = self.exact.campaign_of(&obs.exact) {
-                if self.campaigns.slot_id(slot) == Some(CampaignId(id)) {
+                let live = self.campaigns.get(slot).map(|c| c.id);
+                if self.campaigns.slot_id(slot) == Some(CampaignId(id))
+                    && live.is_some_and(|l| !self.forgotten.contains(&l))
+                {
                     exact_slot = Some(slot);
                 }
             }
@@ -376,8 +412,14 @@ impl Engine {
             strong_sketch_diff: obs.thresholds.strong_sketch_diff,
             corroboration: self.cfg.window.corroborating_matches,
         };
-        let campaigns = &self.campaigns;
-        let linked = link::link(&rule, exact_slot, &matches, |s| campaigns.resolve(s));
+        let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
+        let linked = link::link(&rule, exact_slot, &matches, |s| {
+            campaigns.resolve(s).filter(|r| {
+                campaigns
+                    .get(*r)
+                    .is_some_and(|c| !forgotten.contains(&c.id))
+            })
+        });
         let near_miss = linked.near_miss.and_then(|m| {
             Some(NearMiss {
                 campaign: self.campaigns.get(m.campaign)?.id,
@@ -466,9 +508,11 @@ impl Engine {
             .map(|(_, e)| UnixSecs(u64::from(e.time)))
     }
 
-    /// Live campaigns.
+    /// Live campaigns (forgotten ones left out).
     pub fn campaigns(&self) -> impl Iterator<Item = &crate::engine::campaign::Campaign> {
-        self.campaigns.iter()
+        self.campaigns
+            .iter()
+            .filter(|c| !self.forgotten.contains(&c.id))
     }
 
     /// Messages of each live campaign in the window by arrival time: `n`
@@ -890,6 +934,41 @@ mod tests {
         // Later, the early copies are out of the drawn span.
         let a = e.arrivals(UnixSecs(t0 + w + w / 2), 4);
         assert_eq!(a.get(&id).map(|v| v.iter().sum::<u32>()), Some(2));
+    }
+
+    #[test]
+    fn a_forgotten_campaign_starts_again_from_zero() {
+        let cfg = Config::default();
+        let mut e = Engine::new(&cfg);
+        let mut last = None;
+        for i in 0..4 {
+            last = Some(e.process(
+                spam("alice", i).as_bytes(),
+                &env(),
+                UnixSecs(1000 + u64::from(i)),
+            ));
+        }
+        let v = last.unwrap();
+        let old = v.campaign.as_ref().unwrap().id;
+        assert_eq!(v.campaign.as_ref().unwrap().messages, 4);
+        assert_eq!(e.campaign_of_seq(v.seq.unwrap()), Some(old));
+        assert!(e.forget(old));
+        assert!(!e.forget(old), "forgotten once");
+        assert!(e.campaigns().all(|c| c.id != old), "no list shows it");
+        // The same text, exact and near copies: a new campaign of one.
+        for i in [3, 9] {
+            let v = e.process(
+                spam("alice", i).as_bytes(),
+                &env(),
+                UnixSecs(2000 + u64::from(i)),
+            );
+            let c = v.campaign.unwrap();
+            assert_ne!(c.id, old);
+            assert_eq!(c.messages, if i == 3 { 1 } else { 2 }, "{i}");
+        }
+        // Once its messages leave the window, the id is dropped.
+        e.expire(UnixSecs(1003 + cfg.window.window.as_secs() + 1));
+        assert_eq!(e.forgotten().count(), 0);
     }
 
     #[test]

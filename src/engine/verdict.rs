@@ -63,6 +63,8 @@ pub enum AllowReason {
     SenderDomain,
     ClientNetwork,
     Authenticated,
+    /// An operator allowed the campaign (`bulkwatch campaigns allow`).
+    Campaign,
 }
 
 impl AllowReason {
@@ -71,6 +73,7 @@ impl AllowReason {
             AllowReason::SenderDomain => "sender_domain",
             AllowReason::ClientNetwork => "client_network",
             AllowReason::Authenticated => "authenticated",
+            AllowReason::Campaign => "campaign",
         }
     }
 }

@@ -193,7 +193,17 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             verdict,
             elapsed,
             message_id,
+            subject,
         }) => {
+            state.control.note(crate::milter::control::Member {
+                seq: verdict.seq,
+                campaign: verdict.campaign.as_ref().map(|c| c.id),
+                queue_id: queue_id.clone(),
+                sender: sender.clone(),
+                subject,
+                time: crate::milter::unix_now(),
+                level: verdict.level.as_str(),
+            });
             let decision = reply::decision_for(&verdict, &cfg.policy);
             // Absent values are left out rather than written as -1 or "".
             let campaign = verdict.campaign.as_ref();

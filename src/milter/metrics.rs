@@ -40,6 +40,8 @@ pub struct Metrics {
     accept_errors: AtomicU64,
     evictions: AtomicU64,
     http_refused: AtomicU64,
+    allows: AtomicU64,
+    forgets: AtomicU64,
 }
 
 fn level_index(l: Level) -> usize {
@@ -58,6 +60,8 @@ impl Metrics {
             accept_errors: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             http_refused: AtomicU64::new(0),
+            allows: AtomicU64::new(0),
+            forgets: AtomicU64::new(0),
         }
     }
 
@@ -72,6 +76,14 @@ impl Metrics {
     }
 
     /// An HTTP connection was closed unanswered: too many were open.
+    /// An operator's `allow` or `forget` (`bulkwatch campaigns`).
+    pub fn record_control(&self, action: &str) {
+        match action {
+            "allow" => self.allows.fetch_add(1, Ordering::Relaxed),
+            _ => self.forgets.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
     pub fn record_http_refused(&self) {
         self.http_refused.fetch_add(1, Ordering::Relaxed);
     }
@@ -180,6 +192,16 @@ pub fn render(state: &State, now: u64) -> String {
             "bulkwatch_http_refused_total",
             "Metrics connections closed unanswered: too many were open.",
             m.http_refused.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_campaign_allows_total",
+            "Campaigns allowed at runtime (bulkwatch campaigns allow).",
+            m.allows.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_campaign_forgets_total",
+            "Campaigns forgotten at runtime (bulkwatch campaigns forget).",
+            m.forgets.load(Ordering::Relaxed),
         ),
     ];
     for (name, help, v) in counters {
@@ -470,6 +492,8 @@ mod tests {
             "bulkwatch_accept_errors_total 0",
             "bulkwatch_connections_evicted_total 0",
             "bulkwatch_http_refused_total 0",
+            "bulkwatch_campaign_allows_total 0",
+            "bulkwatch_campaign_forgets_total 0",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }

@@ -16,6 +16,7 @@
 
 pub mod alert;
 pub mod callbacks;
+pub mod control;
 pub mod guard;
 pub mod metrics;
 pub mod reply;
@@ -57,6 +58,9 @@ pub struct State {
     /// `engine_timeout` still counts until it ends: hostile mail cannot
     /// pile up work and memory behind timed-out messages.
     scans: Arc<tokio::sync::Semaphore>,
+    /// Campaigns allowed or forgotten at runtime, and recent messages for
+    /// `bulkwatch campaigns show` ([`control`]).
+    pub control: control::Control,
 }
 
 /// Messages up to this size are analysed on the connection's own task;
@@ -87,6 +91,7 @@ pub struct Judgement {
     pub elapsed: Duration,
     /// The Message-ID, between its brackets, when the message has one.
     pub message_id: Option<String>,
+    pub subject: Option<String>,
 }
 
 /// Why the engine gave no verdict.
@@ -115,7 +120,14 @@ impl State {
             metrics: Metrics::new(unix_now()),
             alerts: None,
             scans: Arc::new(tokio::sync::Semaphore::new(scan_slots())),
+            control: control::Control::default(),
         }
+    }
+
+    /// With the runtime corrections `control` (see [`control::Control::open`]).
+    pub fn with_control(mut self, control: control::Control) -> State {
+        self.control = control;
+        self
     }
 
     /// Judges with `shared` first and the local engine as the fallback.
@@ -194,6 +206,7 @@ impl State {
             verdict,
             elapsed,
             message_id: analysis.message_id,
+            subject: analysis.subject,
         })
     }
 
@@ -254,7 +267,8 @@ impl State {
                 self.judge.finish(cfg, &ask, answer)
             }
         };
-        let verdict = judged.verdict;
+        let mut verdict = judged.verdict;
+        self.control.apply(&mut verdict, now.0);
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         if verdict.newly_bulk {

@@ -70,6 +70,12 @@ impl Window {
         Some((seq, e))
     }
 
+    /// The entry recorded under `seq`, if it is still in the window.
+    pub fn get(&self, seq: u64) -> Option<&Entry> {
+        let offset = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.entries.get(offset)
+    }
+
     /// The entry whose sequence number has these low 32 bits, if it is live.
     pub fn get_by_low(&self, low: u32) -> Option<(u64, &Entry)> {
         let offset = low.wrapping_sub(self.base as u32) as usize;

@@ -1,0 +1,189 @@
+//! Campaigns at runtime (`bulkwatch campaigns`, `milter::control`): show,
+//! allow and forget through the control handler of a milter fed through
+//! the milter protocol, then through a daemon's socket with the CLI, and
+//! across a restart.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use bulkwatch::engine::Engine;
+use bulkwatch::milter::control::{file_path, socket_path, Control};
+use bulkwatch::milter::{unix_now, State};
+use common::daemon::Daemon;
+use common::{open_unix, send, spam, start_state, transact, NAMES};
+
+fn handle(state: &State, line: &str) -> serde_json::Value {
+    state.control.handle(state, line, unix_now())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_allow_and_forget_through_the_control_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = common::config();
+    let mut engine = Engine::new(&cfg);
+    let control = Control::open(file_path(dir.path()), &mut engine);
+    let m = start_state(State::new(engine).with_control(control)).await;
+    for (i, name) in NAMES.iter().take(5).enumerate() {
+        send(m.addr, &spam(name, i as u32)).await;
+    }
+    let id = m
+        .state
+        .with_view(|e| e.campaigns().next().map(|c| c.id.to_string()))
+        .unwrap();
+
+    // show: the campaign and its members, newest first, with queue ids.
+    let a = handle(&m.state, &format!("show {id}"));
+    assert_eq!(a["campaign"]["id"], id.as_str(), "{a}");
+    assert_eq!(a["campaign"]["level"], "bulk");
+    let queue_ids: Vec<&str> = a["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["queue_id"].as_str())
+        .collect();
+    assert_eq!(queue_ids, ["Q4", "Q3", "Q2", "Q1", "Q0"]);
+    assert_eq!(a["members"][0]["subject"], "Your offer 4");
+
+    // allow: the next copy is allowed, and the allowance is saved.
+    assert_eq!(handle(&m.state, &format!("allow {id}"))["ok"], true);
+    send(m.addr, &spam("frank", 5)).await;
+    let a = handle(&m.state, &format!("show {id}"));
+    assert_eq!(a["members"][0]["queue_id"], "Q5");
+    assert_eq!(a["members"][0]["level"], "allowed", "{a}");
+    assert!(a["allowed"].is_object());
+    let saved = fs::read_to_string(file_path(dir.path())).unwrap();
+    assert!(saved.contains(&id), "{saved}");
+    let mut fresh = Engine::new(&cfg);
+    let reopened = State::new(Engine::new(&cfg))
+        .with_control(Control::open(file_path(dir.path()), &mut fresh));
+    let list = handle(&reopened, "list");
+    assert_eq!(list["allowed"][0], id.as_str(), "kept across a restart");
+
+    // forget: the campaign leaves the lists and its text starts again.
+    assert_eq!(handle(&m.state, &format!("forget {id}"))["ok"], true);
+    assert_eq!(
+        handle(&m.state, &format!("forget {id}"))["ok"],
+        false,
+        "gone"
+    );
+    send(m.addr, &spam("alice", 6)).await;
+    let (ids, sizes): (Vec<String>, Vec<u32>) = m.state.with_view(|e| {
+        e.campaigns()
+            .map(|c| (c.id.to_string(), c.messages))
+            .unzip()
+    });
+    assert!(!ids.contains(&id), "{ids:?}");
+    assert_eq!(sizes, [1], "a new campaign, from zero");
+    let text = bulkwatch::milter::metrics::render(&m.state, unix_now());
+    assert!(text.contains("bulkwatch_campaign_allows_total 1"), "{text}");
+    assert!(
+        text.contains("bulkwatch_campaign_forgets_total 1"),
+        "{text}"
+    );
+
+    // Bad requests get a reason, never a change.
+    for bad in [
+        "",
+        "frobnicate",
+        "allow",
+        "allow zz",
+        "show 12345",
+        &format!("allow {id} 0"),
+        &format!("allow {id} soon"),
+    ] {
+        let a = handle(&m.state, bad);
+        assert_eq!(a["ok"], false, "{bad:?}: {a}");
+        assert!(a["error"].is_string());
+    }
+    m.stop().await;
+}
+
+fn config_text(socket: &Path, state: &Path) -> String {
+    format!(
+        "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\nsnapshot_interval_secs = 3600\n\n\
+         [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 3.0\nsuspect_threshold = 2.0\n\n\
+         [window]\nmax_entries = 10000\n\n[exact]\nbloom_items = 10000\n",
+        socket.display(),
+        state.display()
+    )
+}
+
+fn campaigns(config: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .arg("campaigns")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state_dir = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::write(&config, config_text(&socket, &state_dir)).unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut d = Daemon::start(&config, &log, &socket);
+    d.wait_log("control socket listening");
+    // The socket is for the daemon's user only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(socket_path(&state_dir))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    for (i, name) in NAMES.iter().take(3).enumerate() {
+        let mut conn = open_unix(&socket).await;
+        transact(&mut conn, &spam(name, i as u32)).await;
+        conn.close().await.unwrap();
+    }
+    let (ok, out, err) = campaigns(&config, &["list"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("1 active campaigns\n"), "{out}");
+    let id = out
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(out.contains("bulk") && out.contains("Your offer"), "{out}");
+    let (ok, out, err) = campaigns(&config, &["show", &id]);
+    assert!(
+        ok && out.contains("Q2") && out.contains("UTC"),
+        "{out}{err}"
+    );
+    let (ok, out, _) = campaigns(&config, &["allow", &id, "--for", "3600"]);
+    assert!(ok && out.contains("allowed until"), "{out}");
+    let (ok, _, err) = campaigns(&config, &["forget", "000000000000"]);
+    assert!(!ok && err.contains("no live campaign"), "{err}");
+    assert!(d.stop().success());
+
+    let mut d = Daemon::start(&config, &log, &socket);
+    d.wait_log("control socket listening");
+    let (ok, out, err) = campaigns(&config, &["list", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["allowed"][0], id.as_str(), "{out}");
+    assert_eq!(
+        v["campaigns"][0]["id"],
+        id.as_str(),
+        "the snapshot kept the campaign"
+    );
+    assert!(d.stop().success());
+    // No daemon: a clear error naming the socket.
+    let (ok, _, err) = campaigns(&config, &["list"]);
+    assert!(!ok && err.contains("control.sock"), "{err}");
+}
