@@ -678,7 +678,7 @@ mod tests {
             "bulk threshold (weighted recipients)",
             "recall (line: messages, dots: campaigns)",
             "ham messages flagged",
-            "k=3 bands=0 corr=3",
+            "k=3 bands=0 corr=2",
         ] {
             assert!(plot.contains(text), "no {text:?}");
         }
