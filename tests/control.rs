@@ -183,6 +183,7 @@ async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
         "the snapshot kept the campaign"
     );
     assert!(d.stop().success());
+    assert!(!socket_path(&state_dir).exists(), "removed at a clean stop");
     // No daemon: a clear error naming the socket.
     let (ok, _, err) = campaigns(&config, &["list"]);
     assert!(!ok && err.contains("control.sock"), "{err}");

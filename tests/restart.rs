@@ -165,8 +165,9 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
                 .iter()
                 .all(|n| n == "state.bin"
                     || n == "bulkwatch.lock"
+                    || n == "control.sock"
                     || n.starts_with(".state.bin.tmp-")),
-            "only the lock file, the snapshot and at most an interrupted temporary file: {leftovers:?}"
+            "only the lock file, the snapshot, the control socket (replaced at the next start) and at most an interrupted temporary file: {leftovers:?}"
         );
     }
 }

@@ -681,6 +681,9 @@ async fn serve(
     if let Some(s) = unix_socket {
         s.remove();
     }
+    // The state directory is this daemon's (its lock): the control socket
+    // is ours to remove (after a crash, the next start replaces it).
+    let _ = fs::remove_file(&control_socket);
     // The process ends next: freeing the window, the index and the
     // campaigns allocation by allocation (100 ms at 10^5 entries, over a
     // second at 10^6) would only hold the exit after "stopped", and with it
