@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::{Action, Config, PolicyConfig};
 use crate::engine::simhash::VERSION;
-use crate::engine::verdict::{level_for, Level, SkipReason, Verdict};
+use crate::engine::verdict::{campaign_level, Level, SkipReason, Verdict};
 use crate::engine::{analyze, Engine, Envelope, UnixSecs};
 use crate::milter::reply;
 use crate::milter::session::{Message, Session, HEADER_NAME, SCORE_HEADER_NAME};
@@ -93,7 +93,7 @@ fn check_verdict(v: &Verdict, env: &Envelope, cfg: &Config) {
             let c = v.campaign.as_ref();
             assert!(c.is_some(), "judged without a campaign: {v:?}");
             if let Some(c) = c {
-                assert_eq!(v.level, level_for(c.score, &cfg.thresholds), "{v:?}");
+                assert_eq!(v.level, campaign_level(c, &cfg.thresholds), "{v:?}");
                 assert!(c.messages >= 1, "{v:?}");
                 assert!(
                     c.recipients >= u64::from(env.recipient_count()),

@@ -1,4 +1,5 @@
-//! `[allow]`: mail that is never judged (sender domains, client networks, AUTH).
+//! `[allow]`: mail that is never judged (sender domains, client networks,
+//! AUTH, role recipients).
 
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -14,6 +15,10 @@ pub struct AllowConfig {
     pub client_networks: Vec<IpNet>,
     /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
     pub authenticated: bool,
+    /// Lower-case recipients whose mail is never judged: `local@` (that
+    /// local part at any domain) or `local@domain`. A transaction is
+    /// allowed only when every recipient is one of them.
+    pub recipients: Vec<String>,
 }
 
 impl Default for AllowConfig {
@@ -22,6 +27,7 @@ impl Default for AllowConfig {
             sender_domains: Vec::new(),
             client_networks: Vec::new(),
             authenticated: true,
+            recipients: vec!["postmaster@".to_owned(), "abuse@".to_owned()],
         }
     }
 }
@@ -34,6 +40,7 @@ impl TryFrom<RawAllow> for AllowConfig {
             sender_domains,
             client_networks,
             authenticated,
+            recipients,
         } = raw;
         let mut c = AllowConfig::default();
         if let Some(v) = sender_domains {
@@ -61,6 +68,25 @@ impl TryFrom<RawAllow> for AllowConfig {
         }
         if let Some(v) = authenticated {
             c.authenticated = v;
+        }
+        if let Some(v) = recipients {
+            let mut out = Vec::with_capacity(v.len());
+            for r in v {
+                let r = r.trim().to_ascii_lowercase();
+                let ok = r.split_once('@').is_some_and(|(local, domain)| {
+                    !local.is_empty()
+                        && !domain.contains('@')
+                        && !r.contains(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | ','))
+                });
+                if !ok {
+                    return Err(ConfigError::invalid(
+                        "allow.recipients",
+                        format!("`{r}` is neither `local@` nor `local@domain`"),
+                    ));
+                }
+                out.push(r);
+            }
+            c.recipients = out;
         }
         Ok(c)
     }
@@ -106,6 +132,7 @@ mod tests {
             ]),
             client_networks: Some(vec!["2001:db8::1".to_owned()]),
             authenticated: Some(false),
+            recipients: Some(vec!["Abuse@".to_owned(), " Ops@Example.ORG".to_owned()]),
         })
         .unwrap();
         assert_eq!(c.sender_domains, vec!["example.org"]);
@@ -114,6 +141,28 @@ mod tests {
             vec!["2001:db8::1/128".parse::<IpNet>().unwrap()]
         );
         assert!(!c.authenticated);
+        assert_eq!(c.recipients, vec!["abuse@", "ops@example.org"]);
+    }
+
+    #[test]
+    fn recipients_default_to_postmaster_and_abuse_and_need_a_local_part() {
+        assert_eq!(
+            AllowConfig::default().recipients,
+            vec!["postmaster@", "abuse@"]
+        );
+        for bad in ["postmaster", "@example.org", "a@b@c", "a b@c", ""] {
+            let raw = RawAllow {
+                recipients: Some(vec![bad.to_owned()]),
+                ..RawAllow::default()
+            };
+            assert_eq!(
+                refusal(AllowConfig::try_from(raw)),
+                (
+                    "allow.recipients".to_owned(),
+                    format!("`{bad}` is neither `local@` nor `local@domain`")
+                )
+            );
+        }
     }
 
     #[test]

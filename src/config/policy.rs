@@ -40,6 +40,20 @@ impl Action {
         })
     }
 
+    /// How hard the action is on the mail, for "the milder of two":
+    /// delivered untouched, delivered tagged, held, deferred, refused,
+    /// dropped.
+    pub fn severity(self) -> u8 {
+        match self {
+            Action::None => 0,
+            Action::Tag => 1,
+            Action::Quarantine => 2,
+            Action::Tempfail => 3,
+            Action::Reject => 4,
+            Action::Discard => 5,
+        }
+    }
+
     /// The name used in TOML.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -61,6 +75,10 @@ pub struct PolicyConfig {
     pub clean: Action,
     pub suspect: Action,
     pub bulk: Action,
+    /// Mailing-list mail (`Verdict::list`) at suspect or bulk gets the
+    /// milder of this and its level's action: none, tag (the default) or
+    /// quarantine, never refused or dropped.
+    pub list: Action,
 }
 
 impl Default for PolicyConfig {
@@ -69,6 +87,7 @@ impl Default for PolicyConfig {
             clean: Action::None,
             suspect: Action::Tag,
             bulk: Action::Tag,
+            list: Action::Tag,
         }
     }
 }
@@ -81,6 +100,7 @@ impl TryFrom<RawPolicy> for PolicyConfig {
             clean,
             suspect,
             bulk,
+            list,
         } = raw;
         let mut c = PolicyConfig::default();
         if let Some(v) = clean {
@@ -99,6 +119,23 @@ impl TryFrom<RawPolicy> for PolicyConfig {
         }
         if let Some(v) = bulk {
             c.bulk = Action::parse("policy.bulk", &v)?;
+        }
+        if let Some(v) = list {
+            // A list that gets a refusal counts a bounce against the
+            // subscriber and unsubscribes them after a few; a discard
+            // loses the post unseen. Anyone can write list headers, so
+            // the class must not be a way to hurt real lists either.
+            c.list = match Action::parse("policy.list", &v)? {
+                a @ (Action::None | Action::Tag | Action::Quarantine) => a,
+                _ => {
+                    return Err(ConfigError::invalid(
+                        "policy.list",
+                        format!(
+                            "`{v}` is not one of none, tag, quarantine (list mail is never refused or dropped)"
+                        ),
+                    ))
+                }
+            };
         }
         Ok(c)
     }
@@ -123,18 +160,16 @@ mod tests {
         for (raw, key, message) in [
             (
                 RawPolicy {
-                    clean: None,
                     suspect: Some("block".to_owned()),
-                    bulk: None,
+                    ..RawPolicy::default()
                 },
                 "policy.suspect",
                 format!("`block` {names}"),
             ),
             (
                 RawPolicy {
-                    clean: None,
-                    suspect: None,
                     bulk: Some("Reject".to_owned()),
+                    ..RawPolicy::default()
                 },
                 "policy.bulk",
                 format!("`Reject` {names}"),
@@ -175,6 +210,35 @@ mod tests {
     }
 
     #[test]
+    fn list_mail_is_tagged_held_or_left_alone_never_refused() {
+        assert_eq!(PolicyConfig::default().list, Action::Tag);
+        for (v, want) in [
+            ("none", Action::None),
+            ("tag", Action::Tag),
+            ("quarantine", Action::Quarantine),
+        ] {
+            let raw = RawPolicy {
+                list: Some(v.to_owned()),
+                ..RawPolicy::default()
+            };
+            assert_eq!(PolicyConfig::try_from(raw).map(|c| c.list).ok(), Some(want));
+        }
+        for v in ["reject", "tempfail", "discard"] {
+            let raw = RawPolicy {
+                list: Some(v.to_owned()),
+                ..RawPolicy::default()
+            };
+            assert_eq!(
+                refusal(PolicyConfig::try_from(raw)),
+                (
+                    "policy.list".to_owned(),
+                    format!("`{v}` is not one of none, tag, quarantine (list mail is never refused or dropped)")
+                )
+            );
+        }
+    }
+
+    #[test]
     fn every_action_name_round_trips() {
         for action in [
             Action::None,
@@ -185,9 +249,9 @@ mod tests {
             Action::Discard,
         ] {
             let c = PolicyConfig::try_from(RawPolicy {
-                clean: None,
                 suspect: Some(action.as_str().to_owned()),
                 bulk: Some(action.as_str().to_owned()),
+                ..RawPolicy::default()
             })
             .unwrap();
             assert_eq!((c.suspect, c.bulk), (action, action));

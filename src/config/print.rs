@@ -82,6 +82,7 @@ impl From<&Config> for RawConfig {
                 strong_distance: Some(c.thresholds.strong_distance),
                 strong_sketch_diff: Some(c.thresholds.strong_sketch_diff),
                 weak_match_weight: Some(c.thresholds.weak_match_weight),
+                single_transaction_recipients: Some(c.thresholds.single_transaction_recipients),
             }),
             allow: Some(RawAllow {
                 sender_domains: Some(c.allow.sender_domains.clone()),
@@ -93,6 +94,7 @@ impl From<&Config> for RawConfig {
                         .collect(),
                 ),
                 authenticated: Some(c.allow.authenticated),
+                recipients: Some(c.allow.recipients.clone()),
             }),
             milter: Some(RawMilter {
                 socket: Some(match &m.socket {
@@ -120,6 +122,7 @@ impl From<&Config> for RawConfig {
                 clean: Some(c.policy.clean.as_str().into()),
                 suspect: Some(c.policy.suspect.as_str().into()),
                 bulk: Some(c.policy.bulk.as_str().into()),
+                list: Some(c.policy.list.as_str().into()),
             }),
             state: Some(RawState {
                 state_dir: Some(c.state.state_dir.display().to_string()),

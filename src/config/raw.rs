@@ -95,6 +95,7 @@ pub struct RawThresholds {
     pub strong_distance: Option<u32>,
     pub strong_sketch_diff: Option<u32>,
     pub weak_match_weight: Option<f64>,
+    pub single_transaction_recipients: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -103,6 +104,7 @@ pub struct RawAllow {
     pub sender_domains: Option<Vec<String>>,
     pub client_networks: Option<Vec<String>>,
     pub authenticated: Option<bool>,
+    pub recipients: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
@@ -127,6 +129,7 @@ pub struct RawPolicy {
     pub clean: Option<String>,
     pub suspect: Option<String>,
     pub bulk: Option<String>,
+    pub list: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]

@@ -16,6 +16,12 @@ pub struct Thresholds {
     pub strong_sketch_diff: u32,
     /// Weight of a near match farther than `strong_distance`.
     pub weak_match_weight: f64,
+    /// A message alone in its campaign (it matched nothing in the window)
+    /// is judged by its own recipients only when they exceed this number;
+    /// otherwise it is clean. One transaction to a few dozen local
+    /// subscribers is no evidence of a campaign; 5,000 RCPT TO are. 0
+    /// judges every message by its recipients (the rule before 2026-11-27).
+    pub single_transaction_recipients: u32,
 }
 
 impl Default for Thresholds {
@@ -26,6 +32,7 @@ impl Default for Thresholds {
             strong_distance: 2,
             strong_sketch_diff: 5,
             weak_match_weight: 0.5,
+            single_transaction_recipients: 100,
         }
     }
 }
@@ -40,6 +47,7 @@ impl TryFrom<RawThresholds> for Thresholds {
             strong_distance,
             strong_sketch_diff,
             weak_match_weight,
+            single_transaction_recipients,
         } = raw;
         let mut c = Thresholds::default();
         if let Some(v) = bulk_threshold {
@@ -56,6 +64,11 @@ impl TryFrom<RawThresholds> for Thresholds {
         }
         if let Some(v) = weak_match_weight {
             c.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
+        }
+        if let Some(v) = single_transaction_recipients {
+            // A message counts at most 65,535 recipients (Envelope).
+            c.single_transaction_recipients =
+                in_range("thresholds.single_transaction_recipients", v, 0, 65_535)?;
         }
         if c.suspect_threshold > c.bulk_threshold {
             return Err(ConfigError::invalid(
@@ -122,6 +135,11 @@ mod tests {
                 raw(|r| r.weak_match_weight = Some(-0.1)),
                 "thresholds.weak_match_weight",
                 "-0.1 is outside 0..=1",
+            ),
+            (
+                raw(|r| r.single_transaction_recipients = Some(65_536)),
+                "thresholds.single_transaction_recipients",
+                "65536 is outside 0..=65535",
             ),
             (
                 raw(|r| r.weak_match_weight = Some(1.5)),

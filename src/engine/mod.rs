@@ -33,7 +33,7 @@ use self::mime::{extract, MimeOutcome};
 use self::minhash::{jaccard_estimate, min_sketch, seeds};
 use self::shingle::features;
 use self::simhash::{exact_hash, simhash, Fingerprint, VERSION};
-use self::verdict::{level_for, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
+use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
 use crate::config::{Config, Thresholds};
 
 /// Seconds since the Unix epoch, as passed in by the caller.
@@ -88,6 +88,9 @@ pub struct Analysis {
     pub subject: Option<String>,
     /// Domain of the header From address.
     pub from_domain: Option<String>,
+    /// List-Id, List-Post, List-Unsubscribe or `Precedence: list|bulk`
+    /// (`mime::is_list_mail`).
+    pub list: bool,
     pub truncated: bool,
 }
 
@@ -106,6 +109,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
                 message_id: None,
                 subject: None,
                 from_domain: None,
+                list: false,
                 truncated: false,
             }
         }
@@ -149,6 +153,7 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
         message_id: body.message_id,
         subject: body.subject,
         from_domain: body.from_domain,
+        list: body.list,
         truncated: body.truncated,
     }
 }
@@ -247,6 +252,9 @@ pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<Allo
             return Some(AllowReason::ClientNetwork);
         }
     }
+    if all_recipients_allowed(&allow.recipients, env) {
+        return Some(AllowReason::Recipient);
+    }
     if !allow.sender_domains.is_empty() {
         let domain = env
             .mail_from
@@ -267,6 +275,26 @@ pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<Allo
         }
     }
     None
+}
+
+/// Every recipient of the transaction is in `allow.recipients`: `local@`
+/// entries match the local part at any domain (and a bare `<Postmaster>`,
+/// RFC 5321 section 4.1.1.3), others the whole address, without regard
+/// to case. One recipient that is not listed, or recipients beyond those
+/// kept ([`MAX_KEPT_RCPTS`], not seen), and the transaction is judged
+/// for all: a milter cannot split a transaction, and adding `abuse@` to
+/// a campaign's recipients must not let it through to the others.
+fn all_recipients_allowed(list: &[String], env: &Envelope) -> bool {
+    if list.is_empty() || env.rcpts.is_empty() || env.more_rcpts > 0 {
+        return false;
+    }
+    env.rcpts.iter().all(|r| {
+        let local = r.rsplit_once('@').map_or(r.as_str(), |(l, _)| l);
+        list.iter().any(|a| match a.strip_suffix('@') {
+            Some(want) => local.eq_ignore_ascii_case(want),
+            None => r.eq_ignore_ascii_case(a),
+        })
+    })
 }
 
 /// 16-bit hash of a sender domain (for distinct-sender counts).
@@ -477,7 +505,7 @@ impl Engine {
         let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
         let bulk = campaign
             .as_ref()
-            .is_some_and(|c| level_for(c.score, &obs.thresholds) == Level::Bulk);
+            .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
         let newly_bulk = bulk && self.campaigns.mark_alerted(slot);
         Outcome {
             exact,
@@ -580,6 +608,10 @@ pub struct Observation {
     pub subject: Option<String>,
     pub features: usize,
     pub thresholds: Thresholds,
+    /// The message has list headers ([`Analysis::list`]). Only the verdict
+    /// reads it ([`finish`]), never a store: the list class changes the
+    /// action, not what is counted.
+    pub list: bool,
 }
 
 impl Observation {
@@ -686,20 +718,31 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         subject: a.subject.clone(),
         features: a.features,
         thresholds: cfg.thresholds.clone(),
+        list: a.list,
     })
 }
 
 /// The second half of a decision: the level from the campaign's weighted
 /// size and the verdict's explanation.
+///
+/// The list class ([`Verdict::list`]): a message with list headers whose
+/// campaign comes from one sender domain, so far as the campaign's
+/// counts show (`sender_domains`; the stores do not keep which members
+/// had list headers). A campaign that also arrives from another sender
+/// domain is not a list's post, whatever headers a copy carries. The class
+/// changes only the action (`policy.list`); the level, the counts and the
+/// alert stay.
 pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
     let level = out
         .campaign
         .as_ref()
-        .map_or(Level::Clean, |c| level_for(c.score, &cfg.thresholds));
+        .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
+    let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
     Verdict {
         level,
         skip: None,
         allow: None,
+        list,
         exact: out.exact,
         distance: out.distance,
         resemblance: out
@@ -1032,6 +1075,81 @@ mod tests {
         assert_eq!(
             e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
             Some(AllowReason::Authenticated)
+        );
+    }
+
+    /// Recipients of one transaction alone make no campaign below
+    /// `single_transaction_recipients`; above it, or once a copy matches,
+    /// they count, and the alert (newly bulk) goes with the first bulk
+    /// verdict.
+    #[test]
+    fn one_transaction_alone_is_bulk_only_above_its_own_limit() {
+        let cfg = Config::default();
+        assert_eq!(cfg.thresholds.single_transaction_recipients, 100);
+        let rcpts = |n: usize, tag: &str| Envelope {
+            rcpts: (0..n).map(|i| format!("{tag}{i}@example.net")).collect(),
+            ..Envelope::default()
+        };
+        let mut e = Engine::new(&cfg);
+        // A list post to 25 subscribers: a campaign of 25, but clean.
+        let v = e.process(spam("a", 1).as_bytes(), &rcpts(25, "s"), UnixSecs(0));
+        let c = v.campaign.clone().unwrap();
+        assert_eq!((c.messages, c.recipients), (1, 25));
+        assert_eq!((v.level, v.newly_bulk), (Level::Clean, false));
+        // The limit itself is still one transaction's worth.
+        let mut e = Engine::new(&cfg);
+        let v = e.process(spam("a", 1).as_bytes(), &rcpts(100, "s"), UnixSecs(0));
+        assert_eq!(v.level, Level::Clean);
+        // 5,000 RCPT TO in one transaction: bulk at once.
+        let mut e = Engine::new(&cfg);
+        let v = e.process(spam("a", 1).as_bytes(), &rcpts(5000, "s"), UnixSecs(0));
+        assert_eq!((v.level, v.newly_bulk), (Level::Bulk, true));
+        // Split into transactions of 99: the second matches the first and
+        // the campaign counts both; the alert goes with it, not with the
+        // first (which was not bulk).
+        let mut e = Engine::new(&cfg);
+        let first = e.process(spam("a", 1).as_bytes(), &rcpts(99, "a"), UnixSecs(0));
+        assert_eq!((first.level, first.newly_bulk), (Level::Clean, false));
+        let second = e.process(spam("b", 2).as_bytes(), &rcpts(99, "b"), UnixSecs(1));
+        assert_eq!(second.campaign.as_ref().map(|c| c.recipients), Some(198));
+        assert_eq!((second.level, second.newly_bulk), (Level::Bulk, true));
+        // 0 restores the rule before: 25 recipients alone are bulk.
+        let mut off = cfg.clone();
+        off.thresholds.single_transaction_recipients = 0;
+        let mut e = Engine::new(&off);
+        let v = e.process(spam("a", 1).as_bytes(), &rcpts(25, "s"), UnixSecs(0));
+        assert_eq!((v.level, v.newly_bulk), (Level::Bulk, true));
+    }
+
+    /// Role recipients are allowed only when every recipient of the
+    /// transaction is one: an extra abuse@ lets nothing through.
+    #[test]
+    fn role_recipients_are_allowed_only_when_all_are() {
+        let mut cfg = Config::default();
+        cfg.allow.recipients.push("ops@example.org".into());
+        let to = |r: &[&str]| Envelope {
+            rcpts: r.iter().map(|s| s.to_string()).collect(),
+            ..Envelope::default()
+        };
+        let a = analyze(spam("a", 1).as_bytes(), &env(), &cfg);
+        let why = |e: &Envelope| allowed(&cfg, &a, e);
+        assert_eq!(
+            why(&to(&["Postmaster@example.net", "abuse@other.example"])),
+            Some(AllowReason::Recipient)
+        );
+        assert_eq!(why(&to(&["postmaster"])), Some(AllowReason::Recipient));
+        assert_eq!(why(&to(&["OPS@example.org"])), Some(AllowReason::Recipient));
+        assert_eq!(why(&to(&["ops@example.net"])), None, "other domain");
+        assert_eq!(why(&to(&["abuse@example.net", "bob@example.net"])), None);
+        assert_eq!(why(&to(&["abuse+x@example.net"])), None);
+        assert_eq!(why(&to(&[])), None);
+        let mut more = to(&["abuse@example.net"]);
+        more.more_rcpts = 1;
+        assert_eq!(why(&more), None, "recipients not seen");
+        cfg.allow.recipients.clear();
+        assert_eq!(
+            allowed(&cfg, &a, &to(&["postmaster@example.net"])),
+            None
         );
     }
 

@@ -65,6 +65,8 @@ pub enum AllowReason {
     Authenticated,
     /// An operator allowed the campaign (`bulkwatch campaigns allow`).
     Campaign,
+    /// Every recipient is in `allow.recipients` (postmaster@, abuse@).
+    Recipient,
 }
 
 impl AllowReason {
@@ -74,8 +76,17 @@ impl AllowReason {
             AllowReason::ClientNetwork => "client_network",
             AllowReason::Authenticated => "authenticated",
             AllowReason::Campaign => "campaign",
+            AllowReason::Recipient => "recipient",
         }
     }
+
+    /// All reasons, for metrics.
+    pub const ALL: [AllowReason; 4] = [
+        AllowReason::SenderDomain,
+        AllowReason::ClientNetwork,
+        AllowReason::Authenticated,
+        AllowReason::Recipient,
+    ];
 }
 
 /// A campaign as seen right after this message joined it.
@@ -115,6 +126,10 @@ pub struct Verdict {
     pub level: Level,
     pub skip: Option<SkipReason>,
     pub allow: Option<AllowReason>,
+    /// Mailing-list mail: the message has list headers and its campaign
+    /// comes from one sender domain (`engine::finish`). Its action is
+    /// `policy.list` at most; its level and counts are those of any mail.
+    pub list: bool,
     /// The normalized text matched a message of the window exactly.
     pub exact: bool,
     /// Smallest Hamming distance to a window entry (0 for exact), if matched.
@@ -148,6 +163,7 @@ impl Verdict {
             level: Level::Skipped,
             skip: Some(reason),
             allow: None,
+            list: false,
             exact: false,
             distance: None,
             resemblance: None,
@@ -188,6 +204,9 @@ impl Verdict {
         if let Some(c) = &self.campaign {
             s.push_str(&format!("; campaign={}; size={}", c.id, c.recipients));
         }
+        if self.list {
+            s.push_str("; list=yes");
+        }
         if self.exact {
             s.push_str("; exact=yes");
         }
@@ -202,6 +221,21 @@ impl Verdict {
         }
         s
     }
+}
+
+/// The level of a message in campaign `c` (as it stands after the message
+/// joined): [`level_for`] its weighted size, except that a message alone
+/// in its campaign, which matched nothing, is clean while its recipients
+/// are at most `single_transaction_recipients`. One transaction to a few
+/// dozen local subscribers shows no campaign; a second copy that matches
+/// it does, and the campaign then counts both transactions' recipients.
+/// Every store decides "newly bulk" by this rule too, so an alert is not
+/// spent on a message that was not bulk.
+pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
+    if c.messages <= 1 && c.recipients <= u64::from(t.single_transaction_recipients) {
+        return Level::Clean;
+    }
+    level_for(c.score, t)
 }
 
 /// The level for a campaign of weighted size `score`.

@@ -15,7 +15,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::engine::verdict::Level;
+use crate::engine::verdict::{AllowReason, Level, Verdict};
 use crate::engine::Engine;
 use crate::milter::State;
 
@@ -30,6 +30,10 @@ const READ_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct Metrics {
     by_level: [AtomicU64; Level::ALL.len()],
+    /// Allowed messages by reason (`AllowReason::ALL`'s order).
+    by_allow: [AtomicU64; AllowReason::ALL.len()],
+    /// Messages of the list class (any level).
+    list: AtomicU64,
     errors: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
     engine_micros: AtomicU64,
@@ -52,6 +56,8 @@ impl Metrics {
     pub fn new(now: u64) -> Metrics {
         Metrics {
             by_level: Default::default(),
+            by_allow: Default::default(),
+            list: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             buckets: Default::default(),
             engine_micros: AtomicU64::new(0),
@@ -105,6 +111,34 @@ impl Metrics {
         self.engine_count.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// What a verdict says besides its level: why it was allowed, and
+    /// whether it is list mail.
+    pub fn record_class(&self, v: &Verdict) {
+        if let Some(r) = v.allow {
+            let i = AllowReason::ALL.iter().position(|x| *x == r).unwrap_or(0);
+            if let Some(c) = self.by_allow.get(i) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if v.list {
+            self.list.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Messages allowed for `reason`.
+    pub fn allowed(&self, reason: AllowReason) -> u64 {
+        AllowReason::ALL
+            .iter()
+            .position(|x| *x == reason)
+            .and_then(|i| self.by_allow.get(i))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Messages of the list class.
+    pub fn list_messages(&self) -> u64 {
+        self.list.load(Ordering::Relaxed)
+    }
+
     /// An engine failure, timeout or action error.
     pub fn record_error(&self) {
         self.errors.fetch_add(1, Ordering::Relaxed);
@@ -143,6 +177,26 @@ pub fn render(state: &State, now: u64) -> String {
             m.messages(l)
         );
     }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_allowed_total Messages allowed without judging, by reason.\n\
+         # TYPE bulkwatch_allowed_total counter"
+    );
+    for r in AllowReason::ALL {
+        let _ = writeln!(
+            s,
+            "bulkwatch_allowed_total{{reason=\"{}\"}} {}",
+            r.as_str(),
+            m.allowed(r)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_list_messages_total Messages judged as mailing-list mail \
+         (list headers, one sender domain), at any level.\n\
+         # TYPE bulkwatch_list_messages_total counter\nbulkwatch_list_messages_total {}",
+        m.list_messages()
+    );
     let gauges = [
         (
             "bulkwatch_campaigns_active",
@@ -479,6 +533,10 @@ mod tests {
             .metrics
             .record_verdict(Level::Bulk, Duration::from_millis(3));
         state.metrics.record_error();
+        let mut v = Verdict::allowed(AllowReason::Recipient);
+        state.metrics.record_class(&v);
+        v.list = true;
+        state.metrics.record_class(&v);
         let text = render(&state, crate::milter::unix_now());
         for name in [
             "bulkwatch_messages_total{level=\"bulk\"} 1",
@@ -494,6 +552,9 @@ mod tests {
             "bulkwatch_http_refused_total 0",
             "bulkwatch_campaign_allows_total 0",
             "bulkwatch_campaign_forgets_total 0",
+            "bulkwatch_allowed_total{reason=\"recipient\"} 2",
+            "bulkwatch_allowed_total{reason=\"sender_domain\"} 0",
+            "bulkwatch_list_messages_total 1",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }

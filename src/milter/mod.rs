@@ -271,6 +271,7 @@ impl State {
         self.control.apply(&mut verdict, now.0);
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
+        self.metrics.record_class(&verdict);
         if verdict.newly_bulk {
             if let (Some(tx), Some(c)) = (&self.alerts, &verdict.campaign) {
                 if tx.try_send(c.clone()).is_err() {

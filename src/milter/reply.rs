@@ -75,13 +75,24 @@ impl Decision {
 
 /// The policy's decision for a verdict. Suspect and bulk verdicts get
 /// their policy's action, clean ones `policy.clean` (none or tag);
-/// allowed and skipped mail is accepted untagged.
+/// allowed and skipped mail is accepted untagged. Mailing-list mail
+/// (`Verdict::list`) at suspect or bulk gets the milder of its level's
+/// action and `policy.list`: never harsher than a list deserves, and
+/// never harsher than other mail of its level.
 pub fn decision_for(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
     let action = match verdict.level {
         Level::Suspect => policy.suspect,
         Level::Bulk => policy.bulk,
         Level::Clean => policy.clean,
         Level::Allowed | Level::Skipped => Action::None,
+    };
+    let action = if verdict.list
+        && matches!(verdict.level, Level::Suspect | Level::Bulk)
+        && policy.list.severity() < action.severity()
+    {
+        policy.list
+    } else {
+        action
     };
     match action {
         Action::None => Decision::Accept,
@@ -207,6 +218,40 @@ mod tests {
             Decision::Quarantine(_)
         ));
         assert_eq!(decision_for(&verdict(Level::Allowed), &p), Decision::Accept);
+    }
+
+    /// List mail gets `policy.list` when that is milder than its level's
+    /// action, and its level's action when that is milder.
+    #[test]
+    fn list_mail_gets_the_milder_of_its_policies() {
+        let mut p = Config::default().policy;
+        p.bulk = Action::Reject;
+        let list = |level| Verdict {
+            list: true,
+            ..verdict(level)
+        };
+        assert_eq!(
+            decision_for(&list(Level::Bulk), &p),
+            Decision::Tag(Tag {
+                value: "bulk; campaign=000000000001; size=6; list=yes; distance=1".into(),
+                score: 6.0
+            })
+        );
+        p.list = Action::Quarantine;
+        assert!(matches!(
+            decision_for(&list(Level::Bulk), &p),
+            Decision::Quarantine(_)
+        ));
+        p.suspect = Action::None;
+        assert_eq!(decision_for(&list(Level::Suspect), &p), Decision::Accept);
+        p.list = Action::None;
+        assert_eq!(decision_for(&list(Level::Bulk), &p), Decision::Accept);
+        // Clean list mail follows policy.clean like any clean mail.
+        p.clean = Action::Tag;
+        assert!(matches!(
+            decision_for(&list(Level::Clean), &p),
+            Decision::Tag(_)
+        ));
     }
 
     #[test]

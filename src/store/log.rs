@@ -49,8 +49,10 @@ use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{Store, StoreError};
 
-/// Format of an entry; entries of another format are skipped.
-const FORMAT: u8 = 1;
+/// Format of an entry; entries of another format are skipped. Format 2
+/// added `thresholds.single_transaction_recipients`; format 1 entries are
+/// still read (as 0, the rule of the builds that wrote them).
+const FORMAT: u8 = 2;
 /// Entries read per `XRANGE`.
 const CHUNK: usize = 1024;
 /// `XRANGE` calls a message may spend catching up after the first one;
@@ -134,6 +136,7 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.u32(t.strong_distance);
     w.u32(t.strong_sketch_diff);
     w.f64(t.weak_match_weight);
+    w.u32(t.single_transaction_recipients);
     put_text(&mut w, obs.sender_name.as_deref(), MAX_NAME);
     put_text(&mut w, obs.subject.as_deref(), MAX_SUBJECT);
     w.0
@@ -164,7 +167,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
 
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
     let format = r.u8()?;
-    if format != FORMAT {
+    if format != FORMAT && format != 1 {
         return Err(CodecError::Invalid {
             what: format!("format {format}, this build reads {FORMAT}"),
         });
@@ -194,6 +197,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         strong_distance: r.u32()?,
         strong_sketch_diff: r.u32()?,
         weak_match_weight: r.f64()?,
+        single_transaction_recipients: if format >= 2 { r.u32()? } else { 0 },
     };
     let sender_name = get_text(r, MAX_NAME)?;
     let subject = get_text(r, MAX_SUBJECT)?;
@@ -211,6 +215,9 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             subject,
             features,
             thresholds,
+            // Not in the entry: only the verdict reads it, from the
+            // daemon's own observation of its message.
+            list: false,
         },
         now,
     ))
@@ -903,6 +910,7 @@ mod tests {
             subject: Some("Ünïcode subject".into()),
             features: 77,
             thresholds: Config::default().thresholds,
+            list: false,
         }
     }
 
@@ -917,6 +925,26 @@ mod tests {
         none.subject = Some(String::new());
         none.bands.clear();
         assert_eq!(decode(&encode(&none, UnixSecs(1))).unwrap().0, none);
+    }
+
+    /// Entries of format 1 (builds before the single-transaction rule)
+    /// are read, with the rule off as their writers had it.
+    #[test]
+    fn format_1_entries_read_with_the_old_rule() {
+        let mut o = obs();
+        o.sender_name = None;
+        o.subject = None;
+        let e = encode(&o, UnixSecs(7));
+        // Format 2 has the limit's 4 bytes before the two absent texts.
+        let n = e.len();
+        let mut old = vec![1u8];
+        old.extend_from_slice(&e[1..n - 6]);
+        old.extend_from_slice(&e[n - 2..]);
+        let (back, now) = decode(&old).unwrap();
+        assert_eq!(now, UnixSecs(7));
+        assert_eq!(back.thresholds.single_transaction_recipients, 0);
+        o.thresholds.single_transaction_recipients = 0;
+        assert_eq!(back, o);
     }
 
     #[test]
@@ -937,7 +965,7 @@ mod tests {
         long.push(0);
         assert!(decode(&long).is_err());
         let mut other = e.clone();
-        other[0] = 2;
+        other[0] = 3;
         assert!(decode(&other).is_err());
         // Every single byte changed: an error or some entry, never a panic.
         for i in 0..e.len() {

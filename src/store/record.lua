@@ -76,6 +76,9 @@ for j = 1, nbands do bands[j] = ARGV[26 + ntables + j] end
 local corr_min = tonumber(ARGV[27 + ntables + nbands]) or 0
 local corr_sd = tonumber(ARGV[28 + ntables + nbands]) or max_sd
 local corr_d = tonumber(ARGV[29 + ntables + nbands]) or max_mh
+-- thresholds.single_transaction_recipients: a campaign of one message is
+-- bulk only above this many recipients (0, or absent: any).
+local single_rcpts = tonumber(ARGV[30 + ntables + nbands]) or 0
 
 local MAX_SENDERS = 64
 
@@ -653,7 +656,9 @@ if sender_name ~= '' then add_name(v, sender_name) end
 if keep_subjects and subject ~= '' and not v.subj then v.subj = subject end
 rcall('RPUSH', ckey(target) .. ':l', struct.pack('>I4HBH', now, rcpts, weight, sender))
 local newly_bulk = 0
-if v.s >= bulk_centi and v.al ~= 1 then
+-- The rule of engine::verdict::campaign_level.
+local alone = v.m <= 1 and v.r <= single_rcpts
+if v.s >= bulk_centi and v.al ~= 1 and not alone then
   v.al = 1
   newly_bulk = 1
 end

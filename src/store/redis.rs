@@ -399,6 +399,7 @@ impl RedisStore {
         }
         let (min, sd, d) = p.corroboration;
         inv.arg(min).arg(sd).arg(d);
+        inv.arg(t.single_transaction_recipients);
         let v: Value = inv.invoke(conn.like()).map_err(|e| err("record", e))?;
         let (out, repaired) = parse_reply(v)?;
         for key in repaired {

@@ -121,14 +121,25 @@ async fn greet(mut conn: TestConnection) -> TestConnection {
 
 /// MAIL … EOM for one message on an open connection.
 pub async fn transact(conn: &mut TestConnection, m: &Mail) -> (EomActions, Status) {
+    let rcpt = [m.rcpt.clone()];
+    transact_envelope(conn, m, "<offers@deals.example>", &rcpt).await
+}
+
+/// MAIL … EOM with a sender and recipients of the caller's (`m.rcpt` is
+/// not used).
+pub async fn transact_envelope(
+    conn: &mut TestConnection,
+    m: &Mail,
+    mail_from: &str,
+    rcpts: &[String],
+) -> (EomActions, Status) {
     conn.macros(MacroStage::Mail, [("i", m.queue_id.as_str())])
         .await
         .unwrap();
-    assert_eq!(
-        conn.mail(["<offers@deals.example>"]).await.unwrap(),
-        Status::Noreply
-    );
-    assert_eq!(conn.rcpt([m.rcpt.as_str()]).await.unwrap(), Status::Noreply);
+    assert_eq!(conn.mail([mail_from]).await.unwrap(), Status::Noreply);
+    for r in rcpts {
+        assert_eq!(conn.rcpt([r.as_str()]).await.unwrap(), Status::Noreply);
+    }
     assert_eq!(conn.data().await.unwrap(), Status::Noreply);
     for (k, v) in &m.headers {
         assert_eq!(
@@ -147,6 +158,19 @@ pub async fn transact(conn: &mut TestConnection, m: &Mail) -> (EomActions, Statu
         }
     }
     conn.eom().await.unwrap()
+}
+
+/// A whole connection carrying one message from `mail_from` to `rcpts`.
+pub async fn send_envelope(
+    addr: SocketAddr,
+    m: &Mail,
+    mail_from: &str,
+    rcpts: &[String],
+) -> (EomActions, Status) {
+    let mut conn = open(addr).await;
+    let r = transact_envelope(&mut conn, m, mail_from, rcpts).await;
+    conn.close().await.unwrap();
+    r
 }
 
 /// A whole connection carrying one message.

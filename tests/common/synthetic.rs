@@ -31,6 +31,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         subject: Some("A subject of ordinary length for a message".into()),
         features: 50,
         thresholds: cfg.thresholds.clone(),
+        list: false,
     }
 }
 
@@ -65,6 +66,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         subject: None,
         features: 100,
         thresholds: cfg.thresholds.clone(),
+        list: false,
     }
 }
 

@@ -42,6 +42,8 @@ pub struct BodyText {
     pub recipients: Vec<String>,
     pub from_domain: Option<String>,
     pub message_id: Option<String>,
+    /// The message says it comes from a mailing list ([`is_list_mail`]).
+    pub list: bool,
     /// Text or input was cut at a configured bound.
     pub truncated: bool,
     /// mail-parser reported a decoding problem in some part.
@@ -120,6 +122,7 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
     let mut body = BodyText {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
         message_id: message_id(&message),
+        list: is_list_mail(&message),
         truncated,
         ..BodyText::default()
     };
@@ -169,6 +172,27 @@ fn message_id(message: &Message<'_>) -> Option<String> {
     let unfolded: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
     let id = unfolded.trim_start_matches('<').trim_end_matches('>');
     (!id.is_empty()).then(|| at_most_chars(id, 512))
+}
+
+/// The message's own header section says it was sent by a mailing list or
+/// as bulk: a `List-Id`, `List-Post` or `List-Unsubscribe` field (RFC 2919,
+/// RFC 2369), or `Precedence: list` or `bulk` (a convention list managers
+/// and bulk senders keep; RFC 3834 section 2 mentions it). Any sender can
+/// write these fields: the list class only changes the action taken, never
+/// whether the message counts (see `engine::finish`).
+fn is_list_mail(message: &Message<'_>) -> bool {
+    message.headers().iter().any(|h| match &h.name {
+        HeaderName::ListId | HeaderName::ListPost | HeaderName::ListUnsubscribe => true,
+        HeaderName::Other(name) if name.eq_ignore_ascii_case("precedence") => message
+            .raw_message
+            .get(h.offset_start as usize..h.offset_end as usize)
+            .is_some_and(|v| {
+                let v = String::from_utf8_lossy(v);
+                let v = v.trim();
+                v.eq_ignore_ascii_case("list") || v.eq_ignore_ascii_case("bulk")
+            }),
+        _ => false,
+    })
 }
 
 /// The first `n` characters of `s` (all of it when its bytes are no more:

@@ -1,0 +1,180 @@
+//! Solicited bulk through the milter protocol (issue 28, item 1): one
+//! transaction's recipients alone, mailing-list mail, and role recipients.
+//! Each test holds whole `indymilter-test` conversations against
+//! `milter::run` on 127.0.0.1:0.
+
+mod common;
+
+use bulkwatch::config::{Action, Config};
+use bulkwatch::engine::verdict::{AllowReason, Level};
+use common::{config, send_envelope, spam, start, Mail, NAMES};
+use indymilter_test::{EomAction, EomActions, Status};
+
+fn x_bulkwatch(actions: &EomActions) -> Option<String> {
+    actions.actions.iter().find_map(|a| match a {
+        EomAction::AddHeader { name, value } if name.to_bytes() == b"X-Bulkwatch" => {
+            Some(value.to_string_lossy().into_owned())
+        }
+        _ => None,
+    })
+}
+
+fn rcpts(prefix: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("<{prefix}{i}@example.net>"))
+        .collect()
+}
+
+/// `mail` with a List-Id and List-Unsubscribe header, as a list manager
+/// writes them.
+fn with_list_headers(mut mail: Mail) -> Mail {
+    mail.headers
+        .push(("List-Id".into(), "Deals news <news.deals.example>".into()));
+    mail.headers.push((
+        "List-Unsubscribe".into(),
+        "<mailto:leave@deals.example>".into(),
+    ));
+    mail
+}
+
+fn is_reject(s: &Status) -> bool {
+    matches!(s, Status::Reject { .. })
+}
+
+/// One post to 25 subscribers in one transaction matched nothing: it is
+/// clean (no header under `policy.clean = "none"`), although 25 recipients
+/// are past the bulk threshold (5 here). 200 recipients in one transaction
+/// are past `single_transaction_recipients` (100): bulk at once. A second
+/// copy to 25 others matches the first and the campaign (50) is bulk.
+#[tokio::test]
+async fn one_transaction_alone_is_bulk_only_past_its_own_limit() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    let m = start(cfg).await;
+    let from = "<list-bounces@deals.example>";
+    let (a, s) = send_envelope(m.addr, &spam("alice", 1), from, &rcpts("a", 25)).await;
+    assert_eq!(s, Status::Accept);
+    assert_eq!(x_bulkwatch(&a), None, "clean, untagged");
+    let (_, s) = send_envelope(m.addr, &spam("bob", 2), from, &rcpts("b", 25)).await;
+    assert!(is_reject(&s), "the matching copy makes it bulk: {s:?}");
+    assert_eq!(m.state.metrics.messages(Level::Clean), 1);
+    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    m.stop().await;
+
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    let m = start(cfg).await;
+    let blast = Mail {
+        body: "A different text altogether, sent once to many: claim the prize in \
+               our lottery draw today by sending your bank details to the claims desk.\r\n"
+            .into(),
+        ..spam("carol", 3)
+    };
+    let (_, s) = send_envelope(m.addr, &blast, "<x@spam.example>", &rcpts("c", 200)).await;
+    assert!(is_reject(&s), "200 RCPT TO in one transaction: {s:?}");
+    m.stop().await;
+}
+
+/// List mail that turns bulk is tagged `list=yes` and delivered under
+/// `policy.bulk = "reject"`, and counted; a copy of the same campaign from
+/// another sender domain without list headers is refused, and so are the
+/// list's later copies: the campaign is no longer one list's.
+#[tokio::test]
+async fn list_mail_is_tagged_not_refused_until_the_campaign_comes_from_elsewhere() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    cfg.policy.suspect = Action::None;
+    let m = start(cfg).await;
+    let list_from = "<news-bounces@deals.example>";
+    let mut last = None;
+    for (i, name) in NAMES.iter().enumerate().take(5) {
+        let mail = with_list_headers(spam(name, 100 + i as u32));
+        let one = vec![format!("<{name}@example.net>")];
+        last = Some(send_envelope(m.addr, &mail, list_from, &one).await);
+    }
+    let (a, s) = last.unwrap();
+    assert_eq!(s, Status::Accept, "the fifth copy is bulk, but list mail");
+    let v = x_bulkwatch(&a).unwrap();
+    assert!(
+        v.starts_with("bulk; campaign=") && v.contains("; list=yes"),
+        "{v}"
+    );
+    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    assert!(m.state.metrics.list_messages() >= 1);
+
+    // The same text from a second sender domain, no list headers.
+    let other = spam("frank", 200);
+    let one = vec!["<frank@example.net>".to_owned()];
+    let (_, s) = send_envelope(m.addr, &other, "<x@elsewhere.example>", &one).await;
+    assert!(is_reject(&s), "{s:?}");
+    // The list's next copy: the campaign now has two sender domains.
+    let mail = with_list_headers(spam("grace", 201));
+    let one = vec!["<grace@example.net>".to_owned()];
+    let (_, s) = send_envelope(m.addr, &mail, list_from, &one).await;
+    assert!(is_reject(&s), "{s:?}");
+    m.stop().await;
+}
+
+/// `Precedence: bulk` alone marks list mail too.
+#[tokio::test]
+async fn precedence_bulk_is_list_mail() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    let m = start(cfg).await;
+    let mut statuses = Vec::new();
+    for (i, name) in NAMES.iter().enumerate().take(5) {
+        let mut mail = spam(name, 300 + i as u32);
+        mail.headers.push(("Precedence".into(), "bulk".into()));
+        let one = vec![format!("<{name}@example.net>")];
+        statuses.push(
+            send_envelope(m.addr, &mail, "<n@deals.example>", &one)
+                .await
+                .1,
+        );
+    }
+    assert!(statuses.iter().all(|s| *s == Status::Accept), "{statuses:?}");
+    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    m.stop().await;
+}
+
+/// A campaign copy to postmaster@ and abuse@ only is allowed (untagged,
+/// delivered, counted as a recipient allow) while the campaign is rejected
+/// for everyone else; with one ordinary recipient beside abuse@, the
+/// transaction is rejected for all: abuse@ lends no bypass.
+#[tokio::test]
+async fn role_recipients_receive_but_lend_no_bypass() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    let m = start(cfg).await;
+    let from = "<offers@deals.example>";
+    for (i, name) in NAMES.iter().enumerate().take(5) {
+        let one = vec![format!("<{name}@example.net>")];
+        send_envelope(m.addr, &spam(name, 400 + i as u32), from, &one).await;
+    }
+    assert_eq!(m.state.metrics.messages(Level::Bulk), 1, "premise: bulk");
+    let roles = vec![
+        "<postmaster@example.net>".to_owned(),
+        "<Abuse@example.net>".to_owned(),
+    ];
+    let (a, s) = send_envelope(m.addr, &spam("frank", 410), from, &roles).await;
+    assert_eq!(s, Status::Accept);
+    assert_eq!(x_bulkwatch(&a), None);
+    assert_eq!(m.state.metrics.allowed(AllowReason::Recipient), 1);
+    let mixed = vec![
+        "<abuse@example.net>".to_owned(),
+        "<grace@example.net>".to_owned(),
+    ];
+    let (_, s) = send_envelope(m.addr, &spam("grace", 411), from, &mixed).await;
+    assert!(is_reject(&s), "{s:?}");
+    assert_eq!(m.state.metrics.allowed(AllowReason::Recipient), 1);
+    m.stop().await;
+}
+
+/// The shipped configuration file says what the built-in defaults are.
+#[test]
+fn defaults_exempt_postmaster_and_abuse_and_tag_lists() {
+    let c = Config::default();
+    assert_eq!(c.allow.recipients, vec!["postmaster@", "abuse@"]);
+    assert_eq!(c.policy.list, Action::Tag);
+    assert_eq!(c.thresholds.single_transaction_recipients, 100);
+}
