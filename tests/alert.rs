@@ -1,6 +1,8 @@
 //! Alerts go out over SMTP (lettre, no TLS) to `alerts.smtp`, once per
 //! `min_interval`: checked against a minimal SMTP server on 127.0.0.1:0.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,8 +47,8 @@ async fn smtp_server(listener: TcpListener, got: Arc<Mutex<Vec<String>>>) {
     }
 }
 
-fn summary(id: u64) -> CampaignSummary {
-    CampaignSummary {
+fn alert(id: u64) -> alert::Alert {
+    let campaign = CampaignSummary {
         id: CampaignId(id),
         messages: 21,
         recipients: 21,
@@ -56,6 +58,13 @@ fn summary(id: u64) -> CampaignSummary {
         sender_domains: 1,
         senders: vec!["deals.example".into()],
         sample_subject: Some("Your offer".into()),
+    };
+    alert::Alert {
+        campaign,
+        at: 1_700_000_100,
+        message_id: Some(format!("{id:x}.20231114@deals.example")),
+        queue_id: Some("4SbCdE1xyz".into()),
+        metrics_listen: Some("127.0.0.1:9357".into()),
     }
 }
 
@@ -72,8 +81,8 @@ async fn alert_is_mailed_and_rate_limited() {
     cfg.smtp = addr.to_string();
     cfg.min_interval = Duration::from_secs(3600);
     let (tx, rx) = mpsc::channel(alert::QUEUE);
-    tx.send(summary(0xabc)).await.unwrap();
-    tx.send(summary(0xdef)).await.unwrap();
+    tx.send(alert(0xabc)).await.unwrap();
+    tx.send(alert(0xdef)).await.unwrap();
     drop(tx);
     // Returns once the queue is closed and drained.
     alert::run(cfg, rx).await;
@@ -91,7 +100,48 @@ async fn alert_is_mailed_and_rate_limited() {
         "To: postmaster@example.org",
         "Your offer",
         "deals.example",
+        // A readable date, the message that made it bulk, and the
+        // commands that show the campaign.
+        "turned bulk on Tue, 14 Nov 2023 22:15:00 +0000",
+        "first seen: Tue, 14 Nov 2023 22:13:20 +0000",
+        "Message-ID <abc.20231114@deals.example>, queue id 4SbCdE1xyz",
+        "curl -s http://127.0.0.1:9357/campaigns \\\n    | grep -o '{\"id\":\"000000000abc\"[^}]*}'",
+        "journalctl -u bulkwatch | grep 000000000abc",
     ] {
         assert!(mail.contains(part), "{part} in\n{mail}");
     }
+}
+
+/// Through the milter: the message that makes a campaign bulk queues one
+/// alert carrying its Message-ID, its queue id and the metrics address
+/// (for the command that shows the campaign); the next copy queues none.
+#[tokio::test]
+async fn the_message_that_makes_a_campaign_bulk_is_named_in_its_alert() {
+    use bulkwatch::engine::Engine;
+    use bulkwatch::milter::State;
+    use common::{config, send, spam, start_state, NAMES};
+
+    let cfg = config();
+    let (tx, mut rx) = mpsc::channel(alert::QUEUE);
+    let m = start_state(State::new(Engine::new(&cfg)).with_alerts(tx)).await;
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut mail = spam(name, 500 + i as u32);
+        mail.headers
+            .push(("Message-ID".into(), format!("<copy{i}@deals.example>")));
+        send(m.addr, &mail).await;
+    }
+    m.stop().await;
+    let a = rx.try_recv().expect("one alert");
+    assert!(rx.try_recv().is_err(), "only one alert per campaign");
+    // bulk_threshold 5: the fifth copy (index 4) made it bulk.
+    assert_eq!(a.message_id.as_deref(), Some("copy4@deals.example"));
+    assert_eq!(a.queue_id.as_deref(), Some("Q504"));
+    assert_eq!(a.campaign.messages, 5);
+    assert!(a.at >= a.campaign.first_seen, "{a:?}");
+    assert_eq!(a.metrics_listen, cfg.metrics.listen);
+    let text = alert::body(&a, 0);
+    assert!(
+        text.contains("Message-ID <copy4@deals.example>, queue id Q504"),
+        "{text}"
+    );
 }

@@ -1,6 +1,7 @@
 //! Mail alerts when a campaign first turns bulk.
 //!
-//! The milter queues the campaign's summary (bounded, never waiting); this
+//! The milter queues an [`Alert`]: the campaign's summary, the message that
+//! made it bulk and the commands that show it (bounded, never waiting); this
 //! task mails `alerts.to` through `alerts.smtp` (plain SMTP, no TLS, no
 //! authentication: a local relay), at most one mail per `min_interval`.
 //! Campaigns turning bulk inside the interval are counted and named in the
@@ -18,17 +19,92 @@ use crate::engine::verdict::CampaignSummary;
 /// Queue length between the milter and the alert task.
 pub const QUEUE: usize = 64;
 
+/// A campaign that just turned bulk, and what an operator needs to find it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alert {
+    pub campaign: CampaignSummary,
+    /// Unix seconds of the message that made the campaign bulk.
+    pub at: u64,
+    /// That message's Message-ID (without angle brackets), if it had one.
+    pub message_id: Option<String>,
+    /// That message's queue id (Postfix macro `i`), if known.
+    pub queue_id: Option<String>,
+    /// `metrics.listen` when the alert was queued: where `/campaigns` is.
+    pub metrics_listen: Option<String>,
+}
+
+impl Alert {
+    /// The commands that show the campaign today: its entry in
+    /// `/campaigns` (while it is in the window) and its log lines.
+    pub fn show_commands(&self) -> Vec<String> {
+        let id = self.campaign.id;
+        let mut out = Vec::new();
+        if let Some(listen) = &self.metrics_listen {
+            out.push(format!(
+                "curl -s http://{listen}/campaigns \\\n    | grep -o '{{\"id\":\"{id}\"[^}}]*}}'"
+            ));
+        }
+        out.push(format!("journalctl -u bulkwatch | grep {id}"));
+        out
+    }
+}
+
+/// Unix seconds as an RFC 5322 date-time (section 3.3) in UTC, the form
+/// of a Date header: `Tue, 14 Nov 2023 22:13:20 +0000`.
+pub fn rfc5322_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian
+    // calendar, counted in 400-year eras from 0000-03-01).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} +0000",
+        DAYS.get((days % 7) as usize).copied().unwrap_or("Thu"),
+        day,
+        MONTHS.get((month - 1) as usize).copied().unwrap_or("Jan"),
+        year,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// The alert text for one campaign (plus how many others were held back).
-pub fn body(c: &CampaignSummary, held_back: usize) -> String {
+pub fn body(a: &Alert, held_back: usize) -> String {
+    let c = &a.campaign;
     let mut s = format!(
-        "Campaign {} crossed the bulk threshold.\n\nmessages: {}\nrecipients: {}\nfirst seen: {} (Unix time)\nsample subject: {}\nsenders: {}\n",
+        "Campaign {} turned bulk on {}.\n\n\
+         message that made it bulk: Message-ID <{}>, queue id {}\n\
+         messages: {}\nrecipients: {}\nfirst seen: {}\nlast seen: {}\n\
+         sample subject: {}\nsenders: {}\n\nShow the campaign:\n",
         c.id,
+        rfc5322_date(a.at),
+        a.message_id.as_deref().unwrap_or("-"),
+        a.queue_id.as_deref().unwrap_or("-"),
         c.messages,
         c.recipients,
-        c.first_seen,
+        rfc5322_date(c.first_seen),
+        rfc5322_date(c.last_seen),
         c.sample_subject.as_deref().unwrap_or("-"),
         if c.senders.is_empty() { "-".to_owned() } else { c.senders.join(", ") },
     );
+    for cmd in a.show_commands() {
+        s.push_str("  ");
+        s.push_str(&cmd);
+        s.push('\n');
+    }
     if held_back > 0 {
         s.push_str(&format!(
             "\n{held_back} more campaigns turned bulk since the last alert (rate limit).\n"
@@ -37,7 +113,8 @@ pub fn body(c: &CampaignSummary, held_back: usize) -> String {
     s
 }
 
-fn build(cfg: &AlertsConfig, c: &CampaignSummary, held_back: usize) -> Result<Message, String> {
+fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, String> {
+    let c = &a.campaign;
     let from: Mailbox = cfg.from.parse().map_err(|e| format!("alerts.from: {e}"))?;
     let mut b = Message::builder()
         .from(from)
@@ -47,11 +124,11 @@ fn build(cfg: &AlertsConfig, c: &CampaignSummary, held_back: usize) -> Result<Me
             .parse::<Mailbox>()
             .map_err(|e| format!("alerts.to `{to}`: {e}"))?);
     }
-    b.body(body(c, held_back)).map_err(|e| e.to_string())
+    b.body(body(a, held_back)).map_err(|e| e.to_string())
 }
 
 /// Runs until the sender side is dropped.
-pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<CampaignSummary>) {
+pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<Alert>) {
     let (host, port) = match cfg
         .smtp
         .rsplit_once(':')
@@ -66,14 +143,15 @@ pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<CampaignSummary>) {
         .build();
     let mut last: Option<Instant> = None;
     let mut held_back = 0usize;
-    while let Some(c) = rx.recv().await {
+    while let Some(a) = rx.recv().await {
+        let c = &a.campaign;
         if last.is_some_and(|t| t.elapsed() < cfg.min_interval) {
             held_back += 1;
             tracing::info!(campaign = %c.id, "alert rate-limited");
             continue;
         }
         last = Some(Instant::now());
-        match build(&cfg, &c, held_back) {
+        match build(&cfg, &a, held_back) {
             Ok(msg) => match transport.send(msg).await {
                 Ok(_) => tracing::info!(campaign = %c.id, "alert sent"),
                 Err(e) => {
@@ -92,6 +170,24 @@ mod tests {
     use crate::engine::campaign::CampaignId;
 
     #[test]
+    fn dates_are_rfc5322_in_utc() {
+        assert_eq!(rfc5322_date(0), "Thu, 01 Jan 1970 00:00:00 +0000");
+        assert_eq!(
+            rfc5322_date(1_700_000_000),
+            "Tue, 14 Nov 2023 22:13:20 +0000"
+        );
+        // A leap day, and the last second of a century year.
+        assert_eq!(
+            rfc5322_date(1_709_210_096),
+            "Thu, 29 Feb 2024 12:34:56 +0000"
+        );
+        assert_eq!(
+            rfc5322_date(4_102_444_799),
+            "Thu, 31 Dec 2099 23:59:59 +0000"
+        );
+    }
+
+    #[test]
     fn alert_names_campaign_size_and_senders() {
         let c = CampaignSummary {
             id: CampaignId(0xabc),
@@ -104,13 +200,23 @@ mod tests {
             senders: vec!["a.example".into(), "b.example".into()],
             sample_subject: Some("Win".into()),
         };
+        let c = Alert {
+            campaign: c,
+            at: 1_700_000_100,
+            message_id: Some("m1@deals.example".into()),
+            queue_id: Some("4XyZ".into()),
+            metrics_listen: Some("127.0.0.1:9357".into()),
+        };
         let b = body(&c, 2);
         for part in [
-            "000000000abc",
+            "000000000abc turned bulk on Tue, 14 Nov 2023 22:15:00 +0000",
+            "Message-ID <m1@deals.example>, queue id 4XyZ",
             "recipients: 40",
-            "1700000000",
+            "first seen: Tue, 14 Nov 2023 22:13:20 +0000",
             "Win",
             "a.example, b.example",
+            "curl -s http://127.0.0.1:9357/campaigns \\\n    | grep -o '{\"id\":\"000000000abc\"[^}]*}'",
+            "journalctl -u bulkwatch | grep 000000000abc",
             "2 more",
         ] {
             assert!(b.contains(part), "{part} in {b}");

@@ -33,7 +33,7 @@ use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::engine::verdict::{CampaignSummary, Verdict};
+use crate::engine::verdict::Verdict;
 use crate::engine::{analyze, Analysis, Engine, Envelope, UnixSecs};
 use crate::store::judge::{Answer, Judge, Step, Warming};
 use crate::store::RedisLayer;
@@ -52,7 +52,7 @@ pub struct State {
     pub metrics: Metrics,
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
-    alerts: Option<mpsc::Sender<CampaignSummary>>,
+    alerts: Option<mpsc::Sender<alert::Alert>>,
     /// Analyses running at once, at most (see [`scan_slots`]). A permit is
     /// held by the blocking task itself, so an analysis that outlives its
     /// `engine_timeout` still counts until it ends: hostile mail cannot
@@ -142,7 +142,7 @@ impl State {
     }
 
     /// Sends campaigns that turn bulk to `tx` (see [`alert`]).
-    pub fn with_alerts(mut self, tx: mpsc::Sender<CampaignSummary>) -> State {
+    pub fn with_alerts(mut self, tx: mpsc::Sender<alert::Alert>) -> State {
         self.alerts = Some(tx);
         self
     }
@@ -274,7 +274,14 @@ impl State {
         self.metrics.record_class(&verdict);
         if verdict.newly_bulk {
             if let (Some(tx), Some(c)) = (&self.alerts, &verdict.campaign) {
-                if tx.try_send(c.clone()).is_err() {
+                let a = alert::Alert {
+                    campaign: c.clone(),
+                    at: now.0,
+                    message_id: analysis.message_id.clone(),
+                    queue_id: env.queue_id.clone(),
+                    metrics_listen: cfg.metrics.listen.clone(),
+                };
+                if tx.try_send(a).is_err() {
                     tracing::warn!(campaign = %c.id, "alert queue full, alert dropped");
                 }
             }
