@@ -1,6 +1,6 @@
 //! Finds what some integration tests need from the machine (Postfix and
-//! root, redis-server, miltertest, systemd-analyze, the real-mail corpus)
-//! and sets a `cfg` for each that is there. A test whose need is missing is
+//! root, redis-server, miltertest, spamassassin, systemd-analyze, the
+//! real-mail corpus) and sets a `cfg` for each that is there. A test whose need is missing is
 //! compiled as ignored, with the reason, so `cargo test` lists it as
 //! `ignored, needs ...` instead of passing it unseen.
 //!
@@ -34,6 +34,9 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "bulkwatch_chromium",
         &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
         "apt-get install chromium",
+        "bulkwatch_spamassassin",
+        &["/usr/bin/spamassassin", "/usr/local/bin/spamassassin"],
+        "apt-get install spamassassin",
     ),
     (
         "bulkwatch_systemd_analyze",
