@@ -5,6 +5,7 @@
 //! client sees 550; every message sent is captured or rejected. A kill -9
 //! of the daemon mid-stream makes Postfix tempfail until it is back; the
 //! clients retry, nothing is lost and the campaign goes on from the snapshot.
+//! List posts and mail to postmaster@ pass a Postfix that rejects bulk.
 //!
 //! Needs root and /usr/sbin/postfix (the CI script installs it); skipped
 //! with a note otherwise. See ../shared/notes/postfix-testing.md.
@@ -545,4 +546,136 @@ fn mail_is_filtered_while_an_attacker_holds_every_milter_slot() {
         || matches!(rig.daemon.try_wait(), Ok(Some(_))),
         log,
     );
+}
+
+/// Sends `raw` from `from` to `rcpts` in one SMTP transaction.
+fn send_to(
+    port: u16,
+    from: &str,
+    rcpts: &[String],
+    raw: &str,
+) -> Result<(), lettre::transport::smtp::Error> {
+    let env = Envelope::new(
+        Some(from.parse().unwrap()),
+        rcpts.iter().map(|r| r.parse().unwrap()).collect(),
+    )
+    .unwrap();
+    let t = SmtpTransport::builder_dangerous("127.0.0.1")
+        .port(port)
+        .timeout(Some(Duration::from_secs(60)))
+        .build();
+    t.send_raw(&env, raw.as_bytes()).map(|_| ())
+}
+
+/// Issue 28 through Postfix, under `policy.bulk = "reject"`: one list post
+/// to 25 subscribers in one transaction is delivered untagged (it matched
+/// nothing); its second delivery to 25 others makes the campaign bulk,
+/// and as list mail it is delivered tagged `list=yes`, not refused; the
+/// same text from another sender domain without list headers is refused
+/// with 550; a copy to postmaster@ alone is delivered untagged.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
+    let Setup {
+        _tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    fs::write(
+        &bw_config,
+        config(milter_port, &dir.join("state"), "reject"),
+    )
+    .unwrap();
+    run(Command::new("kill").args(["-HUP", &rig.daemon.id().to_string()]));
+    wait_for("reload", || log().contains("configuration reloaded"), log);
+
+    let post = |id: &str, list: bool| {
+        let headers = if list {
+            "List-Id: Deals news <news.deals.example>\r\n\
+             List-Unsubscribe: <mailto:leave@deals.example>\r\n"
+        } else {
+            ""
+        };
+        format!(
+            "From: Deals news <news@deals.example>\r\nTo: news@deals.example\r\n\
+             Subject: This week's offers\r\nMessage-ID: <{id}@deals.example>\r\n{headers}\r\n\
+             This week our members get the premium savings program: claim the discount \
+             before the end of the week, and receive free shipping on every order. Our \
+             team selected the season's best products for the members of this list.\r\n"
+        )
+    };
+    let subscribers =
+        |p: &str| -> Vec<String> { (0..25).map(|i| format!("{p}{i}@example.net")).collect() };
+    let list_from = "news-bounces@deals.example";
+    let mut sent = Vec::new();
+    send_to(
+        smtp_port,
+        list_from,
+        &subscribers("a"),
+        &post("post-1", true),
+    )
+    .unwrap_or_else(|e| panic!("first delivery: {e}\n{}", maillog()));
+    sent.push("post-1".to_owned());
+    send_to(
+        smtp_port,
+        list_from,
+        &subscribers("b"),
+        &post("post-2", true),
+    )
+    .unwrap_or_else(|e| panic!("second delivery: {e}\n{}", maillog()));
+    sent.push("post-2".to_owned());
+    let err = send_to(
+        smtp_port,
+        "x@elsewhere.example",
+        &subscribers("c"),
+        &post("post-3", false),
+    )
+    .expect_err("the campaign from elsewhere is refused");
+    assert_eq!(
+        err.status().map(|c| c.to_string()).as_deref(),
+        Some("550"),
+        "{err}"
+    );
+    send_to(
+        smtp_port,
+        "x@elsewhere.example",
+        &["postmaster@example.net".to_owned()],
+        &post("post-4", false),
+    )
+    .unwrap_or_else(|e| panic!("to postmaster: {e}\n{}", maillog()));
+    sent.push("post-4".to_owned());
+    wait_for(
+        "the delivered posts in the sink",
+        || all_captured(&dir, &sent),
+        || format!("{}\n{}", maillog(), log()),
+    );
+    let files = sink_files(&dir);
+    let tag = |id: &str| -> Option<String> {
+        files
+            .iter()
+            .find(|f| f.contains(id))
+            .unwrap_or_else(|| panic!("{id} not captured"))
+            .lines()
+            .find(|l| l.starts_with("X-Bulkwatch:"))
+            .map(str::to_owned)
+    };
+    assert_eq!(tag("post-1"), None, "one transaction alone: clean");
+    assert!(
+        tag("post-2").is_some_and(|h| h.starts_with("X-Bulkwatch: bulk;")
+            && h.contains("size=50")
+            && h.contains("list=yes")),
+        "{:?}",
+        tag("post-2")
+    );
+    assert_eq!(tag("post-4"), None, "postmaster@ is not judged");
+    assert!(!files.iter().any(|f| f.contains("post-3")));
 }

@@ -132,7 +132,10 @@ async fn precedence_bulk_is_list_mail() {
                 .1,
         );
     }
-    assert!(statuses.iter().all(|s| *s == Status::Accept), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == Status::Accept),
+        "{statuses:?}"
+    );
     assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
     m.stop().await;
 }

@@ -20,7 +20,7 @@ pub struct Thresholds {
     /// is judged by its own recipients only when they exceed this number;
     /// otherwise it is clean. One transaction to a few dozen local
     /// subscribers is no evidence of a campaign; 5,000 RCPT TO are. 0
-    /// judges every message by its recipients (the rule before 2026-11-27).
+    /// judges every message by its recipients (the rule until 2026-11-26).
     pub single_transaction_recipients: u32,
 }
 

@@ -1147,10 +1147,7 @@ mod tests {
         more.more_rcpts = 1;
         assert_eq!(why(&more), None, "recipients not seen");
         cfg.allow.recipients.clear();
-        assert_eq!(
-            allowed(&cfg, &a, &to(&["postmaster@example.net"])),
-            None
-        );
+        assert_eq!(allowed(&cfg, &a, &to(&["postmaster@example.net"])), None);
     }
 
     #[test]

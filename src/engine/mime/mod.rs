@@ -413,6 +413,29 @@ mod tests {
         assert_eq!(qp.text.trim(), "hello world");
     }
 
+    /// List headers of the message itself mark it as list mail; a
+    /// Precedence other than list or bulk, or list headers inside an
+    /// attached message, do not.
+    #[test]
+    fn list_headers_mark_list_mail() {
+        for h in [
+            "List-Id: News <news.example.org>",
+            "List-Post: <mailto:news@example.org>",
+            "list-unsubscribe: <mailto:leave@example.org>",
+            "Precedence: bulk",
+            "Precedence:  List ",
+        ] {
+            assert!(parsed(&format!("Subject: x\n{h}\n\nhello\n")).list, "{h}");
+        }
+        for h in ["Precedence: junk", "X-List: yes", "Subject: List-Id"] {
+            assert!(!parsed(&format!("Subject: x\n{h}\n\nhello\n")).list, "{h}");
+        }
+        let nested = "Subject: fwd\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+                      Content-Type: text/plain\n\nsee below\n--B\nContent-Type: message/rfc822\n\n\
+                      List-Id: <a.example.org>\nSubject: inner\n\ninner text\n--B--\n";
+        assert!(!parsed(nested).list);
+    }
+
     #[test]
     fn attachments_are_hashed() {
         let b = parsed(
