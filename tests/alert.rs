@@ -95,6 +95,10 @@ async fn alert_is_mailed_and_rate_limited() {
         "the second campaign falls in the rate limit: {got:?}"
     );
     let mail = &got[0];
+    assert!(
+        mail.contains("Content-Transfer-Encoding: 7bit"),
+        "plain text, readable as sent:\n{mail}"
+    );
     for part in [
         "Subject: bulkwatch: bulk campaign 000000000abc",
         "To: postmaster@example.org",
@@ -104,7 +108,7 @@ async fn alert_is_mailed_and_rate_limited() {
         // commands that show the campaign.
         "turned bulk on Tue, 14 Nov 2023 22:15:00 +0000",
         "first seen: Tue, 14 Nov 2023 22:13:20 +0000",
-        "Message-ID <abc.20231114@deals.example>, queue id 4SbCdE1xyz",
+        "The message that made it bulk:\n  Message-ID: <abc.20231114@deals.example>\n  queue id: 4SbCdE1xyz\n",
         "curl -s http://127.0.0.1:9357/campaigns \\\n    | grep -o '{\"id\":\"000000000abc\"[^}]*}'",
         "journalctl -u bulkwatch | grep 000000000abc",
     ] {
@@ -141,7 +145,7 @@ async fn the_message_that_makes_a_campaign_bulk_is_named_in_its_alert() {
     assert_eq!(a.metrics_listen, cfg.metrics.listen);
     let text = alert::body(&a, 0);
     assert!(
-        text.contains("Message-ID <copy4@deals.example>, queue id Q504"),
+        text.contains("  Message-ID: <copy4@deals.example>\n  queue id: Q504\n"),
         "{text}"
     );
 }

@@ -82,11 +82,14 @@ pub fn rfc5322_date(secs: u64) -> String {
 }
 
 /// The alert text for one campaign (plus how many others were held back).
+/// Lines stay short, so that the mail goes out as plain 7-bit text (a long
+/// line makes lettre encode the body as quoted-printable); a long
+/// Message-ID still may.
 pub fn body(a: &Alert, held_back: usize) -> String {
     let c = &a.campaign;
     let mut s = format!(
         "Campaign {} turned bulk on {}.\n\n\
-         message that made it bulk: Message-ID <{}>, queue id {}\n\
+         The message that made it bulk:\n  Message-ID: <{}>\n  queue id: {}\n\n\
          messages: {}\nrecipients: {}\nfirst seen: {}\nlast seen: {}\n\
          sample subject: {}\nsenders: {}\n\nShow the campaign:\n",
         c.id,
@@ -98,7 +101,11 @@ pub fn body(a: &Alert, held_back: usize) -> String {
         rfc5322_date(c.first_seen),
         rfc5322_date(c.last_seen),
         c.sample_subject.as_deref().unwrap_or("-"),
-        if c.senders.is_empty() { "-".to_owned() } else { c.senders.join(", ") },
+        if c.senders.is_empty() {
+            "-".to_owned()
+        } else {
+            c.senders.join(", ")
+        },
     );
     for cmd in a.show_commands() {
         s.push_str("  ");
@@ -210,7 +217,7 @@ mod tests {
         let b = body(&c, 2);
         for part in [
             "000000000abc turned bulk on Tue, 14 Nov 2023 22:15:00 +0000",
-            "Message-ID <m1@deals.example>, queue id 4XyZ",
+            "bulk:\n  Message-ID: <m1@deals.example>\n  queue id: 4XyZ\n",
             "recipients: 40",
             "first seen: Tue, 14 Nov 2023 22:13:20 +0000",
             "Win",
