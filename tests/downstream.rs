@@ -85,8 +85,15 @@ fn spamassassin_tests(rules: &std::path::Path, message: &str) -> Vec<String> {
         status.push(' ');
     }
     let tests = status.split("tests=").nth(1).unwrap_or("");
-    let tests = tests.split_whitespace().take_while(|w| !w.contains('=')).collect::<String>();
-    tests.split(',').filter(|t| !t.is_empty()).map(str::to_owned).collect()
+    let tests = tests
+        .split_whitespace()
+        .take_while(|w| !w.contains('='))
+        .collect::<String>();
+    tests
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 #[tokio::test]
@@ -112,10 +119,18 @@ async fn the_documented_spamassassin_rules_fire_on_tagged_mail() {
     assert!(headers[0].1.starts_with("bulk; "), "premise: {headers:?}");
     let fired = spamassassin_tests(&rules, &delivered(mail, headers));
     assert!(fired.contains(&"BULKWATCH_BULK".to_owned()), "{fired:?}");
-    assert!(!fired.iter().any(|t| t == "BULKWATCH_SUSPECT" || t == "BULKWATCH_LIST" || t == "BULKWATCH_BIG"), "{fired:?}");
+    assert!(
+        !fired
+            .iter()
+            .any(|t| t == "BULKWATCH_SUSPECT" || t == "BULKWATCH_LIST" || t == "BULKWATCH_BIG"),
+        "{fired:?}"
+    );
 
     let (mail, headers) = &tagged[2];
-    assert!(headers[0].1.starts_with("suspect; "), "premise: {headers:?}");
+    assert!(
+        headers[0].1.starts_with("suspect; "),
+        "premise: {headers:?}"
+    );
     let fired = spamassassin_tests(&rules, &delivered(mail, headers));
     assert!(fired.contains(&"BULKWATCH_SUSPECT".to_owned()), "{fired:?}");
     assert!(!fired.contains(&"BULKWATCH_BULK".to_owned()), "{fired:?}");
@@ -124,7 +139,10 @@ async fn the_documented_spamassassin_rules_fire_on_tagged_mail() {
     let (mail, headers) = &tagged[0];
     assert!(headers.is_empty(), "premise: {headers:?}");
     let fired = spamassassin_tests(&rules, &delivered(mail, headers));
-    assert!(!fired.iter().any(|t| t.starts_with("BULKWATCH_")), "{fired:?}");
+    assert!(
+        !fired.iter().any(|t| t.starts_with("BULKWATCH_")),
+        "{fired:?}"
+    );
 
     // A list post to 60 subscribers (clean alone) that a second copy of 60
     // made bulk: bulk, list mail, and a score of 120.
@@ -137,15 +155,22 @@ async fn the_documented_spamassassin_rules_fire_on_tagged_mail() {
             .push(("List-Id".into(), "News <news.deals.example>".into()));
         mail
     };
-    let rcpts = |p: &str| -> Vec<String> { (0..60).map(|i| format!("<{p}{i}@example.net>")).collect() };
+    let rcpts =
+        |p: &str| -> Vec<String> { (0..60).map(|i| format!("<{p}{i}@example.net>")).collect() };
     let from = "<news-bounces@deals.example>";
     send_envelope(m.addr, &list("alice", 700), from, &rcpts("a")).await;
     let mail = list("bob", 701);
     let (actions, _) = send_envelope(m.addr, &mail, from, &rcpts("b")).await;
     m.stop().await;
     let headers = added(&actions);
-    assert!(headers[0].1.starts_with("bulk; ") && headers[0].1.contains("list=yes"), "{headers:?}");
-    assert_eq!(headers[1], ("X-Bulkwatch-Score".to_owned(), "120".to_owned()));
+    assert!(
+        headers[0].1.starts_with("bulk; ") && headers[0].1.contains("list=yes"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        headers[1],
+        ("X-Bulkwatch-Score".to_owned(), "120".to_owned())
+    );
     let fired = spamassassin_tests(&rules, &delivered(&mail, &headers));
     for want in ["BULKWATCH_BULK", "BULKWATCH_LIST", "BULKWATCH_BIG"] {
         assert!(fired.contains(&want.to_owned()), "{want} in {fired:?}");
