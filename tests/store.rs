@@ -1451,3 +1451,71 @@ fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
     // The script keeps the memory store's bound.
     assert_eq!(longest, bulkwatch::engine::index::tables::MAX_BUCKET_SCAN);
 }
+
+/// `thresholds.single_transaction_recipients` in every store: a message
+/// alone in its campaign with 25 recipients is clean and spends no alert;
+/// the copy that matches it is bulk and newly bulk; a message alone with
+/// 200 recipients (past the limit of 100) is bulk and newly bulk. The
+/// memory store, the Redis script and the log layout agree.
+fn agree_on_single_transactions(layout: RedisLayout) {
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "single");
+    cfg.store.redis.layout = layout;
+    let to = |n: usize, p: &str| Envelope {
+        mail_from: Some("news@deals.example".into()),
+        rcpts: (0..n).map(|i| format!("{p}{i}@example.net")).collect(),
+        ..Envelope::default()
+    };
+    let other = b"Subject: prize\r\n\r\nClaim the prize of our lottery draw today by \
+                  sending your bank details and your date of birth to the claims desk \
+                  before the office closes on friday afternoon.\r\n"
+        .to_vec();
+    let msgs = [
+        (spam(1), to(25, "a")),
+        (spam(2), to(25, "b")),
+        (other, to(200, "c")),
+    ];
+    let judge = |store: &mut dyn Store| -> Vec<Seen> {
+        msgs.iter()
+            .enumerate()
+            .map(|(i, (raw, env))| {
+                let a = analyze(raw, env, &cfg);
+                let now = UnixSecs(REPLAY_EPOCH + i as u64);
+                seen(&decide_with(store, &cfg, &a, env, now).unwrap())
+            })
+            .collect()
+    };
+    let memory = judge(&mut Engine::new(&cfg));
+    let shared = judge(open_store(&cfg).as_mut());
+    assert_same(&memory, &shared);
+    let got: Vec<(Level, bool, Option<u64>)> = memory
+        .iter()
+        .map(|s| (s.level, s.newly_bulk, s.campaign.as_ref().map(|c| c.2)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Level::Clean, false, Some(25)),
+            (Level::Bulk, true, Some(50)),
+            (Level::Bulk, true, Some(200)),
+        ]
+    );
+}
+
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn memory_and_redis_stores_agree_on_single_transactions() {
+    agree_on_single_transactions(RedisLayout::Script);
+}
+
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn memory_and_log_stores_agree_on_single_transactions() {
+    agree_on_single_transactions(RedisLayout::Log);
+}
