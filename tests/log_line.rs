@@ -41,13 +41,22 @@ async fn message_judged_names_the_message_and_leaves_out_what_is_absent() {
     for (i, name) in NAMES.iter().enumerate().skip(1) {
         send(m.addr, &spam(name, i as u32 + 1)).await;
     }
+    // One more, to postmaster@ only: allowed, and the line says why.
+    let mut role = spam("grace", 99);
+    role.rcpt = "<postmaster@example.net>".into();
+    send(m.addr, &role).await;
     m.stop().await;
     let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("message judged"))
         .collect();
-    assert_eq!(lines.len(), NAMES.len(), "{log}");
+    assert_eq!(lines.len(), NAMES.len() + 1, "{log}");
+    let role = lines[NAMES.len()];
+    assert!(
+        role.contains("level=\"allowed\"") && role.contains("reason=\"recipient\""),
+        "{role}"
+    );
     let first = lines[0];
     assert!(first.contains("queue_id=Q1"), "{first}");
     assert!(
@@ -60,6 +69,11 @@ async fn message_judged_names_the_message_and_leaves_out_what_is_absent() {
     assert!(!first.contains("distance="), "{first}");
     assert!(!first.contains("=-1"), "{first}");
     assert!(!first.contains("truncated"), "{first}");
+    // Neither allowed, skipped nor list mail: no reason, no list flag.
+    assert!(
+        !first.contains("reason=") && !first.contains("list="),
+        "{first}"
+    );
     // The others joined a campaign and say which, and how close.
     let last = lines[NAMES.len() - 1];
     assert!(last.contains("campaign="), "{last}");
