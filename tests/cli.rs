@@ -53,6 +53,7 @@ fn replay_jsonl_follows_the_contract() {
         assert!(
             v["resemblance"].is_f64() || v["resemblance"].is_null() || v["resemblance"].is_u64()
         );
+        assert!(v["list"].is_boolean(), "{line}");
         let corroborating = v["corroborating"].as_u64().expect("corroborating");
         if corroborating > 0 {
             // Joined on weak evidence: at least 2 texts (the default), and
@@ -89,6 +90,41 @@ fn replay_table_ends_with_a_campaign_summary() {
     assert!(text.contains("messages: 153"), "{text}");
     assert!(text.contains("bulk: 0"));
     assert!(text.contains("campaigns of 2 or more messages:"));
+}
+
+/// The ham fixtures hold list posts (List-Id, List-Unsubscribe): jsonl
+/// marks them `list`, and only messages whose headers say so.
+#[test]
+fn replay_jsonl_marks_list_mail() {
+    let path = root("fixtures/mbox/ham.mbox");
+    let out = run(bin().args(["replay", "--format", "jsonl"]).arg(&path));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let listed = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .filter(|v| v["list"] == serde_json::Value::Bool(true))
+        .count();
+    let mbox = std::fs::read_to_string(&path).unwrap();
+    let with_headers = mbox
+        .split("\nFrom ")
+        .filter(|m| {
+            let head = m.split("\n\n").next().unwrap_or("");
+            head.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("list-id:")
+                    || l.starts_with("list-post:")
+                    || l.starts_with("list-unsubscribe:")
+                    || l.starts_with("precedence: list")
+                    || l.starts_with("precedence: bulk")
+            })
+        })
+        .count();
+    assert!(listed > 0, "{text}");
+    assert!(
+        listed <= with_headers,
+        "{listed} listed, {with_headers} with list headers"
+    );
 }
 
 #[test]

@@ -149,6 +149,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "skip_reason": r.skip_reason,
         "nearest": r.nearest,
         "corroborating": r.corroborating,
+        "list": r.list,
         "near_campaign": r.near_campaign.map(|c| c.to_string()),
         "near_distance": r.near_distance,
         "near_resemblance": r.near_resemblance.map(|x| (x * 10_000.0).round() / 10_000.0),

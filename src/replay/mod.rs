@@ -145,6 +145,9 @@ pub struct Record {
     /// Distinct texts that matched it, when it joined its campaign on
     /// weak evidence; 0 otherwise.
     pub corroborating: u32,
+    /// Mailing-list mail (`Verdict::list`): list headers, and a campaign
+    /// of one sender domain.
+    pub list: bool,
     /// The closest campaign it matched but did not join (final id, after
     /// merges), with that match's distance and estimated resemblance.
     pub near_campaign: Option<CampaignId>,
@@ -373,6 +376,7 @@ impl Replayer {
             skip_reason: v.skip.map(|s| s.as_str()),
             nearest,
             corroborating: v.corroborating,
+            list: v.list,
             near_campaign: v.near_miss.map(|m| m.campaign),
             near_distance: v.near_miss.map(|m| m.distance),
             near_resemblance: v
