@@ -34,6 +34,8 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "bulkwatch_chromium",
         &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
         "apt-get install chromium",
+    ),
+    (
         "bulkwatch_spamassassin",
         &["/usr/bin/spamassassin", "/usr/local/bin/spamassassin"],
         "apt-get install spamassassin",
