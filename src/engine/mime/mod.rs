@@ -42,7 +42,9 @@ pub struct BodyText {
     pub recipients: Vec<String>,
     pub from_domain: Option<String>,
     pub message_id: Option<String>,
-    /// The message says it comes from a mailing list ([`is_list_mail`]).
+    /// The message's own header section says it comes from a mailing list
+    /// or is bulk: List-Id, List-Post, List-Unsubscribe, or Precedence:
+    /// list or bulk.
     pub list: bool,
     /// Text or input was cut at a configured bound.
     pub truncated: bool,
