@@ -231,6 +231,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             sender_name: None,
             subject: Some(format!("offer {i}")),
             features: 40,
+            list: false,
             thresholds: cfg.thresholds.clone(),
         };
         engine.decide_observed(&obs, UnixSecs(now - 3600 + i * 3600 / N));

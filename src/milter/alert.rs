@@ -34,11 +34,12 @@ pub struct Alert {
 }
 
 impl Alert {
-    /// The commands that show the campaign today: its entry in
-    /// `/campaigns` (while it is in the window) and its log lines.
+    /// The commands that show the campaign: `bulkwatch campaigns show`
+    /// (its counts and recent members, while it is in the window), its
+    /// entry in `/campaigns` and its log lines.
     pub fn show_commands(&self) -> Vec<String> {
         let id = self.campaign.id;
-        let mut out = Vec::new();
+        let mut out = vec![format!("bulkwatch campaigns show {id}")];
         if let Some(listen) = &self.metrics_listen {
             out.push(format!(
                 "curl -s http://{listen}/campaigns \\\n    | grep -o '{{\"id\":\"{id}\"[^}}]*}}'"
@@ -224,6 +225,7 @@ mod tests {
             "a.example, b.example",
             "curl -s http://127.0.0.1:9357/campaigns \\\n    | grep -o '{\"id\":\"000000000abc\"[^}]*}'",
             "journalctl -u bulkwatch | grep 000000000abc",
+            "bulkwatch campaigns show 000000000abc",
             "2 more",
         ] {
             assert!(b.contains(part), "{part} in {b}");
