@@ -84,4 +84,40 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
     assert!(row.contains(">6</td>"), "six recipients: {row}");
     assert!(row.contains("<svg class=\"chart\""), "{row}");
     assert!(dom.contains("1 campaigns in the window, 1 bulk"), "{dom}");
+    assert!(
+        !row.contains("<button"),
+        "read-only without a control token"
+    );
+}
+
+/// With `metrics.control_token`, each row gets allow and forget buttons
+/// (what they send is tested in `milter::metrics`).
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_control_token_the_dashboard_offers_allow_and_forget() {
+    let mut cfg = common::config();
+    cfg.metrics.control_token = Some("0123456789abcdef0123".into());
+    let m = common::start(cfg).await;
+    send(m.addr, &spam("alice", 1)).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
+        listener,
+        Arc::clone(&m.state),
+    ));
+    let dom = tokio::task::spawn_blocking(move || rendered(&url))
+        .await
+        .unwrap();
+    http.abort();
+    m.stop().await;
+    assert!(
+        dom.contains(
+            "<button type=\"button\">allow</button><button type=\"button\">forget</button>"
+        ),
+        "{dom}"
+    );
+    assert!(dom.contains("id=\"token\" type=\"password\""), "{dom}");
 }

@@ -8,12 +8,20 @@ use super::ConfigError;
 pub struct MetricsConfig {
     /// `None`: no metrics listener.
     pub listen: Option<String>,
+    /// Bearer token that lets the dashboard allow and forget campaigns
+    /// (`POST /campaigns/ID/allow|forget`); `None`: read-only.
+    pub control_token: Option<String>,
 }
+
+/// Shortest control token accepted (a guessable token would hand the
+/// allow-list to anyone who can reach the listener).
+pub const MIN_TOKEN_LEN: usize = 20;
 
 impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             listen: Some("127.0.0.1:9357".to_owned()),
+            control_token: None,
         }
     }
 }
@@ -22,8 +30,22 @@ impl TryFrom<RawMetrics> for MetricsConfig {
     type Error = ConfigError;
 
     fn try_from(raw: RawMetrics) -> Result<Self, ConfigError> {
-        let RawMetrics { listen } = raw;
+        let RawMetrics {
+            listen,
+            control_token,
+        } = raw;
         let mut c = MetricsConfig::default();
+        match control_token {
+            Some(t) if t.is_empty() => {}
+            Some(t) if t.len() < MIN_TOKEN_LEN || !t.bytes().all(|b| b.is_ascii_graphic()) => {
+                return Err(ConfigError::invalid(
+                    "metrics.control_token",
+                    format!("at least {MIN_TOKEN_LEN} printable characters, no spaces (e.g. `bulkwatch keygen`'s hex digits); empty: read-only"),
+                ))
+            }
+            Some(t) => c.control_token = Some(t),
+            None => {}
+        }
         if let Some(v) = listen {
             if v.is_empty() {
                 c.listen = None;
@@ -48,6 +70,7 @@ mod tests {
     fn listen(v: &str) -> Result<MetricsConfig, ConfigError> {
         MetricsConfig::try_from(RawMetrics {
             listen: Some(v.to_owned()),
+            control_token: None,
         })
     }
 
@@ -57,6 +80,22 @@ mod tests {
             MetricsConfig::try_from(RawMetrics::default()).unwrap(),
             MetricsConfig::default()
         );
+    }
+
+    #[test]
+    fn control_tokens_must_be_long_and_printable() {
+        let token = |t: &str| {
+            MetricsConfig::try_from(RawMetrics {
+                listen: None,
+                control_token: Some(t.to_owned()),
+            })
+        };
+        assert_eq!(token("").unwrap().control_token, None);
+        let good = "0123456789abcdef0123";
+        assert_eq!(token(good).unwrap().control_token.as_deref(), Some(good));
+        for bad in ["short", "0123456789 abcdef0123"] {
+            assert_eq!(refusal(token(bad)).0, "metrics.control_token");
+        }
     }
 
     #[test]

@@ -131,6 +131,7 @@ impl From<&Config> for RawConfig {
             metrics: Some(RawMetrics {
                 // The empty string turns the listener off.
                 listen: Some(c.metrics.listen.clone().unwrap_or_default()),
+                control_token: Some(c.metrics.control_token.clone().unwrap_or_default()),
             }),
             alerts: Some(RawAlerts {
                 to: Some(c.alerts.to.clone()),

@@ -143,6 +143,7 @@ pub struct RawState {
 #[serde(deny_unknown_fields)]
 pub struct RawMetrics {
     pub listen: Option<String>,
+    pub control_token: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]

@@ -424,6 +424,60 @@ pub const SECURITY_HEADERS: &str =
      frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\
      Cache-Control: no-store\r\n";
 
+/// `POST /campaigns/ID/allow` or `/forget`, with `Authorization: Bearer
+/// TOKEN` (`metrics.control_token`); off (404) when no token is set. A
+/// page of another site cannot send the header without a CORS preflight,
+/// which this listener never grants.
+fn control(state: &State, path: &str, head: &[u8]) -> (&'static str, &'static str, String) {
+    let json = "application/json";
+    let Some(token) = state.config().metrics.control_token.clone() else {
+        return (
+            "404 Not Found",
+            "text/plain",
+            "control is off (metrics.control_token)\n".into(),
+        );
+    };
+    let given = String::from_utf8_lossy(head)
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("authorization")
+                .then(|| {
+                    value
+                        .trim()
+                        .strip_prefix("Bearer ")
+                        .map(str::trim)
+                        .map(str::to_owned)
+                })
+                .flatten()
+        })
+        .unwrap_or_default();
+    if !same(given.as_bytes(), token.as_bytes()) {
+        let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
+        return ("401 Unauthorized", json, body.to_string());
+    }
+    let mut parts = path.trim_start_matches("/campaigns/").split('/');
+    let request = match (parts.next(), parts.next(), parts.next()) {
+        (Some(id), Some(action @ ("allow" | "forget")), None) => format!("{action} {id}"),
+        _ => return ("404 Not Found", "text/plain", "not found\n".into()),
+    };
+    let answer = state
+        .control
+        .handle(state, &request, crate::milter::unix_now());
+    let status = if answer.get("ok") == Some(&serde_json::Value::Bool(true)) {
+        "200 OK"
+    } else {
+        "400 Bad Request"
+    };
+    (status, json, answer.to_string())
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// Status line, content type and body for a request head.
 fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
     let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
@@ -445,6 +499,13 @@ fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
             DASHBOARD_JS.into(),
         ),
         ("GET", "/dashboard.css") => ("200 OK", "text/css; charset=utf-8", DASHBOARD_CSS.into()),
+        ("GET", "/control") => (
+            "200 OK",
+            "application/json",
+            serde_json::json!({"enabled": state.config().metrics.control_token.is_some()})
+                .to_string(),
+        ),
+        ("POST", p) if p.starts_with("/campaigns/") => control(state, p, head),
         ("GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
         ("", _) => ("400 Bad Request", "text/plain", "bad request\n".into()),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
@@ -606,6 +667,54 @@ mod tests {
             "405 Method Not Allowed"
         );
         assert_eq!(respond(&state, b"").0, "400 Bad Request");
+    }
+
+    #[test]
+    fn allow_and_forget_need_the_control_token() {
+        let mut cfg = Config::default();
+        let post = |state: &State, path: &str, auth: &str| {
+            let head = format!("POST {path} HTTP/1.1\r\n{auth}\r\n");
+            let (s, _, body) = respond(state, head.as_bytes());
+            (s, body)
+        };
+        // No token: control is off, whatever is sent.
+        let state = State::new(Engine::new(&cfg));
+        assert_eq!(
+            respond(&state, b"GET /control HTTP/1.0\r\n\r\n").2,
+            "{\"enabled\":false}"
+        );
+        assert_eq!(
+            post(&state, "/campaigns/000000000001/allow", "").0,
+            "404 Not Found"
+        );
+        cfg.metrics.control_token = Some("0123456789abcdef0123".into());
+        let state = State::new(Engine::new(&cfg));
+        assert_eq!(
+            respond(&state, b"GET /control HTTP/1.0\r\n\r\n").2,
+            "{\"enabled\":true}"
+        );
+        for auth in [
+            "",
+            "Authorization: Bearer wrong",
+            "Authorization: 0123456789abcdef0123",
+        ] {
+            assert_eq!(
+                post(&state, "/campaigns/000000000001/allow", auth).0,
+                "401 Unauthorized",
+                "{auth}"
+            );
+        }
+        let ok = "authorization: Bearer 0123456789abcdef0123";
+        let (s, body) = post(&state, "/campaigns/000000000001/allow", ok);
+        assert_eq!(s, "200 OK", "{body}");
+        assert!(body.contains("\"ok\":true"));
+        let (s, body) = post(&state, "/campaigns/000000000001/forget", ok);
+        assert_eq!(s, "400 Bad Request", "no such campaign: {body}");
+        assert_eq!(
+            post(&state, "/campaigns/000000000001/drop", ok).0,
+            "404 Not Found"
+        );
+        assert_eq!(post(&state, "/campaigns/zz/allow", ok).0, "400 Bad Request");
     }
 
     #[test]

@@ -4,6 +4,33 @@
 "use strict";
 
 const REFRESH_MS = 5000;
+// Set when the daemon has a control token (metrics.control_token): each
+// row then gets allow and forget buttons, sent with the token typed here.
+let controlEnabled = false;
+
+async function act(id, action) {
+  const result = document.getElementById("result");
+  const token = document.getElementById("token").value;
+  try {
+    const r = await fetch("/campaigns/" + encodeURIComponent(id) + "/" + action, {
+      method: "POST",
+      headers: { Authorization: "Bearer " + token },
+    });
+    const answer = await r.json();
+    result.textContent = answer.ok ? id + ": " + action + " done" : id + ": " + answer.error;
+  } catch (e) {
+    result.textContent = id + ": " + e.message;
+  }
+  refresh();
+}
+
+function button(label, id, action) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = label;
+  b.addEventListener("click", () => act(id, action));
+  return b;
+}
 
 function cell(row, text, cls) {
   const td = document.createElement("td");
@@ -67,6 +94,11 @@ function render(list) {
     cell(tr, when(c.last_seen));
     cell(tr, c.sample_subject || "");
     cell(tr, "").appendChild(chart(c.arrivals || []));
+    if (controlEnabled) {
+      const td = cell(tr, "", "actions");
+      td.appendChild(button("allow", c.id, "allow"));
+      td.appendChild(button("forget", c.id, "forget"));
+    }
     return tr;
   });
   body.replaceChildren(...rows);
@@ -86,5 +118,17 @@ async function refresh() {
   }
 }
 
-refresh();
-setInterval(refresh, REFRESH_MS);
+async function start() {
+  try {
+    const r = await fetch("/control", { cache: "no-store" });
+    controlEnabled = r.ok && (await r.json()).enabled === true;
+  } catch (e) {
+    controlEnabled = false;
+  }
+  document.getElementById("control").hidden = !controlEnabled;
+  document.querySelectorAll("th.actions").forEach((th) => { th.hidden = !controlEnabled; });
+  refresh();
+  setInterval(refresh, REFRESH_MS);
+}
+
+start();
