@@ -162,7 +162,7 @@ async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
     assert!(out.contains("bulk") && out.contains("Your offer"), "{out}");
     let (ok, out, err) = campaigns(&config, &["show", &id]);
     assert!(
-        ok && out.contains("Q2") && out.contains("UTC"),
+        ok && out.contains("Q2") && out.contains("+0000"),
         "{out}{err}"
     );
     let (ok, out, _) = campaigns(&config, &["allow", &id, "--for", "3600"]);

@@ -37,6 +37,22 @@ fn rendered(url: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The dashboard of `m` as Chromium renders it, served on a free
+/// loopback port for the time of the rendering.
+async fn dashboard(m: &common::Milter) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
+        listener,
+        Arc::clone(&m.state),
+    ));
+    let dom = tokio::task::spawn_blocking(move || rendered(&url))
+        .await
+        .unwrap();
+    http.abort();
+    dom
+}
+
 fn chromium() -> &'static str {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
@@ -61,16 +77,7 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
             c.sample_subject.clone().expect("a subject"),
         )
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
-        listener,
-        Arc::clone(&m.state),
-    ));
-    let dom = tokio::task::spawn_blocking(move || rendered(&url))
-        .await
-        .unwrap();
-    http.abort();
+    let dom = dashboard(&m).await;
     m.stop().await;
     // The row the script drew: the campaign, its level, its subject, its
     // size and a chart.
@@ -102,16 +109,7 @@ async fn with_a_control_token_the_dashboard_offers_allow_and_forget() {
     cfg.metrics.control_token = Some("0123456789abcdef0123".into());
     let m = common::start(cfg).await;
     send(m.addr, &spam("alice", 1)).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
-        listener,
-        Arc::clone(&m.state),
-    ));
-    let dom = tokio::task::spawn_blocking(move || rendered(&url))
-        .await
-        .unwrap();
-    http.abort();
+    let dom = dashboard(&m).await;
     m.stop().await;
     assert!(
         dom.contains(

@@ -77,7 +77,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         .write_all(format!("{request}\n").as_bytes())
         .map_err(io)?;
     let mut line = String::new();
-    BufReader::new(stream.take_limited())
+    BufReader::new(std::io::Read::take(stream, MAX_ANSWER))
         .read_line(&mut line)
         .map_err(io)?;
     let answer: serde_json::Value = serde_json::from_str(&line).map_err(|e| CliError::Other {
@@ -100,39 +100,12 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-/// Bounds what is read of the answer (16 MiB).
-trait TakeLimited: std::io::Read + Sized {
-    fn take_limited(self) -> std::io::Take<Self> {
-        self.take(16 << 20)
-    }
-}
-impl TakeLimited for UnixStream {}
-
-/// Unix seconds as `2026-11-26 01:02:03 UTC`.
-fn utc(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Days since 1970-01-01 to a civil date (proleptic Gregorian), by eras
-    // of 400 years.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+/// Most bytes read of the daemon's answer.
+const MAX_ANSWER: u64 = 16 << 20;
 
 fn when(v: &serde_json::Value) -> String {
-    v.as_u64().map_or_else(|| "-".into(), utc)
+    v.as_u64()
+        .map_or_else(|| "-".into(), crate::milter::alert::rfc5322_date)
 }
 
 fn campaign_line(c: &serde_json::Value) -> String {
@@ -181,7 +154,10 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             s
         }
         Action::Allow { id, .. } => match field(a, "until").as_u64() {
-            Some(u) => format!("{id} allowed until {}\n", utc(u)),
+            Some(u) => format!(
+                "{id} allowed until {}\n",
+                crate::milter::alert::rfc5322_date(u)
+            ),
             None => format!("{id} allowed\n"),
         },
         Action::Forget { id } => format!("{id} forgotten: its text starts again from zero\n"),
@@ -191,16 +167,4 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
 /// A JSON object's field, `Null` when absent (never panics).
 fn field<'a>(v: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
     v.get(key).unwrap_or(&serde_json::Value::Null)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::utc;
-
-    #[test]
-    fn times_read_as_utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc(1_795_654_923), "2026-11-26 01:02:03 UTC");
-    }
 }

@@ -192,9 +192,7 @@ impl Control {
         let id = arg.map(|a| parse_id(a).ok_or(a));
         match (cmd, id) {
             (Some("list"), None) => serde_json::json!({
-                "campaigns": serde_json::from_str::<serde_json::Value>(
-                    &crate::milter::metrics::campaigns_json(state)
-                ).unwrap_or_default(),
+                "campaigns": crate::milter::metrics::campaigns(state),
                 "allowed": lock(&self.allowed).keys().map(ToString::to_string).collect::<Vec<_>>(),
             }),
             (Some("show"), Some(Ok(id))) => self.show(state, id),
@@ -242,16 +240,10 @@ impl Control {
     }
 
     fn show(&self, state: &State, id: CampaignId) -> serde_json::Value {
-        let campaign = serde_json::from_str::<serde_json::Value>(
-            &crate::milter::metrics::campaigns_json(state),
-        )
-        .ok()
-        .and_then(|v| {
-            v.as_array()?
-                .iter()
-                .find(|c| field(c, "id").as_str() == Some(id.to_string().as_str()))
-                .cloned()
-        });
+        let key = id.to_string();
+        let campaign = crate::milter::metrics::campaigns(state)
+            .into_iter()
+            .find(|c| c.id == key);
         let members: Vec<Member> = {
             let recent = lock(&self.recent);
             state.with_view(|e| {
@@ -323,9 +315,4 @@ pub fn socket_path(state_dir: &Path) -> PathBuf {
 /// See [`socket_path`].
 pub fn file_path(state_dir: &Path) -> PathBuf {
     state_dir.join("control.json")
-}
-
-/// A JSON object's field, `Null` when absent (never panics).
-fn field<'a>(v: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
-    v.get(key).unwrap_or(&serde_json::Value::Null)
 }

@@ -379,6 +379,16 @@ pub fn campaigns_json(state: &State) -> String {
 }
 
 fn campaigns_json_at(state: &State, now: u64) -> String {
+    serde_json::to_string(&campaigns_at(state, now)).unwrap_or_else(|_| "[]".to_owned())
+}
+
+/// The live campaigns, largest first, at most [`MAX_LISTED`] (what
+/// `/campaigns` and the control socket show).
+pub fn campaigns(state: &State) -> Vec<CampaignJson> {
+    campaigns_at(state, crate::milter::unix_now())
+}
+
+fn campaigns_at(state: &State, now: u64) -> Vec<CampaignJson> {
     let thresholds = state.config().thresholds.clone();
     let mut list: Vec<CampaignJson> = state.with_view(|e| {
         let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
@@ -405,7 +415,7 @@ fn campaigns_json_at(state: &State, now: u64) -> String {
             .then_with(|| a.id.cmp(&b.id))
     });
     list.truncate(MAX_LISTED);
-    serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_owned())
+    list
 }
 
 /// The dashboard at `/`: a page, its script and its style sheet, served
