@@ -56,9 +56,13 @@ async fn show_allow_and_forget_through_the_control_handler() {
     assert!(a["allowed"].is_object());
     let saved = fs::read_to_string(file_path(dir.path())).unwrap();
     assert!(saved.contains(&id), "{saved}");
-    let mut fresh = Engine::new(&cfg);
-    let reopened = State::new(Engine::new(&cfg))
-        .with_control(Control::open(file_path(dir.path()), &mut fresh));
+    // A restart: the snapshot keeps the campaign but not its allowance;
+    // control.json brings that back.
+    let (mut restored, _) =
+        bulkwatch::store::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
+    assert_eq!(restored.allowances().count(), 0, "not in the snapshot");
+    let control = Control::open(file_path(dir.path()), &mut restored);
+    let reopened = State::new(restored).with_control(control);
     let list = handle(&reopened, "list");
     assert_eq!(list["allowed"][0], id.as_str(), "kept across a restart");
 

@@ -12,10 +12,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
+use bulkwatch::engine::campaign::CampaignId;
 use bulkwatch::engine::verdict::{Level, Verdict};
 use bulkwatch::engine::{analyze, finish, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{decide_with, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Store};
+use bulkwatch::store::{
+    decide_with, Correction, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Site, Store,
+};
 use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::{observation, random_bits, splitmix, synthetic};
 
@@ -858,6 +861,226 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
     assert_eq!(last[9].0, Level::Bulk);
     assert!(last[..9].iter().all(|x| x.0 != Level::Bulk));
     assert_eq!(last.iter().filter(|x| x.2).count(), 1, "one alert in all");
+}
+
+/// A store that takes operators' corrections.
+enum Corrected {
+    Memory(Box<Engine>),
+    Script(Box<RedisStore>),
+    Log(Box<LogStore>),
+}
+
+impl Corrected {
+    fn open(cfg: &Config, memory: bool) -> Corrected {
+        match (memory, cfg.store.redis.layout) {
+            (true, _) => Corrected::Memory(Box::new(Engine::new(cfg))),
+            (false, RedisLayout::Script) => {
+                Corrected::Script(Box::new(RedisStore::open(cfg).unwrap()))
+            }
+            (false, RedisLayout::Log) => Corrected::Log(Box::new(LogStore::open(cfg).unwrap())),
+        }
+    }
+
+    fn store(&mut self) -> &mut dyn Store {
+        match self {
+            Corrected::Memory(e) => e.as_mut(),
+            Corrected::Script(s) => s.as_mut(),
+            Corrected::Log(l) => l.as_mut(),
+        }
+    }
+
+    fn correct(&mut self, c: Correction, now: UnixSecs) -> Option<CampaignId> {
+        match self {
+            Corrected::Memory(e) => match c {
+                Correction::Allow { id, until } => e.allow(id, Some(until)),
+                Correction::Forget { id } => e.live_id(id).filter(|l| e.forget(*l)),
+            },
+            Corrected::Script(s) => s.correct(c, now).unwrap(),
+            Corrected::Log(l) => l.correct(c, now).unwrap(),
+        }
+    }
+}
+
+/// The fixture stream with corrections on the way: a campaign allowed for
+/// 300 s at message 210, one forgotten at 410, one allowed for good at 610
+/// (each the campaign of the last bulk message). Returns what was seen and
+/// what each correction answered.
+fn run_corrected(
+    store: &mut Corrected,
+    cfg: &Config,
+    msgs: &[Vec<u8>],
+) -> (Vec<Seen>, Vec<Option<String>>) {
+    let mut seen_all: Vec<Seen> = Vec::new();
+    let mut answers = Vec::new();
+    let mut last_campaign = None;
+    for (i, raw) in msgs.iter().enumerate() {
+        let now = UnixSecs(REPLAY_EPOCH + i as u64);
+        let c = last_campaign.map(|id| match i {
+            210 => Some(Correction::Allow {
+                id,
+                until: now.0 + 300,
+            }),
+            410 => Some(Correction::Forget { id }),
+            610 => Some(Correction::Allow {
+                id,
+                until: bulkwatch::engine::campaign::WHILE_LIVE,
+            }),
+            _ => None,
+        });
+        if let Some(Some(c)) = c {
+            answers.push(store.correct(c, now).map(|id| id.to_string()));
+        }
+        let env = envelope(i);
+        let a = analyze(raw, &env, cfg);
+        let v = decide_with(store.store(), cfg, &a, &env, now).unwrap();
+        if v.level == Level::Bulk {
+            last_campaign = v.campaign.as_ref().map(|c| c.id);
+        }
+        seen_all.push(seen(&v));
+    }
+    (seen_all, answers)
+}
+
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn memory_and_redis_stores_agree_on_corrections() {
+    agree_on_corrections(RedisLayout::Script);
+}
+
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn memory_and_log_stores_agree_on_corrections() {
+    agree_on_corrections(RedisLayout::Log);
+}
+
+fn agree_on_corrections(layout: RedisLayout) {
+    let server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "corrections");
+    cfg.store.redis.layout = layout;
+    let msgs = stream();
+    let (memory, m_answers) = run_corrected(&mut Corrected::open(&cfg, true), &cfg, &msgs);
+    let (shared, s_answers) = run_corrected(&mut Corrected::open(&cfg, false), &cfg, &msgs);
+    assert_eq!(m_answers, s_answers);
+    assert!(m_answers.iter().all(Option::is_some), "{m_answers:?}");
+    assert_same(&memory, &shared);
+    // The corrections did something: allowed copies, first while the
+    // allowance of 300 s runs, then for good.
+    let allowed = |r: std::ops::Range<usize>| {
+        memory[r]
+            .iter()
+            .filter(|s| s.level == Level::Allowed)
+            .count()
+    };
+    assert!(
+        allowed(0..210) == 0 && allowed(210..510) > 0 && allowed(510..610) == 0,
+        "{}",
+        allowed(210..510)
+    );
+    assert!(allowed(610..memory.len()) > 0);
+    // The forgotten campaign was alive: copies of its text came after.
+    let forgotten = m_answers[1].clone().unwrap();
+    assert!(memory[..410]
+        .iter()
+        .any(|s| s.campaign.as_ref().is_some_and(|c| c.0 == forgotten)));
+    assert!(memory[410..]
+        .iter()
+        .all(|s| s.campaign.as_ref().is_none_or(|c| c.0 != forgotten)));
+}
+
+/// Corrections and the campaign list are the site's: a campaign fed
+/// through one daemon is listed with its counts by the other, idle one;
+/// allowed there, its next copy through the first is allowed; forgotten
+/// through the first, its next copy through the second starts from zero.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn two_daemons_share_corrections_and_the_campaign_list() {
+    for layout in [RedisLayout::Script, RedisLayout::Log] {
+        let server = RedisServer::start();
+        let mut cfg = redis_config(vec![server.url()], "site");
+        cfg.store.redis.layout = layout;
+        cfg.thresholds.bulk_threshold = 3.0;
+        cfg.thresholds.suspect_threshold = 2.0;
+        let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
+        let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
+        let judge = |layer: &RedisLayer, n: u32| {
+            let env = Envelope {
+                rcpts: vec![format!("r{n}@example.net")],
+                ..Envelope::default()
+            };
+            let an = analyze(&spam(n), &env, &cfg);
+            let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+            let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
+            let RedisResult::RedisLayer(out) = layer.record(&obs, now) else {
+                panic!("redis failed");
+            };
+            finish(&cfg, &obs, out)
+        };
+        let mut last = None;
+        for n in 0..4 {
+            last = Some(judge(&a, n));
+        }
+        let v = last.unwrap();
+        assert_eq!(v.level, Level::Bulk, "{layout:?}");
+        let id = v.campaign.unwrap().id;
+        let now = UnixSecs(REPLAY_EPOCH + 10);
+        let listed = |layer: &RedisLayer| -> Vec<(CampaignId, u32)> {
+            match layer.site(now, 10).unwrap() {
+                Site::Listed(cs) => cs.iter().map(|c| (c.id, c.messages)).collect(),
+                Site::Replica => layer
+                    .view(|e| e.campaigns().map(|c| (c.id, c.messages)).collect())
+                    .expect("the replica read the log"),
+            }
+        };
+        assert_eq!(
+            listed(&b),
+            [(id, 4)],
+            "{layout:?}: the idle daemon lists the site's"
+        );
+
+        let until = bulkwatch::engine::campaign::WHILE_LIVE;
+        assert_eq!(
+            b.correct(Correction::Allow { id, until }, now).unwrap(),
+            Some(id)
+        );
+        let v = judge(&a, 4);
+        assert_eq!(v.level, Level::Allowed, "{layout:?}");
+        assert_eq!(
+            b.correct(
+                Correction::Allow {
+                    id: CampaignId(7),
+                    until
+                },
+                now
+            )
+            .unwrap(),
+            None,
+            "{layout:?}: no such campaign"
+        );
+
+        assert_eq!(a.correct(Correction::Forget { id }, now).unwrap(), Some(id));
+        let v = judge(&b, 5);
+        let c = v.campaign.unwrap();
+        assert_ne!(c.id, id, "{layout:?}");
+        assert_eq!(
+            (c.messages, v.level),
+            (1, Level::Clean),
+            "{layout:?}: from zero"
+        );
+        assert!(
+            listed(&a).iter().all(|(i, _)| *i != id),
+            "{layout:?}: not listed"
+        );
+        assert_eq!(a.correct(Correction::Forget { id }, now).unwrap(), None);
+    }
 }
 
 #[test]

@@ -58,7 +58,15 @@ pub struct Campaign {
     pub sample_subject: Option<String>,
     /// Set once the campaign has been reported as bulk (alerts fire once).
     pub alerted: bool,
+    /// An operator allowed the campaign (`bulkwatch campaigns allow`):
+    /// its messages are `allowed` before this time (Unix seconds;
+    /// [`WHILE_LIVE`]: for as long as it lives). Merges keep the later.
+    pub allowed_until: Option<u64>,
 }
+
+/// [`Campaign::allowed_until`] for an allowance without end. Below 10^14,
+/// so that the Redis script stores and prints it exactly.
+pub const WHILE_LIVE: u64 = 1 << 40;
 
 impl Campaign {
     /// Weighted recipients, the number compared with the thresholds.
@@ -181,6 +189,27 @@ impl Campaigns {
         self.by_id.get(&id).copied()
     }
 
+    /// The live slot of a campaign id, or of the campaign it was merged
+    /// into while its alias is kept (a scan of the slots: for operators'
+    /// commands, not per message).
+    pub fn find(&self, id: CampaignId) -> Option<u32> {
+        self.slot_of(id).or_else(|| {
+            let alias = self
+                .slots
+                .iter()
+                .position(|s| matches!(s, Slot::Alias { id: a, .. } if *a == id))?;
+            self.resolve(u32::try_from(alias).ok()?)
+        })
+    }
+
+    /// Sets the allowance of the live campaign behind `slot`
+    /// ([`Campaign::allowed_until`]).
+    pub fn set_allowed(&mut self, slot: u32, until: Option<u64>) {
+        if let Some(c) = self.get_mut(slot) {
+            c.allowed_until = until;
+        }
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Campaign> {
         self.slots.iter().filter_map(|s| match s {
             Slot::Live { campaign, .. } => Some(campaign),
@@ -220,6 +249,7 @@ impl Campaigns {
                 sender_names: Vec::new(),
                 sample_subject: None,
                 alerted: false,
+                allowed_until: None,
             },
             refs: 0,
         });
@@ -346,6 +376,7 @@ impl Campaigns {
                 t.recipients = t.recipients.saturating_add(campaign.recipients);
                 t.score_centi = t.score_centi.saturating_add(campaign.score_centi);
                 t.alerted |= campaign.alerted;
+                t.allowed_until = t.allowed_until.max(campaign.allowed_until);
                 for (h, n) in campaign.senders {
                     add_sender(&mut t.senders, h, n);
                 }
@@ -462,6 +493,26 @@ mod tests {
         assert_eq!(c.get(a).map(|x| x.messages), Some(1));
         c.release(a, 2, 100, 1);
         assert_eq!(c.slots_in_use(), 0, "alias and campaign both freed");
+    }
+
+    /// An allowance moves with a merge (the later end wins), and the
+    /// merged-away id still finds the campaign that absorbed it.
+    #[test]
+    fn an_allowance_follows_a_merge() {
+        let mut c = Campaigns::new(true);
+        let a = c.create(&[1; 32], 5);
+        c.add_member(a, member(5, 2));
+        let b = c.create(&[2; 32], 9);
+        c.add_member(b, member(9, 3));
+        let b_id = c.get(b).map(|x| x.id).unwrap();
+        c.set_allowed(b, Some(500));
+        c.set_allowed(a, Some(100));
+        let mut gone = Vec::new();
+        let t = c.merge(&[a, b], &mut gone).unwrap();
+        assert_eq!(gone, [b_id], "b merged into the older a");
+        assert_eq!(c.get(t).and_then(|x| x.allowed_until), Some(500));
+        assert_eq!(c.find(b_id), Some(t), "the alias leads to the target");
+        assert_eq!(c.slot_of(b_id), None);
     }
 
     #[test]

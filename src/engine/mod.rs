@@ -24,7 +24,7 @@ use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
-use self::campaign::{CampaignId, Campaigns, Member};
+use self::campaign::{CampaignId, Campaigns, Member, WHILE_LIVE};
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::Entry;
 use self::index::{NearIndex, Query};
@@ -337,16 +337,49 @@ impl Engine {
     /// for nothing, until they leave it). False when no live campaign has
     /// that id.
     pub fn forget(&mut self, id: CampaignId) -> bool {
-        if self.campaigns.slot_of(id).is_none() || self.forgotten.contains(&id) {
+        let Some(live) = self
+            .campaigns
+            .find(id)
+            .and_then(|s| self.campaigns.get(s))
+            .map(|c| c.id)
+        else {
             return false;
-        }
-        self.forgotten.insert(id);
-        true
+        };
+        self.forgotten.insert(live)
     }
 
     /// Forgotten campaigns still in the window (to keep across a restart).
     pub fn forgotten(&self) -> impl Iterator<Item = CampaignId> + '_ {
         self.forgotten.iter().copied()
+    }
+
+    /// Allows a live campaign, or the one it was merged into: its later
+    /// messages are `allowed` before `until` (Unix seconds; `None`: while
+    /// it lives, [`WHILE_LIVE`]). Returns the live campaign's id; `None`
+    /// when there is none (or it was forgotten).
+    pub fn allow(&mut self, id: CampaignId, until: Option<u64>) -> Option<CampaignId> {
+        let slot = self.campaigns.find(id)?;
+        let live = self.campaigns.get(slot)?.id;
+        if self.forgotten.contains(&live) {
+            return None;
+        }
+        self.campaigns
+            .set_allowed(slot, Some(until.unwrap_or(WHILE_LIVE).min(WHILE_LIVE)));
+        Some(live)
+    }
+
+    /// The id of the live campaign `id` names (itself, or the campaign it
+    /// was merged into), unless forgotten.
+    pub fn live_id(&self, id: CampaignId) -> Option<CampaignId> {
+        let live = self.campaigns.get(self.campaigns.find(id)?)?.id;
+        (!self.forgotten.contains(&live)).then_some(live)
+    }
+
+    /// Allowed campaigns (forgotten ones left out): (id, allowed until;
+    /// [`WHILE_LIVE`] for no end).
+    pub fn allowances(&self) -> impl Iterator<Item = (CampaignId, u64)> + '_ {
+        self.campaigns()
+            .filter_map(|c| c.allowed_until.map(|u| (c.id, u)))
     }
 
     /// The live campaign of the message recorded under `seq`, while it is
@@ -507,6 +540,11 @@ impl Engine {
             .as_ref()
             .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
         let newly_bulk = bulk && self.campaigns.mark_alerted(slot);
+        let allowed = self
+            .campaigns
+            .get(slot)
+            .and_then(|c| c.allowed_until)
+            .is_some_and(|u| u > now.0);
         Outcome {
             exact,
             distance: best,
@@ -518,6 +556,7 @@ impl Engine {
             newly_bulk,
             corroborating,
             near_miss,
+            allowed,
         }
     }
 
@@ -661,6 +700,9 @@ pub struct Outcome {
     pub corroborating: u32,
     /// The closest match in a campaign the message did not join.
     pub near_miss: Option<NearMiss>,
+    /// An operator allowed the campaign, and the allowance runs
+    /// ([`Engine::allow`]).
+    pub allowed: bool,
 }
 
 /// A campaign a message matched but did not join (one weak match, or a
@@ -738,10 +780,15 @@ pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         .as_ref()
         .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
     let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
+    let (level, allow) = if out.allowed {
+        (Level::Allowed, Some(AllowReason::Campaign))
+    } else {
+        (level, None)
+    };
     Verdict {
         level,
         skip: None,
-        allow: None,
+        allow,
         list,
         exact: out.exact,
         distance: out.distance,
@@ -749,7 +796,8 @@ pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
             .sketch_diff
             .map(|s| if out.exact { 1.0 } else { jaccard_estimate(s) }),
         campaign: out.campaign,
-        newly_bulk: out.newly_bulk,
+        // An allowed campaign raises no alert.
+        newly_bulk: out.newly_bulk && !out.allowed,
         merged: out.merged,
         seq: Some(out.seq),
         nearest: out.nearest,
@@ -977,6 +1025,38 @@ mod tests {
         // Later, the early copies are out of the drawn span.
         let a = e.arrivals(UnixSecs(t0 + w + w / 2), 4);
         assert_eq!(a.get(&id).map(|v| v.iter().sum::<u32>()), Some(2));
+    }
+
+    /// An allowed campaign's messages are `allowed` (reason `campaign`)
+    /// and raise no alert while the allowance runs, then are judged again;
+    /// a forgotten campaign cannot be allowed.
+    #[test]
+    fn an_allowed_campaign_is_allowed_until_its_time() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 3.0;
+        cfg.thresholds.suspect_threshold = 2.0;
+        let mut e = Engine::new(&cfg);
+        let v = e.process(spam("alice", 0).as_bytes(), &env(), UnixSecs(1000));
+        let id = v.campaign.unwrap().id;
+        assert_eq!(e.allow(id, Some(1010)), Some(id));
+        assert_eq!(e.allowances().collect::<Vec<_>>(), [(id, 1010)]);
+        for i in 1..4u32 {
+            let v = e.process(
+                spam("alice", i).as_bytes(),
+                &env(),
+                UnixSecs(1000 + u64::from(i)),
+            );
+            assert_eq!(v.level, Level::Allowed, "{i}");
+            assert_eq!(v.allow, Some(AllowReason::Campaign));
+            assert!(!v.newly_bulk, "no alert for an allowed campaign");
+        }
+        let v = e.process(spam("alice", 9).as_bytes(), &env(), UnixSecs(1010));
+        assert_eq!(v.level, Level::Bulk, "the allowance ended");
+        assert_eq!(v.allow, None);
+        assert_eq!(e.allow(CampaignId(1), None), None, "no such campaign");
+        assert!(e.forget(id));
+        assert_eq!(e.allow(id, None), None, "forgotten");
+        assert_eq!(e.allowances().count(), 0);
     }
 
     #[test]

@@ -195,15 +195,18 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             message_id,
             subject,
         }) => {
-            state.control.note(crate::milter::control::Member {
-                seq: verdict.seq,
-                campaign: verdict.campaign.as_ref().map(|c| c.id),
-                queue_id: queue_id.clone(),
-                sender: sender.clone(),
-                subject,
-                time: crate::milter::unix_now(),
-                level: verdict.level.as_str(),
-            });
+            state.control.note(
+                crate::milter::control::Member {
+                    seq: verdict.seq,
+                    campaign: verdict.campaign.as_ref().map(|c| c.id),
+                    queue_id: queue_id.clone(),
+                    sender: sender.clone(),
+                    subject,
+                    time: crate::milter::unix_now(),
+                    level: verdict.level.as_str(),
+                },
+                &verdict.merged,
+            );
             let decision = reply::decision_for(&verdict, &cfg.policy);
             // Absent values are left out rather than written as -1 or "".
             let campaign = verdict.campaign.as_ref();

@@ -4,16 +4,22 @@
 //! can connect; nothing a remote peer can reach).
 //!
 //! - `allow ID [SECS]`: later messages of the campaign are `allowed` (for
-//!   SECS seconds, or until forgotten or restart-proof for the window);
-//!   a merge carries the allowance to the campaign that absorbs it.
+//!   SECS seconds, or while it lives); a merge carries the allowance to the
+//!   campaign that absorbs it ([`Engine::allow`]).
 //! - `forget ID`: the campaign is dropped from every list and nothing joins
 //!   it any more; its text starts again from zero ([`Engine::forget`]).
 //! - `show ID`: the campaign and a sample of its members (queue id,
-//!   sender, subject, time) from the last [`RECENT`] messages judged.
+//!   sender, subject, time) from the last [`RECENT`] messages this daemon
+//!   judged.
 //!
-//! Both survive a restart: they are kept in `control.json` in the state
-//! directory, written atomically on every change. They apply to this
-//! daemon: with Redis, run the command on each host (docs/campaigns.md).
+//! The allowance and the forgetting are part of the store's state, so the
+//! verdict is decided in one place ([`crate::engine::finish`]). With the
+//! memory store they survive a restart in `control.json` in the state
+//! directory, written atomically on every change and applied after the
+//! snapshot. With Redis they are the site's: the script layout keeps them
+//! in the campaign's hash, the log layout appends them to the log that
+//! every replica applies ([`crate::store::RedisLayer::correct`]), so one
+//! command on any host applies to all and survives their restarts.
 //!
 //! The protocol is one request line, answered by one JSON object, then the
 //! connection closes. A request longer than [`MAX_REQUEST`] bytes, or
@@ -28,10 +34,10 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
-use crate::engine::campaign::CampaignId;
-use crate::engine::verdict::{AllowReason, Level, Verdict};
-use crate::engine::Engine;
+use crate::engine::campaign::{CampaignId, WHILE_LIVE};
+use crate::engine::{Engine, UnixSecs};
 use crate::milter::State;
+use crate::store::Correction;
 
 /// Messages remembered for `show` (queue id, sender, subject, time).
 pub const RECENT: usize = 10_000;
@@ -41,8 +47,8 @@ pub const SHOWN: usize = 20;
 pub const MAX_REQUEST: usize = 256;
 /// How long a client may take to send its request.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// Most allowed campaigns kept (an allowance past the window is dropped
-/// when its campaign leaves; this bounds the file either way).
+/// Most allowed campaigns written to or read from `control.json` (an
+/// allowance leaves with its campaign; this bounds the file either way).
 pub const MAX_ALLOWED: usize = 10_000;
 
 /// A message judged, for `show`.
@@ -59,19 +65,26 @@ pub struct Member {
     pub level: &'static str,
 }
 
-/// What survives a restart (`control.json`).
+/// What survives a restart (`control.json`, memory store).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Saved {
-    /// (campaign id, allowed until: Unix seconds, or none for the window).
+    /// (campaign id, allowed until: Unix seconds, or none while it lives).
     allowed: Vec<(String, Option<u64>)>,
     forgotten: Vec<String>,
 }
 
-/// The daemon's runtime corrections.
+/// Most merges remembered for `show` (a member recorded under a campaign
+/// that this daemon saw merged away is shown under the one that absorbed
+/// it).
+const MAX_ALIASES: usize = 10_000;
+
+/// The daemon's runtime corrections: recent messages for `show`, and the
+/// file that keeps the memory store's corrections.
 #[derive(Debug, Default)]
 pub struct Control {
-    allowed: Mutex<HashMap<CampaignId, Option<u64>>>,
     recent: Mutex<VecDeque<Member>>,
+    /// Campaign ids merged away, and the campaign that absorbed them.
+    aliases: Mutex<HashMap<CampaignId, CampaignId>>,
     /// `control.json`; `None`: nothing is saved (tests, no state dir).
     file: Option<PathBuf>,
 }
@@ -87,73 +100,49 @@ fn parse_id(s: &str) -> Option<CampaignId> {
 }
 
 impl Control {
-    /// Corrections saved in `file` (read now, written on each change).
-    /// An unreadable or malformed file is logged and ignored: a daemon
-    /// must start.
+    /// Corrections saved in `file` (read now, written on each change),
+    /// applied to `engine`: allowances of campaigns that left the window
+    /// are dropped. An unreadable or malformed file is logged and ignored:
+    /// a daemon must start.
     pub fn open(file: PathBuf, engine: &mut Engine) -> Control {
-        let c = Control {
-            file: Some(file),
-            ..Control::default()
-        };
-        let Some(path) = c.file.as_deref() else {
-            return c;
-        };
-        match std::fs::read(path) {
+        match std::fs::read(&file) {
             Ok(bytes) => match serde_json::from_slice::<Saved>(&bytes) {
                 Ok(saved) => {
-                    let mut allowed = lock(&c.allowed);
                     for (id, until) in saved.allowed.iter().take(MAX_ALLOWED) {
                         if let Some(id) = parse_id(id) {
-                            allowed.insert(id, *until);
+                            engine.allow(id, *until);
                         }
                     }
-                    drop(allowed);
                     for id in saved.forgotten.iter().filter_map(|s| parse_id(s)) {
                         engine.forget(id);
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(file = %path.display(), error = %e, "control file unreadable, ignored");
+                    tracing::warn!(file = %file.display(), error = %e, "control file unreadable, ignored");
                 }
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                tracing::warn!(file = %path.display(), error = %e, "control file unreadable, ignored");
+                tracing::warn!(file = %file.display(), error = %e, "control file unreadable, ignored");
             }
         }
-        c
-    }
-
-    /// Makes `v` allowed when its campaign is: allowed until a time not yet
-    /// passed, or merged from an allowed campaign (the allowance moves).
-    pub fn apply(&self, v: &mut Verdict, now: u64) {
-        let Some(id) = v.campaign.as_ref().map(|c| c.id) else {
-            return;
-        };
-        let mut allowed = lock(&self.allowed);
-        if allowed.is_empty() {
-            return;
-        }
-        allowed.retain(|_, until| until.is_none_or(|u| u > now));
-        let mut moved = false;
-        for m in &v.merged {
-            if let Some(until) = allowed.remove(m) {
-                allowed.entry(id).or_insert(until);
-                moved = true;
-            }
-        }
-        if allowed.contains_key(&id) && v.level != Level::Allowed {
-            v.level = Level::Allowed;
-            v.allow = Some(AllowReason::Campaign);
-        }
-        drop(allowed);
-        if moved {
-            self.save(None);
+        Control {
+            file: Some(file),
+            ..Control::default()
         }
     }
 
-    /// Remembers a judged message for `show`.
-    pub fn note(&self, m: Member) {
+    /// Remembers a judged message for `show`, and the campaigns it merged.
+    pub fn note(&self, m: Member, merged: &[CampaignId]) {
+        if let (Some(target), false) = (m.campaign, merged.is_empty()) {
+            let mut a = lock(&self.aliases);
+            if a.len() + merged.len() > MAX_ALIASES {
+                a.clear();
+            }
+            for id in merged {
+                a.insert(*id, target);
+            }
+        }
         let mut r = lock(&self.recent);
         if r.len() >= RECENT {
             r.pop_front();
@@ -161,20 +150,32 @@ impl Control {
         r.push_back(m);
     }
 
-    /// Writes `control.json` (atomically: a temporary file renamed over
-    /// it). `forgotten`: the engine's list, when the caller holds it.
-    fn save(&self, forgotten: Option<Vec<CampaignId>>) {
+    /// The campaign `id` was merged into, as far as this daemon saw.
+    fn alias(&self, mut id: CampaignId) -> CampaignId {
+        let a = lock(&self.aliases);
+        for _ in 0..crate::engine::campaign::MAX_CHAIN {
+            match a.get(&id) {
+                Some(t) if *t != id => id = *t,
+                _ => break,
+            }
+        }
+        id
+    }
+
+    /// Writes the memory store's corrections to `control.json` (atomically:
+    /// a temporary file renamed over it).
+    fn save(&self, engine: &Engine) {
         let Some(path) = self.file.as_deref() else {
             return;
         };
-        let mut saved = read_saved(path);
-        saved.allowed = lock(&self.allowed)
-            .iter()
-            .map(|(id, until)| (id.to_string(), *until))
-            .collect();
-        if let Some(f) = forgotten {
-            saved.forgotten = f.iter().map(ToString::to_string).collect();
-        }
+        let saved = Saved {
+            allowed: engine
+                .allowances()
+                .take(MAX_ALLOWED)
+                .map(|(id, until)| (id.to_string(), (until < WHILE_LIVE).then_some(until)))
+                .collect(),
+            forgotten: engine.forgotten().map(|id| id.to_string()).collect(),
+        };
         let tmp = path.with_extension("json.tmp");
         let result = serde_json::to_vec(&saved)
             .map_err(std::io::Error::other)
@@ -185,16 +186,53 @@ impl Control {
         }
     }
 
-    /// Answers one request line (module notes).
+    /// Applies a correction: to the site's state with Redis (and, where it
+    /// knows the campaign, to the local fallback engine), else to the
+    /// engine, saved in `control.json`. Answers the live campaign's id.
+    fn correct(&self, state: &State, c: Correction, now: u64) -> Result<CampaignId, String> {
+        let local = |e: &mut Engine| match c {
+            Correction::Allow { id, until } => e.allow(id, Some(until)),
+            Correction::Forget { id } => {
+                let live = e.live_id(id);
+                live.filter(|l| e.forget(*l))
+            }
+        };
+        let id = match c {
+            Correction::Allow { id, .. } | Correction::Forget { id } => id,
+        };
+        match state.shared() {
+            Some(shared) => {
+                let site = shared
+                    .correct(c, UnixSecs(now))
+                    .map_err(|e| format!("the site's state: {e}"))?;
+                local(&mut state.engine());
+                site.ok_or_else(|| format!("no live campaign {id}"))
+            }
+            None => {
+                let mut e = state.engine();
+                let live = local(&mut e).ok_or_else(|| format!("no live campaign {id}"))?;
+                self.save(&e);
+                Ok(live)
+            }
+        }
+    }
+
+    /// Answers one request line (module notes). Blocks for a Redis round
+    /// trip at most (its timeouts) with Redis: call it off the runtime.
     pub fn handle(&self, state: &State, line: &str, now: u64) -> serde_json::Value {
         let mut words = line.split_whitespace();
         let (cmd, arg, extra) = (words.next(), words.next(), words.next());
         let id = arg.map(|a| parse_id(a).ok_or(a));
         match (cmd, id) {
-            (Some("list"), None) => serde_json::json!({
-                "campaigns": crate::milter::metrics::campaigns(state),
-                "allowed": lock(&self.allowed).keys().map(ToString::to_string).collect::<Vec<_>>(),
-            }),
+            (Some("list"), None) => {
+                let campaigns = crate::milter::metrics::campaigns(state);
+                let allowed: Vec<String> = campaigns
+                    .iter()
+                    .filter(|c| c.allowed)
+                    .map(|c| c.id.clone())
+                    .collect();
+                serde_json::json!({"campaigns": campaigns, "allowed": allowed})
+            }
             (Some("show"), Some(Ok(id))) => self.show(state, id),
             (Some("allow"), Some(Ok(id))) => {
                 let secs = match extra.map(str::parse::<u64>) {
@@ -202,35 +240,26 @@ impl Control {
                     Some(Ok(s)) if s > 0 => Some(s),
                     Some(_) => return error("allow: the duration is whole seconds above 0"),
                 };
-                {
-                    let mut allowed = lock(&self.allowed);
-                    if allowed.len() >= MAX_ALLOWED && !allowed.contains_key(&id) {
-                        return error("allow: too many allowed campaigns");
+                let until = secs.map_or(WHILE_LIVE, |s| now.saturating_add(s).min(WHILE_LIVE));
+                match self.correct(state, Correction::Allow { id, until }, now) {
+                    Err(e) => error(&format!("allow: {e}")),
+                    Ok(live) => {
+                        state.metrics.record_control("allow");
+                        tracing::info!(campaign = %live, seconds = secs, "campaign allowed");
+                        let until = secs.map(|s| now.saturating_add(s));
+                        serde_json::json!({"ok": true, "campaign": live.to_string(), "until": until})
                     }
-                    allowed.insert(id, secs.map(|s| now.saturating_add(s)));
                 }
-                self.save(None);
-                state.metrics.record_control("allow");
-                tracing::info!(campaign = %id, seconds = secs, "campaign allowed");
-                serde_json::json!({"ok": true, "campaign": id.to_string(), "until": secs.map(|s| now.saturating_add(s))})
             }
             (Some("forget"), Some(Ok(id))) => {
-                if state.shared().is_some() {
-                    return error("forget: not with a Redis store (the site's state is in Redis); allow the campaign instead");
+                match self.correct(state, Correction::Forget { id }, now) {
+                    Err(e) => error(&format!("forget: {e}")),
+                    Ok(live) => {
+                        state.metrics.record_control("forget");
+                        tracing::info!(campaign = %live, "campaign forgotten");
+                        serde_json::json!({"ok": true, "campaign": live.to_string()})
+                    }
                 }
-                let (found, forgotten) = {
-                    let mut e = state.engine();
-                    let found = e.forget(id);
-                    (found, e.forgotten().collect::<Vec<_>>())
-                };
-                if !found {
-                    return error(&format!("forget: no live campaign {id}"));
-                }
-                lock(&self.allowed).remove(&id);
-                self.save(Some(forgotten));
-                state.metrics.record_control("forget");
-                tracing::info!(campaign = %id, "campaign forgotten");
-                serde_json::json!({"ok": true, "campaign": id.to_string()})
             }
             (Some(_), Some(Err(bad))) => {
                 error(&format!("not a campaign id: {bad:?} (12 hex digits)"))
@@ -244,13 +273,19 @@ impl Control {
         let campaign = crate::milter::metrics::campaigns(state)
             .into_iter()
             .find(|c| c.id == key);
+        // Window sequence numbers name this daemon's messages only where
+        // the view is the engine that numbered them: the memory store.
+        let by_seq = state.shared().is_none();
         let members: Vec<Member> = {
             let recent = lock(&self.recent);
             state.with_view(|e| {
                 recent
                     .iter()
                     .rev()
-                    .filter(|m| m.seq.and_then(|s| e.campaign_of_seq(s)).or(m.campaign) == Some(id))
+                    .filter(|m| {
+                        let of_seq = m.seq.filter(|_| by_seq).and_then(|s| e.campaign_of_seq(s));
+                        of_seq.or(m.campaign.map(|c| self.alias(c))) == Some(id)
+                    })
                     .take(SHOWN)
                     .cloned()
                     .collect()
@@ -258,20 +293,19 @@ impl Control {
         };
         match campaign {
             None if members.is_empty() => error(&format!("show: no live campaign {id}")),
-            _ => serde_json::json!({
-                "campaign": campaign,
-                "allowed": lock(&self.allowed).get(&id).map(|u| serde_json::json!({"until": u})),
-                "members": members,
-            }),
+            _ => {
+                let allowed = campaign
+                    .as_ref()
+                    .filter(|c| c.allowed)
+                    .map(|c| serde_json::json!({"until": c.allowed_until}));
+                serde_json::json!({
+                    "campaign": campaign,
+                    "allowed": allowed,
+                    "members": members,
+                })
+            }
         }
     }
-}
-
-fn read_saved(path: &Path) -> Saved {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
 }
 
 fn error(msg: &str) -> serde_json::Value {
@@ -294,14 +328,20 @@ pub async fn serve(listener: UnixListener, state: Arc<State>) {
                 .await
         })
         .await;
-        let answer =
-            match got {
-                Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REQUEST => state
-                    .control
-                    .handle(&state, line.trim(), crate::milter::unix_now()),
-                Ok(Ok(_)) => error("request too long"),
-                _ => continue,
-            };
+        let answer = match got {
+            Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REQUEST => {
+                // (With Redis, a round trip: off the runtime's threads.)
+                let st = Arc::clone(&state);
+                tokio::task::spawn_blocking(move || {
+                    st.control
+                        .handle(&st, line.trim(), crate::milter::unix_now())
+                })
+                .await
+                .unwrap_or_else(|_| error("the request failed"))
+            }
+            Ok(Ok(_)) => error("request too long"),
+            _ => continue,
+        };
         let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
         let _ = write.shutdown().await;
     }

@@ -363,8 +363,16 @@ pub struct CampaignJson {
     pub sender_domains: Vec<String>,
     pub sample_subject: Option<String>,
     /// Its messages in the window by arrival, [`ARRIVAL_BUCKETS`] equal
-    /// parts of the window ending now, oldest first.
-    pub arrivals: Vec<u32>,
+    /// parts of the window ending now, oldest first; `null` with the Redis
+    /// script layout (the site's arrival times stay in Redis: reading them
+    /// for every refresh would hold every daemon's calls meanwhile).
+    pub arrivals: Option<Vec<u32>>,
+    /// An operator allowed it (`bulkwatch campaigns allow`) and the
+    /// allowance runs.
+    pub allowed: bool,
+    /// When the allowance ends (Unix seconds); absent while it lives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_until: Option<u64>,
 }
 
 /// Parts of the window in a campaign's `arrivals`.
@@ -389,26 +397,50 @@ pub fn campaigns(state: &State) -> Vec<CampaignJson> {
 }
 
 fn campaigns_at(state: &State, now: u64) -> Vec<CampaignJson> {
+    use crate::engine::campaign::{Campaign, WHILE_LIVE};
     let thresholds = state.config().thresholds.clone();
-    let mut list: Vec<CampaignJson> = state.with_view(|e| {
-        let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
-        e.campaigns()
-            .map(|c| CampaignJson {
-                id: c.id.to_string(),
-                level: crate::engine::verdict::level_for(c.score(), &thresholds).as_str(),
-                messages: c.messages,
-                recipients: c.recipients,
-                score: c.score(),
-                first_seen: c.first_seen,
-                last_seen: c.last_seen,
-                sender_domains: c.sender_names.clone(),
-                sample_subject: c.sample_subject.clone(),
-                arrivals: arrivals
-                    .remove(&c.id)
-                    .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]),
+    let json = |c: &Campaign, arrivals: Option<Vec<u32>>| {
+        let allowed = c.allowed_until.is_some_and(|u| u > now);
+        CampaignJson {
+            id: c.id.to_string(),
+            level: crate::engine::verdict::level_for(c.score(), &thresholds).as_str(),
+            messages: c.messages,
+            recipients: c.recipients,
+            score: c.score(),
+            first_seen: c.first_seen,
+            last_seen: c.last_seen,
+            sender_domains: c.sender_names.clone(),
+            sample_subject: c.sample_subject.clone(),
+            arrivals,
+            allowed,
+            allowed_until: c.allowed_until.filter(|u| allowed && *u < WHILE_LIVE),
+        }
+    };
+    // With Redis, the site's campaigns: listed from Redis (script layout)
+    // or the replica brought up to now (log layout). When Redis fails,
+    // this daemon's own view.
+    let site = state
+        .shared()
+        .map(|s| s.site(crate::engine::UnixSecs(now), MAX_LISTED));
+    let mut list: Vec<CampaignJson> = match site {
+        Some(Ok(crate::store::Site::Listed(cs))) => cs.iter().map(|c| json(c, None)).collect(),
+        other => {
+            if let Some(Err(e)) = other {
+                tracing::debug!(error = %e, "campaign list: redis unavailable, local view shown");
+            }
+            state.with_view(|e| {
+                let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
+                e.campaigns()
+                    .map(|c| {
+                        let a = arrivals
+                            .remove(&c.id)
+                            .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]);
+                        json(c, Some(a))
+                    })
+                    .collect()
             })
-            .collect()
-    });
+        }
+    };
     list.sort_by(|a, b| {
         b.recipients
             .cmp(&a.recipients)
@@ -542,7 +574,15 @@ async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
     })
     .await;
     let (status, ctype, body) = match read {
-        Ok(Ok(())) if buf.len() <= MAX_REQUEST => respond(&state, &buf),
+        Ok(Ok(())) if buf.len() <= MAX_REQUEST => {
+            // (With Redis, `/campaigns` and the control requests make a
+            // round trip: off the runtime's threads.)
+            let st = Arc::clone(&state);
+            match tokio::task::spawn_blocking(move || respond(&st, &buf)).await {
+                Ok(r) => r,
+                Err(_) => return,
+            }
+        }
         Ok(Ok(())) => (
             "431 Request Header Fields Too Large",
             "text/plain",
@@ -716,10 +756,21 @@ mod tests {
         }
         let ok = "authorization: Bearer 0123456789abcdef0123";
         let (s, body) = post(&state, "/campaigns/000000000001/allow", ok);
+        assert_eq!(s, "400 Bad Request", "no such campaign: {body}");
+        let raw = crate::engine::testutil::spam("ann", 1);
+        let v = state.engine().process(
+            raw.as_bytes(),
+            &crate::engine::Envelope::default(),
+            crate::engine::UnixSecs(crate::milter::unix_now()),
+        );
+        let id = v.campaign.unwrap().id;
+        let (s, body) = post(&state, &format!("/campaigns/{id}/allow"), ok);
         assert_eq!(s, "200 OK", "{body}");
         assert!(body.contains("\"ok\":true"));
-        let (s, body) = post(&state, "/campaigns/000000000001/forget", ok);
-        assert_eq!(s, "400 Bad Request", "no such campaign: {body}");
+        let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);
+        assert_eq!(s, "200 OK", "{body}");
+        let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);
+        assert_eq!(s, "400 Bad Request", "forgotten already: {body}");
         assert_eq!(
             post(&state, "/campaigns/000000000001/drop", ok).0,
             "404 Not Found"

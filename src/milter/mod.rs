@@ -58,8 +58,8 @@ pub struct State {
     /// `engine_timeout` still counts until it ends: hostile mail cannot
     /// pile up work and memory behind timed-out messages.
     scans: Arc<tokio::sync::Semaphore>,
-    /// Campaigns allowed or forgotten at runtime, and recent messages for
-    /// `bulkwatch campaigns show` ([`control`]).
+    /// Recent messages for `bulkwatch campaigns show`, and the file that
+    /// keeps the memory store's allowances ([`control`]).
     pub control: control::Control,
 }
 
@@ -267,8 +267,7 @@ impl State {
                 self.judge.finish(cfg, &ask, answer)
             }
         };
-        let mut verdict = judged.verdict;
-        self.control.apply(&mut verdict, now.0);
+        let verdict = judged.verdict;
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         self.metrics.record_class(&verdict);

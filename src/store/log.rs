@@ -43,8 +43,9 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use super::redis::{err, Conn, RedisStore};
+use super::redis::{err, Conn, Correction, RedisStore};
 use crate::config::{Config, Thresholds};
+use crate::engine::campaign::CampaignId;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{Store, StoreError};
@@ -53,6 +54,10 @@ use crate::store::{Store, StoreError};
 /// added `thresholds.single_transaction_recipients`; format 1 entries are
 /// still read (as 0, the rule of the builds that wrote them).
 const FORMAT: u8 = 2;
+/// First byte of an operator's correction (`bulkwatch campaigns allow`
+/// or `forget`) in the log. Builds before it skip such entries as
+/// undecodable (and say so in their log).
+const CORRECTION: u8 = 0xC0;
 /// Entries read per `XRANGE`.
 const CHUNK: usize = 1024;
 /// `XRANGE` calls a message may spend catching up after the first one;
@@ -156,6 +161,42 @@ fn get_text(r: &mut Reader<'_>, max_chars: usize) -> Result<Option<String>, Code
         r.string(max_chars * 4).map(Some)
     } else {
         Ok(None)
+    }
+}
+
+/// The entry of an operator's correction at time `now`.
+pub fn encode_correction(c: Correction, now: UnixSecs) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(26));
+    w.u8(CORRECTION);
+    w.u64(now.0);
+    match c {
+        Correction::Allow { id, until } => {
+            w.u8(1);
+            w.u64(id.0);
+            w.u64(until);
+        }
+        Correction::Forget { id } => {
+            w.u8(2);
+            w.u64(id.0);
+            w.u64(0);
+        }
+    }
+    w.0
+}
+
+/// Reads a correction's entry (see [`encode_correction`]).
+fn decode_correction(bytes: &[u8]) -> Result<(Correction, UnixSecs), CodecError> {
+    let mut r = Reader::new(bytes, "log correction");
+    let _ = r.u8()?;
+    let now = UnixSecs(r.u64()?);
+    let (op, id, until) = (r.u8()?, CampaignId(r.u64()?), r.u64()?);
+    r.finish()?;
+    match op {
+        1 => Ok((Correction::Allow { id, until }, now)),
+        2 => Ok((Correction::Forget { id }, now)),
+        _ => Err(CodecError::Invalid {
+            what: format!("correction {op}"),
+        }),
     }
 }
 
@@ -346,6 +387,24 @@ impl Replica {
             }
             self.last = Some(id);
             self.redis_ms = self.redis_ms.max(id.0);
+            if bytes.first() == Some(&CORRECTION) {
+                match decode_correction(&bytes) {
+                    Ok((c, now)) if !too_far_ahead(now, id) => {
+                        self.now = self.now.max(now.0);
+                        match c {
+                            Correction::Allow { id, until } => {
+                                self.engine.allow(id, Some(until));
+                            }
+                            Correction::Forget { id } => {
+                                self.engine.forget(id);
+                            }
+                        }
+                        self.applied += 1;
+                    }
+                    _ => bad += 1,
+                }
+                continue;
+            }
             let Ok((obs, now)) = decode(&bytes) else {
                 bad += 1;
                 continue;
@@ -638,6 +697,83 @@ impl LogStore {
             answers.extend(self.send(&batch)?);
         }
         Ok(answers)
+    }
+
+    /// Appends an operator's correction to the log, for every replica
+    /// (this one included, in the same round trip). Answers the live
+    /// campaign's id as this daemon's replica knows it; `None`, and nothing
+    /// appended, when it knows no live campaign of that id.
+    ///
+    /// # Errors
+    /// Redis failed, or the replica has not read the log up to this
+    /// daemon's messages yet.
+    pub fn correct(&self, c: Correction, now: UnixSecs) -> Result<Option<CampaignId>, StoreError> {
+        self.refresh()?;
+        let id = match c {
+            Correction::Allow { id, .. } | Correction::Forget { id } => id,
+        };
+        let live = {
+            let r = self.replica()?;
+            if !r.answered {
+                return Err(StoreError::CatchingUp(
+                    "redis log: the replica is still reading the log".into(),
+                ));
+            }
+            r.engine.live_id(id)
+        };
+        let Some(live) = live else {
+            return Ok(None);
+        };
+        self.send(&[Entry {
+            bytes: encode_correction(c, now),
+            now,
+        }])?;
+        Ok(Some(live))
+    }
+
+    /// Reads what the site appended since the replica's last entry and
+    /// applies it (at most [`MAX_READS_PER_CALL`] + 1 chunks), without
+    /// appending: an idle daemon's view (`/campaigns`, `bulkwatch
+    /// campaigns`) is otherwise as old as its last message.
+    ///
+    /// # Errors
+    /// Redis failed or answered what bulkwatch cannot read.
+    pub fn refresh(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.take()?;
+        let mut skipped = 0;
+        for _ in 0..=MAX_READS_PER_CALL {
+            let from = self.replica()?.last;
+            let read = entries(
+                self.read_from(from)
+                    .query(conn.like())
+                    .map_err(|e| err("log read", e))?,
+            )?;
+            let got = read.len();
+            let mut r = self.replica()?;
+            let joins = match r.last {
+                Some(l) => read.binary_search_by(|e| e.0.cmp(&l)).is_ok(),
+                None => from.is_none(),
+            };
+            if joins {
+                skipped += r.apply(read);
+            } else if r.last == from && from.is_some() {
+                // Trimmed past the replica: the next round trip rebuilds it.
+                break;
+            }
+            if got <= CHUNK {
+                // Read to the log's end: the replica is the site's view.
+                r.answered |= joins;
+                break;
+            }
+        }
+        self.pool.give_back(conn);
+        if skipped > 0 {
+            tracing::warn!(
+                entries = skipped,
+                "redis log: skipped entries that do not decode or are dated past Redis's clock"
+            );
+        }
+        Ok(())
     }
 
     /// Round trips sent so far, and the messages they carried.

@@ -36,7 +36,7 @@ use crate::engine::verdict::Verdict;
 use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, Outcome, UnixSecs};
 
 pub use self::log::{LogStore, Logged};
-pub use self::redis::RedisStore;
+pub use self::redis::{Correction, RedisStore};
 
 /// Why a store could not record a message. The caller falls back (the
 /// milter to its local window); a message is never lost over it.
@@ -405,6 +405,60 @@ impl RedisLayer {
                 }
                 RedisResult::Failed(e)
             }
+        }
+    }
+}
+
+/// The site's campaigns as a daemon sees them ([`RedisLayer::site`]).
+#[derive(Debug)]
+pub enum Site {
+    /// Listed from Redis (the script layout): the largest, at most as
+    /// many as asked.
+    Listed(Vec<crate::engine::campaign::Campaign>),
+    /// The replica has read the log up to now (the log layout): its
+    /// engine is the site's view ([`RedisLayer::view`]).
+    Replica,
+}
+
+impl RedisLayer {
+    /// Applies an operator's correction to the site's state: in Redis
+    /// (script layout) or through the log (log layout). Answers the live
+    /// campaign's id, or `None` when the site has no live campaign of that
+    /// id.
+    ///
+    /// # Errors
+    /// Redis failed or is being retried, or the replica is still reading
+    /// the log.
+    pub fn correct(
+        &self,
+        c: Correction,
+        now: UnixSecs,
+    ) -> Result<Option<crate::engine::campaign::CampaignId>, StoreError> {
+        if !self.stats.up.load(Ordering::Relaxed) {
+            return Err(StoreError::Config(
+                "Redis is down or being retried; try again".into(),
+            ));
+        }
+        match &self.layout {
+            Layout::Script(s) => s.correct(c, now),
+            Layout::Log(l) => l.correct(c, now),
+        }
+    }
+
+    /// Brings this daemon's view of the site's campaigns up to now: lists
+    /// the largest `limit` from Redis (script layout), or has the replica
+    /// read the log (log layout; an idle daemon's replica is otherwise as
+    /// old as its last message).
+    ///
+    /// # Errors
+    /// Redis failed or is being retried: show the local view.
+    pub fn site(&self, now: UnixSecs, limit: usize) -> Result<Site, StoreError> {
+        if !self.stats.up.load(Ordering::Relaxed) {
+            return Err(StoreError::Config("Redis is down or being retried".into()));
+        }
+        match &self.layout {
+            Layout::Script(s) => s.site_campaigns(now, limit).map(Site::Listed),
+            Layout::Log(l) => l.refresh().map(|()| Site::Replica),
         }
     }
 }

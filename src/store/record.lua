@@ -13,7 +13,11 @@
 --     b<j>:<hex4>        MinHash band table j, bucket = first 4 hex digits
 --   B:c:<id>           hash, a campaign (f l m r s al ns o e j subj names,
 --                      and d<sender-domain hash> -> messages for up to 64
---                      domains) or an alias of a merged campaign (a = id)
+--                      domains; w: allowed until, x: forgotten, set by an
+--                      operator) or an alias of a merged campaign (a = id)
+--   B:top              sorted set, the campaigns of two messages or more
+--                      by recipients (at most MAX_TOP): what every daemon
+--                      lists as the site's campaigns
 --   B:c:<id>:l         list, one 9-byte item per message (time, rcpts,
 --                      weight, sender), oldest first: counts fall by it
 --   B:c:<id>:r         sorted set, the campaigns merged into this one (j =
@@ -46,6 +50,10 @@ local B = ARGV[1]
 local now = tonumber(ARGV[2])
 local cutoff = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
+-- ARGV[5] is the radius k when recording a message, or the name of an
+-- operator's request (`mode`, see the end of the functions): 'allow',
+-- 'forget' or 'list', whose arguments follow.
+local mode = ARGV[5]
 local k = tonumber(ARGV[5])
 local max_sd = tonumber(ARGV[6])
 local max_mh = tonumber(ARGV[7])
@@ -64,9 +72,9 @@ local keep_subjects = ARGV[19] == '1'
 -- Simhash and sketch as 32-bit halves (high, low).
 local sim = { tonumber(ARGV[20]), tonumber(ARGV[21]) }
 local sk = { tonumber(ARGV[22]), tonumber(ARGV[23]) }
-local ntables = tonumber(ARGV[24])
-local nbands = tonumber(ARGV[25])
-local slice = tonumber(ARGV[26])
+local ntables = tonumber(ARGV[24]) or 0
+local nbands = tonumber(ARGV[25]) or 0
+local slice = tonumber(ARGV[26]) or 1
 local tables = {}
 for i = 1, ntables do tables[i] = ARGV[26 + i] end
 local bands = {}
@@ -147,6 +155,9 @@ local function sketch_diff(hi, lo)
 end
 
 local function ckey(id) return B .. ':c:' .. id end
+local TOP = B .. ':top'
+-- Most campaigns in B:top (the site's list shows far fewer).
+local MAX_TOP = 10000
 
 -- Campaigns are read once into Lua tables (`camps`), changed there, and
 -- written back once at the end (`dirty`): a few calls per message instead
@@ -293,6 +304,7 @@ local function expire(id)
     v.o = head
   else
     redis.call('DEL', ckey(id), ckey(id) .. ':l', ckey(id) .. ':r')
+    rcall('ZREM', TOP, id)
     camps[id], dirty[id], gone[id] = false, nil, nil
   end
   expired[id] = head ~= nil
@@ -346,6 +358,8 @@ local function merge(roots)
       tv.r = tv.r + v.r
       tv.s = tv.s + v.s
       if v.al == 1 then tv.al = 1 end
+      local w = tonumber(v.w)
+      if w and (not tonumber(tv.w) or w > tonumber(tv.w)) then tv.w = w end
       for k, x in pairs(v) do
         if string.sub(k, 1, 1) == 'd' then add_sender(tv, string.sub(k, 2), tonumber(x)) end
       end
@@ -367,6 +381,7 @@ local function merge(roots)
         end
       end
       rcall('ZADD', set, v.o, node)
+      rcall('ZREM', TOP, id)
       redis.call('DEL', c)
       rcall('HSET', c, 'a', target)
       redis.call('EXPIRE', c, ttl)
@@ -379,6 +394,95 @@ local function merge(roots)
   tv.e = 0
   dirty[target] = true
   return target, absorbed
+end
+
+-- Writes the campaigns back, each in one HSET; their TTLs are renewed at
+-- most once a minute (the margin is 5 minutes), and at once for new keys.
+-- A campaign of two messages or more is ranked in B:top by recipients.
+local function flush()
+  local ranked = false
+  for id in pairs(dirty) do
+    local cv = camps[id]
+    if cv then
+      local c = ckey(id)
+      local renew = cv.e == 0 or now - cv.e >= 60 or cv.e > now
+      if renew then cv.e = now end
+      if gone[id] then rcall('HDEL', c, unpack(gone[id])) end
+      local st = stored[id] or {}
+      local args = {}
+      for k, x in pairs(cv) do
+        -- Counts are whole numbers, which Redis stores as tostring writes
+        -- them (both print every digit below 10^14).
+        if st[k] ~= tostring(x) then
+          args[#args + 1] = k
+          args[#args + 1] = x
+        end
+      end
+      if #args > 0 then rcall('HSET', c, unpack(args)) end
+      if renew then
+        redis.call('EXPIRE', c, ttl)
+        redis.call('EXPIRE', c .. ':l', ttl)
+        if cv.j then redis.call('EXPIRE', c .. ':r', ttl) end
+      end
+      if not cv.a and cv.m >= 2 and not cv.x then
+        rcall('ZADD', TOP, cv.r, id)
+        ranked = true
+        if renew then redis.call('EXPIRE', TOP, ttl) end
+      elseif not cv.a and stored[id] then
+        -- (A campaign new in this call was never ranked.)
+        rcall('ZREM', TOP, id)
+      end
+    end
+  end
+  if ranked and seq % 64 == 0 then rcall('ZREMRANGEBYRANK', TOP, 0, -(MAX_TOP + 1)) end
+end
+
+-- An operator's request instead of a message (ARGV[5]):
+--   allow  <id> <until>: the live campaign of <id> (or the one it was
+--          merged into) is allowed until <until> (Unix seconds)
+--   forget <id>: nothing joins that campaign any more, lists hide it
+--   list   <n>: the n largest live campaigns, each as 10 fields (id f l
+--          m r s ns subj names w), their counts brought up to now
+-- allow and forget answer the live id, or '' when there is none.
+if mode == 'allow' or mode == 'forget' then
+  local root = resolve(ARGV[6])
+  if not root or camps[root].x or not expire(root) then
+    flush()
+    return ''
+  end
+  local v = camps[root]
+  if mode == 'allow' then
+    v.w = tonumber(ARGV[7])
+  else
+    v.x = 1
+    if v.w then
+      v.w = nil
+      gone[root] = gone[root] or {}
+      table.insert(gone[root], 'w')
+    end
+  end
+  dirty[root] = true
+  flush()
+  return root
+elseif mode == 'list' then
+  local out = {}
+  local want = tonumber(ARGV[6]) or 0
+  for _, id in ipairs(rcall('ZREVRANGE', TOP, 0, want - 1)) do
+    local root = resolve(id)
+    if root ~= id or not expire(id) or camps[id].x then
+      -- Merged, expired or forgotten: not the site's any more.
+      if root ~= id then rcall('ZREM', TOP, id) end
+    else
+      local v = camps[id]
+      out[#out + 1] = id
+      for _, f in ipairs({ 'f', 'l', 'm', 'r', 's', 'ns' }) do out[#out + 1] = v[f] end
+      out[#out + 1] = v.subj or ''
+      out[#out + 1] = v.names or ''
+      out[#out + 1] = tonumber(v.w) or 0
+    end
+  end
+  flush()
+  return out
 end
 
 -- The window's slices, newest first, each read with one HMGET of the
@@ -420,7 +524,7 @@ for _, g in ipairs(got) do
     local sep = string.find(xv, ':', 1, true)
     if sep and tonumber(string.sub(xv, 1, sep - 1)) >= cutoff then
       local root = resolve(string.sub(xv, sep + 1))
-      if root and expire(root) then
+      if root and not camps[root].x and expire(root) then
         exact = true
         exact_root = root
       end
@@ -539,7 +643,7 @@ local function evidence(root)
 end
 local function live(id)
   local root = resolve(id)
-  if root and expire(root) then return root end
+  if root and not camps[root].x and expire(root) then return root end
   return nil
 end
 if exact_root then
@@ -664,33 +768,7 @@ if v.s >= bulk_centi and v.al ~= 1 and not alone then
 end
 dirty[target] = true
 
--- Write the campaigns back, each in one HSET; their TTLs are renewed at
--- most once a minute (the margin is 5 minutes), and at once for new keys.
-for id in pairs(dirty) do
-  local cv = camps[id]
-  if cv then
-    local c = ckey(id)
-    local renew = cv.e == 0 or now - cv.e >= 60 or cv.e > now
-    if renew then cv.e = now end
-    if gone[id] then rcall('HDEL', c, unpack(gone[id])) end
-    local st = stored[id] or {}
-    local args = {}
-    for k, x in pairs(cv) do
-      -- Counts are whole numbers, which Redis stores as tostring writes
-      -- them (both print every digit below 10^14).
-      if st[k] ~= tostring(x) then
-        args[#args + 1] = k
-        args[#args + 1] = x
-      end
-    end
-    if #args > 0 then rcall('HSET', c, unpack(args)) end
-    if renew then
-      redis.call('EXPIRE', c, ttl)
-      redis.call('EXPIRE', c .. ':l', ttl)
-      if cv.j then redis.call('EXPIRE', c .. ':r', ttl) end
-    end
-  end
-end
+flush()
 
 -- Record the message in the current slice: one HSET of the next number,
 -- the exact text and every bucket with the new item appended (a bucket
@@ -736,5 +814,6 @@ return {
   miss_d,
   miss_sd,
   miss_seq,
+  (tonumber(v.w) and tonumber(v.w) > now) and 1 or 0,
   repaired,
 }

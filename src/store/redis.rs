@@ -409,6 +409,115 @@ impl RedisStore {
     }
 }
 
+/// An operator's correction of a campaign, for the shared state: the
+/// script layout's `record.lua` applies it in Redis, the log layout
+/// appends it to the log for every replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Correction {
+    /// Later messages are `allowed` before this time (Unix seconds;
+    /// [`crate::engine::campaign::WHILE_LIVE`]: while it lives).
+    Allow { id: CampaignId, until: u64 },
+    /// Nothing joins the campaign any more ([`crate::engine::Engine::forget`]).
+    Forget { id: CampaignId },
+}
+
+impl RedisStore {
+    /// Applies `c` in Redis (the script layout): answers the live
+    /// campaign's id, or `None` when no live campaign has that id.
+    pub fn correct(&self, c: Correction, now: UnixSecs) -> Result<Option<CampaignId>, StoreError> {
+        let mut inv = self.script.prepare_invoke();
+        self.mode_args(&mut inv, now);
+        match c {
+            Correction::Allow { id, until } => inv.arg("allow").arg(id.to_string()).arg(until),
+            Correction::Forget { id } => inv.arg("forget").arg(id.to_string()),
+        };
+        let mut conn = self.take()?;
+        let v: Value = inv.invoke(conn.like()).map_err(|e| err("control", e))?;
+        self.give_back(conn);
+        let live = text(&v, "campaign")?;
+        if live.is_empty() {
+            return Ok(None);
+        }
+        campaign_id(&live).map(Some)
+    }
+
+    /// The site's `limit` largest live campaigns of two messages or more
+    /// (the script layout), their counts brought up to `now`; forgotten
+    /// ones left out. Sender domains are not counted, only named.
+    pub fn site_campaigns(
+        &self,
+        now: UnixSecs,
+        limit: usize,
+    ) -> Result<Vec<crate::engine::campaign::Campaign>, StoreError> {
+        let mut inv = self.script.prepare_invoke();
+        self.mode_args(&mut inv, now);
+        inv.arg("list").arg(limit);
+        let mut conn = self.take()?;
+        let v: Value = inv.invoke(conn.like()).map_err(|e| err("list", e))?;
+        self.give_back(conn);
+        parse_list(v, limit)
+    }
+
+    /// The arguments every request to the script starts with (KEYS[1]
+    /// routes it to the site's slot in a cluster).
+    fn mode_args(&self, inv: &mut redis::ScriptInvocation<'_>, now: UnixSecs) {
+        let p = &self.params;
+        let slice = slice_secs(p.window_secs);
+        inv.key(format!("{}:s:{}", p.base, now.0 / slice))
+            .arg(&p.base)
+            .arg(now.0)
+            .arg(now.0.saturating_sub(p.window_secs))
+            .arg(p.window_secs + TTL_MARGIN_SECS);
+    }
+}
+
+/// Fields per campaign of the script's `list` reply.
+const LIST_FIELDS: usize = 10;
+
+/// Reads the script's `list` reply (see [`RedisStore::site_campaigns`]).
+fn parse_list(
+    v: Value,
+    limit: usize,
+) -> Result<Vec<crate::engine::campaign::Campaign>, StoreError> {
+    let Value::Array(f) = v else {
+        return Err(StoreError::Reply("list reply is not an array".into()));
+    };
+    if f.len() % LIST_FIELDS != 0 || f.len() / LIST_FIELDS > limit {
+        return Err(StoreError::Reply(format!(
+            "list reply has {} fields, not {LIST_FIELDS} per campaign up to {limit}",
+            f.len()
+        )));
+    }
+    let num = |v: &Value, what: &str| int(v, what).map(|i| u64::try_from(i).unwrap_or(0));
+    f.chunks(LIST_FIELDS)
+        .map(|c| {
+            let g = |i: usize| c.get(i).unwrap_or(&Value::Nil);
+            let subject = text(g(7), "subject")?;
+            let until = num(g(9), "allowed")?;
+            Ok(crate::engine::campaign::Campaign {
+                id: campaign_id(&text(g(0), "campaign")?)?,
+                first_seen: num(g(1), "first")?,
+                last_seen: num(g(2), "last")?,
+                messages: u32::try_from(num(g(3), "messages")?).unwrap_or(u32::MAX),
+                recipients: num(g(4), "recipients")?,
+                score_centi: num(g(5), "score")?,
+                // Only the count is in Redis: one entry per domain.
+                senders: (0..num(g(6), "senders")?.min(64))
+                    .map(|h| (h as u16, 1))
+                    .collect(),
+                sender_names: text(g(8), "names")?
+                    .split('\n')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                sample_subject: (!subject.is_empty()).then_some(subject),
+                alerted: false,
+                allowed_until: (until > 0).then_some(until),
+            })
+        })
+        .collect()
+}
+
 impl Store for RedisStore {
     fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         self.record_shared(obs, now)
@@ -501,9 +610,9 @@ fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     let Value::Array(mut f) = v else {
         return Err(StoreError::Reply("reply is not an array".into()));
     };
-    if f.len() != 23 {
+    if f.len() != 24 {
         return Err(StoreError::Reply(format!(
-            "reply has {} fields, expected 23",
+            "reply has {} fields, expected 24",
             f.len()
         )));
     }
@@ -521,7 +630,7 @@ fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     Ok((parse_outcome(f)?, repaired))
 }
 
-/// Reads the outcome, the reply's first 22 fields.
+/// Reads the outcome, the reply's first 23 fields.
 fn parse_outcome(f: Vec<Value>) -> Result<Outcome, StoreError> {
     let g = |i: usize| f.get(i).unwrap_or(&Value::Nil);
     let merged_text = text(g(15), "merged")?;
@@ -560,6 +669,7 @@ fn parse_outcome(f: Vec<Value>) -> Result<Outcome, StoreError> {
         newly_bulk: int(g(16), "newly_bulk")? == 1,
         corroborating: u32::try_from(int(g(17), "corroborating")?).unwrap_or(0),
         near_miss: near_miss(g(18), g(19), g(20), g(21))?,
+        allowed: int(g(22), "allowed")? == 1,
     })
 }
 
@@ -623,18 +733,18 @@ mod tests {
     fn malformed_replies_are_errors() {
         assert!(parse_reply(Value::Nil).is_err());
         assert!(parse_reply(Value::Array(vec![Value::Int(1); 3])).is_err());
-        let mut f = vec![Value::Int(0); 23];
+        let mut f = vec![Value::Int(0); 24];
         f[5] = Value::BulkString(b"zz".to_vec());
-        f[22] = Value::Array(Vec::new());
+        f[23] = Value::Array(Vec::new());
         assert!(parse_reply(Value::Array(f)).is_err());
         // A well-formed outcome, but the repaired keys are not a list.
-        let mut f = vec![Value::Int(0); 23];
+        let mut f = vec![Value::Int(0); 24];
         f[5] = Value::BulkString(b"000000000001".to_vec());
         for i in [12, 14, 15, 18] {
             f[i] = Value::BulkString(Vec::new());
         }
         let mut ok = f.clone();
-        ok[22] = Value::Array(Vec::new());
+        ok[23] = Value::Array(Vec::new());
         assert!(parse_reply(Value::Array(ok.clone())).is_ok());
         assert!(parse_reply(Value::Array(f)).is_err());
         // A near miss with a negative distance is refused.
@@ -669,6 +779,7 @@ mod tests {
             Value::Int(9),
             Value::Int(7),
             Value::Int(4),
+            Value::Int(1),
             Value::Array(vec![s("{p:v2}:s:1")]),
         ];
         let (o, repaired) = parse_reply(Value::Array(f)).unwrap();
@@ -683,6 +794,7 @@ mod tests {
         assert_eq!(c.sample_subject.as_deref(), Some("Hello"));
         assert!(o.newly_bulk);
         assert_eq!(o.corroborating, 3);
+        assert!(o.allowed);
         let miss = o.near_miss.unwrap();
         assert_eq!(
             (miss.campaign, miss.distance, miss.sketch_diff, miss.seq),

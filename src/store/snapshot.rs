@@ -371,6 +371,9 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
         sender_names,
         sample_subject,
         alerted,
+        // Allowances are kept in control.json (milter::control), which
+        // is applied after the snapshot.
+        allowed_until: None,
     })
 }
 

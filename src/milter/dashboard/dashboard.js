@@ -81,8 +81,8 @@ function render(list) {
     const tr = document.createElement("tr");
     tr.dataset.campaign = c.id;
     const lv = document.createElement("span");
-    lv.textContent = c.level;
-    lv.className = "level level-" + c.level;
+    lv.textContent = c.allowed ? "allowed" : c.level;
+    lv.className = "level level-" + (c.allowed ? "allowed" : c.level);
     const td = document.createElement("td");
     td.appendChild(lv);
     tr.appendChild(td);
@@ -93,7 +93,11 @@ function render(list) {
     cell(tr, when(c.first_seen));
     cell(tr, when(c.last_seen));
     cell(tr, c.sample_subject || "");
-    cell(tr, "").appendChild(chart(c.arrivals || []));
+    if (c.arrivals) {
+      cell(tr, "").appendChild(chart(c.arrivals));
+    } else {
+      cell(tr, "\u2014", "num").title = "not drawn with the Redis script layout";
+    }
     if (controlEnabled) {
       const td = cell(tr, "", "actions");
       td.appendChild(button("allow", c.id, "allow"));
