@@ -1311,7 +1311,9 @@ fn replay_uses_the_store_its_config_names() {
 
 /// Two `bulkwatch serve` processes, as on two MX hosts, sharing one Redis:
 /// a campaign split half and half between them is flagged once the total
-/// reaches the threshold, by whichever daemon sees that message.
+/// reaches the threshold, by whichever daemon sees that message; both list
+/// it with the site's counts, and `bulkwatch campaigns allow` or `forget`
+/// on one host applies to the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_share_one_campaign() {
     two_serve_processes("script").await;
@@ -1368,6 +1370,53 @@ async fn two_serve_processes(layout: &str) {
     assert!(headers[..5].iter().all(Option::is_none), "{headers:?}");
     let h = headers[5].clone().unwrap_or_default();
     assert!(h.starts_with("bulk;") && h.contains("size=6"), "{h}");
+
+    // Each daemon lists the site's campaign with the site's counts.
+    let campaigns = |host: &str, args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .arg("campaigns")
+            .args(args)
+            .arg("--config")
+            .arg(dir.path().join(format!("{host}.toml")))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let mut ids = Vec::new();
+    for host in ["mx1", "mx2"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&campaigns(host, &["list", "--json"])).unwrap();
+        assert_eq!(v["campaigns"][0]["messages"], 6, "{host} ({layout}): {v}");
+        ids.push(v["campaigns"][0]["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids[0], ids[1]);
+    let id = &ids[0];
+    // Allowed through mx2: the next copy through mx1 is allowed.
+    campaigns("mx2", &["allow", id]);
+    let mut conn = open_unix(&sockets[0]).await;
+    let (a, _) = transact(&mut conn, &common::spam(NAMES[0], 7006)).await;
+    conn.close().await.unwrap();
+    assert_eq!(header(&a), None, "{layout}");
+    let log = daemons[0].log_text();
+    assert!(log.contains("reason=\"campaign\""), "{layout}: {log}");
+    // Forgotten through mx1: the next copy through mx2 starts from zero.
+    campaigns("mx1", &["forget", id]);
+    let mut conn = open_unix(&sockets[1]).await;
+    transact(&mut conn, &common::spam(NAMES[1], 7007)).await;
+    conn.close().await.unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&campaigns("mx2", &["list", "--json"])).unwrap();
+    let listed = v["campaigns"].as_array().unwrap();
+    assert!(
+        listed.iter().all(|c| c["id"] != id.as_str()),
+        "{layout}: {v}"
+    );
     for d in daemons {
         // The test server runs with Redis's default, eager expiry: each
         // daemon says once that it should be lazy.
