@@ -467,6 +467,7 @@ if mode == 'allow' or mode == 'forget' then
 elseif mode == 'list' then
   local out = {}
   local want = tonumber(ARGV[6]) or 0
+  if want < 1 then return out end
   for _, id in ipairs(rcall('ZREVRANGE', TOP, 0, want - 1)) do
     local root = resolve(id)
     if root ~= id or not expire(id) or camps[id].x then
