@@ -301,7 +301,7 @@ fn setup() -> Setup {
     ignore = "needs root and Postfix (apt-get install postfix)"
 )]
 #[test]
-fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
+fn postfix_delivers_tagged_campaign_and_rejects_after_reload_until_allowed() {
     let Setup {
         _tmp,
         dir,
@@ -391,6 +391,63 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload() {
         sent.len(),
         "the rejected copy is not in the sink"
     );
+
+    // The operator allows the campaign at runtime: the next copy passes
+    // the reject policy. Then forgets it: the next copy starts a campaign
+    // from zero, below the threshold.
+    let id = find("msg-5-c")
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Bulkwatch: bulk; campaign="))
+        .and_then(|r| r.split(';').next())
+        .unwrap()
+        .trim()
+        .to_owned();
+    let campaigns = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .arg("campaigns")
+            .args(args)
+            .arg("--config")
+            .arg(&bw_config)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    campaigns(&["allow", &id]);
+    sent.push(send(smtp_port, 7, true).expect("an allowed campaign's copy passes"));
+    campaigns(&["forget", &id]);
+    sent.push(send(smtp_port, 8, true).expect("a forgotten campaign starts from zero"));
+    wait_for(
+        "the copies after the corrections",
+        || all_captured(&dir, &sent),
+        maillog,
+    );
+    for i in [7, 8] {
+        let f = sink_files(&dir)
+            .into_iter()
+            .find(|f| f.contains(&format!("msg-{i}-c")))
+            .unwrap();
+        assert!(
+            !f.contains("X-Bulkwatch") && !f.contains("forged"),
+            "copy {i}:\n{f}"
+        );
+    }
+    let judged = |i: usize| {
+        log()
+            .lines()
+            .find(|l| l.contains("message judged") && l.contains(&format!("msg-{i}-c")))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    assert!(
+        judged(7).contains("level=\"allowed\" reason=\"campaign\""),
+        "{}",
+        judged(7)
+    );
+    assert!(judged(8).contains("size=1"), "{}", judged(8));
 
     run(Command::new("kill").args(["-TERM", &rig.daemon.id().to_string()]));
     wait_for(
