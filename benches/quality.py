@@ -92,10 +92,15 @@ def run_replay(binary, paths, threshold, extra=()):
 def near_identical(args):
     names = ['sa-spam.mbox', 'sa-easy-ham.mbox', 'sa-hard-ham.mbox']
     paths = [os.path.join(args.corpus, n) for n in names]
-    sets, msgs = [], 0
+    sets, subjects = [], []
     for p in paths:
         for raw in mbox_messages(p):
             sets.append(shingles(text_of(raw, args.strip_quotes)))
+            if args.worst:
+                try:
+                    subjects.append(' '.join(str(email.message_from_bytes(raw).get('Subject', '')).split())[:60])
+                except Exception:
+                    subjects.append('')
     recs = run_replay(args.bin, paths, args.bulk_threshold)
     assert len(recs) == len(sets), (len(recs), len(sets))
     inv = collections.defaultdict(list)
@@ -136,6 +141,19 @@ def near_identical(args):
     bad = [(i, j, round(jac(i, j), 3)) for i, j in direct if jac(i, j) < 0.5][:10]
     if bad:
         print('  direct links below 0.5 (global index i, j, Jaccard):', bad)
+    if args.worst:
+        # Where precision goes: the campaigns holding the most pairs below
+        # Jaccard 0.5, with their size and a few subjects.
+        rows = []
+        for c, g in groups.items():
+            pairs = [(g[a], g[b]) for a in range(len(g)) for b in range(a + 1, len(g))]
+            below = sum(1 for i, j in pairs if jac(i, j) < 0.5)
+            if below:
+                rows.append((below, len(pairs), len(g), c, g))
+        rows.sort(key=lambda r: (-r[0], r[3]))
+        print('  campaigns holding pairs below 0.5 (pairs below, of pairs, messages, id, subjects):')
+        for below, n, size, c, g in rows[:args.worst]:
+            print('    %4d of %4d  %3d  %s  %s' % (below, n, size, c, ' | '.join(subjects[i] for i in g[:3])))
     missed = [(i, j, round(jac(i, j), 3)) for i, j in truth if not (camp[i] is not None and camp[i] == camp[j])][:10]
     if missed:
         print('  missed pairs (i, j, Jaccard):', missed)
@@ -281,6 +299,8 @@ def main():
     ap.add_argument('--strip-quotes', action='store_true',
                     help='drop quoted lines (> ..., Name> ...) and what follows -----Original Message----- in text/plain parts before computing the truth Jaccard')
     ap.add_argument('--config', help='bulkwatch configuration file to replay with')
+    ap.add_argument('--worst', type=int, default=0,
+                    help='list the N campaigns that hold the most linked pairs below Jaccard 0.5')
     ap.add_argument('--keys', type=int, default=0,
                     help='repeat both measurements under this many random fingerprint keys and summarize (needs --fixtures)')
     ap.add_argument('--key-seed', type=int, default=1, help='seed of the random keys')
