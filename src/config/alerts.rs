@@ -61,6 +61,7 @@ impl TryFrom<RawAlerts> for AlertsConfig {
             c.from = v;
         }
         if let Some(v) = smtp {
+            relay("alerts.smtp", &v)?;
             c.smtp = v;
         }
         if let Some(v) = min_interval_secs {
@@ -68,6 +69,36 @@ impl TryFrom<RawAlerts> for AlertsConfig {
         }
         Ok(c)
     }
+}
+
+/// `host` or `host:port` (a name or an IPv4 address; an IPv6 address in
+/// brackets, `[::1]:25`): what the alert task can connect to. Anything
+/// else would fail every alert at run time, so it is refused at load.
+fn relay(key: &str, v: &str) -> Result<(), ConfigError> {
+    let bad = |why: &str| Err(ConfigError::invalid(key, format!("`{v}`: {why}")));
+    let (host, port) = match v.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((h, "")) => (h, None),
+            Some((h, p)) => match p.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None => return bad("expected [address]:port"),
+            },
+            None => return bad("an opening bracket without a closing one"),
+        },
+        None => match v.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (v, None),
+        },
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("expected host or host:port");
+    }
+    if let Some(p) = port {
+        if !p.parse::<u16>().is_ok_and(|p| p > 0) {
+            return bad("the port is a number from 1 to 65535");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -139,6 +170,35 @@ mod tests {
                 min_interval: Duration::ZERO,
             }
         );
+    }
+
+    /// A relay the alert task could not connect to is refused.
+    #[test]
+    fn the_relay_is_host_or_host_port() {
+        for ok in [
+            "127.0.0.1:25",
+            "relay.example.org",
+            "relay.example.org:587",
+            "[::1]:25",
+            "[::1]",
+        ] {
+            assert!(relay("alerts.smtp", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "relay:abc",
+            "relay:0",
+            "relay:70000",
+            ":25",
+            "relay :25",
+            "[::1",
+            "[::1]25",
+            "relay\n:25",
+        ] {
+            assert!(relay("alerts.smtp", bad).is_err(), "{bad:?}");
+        }
+        let err = Config::from_toml_str("[alerts]\nsmtp = \"relay:smtp\"\n").unwrap_err();
+        assert!(err.to_string().contains("alerts.smtp"), "{err}");
     }
 
     /// Alerts that could never be sent are refused when the file is

@@ -84,6 +84,14 @@ impl Config {
                 "equals thresholds.bulk_threshold: no campaign is ever suspect, only bulk".into(),
             );
         }
+        if !self.alerts.to.is_empty() && self.alerts.min_interval.is_zero() {
+            warn(
+                "alerts.min_interval_secs",
+                "0: every campaign that turns bulk mails alerts.to, so a burst of campaigns \
+                 is a burst of alerts"
+                    .into(),
+            );
+        }
         if self.exact.lru_capacity < SMALL_LRU {
             warn(
                 "exact.lru_capacity",
@@ -104,6 +112,22 @@ impl Config {
         for x in &mut w {
             x.line = line_of_key(text, x.key);
         }
+        // Accepted for old files, but it never did anything.
+        let key = "campaign.max_campaigns";
+        let set = toml::from_str::<toml::Table>(text).is_ok_and(|t| {
+            t.get("campaign")
+                .and_then(toml::Value::as_table)
+                .is_some_and(|c| c.contains_key("max_campaigns"))
+        });
+        if let Some(line) = line_of_key(text, key).filter(|_| set) {
+            w.push(ConfigWarning {
+                key,
+                line: Some(line),
+                message: "has no effect: the campaigns are bounded by window.max_entries \
+                          (at most two campaign slots per message in the window)"
+                    .into(),
+            });
+        }
         w
     }
 }
@@ -119,6 +143,25 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let cfg = Config::from_toml_str(&text).unwrap();
         assert_eq!(cfg.warnings_in(&text), vec![]);
+    }
+
+    #[test]
+    fn settings_without_effect_or_with_floods_are_warned() {
+        let text = "[campaign]\nmax_campaigns = 5000\n\n[alerts]\nto = [\"ops@example.org\"]\n\
+                    min_interval_secs = 0\n";
+        let cfg = Config::from_toml_str(text).unwrap();
+        let w: Vec<(&str, Option<usize>)> = cfg
+            .warnings_in(text)
+            .iter()
+            .map(|w| (w.key, w.line))
+            .collect();
+        assert_eq!(
+            w,
+            [
+                ("alerts.min_interval_secs", Some(6)),
+                ("campaign.max_campaigns", Some(2))
+            ]
+        );
     }
 
     #[test]
