@@ -166,6 +166,8 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
                 .all(|n| n == "state.bin"
                     || n == "bulkwatch.lock"
                     || n == "control.sock"
+                    || n == "control.json"
+                    || n == "control.json.tmp"
                     || n.starts_with(".state.bin.tmp-")),
             "only the lock file, the snapshot, the control socket (replaced at the next start) and at most an interrupted temporary file: {leftovers:?}"
         );

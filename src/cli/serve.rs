@@ -487,7 +487,7 @@ pub enum SnapshotOf {
 /// # Errors
 /// The file could not be written; the previous snapshot is intact.
 pub async fn write_snapshot(
-    state: &State,
+    state: &Arc<State>,
     dir: &Path,
     of: SnapshotOf,
 ) -> Result<PathBuf, snapshot::SnapshotError> {
@@ -495,6 +495,15 @@ pub async fn write_snapshot(
         SnapshotOf::Local => state.snapshot_bytes(),
         SnapshotOf::View => state.view_snapshot_bytes(),
     };
+    // The memory store's corrections, with the ids of this snapshot (a
+    // merge since the last correction moved an allowance to another id).
+    if state.shared().is_none() {
+        let saved = state.control.saved(&state.engine());
+        if let Some(saved) = saved {
+            let st = Arc::clone(state);
+            let _ = tokio::task::spawn_blocking(move || st.control.write(&saved)).await;
+        }
+    }
     let dir = dir.to_owned();
     let written =
         tokio::task::spawn_blocking(move || snapshot::write_atomic(&dir, FILE_NAME, &bytes))

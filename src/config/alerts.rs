@@ -72,33 +72,49 @@ impl TryFrom<RawAlerts> for AlertsConfig {
 }
 
 /// `host` or `host:port` (a name or an IPv4 address; an IPv6 address in
-/// brackets, `[::1]:25`): what the alert task can connect to. Anything
-/// else would fail every alert at run time, so it is refused at load.
-fn relay(key: &str, v: &str) -> Result<(), ConfigError> {
-    let bad = |why: &str| Err(ConfigError::invalid(key, format!("`{v}`: {why}")));
+/// brackets, `[::1]:25`) as the host to connect to (brackets removed) and
+/// the port (25 when none); why not, for anything else.
+///
+/// # Errors
+/// What is wrong with `v`.
+pub fn parse_relay(v: &str) -> Result<(&str, u16), &'static str> {
     let (host, port) = match v.strip_prefix('[') {
         Some(rest) => match rest.split_once(']') {
             Some((h, "")) => (h, None),
             Some((h, p)) => match p.strip_prefix(':') {
                 Some(p) => (h, Some(p)),
-                None => return bad("expected [address]:port"),
+                None => return Err("expected [address]:port"),
             },
-            None => return bad("an opening bracket without a closing one"),
+            None => return Err("an opening bracket without a closing one"),
         },
         None => match v.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err("an IPv6 address goes in brackets: [address]:port")
+            }
             Some((h, p)) => (h, Some(p)),
             None => (v, None),
         },
     };
     if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return bad("expected host or host:port");
+        return Err("expected host or host:port");
     }
-    if let Some(p) = port {
-        if !p.parse::<u16>().is_ok_and(|p| p > 0) {
-            return bad("the port is a number from 1 to 65535");
-        }
-    }
-    Ok(())
+    let port = match port {
+        None => 25,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return Err("the port is a number from 1 to 65535"),
+        },
+    };
+    Ok((host, port))
+}
+
+/// [`parse_relay`] as a configuration error naming `key`. Anything the
+/// alert task could not connect to would fail every alert at run time, so
+/// it is refused at load.
+fn relay(key: &str, v: &str) -> Result<(), ConfigError> {
+    parse_relay(v)
+        .map(|_| ())
+        .map_err(|why| ConfigError::invalid(key, format!("`{v}`: {why}")))
 }
 
 #[cfg(test)]

@@ -368,6 +368,11 @@ impl Engine {
         Some(live)
     }
 
+    /// Whether `id` is a live campaign's own id (a lookup, no scan).
+    pub fn is_live(&self, id: CampaignId) -> bool {
+        self.campaigns.slot_of(id).is_some()
+    }
+
     /// The id of the live campaign `id` names (itself, or the campaign it
     /// was merged into), unless forgotten.
     pub fn live_id(&self, id: CampaignId) -> Option<CampaignId> {

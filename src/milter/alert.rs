@@ -137,14 +137,9 @@ fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, Str
 
 /// Runs until the sender side is dropped.
 pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<Alert>) {
-    let (host, port) = match cfg
-        .smtp
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.to_owned(), p.parse::<u16>().ok()?)))
-    {
-        Some(hp) => hp,
-        None => (cfg.smtp.clone(), 25),
-    };
+    // (Checked when the configuration was loaded.)
+    let (host, port) = crate::config::parse_relay(&cfg.smtp)
+        .map_or_else(|_| (cfg.smtp.clone(), 25), |(h, p)| (h.to_owned(), p));
     let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
         .port(port)
         .timeout(Some(Duration::from_secs(10)))

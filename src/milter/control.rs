@@ -73,6 +73,10 @@ struct Saved {
     forgotten: Vec<String>,
 }
 
+/// Most ids of `control.json` that are not live campaigns looked up among
+/// merged ones at start (each a scan of the campaign slots).
+const MAX_ALIAS_SCANS: usize = 64;
+
 /// Most merges remembered for `show` (a member recorded under a campaign
 /// that this daemon saw merged away is shown under the one that absorbed
 /// it).
@@ -87,6 +91,8 @@ pub struct Control {
     aliases: Mutex<HashMap<CampaignId, CampaignId>>,
     /// `control.json`; `None`: nothing is saved (tests, no state dir).
     file: Option<PathBuf>,
+    /// What `control.json` was last written with.
+    written: Mutex<Vec<u8>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -108,13 +114,25 @@ impl Control {
         match std::fs::read(&file) {
             Ok(bytes) => match serde_json::from_slice::<Saved>(&bytes) {
                 Ok(saved) => {
+                    // (The file is written with each snapshot, so its ids
+                    // are live ones; an id merged away since costs a scan
+                    // of the campaign slots, done for a few at most.)
+                    let mut scans = MAX_ALIAS_SCANS;
+                    let mut known = |e: &Engine, id: CampaignId| {
+                        e.is_live(id) || {
+                            scans = scans.saturating_sub(1);
+                            scans > 0
+                        }
+                    };
                     for (id, until) in saved.allowed.iter().take(MAX_ALLOWED) {
-                        if let Some(id) = parse_id(id) {
+                        if let Some(id) = parse_id(id).filter(|id| known(engine, *id)) {
                             engine.allow(id, *until);
                         }
                     }
-                    for id in saved.forgotten.iter().filter_map(|s| parse_id(s)) {
-                        engine.forget(id);
+                    for id in saved.forgotten.iter().take(MAX_ALLOWED) {
+                        if let Some(id) = parse_id(id).filter(|id| known(engine, *id)) {
+                            engine.forget(id);
+                        }
                     }
                 }
                 Err(e) => {
@@ -162,12 +180,11 @@ impl Control {
         id
     }
 
-    /// Writes the memory store's corrections to `control.json` (atomically:
-    /// a temporary file renamed over it).
-    fn save(&self, engine: &Engine) {
-        let Some(path) = self.file.as_deref() else {
-            return;
-        };
+    /// The memory store's corrections in `engine`, as `control.json`
+    /// holds them (built under the engine's lock; written outside it by
+    /// [`Control::write`]). `None` when nothing is saved.
+    pub fn saved(&self, engine: &Engine) -> Option<Vec<u8>> {
+        let path = self.file.as_ref()?;
         let saved = Saved {
             allowed: engine
                 .allowances()
@@ -176,13 +193,32 @@ impl Control {
                 .collect(),
             forgotten: engine.forgotten().map(|id| id.to_string()).collect(),
         };
+        // (No file for a daemon that was never corrected.)
+        if saved.allowed.is_empty() && saved.forgotten.is_empty() && !path.exists() {
+            return None;
+        }
+        serde_json::to_vec(&saved).ok()
+    }
+
+    /// Writes `bytes` ([`Control::saved`]) to `control.json` (atomically:
+    /// a temporary file renamed over it), unless the file already holds
+    /// them. Called on each correction and with each snapshot, so that the
+    /// ids in the file follow merges as the snapshot's do.
+    pub fn write(&self, bytes: &[u8]) {
+        let Some(path) = self.file.as_deref() else {
+            return;
+        };
+        let mut last = lock(&self.written);
+        if *last == bytes {
+            return;
+        }
         let tmp = path.with_extension("json.tmp");
-        let result = serde_json::to_vec(&saved)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, path));
-        if let Err(e) = result {
-            tracing::warn!(file = %path.display(), error = %e, "cannot save the control file");
+        let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+        match result {
+            Ok(()) => bytes.clone_into(&mut last),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "cannot save the control file");
+            }
         }
     }
 
@@ -209,9 +245,14 @@ impl Control {
                 site.ok_or_else(|| format!("no live campaign {id}"))
             }
             None => {
-                let mut e = state.engine();
-                let live = local(&mut e).ok_or_else(|| format!("no live campaign {id}"))?;
-                self.save(&e);
+                let (live, saved) = {
+                    let mut e = state.engine();
+                    let live = local(&mut e).ok_or_else(|| format!("no live campaign {id}"))?;
+                    (live, self.saved(&e))
+                };
+                if let Some(bytes) = saved {
+                    self.write(&bytes);
+                }
                 Ok(live)
             }
         }
@@ -246,7 +287,7 @@ impl Control {
                     Ok(live) => {
                         state.metrics.record_control("allow");
                         tracing::info!(campaign = %live, seconds = secs, "campaign allowed");
-                        let until = secs.map(|s| now.saturating_add(s));
+                        let until = (until < WHILE_LIVE).then_some(until);
                         serde_json::json!({"ok": true, "campaign": live.to_string(), "until": until})
                     }
                 }

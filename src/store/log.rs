@@ -58,6 +58,11 @@ const FORMAT: u8 = 2;
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
 const CORRECTION: u8 = 0xC0;
+/// Most corrections stated again in one upkeep (see
+/// `Replica::corrections_to_renew`).
+const MAX_RENEWED: usize = 256;
+/// Most campaigns whose last correction a replica remembers.
+const MAX_CORRECTED: usize = 100_000;
 /// Entries read per `XRANGE`.
 const CHUNK: usize = 1024;
 /// `XRANGE` calls a message may spend catching up after the first one;
@@ -360,6 +365,9 @@ struct Replica {
     /// log up to its daemon's messages (a replica made at a start or a
     /// rebuild holds only the log's oldest part until then).
     answered: bool,
+    /// For each campaign a correction applies to (its live id), Redis's
+    /// clock (ms) of the last correction entry that named it.
+    corrected: HashMap<CampaignId, u64>,
 }
 
 impl Replica {
@@ -373,7 +381,44 @@ impl Replica {
             upkeep_ms: 0,
             applied: 0,
             answered: false,
+            corrected: HashMap::new(),
         }
+    }
+
+    /// Entries that state again the corrections in force whose last entry
+    /// is older than `age_ms` (at most [`MAX_RENEWED`]): the log is trimmed
+    /// to the window, but an allowed or forgotten campaign that keeps
+    /// getting mail outlives it, and a replica that reads the log from its
+    /// start (a daemon that starts) must still find them. Every daemon may
+    /// renew one; a replica that applies it counts it as renewed, so a
+    /// correction is stated about once per half window. Only a replica
+    /// that has read the log up to its daemon's messages renews.
+    fn corrections_to_renew(&mut self, age_ms: u64) -> Vec<Vec<u8>> {
+        if !self.answered {
+            return Vec::new();
+        }
+        let now = UnixSecs(self.now);
+        let due: Vec<Correction> = self
+            .engine
+            .allowances()
+            .filter(|(_, until)| *until > self.now)
+            .map(|(id, until)| Correction::Allow { id, until })
+            .chain(self.engine.forgotten().map(|id| Correction::Forget { id }))
+            .filter(|c| {
+                let id = match c {
+                    Correction::Allow { id, .. } | Correction::Forget { id } => id,
+                };
+                self.corrected
+                    .get(id)
+                    .is_none_or(|ms| self.redis_ms.saturating_sub(*ms) >= age_ms)
+            })
+            .take(MAX_RENEWED)
+            .collect();
+        for c in &due {
+            let (Correction::Allow { id, .. } | Correction::Forget { id }) = c;
+            self.corrected.insert(*id, self.redis_ms);
+        }
+        due.into_iter().map(|c| encode_correction(c, now)).collect()
     }
 
     /// Applies the entries after `last`, in order; returns how many it
@@ -391,12 +436,17 @@ impl Replica {
                 match decode_correction(&bytes) {
                     Ok((c, now)) if !too_far_ahead(now, id) => {
                         self.now = self.now.max(now.0);
-                        match c {
-                            Correction::Allow { id, until } => {
-                                self.engine.allow(id, Some(until));
-                            }
+                        let live = match c {
+                            Correction::Allow { id, until } => self.engine.allow(id, Some(until)),
                             Correction::Forget { id } => {
+                                let live = self.engine.live_id(id);
                                 self.engine.forget(id);
+                                live
+                            }
+                        };
+                        if let Some(live) = live {
+                            if self.corrected.len() < MAX_CORRECTED {
+                                self.corrected.insert(live, id.0);
                             }
                         }
                         self.applied += 1;
@@ -757,8 +807,14 @@ impl LogStore {
             if joins {
                 skipped += r.apply(read);
             } else if r.last == from && from.is_some() {
-                // Trimmed past the replica: the next round trip rebuilds it.
-                break;
+                // Trimmed past the replica: start again from what the log
+                // holds, as a round trip would (it is not the site's view
+                // until it has read to the end).
+                tracing::warn!(
+                    "redis log: the log was trimmed past this daemon's replica; rebuilding it"
+                );
+                *r = Replica::new(&self.cfg);
+                continue;
             }
             if got <= CHUNK {
                 // Read to the log's end: the replica is the site's view.
@@ -896,7 +952,7 @@ impl LogStore {
             }
             err("log", e)
         };
-        let (mut from, upkeep) = {
+        let (mut from, upkeep, renewed) = {
             let mut r = self.replica()?;
             let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
             if upkeep {
@@ -905,7 +961,12 @@ impl LogStore {
             let trim = upkeep
                 .then(|| r.redis_ms.checked_sub(self.keep_ms))
                 .flatten();
-            (r.last, upkeep.then_some(trim))
+            let renewed = if upkeep {
+                r.corrections_to_renew(self.keep_ms / 2)
+            } else {
+                Vec::new()
+            };
+            (r.last, upkeep.then_some(trim), renewed)
         };
         let mut cmds = Vec::with_capacity(batch.len() + 3);
         for e in batch {
@@ -917,6 +978,19 @@ impl LogStore {
                 .arg("*")
                 .arg("o")
                 .arg(&e.bytes);
+            cmds.push(xadd);
+        }
+        // Corrections about to be trimmed with the log while their
+        // campaigns live: appended again (see Replica::corrections_to_renew).
+        for bytes in &renewed {
+            let mut xadd = redis::cmd("XADD");
+            xadd.arg(&self.key)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(self.cfg.window.max_entries)
+                .arg("*")
+                .arg("o")
+                .arg(bytes);
             cmds.push(xadd);
         }
         cmds.push(self.read_from(from));
@@ -941,6 +1015,9 @@ impl LogStore {
                     .map_or_else(|| Err(too_short()), |v| stream_id(&v))
             })
             .collect::<Result<Vec<StreamId>, StoreError>>()?;
+        for _ in &renewed {
+            reply.next().ok_or_else(too_short)?;
+        }
         let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
             return Err(too_short());
         };
@@ -1061,6 +1138,79 @@ mod tests {
         none.subject = Some(String::new());
         none.bands.clear();
         assert_eq!(decode(&encode(&none, UnixSecs(1))).unwrap().0, none);
+    }
+
+    /// A correction in force is stated again once its last entry is half a
+    /// log old, so a replica that reads the log from its start after the
+    /// first entry was trimmed still applies it; then not again until the
+    /// next half. Every replica applies the same entries alike.
+    #[test]
+    fn corrections_in_force_are_renewed_before_the_log_loses_them() {
+        let cfg = Config::default();
+        let t = 1_700_000_000u64;
+        let mut a = Replica::new(&cfg);
+        let ms = |s: u64| StreamId(s * 1000, 0);
+        a.apply(vec![(ms(t), encode(&obs(), UnixSecs(t)))]);
+        let id = a.engine.campaigns().next().unwrap().id;
+        let mut other = obs();
+        other.exact = [9; 32];
+        other.simhash = !other.simhash;
+        other.sketch = !other.sketch;
+        other.bands = vec![5, 6, 7, 8];
+        a.apply(vec![(ms(t + 1), encode(&other, UnixSecs(t + 1)))]);
+        let forgotten = a
+            .engine
+            .campaigns()
+            .map(|c| c.id)
+            .find(|c| *c != id)
+            .unwrap();
+        a.apply(vec![
+            (
+                ms(t + 2),
+                encode_correction(
+                    Correction::Allow {
+                        id,
+                        until: u64::MAX >> 30,
+                    },
+                    UnixSecs(t + 2),
+                ),
+            ),
+            (
+                ms(t + 3),
+                encode_correction(Correction::Forget { id: forgotten }, UnixSecs(t + 3)),
+            ),
+        ]);
+        a.answered = true;
+        // Not yet half a log old: nothing to renew.
+        assert!(a.corrections_to_renew(3_000_000).is_empty());
+        a.redis_ms = (t + 4000) * 1000;
+        let renewed = a.corrections_to_renew(3_000_000);
+        assert_eq!(renewed.len(), 2);
+        assert!(
+            a.corrections_to_renew(3_000_000).is_empty(),
+            "once per half"
+        );
+        // A replica that reads only the renewed entries after the messages
+        // (the first ones trimmed) holds both corrections.
+        let mut b = Replica::new(&cfg);
+        b.apply(vec![
+            (ms(t), encode(&obs(), UnixSecs(t))),
+            (ms(t + 1), encode(&other, UnixSecs(t + 1))),
+        ]);
+        let entries: Vec<_> = renewed
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (StreamId((t + 4000) * 1000, i as u64), e))
+            .collect();
+        assert_eq!(b.apply(entries), 0, "they decode");
+        assert_eq!(
+            b.engine.allowances().map(|(c, _)| c).collect::<Vec<_>>(),
+            [id]
+        );
+        assert_eq!(b.engine.forgotten().collect::<Vec<_>>(), [forgotten]);
+        // A replica still reading the log renews nothing.
+        b.redis_ms = (t + 9000) * 1000;
+        assert!(b.corrections_to_renew(3_000_000).is_empty());
     }
 
     /// Entries of format 1 (builds before the single-transaction rule)

@@ -175,8 +175,16 @@ pub struct RedisLayer {
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
     copying: Mutex<Copying>,
+    /// The last site list (script layout) or refresh (log layout), and
+    /// when: reused for [`SITE_EVERY`] ([`RedisLayer::site`]).
+    site: Mutex<Option<(Instant, Site)>>,
     pub stats: RedisStats,
 }
+
+/// How long [`RedisLayer::site`] reuses its last answer: `/campaigns` is
+/// answered to anyone who can reach the HTTP listener, and each list is a
+/// script that holds Redis (every host's messages) while it runs.
+pub const SITE_EVERY: Duration = Duration::from_secs(1);
 
 impl RedisLayer {
     /// The shared store `cfg` asks for, if any.
@@ -191,6 +199,7 @@ impl RedisLayer {
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 copying: Mutex::new(Copying::default()),
+                site: Mutex::new(None),
                 stats: RedisStats {
                     up: AtomicBool::new(true),
                     ..RedisStats::default()
@@ -410,7 +419,7 @@ impl RedisLayer {
 }
 
 /// The site's campaigns as a daemon sees them ([`RedisLayer::site`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Site {
     /// Listed from Redis (the script layout): the largest, at most as
     /// many as asked.
@@ -439,10 +448,12 @@ impl RedisLayer {
                 "Redis is down or being retried; try again".into(),
             ));
         }
-        match &self.layout {
+        let done = match &self.layout {
             Layout::Script(s) => s.correct(c, now),
             Layout::Log(l) => l.correct(c, now),
-        }
+        };
+        self.site_changed();
+        done
     }
 
     /// Brings this daemon's view of the site's campaigns up to now: lists
@@ -456,9 +467,30 @@ impl RedisLayer {
         if !self.stats.up.load(Ordering::Relaxed) {
             return Err(StoreError::Config("Redis is down or being retried".into()));
         }
-        match &self.layout {
+        // One request at a time asks Redis; the others wait for it and
+        // take its answer (within SITE_EVERY).
+        let mut last = self
+            .site
+            .lock()
+            .map_err(|_| StoreError::Config("site list lock poisoned".into()))?;
+        if let Some((at, site)) = last.as_ref() {
+            if at.elapsed() < SITE_EVERY {
+                return Ok(site.clone());
+            }
+        }
+        let site = match &self.layout {
             Layout::Script(s) => s.site_campaigns(now, limit).map(Site::Listed),
             Layout::Log(l) => l.refresh().map(|()| Site::Replica),
+        }?;
+        *last = Some((Instant::now(), site.clone()));
+        Ok(site)
+    }
+
+    /// Forgets the last site list: the next [`RedisLayer::site`] asks
+    /// Redis (after a correction, whose effect should show at once).
+    pub fn site_changed(&self) {
+        if let Ok(mut last) = self.site.lock() {
+            *last = None;
         }
     }
 }

@@ -425,9 +425,10 @@ local function flush()
         if cv.j then redis.call('EXPIRE', c .. ':r', ttl) end
       end
       if not cv.a and cv.m >= 2 and not cv.x then
-        rcall('ZADD', TOP, cv.r, id)
+        local added = rcall('ZADD', TOP, cv.r, id)
         ranked = true
-        if renew then redis.call('EXPIRE', TOP, ttl) end
+        -- (A new member may have made the key: it gets its TTL now.)
+        if renew or added > 0 then redis.call('EXPIRE', TOP, ttl) end
       elseif not cv.a and stored[id] then
         -- (A campaign new in this call was never ranked.)
         rcall('ZREM', TOP, id)
@@ -470,9 +471,10 @@ elseif mode == 'list' then
   if want < 1 then return out end
   for _, id in ipairs(rcall('ZREVRANGE', TOP, 0, want - 1)) do
     local root = resolve(id)
-    if root ~= id or not expire(id) or camps[id].x then
-      -- Merged, expired or forgotten: not the site's any more.
-      if root ~= id then rcall('ZREM', TOP, id) end
+    if root ~= id or not expire(id) or camps[id].x or camps[id].m < 2 then
+      -- Merged, expired, forgotten, or an id reused by a campaign of one
+      -- message since: not one of the site's campaigns any more.
+      rcall('ZREM', TOP, id)
     else
       local v = camps[id]
       out[#out + 1] = id
