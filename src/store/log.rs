@@ -397,6 +397,9 @@ impl Replica {
         if !self.answered {
             return Vec::new();
         }
+        // Campaigns that left the window need no renewal (nor memory).
+        let engine = &self.engine;
+        self.corrected.retain(|id, _| engine.is_live(*id));
         let now = UnixSecs(self.now);
         let due: Vec<Correction> = self
             .engine
