@@ -891,10 +891,7 @@ impl Corrected {
 
     fn correct(&mut self, c: Correction, now: UnixSecs) -> Option<CampaignId> {
         match self {
-            Corrected::Memory(e) => match c {
-                Correction::Allow { id, until } => e.allow(id, Some(until)),
-                Correction::Forget { id } => e.live_id(id).filter(|l| e.forget(*l)),
-            },
+            Corrected::Memory(e) => e.correct(c),
             Corrected::Script(s) => s.correct(c, now).unwrap(),
             Corrected::Log(l) => l.correct(c, now).unwrap(),
         }

@@ -241,6 +241,27 @@ pub struct Engine {
     forgotten: std::collections::HashSet<CampaignId>,
 }
 
+/// An operator's correction of a campaign (`bulkwatch campaigns allow`
+/// or `forget`): applied by [`Engine::correct`], by the Redis script in
+/// the script layout, and carried by the log in the log layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Correction {
+    /// Later messages are `allowed` before this time (Unix seconds;
+    /// [`WHILE_LIVE`]: while it lives).
+    Allow { id: CampaignId, until: u64 },
+    /// Nothing joins the campaign any more ([`Engine::forget`]).
+    Forget { id: CampaignId },
+}
+
+impl Correction {
+    /// The campaign it names.
+    pub fn id(&self) -> CampaignId {
+        match self {
+            Correction::Allow { id, .. } | Correction::Forget { id } => *id,
+        }
+    }
+}
+
 /// Why this message is allow-listed, if it is.
 pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
     let allow = &cfg.allow;
@@ -337,20 +358,30 @@ impl Engine {
     /// for nothing, until they leave it). False when no live campaign has
     /// that id.
     pub fn forget(&mut self, id: CampaignId) -> bool {
-        let Some(live) = self
-            .campaigns
-            .find(id)
-            .and_then(|s| self.campaigns.get(s))
-            .map(|c| c.id)
-        else {
-            return false;
-        };
-        self.forgotten.insert(live)
+        self.root_id(id)
+            .is_some_and(|live| self.forgotten.insert(live))
     }
 
     /// Forgotten campaigns still in the window (to keep across a restart).
     pub fn forgotten(&self) -> impl Iterator<Item = CampaignId> + '_ {
         self.forgotten.iter().copied()
+    }
+
+    /// Applies an operator's correction (the one place every store's
+    /// engine does: memory store, log replica, fallback engine). Answers
+    /// the live campaign's id; `None` when no live campaign has that id,
+    /// or it was forgotten.
+    pub fn correct(&mut self, c: Correction) -> Option<CampaignId> {
+        match c {
+            Correction::Allow { id, until } => self.allow(id, Some(until)),
+            Correction::Forget { id } => self.live_id(id).filter(|l| self.forget(*l)),
+        }
+    }
+
+    /// The id of the live campaign `id` names (itself, or the campaign it
+    /// was merged into), forgotten or not.
+    pub fn root_id(&self, id: CampaignId) -> Option<CampaignId> {
+        Some(self.campaigns.get(self.campaigns.find(id)?)?.id)
     }
 
     /// Allows a live campaign, or the one it was merged into: its later
@@ -376,8 +407,7 @@ impl Engine {
     /// The id of the live campaign `id` names (itself, or the campaign it
     /// was merged into), unless forgotten.
     pub fn live_id(&self, id: CampaignId) -> Option<CampaignId> {
-        let live = self.campaigns.get(self.campaigns.find(id)?)?.id;
-        (!self.forgotten.contains(&live)).then_some(live)
+        self.root_id(id).filter(|l| !self.forgotten.contains(l))
     }
 
     /// Allowed campaigns (forgotten ones left out): (id, allowed until;

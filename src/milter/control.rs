@@ -226,28 +226,19 @@ impl Control {
     /// knows the campaign, to the local fallback engine), else to the
     /// engine, saved in `control.json`. Answers the live campaign's id.
     fn correct(&self, state: &State, c: Correction, now: u64) -> Result<CampaignId, String> {
-        let local = |e: &mut Engine| match c {
-            Correction::Allow { id, until } => e.allow(id, Some(until)),
-            Correction::Forget { id } => {
-                let live = e.live_id(id);
-                live.filter(|l| e.forget(*l))
-            }
-        };
-        let id = match c {
-            Correction::Allow { id, .. } | Correction::Forget { id } => id,
-        };
+        let missing = || format!("no live campaign {}", c.id());
         match state.shared() {
             Some(shared) => {
                 let site = shared
                     .correct(c, UnixSecs(now))
                     .map_err(|e| format!("the site's state: {e}"))?;
-                local(&mut state.engine());
-                site.ok_or_else(|| format!("no live campaign {id}"))
+                state.engine().correct(c);
+                site.ok_or_else(missing)
             }
             None => {
                 let (live, saved) = {
                     let mut e = state.engine();
-                    let live = local(&mut e).ok_or_else(|| format!("no live campaign {id}"))?;
+                    let live = e.correct(c).ok_or_else(missing)?;
                     (live, self.saved(&e))
                 };
                 if let Some(bytes) = saved {

@@ -408,18 +408,14 @@ impl Replica {
             .map(|(id, until)| Correction::Allow { id, until })
             .chain(self.engine.forgotten().map(|id| Correction::Forget { id }))
             .filter(|c| {
-                let id = match c {
-                    Correction::Allow { id, .. } | Correction::Forget { id } => id,
-                };
                 self.corrected
-                    .get(id)
+                    .get(&c.id())
                     .is_none_or(|ms| self.redis_ms.saturating_sub(*ms) >= age_ms)
             })
             .take(MAX_RENEWED)
             .collect();
         for c in &due {
-            let (Correction::Allow { id, .. } | Correction::Forget { id }) = c;
-            self.corrected.insert(*id, self.redis_ms);
+            self.corrected.insert(c.id(), self.redis_ms);
         }
         due.into_iter().map(|c| encode_correction(c, now)).collect()
     }
@@ -439,15 +435,11 @@ impl Replica {
                 match decode_correction(&bytes) {
                     Ok((c, now)) if !too_far_ahead(now, id) => {
                         self.now = self.now.max(now.0);
-                        let live = match c {
-                            Correction::Allow { id, until } => self.engine.allow(id, Some(until)),
-                            Correction::Forget { id } => {
-                                let live = self.engine.live_id(id);
-                                self.engine.forget(id);
-                                live
-                            }
-                        };
-                        if let Some(live) = live {
+                        // (Named even when it was forgotten already: a
+                        // renewed forget counts as renewed.)
+                        let named = self.engine.root_id(c.id());
+                        self.engine.correct(c);
+                        if let Some(live) = named {
                             if self.corrected.len() < MAX_CORRECTED {
                                 self.corrected.insert(live, id.0);
                             }
@@ -762,9 +754,7 @@ impl LogStore {
     /// daemon's messages yet.
     pub fn correct(&self, c: Correction, now: UnixSecs) -> Result<Option<CampaignId>, StoreError> {
         self.refresh()?;
-        let id = match c {
-            Correction::Allow { id, .. } | Correction::Forget { id } => id,
-        };
+        let id = c.id();
         let live = {
             let r = self.replica()?;
             if !r.answered {
@@ -971,31 +961,15 @@ impl LogStore {
             };
             (r.last, upkeep.then_some(trim), renewed)
         };
-        let mut cmds = Vec::with_capacity(batch.len() + 3);
-        for e in batch {
-            let mut xadd = redis::cmd("XADD");
-            xadd.arg(&self.key)
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(self.cfg.window.max_entries)
-                .arg("*")
-                .arg("o")
-                .arg(&e.bytes);
-            cmds.push(xadd);
-        }
-        // Corrections about to be trimmed with the log while their
-        // campaigns live: appended again (see Replica::corrections_to_renew).
-        for bytes in &renewed {
-            let mut xadd = redis::cmd("XADD");
-            xadd.arg(&self.key)
-                .arg("MAXLEN")
-                .arg("~")
-                .arg(self.cfg.window.max_entries)
-                .arg("*")
-                .arg("o")
-                .arg(bytes);
-            cmds.push(xadd);
-        }
+        // The batch's entries, then corrections about to be trimmed with
+        // the log while their campaigns live, appended again (see
+        // Replica::corrections_to_renew).
+        let mut cmds: Vec<redis::Cmd> = batch
+            .iter()
+            .map(|e| e.bytes.as_slice())
+            .chain(renewed.iter().map(Vec::as_slice))
+            .map(|bytes| self.append(bytes))
+            .collect();
         cmds.push(self.read_from(from));
         if let Some(trim) = upkeep {
             // Once a minute: the TTL (the window plus a margin) and, once
@@ -1088,6 +1062,19 @@ impl LogStore {
             .collect();
         r.answered |= answers.iter().any(|a| matches!(a, Logged::Outcome(_)));
         Ok(answers)
+    }
+
+    /// `XADD` of one entry, the log trimmed to `window.max_entries`.
+    fn append(&self, bytes: &[u8]) -> redis::Cmd {
+        let mut c = redis::cmd("XADD");
+        c.arg(&self.key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(self.cfg.window.max_entries)
+            .arg("*")
+            .arg("o")
+            .arg(bytes);
+        c
     }
 
     /// `XRANGE` from `from` inclusive (or from the log's start), one chunk

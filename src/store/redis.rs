@@ -409,17 +409,7 @@ impl RedisStore {
     }
 }
 
-/// An operator's correction of a campaign, for the shared state: the
-/// script layout's `record.lua` applies it in Redis, the log layout
-/// appends it to the log for every replica.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Correction {
-    /// Later messages are `allowed` before this time (Unix seconds;
-    /// [`crate::engine::campaign::WHILE_LIVE`]: while it lives).
-    Allow { id: CampaignId, until: u64 },
-    /// Nothing joins the campaign any more ([`crate::engine::Engine::forget`]).
-    Forget { id: CampaignId },
-}
+pub use crate::engine::Correction;
 
 impl RedisStore {
     /// Applies `c` in Redis (the script layout): answers the live
