@@ -7,12 +7,11 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use bulkwatch::engine::Engine;
 use bulkwatch::milter::control::{file_path, socket_path, Control};
 use bulkwatch::milter::{unix_now, State};
-use common::daemon::Daemon;
+use common::daemon::{campaigns, Daemon};
 use common::{open_unix, send, spam, start_state, transact, NAMES};
 
 fn handle(state: &State, line: &str) -> serde_json::Value {
@@ -112,21 +111,6 @@ fn config_text(socket: &Path, state: &Path) -> String {
          [window]\nmax_entries = 10000\n\n[exact]\nbloom_items = 10000\n",
         socket.display(),
         state.display()
-    )
-}
-
-fn campaigns(config: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-        .arg("campaigns")
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 

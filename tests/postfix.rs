@@ -10,6 +10,8 @@
 //! Needs root and /usr/sbin/postfix (the CI script installs it); skipped
 //! with a note otherwise. See ../shared/notes/postfix-testing.md.
 
+mod common;
+
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
@@ -403,18 +405,8 @@ fn postfix_delivers_tagged_campaign_and_rejects_after_reload_until_allowed() {
         .trim()
         .to_owned();
     let campaigns = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-            .arg("campaigns")
-            .args(args)
-            .arg("--config")
-            .arg(&bw_config)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (ok, _, err) = common::daemon::campaigns(&bw_config, args);
+        assert!(ok, "{err}");
     };
     campaigns(&["allow", &id]);
     sent.push(send(smtp_port, 7, true).expect("an allowed campaign's copy passes"));

@@ -1370,20 +1370,10 @@ async fn two_serve_processes(layout: &str) {
 
     // Each daemon lists the site's campaign with the site's counts.
     let campaigns = |host: &str, args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-            .arg("campaigns")
-            .args(args)
-            .arg("--config")
-            .arg(dir.path().join(format!("{host}.toml")))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
+        let (ok, out, err) =
+            common::daemon::campaigns(&dir.path().join(format!("{host}.toml")), args);
+        assert!(ok, "{out}{err}");
+        out
     };
     let mut ids = Vec::new();
     for host in ["mx1", "mx2"] {

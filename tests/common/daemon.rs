@@ -8,6 +8,23 @@ use std::time::{Duration, Instant};
 
 use indymilter_test::EomAction;
 
+/// `bulkwatch campaigns ARGS --config CONFIG` against the daemon that
+/// runs on `config`: whether it succeeded, its standard output and error.
+pub fn campaigns(config: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .arg("campaigns")
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub struct Daemon {
     pub child: Child,
     log: PathBuf,
