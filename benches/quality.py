@@ -296,8 +296,13 @@ def main():
     ap.add_argument('--fixtures')
     ap.add_argument('--bulk-threshold', type=float, default=5)
     ap.add_argument('--seed', type=int, default=1)
-    ap.add_argument('--strip-quotes', action='store_true',
-                    help='drop quoted lines (> ..., Name> ...) and what follows -----Original Message----- in text/plain parts before computing the truth Jaccard')
+    ap.add_argument('--quotes', choices=['whole', 'strip', 'bounded'], default='whole',
+                    help='what the truth does with quoted lines (> ..., Name> ...) and what follows '
+                         '-----Original Message----- in text/plain parts: keep them (whole), drop them '
+                         '(strip), or drop them only when at least 20 words and a third of the text '
+                         'stay, as bulkwatch does so that quoting cannot hide a campaign (bounded)')
+    ap.add_argument('--strip-quotes', dest='quotes', action='store_const', const='strip',
+                    help='the same as --quotes strip')
     ap.add_argument('--config', help='bulkwatch configuration file to replay with')
     ap.add_argument('--worst', type=int, default=0,
                     help='list the N campaigns that hold the most linked pairs below Jaccard 0.5')
@@ -305,6 +310,7 @@ def main():
                     help='repeat both measurements under this many random fingerprint keys and summarize (needs --fixtures)')
     ap.add_argument('--key-seed', type=int, default=1, help='seed of the random keys')
     args = ap.parse_args()
+    args.strip_quotes = {'whole': False, 'strip': True, 'bounded': 'bounded'}[args.quotes]
     if args.keys:
         if not args.fixtures:
             sys.exit('--keys needs --fixtures')
