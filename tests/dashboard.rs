@@ -91,6 +91,7 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
     assert!(row.contains(">6</td>"), "six recipients: {row}");
     assert!(row.contains("<svg class=\"chart\""), "{row}");
     assert!(dom.contains("1 campaigns in the window, 1 bulk"), "{dom}");
+    assert!(!dom.contains("Redis did not answer"), "{dom}");
     assert!(
         !row.contains("<button"),
         "read-only without a control token"
@@ -184,4 +185,41 @@ async fn with_redis_every_dashboard_shows_the_site() {
         busy.stop().await;
         idle.stop().await;
     }
+}
+
+/// With Redis configured but not answering, the daemon judges alone (fail
+/// open) and its page says that it shows this host's campaigns only.
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_redis_the_page_says_it_shows_this_host_only() {
+    use bulkwatch::config::StoreBackend;
+    use bulkwatch::engine::Engine;
+    use bulkwatch::milter::State;
+    use bulkwatch::store::RedisLayer;
+    // A loopback port with nothing listening.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut cfg = common::config();
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = vec![format!("redis://127.0.0.1:{port}")];
+    cfg.store.redis.timeout = std::time::Duration::from_secs(1);
+    let layer = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let m = common::start_state(State::new(Engine::new(&cfg)).with_shared(layer)).await;
+    for (i, name) in NAMES.iter().enumerate() {
+        send(m.addr, &spam(name, i as u32)).await;
+    }
+    let dom = dashboard(&m).await;
+    m.stop().await;
+    assert!(
+        dom.contains(
+            "Redis did not answer: this host's campaigns only. 1 campaigns in the window, 1 bulk"
+        ),
+        "{dom}"
+    );
+    assert!(dom.contains("class=\"partial\""), "{dom}");
 }

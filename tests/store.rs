@@ -1505,8 +1505,9 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     );
     assert!(text.contains("bulkwatch_window_entries 5"), "{text}");
     assert_eq!(m.state.engine().stats().window_entries, 0);
-    let list = bulkwatch::milter::metrics::campaigns_json(&m.state);
+    let (list, view) = bulkwatch::milter::metrics::campaigns_json(&m.state);
     assert!(list.contains("\"messages\":5"), "{list}");
+    assert_eq!(view, bulkwatch::milter::metrics::View::Site);
     let (snap, _) = bulkwatch::store::snapshot::decode(&m.state.snapshot_bytes(), &cfg).unwrap();
     assert_eq!(snap.stats().window_entries, 0);
     // At shutdown nothing waits for the replica: that snapshot holds it.

@@ -127,7 +127,13 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
-            let mut s = format!("{} active campaigns\n", list.len());
+            let mut s = match field(a, "view").as_str() {
+                Some(v) if v.contains("unavailable") => format!(
+                    "{} active campaigns of this host only: Redis did not answer, the site's are not shown\n",
+                    list.len()
+                ),
+                _ => format!("{} active campaigns\n", list.len()),
+            };
             for c in &list {
                 s.push_str(&campaign_line(c));
             }
@@ -167,4 +173,20 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
 /// A JSON object's field, `Null` when absent (never panics).
 fn field<'a>(v: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
     v.get(key).unwrap_or(&serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_says_when_it_is_this_host_s_only() {
+        let answer = |view: &str| serde_json::json!({"campaigns": [], "allowed": [], "view": view});
+        assert_eq!(
+            human(&Action::List, &answer("site")),
+            "0 active campaigns\n"
+        );
+        assert!(human(&Action::List, &answer("host; redis unavailable"))
+            .starts_with("0 active campaigns of this host only: Redis did not answer"));
+    }
 }

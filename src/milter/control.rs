@@ -257,13 +257,18 @@ impl Control {
         let id = arg.map(|a| parse_id(a).ok_or(a));
         match (cmd, id) {
             (Some("list"), None) => {
-                let campaigns = crate::milter::metrics::campaigns(state);
-                let allowed: Vec<String> = campaigns
+                let list = crate::milter::metrics::campaigns(state);
+                let allowed: Vec<String> = list
+                    .campaigns
                     .iter()
                     .filter(|c| c.allowed)
                     .map(|c| c.id.clone())
                     .collect();
-                serde_json::json!({"campaigns": campaigns, "allowed": allowed})
+                serde_json::json!({
+                    "campaigns": list.campaigns,
+                    "allowed": allowed,
+                    "view": list.view.as_str(),
+                })
             }
             (Some("show"), Some(Ok(id))) => self.show(state, id),
             (Some("allow"), Some(Ok(id))) => {
@@ -303,6 +308,7 @@ impl Control {
     fn show(&self, state: &State, id: CampaignId) -> serde_json::Value {
         let key = id.to_string();
         let campaign = crate::milter::metrics::campaigns(state)
+            .campaigns
             .into_iter()
             .find(|c| c.id == key);
         // Window sequence numbers name this daemon's messages only where

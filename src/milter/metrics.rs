@@ -381,22 +381,55 @@ pub const ARRIVAL_BUCKETS: usize = 24;
 /// whatever the window holds.
 pub const MAX_LISTED: usize = 500;
 
-/// The live campaigns as JSON, largest first, at most [`MAX_LISTED`].
-pub fn campaigns_json(state: &State) -> String {
+/// Whose campaigns a list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// The memory store: this host's campaigns, which are all there is.
+    Host,
+    /// The site's campaigns, from Redis (every host's messages).
+    Site,
+    /// Redis is configured but did not answer: this host's own campaigns
+    /// only, which may be far smaller than the site's.
+    HostRedisUnavailable,
+}
+
+impl View {
+    /// The `X-Bulkwatch-View` header's value and the control socket's
+    /// `view`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Host => "host",
+            View::Site => "site",
+            View::HostRedisUnavailable => "host; redis unavailable",
+        }
+    }
+}
+
+/// The campaigns a list shows and whose they are.
+pub struct CampaignList {
+    pub view: View,
+    pub campaigns: Vec<CampaignJson>,
+}
+
+/// The live campaigns as JSON, largest first, at most [`MAX_LISTED`],
+/// and whose they are.
+pub fn campaigns_json(state: &State) -> (String, View) {
     campaigns_json_at(state, crate::milter::unix_now())
 }
 
-fn campaigns_json_at(state: &State, now: u64) -> String {
-    serde_json::to_string(&campaigns_at(state, now)).unwrap_or_else(|_| "[]".to_owned())
+fn campaigns_json_at(state: &State, now: u64) -> (String, View) {
+    let list = campaigns_at(state, now);
+    let body = serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned());
+    (body, list.view)
 }
 
 /// The live campaigns, largest first, at most [`MAX_LISTED`] (what
 /// `/campaigns` and the control socket show).
-pub fn campaigns(state: &State) -> Vec<CampaignJson> {
+pub fn campaigns(state: &State) -> CampaignList {
     campaigns_at(state, crate::milter::unix_now())
 }
 
-fn campaigns_at(state: &State, now: u64) -> Vec<CampaignJson> {
+fn campaigns_at(state: &State, now: u64) -> CampaignList {
     use crate::engine::campaign::{Campaign, WHILE_LIVE};
     let thresholds = state.config().thresholds.clone();
     let json = |c: &Campaign, arrivals: Option<Vec<u32>>| {
@@ -422,6 +455,11 @@ fn campaigns_at(state: &State, now: u64) -> Vec<CampaignJson> {
     let site = state
         .shared()
         .map(|s| s.site(crate::engine::UnixSecs(now), MAX_LISTED));
+    let view = match &site {
+        None => View::Host,
+        Some(Ok(_)) => View::Site,
+        Some(Err(_)) => View::HostRedisUnavailable,
+    };
     let mut list: Vec<CampaignJson> = match site {
         Some(Ok(crate::store::Site::Listed(cs))) => cs.iter().map(|c| json(c, None)).collect(),
         other => {
@@ -447,7 +485,10 @@ fn campaigns_at(state: &State, now: u64) -> Vec<CampaignJson> {
             .then_with(|| a.id.cmp(&b.id))
     });
     list.truncate(MAX_LISTED);
-    list
+    CampaignList {
+        view,
+        campaigns: list,
+    }
 }
 
 /// The dashboard at `/`: a page, its script and its style sheet, served
@@ -521,19 +562,32 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Status line, content type and body for a request head.
+#[cfg(test)]
 fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
+    respond_with_view(state, head).0
+}
+
+/// Status line, content type and body for a request head, and for
+/// `/campaigns` whose campaigns the body lists (sent as `X-Bulkwatch-View`).
+fn respond_with_view(
+    state: &State,
+    head: &[u8],
+) -> ((&'static str, &'static str, String), Option<View>) {
     let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut parts = line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
-    match (method, path) {
+    if (method, path) == ("GET", "/campaigns") {
+        let (body, view) = campaigns_json(state);
+        return (("200 OK", "application/json", body), Some(view));
+    }
+    let reply = match (method, path) {
         ("GET", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
             render(state, crate::milter::unix_now()),
         ),
-        ("GET", "/campaigns") => ("200 OK", "application/json", campaigns_json(state)),
         ("GET", "/") => ("200 OK", "text/html; charset=utf-8", DASHBOARD_HTML.into()),
         ("GET", "/dashboard.js") => (
             "200 OK",
@@ -551,7 +605,8 @@ fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
         ("GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
         ("", _) => ("400 Bad Request", "text/plain", "bad request\n".into()),
         _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
-    }
+    };
+    (reply, None)
 }
 
 async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
@@ -573,25 +628,31 @@ async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
         }
     })
     .await;
-    let (status, ctype, body) = match read {
+    let ((status, ctype, body), view) = match read {
         Ok(Ok(())) if buf.len() <= MAX_REQUEST => {
             // (With Redis, `/campaigns` and the control requests make a
             // round trip: off the runtime's threads.)
             let st = Arc::clone(&state);
-            match tokio::task::spawn_blocking(move || respond(&st, &buf)).await {
+            match tokio::task::spawn_blocking(move || respond_with_view(&st, &buf)).await {
                 Ok(r) => r,
                 Err(_) => return,
             }
         }
         Ok(Ok(())) => (
-            "431 Request Header Fields Too Large",
-            "text/plain",
-            String::new(),
+            (
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                String::new(),
+            ),
+            None,
         ),
         _ => return,
     };
+    let view = view.map_or(String::new(), |v| {
+        format!("X-Bulkwatch-View: {}\r\n", v.as_str())
+    });
     let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{SECURITY_HEADERS}Connection: close\r\n\r\n",
+        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{view}{SECURITY_HEADERS}Connection: close\r\n\r\n",
         body.len()
     );
     let _ = stream.write_all(head.as_bytes()).await;
@@ -791,7 +852,8 @@ mod tests {
                 crate::engine::UnixSecs(10_000 + u64::from(i)),
             );
         }
-        let body = campaigns_json_at(&State::new(engine), 10_002);
+        let (body, view) = campaigns_json_at(&State::new(engine), 10_002);
+        assert_eq!(view, View::Host);
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let c = &v[0];
         assert_eq!(c["level"], "bulk");
@@ -804,6 +866,34 @@ mod tests {
             .collect();
         assert_eq!(arrivals.len(), ARRIVAL_BUCKETS);
         assert_eq!(arrivals.last(), Some(&3), "all three just arrived");
+    }
+
+    /// With Redis configured but not answering, `/campaigns` lists this
+    /// host's campaigns and says so; without Redis the view is the host's.
+    #[test]
+    fn campaigns_say_whose_they_are() {
+        use crate::config::StoreBackend;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let mut cfg = Config::default();
+        cfg.store.backend = StoreBackend::Redis;
+        cfg.store.redis.urls = vec![format!("redis://127.0.0.1:{port}")];
+        cfg.store.redis.timeout = Duration::from_millis(500);
+        let shared = crate::store::RedisLayer::from_config(&cfg)
+            .unwrap()
+            .unwrap();
+        let state = State::new(Engine::new(&cfg)).with_shared(shared);
+        let ((s, _, body), view) = respond_with_view(&state, b"GET /campaigns HTTP/1.1\r\n\r\n");
+        assert_eq!((s, body.as_str()), ("200 OK", "[]"));
+        assert_eq!(view, Some(View::HostRedisUnavailable));
+        assert_eq!(view.map(View::as_str), Some("host; redis unavailable"));
+        let local = State::new(Engine::new(&Config::default()));
+        let (_, view) = respond_with_view(&local, b"GET /campaigns HTTP/1.1\r\n\r\n");
+        assert_eq!(view, Some(View::Host));
+        let (_, view) = respond_with_view(&local, b"GET /metrics HTTP/1.1\r\n\r\n");
+        assert_eq!(view, None, "only the list says whose it is");
     }
 
     /// `/campaigns` shows a sample subject only when `keep_subjects` is on;
@@ -823,7 +913,7 @@ mod tests {
                     UnixSecs(1_000 + u64::from(n)),
                 );
             }
-            campaigns_json(&State::new(engine))
+            campaigns_json(&State::new(engine)).0
         };
         let with = body(true);
         assert!(with.contains("Your offer"), "{with}");

@@ -75,7 +75,7 @@ function chart(counts) {
   return svg;
 }
 
-function render(list) {
+function render(list, view) {
   const body = document.querySelector("#campaigns tbody");
   const rows = list.map((c) => {
     const tr = document.createElement("tr");
@@ -107,16 +107,21 @@ function render(list) {
   });
   body.replaceChildren(...rows);
   const bulk = list.filter((c) => c.level === "bulk").length;
+  // X-Bulkwatch-View: "site" (Redis, every host), "host", or "host;
+  // redis unavailable" (this host's campaigns only, for now).
+  const partial = (view || "").indexOf("unavailable") >= 0;
   document.getElementById("status").textContent =
+    (partial ? "Redis did not answer: this host's campaigns only. " : "") +
     list.length + " campaigns in the window, " + bulk + " bulk; updated " +
     new Date().toLocaleTimeString();
+  document.getElementById("status").classList.toggle("partial", partial);
 }
 
 async function refresh() {
   try {
     const r = await fetch("/campaigns", { cache: "no-store" });
     if (!r.ok) throw new Error("HTTP " + r.status);
-    render(await r.json());
+    render(await r.json(), r.headers.get("X-Bulkwatch-View"));
   } catch (e) {
     document.getElementById("status").textContent = "cannot read /campaigns: " + e.message;
   }
