@@ -50,6 +50,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("flowed_rewrap", flowed_rewrap),
     ("split_parts", split_parts),
     ("nested_rfc822", nested_rfc822),
+    ("attached_page", attached_page),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -925,6 +926,48 @@ fn nested_rfc822(text: &str, copy: usize) -> Vec<u8> {
         ),
     ];
     let bd = boundary(text, copy, "nested");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+/// The text as an attachment under a one-line body: an HTML page
+/// ("invoice.html", the usual phishing form) or a text file, base64, named
+/// per recipient.
+fn attached_page(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "attached");
+    let cover = r.pick(&[
+        "Please see the attached document.",
+        "Your statement is attached.",
+        "Open the attachment for details.",
+    ]);
+    let attachment = if r.chance(0.5) {
+        let mut pr = rng(text, copy, "attached_html");
+        let paras = html_paragraphs(&body(text, copy), &mut pr, 0.0, |w, _| esc(w));
+        (
+            "text/html; charset=utf-8",
+            "html",
+            html_doc(&p_elements(&paras)),
+        )
+    } else {
+        ("text/plain; charset=utf-8", "txt", body(text, copy))
+    };
+    let (ctype, ext, content) = attachment;
+    let parts = [
+        (PLAIN.to_owned(), format!("{cover}\n")),
+        (
+            format!(
+                "Content-Type: {ctype}; name=\"notice_{copy}.{ext}\"\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-Disposition: attachment; filename=\"notice_{copy}.{ext}\""
+            ),
+            b64_lines(content.as_bytes()),
+        ),
+    ];
+    let bd = boundary(text, copy, "attached");
     message(
         text,
         copy,

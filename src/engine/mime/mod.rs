@@ -216,7 +216,8 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     }
     // Some broken messages (a missing closing boundary, odd content types)
     // leave html_body empty although text parts exist: take every text part.
-    if body.text.len() == before {
+    let every_text_part = body.text.len() == before;
+    if every_text_part {
         for part in &message.parts {
             if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
                 add_part(message, part, limit, body);
@@ -232,6 +233,13 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
                 body.attachments.push(attachment_hash(part, b));
+            }
+            // A text or HTML attachment is read as the body is: a campaign
+            // must not hide its text in an attached page under a one-line
+            // body ("see the attached invoice"). Its text follows the body's,
+            // within the same `max_scan_bytes`.
+            PartType::Text(_) | PartType::Html(_) if !every_text_part => {
+                add_part(message, part, limit, body);
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
                 collect(inner, limit, body, depth + 1)
@@ -436,6 +444,33 @@ mod tests {
                       Content-Type: text/plain\n\nsee below\n--B\nContent-Type: message/rfc822\n\n\
                       List-Id: <a.example.org>\nSubject: inner\n\ninner text\n--B--\n";
         assert!(!parsed(nested).list);
+    }
+
+    /// A campaign's text in an attached page or text file is read after
+    /// the body's, once; an attachment alone is read once too.
+    #[test]
+    fn text_attachments_are_read() {
+        let html = "<html><body><p>Verify your mailbox now</p></body></html>";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(html);
+        let b = parsed(&format!(
+            "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+             Content-Type: text/plain\n\nsee the attached page\n--B\n\
+             Content-Type: text/html; name=a.html\nContent-Disposition: attachment; filename=a.html\n\
+             Content-Transfer-Encoding: base64\n\n{b64}\n--B\n\
+             Content-Type: text/plain; name=b.txt\nContent-Disposition: attachment\n\n\
+             second file\n--B--\n"
+        ));
+        assert_eq!(
+            b.text.split_whitespace().collect::<Vec<_>>().join(" "),
+            "see the attached page Verify your mailbox now second file"
+        );
+        assert!(b.attachments.is_empty(), "read as text, not hashed");
+        let alone = parsed(
+            "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+             Content-Type: text/plain; name=b.txt\nContent-Disposition: attachment\n\n\
+             only file\n--B--\n",
+        );
+        assert_eq!(alone.text.trim(), "only file");
     }
 
     #[test]
