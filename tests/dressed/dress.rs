@@ -37,6 +37,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("outlook_html", outlook_html),
     ("head_junk", head_junk),
     ("hidden_junk", hidden_junk),
+    ("offscreen_junk", offscreen_junk),
     ("html_only_alternative", html_only_alternative),
     ("confusables", confusables),
     ("zero_width", zero_width),
@@ -1226,6 +1227,46 @@ fn hidden_junk(text: &str, copy: usize) -> Vec<u8> {
         "<html>\n<body bgcolor=\"#ffffff\" style=\"background-color:#ffffff\">\n{inner}</body>\n</html>\n"
     );
     html_message(text, copy, &out)
+}
+
+/// Junk hidden by the other ways a page hides text: transparent or
+/// zero-alpha colour, off-screen positions and indents, empty clips, zero
+/// scale, a percent font size.
+fn offscreen(rng: &mut Rng, words: &str) -> String {
+    let style = *rng.pick(&[
+        "color:transparent",
+        "color:rgba(255,255,255,0)",
+        "-webkit-text-fill-color:transparent",
+        "position:absolute;left:-9999px",
+        "position:fixed;top:-5000px",
+        "display:inline-block;text-indent:-10000px;overflow:hidden",
+        "display:inline-block;margin-left:-9999px",
+        "position:absolute;clip:rect(0 0 0 0)",
+        "position:absolute;clip:rect(1px, 1px, 1px, 1px)",
+        "clip-path:inset(50%)",
+        "display:inline-block;transform:scale(0)",
+        "font-size:1%",
+        "filter:opacity(0)",
+    ]);
+    format!("<span style=\"{style}\">{words}</span>")
+}
+
+/// [`hidden_junk`] with the techniques of [`offscreen`].
+fn offscreen_junk(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "offscreen");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
+        let n = r.range(1, 3);
+        let words = junk_words(r, n);
+        format!("{}{}", esc(w), offscreen(r, &format!(" {words}")))
+    });
+    let mut inner = String::new();
+    for lines in &paras {
+        inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
+        let n = r.range(4, 10);
+        let words = junk_words(&mut r, n);
+        inner.push_str(&format!("<div>{}</div>\n", offscreen(&mut r, &words)));
+    }
+    html_message(text, copy, &html_doc(&inner))
 }
 
 fn html_only_alternative(text: &str, copy: usize) -> Vec<u8> {

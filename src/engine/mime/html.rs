@@ -22,7 +22,11 @@
 //! - **Never shown:** comments, `<script>`, `<style>`, `<title>`, `<head>`
 //!   content, `<template>`, `<object>` and `<svg>` content.
 //! - **Hidden by the page:** `display:none`, `visibility:hidden`, zero or
-//!   1–2 px fonts, zero opacity, zero size with hidden overflow, the
+//!   1–2 px (or 12% and smaller) fonts, zero opacity, zero size with hidden
+//!   overflow, a transparent or zero-alpha colour, a box moved off any
+//!   screen (a far negative indent or margin, a far offset of an absolute
+//!   or fixed box, a far translation), an empty `clip` or `clip-path`, a
+//!   zero scale, the
 //!   `hidden` attribute, and text coloured like its background (within a
 //!   small distance), backgrounds and colours taken from `bgcolor`, `<font
 //!   color>` and inline styles, inherited as a browser inherits them.
@@ -691,6 +695,8 @@ fn apply_style(style: &str, tag: &mut StartTag) {
         .collect();
     let mut overflow_hidden = false;
     let mut zero_size = false;
+    let mut positioned = false;
+    let mut far_offset = false;
     for decl in s.split(';') {
         let Some((prop, val)) = decl.split_once(':') else {
             continue;
@@ -701,6 +707,18 @@ fn apply_style(style: &str, tag: &mut StartTag) {
             "visibility" if val == "hidden" || val == "collapse" => tag.hidden = true,
             "font-size" if tiny_length(val) => tag.hidden = true,
             "opacity" if val.parse::<f32>().is_ok_and(|o| o < 0.1) => tag.hidden = true,
+            "color" | "-webkit-text-fill-color" if invisible_colour(val) => tag.hidden = true,
+            // Moved off the page: far negative indent or margin, or a far
+            // offset of a positioned box.
+            "text-indent" | "margin-left" | "margin-top" if far_length(val, true) => {
+                tag.hidden = true
+            }
+            "left" | "top" | "right" | "bottom" if far_length(val, false) => far_offset = true,
+            "position" if val == "absolute" || val == "fixed" => positioned = true,
+            "clip" if empty_rect(val) => tag.hidden = true,
+            "clip-path" if clipped_away(val) => tag.hidden = true,
+            "transform" if zero_scale(val) || far_translation(val) => tag.hidden = true,
+            "filter" if zero_scale_in(val, "opacity(") => tag.hidden = true,
             "color" => tag.fg = parse_colour(val).or(tag.fg),
             "background-color" => tag.bg = parse_colour(val).or(tag.bg),
             "background" => {
@@ -715,9 +733,150 @@ fn apply_style(style: &str, tag: &mut StartTag) {
             _ => {}
         }
     }
-    if overflow_hidden && zero_size {
+    if (overflow_hidden && zero_size) || (positioned && far_offset) {
         tag.hidden = true;
     }
+}
+
+/// A colour nobody sees: `transparent`, or `rgba()`/`hsla()` or 8- or
+/// 4-digit hex with an alpha below 0.1.
+fn invisible_colour(val: &str) -> bool {
+    if val == "transparent" {
+        return true;
+    }
+    if let Some(args) = val
+        .strip_prefix("rgba(")
+        .or_else(|| val.strip_prefix("hsla("))
+        .or_else(|| val.strip_prefix("rgb("))
+        .or_else(|| val.strip_prefix("hsl("))
+    {
+        // rgba(r,g,b,a) or the space form with a slash (whitespace is
+        // gone here: "rgb(000/0)").
+        let args = args.trim_end_matches(')');
+        let alpha = args.rsplit_once('/').map(|(_, a)| a).or_else(|| {
+            (args.split(',').count() == 4)
+                .then(|| args.rsplit(',').next())
+                .flatten()
+        });
+        return alpha.is_some_and(|a| match a.strip_suffix('%') {
+            Some(p) => p.parse::<f32>().is_ok_and(|p| p < 10.0),
+            None => a.parse::<f32>().is_ok_and(|a| a < 0.1),
+        });
+    }
+    let hex = val.strip_prefix('#').unwrap_or("");
+    let digit = |i: usize| {
+        hex.as_bytes()
+            .get(i)
+            .and_then(|b| (*b as char).to_digit(16))
+    };
+    match hex.len() {
+        8 if hex.bytes().all(|b| b.is_ascii_hexdigit()) => digit(6).is_some_and(|d| d == 0),
+        4 if hex.bytes().all(|b| b.is_ascii_hexdigit()) => digit(3).is_some_and(|d| d == 0),
+        _ => false,
+    }
+}
+
+/// A length far enough to put text off any screen: 500px, 375pt, 30em or
+/// 100% (or vw/vh) and more; only negative ones with `negative_only`.
+fn far_length(val: &str, negative_only: bool) -> bool {
+    let (negative, v) = match val.strip_prefix('-') {
+        Some(v) => (true, v),
+        None => (false, val.strip_prefix('+').unwrap_or(val)),
+    };
+    if negative_only && !negative {
+        return false;
+    }
+    let num_len = v
+        .bytes()
+        .take_while(|c| c.is_ascii_digit() || *c == b'.')
+        .count();
+    let (num, unit) = v.split_at(num_len);
+    let Ok(n) = num.parse::<f32>() else {
+        return false;
+    };
+    match unit {
+        "px" | "" => n >= 500.0,
+        "pt" => n >= 375.0,
+        "em" | "rem" | "ch" | "ex" => n >= 30.0,
+        "%" | "vw" | "vh" => n >= 100.0,
+        "cm" => n >= 13.0,
+        "mm" => n >= 130.0,
+        "in" => n >= 5.0,
+        _ => false,
+    }
+}
+
+/// The numbers in `s`, in order (signs kept, units dropped).
+fn numbers(s: &str) -> Vec<f32> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars().chain([' ']) {
+        if c.is_ascii_digit() || c == '.' || (c == '-' && cur.is_empty()) {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            if let Ok(n) = cur.parse() {
+                out.push(n);
+            }
+            cur.clear();
+        }
+    }
+    out
+}
+
+/// `clip: rect(top, right, bottom, left)` that leaves nothing: bottom not
+/// below top or right not past left, or all zero however written.
+fn empty_rect(val: &str) -> bool {
+    let Some(args) = val.strip_prefix("rect(") else {
+        return false;
+    };
+    match numbers(args).as_slice() {
+        [top, right, bottom, left] => bottom <= top || right <= left,
+        all => !all.is_empty() && all.iter().all(|n| *n == 0.0),
+    }
+}
+
+/// `clip-path` that leaves nothing: `inset()` of 50% or more, or a circle
+/// or ellipse of radius zero.
+fn clipped_away(val: &str) -> bool {
+    if let Some(args) = val.strip_prefix("inset(") {
+        return args.starts_with(|c: char| c.is_ascii_digit())
+            && args.contains('%')
+            && numbers(args).first().is_some_and(|n| *n >= 50.0);
+    }
+    ["circle(", "ellipse("].iter().any(|f| {
+        val.strip_prefix(f)
+            .is_some_and(|a| numbers(a).first().is_some_and(|n| *n == 0.0))
+    })
+}
+
+/// The first argument of `f` in `val` is below 0.1 (as `scale(0)`).
+fn zero_scale_in(val: &str, f: &str) -> bool {
+    val.find(f).is_some_and(|i| {
+        let args = val.get(i + f.len()..).unwrap_or_default();
+        let args = args.split(')').next().unwrap_or_default();
+        numbers(args).first().is_some_and(|n| n.abs() < 0.1)
+            && !args.starts_with(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+    })
+}
+
+/// `transform` scales the box to nothing.
+fn zero_scale(val: &str) -> bool {
+    ["scale(", "scalex(", "scaley(", "scale3d("]
+        .iter()
+        .any(|f| zero_scale_in(val, f))
+}
+
+/// `transform` moves the box off any screen.
+fn far_translation(val: &str) -> bool {
+    ["translate(", "translatex(", "translatey(", "translate3d("]
+        .iter()
+        .any(|f| {
+            val.find(f).is_some_and(|i| {
+                let args = val.get(i + f.len()..).unwrap_or_default();
+                let args = args.split(')').next().unwrap_or_default();
+                args.split(',').any(|a| far_length(a, false))
+            })
+        })
 }
 
 /// A length of at most 2px/1.5pt/0.2em, or zero in any unit.
@@ -734,6 +893,7 @@ fn tiny_length(val: &str) -> bool {
         || (unit == "px" && n <= 2.0)
         || (unit == "pt" && n <= 1.5)
         || ((unit == "em" || unit == "rem") && n < 0.2)
+        || (unit == "%" && n <= 12.0)
 }
 
 /// Text of colour `fg` on `bg` cannot be read.
@@ -1008,6 +1168,57 @@ mod tests {
         }
         for w in ["zebra", "quux", "x1", "wh", "hid", "vis", "pre"] {
             assert!(!t.contains(w), "{w}: {t}");
+        }
+    }
+
+    /// Text moved off the page, clipped or scaled away, or drawn in a
+    /// colour without alpha is hidden; the same properties with values
+    /// that leave it on the page are not.
+    #[test]
+    fn text_moved_clipped_or_transparent_is_hidden() {
+        let hidden = [
+            "color:transparent",
+            "color: rgba(255, 255, 255, 0)",
+            "color: rgb(0 0 0 / 0%)",
+            "color:#ffffff00",
+            "-webkit-text-fill-color: transparent",
+            "position:absolute; left:-9999px",
+            "position: fixed; top: -5000px",
+            "position:absolute; right: 100vw",
+            "text-indent:-10000px",
+            "margin-left: -999em",
+            "position:absolute; clip: rect(0 0 0 0)",
+            "position:absolute; clip: rect(1px, 1px, 1px, 1px)",
+            "clip-path: inset(50%)",
+            "clip-path: circle(0)",
+            "transform: scale(0)",
+            "transform: translateX(-9999px)",
+            "font-size: 1%",
+            "filter: opacity(0)",
+        ];
+        for style in hidden {
+            let t = text(&format!("{FILLER} <span style=\"{style}\">zebra</span>"));
+            assert!(!t.contains("zebra"), "{style}: {t}");
+        }
+        let shown = [
+            "color: rgba(0, 0, 0, 0.8)",
+            "color:#000000ff",
+            "left:-9999px",
+            "position:absolute; left: 20px",
+            "position:relative; top:-3px",
+            "text-indent: 2em",
+            "margin-left: 9999px",
+            "clip: rect(0, 100px, 20px, 0)",
+            "clip: rect(auto, auto, auto, auto)",
+            "clip-path: inset(10%)",
+            "transform: scale(1.5)",
+            "transform: translateX(10px)",
+            "font-size: 90%",
+            "filter: opacity(0.9)",
+        ];
+        for style in shown {
+            let t = text(&format!("{FILLER} <span style=\"{style}\">zebra</span>"));
+            assert!(t.contains("zebra"), "{style}: {t}");
         }
     }
 
