@@ -77,6 +77,13 @@ pub struct ServeArgs {
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // The style sheet parser warns (through the `log` crate, which this
+    // subscriber forwards) about CSS it skips: that CSS is the sender's, so
+    // its warnings would let any sender write to the log.
+    let filter = match "simplecss=off".parse() {
+        Ok(d) => filter.add_directive(d),
+        Err(_) => filter,
+    };
     use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -38,6 +38,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("head_junk", head_junk),
     ("hidden_junk", hidden_junk),
     ("offscreen_junk", offscreen_junk),
+    ("sheet_hidden_junk", sheet_hidden_junk),
     ("html_only_alternative", html_only_alternative),
     ("confusables", confusables),
     ("zero_width", zero_width),
@@ -1267,6 +1268,50 @@ fn offscreen_junk(text: &str, copy: usize) -> Vec<u8> {
         inner.push_str(&format!("<div>{}</div>\n", offscreen(&mut r, &words)));
     }
     html_message(text, copy, &html_doc(&inner))
+}
+
+/// Junk hidden by the page's style sheet, as most hidden text in spam is:
+/// random class names per copy, rules by class, id, element and
+/// descendant.
+fn sheet_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "sheet");
+    let class = format!("c{:06x}", r.next_u64() as u32 & 0xff_ffff);
+    let box_class = format!("b{:06x}", r.next_u64() as u32 & 0xff_ffff);
+    let id = format!("i{:06x}", r.next_u64() as u32 & 0xff_ffff);
+    let hide = *r.pick(&[
+        "display:none",
+        "font-size:0",
+        "visibility:hidden",
+        "color:#ffffff",
+    ]);
+    let sheet = format!(
+        "<style type=\"text/css\">\nbody {{ background:#ffffff; font-family: Arial }}\n\
+         .{class} {{ {hide} }}\n#{id} {{ display: none }}\n.{box_class} em {{ display:none }}\n\
+         p {{ margin: 0 0 1em }}\n</style>"
+    );
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
+        let n = r.range(1, 3);
+        let words = junk_words(r, n);
+        let junk = match r.below(3) {
+            0 => format!("<span class=\"x {class}\"> {words}</span>"),
+            1 => format!("<span class=\"{box_class}\"><em> {words}</em></span>"),
+            _ => format!("<font class=\"{class}\"> {words}</font>"),
+        };
+        format!("{}{junk}", esc(w))
+    });
+    let mut inner = String::new();
+    for (i, lines) in paras.iter().enumerate() {
+        inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
+        let n = r.range(4, 10);
+        let words = junk_words(&mut r, n);
+        inner.push_str(&if i == 0 {
+            format!("<div id=\"{id}\">{words}</div>\n")
+        } else {
+            format!("<div class=\"{class}\">{words}</div>\n")
+        });
+    }
+    let out = format!("<html>\n<head>{sheet}</head>\n<body>\n{inner}</body>\n</html>\n");
+    html_message(text, copy, &out)
 }
 
 fn html_only_alternative(text: &str, copy: usize) -> Vec<u8> {

@@ -47,6 +47,8 @@
 use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
 use html5gum::{Span, Tokenizer};
 
+use super::css::{style_text, ElemInfo, Sheet};
+
 /// Deepest element nesting tracked; deeper elements inherit their parent's
 /// state and are not tracked (their end tags then close nothing).
 const MAX_STACK: usize = 256;
@@ -58,6 +60,11 @@ pub const MAX_IMAGES: usize = 64;
 const MAX_TARGET_CHARS: usize = 2048;
 /// Most bytes of an attribute value read (longer ones are cut).
 const MAX_VALUE: usize = 4096;
+/// Most characters of an element's style (its sheet declarations and its
+/// inline style) read.
+const MAX_STYLE: usize = 16 * 1024;
+/// Most bytes of an element name, class or id kept for the sheet.
+const MAX_SELECTED: usize = 256;
 /// Hidden text is dropped only when at least this many words stay visible.
 pub const MIN_VISIBLE_WORDS: usize = 24;
 /// Text within this distance (largest difference of one colour channel)
@@ -80,7 +87,11 @@ pub struct Targets {
 /// hidden: then every word of the body is kept, hidden or not.
 pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize) {
     let start = out.len();
+    let css = style_text(html);
+    let sheet = css.as_deref().and_then(Sheet::parse);
     let mut r = Renderer {
+        sheet: sheet.as_ref(),
+        infos: Vec::new(),
         visible: std::mem::take(out),
         all: None,
         limit,
@@ -144,6 +155,10 @@ struct StartTag {
     href: Option<String>,
     src: Option<String>,
     attributes: usize,
+    /// With a sheet: the inline style (applied with the sheet's
+    /// declarations when the tag closes) and what selectors see.
+    style: Option<String>,
+    info: Option<ElemInfo>,
 }
 
 /// Which attribute's value comes next.
@@ -155,13 +170,19 @@ enum Attr {
     BgColor,
     Href,
     Src,
+    Class,
+    Id,
     Other,
 }
 
 /// Most attributes of one tag that are read.
 const MAX_ATTRIBUTES: usize = 64;
 
-struct Renderer<'t> {
+struct Renderer<'t, 's> {
+    /// The document's style sheet rules that hide, if any.
+    sheet: Option<&'s Sheet>,
+    /// With a sheet: what selectors see of each element of `stack`.
+    infos: Vec<ElemInfo>,
     /// The visible text.
     visible: String,
     /// Visible and hidden text, for the bound on hiding; `None` while no
@@ -180,7 +201,7 @@ struct Renderer<'t> {
     hidden_words: usize,
 }
 
-impl Renderer<'_> {
+impl Renderer<'_, '_> {
     /// Handles one tokenizer event; `Some` stops the tokenizer (the text
     /// is full).
     fn on(&mut self, event: CallbackEvent<'_>) -> Option<()> {
@@ -196,6 +217,11 @@ impl Renderer<'_> {
                     href: None,
                     src: None,
                     attributes: 0,
+                    style: None,
+                    info: self.sheet.map(|_| ElemInfo {
+                        name: selected(name),
+                        ..ElemInfo::default()
+                    }),
                 });
                 self.attr = Attr::Other;
             }
@@ -216,7 +242,18 @@ impl Renderer<'_> {
                     let value = value.get(..MAX_VALUE).unwrap_or(value);
                     let value = String::from_utf8_lossy(value);
                     match self.attr {
+                        Attr::Style if tag.info.is_some() => tag.style = Some(value.into_owned()),
                         Attr::Style => apply_style(&value, tag),
+                        Attr::Class => {
+                            if let Some(info) = tag.info.as_mut() {
+                                info.class = selected(value.as_bytes());
+                            }
+                        }
+                        Attr::Id => {
+                            if let Some(info) = tag.info.as_mut() {
+                                info.id = selected(value.trim().as_bytes());
+                            }
+                        }
                         Attr::Color => tag.fg = tag.fg.or(parse_colour(value.trim())),
                         Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
                         Attr::Href => set_target(&mut tag.href, &value),
@@ -259,13 +296,25 @@ impl Renderer<'_> {
         })
     }
 
-    fn start_tag(&mut self, tag: StartTag, self_closing: bool) {
+    fn start_tag(&mut self, mut tag: StartTag, self_closing: bool) {
         let kind = tag.kind;
         // An unclosed <head> ends where the body's content starts.
         if !kind.in_head() {
             self.close_head();
         }
         self.imply_end_tags(kind);
+        // With a sheet: its rules for this element (under its real parent,
+        // once the implied end tags are applied), then its inline style.
+        if let (Some(sheet), Some(mut info)) = (self.sheet, tag.info.take()) {
+            let parent = self.infos.last();
+            sheet.open(parent, &mut info);
+            let inline = tag.style.take().unwrap_or_default();
+            let style = sheet.style_for(parent, &info, &inline);
+            if !style.is_empty() {
+                apply_style(&style, &mut tag);
+            }
+            tag.info = Some(info);
+        }
         let parent = self.top();
         let hidden = parent.hidden || tag.hidden;
         let never = parent.never || kind.never_shown();
@@ -299,6 +348,9 @@ impl Renderer<'_> {
         if self.stack.len() >= MAX_STACK {
             self.untracked += 1;
             return;
+        }
+        if let Some(info) = tag.info {
+            self.infos.push(info);
         }
         self.stack.push(Open {
             kind,
@@ -338,7 +390,7 @@ impl Renderer<'_> {
             }
         }
         if let Some(pos) = close {
-            self.stack.truncate(pos);
+            self.truncate(pos);
         }
         if kind.is_block() {
             let never = self.top().never;
@@ -348,10 +400,16 @@ impl Renderer<'_> {
         }
     }
 
+    /// Closes the open elements from `len` on.
+    fn truncate(&mut self, len: usize) {
+        self.stack.truncate(len);
+        self.infos.truncate(len);
+    }
+
     /// Pops an open `<head>` (with anything left open inside it).
     fn close_head(&mut self) {
         if let Some(pos) = self.stack.iter().rposition(|o| o.kind == Kind::Head) {
-            self.stack.truncate(pos);
+            self.truncate(pos);
         }
     }
 
@@ -383,7 +441,7 @@ impl Renderer<'_> {
                 return;
             };
             if kinds.contains(&k) {
-                self.stack.truncate(i);
+                self.truncate(i);
                 return;
             }
             if boundary(k) {
@@ -539,6 +597,12 @@ fn set_target(slot: &mut Option<String>, value: &str) {
 }
 
 /// FNV-1a of a (lower-cased, as html5gum gives it) tag name.
+/// A name, class or id as selectors compare it: lower case, at most
+/// [`MAX_SELECTED`] bytes.
+fn selected(v: &[u8]) -> String {
+    String::from_utf8_lossy(v.get(..MAX_SELECTED).unwrap_or(v)).to_lowercase()
+}
+
 fn name_hash(name: &[u8]) -> u64 {
     name.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3)
@@ -553,6 +617,8 @@ fn attr_of(name: &[u8], kind: Kind) -> Attr {
         b"bgcolor" => Attr::BgColor,
         b"href" if kind == Kind::A => Attr::Href,
         b"src" if kind == Kind::Img => Attr::Src,
+        b"class" => Attr::Class,
+        b"id" => Attr::Id,
         _ => Attr::Other,
     }
 }
@@ -691,8 +757,12 @@ fn apply_style(style: &str, tag: &mut StartTag) {
         .chars()
         .filter(|c| !c.is_whitespace())
         .flat_map(char::to_lowercase)
-        .take(MAX_VALUE)
+        .take(MAX_STYLE)
         .collect();
+    // The last declaration of display and of visibility wins (the sheet's
+    // come before the inline style, its `!important` ones after).
+    let mut display_none = None;
+    let mut visibility_hidden = None;
     let mut overflow_hidden = false;
     let mut zero_size = false;
     let mut positioned = false;
@@ -703,8 +773,8 @@ fn apply_style(style: &str, tag: &mut StartTag) {
         };
         let val = val.trim_end_matches("!important");
         match prop {
-            "display" if val == "none" => tag.hidden = true,
-            "visibility" if val == "hidden" || val == "collapse" => tag.hidden = true,
+            "display" => display_none = Some(val == "none"),
+            "visibility" => visibility_hidden = Some(val == "hidden" || val == "collapse"),
             "font-size" if tiny_length(val) => tag.hidden = true,
             "opacity" if val.parse::<f32>().is_ok_and(|o| o < 0.1) => tag.hidden = true,
             "color" | "-webkit-text-fill-color" if invisible_colour(val) => tag.hidden = true,
@@ -733,7 +803,11 @@ fn apply_style(style: &str, tag: &mut StartTag) {
             _ => {}
         }
     }
-    if (overflow_hidden && zero_size) || (positioned && far_offset) {
+    if (overflow_hidden && zero_size)
+        || (positioned && far_offset)
+        || display_none == Some(true)
+        || visibility_hidden == Some(true)
+    {
         tag.hidden = true;
     }
 }
@@ -1220,6 +1294,37 @@ mod tests {
             let t = text(&format!("{FILLER} <span style=\"{style}\">zebra</span>"));
             assert!(t.contains("zebra"), "{style}: {t}");
         }
+    }
+
+    /// The page's style sheet hides as an inline style does, in the
+    /// cascade's order, and within the same bound.
+    #[test]
+    fn text_hidden_by_the_style_sheet_is_hidden() {
+        let t = text(&format!(
+            "<html><head><style>.x {{ display: none }} #k {{ font-size: 0 }}\
+             div em {{ visibility: hidden }} .w {{ color: #fff }}\
+             .y {{ display: none !important }}</style></head><body>\
+             <p>{FILLER}</p><span class=\"a x\">zebra</span><b id=k>quux</b>\
+             <div><em>emu</em></div><em>seen</em><span class=w>wh</span>\
+             <span class=x style=\"display:inline\">shown</span>\
+             <span class=y style=\"display:inline\">yak</span></body></html>"
+        ));
+        for w in ["seen", "shown", "twelve"] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in ["zebra", "quux", "emu", "wh", "yak"] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
+        // A sheet that hides the whole text is bounded like any hiding.
+        let all = text(&format!(
+            "<style>p{{display:none}}</style><p>{FILLER}</p><p>seen</p>"
+        ));
+        assert!(all.contains("twelve") && all.contains("seen"), "{all}");
+        // A `<style>` in a comment is no sheet.
+        let commented = text(&format!(
+            "<!-- <style>.x{{display:none}}</style> --><p>{FILLER}</p><span class=x>zebra</span>"
+        ));
+        assert!(commented.contains("zebra"), "{commented}");
     }
 
     /// Colour is hidden against the background the page sets, not only

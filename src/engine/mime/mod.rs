@@ -8,6 +8,7 @@
 //! `max_scan_bytes` of text. This module never panics on input and never
 //! fails: a message mail-parser cannot read becomes [`MimeOutcome::Unparsed`].
 
+mod css;
 pub mod html;
 pub mod normalize;
 

@@ -1,0 +1,926 @@
+//! The page's own style sheets (`<style>` elements), as far as they hide
+//! text: a campaign that hides its hash-buster words with
+//! `<style>.x{display:none}</style>` and `<span class="x">` is read as the
+//! reader sees it, as with an inline `style="display:none"`.
+//!
+//! The sheets are parsed by `simplecss` (CSS 2.1 rules and selectors;
+//! at-rules such as `@media` are skipped). Only rules that set a property
+//! `html::apply_style` reads (display, visibility, sizes, colours,
+//! positions, ...) are kept. An element gets the declarations of the rules
+//! whose selector matches it, in the cascade's order: the sheet's normal
+//! declarations by specificity, then its inline `style`, then the sheet's
+//! `!important` ones.
+//!
+//! Bounds, so a crafted sheet costs little: [`MAX_CSS_BYTES`] of sheet
+//! text, [`MAX_RULES`] rules kept, at most [`MAX_PER_KEY`] rules for one
+//! class, id or tag name, [`MAX_CLASSES`] classes of an element looked up;
+//! selectors of at most two compound parts (`.x`, `div .x`, `p > span.x`).
+//! Each compound is matched against one element only: what a descendant
+//! selector needs of the ancestors is carried down the open elements as a
+//! bit set (the left parts matched by the element or any ancestor, and by
+//! the parent itself), so an element costs at most a few dozen compound
+//! matches however deep it is. Sibling combinators and pseudo-classes
+//! never match. A sheet that hides text this module does not see (a
+//! selector it skips) leaves that text counted, as before sheets were
+//! read; one that hides text a reader sees is bounded like any hiding
+//! (`html::MIN_VISIBLE_WORDS`).
+
+use std::collections::{HashMap, HashSet};
+
+use simplecss::StyleSheet;
+
+/// Most bytes of sheet text read per document.
+pub const MAX_CSS_BYTES: usize = 64 * 1024;
+/// Most rules kept per document.
+pub const MAX_RULES: usize = 1024;
+/// Most rules with two parts kept (each has a bit in the sets below).
+pub const MAX_CONTEXT_RULES: usize = 128;
+/// Longest rule read (its selectors and declarations).
+pub const MAX_RULE_BYTES: usize = 4096;
+/// Most rules kept for one key (class, id, tag name or universal) of
+/// their last part, and of their first part.
+pub const MAX_PER_KEY: usize = 8;
+/// Most class names of one element looked up.
+pub const MAX_CLASSES: usize = 4;
+
+/// Properties that can hide text or set its colour (`html::apply_style`).
+const READ: &[&str] = &[
+    "display",
+    "visibility",
+    "font-size",
+    "opacity",
+    "color",
+    "-webkit-text-fill-color",
+    "background",
+    "background-color",
+    "text-indent",
+    "margin-left",
+    "margin-top",
+    "left",
+    "top",
+    "right",
+    "bottom",
+    "position",
+    "clip",
+    "clip-path",
+    "transform",
+    "filter",
+    "overflow",
+    "height",
+    "max-height",
+    "width",
+    "max-width",
+    "line-height",
+];
+
+/// What a selector sees of an element: its name, `class` and `id`, lower
+/// case and cut; and, once it is open, the rules' first parts it and its
+/// ancestors match.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ElemInfo {
+    pub name: String,
+    pub class: String,
+    pub id: String,
+    /// Bit i: rule i's first part matches this element.
+    pub own: u128,
+    /// Bit i: rule i's first part matches this element or an ancestor.
+    pub any: u128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Combinator {
+    Descendant,
+    Child,
+}
+
+/// One kept rule: its last compound, the first one with the combinator
+/// between them (if two), and its declarations.
+/// A declaration kept: the property (its place in [`READ`]), the value,
+/// and whether it is `!important`.
+#[derive(Debug, Clone, PartialEq)]
+struct Decl {
+    prop: usize,
+    value: String,
+    important: bool,
+}
+
+struct Kept {
+    last: Compound,
+    /// The first part, its combinator, and its bit in `ElemInfo::own`
+    /// and `ElemInfo::any`.
+    first: Option<(Compound, Combinator, u8)>,
+    /// Its declarations of properties in [`READ`], the last of each.
+    declarations: Vec<Decl>,
+}
+
+/// The rules of a document's sheets that matter here.
+pub struct Sheet {
+    /// In the sheet's specificity order.
+    rules: Vec<Kept>,
+    /// Rules by the key of their last part.
+    by_last: HashMap<String, Vec<usize>>,
+    /// Rules with a first part, by its key.
+    by_first: HashMap<String, Vec<usize>>,
+    /// Every class name a kept rule names: only these of an element's
+    /// classes are looked up (so classes put first as decoys cannot push
+    /// the one a rule names past [`MAX_CLASSES`]).
+    classes: HashSet<String>,
+}
+
+impl Sheet {
+    /// The rules of `css` (lower case, at most [`MAX_CSS_BYTES`]) that set
+    /// a property read here; `None` when there is none.
+    pub fn parse(css: &str) -> Option<Sheet> {
+        // Each rule is parsed on its own: simplecss finds the line and
+        // column of every error by counting from the start of its text,
+        // which over a whole sheet of broken rules is quadratic.
+        struct Parsed {
+            text: String,
+            specificity: [u8; 3],
+            order: usize,
+            declarations: Vec<Decl>,
+        }
+        let mut parsed: Vec<Parsed> = Vec::new();
+        let mut same: HashMap<String, usize> = HashMap::new();
+        for (order, chunk) in rule_texts(css).enumerate() {
+            for rule in StyleSheet::parse(&chunk).rules {
+                let read: Vec<Decl> = rule
+                    .declarations
+                    .iter()
+                    .filter_map(|d| {
+                        Some(Decl {
+                            prop: READ.iter().position(|p| *p == d.name)?,
+                            value: d.value.to_owned(),
+                            important: d.important,
+                        })
+                    })
+                    .collect();
+                if read.is_empty() {
+                    continue;
+                }
+                // simplecss keeps a selector's parts to itself; its text (in
+                // a fixed form: `p > span[class~='x']`) gives them back.
+                let text = rule.selector.to_string();
+                // One rule per selector: a later one with the same
+                // selector adds to it (and takes its place in the order),
+                // so repeating a selector cannot crowd out a rule below.
+                let at = *same.entry(text.clone()).or_insert_with(|| {
+                    parsed.push(Parsed {
+                        text,
+                        specificity: rule.selector.specificity(),
+                        order,
+                        declarations: Vec::new(),
+                    });
+                    parsed.len() - 1
+                });
+                if let Some(p) = parsed.get_mut(at) {
+                    p.order = order;
+                    for d in read {
+                        p.declarations.retain(|k| k.prop != d.prop);
+                        p.declarations.push(d);
+                    }
+                }
+            }
+        }
+        // The cascade's order: specificity, then the sheet's order.
+        parsed.sort_by_key(|p| (p.specificity, p.order));
+        // Kept from the highest precedence down, so rules put before a
+        // hiding rule cannot crowd it out of a key's list.
+        let mut kept: Vec<(Kept, String, Option<String>)> = Vec::new();
+        let mut per_last: HashMap<String, usize> = HashMap::new();
+        let mut per_first: HashMap<String, usize> = HashMap::new();
+        let mut bits = 0u8;
+        for p in parsed.into_iter().rev() {
+            if kept.len() >= MAX_RULES {
+                break;
+            }
+            let Some((first, last)) = split(&p.text) else {
+                continue;
+            };
+            let last_key = key_of(last);
+            let first_key = first.map(|(f, _)| key_of(f));
+            let full = |map: &HashMap<String, usize>, key: &str| {
+                map.get(key).is_some_and(|n| *n >= MAX_PER_KEY)
+            };
+            if full(&per_last, &last_key)
+                || first_key.as_ref().is_some_and(|k| full(&per_first, k))
+                || (first.is_some() && usize::from(bits) >= MAX_CONTEXT_RULES)
+            {
+                continue;
+            }
+            *per_last.entry(last_key.clone()).or_default() += 1;
+            let first = first.map(|(f, comb)| {
+                let bit = bits;
+                bits += 1;
+                (Compound::of(f), comb, bit)
+            });
+            if let Some(k) = &first_key {
+                *per_first.entry(k.clone()).or_default() += 1;
+            }
+            kept.push((
+                Kept {
+                    last: Compound::of(last),
+                    first,
+                    declarations: p.declarations,
+                },
+                last_key,
+                first_key,
+            ));
+        }
+        kept.reverse();
+        let mut sheet = Sheet {
+            rules: Vec::new(),
+            by_last: HashMap::new(),
+            by_first: HashMap::new(),
+            classes: HashSet::new(),
+        };
+        for (i, (rule, last_key, first_key)) in kept.into_iter().enumerate() {
+            sheet.by_last.entry(last_key).or_default().push(i);
+            if let Some(k) = first_key {
+                sheet.by_first.entry(k).or_default().push(i);
+            }
+            let conds = rule.last.conds.iter();
+            for c in conds.chain(rule.first.iter().flat_map(|(f, _, _)| f.conds.iter())) {
+                if let Cond::Class(v) = c {
+                    sheet.classes.insert(v.clone());
+                }
+            }
+            sheet.rules.push(rule);
+        }
+        (!sheet.rules.is_empty()).then_some(sheet)
+    }
+
+    /// Rule indices listed under `cur`'s keys in `map`.
+    fn candidates(&self, map: &HashMap<String, Vec<usize>>, cur: &ElemInfo) -> Vec<usize> {
+        let mut hits: Vec<usize> = Vec::new();
+        if map.is_empty() {
+            return hits;
+        }
+        let mut key = String::with_capacity(64);
+        let mut look = |prefix: &str, v: &str| {
+            key.clear();
+            key.push_str(prefix);
+            key.push_str(v);
+            if let Some(list) = map.get(key.as_str()) {
+                hits.extend_from_slice(list);
+            }
+        };
+        look("t:", &cur.name);
+        if !cur.id.is_empty() {
+            look("i:", &cur.id);
+        }
+        let named = cur
+            .class
+            .split_ascii_whitespace()
+            .filter(|c| self.classes.contains(*c));
+        for class in named.take(MAX_CLASSES) {
+            look("c:", class);
+        }
+        look("*", "");
+        hits.sort_unstable();
+        hits.dedup();
+        hits
+    }
+
+    /// Sets `cur.own` and `cur.any` from the rules' first parts, under
+    /// `parent` (`None` at the top).
+    pub fn open(&self, parent: Option<&ElemInfo>, cur: &mut ElemInfo) {
+        let mut own = 0u128;
+        for i in self.candidates(&self.by_first, cur) {
+            let first = self.rules.get(i).and_then(|r| r.first.as_ref());
+            if let Some((sel, _, bit)) = first {
+                if sel.matches(cur) {
+                    own |= 1 << bit;
+                }
+            }
+        }
+        cur.own = own;
+        cur.any = own | parent.map_or(0, |p| p.any);
+    }
+
+    /// The declarations for `cur` (under `parent`, opened with
+    /// [`Sheet::open`]) with its inline style, as one style text in cascade
+    /// order.
+    pub fn style_for(&self, parent: Option<&ElemInfo>, cur: &ElemInfo, inline: &str) -> String {
+        let hits = self.candidates(&self.by_last, cur);
+        if hits.is_empty() {
+            return inline.to_owned();
+        }
+        let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
+        // The value in force for each property read: a later rule (higher
+        // specificity) replaces an earlier one's.
+        let mut normal: [Option<&str>; READ.len()] = [None; READ.len()];
+        let mut important: [Option<&str>; READ.len()] = [None; READ.len()];
+        for i in hits {
+            let Some(rule) = self.rules.get(i) else {
+                continue;
+            };
+            let context = match rule.first {
+                None => true,
+                Some((_, Combinator::Descendant, bit)) => p_any & (1 << bit) != 0,
+                Some((_, Combinator::Child, bit)) => p_own & (1 << bit) != 0,
+            };
+            if !context || !rule.last.matches(cur) {
+                continue;
+            }
+            for d in &rule.declarations {
+                let table = if d.important {
+                    &mut important
+                } else {
+                    &mut normal
+                };
+                if let Some(slot) = table.get_mut(d.prop) {
+                    *slot = Some(d.value.as_str());
+                }
+            }
+        }
+        let mut out = String::new();
+        let write = |out: &mut String, table: &[Option<&str>]| {
+            for (name, value) in READ.iter().zip(table) {
+                if let Some(v) = value {
+                    out.push_str(name);
+                    out.push(':');
+                    out.push_str(v);
+                    out.push(';');
+                }
+            }
+        };
+        write(&mut out, &normal);
+        out.push(';');
+        out.push_str(inline);
+        out.push(';');
+        write(&mut out, &important);
+        out
+    }
+}
+
+/// The top-level rules of `css`, each `selectors { declarations }` (or an
+/// at-rule), cut where a `}` closes the outermost block; comments and
+/// quoted strings are skipped over, so a brace inside them does not cut.
+/// Rules longer than [`MAX_RULE_BYTES`] are left out. A block left open
+/// at the end is closed, as a browser closes it.
+fn rule_texts(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    let bytes = css.as_bytes();
+    let mut start = 0usize;
+    let mut i = 0usize;
+    let mut depth = 0usize;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes.get(i).copied().unwrap_or(0);
+            match b {
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = css
+                        .get(i + 2..)
+                        .and_then(|r| r.find("*/"))
+                        .map_or(bytes.len(), |e| i + 2 + e + 2);
+                    continue;
+                }
+                b'"' | b'\'' => {
+                    let close = css
+                        .get(i + 1..)
+                        .and_then(|r| r.find(b as char))
+                        .map_or(bytes.len(), |e| i + 1 + e + 1);
+                    i = close;
+                    continue;
+                }
+                b'{' => depth += 1,
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        let rule = css.get(start..=i).unwrap_or("");
+                        i += 1;
+                        start = i;
+                        if rule.len() <= MAX_RULE_BYTES {
+                            return Some(rule.into());
+                        }
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let rest = css.get(start..).unwrap_or("");
+        start = bytes.len();
+        (depth > 0 && rest.len() <= MAX_RULE_BYTES).then(|| {
+            depth = 0;
+            format!("{rest}{}", "}".repeat(rest.matches('{').count())).into()
+        })
+    })
+}
+
+/// A selector's text (as `simplecss` writes it) as its first part with the
+/// combinator and its last part; `None` for one skipped: more than two
+/// parts, a sibling combinator, or a leading combinator.
+fn split(selector: &str) -> Option<(Option<(&str, Combinator)>, &str)> {
+    if selector.is_empty() || selector.starts_with(' ') || selector.contains(" + ") {
+        return None;
+    }
+    if let Some((a, b)) = selector.split_once(" > ") {
+        return (!a.contains(' ') && !b.contains(' ')).then_some((Some((a, Combinator::Child)), b));
+    }
+    match selector.split_once(' ') {
+        Some((a, b)) => (!b.contains(' ')).then_some((Some((a, Combinator::Descendant)), b)),
+        None => Some((None, selector)),
+    }
+}
+
+/// The lookup key of a compound part: `i:ID`, `c:CLASS`, `t:NAME` or `*`.
+fn key_of(part: &str) -> String {
+    let quoted = |prefix: &str| {
+        part.find(prefix).and_then(|i| {
+            let rest = part.get(i + prefix.len()..)?;
+            rest.split('\'').next().map(str::to_owned)
+        })
+    };
+    if let Some(id) = quoted("[id='") {
+        return format!("i:{id}");
+    }
+    if let Some(class) = quoted("[class~='") {
+        return format!("c:{class}");
+    }
+    match part.split(['[', ':']).next().unwrap_or("") {
+        "" | "*" => "*".to_owned(),
+        n => format!("t:{n}"),
+    }
+}
+
+/// One condition of a compound part on the element.
+#[derive(Debug, Clone, PartialEq)]
+enum Cond {
+    /// `.x` (`[class~='x']`): a class of the element.
+    Class(String),
+    /// `#x` (`[id='x']`).
+    Id(String),
+    /// A condition never met here: another attribute, a pseudo-class.
+    Never,
+}
+
+/// A compound part: element name (none for `*`) and conditions.
+#[derive(Debug, Clone, PartialEq)]
+struct Compound {
+    name: Option<String>,
+    conds: Vec<Cond>,
+}
+
+impl Compound {
+    /// Reads a part as simplecss writes it: `name` or `*`, then
+    /// `[class~='x']`, `[id='x']`, other `[...]` and `:pseudo`.
+    fn of(part: &str) -> Compound {
+        let name_end = part.find(['[', ':']).unwrap_or(part.len());
+        let name = match part.get(..name_end).unwrap_or("") {
+            "" | "*" => None,
+            n => Some(n.to_owned()),
+        };
+        let mut conds = Vec::new();
+        let mut rest = part.get(name_end..).unwrap_or("");
+        while !rest.is_empty() {
+            if let Some(attr) = rest.strip_prefix('[') {
+                let end = attr.find(']').unwrap_or(attr.len());
+                let body = attr.get(..end).unwrap_or("");
+                conds.push(match body.split_once('=') {
+                    Some(("class~", v)) => Cond::Class(v.trim_matches('\'').to_owned()),
+                    Some(("id", v)) => Cond::Id(v.trim_matches('\'').to_owned()),
+                    _ => Cond::Never,
+                });
+                rest = attr.get(end + 1..).unwrap_or("");
+            } else {
+                // A pseudo-class, or anything else: never here.
+                conds.push(Cond::Never);
+                break;
+            }
+        }
+        Compound { name, conds }
+    }
+
+    fn matches(&self, el: &ElemInfo) -> bool {
+        self.name.as_ref().is_none_or(|n| *n == el.name)
+            && self.conds.iter().all(|c| match c {
+                Cond::Class(v) => el.class.split_ascii_whitespace().any(|c| c == v),
+                Cond::Id(v) => el.id == *v,
+                Cond::Never => false,
+            })
+    }
+}
+
+/// The text of a document's `<style>` elements, lower case, at most
+/// [`MAX_CSS_BYTES`]; `None` when it has none. Read with the same
+/// tokenizer as the text, so a `<style>` inside a comment or an attribute
+/// is not one.
+pub fn style_text(html: &str) -> Option<String> {
+    use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
+    use html5gum::{Span, Tokenizer};
+    let bytes = html.as_bytes();
+    let last = |pat: &[u8]| {
+        memchr::memrchr_iter(b'<', bytes).find(|&i| {
+            bytes
+                .get(i..i + pat.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(pat))
+        })
+    };
+    let last_open = last(b"<style")?;
+    // Sheets sit in the head, before most of the page: the tokenizer reads
+    // up to the last `</style>` (all of the page when a `<style>` is left
+    // open after it).
+    let end = match last(b"</style") {
+        Some(close) if close > last_open => bytes
+            .get(close..)
+            .and_then(|r| r.iter().position(|b| *b == b'>'))
+            .map_or(html.len(), |gt| close + gt + 1),
+        _ => html.len(),
+    };
+    let html = html.get(..end).unwrap_or(html);
+    let mut css = String::new();
+    let mut inside = false;
+    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| {
+        match event {
+            CallbackEvent::OpenStartTag { name } => inside = name == b"style",
+            CallbackEvent::EndTag { name } if name == b"style" => {
+                inside = false;
+                css.push('\n');
+            }
+            CallbackEvent::String { value } if inside => {
+                let room = MAX_CSS_BYTES.saturating_sub(css.len());
+                let text = String::from_utf8_lossy(value.get(..room).unwrap_or(value));
+                css.extend(text.chars().flat_map(char::to_lowercase));
+            }
+            _ => {}
+        }
+        (css.len() >= MAX_CSS_BYTES).then_some(())
+    });
+    emitter.naively_switch_states(true);
+    for stop in Tokenizer::new_with_emitter(html, emitter) {
+        if stop.is_ok() {
+            break;
+        }
+    }
+    (!css.trim().is_empty()).then_some(unwrap_at_rules(&css))
+}
+
+/// `css` with the blocks of `@media` and `@supports` rules that apply on
+/// any screen written out as plain rules (simplecss skips every at-rule,
+/// and a sender could wrap hiding rules in `@media screen`), and those
+/// that may not (`print`, sizes, orientation, preferences) removed with
+/// their rules. Linear: one pass, braces counted.
+fn unwrap_at_rules(css: &str) -> String {
+    const CONDITIONAL: &[&str] = &[
+        "print",
+        "width",
+        "height",
+        "orientation",
+        "resolution",
+        "hover",
+        "pointer",
+        "prefers",
+        "aspect",
+        "not ",
+        "speech",
+    ];
+    let mut out = String::with_capacity(css.len());
+    let mut rest = css;
+    // Depth of braces inside unwrapped blocks whose closing brace is
+    // dropped, one entry per open unwrapped block.
+    let mut unwrapped: Vec<usize> = Vec::new();
+    let mut depth = 0usize;
+    while let Some(i) = rest.find(['@', '{', '}']) {
+        let (before, at) = rest.split_at(i);
+        out.push_str(before);
+        if let Some(tail) = at.strip_prefix('@') {
+            let is_block = ["media", "supports"].iter().any(|k| tail.starts_with(k));
+            let open = tail.find(['{', ';']);
+            match (
+                is_block,
+                open.and_then(|o| tail.get(o..o + 1).map(|c| (o, c))),
+            ) {
+                (true, Some((o, "{"))) => {
+                    let query = tail.get(..o).unwrap_or("");
+                    if CONDITIONAL.iter().any(|c| query.contains(c)) {
+                        // Skip the whole block.
+                        let body = tail.get(o + 1..).unwrap_or("");
+                        let mut d = 1usize;
+                        let mut end = body.len();
+                        for (j, c) in body.char_indices() {
+                            match c {
+                                '{' => d += 1,
+                                '}' => {
+                                    d -= 1;
+                                    if d == 0 {
+                                        end = j + 1;
+                                        break;
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                        rest = body.get(end..).unwrap_or("");
+                    } else {
+                        unwrapped.push(depth);
+                        depth += 1;
+                        rest = tail.get(o + 1..).unwrap_or("");
+                    }
+                    continue;
+                }
+                _ => {
+                    out.push('@');
+                    rest = tail;
+                    continue;
+                }
+            }
+        }
+        if let Some(tail) = at.strip_prefix('{') {
+            depth += 1;
+            out.push('{');
+            rest = tail;
+            continue;
+        }
+        let tail = at.get(1..).unwrap_or("");
+        depth = depth.saturating_sub(1);
+        if unwrapped.last() == Some(&depth) {
+            unwrapped.pop();
+        } else {
+            out.push('}');
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, class: &str, id: &str) -> ElemInfo {
+        ElemInfo {
+            name: name.into(),
+            class: class.into(),
+            id: id.into(),
+            ..ElemInfo::default()
+        }
+    }
+
+    /// The open elements `chain` (outermost first), opened in the sheet;
+    /// the last one is the parent of what is styled next.
+    fn opened(sheet: &Sheet, chain: &[ElemInfo]) -> Option<ElemInfo> {
+        let mut parent: Option<ElemInfo> = None;
+        for e in chain {
+            let mut e = e.clone();
+            sheet.open(parent.as_ref(), &mut e);
+            parent = Some(e);
+        }
+        parent
+    }
+
+    #[test]
+    fn rules_that_hide_are_found_by_class_id_and_name() {
+        let css = ".x{display:none} #j1{font-size:0} p span{color:#fff} div > em{opacity:0} \
+                   a{text-decoration:none}";
+        let sheet = Sheet::parse(css).unwrap();
+        let in_p = opened(
+            &sheet,
+            &[info("body", "", ""), info("p", "", ""), info("b", "", "")],
+        );
+        // Both rules: one value per property, in a fixed order.
+        assert_eq!(
+            sheet.style_for(in_p.as_ref(), &info("span", "y x", ""), ""),
+            "display:none;color:#fff;;;"
+        );
+        // Of two rules setting one property, the more specific wins.
+        let s = Sheet::parse("#k{display:inline} span{display:none}").unwrap();
+        assert_eq!(
+            s.style_for(None, &info("span", "", "k"), ""),
+            "display:inline;;;"
+        );
+        assert!(sheet
+            .style_for(in_p.as_ref(), &info("b", "", "j1"), "")
+            .contains("font-size:0"));
+        // Not under a p: the descendant rule does not match.
+        assert_eq!(sheet.style_for(None, &info("span", "", ""), "c:1"), ";c:1;");
+        // A child rule needs the parent itself.
+        let div = opened(&sheet, &[info("div", "", "")]);
+        let deeper = opened(&sheet, &[info("div", "", ""), info("i", "", "")]);
+        assert!(sheet
+            .style_for(div.as_ref(), &info("em", "", ""), "")
+            .contains("opacity:0"));
+        assert!(!sheet
+            .style_for(deeper.as_ref(), &info("em", "", ""), "")
+            .contains("opacity"));
+        // A rule that sets nothing read here is not kept.
+        assert_eq!(sheet.style_for(None, &info("a", "", ""), ""), "");
+    }
+
+    #[test]
+    fn decoy_classes_do_not_hide_the_one_a_rule_names() {
+        let sheet = Sheet::parse(".x{display:none}").unwrap();
+        let decoys = info("span", "a b c d e f g h x", "");
+        assert!(sheet.style_for(None, &decoys, "").contains("display:none"));
+    }
+
+    #[test]
+    fn the_cascade_puts_inline_after_the_sheet_and_important_last() {
+        let sheet = Sheet::parse(".x{display:none} .y{display:none !important}").unwrap();
+        let s = sheet.style_for(None, &info("span", "x", ""), "display:inline");
+        assert!(s.find("display:none") < s.find("display:inline"), "{s}");
+        let s = sheet.style_for(None, &info("span", "y", ""), "display:inline");
+        assert!(s.find("display:inline") < s.find("display:none"), "{s}");
+    }
+
+    #[test]
+    fn compounds_are_read_back_from_simplecss_text() {
+        assert_eq!(split(".a .b .c"), None);
+        assert_eq!(split("p + .b"), None);
+        assert_eq!(split(" > p"), None);
+        assert_eq!(split(""), None);
+        assert_eq!(
+            split("div > span[class~='x']"),
+            Some((Some(("div", Combinator::Child)), "span[class~='x']"))
+        );
+        assert_eq!(key_of("span[class~='x'][id='k']"), "i:k");
+        assert_eq!(key_of("*[class~='x']"), "c:x");
+        assert_eq!(key_of("td"), "t:td");
+        assert_eq!(key_of("*:first-child"), "*");
+        let c = Compound::of("span[class~='x'][id='k']");
+        assert!(c.matches(&info("span", "a x", "k")));
+        assert!(!c.matches(&info("span", "a", "k")) && !c.matches(&info("b", "x", "k")));
+        assert!(!Compound::of("p:first-child").matches(&info("p", "", "")));
+        assert!(!Compound::of("p[title='t']").matches(&info("p", "", "")));
+        assert!(Compound::of("*").matches(&info("p", "", "")));
+        for css in [
+            "> p{display:none}",
+            "+ p{display:none}",
+            "{display:none}",
+            ">{x:y}",
+        ] {
+            if let Some(sheet) = Sheet::parse(css) {
+                sheet.style_for(None, &info("p", "", ""), "");
+            }
+        }
+    }
+
+    #[test]
+    fn a_crafted_sheet_is_cut_to_the_bounds() {
+        // One selector repeated is one rule.
+        let many: String = (0..1000)
+            .map(|i| format!(".x{{display:none;z:{i}}}"))
+            .collect();
+        assert_eq!(Sheet::parse(&many).unwrap().rules.len(), 1);
+        // Distinct selectors on one key: the highest precedence are kept,
+        // so rules put before a hiding rule cannot crowd it out.
+        let mut crowd: String = (0..100).map(|i| format!("b.x.y{i}{{color:red}}")).collect();
+        crowd.push_str(".x.z.w{display:none}");
+        let sheet = Sheet::parse(&crowd).unwrap();
+        assert_eq!(sheet.rules.len(), MAX_PER_KEY);
+        assert!(sheet
+            .style_for(None, &info("i", "x z w", ""), "")
+            .contains("display:none"));
+        let spread: String = (0..2000)
+            .map(|i| format!(".x{i}{{display:none}}"))
+            .collect();
+        assert_eq!(Sheet::parse(&spread).unwrap().rules.len(), MAX_RULES);
+    }
+
+    /// Sheets made of CSS fragments in random order parse and match
+    /// without panicking.
+    #[test]
+    fn random_sheets_do_not_panic() {
+        const BITS: &[&str] = &[
+            ".",
+            "#",
+            ">",
+            "+",
+            "~",
+            "{",
+            "}",
+            ":",
+            ";",
+            "[",
+            "]",
+            "=",
+            "|",
+            "'",
+            "\"",
+            "*",
+            " ",
+            "x",
+            "p",
+            "display",
+            "none",
+            "!important",
+            "@media",
+            "@supports",
+            "print",
+            "/*",
+            "*/",
+            "\\",
+            "(",
+            ")",
+            ",",
+            "é",
+            "\u{0}",
+            "class",
+            "id",
+            "first-child",
+            "-",
+            "0",
+            "\n",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let n = (next() % 24) as usize;
+            let css: String = (0..n)
+                .map(|_| BITS[(next() % BITS.len() as u64) as usize])
+                .collect();
+            let css = unwrap_at_rules(&css);
+            if let Some(sheet) = Sheet::parse(&css) {
+                let parent = opened(&sheet, &[info("body", "x", "p"), info("p", "x p", "x")]);
+                for cur in [info("p", "x", "x"), info("span", "", "p"), info("", "", "")] {
+                    sheet.style_for(parent.as_ref(), &cur, "display:inline");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rules_are_cut_at_the_outer_braces() {
+        let texts: Vec<String> = rule_texts("a{b:c} /* } */ d{e:'}'} @media x{f{g:h}} i{j:k")
+            .map(|c| c.into_owned())
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "a{b:c}",
+                " /* } */ d{e:'}'}",
+                " @media x{f{g:h}}",
+                " i{j:k}"
+            ]
+        );
+        // A sheet of broken rules costs time linear in its size.
+        let broken = ".{a:b}".repeat(MAX_CSS_BYTES / 6);
+        assert_eq!(Sheet::parse(&broken).map(|s| s.rules.len()), None);
+        let unclosed = Sheet::parse(".x{display:none").unwrap();
+        assert!(unclosed
+            .style_for(None, &info("b", "x", ""), "")
+            .contains("display:none"));
+    }
+
+    #[test]
+    fn media_blocks_for_every_screen_are_read() {
+        assert_eq!(
+            unwrap_at_rules("@media screen { .x{display:none} } p{color:red}"),
+            " .x{display:none}  p{color:red}"
+        );
+        assert_eq!(
+            unwrap_at_rules("@media (max-width:600px){.m{display:none}}.y{a:b}"),
+            ".y{a:b}"
+        );
+        assert_eq!(
+            unwrap_at_rules("@supports (display:grid){@media all{.z{display:none}}}"),
+            ".z{display:none}"
+        );
+        assert_eq!(
+            unwrap_at_rules("@import url(x.css); .a{b:c}"),
+            "@import url(x.css); .a{b:c}"
+        );
+        // Unbalanced input ends where it ends.
+        for css in [
+            "@media screen {",
+            "}}}@media{",
+            "@media print {{{",
+            "@",
+            "@media",
+        ] {
+            unwrap_at_rules(css);
+        }
+        let css = unwrap_at_rules("@media screen{.x{display:none}}");
+        let sheet = Sheet::parse(&css).unwrap();
+        assert!(sheet
+            .style_for(None, &info("b", "x", ""), "")
+            .contains("display:none"));
+    }
+
+    #[test]
+    fn style_text_reads_style_elements_only() {
+        let html = "<!-- <style>.a{display:none}</style> --><p title=\"<style>\">x</p>\
+                    <STYLE>.B{Display:None}</STYLE><style>.c{}</style>";
+        let css = style_text(html).unwrap();
+        assert!(
+            css.contains(".b{display:none}") && css.contains(".c{}"),
+            "{css}"
+        );
+        assert!(!css.contains(".a"), "{css}");
+        assert_eq!(style_text("<p>no sheet</p>"), None);
+        // Read up to the last sheet's end, or to the end when one is open.
+        let two = style_text("<style>.a{b:c}</style><p>x</p><style>.d{e:f}</style><p>y").unwrap();
+        assert!(two.contains(".a{b:c}") && two.contains(".d{e:f}"), "{two}");
+        let open = style_text("<style>.a{b:c}</style><p>x</p><style>.d{e:f}").unwrap();
+        assert!(open.contains(".d{e:f}"), "{open}");
+        let big = format!("<style>{}</style>", "x".repeat(MAX_CSS_BYTES * 2));
+        assert!(style_text(&big).unwrap().len() <= MAX_CSS_BYTES + 4);
+    }
+}
