@@ -39,6 +39,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("hidden_junk", hidden_junk),
     ("offscreen_junk", offscreen_junk),
     ("sheet_hidden_junk", sheet_hidden_junk),
+    ("restored_text", restored_text),
     ("html_only_alternative", html_only_alternative),
     ("confusables", confusables),
     ("zero_width", zero_width),
@@ -1312,6 +1313,39 @@ fn sheet_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
     }
     let out = format!("<html>\n<head>{sheet}</head>\n<body>\n{inner}</body>\n</html>\n");
     html_message(text, copy, &out)
+}
+
+/// The whole page hidden (`visibility:hidden` or `font-size:0`, as mail
+/// layouts set on containers) and each line of the text shown again by
+/// its own style, junk words left hidden between them.
+fn restored_text(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "restored");
+    let (outer, inner) = *r.pick(&[
+        ("visibility:hidden", "visibility:visible"),
+        ("font-size:0", "font-size:15px"),
+        (
+            "font-size:0px;line-height:0",
+            "font-size:11pt;line-height:1.4",
+        ),
+    ]);
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let mut inner_html = String::new();
+    for lines in &paras {
+        inner_html.push_str("<p>");
+        for line in lines {
+            let n = r.range(2, 5);
+            let words = junk_words(&mut r, n);
+            inner_html.push_str(&format!(
+                "<span style=\"{inner}\">{line}</span> {words}<br>\n"
+            ));
+        }
+        inner_html.push_str("</p>\n");
+    }
+    html_message(
+        text,
+        copy,
+        &html_doc(&format!("<div style=\"{outer}\">\n{inner_html}</div>\n")),
+    )
 }
 
 fn html_only_alternative(text: &str, copy: usize) -> Vec<u8> {

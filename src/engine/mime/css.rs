@@ -36,12 +36,17 @@ pub const MAX_RULES: usize = 1024;
 /// Most rules with two parts kept (each has a bit in the sets below).
 pub const MAX_CONTEXT_RULES: usize = 128;
 /// Longest rule read (its selectors and declarations).
-pub const MAX_RULE_BYTES: usize = 4096;
+pub const MAX_RULE_BYTES: usize = 2048;
 /// Most rules kept for one key (class, id, tag name or universal) of
 /// their last part, and of their first part.
 pub const MAX_PER_KEY: usize = 8;
-/// Most class names of one element looked up.
-pub const MAX_CLASSES: usize = 4;
+/// Most class names of one element looked up (of those the sheet names).
+pub const MAX_CLASSES: usize = 16;
+/// Most conditions of one compound part read (the rest are ignored, so a
+/// long compound matches more elements, not fewer).
+const MAX_CONDS: usize = 8;
+/// Longest declaration value kept (hiding values are short).
+const MAX_DECL_VALUE: usize = 256;
 
 /// Properties that can hide text or set its colour (`html::apply_style`).
 const READ: &[&str] = &[
@@ -147,6 +152,11 @@ impl Sheet {
                 let read: Vec<Decl> = rule
                     .declarations
                     .iter()
+                    .filter(|d| {
+                        // A `;` or brace in a value would split it again in
+                        // `html::apply_style`: such a value is not CSS.
+                        d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
+                    })
                     .filter_map(|d| {
                         Some(Decl {
                             prop: READ.iter().position(|p| *p == d.name)?,
@@ -197,6 +207,12 @@ impl Sheet {
             let Some((first, last)) = split(&p.text) else {
                 continue;
             };
+            let (last_c, first_c) = (Compound::of(last), first.map(|(f, _)| Compound::of(f)));
+            // A rule that can never match here (a pseudo-class, another
+            // attribute) is not kept: it must not crowd out one that can.
+            if last_c.never() || first_c.as_ref().is_some_and(Compound::never) {
+                continue;
+            }
             let last_key = key_of(last);
             let first_key = first.map(|(f, _)| key_of(f));
             let full = |map: &HashMap<String, usize>, key: &str| {
@@ -209,17 +225,17 @@ impl Sheet {
                 continue;
             }
             *per_last.entry(last_key.clone()).or_default() += 1;
-            let first = first.map(|(f, comb)| {
+            let first = first.zip(first_c).map(|((_, comb), f)| {
                 let bit = bits;
                 bits += 1;
-                (Compound::of(f), comb, bit)
+                (f, comb, bit)
             });
             if let Some(k) = &first_key {
                 *per_first.entry(k.clone()).or_default() += 1;
             }
             kept.push((
                 Kept {
-                    last: Compound::of(last),
+                    last: last_c,
                     first,
                     declarations: p.declarations,
                 },
@@ -360,6 +376,33 @@ impl Sheet {
 /// Rules longer than [`MAX_RULE_BYTES`] are left out. A block left open
 /// at the end is closed, as a browser closes it.
 fn rule_texts(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    rule_texts_with_comments(css)
+        .map(|r| match r.contains("/*") {
+            // Comments go before the length bound: padding a rule with one
+            // must not push it past the bound.
+            true => std::borrow::Cow::Owned(strip_comments(&r)),
+            false => r,
+        })
+        .filter(|r| r.len() <= MAX_RULE_BYTES)
+}
+
+/// `s` without its `/* ... */` comments (an unclosed one runs to the end).
+fn strip_comments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(rest.get(..i).unwrap_or(""));
+        rest = match rest.get(i + 2..).and_then(|r| r.find("*/").map(|e| (r, e))) {
+            Some((r, e)) => r.get(e + 2..).unwrap_or(""),
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`rule_texts`] with comments left in (the bound applies after).
+fn rule_texts_with_comments(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
     let bytes = css.as_bytes();
     let mut start = 0usize;
     let mut i = 0usize;
@@ -390,10 +433,7 @@ fn rule_texts(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
                         let rule = css.get(start..=i).unwrap_or("");
                         i += 1;
                         start = i;
-                        if rule.len() <= MAX_RULE_BYTES {
-                            return Some(rule.into());
-                        }
-                        continue;
+                        return Some(rule.into());
                     }
                 }
                 _ => {}
@@ -402,7 +442,7 @@ fn rule_texts(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
         }
         let rest = css.get(start..).unwrap_or("");
         start = bytes.len();
-        (depth > 0 && rest.len() <= MAX_RULE_BYTES).then(|| {
+        (depth > 0).then(|| {
             depth = 0;
             format!("{rest}{}", "}".repeat(rest.matches('{').count())).into()
         })
@@ -486,11 +526,20 @@ impl Compound {
                 rest = attr.get(end + 1..).unwrap_or("");
             } else {
                 // A pseudo-class, or anything else: never here.
-                conds.push(Cond::Never);
+                conds.insert(0, Cond::Never);
                 break;
             }
         }
+        if let Some(i) = conds.iter().position(|c| *c == Cond::Never) {
+            conds.swap(0, i);
+        }
+        conds.truncate(MAX_CONDS);
         Compound { name, conds }
+    }
+
+    /// Never met by an element here.
+    fn never(&self) -> bool {
+        self.conds.contains(&Cond::Never)
     }
 
     fn matches(&self, el: &ElemInfo) -> bool {
@@ -587,7 +636,15 @@ fn unwrap_at_rules(css: &str) -> String {
         out.push_str(before);
         if let Some(tail) = at.strip_prefix('@') {
             let is_block = ["media", "supports"].iter().any(|k| tail.starts_with(k));
-            let open = tail.find(['{', ';']);
+            // The block's `{` or what ends the at-rule first; the search
+            // stops at the next `@` or `}`, so a run of `@` stays linear.
+            let open = is_block
+                .then(|| {
+                    tail.get(1..)
+                        .and_then(|t| t.find(['{', ';', '@', '}']))
+                        .map(|o| o + 1)
+                })
+                .flatten();
             match (
                 is_block,
                 open.and_then(|o| tail.get(o..o + 1).map(|c| (o, c))),
@@ -707,6 +764,44 @@ mod tests {
             .contains("opacity"));
         // A rule that sets nothing read here is not kept.
         assert_eq!(sheet.style_for(None, &info("a", "", ""), ""), "");
+    }
+
+    /// What a sender can write into a sheet to make it crowd out, split
+    /// or inject a rule.
+    #[test]
+    fn crafted_rules_cannot_crowd_out_split_or_inject() {
+        // Rules that never match here (pseudo-classes) are not kept, so
+        // they cannot crowd a hiding rule out of its key's list.
+        let mut css: String = (0..20)
+            .map(|i| format!(".j:hover{i}{{color:red}}"))
+            .collect();
+        css.push_str(".j{display:none}");
+        let sheet = Sheet::parse(&css).unwrap();
+        assert!(sheet
+            .style_for(None, &info("b", "j", ""), "")
+            .contains("display:none"));
+        // A comment cannot pad a rule past the length bound.
+        let padded = format!(".j{{/*{}*/display:none}}", "x".repeat(MAX_RULE_BYTES * 2));
+        let sheet = Sheet::parse(&padded).unwrap();
+        assert!(sheet
+            .style_for(None, &info("b", "j", ""), "")
+            .contains("display:none"));
+        // A value with a `;` in it is no declaration.
+        assert!(
+            Sheet::parse(".r{color:x(;display:none;)}").is_none_or(|s| !s
+                .style_for(None, &info("b", "r", ""), "")
+                .contains("display:none"))
+        );
+        // A long compound is read as its first conditions.
+        let long = format!(".a{}{{display:none}}", ".b".repeat(200));
+        let sheet = Sheet::parse(&long).unwrap();
+        assert!(sheet.rules.iter().all(|r| r.last.conds.len() <= MAX_CONDS));
+        // Many classes before the one a rule names.
+        let sheet = Sheet::parse(".a,.b,.c,.d,.e,.f{color:red} .j{display:none}").unwrap();
+        let el = info("b", "a b c d e f j", "");
+        assert!(sheet.style_for(None, &el, "").contains("display:none"));
+        // A run of `@` is read in one pass.
+        assert_eq!(unwrap_at_rules(&"@".repeat(1000)), "@".repeat(1000));
     }
 
     #[test]
@@ -848,17 +943,12 @@ mod tests {
 
     #[test]
     fn rules_are_cut_at_the_outer_braces() {
-        let texts: Vec<String> = rule_texts("a{b:c} /* } */ d{e:'}'} @media x{f{g:h}} i{j:k")
+        let texts: Vec<String> = rule_texts("a{b:c}  d{e:'}'} @media x{f{g:h}} i{j:k")
             .map(|c| c.into_owned())
             .collect();
         assert_eq!(
             texts,
-            [
-                "a{b:c}",
-                " /* } */ d{e:'}'}",
-                " @media x{f{g:h}}",
-                " i{j:k}"
-            ]
+            ["a{b:c}", "  d{e:'}'}", " @media x{f{g:h}}", " i{j:k}"]
         );
         // A sheet of broken rules costs time linear in its size.
         let broken = ".{a:b}".repeat(MAX_CSS_BYTES / 6);

@@ -135,8 +135,17 @@ struct Open {
     kind: Kind,
     /// Hash of the lower-cased name, to match end tags of unknown names.
     name: u64,
-    /// This element or an ancestor is hidden.
+    /// This element is hidden: `gone`, `invisible` or `tiny`.
     hidden: bool,
+    /// This element or an ancestor is gone (`display:none`, zero opacity,
+    /// off the screen, ...): no descendant can bring it back.
+    gone: bool,
+    /// `visibility:hidden` in force (inherited; a descendant with
+    /// `visibility:visible` is shown).
+    invisible: bool,
+    /// A tiny font size in force (inherited; a descendant that sets an
+    /// absolute size is shown, one with `em` or `%` of it is not).
+    tiny: bool,
     /// This element or an ancestor is never shown (script, head, ...).
     never: bool,
     /// Inside `<pre>`: whitespace is kept.
@@ -149,7 +158,13 @@ struct Open {
 struct StartTag {
     kind: Kind,
     name: u64,
+    /// Gone (see [`Open::gone`]).
     hidden: bool,
+    /// `visibility` set: hidden (`Some(true)`) or visible.
+    visibility: Option<bool>,
+    /// `font-size` set: tiny (`Some(true)`) or an absolute size that is
+    /// not; `None` also for sizes relative to the parent's.
+    tiny: Option<bool>,
     fg: Option<Rgb>,
     bg: Option<Rgb>,
     href: Option<String>,
@@ -212,6 +227,8 @@ impl Renderer<'_, '_> {
                     kind,
                     name: name_hash(name),
                     hidden: false,
+                    visibility: None,
+                    tiny: None,
                     fg: None,
                     bg: None,
                     href: None,
@@ -289,6 +306,9 @@ impl Renderer<'_, '_> {
             kind: Kind::Other,
             name: 0,
             hidden: false,
+            gone: false,
+            invisible: false,
+            tiny: false,
             never: false,
             pre: false,
             fg: BLACK,
@@ -316,11 +336,17 @@ impl Renderer<'_, '_> {
             tag.info = Some(info);
         }
         let parent = self.top();
-        let hidden = parent.hidden || tag.hidden;
+        let gone = parent.gone || tag.hidden;
+        let invisible = tag.visibility.unwrap_or(parent.invisible);
+        let tiny = tag.tiny.unwrap_or(parent.tiny);
+        let hidden = gone || invisible || tiny;
         let never = parent.never || kind.never_shown();
         let shown = !hidden && !never;
         match kind {
-            Kind::Br => self.push_break("\n", shown),
+            // A line break inside invisible or tiny text still breaks the
+            // line the visible text is on; inside a box that is gone it
+            // does not.
+            Kind::Br => self.push_break("\n", !gone && !never),
             Kind::Td => self.push_space(),
             Kind::Img => {
                 if let Some(src) = tag.src {
@@ -356,6 +382,9 @@ impl Renderer<'_, '_> {
             kind,
             name: tag.name,
             hidden,
+            gone,
+            invisible,
+            tiny,
             never,
             pre: parent.pre || kind == Kind::Pre,
             fg: tag.fg.unwrap_or(parent.fg),
@@ -370,8 +399,8 @@ impl Renderer<'_, '_> {
         }
         if kind == Kind::Br {
             // `</br>` is read as `<br>` (HTML5 tree construction).
-            let shown = self.shown();
-            self.push_break("\n", shown);
+            let top = self.top();
+            self.push_break("\n", !top.gone && !top.never);
             return;
         }
         // The element the end tag closes. An inline end tag closes nothing
@@ -450,11 +479,6 @@ impl Renderer<'_, '_> {
         }
     }
 
-    fn shown(&self) -> bool {
-        let top = self.top();
-        !top.hidden && !top.never && !same_colour(top.fg, top.bg)
-    }
-
     fn text(&mut self, raw: &str) {
         let top = self.top();
         if top.kind == Kind::Head && raw.bytes().any(|b| !b.is_ascii_whitespace()) {
@@ -466,6 +490,11 @@ impl Renderer<'_, '_> {
             return;
         }
         let shown = !top.hidden && !same_colour(top.fg, top.bg);
+        if !shown && !top.gone && !top.tiny && raw.bytes().any(|b| b.is_ascii_whitespace()) {
+            // Invisible text still takes its place on the line: the
+            // visible words around it stay apart.
+            self.push_space_in(true);
+        }
         if top.pre {
             self.push_text(raw, shown);
             return;
@@ -751,6 +780,50 @@ impl Kind {
     }
 }
 
+/// The values of `display` (CSS Display 3 and the legacy keywords); any
+/// other value is invalid and leaves the earlier one in force.
+const DISPLAY: &[&str] = &[
+    "none",
+    "block",
+    "inline",
+    "inline-block",
+    "flex",
+    "inline-flex",
+    "grid",
+    "inline-grid",
+    "flow-root",
+    "list-item",
+    "contents",
+    "table",
+    "inline-table",
+    "table-row",
+    "table-cell",
+    "table-row-group",
+    "table-header-group",
+    "table-footer-group",
+    "table-column",
+    "table-column-group",
+    "table-caption",
+    "run-in",
+    "ruby",
+    "ruby-base",
+    "ruby-text",
+    "ruby-base-container",
+    "ruby-text-container",
+    "inherit",
+    "initial",
+    "unset",
+    "revert",
+    "revert-layer",
+    "-webkit-box",
+    "-webkit-inline-box",
+    "-ms-flexbox",
+    "-ms-inline-flexbox",
+    "blockflow",
+    "flow",
+    "math",
+];
+
 /// Applies an inline style: hiding declarations, `color`, `background`.
 fn apply_style(style: &str, tag: &mut StartTag) {
     let s: String = style
@@ -759,10 +832,17 @@ fn apply_style(style: &str, tag: &mut StartTag) {
         .flat_map(char::to_lowercase)
         .take(MAX_STYLE)
         .collect();
-    // The last declaration of display and of visibility wins (the sheet's
-    // come before the inline style, its `!important` ones after).
-    let mut display_none = None;
-    let mut visibility_hidden = None;
+    // The last valid declaration of display, visibility and font-size
+    // wins, unless an earlier one is `!important` and it is not (the
+    // sheet's come before the inline style, its `!important` ones after).
+    let mut display_none: Option<(bool, bool)> = None;
+    let mut visibility_hidden: Option<(bool, bool)> = None;
+    let mut font_tiny: Option<(Option<bool>, bool)> = None;
+    fn set<T>(slot: &mut Option<(T, bool)>, value: T, important: bool) {
+        if important || !slot.as_ref().is_some_and(|(_, i)| *i) {
+            *slot = Some((value, important));
+        }
+    }
     let mut overflow_hidden = false;
     let mut zero_size = false;
     let mut positioned = false;
@@ -771,11 +851,14 @@ fn apply_style(style: &str, tag: &mut StartTag) {
         let Some((prop, val)) = decl.split_once(':') else {
             continue;
         };
+        let important = val.ends_with("!important");
         let val = val.trim_end_matches("!important");
         match prop {
-            "display" => display_none = Some(val == "none"),
-            "visibility" => visibility_hidden = Some(val == "hidden" || val == "collapse"),
-            "font-size" if tiny_length(val) => tag.hidden = true,
+            "display" if DISPLAY.contains(&val) => set(&mut display_none, val == "none", important),
+            "visibility" if matches!(val, "visible" | "hidden" | "collapse") => {
+                set(&mut visibility_hidden, val != "visible", important)
+            }
+            "font-size" if !val.is_empty() => set(&mut font_tiny, font_size_tiny(val), important),
             "opacity" if val.parse::<f32>().is_ok_and(|o| o < 0.1) => tag.hidden = true,
             "color" | "-webkit-text-fill-color" if invisible_colour(val) => tag.hidden = true,
             // Moved off the page: far negative indent or margin, or a far
@@ -805,10 +888,15 @@ fn apply_style(style: &str, tag: &mut StartTag) {
     }
     if (overflow_hidden && zero_size)
         || (positioned && far_offset)
-        || display_none == Some(true)
-        || visibility_hidden == Some(true)
+        || display_none.is_some_and(|(none, _)| none)
     {
         tag.hidden = true;
+    }
+    if let Some((v, _)) = visibility_hidden {
+        tag.visibility = Some(v);
+    }
+    if let Some((t, _)) = font_tiny {
+        tag.tiny = t;
     }
 }
 
@@ -951,6 +1039,22 @@ fn far_translation(val: &str) -> bool {
                 args.split(',').any(|a| far_length(a, false))
             })
         })
+}
+
+/// What a `font-size` makes of the text: tiny (`Some(true)`), an absolute
+/// size that is not (`Some(false)`, a keyword too), or a size relative to
+/// the parent's (`None`: 200% of a tiny font is tiny).
+fn font_size_tiny(val: &str) -> Option<bool> {
+    if tiny_length(val) {
+        return Some(true);
+    }
+    let unit = val.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    match unit {
+        "px" | "pt" | "pc" | "in" | "cm" | "mm" | "q" | "rem" | "vw" | "vh" => Some(false),
+        "xx-small" | "x-small" | "small" | "medium" | "large" | "x-large" | "xx-large"
+        | "xxx-large" => Some(false),
+        _ => None,
+    }
 }
 
 /// A length of at most 2px/1.5pt/0.2em, or zero in any unit.
@@ -1325,6 +1429,48 @@ mod tests {
             "<!-- <style>.x{{display:none}}</style> --><p>{FILLER}</p><span class=x>zebra</span>"
         ));
         assert!(commented.contains("zebra"), "{commented}");
+    }
+
+    /// An invalid value leaves the earlier one in force, and a later
+    /// declaration does not override an `!important` one.
+    #[test]
+    fn invalid_and_overridden_declarations_keep_the_earlier_one() {
+        for style in [
+            "display:none!important;display:block",
+            "display:none;display:x",
+            "visibility:hidden;visibility:bogus",
+            "font-size:0!important;font-size:16px",
+        ] {
+            let t = text(&format!(
+                "<p>{FILLER}</p><span style=\"{style}\">zebra</span>"
+            ));
+            assert!(!t.contains("zebra"), "{style}: {t}");
+        }
+        let t = text(&format!(
+            "<p>{FILLER}</p><span style=\"display:none;display:inline\">seen</span>"
+        ));
+        assert!(t.contains("seen"), "{t}");
+    }
+
+    /// What a descendant can undo, as a browser renders it: a visible
+    /// child of `visibility:hidden` and an absolute font size under a zero
+    /// one are shown (mail layouts set `font-size:0` on containers); a
+    /// child of `display:none`, or `200%` of a zero font, is not.
+    #[test]
+    fn descendants_undo_visibility_and_font_size_but_not_display() {
+        let t = text(&format!(
+            "<p>{FILLER}</p>\
+             <div style=\"visibility:hidden\">vjunk <span style=\"visibility:visible\">vshown</span></div>\
+             <div style=\"font-size:0\">fjunk <span style=\"font-size:14px\">fshown</span>\
+             <span style=\"font-size:200%\">fdouble</span></div>\
+             <div style=\"display:none\"><span style=\"display:block;visibility:visible\">djunk</span></div>"
+        ));
+        for w in ["vshown", "fshown"] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in ["vjunk", "fjunk", "fdouble", "djunk"] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
     }
 
     /// Colour is hidden against the background the page sets, not only

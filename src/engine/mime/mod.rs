@@ -218,6 +218,18 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     // Some broken messages (a missing closing boundary, odd content types)
     // leave html_body empty although text parts exist: take every text part.
     let every_text_part = body.text.len() == before;
+    // Attached text is read only under a body too short to be the message
+    // (fewer words than HTML's visible bound): otherwise an attached file
+    // of junk, or a text part no client shows, would dilute the text.
+    let short_body = body
+        .text
+        .get(before..)
+        .unwrap_or("")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(html::MIN_VISIBLE_WORDS)
+        .count()
+        < html::MIN_VISIBLE_WORDS;
     if every_text_part {
         for part in &message.parts {
             if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
@@ -235,11 +247,14 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
             {
                 body.attachments.push(attachment_hash(part, b));
             }
-            // A text or HTML attachment is read as the body is: a campaign
-            // must not hide its text in an attached page under a one-line
-            // body ("see the attached invoice"). Its text follows the body's,
-            // within the same `max_scan_bytes`.
-            PartType::Text(_) | PartType::Html(_) if !every_text_part => {
+            // A text or HTML attachment under a short body is read as the
+            // body is: a campaign must not hide its text in an attached page
+            // under a one-line body ("see the attached invoice"). Its text
+            // follows the body's, within the same `max_scan_bytes`. Only
+            // text/plain and text/html: a client shows those.
+            PartType::Text(_) | PartType::Html(_)
+                if !every_text_part && short_body && plain_or_html(part) =>
+            {
                 add_part(message, part, limit, body);
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
@@ -308,6 +323,16 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// A part declared `text/plain` or `text/html` (or without a type).
+fn plain_or_html(part: &MessagePart<'_>) -> bool {
+    part.content_type().is_none_or(|ct| {
+        ct.ctype().eq_ignore_ascii_case("text")
+            && ct
+                .subtype()
+                .is_none_or(|s| s.eq_ignore_ascii_case("plain") || s.eq_ignore_ascii_case("html"))
+    })
 }
 
 /// SHA-256 of an attachment's decoded bytes. Base64 carries bytes exactly;
@@ -466,6 +491,24 @@ mod tests {
             "see the attached page Verify your mailbox now second file"
         );
         assert!(b.attachments.is_empty(), "read as text, not hashed");
+        // Under a body long enough to be the message, attached text is not
+        // read (a file of junk would dilute it); nor is a text type no
+        // client shows.
+        let long_body = "word ".repeat(30);
+        let b = parsed(&format!(
+            "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+             Content-Type: text/plain\n\n{long_body}\n--B\n\
+             Content-Type: text/plain; name=b.txt\nContent-Disposition: attachment\n\n\
+             junk file\n--B--\n"
+        ));
+        assert!(!b.text.contains("junk"), "{}", b.text);
+        let b = parsed(
+            "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+             Content-Type: text/plain\n\nsee\n--B\n\
+             Content-Type: text/x-junk\nContent-Disposition: attachment\n\n\
+             junk part\n--B--\n",
+        );
+        assert!(!b.text.contains("junk"), "{}", b.text);
         let alone = parsed(
             "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
              Content-Type: text/plain; name=b.txt\nContent-Disposition: attachment\n\n\
