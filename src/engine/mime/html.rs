@@ -174,6 +174,8 @@ struct StartTag {
     /// declarations when the tag closes) and what selectors see.
     style: Option<String>,
     info: Option<ElemInfo>,
+    /// A `style` attribute was read.
+    seen_style: bool,
 }
 
 /// Which attribute's value comes next.
@@ -235,6 +237,7 @@ impl Renderer<'_, '_> {
                     src: None,
                     attributes: 0,
                     style: None,
+                    seen_style: false,
                     info: self.sheet.map(|_| ElemInfo {
                         name: selected(name),
                         ..ElemInfo::default()
@@ -259,8 +262,17 @@ impl Renderer<'_, '_> {
                     let value = value.get(..MAX_VALUE).unwrap_or(value);
                     let value = String::from_utf8_lossy(value);
                     match self.attr {
-                        Attr::Style if tag.info.is_some() => tag.style = Some(value.into_owned()),
-                        Attr::Style => apply_style(&value, tag),
+                        // A repeated attribute is dropped, as HTML5's
+                        // tokenizer drops it: the first one counts.
+                        Attr::Style if tag.seen_style => {}
+                        Attr::Style if tag.info.is_some() => {
+                            tag.seen_style = true;
+                            tag.style = Some(value.into_owned());
+                        }
+                        Attr::Style => {
+                            tag.seen_style = true;
+                            apply_style(&value, tag);
+                        }
                         Attr::Class => {
                             if let Some(info) = tag.info.as_mut() {
                                 info.class = selected(value.as_bytes());
@@ -1429,6 +1441,18 @@ mod tests {
             "<!-- <style>.x{{display:none}}</style> --><p>{FILLER}</p><span class=x>zebra</span>"
         ));
         assert!(commented.contains("zebra"), "{commented}");
+    }
+
+    /// Of two `style` attributes the first counts, with a sheet or without.
+    #[test]
+    fn a_repeated_style_attribute_is_dropped() {
+        for sheet in ["", "<style>.q{color:red}</style>"] {
+            let t = text(&format!(
+                "{sheet}<p>{FILLER}</p><span style=\"display:none\" style=\"color:red\">zebra</span>\
+                 <span style=\"color:red\" style=\"display:none\">seen</span>"
+            ));
+            assert!(!t.contains("zebra") && t.contains("seen"), "{sheet}: {t}");
+        }
     }
 
     /// An invalid value leaves the earlier one in force, and a later
