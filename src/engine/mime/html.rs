@@ -19,8 +19,11 @@
 //!   `<tr>` and `<option>` close their open siblings; text or a body
 //!   element closes an unclosed `<head>`. Without these, one unclosed
 //!   hidden `<p>` would hide every block after it, which a browser shows.
-//! - **Never shown:** comments, `<script>`, `<style>`, `<title>`, `<head>`
-//!   content, `<template>`, `<object>` and `<svg>` content.
+//! - **Never shown:** comments, `<head>` content, and the elements whose
+//!   content the tokenizer reads as raw text (`<script>`, `<style>`,
+//!   `<title>`, `<iframe>`, `<noembed>`, `<noframes>`), and `<template>`;
+//!   a browser shows none of it either, whether closed or not. `<rp>`
+//!   (ruby's fallback parentheses) is hidden, as browsers hide it.
 //! - **Hidden by the page:** `display:none`, `visibility:hidden`, zero or
 //!   1–2 px (or 12% and smaller) fonts, zero opacity, zero size with hidden
 //!   overflow, a transparent or zero-alpha colour, a box moved off any
@@ -228,7 +231,10 @@ impl Renderer<'_, '_> {
                 self.tag = Some(StartTag {
                     kind,
                     name: name_hash(name),
-                    hidden: false,
+                    // Ruby's fallback parentheses: `display: none` in
+                    // every browser's own style sheet. Hidden, not never
+                    // shown: an unclosed one is bounded like any hiding.
+                    hidden: name == b"rp",
                     visibility: None,
                     tiny: None,
                     fg: None,
@@ -1444,6 +1450,21 @@ mod tests {
     }
 
     /// Of two `style` attributes the first counts, with a sheet or without.
+    /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
+    /// bounded like any hiding, so it cannot blank out a message.
+    #[test]
+    fn ruby_fallback_text_is_hidden() {
+        let t = text(&format!(
+            "<p>{FILLER}</p><ruby>kan<rp>(junk)</rp><rt>ji</rt></ruby>"
+        ));
+        assert!(
+            t.contains("kan") && t.contains("ji") && !t.contains("junk"),
+            "{t}"
+        );
+        let t = text("<ruby><rp>the whole message follows here");
+        assert!(t.contains("whole message"), "{t}");
+    }
+
     #[test]
     fn a_repeated_style_attribute_is_dropped() {
         for sheet in ["", "<style>.q{color:red}</style>"] {
