@@ -1208,27 +1208,41 @@ fn hidden(rng: &mut Rng, words: &str) -> String {
 /// Hash-buster words hidden after some words and between paragraphs, about
 /// as many as the text has.
 fn hidden_junk(text: &str, copy: usize) -> Vec<u8> {
-    let mut r = rng(text, copy, "hidden");
+    let inner = junk_between(text, copy, "hidden", hidden, |r, words| match r.below(3) {
+        0 => format!("<div style=\"display:none\">{words}</div>\n"),
+        1 => format!("<p style=\"font-size:0;color:#ffffff\">{words}</p>\n"),
+        _ => format!("<div style=\"visibility:hidden;height:0\">{words}</div>\n"),
+    });
+    let out = format!(
+        "<html>\n<body bgcolor=\"#ffffff\" style=\"background-color:#ffffff\">\n{inner}</body>\n</html>\n"
+    );
+    html_message(text, copy, &out)
+}
+
+/// The paragraphs of the text as HTML with junk words after about half of
+/// the words (hidden by `after_word`, given the junk with a leading space)
+/// and a block of junk after each paragraph (by `after_para`).
+fn junk_between(
+    text: &str,
+    copy: usize,
+    salt: &str,
+    after_word: fn(&mut Rng, &str) -> String,
+    after_para: fn(&mut Rng, &str) -> String,
+) -> String {
+    let mut r = rng(text, copy, salt);
     let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
         let n = r.range(1, 3);
         let words = junk_words(r, n);
-        format!("{}{}", esc(w), hidden(r, &format!(" {words}")))
+        format!("{}{}", esc(w), after_word(r, &format!(" {words}")))
     });
     let mut inner = String::new();
     for lines in &paras {
         inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
         let n = r.range(4, 10);
         let words = junk_words(&mut r, n);
-        inner.push_str(&match r.below(3) {
-            0 => format!("<div style=\"display:none\">{words}</div>\n"),
-            1 => format!("<p style=\"font-size:0;color:#ffffff\">{words}</p>\n"),
-            _ => format!("<div style=\"visibility:hidden;height:0\">{words}</div>\n"),
-        });
+        inner.push_str(&after_para(&mut r, &words));
     }
-    let out = format!(
-        "<html>\n<body bgcolor=\"#ffffff\" style=\"background-color:#ffffff\">\n{inner}</body>\n</html>\n"
-    );
-    html_message(text, copy, &out)
+    inner
 }
 
 /// Junk hidden by the other ways a page hides text: transparent or
@@ -1255,19 +1269,9 @@ fn offscreen(rng: &mut Rng, words: &str) -> String {
 
 /// [`hidden_junk`] with the techniques of [`offscreen`].
 fn offscreen_junk(text: &str, copy: usize) -> Vec<u8> {
-    let mut r = rng(text, copy, "offscreen");
-    let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
-        let n = r.range(1, 3);
-        let words = junk_words(r, n);
-        format!("{}{}", esc(w), offscreen(r, &format!(" {words}")))
+    let inner = junk_between(text, copy, "offscreen", offscreen, |r, words| {
+        format!("<div>{}</div>\n", offscreen(r, words))
     });
-    let mut inner = String::new();
-    for lines in &paras {
-        inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
-        let n = r.range(4, 10);
-        let words = junk_words(&mut r, n);
-        inner.push_str(&format!("<div>{}</div>\n", offscreen(&mut r, &words)));
-    }
     html_message(text, copy, &html_doc(&inner))
 }
 

@@ -213,8 +213,8 @@ impl Sheet {
             if last_c.never() || first_c.as_ref().is_some_and(Compound::never) {
                 continue;
             }
-            let last_key = key_of(last);
-            let first_key = first.map(|(f, _)| key_of(f));
+            let last_key = last_c.key();
+            let first_key = first_c.as_ref().map(Compound::key);
             let full = |map: &HashMap<String, usize>, key: &str| {
                 map.get(key).is_some_and(|n| *n >= MAX_PER_KEY)
             };
@@ -465,26 +465,6 @@ fn split(selector: &str) -> Option<(Option<(&str, Combinator)>, &str)> {
     }
 }
 
-/// The lookup key of a compound part: `i:ID`, `c:CLASS`, `t:NAME` or `*`.
-fn key_of(part: &str) -> String {
-    let quoted = |prefix: &str| {
-        part.find(prefix).and_then(|i| {
-            let rest = part.get(i + prefix.len()..)?;
-            rest.split('\'').next().map(str::to_owned)
-        })
-    };
-    if let Some(id) = quoted("[id='") {
-        return format!("i:{id}");
-    }
-    if let Some(class) = quoted("[class~='") {
-        return format!("c:{class}");
-    }
-    match part.split(['[', ':']).next().unwrap_or("") {
-        "" | "*" => "*".to_owned(),
-        n => format!("t:{n}"),
-    }
-}
-
 /// One condition of a compound part on the element.
 #[derive(Debug, Clone, PartialEq)]
 enum Cond {
@@ -535,6 +515,24 @@ impl Compound {
         }
         conds.truncate(MAX_CONDS);
         Compound { name, conds }
+    }
+
+    /// The lookup key of the part: `i:ID`, `c:CLASS` (the first), `t:NAME`
+    /// or `*`: a condition every element it matches meets.
+    fn key(&self) -> String {
+        let id = self.conds.iter().find_map(|c| match c {
+            Cond::Id(v) => Some(format!("i:{v}")),
+            _ => None,
+        });
+        let class = || {
+            self.conds.iter().find_map(|c| match c {
+                Cond::Class(v) => Some(format!("c:{v}")),
+                _ => None,
+            })
+        };
+        id.or_else(class)
+            .or_else(|| self.name.as_ref().map(|n| format!("t:{n}")))
+            .unwrap_or_else(|| "*".to_owned())
     }
 
     /// Never met by an element here.
@@ -830,10 +828,11 @@ mod tests {
             split("div > span[class~='x']"),
             Some((Some(("div", Combinator::Child)), "span[class~='x']"))
         );
-        assert_eq!(key_of("span[class~='x'][id='k']"), "i:k");
-        assert_eq!(key_of("*[class~='x']"), "c:x");
-        assert_eq!(key_of("td"), "t:td");
-        assert_eq!(key_of("*:first-child"), "*");
+        let key = |part: &str| Compound::of(part).key();
+        assert_eq!(key("span[class~='x'][id='k']"), "i:k");
+        assert_eq!(key("*[class~='x']"), "c:x");
+        assert_eq!(key("td"), "t:td");
+        assert_eq!(key("*:first-child"), "*");
         let c = Compound::of("span[class~='x'][id='k']");
         assert!(c.matches(&info("span", "a x", "k")));
         assert!(!c.matches(&info("span", "a", "k")) && !c.matches(&info("b", "x", "k")));

@@ -121,7 +121,7 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
 }
 
 /// Words (runs of letters and digits) in `s`.
-fn count_words(s: &str) -> usize {
+pub(crate) fn count_words(s: &str) -> usize {
     s.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .count()
@@ -138,8 +138,6 @@ struct Open {
     kind: Kind,
     /// Hash of the lower-cased name, to match end tags of unknown names.
     name: u64,
-    /// This element is hidden: `gone`, `invisible` or `tiny`.
-    hidden: bool,
     /// This element or an ancestor is gone (`display:none`, zero opacity,
     /// off the screen, ...): no descendant can bring it back.
     gone: bool,
@@ -155,6 +153,13 @@ struct Open {
     pre: bool,
     fg: Rgb,
     bg: Rgb,
+}
+
+impl Open {
+    /// Hidden: gone, invisible or in a tiny font.
+    fn hidden(&self) -> bool {
+        self.gone || self.invisible || self.tiny
+    }
 }
 
 /// The start tag being read.
@@ -323,7 +328,6 @@ impl Renderer<'_, '_> {
         self.stack.last().copied().unwrap_or(Open {
             kind: Kind::Other,
             name: 0,
-            hidden: false,
             gone: false,
             invisible: false,
             tiny: false,
@@ -399,7 +403,6 @@ impl Renderer<'_, '_> {
         self.stack.push(Open {
             kind,
             name: tag.name,
-            hidden,
             gone,
             invisible,
             tiny,
@@ -507,7 +510,7 @@ impl Renderer<'_, '_> {
         if top.never {
             return;
         }
-        let shown = !top.hidden && !same_colour(top.fg, top.bg);
+        let shown = !top.hidden() && !same_colour(top.fg, top.bg);
         if !shown && !top.gone && !top.tiny && raw.bytes().any(|b| b.is_ascii_whitespace()) {
             // Invisible text still takes its place on the line: the
             // visible words around it stay apart.
@@ -1029,11 +1032,17 @@ fn clipped_away(val: &str) -> bool {
     })
 }
 
+/// The arguments of the function `f` (its name and `(`) in `val`, up to
+/// its `)`.
+fn args_of<'a>(val: &'a str, f: &str) -> Option<&'a str> {
+    let i = val.find(f)?;
+    let args = val.get(i + f.len()..)?;
+    args.split(')').next()
+}
+
 /// The first argument of `f` in `val` is below 0.1 (as `scale(0)`).
 fn zero_scale_in(val: &str, f: &str) -> bool {
-    val.find(f).is_some_and(|i| {
-        let args = val.get(i + f.len()..).unwrap_or_default();
-        let args = args.split(')').next().unwrap_or_default();
+    args_of(val, f).is_some_and(|args| {
         numbers(args).first().is_some_and(|n| n.abs() < 0.1)
             && !args.starts_with(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
     })
@@ -1050,13 +1059,7 @@ fn zero_scale(val: &str) -> bool {
 fn far_translation(val: &str) -> bool {
     ["translate(", "translatex(", "translatey(", "translate3d("]
         .iter()
-        .any(|f| {
-            val.find(f).is_some_and(|i| {
-                let args = val.get(i + f.len()..).unwrap_or_default();
-                let args = args.split(')').next().unwrap_or_default();
-                args.split(',').any(|a| far_length(a, false))
-            })
-        })
+        .any(|f| args_of(val, f).is_some_and(|args| args.split(',').any(|a| far_length(a, false))))
 }
 
 /// What a `font-size` makes of the text: tiny (`Some(true)`), an absolute
@@ -1449,7 +1452,6 @@ mod tests {
         assert!(commented.contains("zebra"), "{commented}");
     }
 
-    /// Of two `style` attributes the first counts, with a sheet or without.
     /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
     /// bounded like any hiding, so it cannot blank out a message.
     #[test]
@@ -1465,6 +1467,7 @@ mod tests {
         assert!(t.contains("whole message"), "{t}");
     }
 
+    /// Of two `style` attributes the first counts, with a sheet or without.
     #[test]
     fn a_repeated_style_attribute_is_dropped() {
         for sheet in ["", "<style>.q{color:red}</style>"] {

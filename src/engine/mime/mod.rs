@@ -221,15 +221,15 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
     // Attached text is read only under a body too short to be the message
     // (fewer words than HTML's visible bound): otherwise an attached file
     // of junk, or a text part no client shows, would dilute the text.
-    let short_body = body
-        .text
-        .get(before..)
-        .unwrap_or("")
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(html::MIN_VISIBLE_WORDS)
-        .count()
-        < html::MIN_VISIBLE_WORDS;
+    // (Counted only when there is such an attachment.)
+    let text_attachment = message.attachments.iter().any(|&id| {
+        message
+            .parts
+            .get(id as usize)
+            .is_some_and(|p| matches!(p.body, PartType::Text(_) | PartType::Html(_)))
+    });
+    let short_body = text_attachment
+        && html::count_words(body.text.get(before..).unwrap_or("")) < html::MIN_VISIBLE_WORDS;
     if every_text_part {
         for part in &message.parts {
             if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
