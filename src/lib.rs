@@ -10,6 +10,9 @@
 //!   that decides where a verdict comes from ([`store::judge::Judge`]): the local
 //!   engine, or Redis first with the local engine as its fallback. The
 //!   snapshot file and its codec are here too.
+//! - [`worker`]: the contained half of the engine: worker processes,
+//!   sandboxed, that parse and normalize the mail (`engine::read`), so
+//!   that a parser that dies costs one verdict, never the daemon.
 //! - [`replay`]: mbox files judged on a simulated or an arrival clock
 //!   (`replay`, `scan`, `tune` and the quality benchmarks).
 //! - [`milter`]: the milter protocol in front of the judge (tokio,
@@ -25,3 +28,4 @@ pub mod fuzzing;
 pub mod milter;
 pub mod replay;
 pub mod store;
+pub mod worker;

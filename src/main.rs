@@ -7,6 +7,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = bulkwatch::cli::Cli::parse();
+    if matches!(cli.command, bulkwatch::cli::Command::Worker) {
+        return bulkwatch::worker::child::run();
+    }
     match bulkwatch::cli::run(cli) {
         Ok(bulkwatch::cli::Exit::Ok) => ExitCode::SUCCESS,
         Ok(bulkwatch::cli::Exit::BulkFound) => ExitCode::from(1),

@@ -75,6 +75,10 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// List, show, allow or forget the running daemon's campaigns.
     Campaigns(campaigns::CampaignsArgs),
+    /// A worker process that reads mail for the daemon (started by it,
+    /// never by hand: `crate::worker`).
+    #[command(hide = true)]
+    Worker,
 }
 
 /// The file every command reads when no `--config` is given, if it
@@ -120,6 +124,11 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::CheckConfig(a) => check_config::run(a),
         Command::Keygen(a) => keygen::run(a),
         Command::Campaigns(a) => campaigns::run(a),
+        Command::Worker => {
+            // (main runs the worker before dispatching here.)
+            crate::worker::child::run();
+            Ok(Exit::Ok)
+        }
     };
     match res {
         Err(CliError::Write { path, source })

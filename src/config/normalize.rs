@@ -3,7 +3,7 @@
 use super::raw::RawNormalize;
 
 /// Which normalization steps run (each one can be switched off).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NormalizeConfig {
     pub nfkc: bool,
     pub case_fold: bool,

@@ -4,7 +4,7 @@ use super::raw::RawScan;
 use super::{to_usize, ConfigError};
 
 /// Bounds on how much of a message the engine looks at.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanConfig {
     /// Decoded text kept for fingerprinting, in bytes; the rest is ignored.
     pub max_scan_bytes: usize,

@@ -81,7 +81,7 @@ pub struct Analysis {
     pub attachments: usize,
     /// What a message too short to compare by its words is compared by
     /// instead, exactly: attachments, image sources and, with enough
-    /// words beside them, links (see `anchors`). 0: nothing; such a message
+    /// words beside them, links (see [`fingerprint`]). 0: nothing; such a message
     /// is skipped as too short.
     pub anchors: usize,
     pub message_id: Option<String>,
@@ -94,34 +94,104 @@ pub struct Analysis {
     pub truncated: bool,
 }
 
-/// Parses, normalizes and fingerprints one message. Never fails: an
-/// unparseable message gives an `Analysis` without fingerprint.
-pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
+/// What reading a message gives: everything of it the fingerprint is made
+/// from, before any keyed hash. [`read`] makes it from the raw bytes (the
+/// part that parses hostile input and runs in a contained worker process,
+/// `crate::worker`); [`fingerprint`] makes the [`Analysis`] from it with
+/// the configured key (the part that holds the key, in the daemon).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reading {
+    /// False when the message could not be parsed (no fingerprint then).
+    pub parsed: bool,
+    pub normalized: Normalized,
+    /// SHA-256 of each attachment's decoded bytes, in MIME order.
+    pub attachments: Vec<[u8; 32]>,
+    /// Image anchors ([`image_anchors`]): sorted, distinct, folded.
+    pub images: Vec<String>,
+    /// The body has a link (an HTML link target, `://` or `www.`).
+    pub has_link: bool,
+    pub message_id: Option<String>,
+    pub subject: Option<String>,
+    pub from_domain: Option<String>,
+    pub list: bool,
+    pub truncated: bool,
+}
+
+/// Parses and normalizes one message: MIME, HTML, CSS, charsets, the
+/// normalizer. Pure and without keys: the daemon runs it in a contained
+/// worker process (`crate::worker`). Never fails: an unparseable message
+/// gives a `Reading` with `parsed` false.
+pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
     let body = match extract(raw, &cfg.scan) {
         MimeOutcome::Parsed(b) => b,
-        MimeOutcome::Unparsed => {
-            return Analysis {
-                fingerprint: None,
-                normalized: Normalized::default(),
-                features: 0,
-                attachments: 0,
-                anchors: 0,
-                message_id: None,
-                subject: None,
-                from_domain: None,
-                list: false,
-                truncated: false,
-            }
-        }
+        MimeOutcome::Unparsed => return Reading::default(),
     };
-    let normalized = normalize(&body, &env.rcpts, &cfg.normalize);
+    let normalized = normalize(&body, rcpts, &cfg.normalize);
+    let has_link = !body.urls.is_empty()
+        || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
+        || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
+    Reading {
+        parsed: true,
+        normalized,
+        images: image_anchors(&body.images),
+        attachments: body.attachments,
+        has_link,
+        message_id: body.message_id,
+        subject: body.subject,
+        from_domain: body.from_domain,
+        list: body.list,
+        truncated: body.truncated,
+    }
+}
+
+/// The settings [`read`] uses: none of them secret (the worker process
+/// that reads hostile mail is given these and nothing else).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadConfig {
+    pub scan: crate::config::ScanConfig,
+    pub normalize: crate::config::NormalizeConfig,
+}
+
+impl ReadConfig {
+    /// The reading part of `cfg`.
+    pub fn of(cfg: &Config) -> ReadConfig {
+        ReadConfig {
+            scan: cfg.scan.clone(),
+            normalize: cfg.normalize.clone(),
+        }
+    }
+}
+
+/// Parses, normalizes and fingerprints one message in this process:
+/// [`read`], then [`fingerprint`]. Never fails: an unparseable message
+/// gives an `Analysis` without fingerprint.
+pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
+    fingerprint(read(raw, &env.rcpts, &ReadConfig::of(cfg)), cfg)
+}
+
+/// Shingles, hashes and sketches a [`Reading`] with the configured key.
+pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
+    if !r.parsed {
+        return Analysis {
+            fingerprint: None,
+            normalized: Normalized::default(),
+            features: 0,
+            attachments: 0,
+            anchors: 0,
+            message_id: None,
+            subject: None,
+            from_domain: None,
+            list: false,
+            truncated: false,
+        };
+    }
+    let normalized = r.normalized;
     let f = features(&normalized, &cfg.fingerprint);
     let sh = f.shingles;
     let short = sh.len() < cfg.fingerprint.min_features;
-    let images = image_anchors(&body.images);
-    let mut exact_parts = body.attachments.clone();
+    let mut exact_parts = r.attachments.clone();
     exact_parts.extend(
-        images
+        r.images
             .iter()
             .map(|i| <[u8; 32]>::from(Sha256::digest(i.as_bytes()))),
     );
@@ -138,23 +208,26 @@ pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
         version: VERSION,
     };
+    let fixed = r.attachments.len() + r.images.len();
     Analysis {
         fingerprint: Some(fingerprint),
         features: sh.len(),
-        attachments: body.attachments.len(),
+        attachments: r.attachments.len(),
         // Anchors decide only for messages too short for near matching;
-        // a long message is not searched for links.
+        // a long message is not searched for links. A bare link is not
+        // enough: the same short line with a link to a common host ("see
+        // docs.example.com") is written by many people.
         anchors: if short {
-            anchors(&body, &normalized, images.len())
+            fixed + usize::from(r.has_link && normalized.tokens >= MIN_LINKED_TOKENS)
         } else {
-            body.attachments.len() + images.len()
+            fixed
         },
         normalized,
-        message_id: body.message_id,
-        subject: body.subject,
-        from_domain: body.from_domain,
-        list: body.list,
-        truncated: body.truncated,
+        message_id: r.message_id,
+        subject: r.subject,
+        from_domain: r.from_domain,
+        list: r.list,
+        truncated: r.truncated,
     }
 }
 
@@ -201,19 +274,6 @@ fn image_anchors(images: &[String]) -> Vec<String> {
     out.dedup();
     out.truncate(MAX_IMAGE_ANCHORS);
     out
-}
-
-/// How many anchors a message has ([`Analysis::anchors`]): its
-/// attachments and image anchors, plus one for its links when its text
-/// has at least [`MIN_LINKED_TOKENS`] tokens. A bare link is not enough:
-/// the same short line with a link to a common host ("see
-/// docs.example.com") is written by many people.
-fn anchors(body: &crate::engine::mime::BodyText, n: &Normalized, images: usize) -> usize {
-    let has_link = !body.urls.is_empty()
-        || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
-        || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
-    let links = usize::from(has_link && n.tokens >= MIN_LINKED_TOKENS);
-    body.attachments.len() + images + links
 }
 
 /// Sizes of the engine's state, for metrics and benchmarks.

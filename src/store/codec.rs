@@ -41,6 +41,9 @@ impl Writer {
     pub fn f64(&mut self, v: f64) {
         self.u64(v.to_bits());
     }
+    pub fn bool(&mut self, v: bool) {
+        self.u8(u8::from(v));
+    }
     /// A byte string: its length (u64), then the bytes.
     pub fn bytes(&mut self, b: &[u8]) {
         self.u64(b.len() as u64);
@@ -169,6 +172,10 @@ impl<'a> Reader<'a> {
             buf: self.take(len)?,
             what,
         })
+    }
+    /// Everything left, consumed.
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.buf)
     }
     /// Nothing may be left.
     pub fn finish(&self) -> Result<(), CodecError> {

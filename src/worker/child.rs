@@ -1,0 +1,153 @@
+//! The worker process: `bulkwatch worker`, started by the daemon (and by
+//! `scan`, `replay` and `tune`) with an empty environment and pipes for
+//! standard input and output; not a command for people.
+//!
+//! It reads the [`Hello`], warms its parsers up on a small message (so that
+//! their tables are built before the sandbox), sandboxes itself
+//! ([`sandbox::apply`]), answers [`Ready`], then reads one [`Request`] at
+//! a time and answers each with a [`Reply`]. It ends at end of input, on a
+//! frame that does not decode, or after reporting a panic. Whatever kills
+//! it (a stack overflow, an allocation past its limit, an abort in a
+//! dependency) kills it alone: the daemon answers that message with its
+//! `failure_action` and starts another worker.
+
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+use super::sandbox;
+use super::wire::{Hello, Ready, Reply, Request};
+use crate::engine::{read, ReadConfig};
+
+/// Longest hello frame.
+const MAX_HELLO: usize = 64 * 1024;
+
+/// Reads one frame into `buf`: `Ok(false)` at a clean end of input.
+fn read_frame(input: &mut impl Read, buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
+    let mut len = [0u8; 4];
+    match input.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes, at most {max}"),
+        ));
+    }
+    buf.clear();
+    buf.resize(len, 0);
+    input.read_exact(buf)?;
+    Ok(true)
+}
+
+fn write_frame(out: &mut impl Write, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(body)?;
+    out.flush()
+}
+
+thread_local! {
+    /// The message of the last panic, taken by [`run`] (the default hook
+    /// would print it, with the mail's bytes in it, into the daemon's log).
+    static PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The worker's `main`; see the module documentation.
+pub fn run() -> ExitCode {
+    match serve() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(2),
+    }
+}
+
+fn serve() -> io::Result<()> {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = Vec::new();
+    if !read_frame(&mut input, &mut buf, MAX_HELLO)? {
+        return Ok(());
+    }
+    let hello = Hello::decode(&buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    std::panic::set_hook(Box::new(|info| {
+        let msg = match (
+            info.payload().downcast_ref::<&str>(),
+            info.payload().downcast_ref::<String>(),
+        ) {
+            (Some(s), _) => (*s).to_owned(),
+            (None, Some(s)) => s.clone(),
+            (None, None) => "panic".to_owned(),
+        };
+        let at = info
+            .location()
+            .map_or(String::new(), |l| format!(" at {}:{}", l.file(), l.line()));
+        PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
+    }));
+    warm_up(&hello.read);
+    let status = sandbox::apply(&hello.read);
+    write_frame(
+        &mut out,
+        &Ready {
+            sandbox: status.to_string(),
+        }
+        .encode(),
+    )?;
+    let max = super::wire::max_request(&hello.read);
+    let mut reply = Vec::new();
+    while read_frame(&mut input, &mut buf, max)? {
+        let req =
+            Request::decode(&buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if cfg!(debug_assertions) {
+            test_hooks(&hello, req.raw);
+        }
+        let rcpts: Vec<String> = req.rcpts.iter().map(|r| (*r).to_owned()).collect();
+        let cfg = &hello.read;
+        let raw = req.raw;
+        match std::panic::catch_unwind(|| read(raw, &rcpts, cfg)) {
+            Ok(r) => {
+                Reply::Read(Box::new(r)).encode_into(&mut reply);
+                write_frame(&mut out, &reply)?;
+            }
+            Err(_) => {
+                let msg = PANIC
+                    .with(|p| p.borrow_mut().take())
+                    .unwrap_or_else(|| "panic".into());
+                Reply::Panicked(msg).encode_into(&mut reply);
+                // A panic may have left a parser's shared state half
+                // built: report it and end; the daemon starts another.
+                return write_frame(&mut out, &reply);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a small message of each kind once, so that the parsers' tables
+/// and the allocator's arenas are set up before the sandbox.
+fn warm_up(cfg: &ReadConfig) {
+    let msg = b"From: a@example.org\r\nTo: b@example.net\r\nSubject: warm up\r\n\
+        MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n\
+        --b\r\nContent-Type: text/plain\r\n\r\nHello, see https://www.example.org/x today.\r\n\
+        --b\r\nContent-Type: text/html\r\n\r\n<html><head><style>.x{display:none}</style></head>\
+        <body><p class=x>hi</p><a href=\"https://example.org\">Read &amp; go</a></body></html>\r\n\
+        --b--\r\n";
+    let _ = std::panic::catch_unwind(|| read(msg, &["b@example.net".to_owned()], cfg));
+}
+
+/// Debug builds only: the test hooks of [`super::wire::Hooks`].
+fn test_hooks(hello: &Hello, raw: &[u8]) {
+    let has = |needle: &[u8]| !needle.is_empty() && memchr::memmem::find(raw, needle).is_some();
+    if has(&hello.hooks.abort_on) {
+        std::process::abort();
+    }
+    if has(&hello.hooks.hang_on) {
+        loop {
+            std::hint::spin_loop();
+        }
+    }
+}

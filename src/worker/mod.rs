@@ -1,0 +1,551 @@
+//! Contained reading: the part of the engine that parses hostile bytes
+//! runs in worker processes, so that a parser that dies costs one verdict,
+//! never the daemon.
+//!
+//! A stack overflow, an allocation failure or an abort inside a
+//! dependency cannot be caught inside a process: it ends the process. So
+//! the daemon (and `scan`, `replay`, `tune`) never parses mail itself. A
+//! [`Pool`] keeps a few pre-started worker processes (`bulkwatch worker`,
+//! [`child`]), each fed one message at a time over its standard input and
+//! answering over its standard output ([`wire`]): the raw message and its
+//! recipients in, a [`Reading`] out (the normalized text and what the
+//! fingerprint needs besides; [`crate::engine::read`]). The keyed part of
+//! the fingerprint ([`crate::engine::fingerprint`]) stays in the daemon:
+//! a worker never holds the hash key.
+//!
+//! When a worker dies, panics, answers something that does not decode or
+//! takes longer than the caller's time bound, the call fails with a
+//! [`Failure`] saying why (the caller gives that message its configured
+//! failure answer, logs it with the queue id, counts it and keeps the
+//! message for forensics), the worker is killed and another is started.
+//! A worker is also replaced after [`MAX_USES`] messages, so that one
+//! taken over by a sender (a parser bug) does not judge for long. Workers
+//! are sandboxed ([`sandbox`]): no files, no network, no secrets.
+//!
+//! Cost: the message crosses a pipe twice (in raw, out normalized) and
+//! the daemon waits for another process instead of running the parser on
+//! its own thread (docs/performance.md has the figures).
+
+pub mod child;
+pub mod sandbox;
+pub mod wire;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::time::{timeout, timeout_at, Instant};
+
+use crate::config::Config;
+use crate::engine::{ReadConfig, Reading};
+pub use wire::Hooks;
+use wire::{Hello, Ready, Reply, Request};
+
+/// Messages a worker reads before it is replaced.
+pub const MAX_USES: u32 = 1000;
+/// Longest a new worker may take to start and sandbox itself.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of a dead worker's standard error kept for the log line (the
+/// runtime's last words: "has overflowed its stack", "memory allocation
+/// of N bytes failed").
+const MAX_LAST_WORDS: usize = 300;
+
+/// Why a message got no reading.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("the worker reading it died ({cause})")]
+    Died { cause: String },
+    #[error("reading took longer than {0:?}; the worker was killed")]
+    Timeout(Duration),
+    #[error("the worker reading it panicked: {0}")]
+    Panicked(String),
+    #[error("the worker's answer was malformed: {0}")]
+    Protocol(String),
+    #[error("no worker could be started: {0}")]
+    Start(String),
+}
+
+impl Failure {
+    /// The cause as a metric label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Failure::Died { .. } => "died",
+            Failure::Timeout(_) => "timeout",
+            Failure::Panicked(_) => "panicked",
+            Failure::Protocol(_) => "protocol",
+            Failure::Start(_) => "start",
+        }
+    }
+
+    /// Every label, for metrics.
+    pub const LABELS: [&'static str; 5] = ["died", "timeout", "panicked", "protocol", "start"];
+}
+
+/// Counters of a pool, for metrics.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    /// Workers started.
+    pub started: AtomicU64,
+    /// Failures by [`Failure::LABELS`].
+    pub failures: [AtomicU64; 5],
+}
+
+impl PoolStats {
+    /// Failures with this label so far.
+    pub fn failures(&self, label: &str) -> u64 {
+        Failure::LABELS
+            .iter()
+            .position(|l| *l == label)
+            .and_then(|i| self.failures.get(i))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// One worker process.
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: Option<ChildStderr>,
+    uses: u32,
+    /// The last request's bytes, reused.
+    buf: Vec<u8>,
+}
+
+async fn write_frame(w: &mut ChildStdin, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
+    w.write_all(&len.to_le_bytes()).await?;
+    w.write_all(body).await?;
+    w.flush().await
+}
+
+async fn read_frame(r: &mut ChildStdout, buf: &mut Vec<u8>, max: usize) -> io::Result<()> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes, at most {max} expected"),
+        ));
+    }
+    buf.clear();
+    buf.resize(len, 0);
+    r.read_exact(buf).await?;
+    Ok(())
+}
+
+/// How a process ended, in words.
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(sig) = status.signal() {
+        let what = match sig {
+            libc::SIGABRT => "SIGABRT: an abort (a stack overflow, an allocation failure)",
+            libc::SIGSEGV => "SIGSEGV: a memory fault",
+            libc::SIGBUS => "SIGBUS: a memory fault",
+            libc::SIGKILL => "SIGKILL: killed",
+            libc::SIGSYS => "SIGSYS: a forbidden system call",
+            libc::SIGXCPU => "SIGXCPU: its CPU time limit",
+            libc::SIGILL => "SIGILL: an illegal instruction",
+            _ => "a signal",
+        };
+        format!("signal {sig}, {what}")
+    } else {
+        match status.code() {
+            Some(c) => format!("exit status {c}"),
+            None => "unknown".into(),
+        }
+    }
+}
+
+/// Printable text of a dead worker's last words: control characters and
+/// anything past [`MAX_LAST_WORDS`] dropped.
+fn last_words(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Worker {
+    /// Kills the worker and says how it ended, with its last words.
+    async fn bury(mut self) -> String {
+        let _ = self.child.start_kill();
+        let status = timeout(Duration::from_secs(2), self.child.wait()).await;
+        let mut words = Vec::new();
+        if let Some(mut e) = self.stderr.take() {
+            let mut chunk = vec![0u8; MAX_LAST_WORDS];
+            // The process is gone: its pipe ends at once (unless a process
+            // it started holds it, which the sandbox forbids).
+            if let Ok(Ok(n)) = timeout(Duration::from_millis(200), e.read(&mut chunk)).await {
+                words.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            }
+        }
+        let mut cause = match status {
+            Ok(Ok(s)) => describe(s),
+            _ => "it would not end".into(),
+        };
+        let words = last_words(&words);
+        if !words.is_empty() {
+            cause.push_str(": ");
+            cause.push_str(&words);
+        }
+        cause
+    }
+}
+
+struct Inner {
+    program: PathBuf,
+    hello: Vec<u8>,
+    read: ReadConfig,
+    size: usize,
+    idle: Mutex<Vec<Worker>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    stats: PoolStats,
+    /// What the last worker started said of its sandbox.
+    sandbox: Mutex<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Inner {
+    fn count(&self, f: &Failure) {
+        if let Some(c) = Failure::LABELS
+            .iter()
+            .position(|l| *l == f.label())
+            .and_then(|i| self.stats.failures.get(i))
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    async fn spawn(&self) -> Result<Worker, Failure> {
+        let mut cmd = Command::new(&self.program);
+        cmd.arg("worker")
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Failure::Start(format!("cannot run {}: {e}", self.program.display())))?;
+        let (Some(mut stdin), Some(mut stdout), stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(Failure::Start("no pipes to the worker".into()));
+        };
+        let mut buf = Vec::new();
+        let started = timeout(START_TIMEOUT, async {
+            write_frame(&mut stdin, &self.hello).await?;
+            read_frame(&mut stdout, &mut buf, 64 * 1024).await
+        })
+        .await;
+        let worker = Worker {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            uses: 0,
+            buf: Vec::new(),
+        };
+        match started {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => {
+                let cause = worker.bury().await;
+                return Err(Failure::Start(format!(
+                    "{} worker ended at start ({cause})",
+                    self.program.display()
+                )));
+            }
+            Err(_) => {
+                let _ = worker.bury().await;
+                return Err(Failure::Start(format!(
+                    "{} worker did not start in {START_TIMEOUT:?}",
+                    self.program.display()
+                )));
+            }
+        }
+        let ready = Ready::decode(&buf).map_err(|e| Failure::Start(e.to_string()))?;
+        *lock(&self.sandbox) = ready.sandbox;
+        self.stats.started.fetch_add(1, Ordering::Relaxed);
+        Ok(worker)
+    }
+
+    /// Gives a worker back to the idle list (or ends it when the list is
+    /// full, which a replacement started meanwhile can make it).
+    fn put(&self, w: Worker) {
+        let mut idle = lock(&self.idle);
+        if idle.len() < self.size {
+            idle.push(w);
+        }
+    }
+}
+
+/// Worker processes that read mail (module documentation). Cheap to
+/// clone: clones share the workers.
+#[derive(Clone)]
+pub struct Pool {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("program", &self.inner.program)
+            .field("size", &self.inner.size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hooks {
+    /// Test hooks from the environment, in debug builds only (see
+    /// [`wire::Hooks`]): `BULKWATCH_TEST_ABORT_ON` and
+    /// `BULKWATCH_TEST_HANG_ON`. Release builds: none.
+    pub fn from_env() -> Hooks {
+        if !cfg!(debug_assertions) {
+            return Hooks::default();
+        }
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .map(|v| v.as_encoded_bytes().iter().take(256).copied().collect())
+                .unwrap_or_default()
+        };
+        Hooks {
+            abort_on: var("BULKWATCH_TEST_ABORT_ON"),
+            hang_on: var("BULKWATCH_TEST_HANG_ON"),
+        }
+    }
+}
+
+impl Pool {
+    /// Starts `size` workers (at least 1) of `program` (the `bulkwatch`
+    /// binary; [`Pool::program`]) reading with `cfg`'s settings, with
+    /// `hooks` in debug builds ([`Hooks::from_env`]). Must be called
+    /// inside a tokio runtime.
+    ///
+    /// # Errors
+    /// A worker could not be started: the program is missing, is another
+    /// build, or died at start.
+    pub async fn start(
+        program: &Path,
+        cfg: &Config,
+        size: usize,
+        hooks: Hooks,
+    ) -> Result<Pool, Failure> {
+        let read = ReadConfig::of(cfg);
+        let hello = Hello {
+            read: read.clone(),
+            hooks,
+        }
+        .encode();
+        let size = size.max(1);
+        let inner = Arc::new(Inner {
+            program: program.to_owned(),
+            hello,
+            read,
+            size,
+            idle: Mutex::new(Vec::with_capacity(size)),
+            slots: Arc::new(tokio::sync::Semaphore::new(size)),
+            stats: PoolStats::default(),
+            sandbox: Mutex::new(String::new()),
+        });
+        for _ in 0..size {
+            let w = inner.spawn().await?;
+            inner.put(w);
+        }
+        Ok(Pool { inner })
+    }
+
+    /// The program that runs workers: this process's own binary.
+    ///
+    /// # Errors
+    /// Its path cannot be found (`/proc` not mounted).
+    pub fn program() -> io::Result<PathBuf> {
+        std::env::current_exe()
+    }
+
+    /// What the workers' sandbox took away (for the start-up log line).
+    pub fn sandbox(&self) -> String {
+        lock(&self.inner.sandbox).clone()
+    }
+
+    /// The pool's counters.
+    pub fn stats(&self) -> &PoolStats {
+        &self.inner.stats
+    }
+
+    /// Workers at most.
+    pub fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    /// Reads `raw` in a worker within `limit` (waiting for a free worker
+    /// included). On failure the worker is killed and replaced.
+    ///
+    /// # Errors
+    /// Why there is no reading: see [`Failure`].
+    pub async fn read(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        limit: Duration,
+    ) -> Result<Reading, Failure> {
+        let inner = &self.inner;
+        let result = self.read_within(raw, rcpts, limit).await;
+        if let Err(f) = &result {
+            inner.count(f);
+        }
+        result
+    }
+
+    async fn read_within(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        limit: Duration,
+    ) -> Result<Reading, Failure> {
+        let inner = &self.inner;
+        let deadline = Instant::now() + limit;
+        let Ok(Ok(permit)) = timeout_at(deadline, Arc::clone(&inner.slots).acquire_owned()).await
+        else {
+            return Err(Failure::Timeout(limit));
+        };
+        let idle = lock(&inner.idle).pop();
+        let mut w = match idle {
+            Some(w) => w,
+            None => match timeout_at(deadline, inner.spawn()).await {
+                Ok(w) => w?,
+                Err(_) => return Err(Failure::Timeout(limit)),
+            },
+        };
+        // One byte past the parser's bound: the worker then knows the
+        // message was cut (and cuts it where it would have).
+        let max = inner.read.scan.max_parse_bytes.saturating_add(1);
+        let raw = raw.get(..max).unwrap_or(raw);
+        let mut buf = std::mem::take(&mut w.buf);
+        Request {
+            rcpts: rcpts.iter().map(String::as_str).collect(),
+            raw,
+        }
+        .encode_into(&mut buf);
+        let max_reply = wire::max_reply(&inner.read);
+        let exchanged = timeout_at(deadline, async {
+            write_frame(&mut w.stdin, &buf).await?;
+            read_frame(&mut w.stdout, &mut buf, max_reply).await
+        })
+        .await;
+        let outcome = match exchanged {
+            Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
+                Ok(Reply::Read(r)) => Ok(*r),
+                Ok(Reply::Panicked(m)) => Err(Failure::Panicked(m)),
+                Err(e) => Err(Failure::Protocol(e.to_string())),
+            },
+            Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                Err(Failure::Protocol(e.to_string()))
+            }
+            // End of file or a broken pipe: it died.
+            Ok(Err(_)) => Err(Failure::Died {
+                cause: String::new(),
+            }),
+            Err(_) => Err(Failure::Timeout(limit)),
+        };
+        // Large buffers are not kept between messages.
+        if buf.capacity() <= 1 << 20 {
+            w.buf = buf;
+        }
+        match outcome {
+            Ok(r) => {
+                w.uses += 1;
+                if w.uses < MAX_USES {
+                    inner.put(w);
+                } else {
+                    self.replace(w);
+                }
+                drop(permit);
+                Ok(r)
+            }
+            Err(Failure::Died { .. }) => {
+                let cause = w.bury().await;
+                self.restart();
+                drop(permit);
+                Err(Failure::Died { cause })
+            }
+            Err(f) => {
+                let _ = w.bury().await;
+                self.restart();
+                drop(permit);
+                Err(f)
+            }
+        }
+    }
+
+    /// Retires a worker that did its [`MAX_USES`] and starts another.
+    fn replace(&self, w: Worker) {
+        drop(w);
+        self.restart();
+    }
+
+    /// Starts a worker in the background for the idle list, so that the
+    /// next message does not wait for it (when no runtime runs tasks
+    /// meanwhile, the next message starts one itself).
+    fn restart(&self) {
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            match inner.spawn().await {
+                Ok(w) => inner.put(w),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot start an analysis worker; the next message tries again")
+                }
+            }
+        });
+    }
+}
+
+/// A pool of one worker for a synchronous caller (`scan`, and each
+/// analysis thread of `replay`), on a runtime of its own.
+pub struct Local {
+    rt: tokio::runtime::Runtime,
+    pool: Pool,
+}
+
+impl Local {
+    /// One worker of `program` reading with `cfg`'s settings (and `hooks`,
+    /// see [`Pool::start`]).
+    ///
+    /// # Errors
+    /// The runtime or the worker could not be started.
+    pub fn start(program: &Path, cfg: &Config, hooks: Hooks) -> Result<Local, Failure> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::Start(format!("no runtime: {e}")))?;
+        let pool = rt.block_on(Pool::start(program, cfg, 1, hooks))?;
+        Ok(Local { rt, pool })
+    }
+
+    /// [`Pool::read`], waiting for it.
+    ///
+    /// # Errors
+    /// As [`Pool::read`].
+    pub fn read(&self, raw: &[u8], rcpts: &[String], limit: Duration) -> Result<Reading, Failure> {
+        self.rt.block_on(self.pool.read(raw, rcpts, limit))
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}

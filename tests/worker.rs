@@ -1,0 +1,124 @@
+//! Contained reading (`bulkwatch::worker`): worker processes of the real
+//! binary read mail as the engine does in-process; a worker that aborts,
+//! panics or hangs costs one reading, and the next message is read; the
+//! sandbox takes files and network away.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bulkwatch::config::Config;
+use bulkwatch::engine::{read, ReadConfig};
+use bulkwatch::worker::{Failure, Hooks, Pool};
+
+fn program() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_bulkwatch"))
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn message(marker: &str) -> Vec<u8> {
+    format!(
+        "From: Deals <offers@deals.example>\r\nTo: Ann <ann@example.net>\r\nSubject: offer\r\n\
+         Content-Type: text/html\r\n\r\n<p>Dear Ann, your account qualifies for our premium \
+         savings program {marker}. Act now to claim the discount before the end of the week; \
+         see <a href=\"https://t.example/c?u=1\">the offer</a>.</p>\r\n"
+    )
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn a_worker_reads_as_the_engine_does() {
+    let cfg = Config::default();
+    let pool = Pool::start(program(), &cfg, 2, Hooks::default())
+        .await
+        .unwrap();
+    let rcpts = vec!["ann@example.net".to_owned()];
+    for m in [message("one"), b"not a message at all".to_vec(), Vec::new()] {
+        let got = pool.read(&m, &rcpts, LIMIT).await.unwrap();
+        assert_eq!(got, read(&m, &rcpts, &ReadConfig::of(&cfg)));
+    }
+    assert!(pool.sandbox().contains("seccomp=on"), "{}", pool.sandbox());
+}
+
+#[tokio::test]
+async fn an_abort_costs_one_reading_and_the_next_message_is_read() {
+    let cfg = Config::default();
+    let hooks = Hooks {
+        abort_on: b"ABORT-HERE".to_vec(),
+        hang_on: b"HANG-HERE".to_vec(),
+    };
+    let pool = Pool::start(program(), &cfg, 1, hooks).await.unwrap();
+    let rcpts = Vec::new();
+    let e = pool
+        .read(&message("ABORT-HERE"), &rcpts, LIMIT)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Failure::Died { cause } if cause.contains("SIGABRT")),
+        "{e}"
+    );
+    let ok = pool.read(&message("fine"), &rcpts, LIMIT).await.unwrap();
+    assert!(ok.parsed && ok.normalized.text.contains("premium"));
+    let e = pool
+        .read(&message("HANG-HERE"), &rcpts, Duration::from_millis(500))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Failure::Timeout(_)), "{e}");
+    let ok = pool.read(&message("fine"), &rcpts, LIMIT).await.unwrap();
+    assert!(ok.parsed);
+    assert_eq!(pool.stats().failures("died"), 1);
+    assert_eq!(pool.stats().failures("timeout"), 1);
+}
+
+/// Run in a child process of this test binary (see
+/// `the_sandbox_takes_files_and_network_away`): sandboxes this thread as a
+/// worker is, then tries what a parser taken over by a sender would.
+#[test]
+fn sandboxed_probe() {
+    let Some(secret) = std::env::var_os("BULKWATCH_SANDBOX_PROBE") else {
+        return;
+    };
+    let port = std::env::var("BULKWATCH_SANDBOX_PORT").unwrap();
+    let status = bulkwatch::worker::sandbox::apply(&ReadConfig::default());
+    println!("status: {status}");
+    match std::fs::read(&secret) {
+        Ok(b) => println!("read: allowed {} bytes", b.len()),
+        Err(e) => println!("read: denied {e}"),
+    }
+    match std::net::TcpStream::connect(format!("127.0.0.1:{port}")) {
+        Ok(_) => println!("connect: allowed"),
+        Err(e) => println!("connect: denied {e}"),
+    }
+    match std::process::Command::new("/bin/true").status() {
+        Ok(_) => println!("exec: allowed"),
+        Err(e) => println!("exec: denied {e}"),
+    }
+}
+
+#[test]
+fn the_sandbox_takes_files_and_network_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("bulkwatch.toml");
+    std::fs::write(&secret, "hash_key = \"00112233445566778899aabbccddeeff\"\n").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "sandboxed_probe",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("BULKWATCH_SANDBOX_PROBE", &secret)
+        .env("BULKWATCH_SANDBOX_PORT", port.to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("status: seccomp=on"), "{text}");
+    assert!(text.contains("read: denied"), "{text}");
+    assert!(text.contains("connect: denied"), "{text}");
+    assert!(text.contains("exec: denied"), "{text}");
+    // Nothing reached the listener.
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err());
+}
