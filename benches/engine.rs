@@ -27,9 +27,8 @@
 //!   and the longest single insertion while the window is built (a table
 //!   doubling), are printed.
 //! - `inline/<name>`: analysis of each message of the hostile suite
-//!   (`fixtures/hostile`) cut to `milter::INLINE_SCAN_BYTES`: the worst
-//!   case of what the milter analyses on a connection's own task instead of
-//!   the blocking pool.
+//!   (`fixtures/hostile`) cut to 64 KiB: the worst case per byte of what
+//!   a worker reads.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -39,7 +38,6 @@ use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::Entry;
 use bulkwatch::engine::index::{NearIndex, Query};
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
-use bulkwatch::milter::INLINE_SCAN_BYTES;
 use bulkwatch::replay::{read_mbox, replay_files, ReplayOptions};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mail_parser::mailbox::mbox::MessageIterator;
@@ -220,6 +218,9 @@ fn stages(c: &mut Criterion) {
 #[path = "../fixtures/hostile/messages.rs"]
 mod hostile;
 
+/// Bytes of each hostile message the `inline` group analyses.
+const CUT: usize = 64 * 1024;
+
 fn inline(c: &mut Criterion) {
     let cfg = Config::default();
     let env = Envelope::default();
@@ -227,7 +228,7 @@ fn inline(c: &mut Criterion) {
     g.sample_size(20);
     for h in hostile::all() {
         let mut raw = hostile::raw(&h);
-        raw.truncate(INLINE_SCAN_BYTES);
+        raw.truncate(CUT);
         g.bench_function(h.name, |b| b.iter(|| black_box(analyze(&raw, &env, &cfg))));
     }
     g.finish();

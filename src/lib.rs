@@ -23,6 +23,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod file;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod milter;

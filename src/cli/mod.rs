@@ -37,6 +37,10 @@ pub enum CliError {
     },
     #[error("{0}")]
     Usage(String),
+    #[error("cannot start the workers that read mail")]
+    Workers(#[source] crate::worker::Failure),
+    #[error("the message could not be read")]
+    Unread(#[source] crate::worker::Failure),
     #[error("{what}")]
     Other {
         what: String,
@@ -79,6 +83,29 @@ pub enum Command {
     /// never by hand: `crate::worker`).
     #[command(hide = true)]
     Worker,
+}
+
+impl From<crate::replay::ReplayError> for CliError {
+    fn from(e: crate::replay::ReplayError) -> CliError {
+        match e {
+            crate::replay::ReplayError::Input { path, source } => CliError::Read { path, source },
+            crate::replay::ReplayError::Workers(f) => CliError::Workers(f),
+        }
+    }
+}
+
+/// How the commands that read mail (`replay`, `scan`, `tune`) read it: in
+/// worker processes of this binary, as the daemon does ([`crate::worker`]).
+///
+/// # Errors
+/// This program's path cannot be found.
+pub fn read_in_workers() -> Result<crate::replay::ReadIn, CliError> {
+    let program = crate::worker::Pool::program()
+        .map_err(|e| CliError::Workers(crate::worker::Failure::Start(e.to_string())))?;
+    Ok(crate::replay::ReadIn::Workers {
+        program,
+        hooks: crate::worker::Hooks::from_env(),
+    })
 }
 
 /// The file every command reads when no `--config` is given, if it

@@ -60,6 +60,11 @@ pub struct ReplayArgs {
     /// are still judged in order: the output does not depend on it.
     #[arg(long, default_value_t = 0)]
     pub jobs: usize,
+    /// Read messages in this process instead of worker processes (for
+    /// benchmarks: the cost of the isolation; a message that kills its
+    /// parser then ends the replay).
+    #[arg(long, hide = true)]
+    pub in_process: bool,
     /// mbox files, Maildir directories (the files of cur/ and new/) or `-`
     /// (an mbox on standard input), replayed in the order given (in order
     /// of arrival with --clock arrival).
@@ -91,16 +96,26 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
             rate: args.rate,
             clock: args.clock.into(),
             jobs: args.jobs,
+            read_in: if args.in_process {
+                crate::replay::ReadIn::ThisProcess
+            } else {
+                super::read_in_workers()?
+            },
         },
         |n| {
             if let Some(b) = &bar {
                 b.inc(n);
             }
         },
-    )
-    .map_err(|(path, source)| CliError::Read { path, source })?;
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    for f in &summary.failures {
+        eprintln!(
+            "{} message {}: not judged: {}",
+            f.mbox, f.index, f.cause
+        );
     }
     let redis = cfg.store.backend == crate::config::StoreBackend::Redis;
     if redis && matches!(args.clock, ClockArg::Arrival) {
@@ -189,14 +204,15 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "messages: {}  clean: {}  suspect: {}  bulk: {}  allowed: {}  skipped: {}  unreadable: {}",
+        "messages: {}  clean: {}  suspect: {}  bulk: {}  allowed: {}  skipped: {}  unreadable: {}  failed: {}",
         s.records.len(),
         s.count(Level::Clean),
         s.count(Level::Suspect),
         s.count(Level::Bulk),
         s.count(Level::Allowed),
         s.count(Level::Skipped),
-        s.read_errors
+        s.read_errors,
+        s.failures.len()
     )?;
     let campaigns = s.campaigns();
     writeln!(out, "campaigns of 2 or more messages: {}", campaigns.len())?;

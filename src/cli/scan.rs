@@ -10,7 +10,7 @@ use super::{load_config, print_stdout, CliError, Exit};
 use crate::config::Config;
 use crate::engine::simhash::hex;
 use crate::engine::verdict::{Level, Verdict};
-use crate::engine::{analyze, Analysis, Envelope, UnixSecs};
+use crate::engine::{analyze, fingerprint, Analysis, Envelope, UnixSecs};
 
 #[derive(Debug, Args)]
 pub struct ScanArgs {
@@ -33,14 +33,22 @@ pub fn run(args: ScanArgs) -> Result<Exit, CliError> {
     let mut raw = Vec::new();
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            raw = std::fs::read(p).map_err(|source| CliError::Read {
-                path: p.clone(),
-                source,
-            })?;
+            // What the parser reads of a message, and one byte more (it
+            // then knows the message was cut): a huge file or a device is
+            // not read to its end.
+            std::fs::File::open(p)
+                .and_then(|f| {
+                    f.take(cfg.scan.max_parse_bytes as u64 + 1)
+                        .read_to_end(&mut raw)
+                })
+                .map_err(|source| CliError::Read {
+                    path: p.clone(),
+                    source,
+                })?;
         }
         None => {
             std::io::stdin()
-                .take(cfg.scan.max_parse_bytes as u64)
+                .take(cfg.scan.max_parse_bytes as u64 + 1)
                 .read_to_end(&mut raw)
                 .map_err(|source| CliError::Read {
                     path: "stdin".into(),
@@ -49,7 +57,19 @@ pub fn run(args: ScanArgs) -> Result<Exit, CliError> {
         }
     }
     let env = Envelope::default();
-    let a = analyze(&raw, &env, &cfg);
+    // Read in a worker process, as the daemon reads: a message that kills
+    // its parser is reported, not a crash of this command.
+    let a = match super::read_in_workers()? {
+        crate::replay::ReadIn::Workers { program, hooks } => {
+            let worker =
+                crate::worker::Local::start(&program, &cfg, hooks).map_err(CliError::Workers)?;
+            let reading = worker
+                .read(&raw, &env.rcpts, cfg.milter.engine_timeout)
+                .map_err(CliError::Unread)?;
+            fingerprint(reading, &cfg)
+        }
+        crate::replay::ReadIn::ThisProcess => analyze(&raw, &env, &cfg),
+    };
     let verdict = match &args.state {
         Some(state) => {
             let mut engine =

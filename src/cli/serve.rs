@@ -616,7 +616,27 @@ async fn serve(
     let control =
         crate::milter::control::Control::open(crate::milter::control::file_path(&dir), &mut engine);
 
-    let mut state = State::new(engine).with_control(control);
+    // Mail is read in worker processes (crate::worker): a message that
+    // kills its parser costs that message's verdict, not the daemon.
+    let program = crate::worker::Pool::program()
+        .map_err(|e| other("cannot find this program's path to start workers", e))?;
+    let workers = crate::worker::Pool::start(
+        &program,
+        &cfg,
+        crate::worker::default_size(),
+        crate::worker::Hooks::from_env(),
+    )
+    .await
+    .map_err(|e| other("cannot start the workers that read mail", e))?;
+    info!(
+        workers = workers.size(),
+        sandbox = %workers.sandbox(),
+        "workers reading mail started"
+    );
+    let mut state = State::new(engine)
+        .with_control(control)
+        .with_workers(workers)
+        .with_forensics(crate::milter::forensics::Forensics::new(&dir));
     match RedisLayer::from_config(&cfg) {
         Ok(Some(shared)) => {
             info!(

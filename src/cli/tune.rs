@@ -312,10 +312,10 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
         cfg.store.backend = crate::config::StoreBackend::Memory;
         let opts = ReplayOptions {
             clock: args.clock.into(),
+            read_in: super::read_in_workers()?,
             ..ReplayOptions::default()
         };
-        let s = replay_files(&args.mbox, &cfg, opts, |_| {})
-            .map_err(|(path, source)| CliError::Read { path, source })?;
+        let s = replay_files(&args.mbox, &cfg, opts, |_| {})?;
         let labels: Vec<Option<&str>> = s.records.iter().map(|r| label_of(&truth, r)).collect();
         if labels.iter().all(Option::is_none) {
             return Err(CliError::Usage(format!(

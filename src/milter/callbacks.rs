@@ -234,7 +234,13 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
         Err(e) => {
             state.metrics.record_error();
             let decision = reply::failure(&cfg.milter);
-            warn!(queue_id = %queue_id, error = %e, action = decision.as_str(), "engine failed, applying failure_action");
+            warn!(
+                queue_id = %queue_id,
+                cause = e.label(),
+                error = %e,
+                action = decision.as_str(),
+                "message not judged: reading it failed; failure_action applied"
+            );
             decision
         }
     };

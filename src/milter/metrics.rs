@@ -261,6 +261,31 @@ pub fn render(state: &State, now: u64) -> String {
     for (name, help, v) in counters {
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
+    if let Some(w) = state.workers() {
+        let st = w.stats();
+        let _ = writeln!(
+            s,
+            "# HELP bulkwatch_analysis_failures_total Messages not judged because reading \
+             them failed, by cause (the worker died, timed out, panicked, answered \
+             malformed, or none could be started); each got failure_action.\n\
+             # TYPE bulkwatch_analysis_failures_total counter"
+        );
+        for l in crate::worker::Failure::LABELS {
+            let _ = writeln!(
+                s,
+                "bulkwatch_analysis_failures_total{{cause=\"{l}\"}} {}",
+                st.failures(l)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "# HELP bulkwatch_workers_started_total Worker processes started (at start, \
+             after a failure, and every {} messages).\n\
+             # TYPE bulkwatch_workers_started_total counter\nbulkwatch_workers_started_total {}",
+            crate::worker::MAX_USES,
+            st.started.load(Ordering::Relaxed)
+        );
+    }
     let _ = writeln!(
         s,
         "# HELP bulkwatch_engine_seconds Engine time per message (analyze and decide)."

@@ -4,10 +4,12 @@
 //!   completes (the shape of mini-redis `server::run`), so tests can start
 //!   it in-process on `127.0.0.1:0`.
 //! - [`State`] is what all connections share: the [`Judge`] (local engine
-//!   and optional Redis store; this module adds only what is async: large
-//!   messages analysed on the blocking pool under `engine_timeout`, the
-//!   Redis call under twice its timeout), the live configuration as an
-//!   `Arc` swapped on reload, counters for metrics and the alert queue.
+//!   and optional Redis store; this module adds only what is async: the
+//!   message read by a worker process under `engine_timeout`
+//!   ([`crate::worker`]), the Redis call under twice its timeout), the live
+//!   configuration as an `Arc` swapped on reload, counters for metrics and
+//!   the alert queue. A message whose reading failed gets `failure_action`
+//!   and is kept in `state_dir/failed/` ([`forensics`]).
 //! - `callbacks.rs` wires protocol stages to `session.rs` (per-message
 //!   state) and `reply.rs` (the only module that knows milter actions).
 //! - `guard.rs` is the listener's guard against floods and idle peers.
@@ -17,6 +19,7 @@
 pub mod alert;
 pub mod callbacks;
 pub mod control;
+pub mod forensics;
 pub mod guard;
 pub mod metrics;
 pub mod reply;
@@ -34,7 +37,7 @@ use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::engine::verdict::Verdict;
-use crate::engine::{analyze, Analysis, Engine, Envelope, UnixSecs};
+use crate::engine::{fingerprint, read, Analysis, Engine, Envelope, ReadConfig, UnixSecs};
 use crate::store::judge::{Answer, Judge, Step, Warming};
 use crate::store::RedisLayer;
 use metrics::Metrics;
@@ -53,34 +56,15 @@ pub struct State {
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
     alerts: Option<mpsc::Sender<alert::Alert>>,
-    /// Analyses running at once, at most (see [`scan_slots`]). A permit is
-    /// held by the blocking task itself, so an analysis that outlives its
-    /// `engine_timeout` still counts until it ends: hostile mail cannot
-    /// pile up work and memory behind timed-out messages.
-    scans: Arc<tokio::sync::Semaphore>,
+    /// The worker processes that read mail ([`crate::worker`]); `None`
+    /// reads in this process (tests of the milter side only: `serve`
+    /// always has workers).
+    workers: Option<crate::worker::Pool>,
+    /// Where messages that killed their reading are kept.
+    forensics: Option<forensics::Forensics>,
     /// Recent messages for `bulkwatch campaigns show`, and the file that
     /// keeps the memory store's allowances ([`control`]).
     pub control: control::Control,
-}
-
-/// Messages up to this size are analysed on the connection's own task;
-/// larger ones on the blocking pool, bounded by `engine_timeout`.
-///
-/// Most mail is far smaller, and for it the hop to a pool thread and back
-/// (two thread wake-ups while Postfix keeps both cores busy) cost more than
-/// the analysis itself: 0.45 ms of latency per message through Postfix
-/// against about 0.1 ms of CPU (`benches/postfix_milter.sh`). Analysis is
-/// linear in the message's size, and the slowest message of the hostile
-/// suite cut to this size (10^5 nested HTML tags) takes about 1 ms
-/// (`cargo bench --bench engine -- inline`), so a timeout could not fire
-/// for one. Inline analyses are still at most one per runtime worker
-/// thread, one per core: the same bound as [`scan_slots`].
-pub const INLINE_SCAN_BYTES: usize = 64 * 1024;
-
-/// Concurrent analyses: the number of CPUs, at least 2. More would only
-/// queue for the CPUs while holding a parsed message in memory each.
-pub fn scan_slots() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 /// A message's verdict, for the reply and the log line.
@@ -97,10 +81,17 @@ pub struct Judgement {
 /// Why the engine gave no verdict.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
-    #[error("engine timed out after {0:?}")]
-    Timeout(Duration),
-    #[error("engine task failed")]
-    Task(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Read(#[from] crate::worker::Failure),
+}
+
+impl AnalysisError {
+    /// The cause as a metric label ([`crate::worker::Failure::label`]).
+    pub fn label(&self) -> &'static str {
+        match self {
+            AnalysisError::Read(f) => f.label(),
+        }
+    }
 }
 
 /// Seconds since the Unix epoch, from the system clock.
@@ -119,7 +110,8 @@ impl State {
             config: RwLock::new(config),
             metrics: Metrics::new(unix_now()),
             alerts: None,
-            scans: Arc::new(tokio::sync::Semaphore::new(scan_slots())),
+            workers: None,
+            forensics: None,
             control: control::Control::default(),
         }
     }
@@ -128,6 +120,23 @@ impl State {
     pub fn with_control(mut self, control: control::Control) -> State {
         self.control = control;
         self
+    }
+
+    /// Reads mail in `workers` instead of this process.
+    pub fn with_workers(mut self, workers: crate::worker::Pool) -> State {
+        self.workers = Some(workers);
+        self
+    }
+
+    /// Keeps messages that killed their reading in `f`'s directory.
+    pub fn with_forensics(mut self, f: forensics::Forensics) -> State {
+        self.forensics = Some(f);
+        self
+    }
+
+    /// The worker pool, if mail is read in workers.
+    pub fn workers(&self) -> Option<&crate::worker::Pool> {
+        self.workers.as_ref()
     }
 
     /// Judges with `shared` first and the local engine as the fallback.
@@ -181,13 +190,13 @@ impl State {
         keys
     }
 
-    /// Analyzes a message outside any lock (inline up to
-    /// [`INLINE_SCAN_BYTES`], else on the blocking pool, bounded by
-    /// `engine_timeout`), then decides under the engine lock at the
-    /// current time.
+    /// Reads a message (in a worker process when the state has workers,
+    /// bounded by `engine_timeout`), fingerprints it, then decides under
+    /// the engine lock at the current time. A message whose reading failed
+    /// is kept for forensics ([`forensics`]).
     ///
     /// # Errors
-    /// Timeout or a failed analysis task.
+    /// The reading failed: the worker died, panicked or timed out.
     pub async fn judge_message(
         &self,
         cfg: &Arc<Config>,
@@ -196,11 +205,19 @@ impl State {
         let start = Instant::now();
         let env = msg.envelope;
         let raw = msg.raw;
-        let analysis = if raw.len() <= INLINE_SCAN_BYTES {
-            analyze(&raw, &env, cfg)
-        } else {
-            self.analyze_pooled(cfg, raw, &env).await?
+        let reading = match &self.workers {
+            Some(pool) => match pool.read(&raw, &env.rcpts, cfg.milter.engine_timeout).await {
+                Ok(r) => r,
+                Err(e) => {
+                    if let Some(f) = &self.forensics {
+                        f.keep(env.queue_id.as_deref(), raw).await;
+                    }
+                    return Err(e.into());
+                }
+            },
+            None => read(&raw, &env.rcpts, &ReadConfig::of(cfg)),
         };
+        let analysis = fingerprint(reading, cfg);
         let (verdict, elapsed) = self.judge_analysis(cfg, &analysis, &env, start).await;
         Ok(Judgement {
             verdict,
@@ -208,36 +225,6 @@ impl State {
             message_id: analysis.message_id,
             subject: analysis.subject,
         })
-    }
-
-    /// Analyzes a large message on the blocking pool, at most
-    /// [`scan_slots`] at once, bounded by `engine_timeout` (waiting for a
-    /// slot included).
-    async fn analyze_pooled(
-        &self,
-        cfg: &Arc<Config>,
-        raw: Vec<u8>,
-        env: &crate::engine::Envelope,
-    ) -> Result<crate::engine::Analysis, AnalysisError> {
-        let task_cfg = Arc::clone(cfg);
-        let task_env = env.clone();
-        let limit = cfg.milter.engine_timeout;
-        let scans = Arc::clone(&self.scans);
-        let analysis = tokio::time::timeout(limit, async move {
-            let permit = scans.acquire_owned().await.ok();
-            tokio::task::spawn_blocking(move || {
-                let a = analyze(&raw, &task_env, &task_cfg);
-                drop(permit);
-                a
-            })
-            .await
-        })
-        .await;
-        match analysis {
-            Err(_) => Err(AnalysisError::Timeout(limit)),
-            Ok(Err(e)) => Err(AnalysisError::Task(e)),
-            Ok(Ok(a)) => Ok(a),
-        }
     }
 
     /// Judges an analysis at the current time ([`Judge`]): the Redis call,

@@ -78,6 +78,8 @@ pub struct ReplayOptions {
     /// [`DEFAULT_MAX_THREADS`]. Decisions are made in order on one
     /// thread, so the result is the same for any number.
     pub jobs: usize,
+    /// Where messages are read (parsed and normalized).
+    pub read_in: ReadIn,
 }
 
 impl Default for ReplayOptions {
@@ -86,8 +88,81 @@ impl Default for ReplayOptions {
             rate: 1.0,
             clock: Clock::Simulated,
             jobs: 0,
+            read_in: ReadIn::ThisProcess,
         }
     }
+}
+
+/// Where a replay reads messages.
+#[derive(Debug, Clone, Default)]
+pub enum ReadIn {
+    /// In this process: tests and benchmarks of the engine. A message
+    /// that kills its parser ends the replay.
+    #[default]
+    ThisProcess,
+    /// In worker processes of `program` (the `bulkwatch` binary), one per
+    /// analysis thread, as the daemon reads mail ([`crate::worker`]): a
+    /// message that kills its reading is reported
+    /// ([`ReplaySummary::failures`]) and the replay goes on. What
+    /// `bulkwatch replay`, `scan` and `tune` do.
+    Workers {
+        program: PathBuf,
+        hooks: crate::worker::Hooks,
+    },
+}
+
+/// How one analysis thread reads.
+enum Reader {
+    Here,
+    Worker(crate::worker::Local),
+}
+
+impl Reader {
+    fn new(read_in: &ReadIn, cfg: &Config) -> Result<Reader, crate::worker::Failure> {
+        match read_in {
+            ReadIn::ThisProcess => Ok(Reader::Here),
+            ReadIn::Workers { program, hooks } => Ok(Reader::Worker(crate::worker::Local::start(
+                program,
+                cfg,
+                hooks.clone(),
+            )?)),
+        }
+    }
+
+    /// Reads and fingerprints one message of an mbox (no envelope).
+    fn analyze(&self, raw: &[u8], cfg: &Config) -> Result<Analysis, crate::worker::Failure> {
+        match self {
+            Reader::Here => Ok(analyze_unenveloped(raw, cfg)),
+            Reader::Worker(w) => w
+                .read(raw, &[], cfg.milter.engine_timeout)
+                .map(|r| crate::engine::fingerprint(r, cfg)),
+        }
+    }
+}
+
+/// Why a replay did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// An input could not be opened (or holds no message).
+    #[error("cannot read {path}")]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The workers that read mail could not be started.
+    #[error("cannot start the workers that read mail")]
+    Workers(#[source] crate::worker::Failure),
+}
+
+/// A message the replay could not judge because reading it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub mbox: String,
+    /// 1-based index within its mbox.
+    pub index: usize,
+    /// What happened ([`crate::worker::Failure`]).
+    pub cause: String,
 }
 
 /// Most analysis threads `jobs = 0` starts. Past about eight, the one
@@ -172,6 +247,9 @@ pub struct ReplaySummary {
     pub records: Vec<Record>,
     /// Messages that could not be read from an mbox (I/O errors).
     pub read_errors: usize,
+    /// Messages whose reading failed in their worker (it died, panicked
+    /// or ran out of time), in the order met; the replay went on.
+    pub failures: Vec<Failed>,
     pub by_level: HashMap<&'static str, usize>,
     /// With the Redis store: messages Redis judged, and messages judged
     /// from the local window because Redis failed or was skipped.
@@ -391,6 +469,15 @@ impl Replayer {
         self.summary.read_errors += 1;
     }
 
+    /// Records a message whose reading failed.
+    pub fn analysis_failed(&mut self, mbox: &str, index: usize, f: &crate::worker::Failure) {
+        self.summary.failures.push(Failed {
+            mbox: mbox.to_owned(),
+            index,
+            cause: f.to_string(),
+        });
+    }
+
     /// Resolves campaign ids through the merges and returns the summary.
     pub fn finish(mut self) -> ReplaySummary {
         for r in &mut self.summary.records {
@@ -423,16 +510,22 @@ impl Replayer {
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error. Every file is opened
-/// once before the first message is read.
+/// once before the first message is read. Or the workers
+/// ([`ReadIn::Workers`]) cannot be started.
 pub fn replay_files(
     paths: &[PathBuf],
     cfg: &Config,
     opts: ReplayOptions,
     mut progress: impl FnMut(u64),
-) -> Result<ReplaySummary, (PathBuf, std::io::Error)> {
+) -> Result<ReplaySummary, ReplayError> {
     let threads = opts.threads();
     let clock = opts.clock;
-    let inputs = Inputs::open(paths, clock)?;
+    let inputs =
+        Inputs::open(paths, clock).map_err(|(path, source)| ReplayError::Input { path, source })?;
+    let readers = (0..threads)
+        .map(|_| Reader::new(&opts.read_in, cfg))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(ReplayError::Workers)?;
     let names: Vec<String> = paths.iter().map(|p| mbox_name(p)).collect();
     let mut r = Replayer::new(cfg, opts);
     // Messages per file, unreadable ones included.
@@ -443,17 +536,17 @@ pub fn replay_files(
         }
     };
     match clock {
-        Clock::Simulated => for_each_analyzed(inputs, cfg, threads, |item, a| {
+        Clock::Simulated => for_each_analyzed(inputs, cfg, readers, |item, a| {
             count(&item);
             feed_item(&mut r, &names, &item, a.as_ref(), &mut progress);
         }),
         Clock::Arrival => {
-            let mut all: Vec<(Item, Option<Analysis>)> = Vec::new();
-            for_each_analyzed(inputs, cfg, threads, |mut item, a| {
+            let mut all: Vec<(Item, Option<Analyzed>)> = Vec::new();
+            for_each_analyzed(inputs, cfg, readers, |mut item, a| {
                 count(&item);
                 // The message's bytes are done with: keep what judging needs.
                 item.msg = item.msg.map(|_| Vec::new());
-                all.push((item, a.map(compact)));
+                all.push((item, a.map(|a| a.map(compact))));
             });
             time_undated(&mut all);
             // Stable: equal times stay in the order read.
@@ -470,17 +563,20 @@ pub fn replay_files(
         .zip(&counts)
         .find_map(|(p, n)| (*n == 0).then_some(p))
     {
-        return Err((
-            p.clone(),
-            std::io::Error::new(
+        return Err(ReplayError::Input {
+            path: p.clone(),
+            source: std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 "it holds no message (an mbox file starts each message with a \"From \" line; \
                  a Maildir holds one per file in cur/ and new/)",
             ),
-        ));
+        });
     }
     Ok(r.finish())
 }
+
+/// A message's analysis, or why reading it failed.
+type Analyzed = Result<Analysis, crate::worker::Failure>;
 
 /// What the arrival clock keeps of an analysis until its message is
 /// judged: everything but the normalized text.
@@ -492,7 +588,7 @@ fn compact(mut a: Analysis) -> Analysis {
 /// Gives each message of the arrival clock that has no usable date the
 /// time of the last dated message before it in its file, or, before the
 /// first one, the time of that first one (0 in a file with none).
-fn time_undated(all: &mut [(Item, Option<Analysis>)]) {
+fn time_undated(all: &mut [(Item, Option<Analyzed>)]) {
     for run in all.chunk_by_mut(|(x, _), (y, _)| x.file == y.file) {
         let mut last = run.iter().find_map(|(i, _)| i.time).unwrap_or(0);
         for (item, _) in run.iter_mut() {
@@ -622,40 +718,43 @@ impl Iterator for Inputs {
     }
 }
 
-/// Decides one message from its analysis, or counts it unreadable.
+/// Decides one message from its analysis, or counts it unreadable or
+/// failed.
 fn feed_item(
     r: &mut Replayer,
     names: &[String],
     item: &Item,
-    a: Option<&Analysis>,
+    a: Option<&Analyzed>,
     progress: &mut impl FnMut(u64),
 ) {
+    let name = names.get(item.file).map_or("", String::as_str);
     match a {
-        Some(a) => {
-            let name = names.get(item.file).map_or("", String::as_str);
+        Some(Ok(a)) => {
             r.feed_timed(name, item.index + 1, a, item.time);
         }
+        Some(Err(f)) => r.analysis_failed(name, item.index + 1, f),
         None => r.read_error(),
     }
     progress(1);
 }
 
 /// Analyzes every message of `messages` and hands each with its analysis
-/// (`None`: unreadable) to `f`, in the order read: on this thread, or on
-/// `threads` analysis threads with a reader thread.
+/// (`None`: unreadable) to `f`, in the order read: on this thread with
+/// one reader, or on one analysis thread per reader with a thread that
+/// reads the inputs.
 fn for_each_analyzed(
     mut messages: impl Iterator<Item = Item> + Send,
     cfg: &Config,
-    threads: usize,
-    mut f: impl FnMut(Item, Option<Analysis>),
+    readers: Vec<Reader>,
+    mut f: impl FnMut(Item, Option<Analyzed>),
 ) {
+    let threads = readers.len();
     if threads <= 1 {
+        let Some(reader) = readers.first() else {
+            return;
+        };
         for item in messages {
-            let a = item
-                .msg
-                .as_ref()
-                .ok()
-                .map(|raw| analyze_unenveloped(raw, cfg));
+            let a = item.msg.as_ref().ok().map(|raw| reader.analyze(raw, cfg));
             f(item, a);
         }
         return;
@@ -665,19 +764,14 @@ fn for_each_analyzed(
     std::thread::scope(|scope| {
         let mut to_workers = Vec::with_capacity(threads);
         let mut from_workers = Vec::with_capacity(threads);
-        for _ in 0..threads {
+        for reader in readers {
             let (tx, rx) = sync_channel::<Batch>(1);
-            let (done_tx, done_rx) = sync_channel::<(Batch, Vec<Option<Analysis>>)>(1);
+            let (done_tx, done_rx) = sync_channel::<(Batch, Vec<Option<Analyzed>>)>(1);
             scope.spawn(move || {
                 for batch in rx {
                     let analyses = batch
                         .iter()
-                        .map(|item| {
-                            item.msg
-                                .as_ref()
-                                .ok()
-                                .map(|raw| analyze_unenveloped(raw, cfg))
-                        })
+                        .map(|item| item.msg.as_ref().ok().map(|raw| reader.analyze(raw, cfg)))
                         .collect();
                     if done_tx.send((batch, analyses)).is_err() {
                         break;

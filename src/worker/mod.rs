@@ -46,6 +46,12 @@ use crate::engine::{ReadConfig, Reading};
 pub use wire::Hooks;
 use wire::{Hello, Ready, Reply, Request};
 
+/// Workers the daemon keeps: the number of CPUs, at least 2. More would
+/// only queue for the CPUs while holding a message each.
+pub fn default_size() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
 /// Messages a worker reads before it is replaced.
 pub const MAX_USES: u32 = 1000;
 /// Longest a new worker may take to start and sandbox itself.

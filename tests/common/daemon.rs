@@ -69,6 +69,14 @@ impl Daemon {
         }
     }
 
+    /// A daemon started by the caller, logging into `log`.
+    pub fn adopt(child: Child, log: &Path) -> Daemon {
+        Daemon {
+            child,
+            log: log.to_owned(),
+        }
+    }
+
     /// Waits (bounded) for the daemon to exit on its own.
     pub fn wait_exit(mut self) -> (ExitStatus, String) {
         let deadline = Instant::now() + Duration::from_secs(60);

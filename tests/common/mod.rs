@@ -25,8 +25,22 @@ pub struct Milter {
     handle: JoinHandle<std::io::Result<()>>,
 }
 
+/// A milter for `cfg` that reads mail in worker processes of the real
+/// binary, as `serve` does.
 pub async fn start(cfg: Config) -> Milter {
-    start_state(State::new(Engine::new(&cfg))).await
+    start_state(State::new(Engine::new(&cfg)).with_workers(workers(&cfg).await)).await
+}
+
+/// Two worker processes of the `bulkwatch` binary for `cfg`.
+pub async fn workers(cfg: &Config) -> bulkwatch::worker::Pool {
+    bulkwatch::worker::Pool::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_bulkwatch")),
+        cfg,
+        2,
+        bulkwatch::worker::Hooks::default(),
+    )
+    .await
+    .unwrap()
 }
 
 /// A milter around a prepared state (e.g. with a shared store).
