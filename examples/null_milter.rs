@@ -12,8 +12,8 @@
 //! (or `unix:/path`). Stops on SIGTERM or SIGINT.
 
 use bulkwatch::milter::callbacks::NO_REPLY;
-use bulkwatch::milter::NoDelayListener;
-use indymilter::{Callbacks, Config, EitherListener, Status};
+use bulkwatch::milter::Listener;
+use indymilter::{Callbacks, Config, Status};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -27,16 +27,16 @@ async fn main() -> std::io::Result<()> {
             _ => addr = arg,
         }
     }
-    let listener: EitherListener<NoDelayListener, UnixListener> = match addr.strip_prefix("unix:") {
+    let listener: Listener = match addr.strip_prefix("unix:") {
         Some(path) => {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::remove_file(path);
             let l = UnixListener::bind(path)?;
             // Postfix connects as user postfix.
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
-            EitherListener::Unix(l)
+            Listener::Unix(l)
         }
-        None => EitherListener::Tcp(NoDelayListener(TcpListener::bind(&addr).await?)),
+        None => Listener::Tcp(TcpListener::bind(&addr).await?),
     };
     let mut callbacks: Callbacks<()> = Callbacks::new();
     if no_reply {

@@ -214,7 +214,10 @@ mod tests {
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert!(matches!(
             read_regular(&link, 5, Links::Refuse),
-            Err(FileError::NotRegular { kind: "a symbolic link", .. })
+            Err(FileError::NotRegular {
+                kind: "a symbolic link",
+                ..
+            })
         ));
         assert_eq!(read_regular(&link, 5, Links::Follow).unwrap(), b"hello");
         let zero = dir.path().join("zero");

@@ -58,8 +58,9 @@ async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Statu
 
 /// Before: `max_connections` idle connections held every slot, and
 /// Postfix's connection waited (until the library's 2-hour timeout) while
-/// its mail passed unfiltered. Now a new connection evicts the one idle
-/// longest: mail keeps being filtered, and the evicted client reads EOF.
+/// its mail passed unfiltered. Now a new connection evicts the oldest that
+/// never sent a command: mail keeps being filtered, and the evicted client
+/// reads EOF.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_at_max_cannot_blind_the_filter() {
     let dir = tempfile::tempdir().unwrap();
@@ -98,7 +99,9 @@ async fn idle_connections_at_max_cannot_blind_the_filter() {
     let text = metrics_text(metrics);
     let evicted = counter(&text, "bulkwatch_connections_evicted_total");
     assert!(evicted >= 1, "{text}");
-    assert!(d.log_text().contains("closed the longest-idle one"));
+    assert!(d
+        .log_text()
+        .contains("closed a fresh (never sent a command) one"));
     drop(idle);
     assert!(d.stop().success());
 }
@@ -241,4 +244,109 @@ async fn a_recipient_flood_cannot_push_the_body_out() {
     assert!(h.contains("size=8000"), "{h}");
     conn.close().await.unwrap();
     m.stop().await;
+}
+
+/// One message whose MTA pauses 0.3 s before each command, as Postfix
+/// does when its SMTP client is slow: the milter connection is silent in
+/// the middle of a transaction.
+async fn slow_session(socket: &Path, i: usize) -> Option<String> {
+    use indymilter_test::{MacroStage, TestConnection};
+    let pause = || tokio::time::sleep(Duration::from_millis(300));
+    let m = spam(NAMES[i % NAMES.len()], 9000 + i as u32);
+    let mut conn = TestConnection::configure().open_unix(socket).await.ok()?;
+    pause().await;
+    conn.connect("client.example", ([192, 0, 2, 7], 40000))
+        .await
+        .ok()?;
+    pause().await;
+    conn.helo("client.example").await.ok()?;
+    pause().await;
+    conn.macros(MacroStage::Mail, [("i", m.queue_id.as_str())])
+        .await
+        .ok()?;
+    conn.mail(["<offers@deals.example>"]).await.ok()?;
+    pause().await;
+    conn.rcpt([m.rcpt.as_str()]).await.ok()?;
+    pause().await;
+    conn.data().await.ok()?;
+    for (k, v) in &m.headers {
+        pause().await;
+        conn.header(k.as_str(), v.as_str()).await.ok()?;
+    }
+    pause().await;
+    conn.eoh().await.ok()?;
+    pause().await;
+    conn.body(m.body.as_bytes().to_vec()).await.ok()?;
+    pause().await;
+    let (actions, status) = conn.eom().await.ok()?;
+    let _ = conn.close().await;
+    (status == Status::Accept).then(|| header(&actions).unwrap_or_default())
+}
+
+/// Before: at max_connections the longest-idle connection was closed, and
+/// a flood of fresh, empty connections is always younger than a Postfix
+/// session waiting 0.3 s on its SMTP client: all 10 such sessions were cut
+/// (their mail passed unfiltered). Now fresh connections that never sent a
+/// command go first: every session completes and is judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_churn_of_fresh_connections_never_cuts_a_slow_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 16),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("daemon.log"), Some(1024));
+    d.wait_log("bulkwatch serving");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (socket, done) = (socket.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut opened = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(s) = UnixStream::connect(&socket) {
+                    held.push_back(s);
+                    opened += 1;
+                }
+                if held.len() > 64 {
+                    held.pop_front();
+                }
+            }
+            opened
+        })
+    };
+    let sessions: Vec<_> = (0..10)
+        .map(|i| {
+            let socket = socket.clone();
+            tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(120), slow_session(&socket, i))
+                    .await
+                    .ok()
+                    .flatten()
+            })
+        })
+        .collect();
+    let mut judged = 0;
+    for s in sessions {
+        if s.await.unwrap().is_some() {
+            judged += 1;
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = churn.join().unwrap();
+    assert_eq!(
+        judged, 10,
+        "sessions cut by the churn ({opened} connections)"
+    );
+    assert!(opened > 16, "the churn went past max_connections");
+    let text = metrics_text(metrics);
+    assert!(
+        counter(&text, "bulkwatch_connections_evicted_total") > 0,
+        "{text}"
+    );
+    assert!(d.stop().success());
 }

@@ -171,14 +171,23 @@ async fn a_reading_that_aborts_costs_one_verdict() {
             .lines()
             .find(|l| l.contains("queue_id=QABORT1") && l.contains("not judged"))
             .unwrap_or_else(|| panic!("no log line for the abort:\n{text}"));
-        assert!(line.contains("cause=\"died\"") || line.contains("cause=died"), "{line}");
+        assert!(
+            line.contains("cause=\"died\"") || line.contains("cause=died"),
+            "{line}"
+        );
         assert!(line.contains("SIGABRT"), "{line}");
         assert!(text.lines().any(|l| l.contains("queue_id=QHANG1")
             && l.contains("not judged")
             && l.contains("timeout")));
         let m = metrics(addr);
-        assert!(m.contains("bulkwatch_analysis_failures_total{cause=\"died\"} 1"), "{m}");
-        assert!(m.contains("bulkwatch_analysis_failures_total{cause=\"timeout\"} 1"), "{m}");
+        assert!(
+            m.contains("bulkwatch_analysis_failures_total{cause=\"died\"} 1"),
+            "{m}"
+        );
+        assert!(
+            m.contains("bulkwatch_analysis_failures_total{cause=\"timeout\"} 1"),
+            "{m}"
+        );
         let kept: Vec<String> = fs::read_dir(state.join("failed"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

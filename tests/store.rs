@@ -172,6 +172,10 @@ fn open_store(cfg: &Config) -> Box<dyn Store> {
     }
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_redis_stores_agree_on_the_fixture_stream() {
     agree_on_the_fixture_stream(RedisLayout::Script);
@@ -301,6 +305,10 @@ fn merge_chain(cfg: &Config, links: usize, st: &mut u64) -> (Vec<u64>, Vec<u64>)
 /// campaign through 80 aliases. A message like the first campaign's
 /// joins the oldest in both stores. (The script once gave up after 64
 /// aliases, and such a message started a campaign of its own there.)
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_redis_stores_agree_on_long_merge_chains() {
     agree_on_long_merge_chains(RedisLayout::Script);
@@ -357,6 +365,10 @@ fn agree_on_long_merge_chains(layout: RedisLayout) {
 /// nodes of nodes down the chain), and its counts must still fall as in
 /// memory, level by level, until the whole campaign has left and its
 /// first text starts it again.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_redis_stores_agree_as_merged_campaigns_leave_the_window() {
     agree_as_merged_campaigns_leave_the_window(RedisLayout::Script);
@@ -435,6 +447,10 @@ fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
     }
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
     agree_as_messages_leave_the_window(RedisLayout::Script);
@@ -470,6 +486,10 @@ fn agree_as_messages_leave_the_window(layout: RedisLayout) {
     assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_redis_cluster_store_agrees_with_memory() {
     cluster_agrees_with_memory(RedisLayout::Script);
@@ -808,6 +828,10 @@ fn spam(n: u32) -> Vec<u8> {
     raw.into_bytes()
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn two_daemons_sharing_redis_see_one_campaign() {
     two_daemons_see_one_campaign(RedisLayout::Script);
@@ -1080,6 +1104,10 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
     }
 }
 
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[test]
 fn a_redis_outage_costs_no_verdict_and_sharing_resumes() {
     an_outage_costs_no_verdict(RedisLayout::Script);
@@ -1311,6 +1339,10 @@ fn replay_uses_the_store_its_config_names() {
 /// reaches the threshold, by whichever daemon sees that message; both list
 /// it with the site's counts, and `bulkwatch campaigns allow` or `forget`
 /// on one host applies to the other.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_share_one_campaign() {
     two_serve_processes("script").await;

@@ -112,10 +112,7 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
         b.finish_and_clear();
     }
     for f in &summary.failures {
-        eprintln!(
-            "{} message {}: not judged: {}",
-            f.mbox, f.index, f.cause
-        );
+        eprintln!("{} message {}: not judged: {}", f.mbox, f.index, f.cause);
     }
     let redis = cfg.store.backend == crate::config::StoreBackend::Redis;
     if redis && matches!(args.clock, ClockArg::Arrival) {

@@ -52,7 +52,7 @@ use tracing::{error, info, warn};
 use crate::cli::{CliError, Exit};
 use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
-use crate::milter::{alert, metrics, unix_now, AnyListener, NoDelayListener, State};
+use crate::milter::{alert, metrics, unix_now, Listener, State};
 use crate::store::snapshot::{self, FILE_NAME};
 use crate::store::RedisLayer;
 
@@ -395,14 +395,14 @@ fn socket_in_use(path: &Path) -> io::Result<bool> {
 /// The address is in use, the path exists and is not a socket, another
 /// process listens on the socket (or whether one does cannot be told), or
 /// the owner, group or mode cannot be applied.
-pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<BoundSocket>), CliError> {
+pub async fn bind(m: &MilterConfig) -> Result<(Listener, Option<BoundSocket>), CliError> {
     match &m.socket {
         SocketSpec::Inet(addr) => {
             let l = TcpListener::bind(addr)
                 .await
                 .map_err(|e| other(format!("cannot listen on inet:{addr}"), e))?;
             info!(socket = %format!("inet:{}", l.local_addr().map_or(addr.clone(), |a| a.to_string())), "milter listening");
-            Ok((AnyListener::Tcp(NoDelayListener(l)), None))
+            Ok((Listener::Tcp(l), None))
         }
         SocketSpec::Unix(path) => {
             if let Ok(meta) = fs::symlink_metadata(path) {
@@ -473,7 +473,7 @@ pub async fn bind(m: &MilterConfig) -> Result<(AnyListener, Option<BoundSocket>)
                     .map_err(|e| other(format!("cannot chown {}", path.display()), e))?;
             }
             info!(socket = %format!("unix:{}", path.display()), "milter listening");
-            Ok((AnyListener::Unix(l), Some(bound)))
+            Ok((Listener::Unix(l), Some(bound)))
         }
     }
 }

@@ -5,7 +5,7 @@
 //! the session collects, and up to the body Postfix is asked not to wait
 //! for a reply ([`NO_REPLY`]); over TCP the listener acknowledges each read
 //! at once so that Postfix's packets written in a row do not stall (see
-//! [`crate::milter::TcpConn`]).
+//! [`crate::milter::listener`]).
 
 use std::ffi::{CStr, CString};
 use std::net::IpAddr;

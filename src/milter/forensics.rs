@@ -129,7 +129,13 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let dir = state.path().join(DIR);
         for t in 0..(MAX_KEPT as u64 + 5) {
-            keep(&dir, "4Xz9/..\n", format!("message {t}").as_bytes(), 1000 + t).unwrap();
+            keep(
+                &dir,
+                "4Xz9/..\n",
+                format!("message {t}").as_bytes(),
+                1000 + t,
+            )
+            .unwrap();
         }
         let mut names: Vec<String> = fs::read_dir(&dir)
             .unwrap()
@@ -142,9 +148,14 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         // The same second and queue id: another name.
+        let dir = state.path().join("other");
         keep(&dir, "", b"a", 5).unwrap();
         keep(&dir, "", b"b", 5).unwrap();
-        assert!(dir.join("0000000005-noqueue-1.eml").exists());
+        assert_eq!(fs::read(dir.join("0000000005-noqueue.eml")).unwrap(), b"a");
+        assert_eq!(
+            fs::read(dir.join("0000000005-noqueue-1.eml")).unwrap(),
+            b"b"
+        );
     }
 
     #[test]

@@ -7,117 +7,244 @@
 //!   counted (`bulkwatch_accept_errors_total`) and waited out with a
 //!   back-off from 10 ms up to 1 s; accepting then goes on. The milter
 //!   library would otherwise treat the error as fatal and the daemon exit.
-//! - **A full server still serves.** At most `milter.max_connections`
-//!   connections are kept; when a new one arrives and that many are open,
-//!   the one that has been idle longest (no byte read from it for the
-//!   longest time) is closed, counted (`bulkwatch_connections_evicted_total`)
-//!   and logged. Holding every slot with idle connections can then no
-//!   longer blind the filter: Postfix's next connection evicts one of them.
-//!   An evicted connection reads end-of-file; its session ends as if the
-//!   client had closed it.
+//! - **A full server still serves, and never cuts a live Postfix
+//!   session.** At most `milter.max_connections` connections are kept.
+//!   The guard follows each connection's milter commands (the frames'
+//!   command bytes, not their contents) and knows its phase: *fresh* (no
+//!   complete command yet), *between transactions*, or *in a transaction*
+//!   (from MAIL to the end of the message or an abort). When a new
+//!   connection arrives and that many are open, one is closed to make
+//!   room, in this order ([`Registry::victim`]):
+//!   1. a fresh connection, the oldest first: a client that connects and
+//!      says nothing (Postfix negotiates at once). One whose first bytes
+//!      wait in it unread (its session has not been scheduled yet) is not
+//!      fresh: the guard looks (a peek) before it closes one;
+//!   2. a connection between transactions silent for [`QUIET`] or more,
+//!      the longest silent first;
+//!   3. a connection in a transaction silent for [`STALLED`] or more, the
+//!      longest silent first;
+//!
+//!   and when none is, the new connection itself is closed: it is the
+//!   one at the back of the line. A flood of fresh, empty connections
+//!   therefore only ever evicts itself, and a Postfix session waiting on
+//!   a slow SMTP client keeps its connection. Evictions and refusals are
+//!   counted (`bulkwatch_connections_evicted_total`,
+//!   `bulkwatch_connections_refused_total`) and logged at most once a
+//!   second. An evicted connection reads end-of-file; its session ends as
+//!   if the client had closed it.
 //! - Idle connections are closed by the milter library after
 //!   `milter.idle_timeout_secs` without a complete protocol message (see
 //!   [`crate::milter::run`]).
+//!
+//! A read touches only its own connection's state (atomics); the
+//! registry's lock is taken when a connection is accepted or closed.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
+use crate::milter::listener::{Listener, Socket, Waiting};
 use crate::milter::State;
 
 /// First wait after a failed accept; it doubles up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// Accept errors are logged at most this often.
+/// Accept errors, evictions and refusals are logged at most this often.
 const LOG_EVERY: Duration = Duration::from_secs(1);
+/// A connection between transactions silent this long may be evicted.
+pub const QUIET: Duration = Duration::from_secs(10);
+/// A connection in a transaction silent this long may be evicted (Postfix
+/// sends the next command as soon as its SMTP client does; a client
+/// slower than this is rare, and Postfix then applies its
+/// `milter_default_action` to that message only).
+pub const STALLED: Duration = Duration::from_secs(60);
 
-/// One tracked connection.
+/// Where a connection is in the milter protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    /// No complete command read yet.
+    Fresh = 0,
+    /// Negotiated; no transaction open.
+    Between = 1,
+    /// Between MAIL and the end of the message (or an abort).
+    InTransaction = 2,
+}
+
+impl Phase {
+    fn of(v: u8) -> Phase {
+        match v {
+            0 => Phase::Fresh,
+            1 => Phase::Between,
+            _ => Phase::InTransaction,
+        }
+    }
+
+    /// The phase after the command `cmd` (the milter command byte).
+    fn after(self, cmd: u8) -> Phase {
+        match cmd {
+            b'M' | b'R' | b'T' | b'L' | b'N' | b'B' => Phase::InTransaction,
+            b'E' | b'A' | b'Q' | b'K' => Phase::Between,
+            _ if self == Phase::Fresh => Phase::Between,
+            _ => self,
+        }
+    }
+}
+
+/// What the registry and the connection's reader share.
 #[derive(Debug)]
 struct Conn {
-    /// The last time bytes were read from it (or it was accepted).
-    last_read: Instant,
-    evicted: bool,
+    sock: Socket,
+    /// The registry's time origin (the same for every connection).
+    base: Instant,
+    accepted: Instant,
+    /// Nanoseconds after `base` of the last read that brought bytes.
+    last_read: AtomicU64,
+    phase: AtomicU8,
+    evicted: AtomicBool,
     /// The task waiting to read from it, woken on eviction.
-    reader: Option<Waker>,
+    reader: Mutex<Option<Waker>>,
+}
+
+/// Reads the command bytes out of the milter stream: each frame is a
+/// 4-byte big-endian length (the command byte and its data), then the
+/// command byte, then the data, which is skipped.
+#[derive(Debug, Default)]
+struct Frames {
+    /// Bytes of the current frame's header read so far.
+    header: [u8; 4],
+    have: usize,
+    /// Data bytes of the current frame still to skip.
+    skip: u64,
+    /// The next byte is a command byte.
+    at_command: bool,
+}
+
+impl Frames {
+    /// Feeds `bytes`; calls `f` with each command byte met.
+    fn feed(&mut self, mut bytes: &[u8], mut f: impl FnMut(u8)) {
+        while !bytes.is_empty() {
+            if !self.at_command && self.skip > 0 {
+                let n = usize::try_from(self.skip).map_or(bytes.len(), |s| s.min(bytes.len()));
+                self.skip -= n as u64;
+                bytes = bytes.get(n..).unwrap_or_default();
+                continue;
+            }
+            let Some((&b, rest)) = bytes.split_first() else {
+                break;
+            };
+            bytes = rest;
+            if self.at_command {
+                self.at_command = false;
+                f(b);
+                continue;
+            }
+            if let Some(slot) = self.header.get_mut(self.have) {
+                *slot = b;
+            }
+            self.have += 1;
+            if self.have == 4 {
+                self.have = 0;
+                let len = u32::from_be_bytes(self.header);
+                if len > 0 {
+                    self.at_command = true;
+                    self.skip = u64::from(len - 1);
+                }
+            }
+        }
+    }
 }
 
 /// The open connections of one listener.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Registry {
-    /// Slots; `None` is free. Never longer than the most connections ever
-    /// open at once (at most the cap plus the milter library's headroom).
-    conns: Vec<Option<Conn>>,
-    open: usize,
+    base: Instant,
+    conns: Vec<Arc<Conn>>,
 }
 
 impl Registry {
-    fn insert(&mut self, now: Instant) -> usize {
-        let conn = Conn {
-            last_read: now,
-            evicted: false,
-            reader: None,
-        };
-        self.open += 1;
-        match self.conns.iter().position(Option::is_none) {
-            Some(i) => {
-                if let Some(slot) = self.conns.get_mut(i) {
-                    *slot = Some(conn);
-                }
-                i
-            }
-            None => {
-                self.conns.push(Some(conn));
-                self.conns.len() - 1
-            }
-        }
+    fn nanos(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn remove(&mut self, i: usize) {
-        if let Some(slot) = self.conns.get_mut(i) {
-            if slot.take().is_some() {
-                self.open -= 1;
-            }
-        }
+    fn silence(&self, c: &Conn, now: Instant) -> Duration {
+        Duration::from_nanos(
+            self.nanos(now)
+                .saturating_sub(c.last_read.load(Ordering::Relaxed)),
+        )
     }
 
-    /// Marks the longest-idle connection not yet evicted as evicted and
-    /// wakes its reader; returns how long it had been idle.
-    fn evict_longest_idle(&mut self, now: Instant) -> Option<Duration> {
-        let victim = self
+    /// The connection to close to make room at `now` (module
+    /// documentation), or `None`: close the newcomer.
+    fn victim(&self, now: Instant) -> Option<(Arc<Conn>, Phase, Duration)> {
+        let live: Vec<&Arc<Conn>> = self
             .conns
-            .iter_mut()
-            .flatten()
-            .filter(|c| !c.evicted)
-            .min_by_key(|c| c.last_read)?;
-        victim.evicted = true;
-        if let Some(w) = victim.reader.take() {
-            w.wake();
+            .iter()
+            .filter(|c| !c.evicted.load(Ordering::Relaxed))
+            .collect();
+        let phase = |c: &Conn| Phase::of(c.phase.load(Ordering::Relaxed));
+        let mut fresh: Vec<&Arc<Conn>> = live
+            .iter()
+            .copied()
+            .filter(|c| phase(c) == Phase::Fresh)
+            .collect();
+        fresh.sort_by_key(|c| c.accepted);
+        // A closed one first, then the oldest with nothing waiting in it.
+        let fresh = fresh
+            .iter()
+            .map(|c| (c, c.sock.waiting()))
+            .filter(|(_, w)| *w != Waiting::Bytes)
+            .min_by_key(|(c, w)| (*w != Waiting::Closed, c.accepted));
+        if let Some((c, _)) = fresh {
+            let age = now.saturating_duration_since(c.accepted);
+            return Some((Arc::clone(c), Phase::Fresh, age));
         }
-        Some(now.saturating_duration_since(victim.last_read))
+        for (p, bound) in [(Phase::Between, QUIET), (Phase::InTransaction, STALLED)] {
+            let longest = live
+                .iter()
+                .filter(|c| phase(c) == p)
+                .map(|c| (c, self.silence(c, now)))
+                .filter(|(_, silent)| *silent >= bound)
+                .max_by_key(|(_, silent)| *silent);
+            if let Some((c, silent)) = longest {
+                return Some((Arc::clone(c), p, silent));
+            }
+        }
+        None
     }
 
-    /// Connections open and not evicted.
     fn live(&self) -> usize {
-        self.conns.iter().flatten().filter(|c| !c.evicted).count()
+        self.conns
+            .iter()
+            .filter(|c| !c.evicted.load(Ordering::Relaxed))
+            .count()
     }
 }
 
-fn lock(r: &Mutex<Registry>) -> MutexGuard<'_, Registry> {
-    // A panic while the registry was held leaves it consistent (every
+fn lock<T>(r: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while the lock was held leaves the value consistent (every
     // change is one assignment): go on with it.
     r.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+fn evict(c: &Conn) {
+    c.evicted.store(true, Ordering::Relaxed);
+    if let Some(w) = lock(&c.reader).take() {
+        w.wake();
+    }
+}
+
 /// A listener that never fails and keeps at most `cap` live connections
 /// (see the module documentation).
-pub struct Guarded<L> {
-    inner: L,
+pub struct Guarded {
+    inner: Listener,
     cap: usize,
     registry: Arc<Mutex<Registry>>,
     state: Arc<State>,
@@ -125,27 +252,34 @@ pub struct Guarded<L> {
     delay: Duration,
     last_log: Option<Instant>,
     suppressed: u64,
+    last_full_log: Option<Instant>,
+    full_suppressed: u64,
 }
 
-impl<L> Guarded<L> {
+impl Guarded {
     /// Wraps `inner`, keeping at most `cap` live connections (at least 1);
     /// counts into `state`'s metrics.
-    pub fn new(inner: L, cap: usize, state: Arc<State>) -> Guarded<L> {
+    pub fn new(inner: Listener, cap: usize, state: Arc<State>) -> Guarded {
         Guarded {
             inner,
             cap: cap.max(1),
-            registry: Arc::default(),
+            registry: Arc::new(Mutex::new(Registry {
+                base: Instant::now(),
+                conns: Vec::new(),
+            })),
             state,
             backoff: None,
             delay: MIN_BACKOFF,
             last_log: None,
             suppressed: 0,
+            last_full_log: None,
+            full_suppressed: 0,
         }
     }
 
     /// Connections open now, evicted ones still closing included.
     pub fn open(&self) -> usize {
-        lock(&self.registry).open
+        lock(&self.registry).conns.len()
     }
 
     fn accept_failed(&mut self, e: &io::Error) {
@@ -170,37 +304,85 @@ impl<L> Guarded<L> {
         self.delay = (self.delay * 2).min(MAX_BACKOFF);
     }
 
-    fn accepted<Io>(&mut self, io: Io) -> Tracked<Io> {
+    /// Logs a full server's choice, at most once a second.
+    fn log_full(&mut self, now: Instant, what: impl FnOnce(u64)) {
+        if self
+            .last_full_log
+            .is_none_or(|t| now.saturating_duration_since(t) >= LOG_EVERY)
+        {
+            what(self.full_suppressed);
+            self.last_full_log = Some(now);
+            self.full_suppressed = 0;
+        } else {
+            self.full_suppressed += 1;
+        }
+    }
+
+    fn accepted(&mut self, sock: Socket) -> Tracked {
         self.delay = MIN_BACKOFF;
         let now = Instant::now();
         let mut r = lock(&self.registry);
+        let mut refused = false;
         if r.live() >= self.cap {
-            if let Some(idle) = r.evict_longest_idle(now) {
-                self.state.metrics.record_eviction();
-                tracing::warn!(
-                    cap = self.cap,
-                    idle_ms = idle.as_millis() as u64,
-                    "milter connections at max_connections: closed the longest-idle one"
-                );
+            match r.victim(now) {
+                Some((victim, phase, silence)) => {
+                    evict(&victim);
+                    drop(r);
+                    self.state.metrics.record_eviction();
+                    let cap = self.cap;
+                    self.log_full(now, |suppressed| {
+                        tracing::warn!(
+                            cap,
+                            phase = ?phase,
+                            silent_ms = silence.as_millis() as u64,
+                            suppressed,
+                            "milter connections at max_connections: closed a {} one",
+                            match phase {
+                                Phase::Fresh => "fresh (never sent a command)",
+                                Phase::Between => "quiet",
+                                Phase::InTransaction => "stalled",
+                            }
+                        );
+                    });
+                    r = lock(&self.registry);
+                }
+                None => refused = true,
             }
         }
-        let slot = r.insert(now);
+        let conn = Arc::new(Conn {
+            sock,
+            base: r.base,
+            accepted: now,
+            last_read: AtomicU64::new(r.nanos(now)),
+            phase: AtomicU8::new(Phase::Fresh as u8),
+            evicted: AtomicBool::new(refused),
+            reader: Mutex::new(None),
+        });
+        r.conns.push(Arc::clone(&conn));
         drop(r);
+        if refused {
+            self.state.metrics.record_refusal();
+            let cap = self.cap;
+            self.log_full(now, |suppressed| {
+                tracing::warn!(
+                    cap,
+                    suppressed,
+                    "milter connections at max_connections, all of them active: refused the new one"
+                );
+            });
+        }
         Tracked {
-            io,
-            slot,
-            registry: Arc::clone(&self.registry),
+            conn,
+            registry: Arc::downgrade(&self.registry),
+            frames: Frames::default(),
         }
     }
 }
 
-impl<L> indymilter::Listener for Guarded<L>
-where
-    L: indymilter::Listener,
-{
-    type Io = Tracked<L::Io>;
+impl indymilter::Listener for Guarded {
+    type Io = Tracked;
 
-    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Tracked<L::Io>>> {
+    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<Tracked>> {
         loop {
             if let Some(sleep) = self.backoff.as_mut() {
                 if sleep.as_mut().poll(cx).is_pending() {
@@ -217,65 +399,80 @@ where
     }
 }
 
-/// An accepted connection: reads update its idle time; once evicted it
-/// reads end-of-file.
-pub struct Tracked<Io> {
-    io: Io,
-    slot: usize,
-    registry: Arc<Mutex<Registry>>,
+/// An accepted connection: reads update its phase and idle time; once
+/// evicted it reads end-of-file.
+pub struct Tracked {
+    conn: Arc<Conn>,
+    registry: Weak<Mutex<Registry>>,
+    frames: Frames,
 }
 
-impl<Io> Drop for Tracked<Io> {
+impl Drop for Tracked {
     fn drop(&mut self) {
-        lock(&self.registry).remove(self.slot);
+        if let Some(r) = self.registry.upgrade() {
+            lock(&r).conns.retain(|c| !Arc::ptr_eq(c, &self.conn));
+        }
     }
 }
 
-impl<Io: AsyncRead + Unpin> AsyncRead for Tracked<Io> {
+impl Tracked {
+    /// Notes what was read: the commands it held, and the time.
+    fn note(&mut self, read: &[u8]) {
+        let conn = &self.conn;
+        let mut phase = Phase::of(conn.phase.load(Ordering::Relaxed));
+        self.frames.feed(read, |cmd| phase = phase.after(cmd));
+        conn.phase.store(phase as u8, Ordering::Relaxed);
+        let since = Instant::now().saturating_duration_since(conn.base);
+        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
+        conn.last_read.store(nanos, Ordering::Relaxed);
+    }
+}
+
+impl AsyncRead for Tracked {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        {
-            let mut r = lock(&self.registry);
-            let Some(Some(conn)) = r.conns.get_mut(self.slot) else {
-                return Poll::Ready(Ok(()));
-            };
-            if conn.evicted {
-                // End of file: the session ends as if the peer had closed.
-                return Poll::Ready(Ok(()));
+        if self.conn.evicted.load(Ordering::Relaxed) {
+            // End of file: the session ends as if the peer had closed.
+            return Poll::Ready(Ok(()));
+        }
+        let start = buf.filled().len();
+        match self.conn.sock.poll_read_shared(cx, buf) {
+            Poll::Ready(Ok(_)) => {
+                let this = &mut *self;
+                this.note(buf.filled().get(start..).unwrap_or_default());
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                *lock(&self.conn.reader) = Some(cx.waker().clone());
+                // Evicted meanwhile: wake at once.
+                if self.conn.evicted.load(Ordering::Relaxed) {
+                    cx.waker().wake_by_ref();
+                }
+                Poll::Pending
             }
         }
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        let mut r = lock(&self.registry);
-        if let Some(Some(conn)) = r.conns.get_mut(self.slot) {
-            match &polled {
-                Poll::Ready(_) if buf.filled().len() > before => conn.last_read = Instant::now(),
-                Poll::Pending => conn.reader = Some(cx.waker().clone()),
-                Poll::Ready(_) => {}
-            }
-        }
-        polled
     }
 }
 
-impl<Io: AsyncWrite + Unpin> AsyncWrite for Tracked<Io> {
+impl AsyncWrite for Tracked {
     fn poll_write(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        self.conn.sock.poll_write_shared(cx, buf)
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.conn.sock.shutdown_write())
     }
 }
 
@@ -283,35 +480,182 @@ impl<Io: AsyncWrite + Unpin> AsyncWrite for Tracked<Io> {
 mod tests {
     use super::*;
 
+    /// A milter frame: length, command, data.
+    fn frame(cmd: u8, data: &[u8]) -> Vec<u8> {
+        let mut f = ((data.len() + 1) as u32).to_be_bytes().to_vec();
+        f.push(cmd);
+        f.extend_from_slice(data);
+        f
+    }
+
     #[test]
-    fn eviction_picks_the_longest_idle_and_skips_evicted_ones() {
+    fn the_phase_follows_the_commands_split_anywhere() {
+        let mut stream = Vec::new();
+        for (cmd, data) in [
+            (b'O', &b"\0\0\0\x06\0\0\0\x3f\0\0\0\x7f"[..]),
+            (b'C', b"client\0"),
+            (b'H', b"helo\0"),
+            (b'D', b"Mi\0Q1\0"),
+            (b'M', b"<a@b>\0"),
+            (b'R', b"<c@d>\0"),
+            (b'B', &[b'E'; 70_000]),
+        ] {
+            stream.extend(frame(cmd, data));
+        }
+        let phases_after = |chunk: usize| {
+            let mut f = Frames::default();
+            let mut phase = Phase::Fresh;
+            let mut seen = Vec::new();
+            for c in stream.chunks(chunk) {
+                f.feed(c, |cmd| {
+                    phase = phase.after(cmd);
+                    seen.push((cmd, phase));
+                });
+            }
+            seen
+        };
+        let want = vec![
+            (b'O', Phase::Between),
+            (b'C', Phase::Between),
+            (b'H', Phase::Between),
+            (b'D', Phase::Between),
+            (b'M', Phase::InTransaction),
+            (b'R', Phase::InTransaction),
+            (b'B', Phase::InTransaction),
+        ];
+        for chunk in [1, 2, 3, 5, 7, 4096, 1 << 20] {
+            assert_eq!(phases_after(chunk), want, "chunks of {chunk}");
+        }
+        assert_eq!(Phase::InTransaction.after(b'E'), Phase::Between);
+        assert_eq!(Phase::InTransaction.after(b'A'), Phase::Between);
+        assert_eq!(Phase::Fresh.after(b'D'), Phase::Between);
+    }
+
+    fn conn(r: &Registry, accepted: Instant, last: Instant, phase: Phase) -> Arc<Conn> {
+        // (The peer end is dropped: nothing is ever written to it.)
+        let (sock, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        std::mem::forget(peer);
+        sock.set_nonblocking(true).unwrap();
+        let sock = Socket::Unix(tokio::net::UnixStream::from_std(sock).unwrap());
+        Arc::new(Conn {
+            sock,
+            base: r.base,
+            accepted,
+            last_read: AtomicU64::new(r.nanos(last)),
+            phase: AtomicU8::new(phase as u8),
+            evicted: AtomicBool::new(false),
+            reader: Mutex::new(None),
+        })
+    }
+
+    #[tokio::test]
+    async fn fresh_goes_first_then_quiet_then_stalled_and_live_sessions_never() {
         let t0 = Instant::now();
-        let mut r = Registry::default();
-        let a = r.insert(t0);
-        let b = r.insert(t0 + Duration::from_secs(5));
-        let c = r.insert(t0 + Duration::from_secs(2));
+        let s = |n: u64| t0 + Duration::from_secs(n);
+        let mut r = Registry {
+            base: t0,
+            conns: Vec::new(),
+        };
+        let now = s(1000);
+        // Busy sessions, silent for 0.3 s and 59 s: never evicted.
+        r.conns.push(conn(
+            &r,
+            s(0),
+            now - Duration::from_millis(300),
+            Phase::InTransaction,
+        ));
+        r.conns.push(conn(
+            &r,
+            s(0),
+            now - Duration::from_secs(59),
+            Phase::InTransaction,
+        ));
+        // Between transactions, silent 5 s: not yet.
+        r.conns
+            .push(conn(&r, s(0), now - Duration::from_secs(5), Phase::Between));
+        assert!(
+            r.victim(now).is_none(),
+            "nothing to evict: refuse the newcomer"
+        );
+        let stalled = conn(
+            &r,
+            s(0),
+            now - Duration::from_secs(61),
+            Phase::InTransaction,
+        );
+        r.conns.push(Arc::clone(&stalled));
+        let quiet = conn(&r, s(0), now - Duration::from_secs(11), Phase::Between);
+        r.conns.push(Arc::clone(&quiet));
+        let old_fresh = conn(&r, s(500), s(500), Phase::Fresh);
+        let young_fresh = conn(&r, s(999), s(999), Phase::Fresh);
+        r.conns.push(Arc::clone(&young_fresh));
+        r.conns.push(Arc::clone(&old_fresh));
+        let order: Vec<Arc<Conn>> = (0..4)
+            .filter_map(|_| {
+                let (c, _, _) = r.victim(now)?;
+                evict(&c);
+                Some(c)
+            })
+            .collect();
+        assert_eq!(order.len(), 4);
+        assert!(Arc::ptr_eq(&order[0], &old_fresh));
+        assert!(Arc::ptr_eq(&order[1], &young_fresh));
+        assert!(Arc::ptr_eq(&order[2], &quiet));
+        assert!(Arc::ptr_eq(&order[3], &stalled));
+        assert!(r.victim(now).is_none());
         assert_eq!(r.live(), 3);
-        assert_eq!(
-            r.evict_longest_idle(t0 + Duration::from_secs(10)),
-            Some(Duration::from_secs(10))
+    }
+
+    /// A fresh connection whose first command waits in it unread (its
+    /// session not yet scheduled) is not taken for a silent one; one whose
+    /// peer has gone is taken first.
+    #[tokio::test]
+    async fn a_fresh_connection_that_has_spoken_is_kept() {
+        use std::io::Write;
+        let t0 = Instant::now();
+        let mut r = Registry {
+            base: t0,
+            conns: Vec::new(),
+        };
+        let pair = || {
+            let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+            a.set_nonblocking(true).unwrap();
+            (
+                Socket::Unix(tokio::net::UnixStream::from_std(a).unwrap()),
+                b,
+            )
+        };
+        let make = |r: &Registry, sock: Socket, at: u64| {
+            Arc::new(Conn {
+                sock,
+                base: r.base,
+                accepted: t0 + Duration::from_secs(at),
+                last_read: AtomicU64::new(0),
+                phase: AtomicU8::new(Phase::Fresh as u8),
+                evicted: AtomicBool::new(false),
+                reader: Mutex::new(None),
+            })
+        };
+        let (spoke, mut peer1) = pair();
+        peer1.write_all(&frame(b'O', b"\0\0\0\x06")).unwrap();
+        let (silent, _peer2) = pair();
+        let (gone, peer3) = pair();
+        drop(peer3);
+        let spoke = make(&r, spoke, 1);
+        let silent = make(&r, silent, 2);
+        let gone = make(&r, gone, 3);
+        r.conns
+            .extend([Arc::clone(&spoke), Arc::clone(&silent), Arc::clone(&gone)]);
+        let now = t0 + Duration::from_secs(10);
+        let (first, _, _) = r.victim(now).unwrap();
+        assert!(Arc::ptr_eq(&first, &gone), "a closed one first");
+        evict(&first);
+        let (second, _, _) = r.victim(now).unwrap();
+        assert!(
+            Arc::ptr_eq(&second, &silent),
+            "then the silent one, though younger"
         );
-        assert!(r.conns[a].as_ref().is_some_and(|x| x.evicted));
-        assert_eq!(
-            r.evict_longest_idle(t0 + Duration::from_secs(10)),
-            Some(Duration::from_secs(8))
-        );
-        assert!(r.conns[c].as_ref().is_some_and(|x| x.evicted));
-        assert_eq!(r.live(), 1);
-        r.remove(a);
-        r.remove(a);
-        assert_eq!(r.open, 2);
-        // A freed slot is reused: the registry does not grow past the most
-        // connections open at once.
-        assert_eq!(r.insert(t0), a);
-        r.remove(b);
-        r.remove(c);
-        r.remove(a);
-        assert_eq!((r.open, r.live(), r.conns.len()), (0, 0, 3));
-        assert_eq!(r.evict_longest_idle(t0), None);
+        evict(&second);
+        assert!(r.victim(now).is_none(), "never the one that has spoken");
     }
 }

@@ -43,6 +43,7 @@ pub struct Metrics {
     last_snapshot: AtomicU64,
     accept_errors: AtomicU64,
     evictions: AtomicU64,
+    refusals: AtomicU64,
     http_refused: AtomicU64,
     allows: AtomicU64,
     forgets: AtomicU64,
@@ -65,6 +66,7 @@ impl Metrics {
             last_snapshot: AtomicU64::new(now),
             accept_errors: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
             http_refused: AtomicU64::new(0),
             allows: AtomicU64::new(0),
             forgets: AtomicU64::new(0),
@@ -79,6 +81,11 @@ impl Metrics {
     /// A milter connection was closed to make room for a new one.
     pub fn record_eviction(&self) {
         self.evictions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A new milter connection was closed at once: all were active.
+    pub fn record_refusal(&self) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
     }
 
     /// An HTTP connection was closed unanswered: too many were open.
@@ -239,8 +246,14 @@ pub fn render(state: &State, now: u64) -> String {
         ),
         (
             "bulkwatch_connections_evicted_total",
-            "Idle milter connections closed to make room at max_connections.",
+            "Milter connections closed to make room at max_connections (fresh ones that \
+             never sent a command, then quiet and stalled ones).",
             m.evictions.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_connections_refused_total",
+            "New milter connections closed at once: max_connections were open and active.",
+            m.refusals.load(Ordering::Relaxed),
         ),
         (
             "bulkwatch_http_refused_total",

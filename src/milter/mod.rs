@@ -21,6 +21,7 @@ pub mod callbacks;
 pub mod control;
 pub mod forensics;
 pub mod guard;
+pub mod listener;
 pub mod metrics;
 pub mod reply;
 pub mod session;
@@ -29,10 +30,8 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, MutexGuard, RwLock};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
@@ -40,6 +39,7 @@ use crate::engine::verdict::Verdict;
 use crate::engine::{fingerprint, read, Analysis, Engine, Envelope, ReadConfig, UnixSecs};
 use crate::store::judge::{Answer, Judge, Step, Warming};
 use crate::store::RedisLayer;
+pub use listener::Listener;
 use metrics::Metrics;
 use session::Message;
 
@@ -299,85 +299,12 @@ impl State {
     }
 }
 
-/// A TCP listener for milter connections: TCP_NODELAY on every accepted
-/// connection, and reads that acknowledge at once (see [`TcpConn`]).
-/// Without both, Nagle's algorithm meets delayed ACKs on loopback and a
-/// message pays 40 ms stalls (see `docs/performance.md`).
-#[derive(Debug)]
-pub struct NoDelayListener(pub TcpListener);
-
-impl indymilter::Listener for NoDelayListener {
-    type Io = TcpConn;
-
-    fn poll_accept(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<TcpConn>> {
-        self.0.poll_accept(cx).map_ok(|(stream, peer)| {
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::warn!(%peer, error = %e, "cannot set TCP_NODELAY");
-            }
-            TcpConn(stream)
-        })
-    }
-}
-
-/// An accepted milter TCP connection that acknowledges what it reads at
-/// once (TCP_QUICKACK, re-armed after each read: the kernel drops back to
-/// delayed ACKs by itself).
-///
-/// bulkwatch asks the MTA not to wait for replies it does not need
-/// ([`callbacks::NO_REPLY`]), so Postfix writes several small packets in
-/// a row; with Nagle's algorithm on its side, each waits for the ACK of
-/// the one before, and a delayed ACK holds it for 40 ms. Acknowledging at
-/// once costs one `setsockopt` per read.
-#[derive(Debug)]
-pub struct TcpConn(pub TcpStream);
-
-impl tokio::io::AsyncRead for TcpConn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.0).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            // Best effort: without it, only speed suffers.
-            let _ = self.0.set_quickack(true);
-        }
-        polled
-    }
-}
-
-impl tokio::io::AsyncWrite for TcpConn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
-/// The listener `serve` binds: TCP (with TCP_NODELAY) or a Unix socket.
-pub type AnyListener = indymilter::EitherListener<NoDelayListener, UnixListener>;
-
 /// Serves the milter protocol on `listener` until `shutdown` completes,
 /// then stops accepting and lets the callbacks in progress finish.
 ///
 /// # Errors
 /// The listener failed.
-pub async fn run(
-    listener: impl indymilter::Listener,
-    state: Arc<State>,
-    shutdown: impl Future,
-) -> io::Result<()> {
+pub async fn run(listener: Listener, state: Arc<State>, shutdown: impl Future) -> io::Result<()> {
     let cfg = state.config();
     let cap = cfg.milter.max_connections;
     fd_budget(cap)?;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::Engine;
-use bulkwatch::milter::{self, NoDelayListener, State};
+use bulkwatch::milter::{self, Listener, State};
 use indymilter_test::{EomActions, MacroStage, Status, TestConnection};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -50,7 +50,7 @@ pub async fn start_state(state: State) -> Milter {
     let state = Arc::new(state);
     let (shutdown, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(milter::run(
-        NoDelayListener(listener),
+        Listener::Tcp(listener),
         Arc::clone(&state),
         async move {
             let _ = rx.await;
