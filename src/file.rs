@@ -172,11 +172,25 @@ pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FileError>
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Result<PathBuf, FileError> {
     let target = dir.join(name);
     // Unique per write: two writes in flight must not share a temporary
-    // file.
+    // file, and a name taken already (something planted there) is passed
+    // over for the next one.
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-    let result = create_new(&tmp, bytes, mode).and_then(|()| {
+    let mut attempt = 0;
+    let (tmp, created) = loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tmp = dir.join(format!(".{name}.tmp-{}-{n}-{nanos}", std::process::id()));
+        let created = create_new(&tmp, bytes, mode);
+        let taken = matches!(&created, Err(FileError::Io { source, .. })
+            if source.kind() == io::ErrorKind::AlreadyExists);
+        attempt += 1;
+        if !taken || attempt >= 16 {
+            break (tmp, created);
+        }
+    };
+    let result = created.and_then(|()| {
         fs::rename(&tmp, &target).map_err(|source| FileError::Io {
             op: "rename into place",
             path: target.clone(),
@@ -190,8 +204,13 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Result<P
                 source,
             })
     });
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if let Err(e) = &result {
+        // Never remove what someone else put at the name.
+        let ours = !matches!(e, FileError::Io { source, .. }
+            if source.kind() == io::ErrorKind::AlreadyExists);
+        if ours {
+            let _ = fs::remove_file(&tmp);
+        }
     }
     result.map(|()| target)
 }

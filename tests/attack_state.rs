@@ -1,8 +1,10 @@
 //! `bulkwatch serve` under attack on its socket and its state directory:
 //! a second instance cannot take a live socket, a first instance does not
 //! remove a socket it did not create, two instances cannot share a state
-//! directory, a FIFO or a link to /dev/zero as `state.bin` cannot stall or
-//! exhaust startup, an unwritable state directory stops the start, and a
+//! directory, a FIFO or a link to /dev/zero as `state.bin` or
+//! `control.json` cannot stall or exhaust startup, nor as the configuration
+//! file a reload, a link planted where `control.json` is written is not
+//! written through, an unwritable state directory stops the start, and a
 //! snapshot at shutdown that fails makes the exit status non-zero.
 //!
 //! Each daemon is a child process; the tests wait for what it reports (a
@@ -64,8 +66,13 @@ impl Serve {
     /// Started as `uid` (and the same gid) when given: std drops the
     /// supplementary groups too when root changes user.
     fn spawn_as(config: &Path, log: &Path, uid: Option<u32>) -> Serve {
+        Serve::spawn_program(Path::new(env!("CARGO_BIN_EXE_bulkwatch")), config, log, uid)
+    }
+
+    /// [`Serve::spawn_as`] with another copy of the program.
+    fn spawn_program(program: &Path, config: &Path, log: &Path, uid: Option<u32>) -> Serve {
         let out = fs::File::create(log).unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bulkwatch"));
+        let mut cmd = Command::new(program);
         cmd.args(["serve", "--config"])
             .arg(config)
             .env("RUST_LOG", "info")
@@ -361,13 +368,18 @@ async fn symlink_to_dev_zero_as_state_bin_is_not_read() {
 /// under a regular file would not do: creating it fails, so even the old
 /// code refused to start.) Twice: without a lock file (its creation
 /// fails), and with a lock file the daemon may write (the write probe
-/// catches it).
+/// catches it). The unprivileged user runs a copy of the program in the
+/// test's own directory: the build's may sit in a directory only root may
+/// enter (a clone under /root, mode 0700).
 #[test]
 fn unwritable_state_dir_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let me = fs::metadata(dir.path()).unwrap().uid();
     let uid = (me == 0).then_some(65534);
+    let program = dir.path().join("bulkwatch");
+    fs::copy(env!("CARGO_BIN_EXE_bulkwatch"), &program).unwrap();
+    fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
     for with_lock in [false, true] {
         let state = dir.path().join(format!("state-{with_lock}"));
         fs::create_dir(&state).unwrap();
@@ -386,7 +398,7 @@ fn unwritable_state_dir_refuses_to_start() {
         );
         fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
         let log = dir.path().join(format!("a-{with_lock}.log"));
-        let (st, text) = Serve::spawn_as(&cfg, &log, uid).refused();
+        let (st, text) = Serve::spawn_program(&program, &cfg, &log, uid).refused();
         assert!(!st.success(), "{st}");
         assert!(
             text.contains(&format!(
@@ -417,4 +429,124 @@ async fn failed_snapshot_at_shutdown_exits_non_zero() {
     assert!(log.contains("snapshot at shutdown failed"), "{log}");
     assert_eq!(st.code(), Some(2), "{st}\n{log}");
     assert!(!socket.exists(), "the socket is still removed");
+}
+
+/// `control.json` (the corrections file) replaced by a FIFO or a link to
+/// /dev/zero. Before, a FIFO hung the start forever (SIGTERM ignored) and
+/// the link grew memory at 280 MB/s. Now it is refused as not a regular
+/// file: the daemon starts (bounded, memory bounded), serves and stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifo_or_dev_zero_as_control_json_cannot_stall_startup() {
+    for kind in ["fifo", "zero"] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        fs::create_dir_all(&state).unwrap();
+        let control = state.join("control.json");
+        match kind {
+            "fifo" => assert!(Command::new("mkfifo")
+                .arg(&control)
+                .status()
+                .unwrap()
+                .success()),
+            _ => std::os::unix::fs::symlink("/dev/zero", &control).unwrap(),
+        }
+        let socket = dir.path().join("milter.sock");
+        let cfg = config(dir.path(), "a", &unix(&socket), &state);
+        let mut d = Serve::spawn(&cfg, &dir.path().join("a.log"));
+        d.serving();
+        let log = d.log_text();
+        assert!(
+            log.contains("control file unreadable") && log.contains("not a regular file"),
+            "{kind}: {log}"
+        );
+        assert_eq!(deliver(&socket, 5).await, Status::Accept);
+        let (st, log) = d.stop();
+        assert!(st.success(), "{kind}: {st}\n{log}");
+    }
+}
+
+/// A link planted where the corrections file's temporary copy used to be
+/// written (`control.json.tmp`, and names of the form this build uses):
+/// an `allow` writes `control.json` without writing through any.
+/// Before, the `allow` overwrote the link's target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allow_never_writes_through_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    fs::create_dir_all(&state).unwrap();
+    let victim = dir.path().join("victim");
+    fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, state.join("control.json.tmp")).unwrap();
+    let socket = dir.path().join("milter.sock");
+    let cfg = config(dir.path(), "a", &unix(&socket), &state);
+    let mut text = fs::read_to_string(&cfg).unwrap();
+    text.push_str("\n[thresholds]\nbulk_threshold = 2.0\nsuspect_threshold = 2.0\n");
+    fs::write(&cfg, text).unwrap();
+    let mut d = Serve::spawn(&cfg, &dir.path().join("a.log"));
+    d.serving();
+    let pid = d.child.id();
+    for n in 0..4 {
+        let _ =
+            std::os::unix::fs::symlink(&victim, state.join(format!(".control.json.tmp-{pid}-{n}")));
+    }
+    // A campaign to allow: two copies of one text.
+    let mut id = None;
+    for i in 0..2 {
+        let mut conn = open_unix(&socket).await;
+        let (actions, _) = transact(&mut conn, &spam(NAMES[i], 100 + i as u32)).await;
+        conn.close().await.unwrap();
+        id = common::daemon::header(&actions)
+            .and_then(|h| h.split("campaign=").nth(1).map(|s| s[..12].to_owned()))
+            .or(id);
+    }
+    let id = id.expect("a campaign id in the header");
+    let (ok, out, err) = common::daemon::campaigns(&cfg, &["allow", &id]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    let control = state.join("control.json");
+    let meta = fs::symlink_metadata(&control).unwrap();
+    assert!(meta.file_type().is_file(), "control.json written as a file");
+    assert!(fs::read_to_string(&control).unwrap().contains(&id));
+    let (st, log) = d.stop();
+    assert!(st.success(), "{st}\n{log}");
+}
+
+/// A SIGHUP while the configuration file is a FIFO or a link to /dev/zero.
+/// Before, a FIFO wedged the whole daemon (milter, metrics, SIGTERM) and
+/// the link grew memory at 1.2 GB/s. Now the reload is refused, and the
+/// milter serves on with the running configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_from_a_fifo_or_dev_zero_never_stops_the_milter() {
+    for kind in ["fifo", "zero"] {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        let socket = dir.path().join("milter.sock");
+        let cfg = config(dir.path(), "a", &unix(&socket), &state);
+        let mut d = Serve::spawn(&cfg, &dir.path().join("a.log"));
+        d.serving();
+        fs::remove_file(&cfg).unwrap();
+        match kind {
+            "fifo" => assert!(Command::new("mkfifo").arg(&cfg).status().unwrap().success()),
+            _ => std::os::unix::fs::symlink("/dev/zero", &cfg).unwrap(),
+        }
+        let st = Command::new("kill")
+            .args(["-HUP", &d.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let deadline = Instant::now() + BOUND;
+        while !d.log_text().contains("reload refused") {
+            assert!(Instant::now() < deadline, "{kind}: {}", d.log_text());
+            assert!(d.rss_kb() < MAX_RSS_KB, "{kind}: reading without bound");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            d.log_text().contains("not a regular file"),
+            "{}",
+            d.log_text()
+        );
+        assert_eq!(deliver(&socket, 6).await, Status::Accept);
+        let (st, log) = d.stop();
+        assert!(st.success(), "{kind}: {st}\n{log}");
+    }
 }

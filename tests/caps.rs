@@ -226,3 +226,61 @@ fn caps_beyond_their_ranges_are_refused_by_key() {
         assert_eq!(err.key(), Some(key), "{toml}");
     }
 }
+
+/// Peak resident memory of a live process, in kB (`VmHWM`).
+fn peak_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `bulkwatch replay -` fed an mbox whose second message is one line of
+/// 256 MiB. Before, the reader kept the whole message and a copy (2.1 GB
+/// peak for a 1 GB line); now it keeps what the parser reads of a message
+/// (`max_parse_bytes`), reads past the rest, and judges the messages
+/// around it.
+#[test]
+fn a_line_of_256_mib_is_read_past_in_bounded_memory() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    // The built-in defaults, never the host's /etc/bulkwatch.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("empty.toml");
+    std::fs::write(&config, "").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["replay", "--jobs", "1", "--format", "jsonl", "--config"])
+        .arg(&config)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"From a\nSubject: one\n\nfirst message\nFrom b\nSubject: two\n\n")
+        .unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..256 {
+        stdin.write_all(&chunk).unwrap();
+    }
+    stdin
+        .write_all(b"\nFrom c\nSubject: three\n\nthird message\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    // Everything written has been read (a pipe holds 64 KiB): the peak
+    // of the reading is in.
+    let peak = peak_kb(pid);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success() || out.status.code() == Some(1));
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(lines, 3, "three messages judged");
+    assert!(peak > 0 && peak < 128 * 1024, "peak {peak} kB");
+}

@@ -549,6 +549,32 @@ fn log_warnings(file: &str, warnings: &[crate::config::ConfigWarning]) {
     }
 }
 
+/// Longest a reload may take to read its file.
+const RELOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads the configuration on the blocking pool, within
+/// [`RELOAD_TIMEOUT`]: a slow file system never holds the milter's
+/// threads.
+async fn load_off_runtime(
+    p: &Path,
+) -> Result<(Config, Vec<crate::config::ConfigWarning>), crate::config::ConfigError> {
+    let path = p.to_owned();
+    let task = tokio::task::spawn_blocking(move || Config::load_with_warnings(&path));
+    let timed_out = |what: &str| crate::config::ConfigError::Read {
+        path: p.to_owned(),
+        source: crate::file::FileError::Io {
+            op: "read",
+            path: p.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_owned()),
+        },
+    };
+    match tokio::time::timeout(RELOAD_TIMEOUT, task).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => Err(timed_out("the reading task failed")),
+        Err(_) => Err(timed_out("no answer from the file system in 10 s")),
+    }
+}
+
 async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) {
     while hup.recv().await.is_some() {
         let mut states = vec![NotifyState::Reloading];
@@ -561,7 +587,7 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
                 "SIGHUP: started on the built-in defaults (no --config, no {}), nothing to reload",
                 crate::cli::SYSTEM_CONFIG
             ),
-            Some(p) => match Config::load_with_warnings(p) {
+            Some(p) => match load_off_runtime(p).await {
                 Ok((new, warnings)) => {
                     let keys = state.reload(&new);
                     info!(file = %p.display(), "configuration reloaded");

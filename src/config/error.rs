@@ -9,13 +9,17 @@ use std::path::PathBuf;
 /// fix the line without reading code.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file could not be read.
+    /// The file could not be read: missing, unreadable, not a regular
+    /// file (a FIFO, a device), or larger than [`crate::config::MAX_FILE`].
     #[error("cannot read config file {path}")]
     Read {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: crate::file::FileError,
     },
+    /// The file is not UTF-8 text.
+    #[error("config file {path} is not UTF-8 text")]
+    NotText { path: PathBuf },
     /// The file is not valid TOML, or has an unknown key or a value of the wrong type.
     #[error("{origin}: {message}")]
     Parse { origin: String, message: String },

@@ -17,6 +17,12 @@ pub struct ExactConfig {
 /// daemon on allocation).
 pub const MAX_BLOOM_BYTES: u64 = 4 << 30;
 
+/// The lowest `bloom_fp_rate` accepted: 43 bits per item. A lower rate
+/// only grows the filters (`1e-300` would take 180 bytes per item): a
+/// false positive costs one lookup in the LRU, which the SHA-256 then
+/// settles.
+pub const MIN_FP_RATE: f64 = 1e-9;
+
 impl ExactConfig {
     /// Bytes the Bloom filters take, all generations together: each of the
     /// `generations` filters holds `bloom_items / (generations - 1)` items
@@ -61,10 +67,10 @@ impl TryFrom<RawExact> for ExactConfig {
             c.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
         }
         if let Some(v) = bloom_fp_rate {
-            if !(v > 0.0 && v < 0.5) {
+            if !(v >= MIN_FP_RATE && v < 0.5) {
                 return Err(ConfigError::invalid(
                     "exact.bloom_fp_rate",
-                    format!("{v} must be above 0 and below 0.5"),
+                    format!("{v:e} must be at least {MIN_FP_RATE:e} and below 0.5"),
                 ));
             }
             c.bloom_fp_rate = v;
@@ -129,17 +135,22 @@ mod tests {
             (
                 raw(|r| r.bloom_fp_rate = Some(0.0)),
                 "exact.bloom_fp_rate",
-                "0 must be above 0 and below 0.5",
+                "0e0 must be at least 1e-9 and below 0.5",
+            ),
+            (
+                raw(|r| r.bloom_fp_rate = Some(1e-300)),
+                "exact.bloom_fp_rate",
+                "1e-300 must be at least 1e-9 and below 0.5",
             ),
             (
                 raw(|r| r.bloom_fp_rate = Some(0.5)),
                 "exact.bloom_fp_rate",
-                "0.5 must be above 0 and below 0.5",
+                "5e-1 must be at least 1e-9 and below 0.5",
             ),
             (
                 raw(|r| r.bloom_fp_rate = Some(f64::NAN)),
                 "exact.bloom_fp_rate",
-                "NaN must be above 0 and below 0.5",
+                "NaN must be at least 1e-9 and below 0.5",
             ),
             (
                 raw(|r| r.generations = Some(1)),
@@ -175,13 +186,12 @@ mod tests {
     fn bloom_filters_over_the_memory_cap_are_refused() {
         let (key, message) = refusal(ExactConfig::try_from(raw(|r| {
             r.bloom_items = Some(1 << 32);
-            r.bloom_fp_rate = Some(1e-300);
+            r.bloom_fp_rate = Some(1e-9);
         })));
         assert_eq!(key, "exact.bloom_items");
         assert!(
-            message.starts_with(
-                "with exact.bloom_fp_rate = 0.000000000000000000000000000000000000000000"
-            ) && message.contains(" and exact.generations = 4, the Bloom filters would take ")
+            message.starts_with("with exact.bloom_fp_rate = 0.000000001")
+                && message.contains(" and exact.generations = 4, the Bloom filters would take ")
                 && message.ends_with(" MiB; the limit is 4096 MiB (fewer items or a higher rate)"),
             "{message}"
         );

@@ -98,6 +98,10 @@ fn to_usize(key: &str, v: u64, lo: u64, hi: u64) -> Result<usize, ConfigError> {
     usize::try_from(v).map_err(|_| ConfigError::invalid(key, "too large for this platform"))
 }
 
+/// Largest configuration file read (the shipped one, every key commented,
+/// is about 12 KB).
+pub const MAX_FILE: u64 = 1 << 20;
+
 impl Config {
     /// Reads and validates a TOML file.
     ///
@@ -114,9 +118,17 @@ impl Config {
     /// # Errors
     /// As [`Config::load`].
     pub fn load_with_warnings(path: &Path) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        // A regular file (a link to one is fine) of bounded size: a FIFO at
+        // the path must not hang a start or a reload, nor a link to
+        // /dev/zero fill memory.
+        let bytes = crate::file::read_regular(path, MAX_FILE, crate::file::Links::Follow).map_err(
+            |source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            },
+        )?;
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::NotText {
             path: path.to_owned(),
-            source,
         })?;
         let cfg =
             Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))?;

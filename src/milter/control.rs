@@ -47,6 +47,10 @@ pub const SHOWN: usize = 20;
 pub const MAX_REQUEST: usize = 256;
 /// How long a client may take to send its request.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest `control.json` read: its most allowances and forgotten ids
+/// ([`MAX_ALLOWED`] each) take far less.
+const MAX_FILE: u64 = 4 << 20;
+
 /// Most allowed campaigns written to or read from `control.json` (an
 /// allowance leaves with its campaign; this bounds the file either way).
 pub const MAX_ALLOWED: usize = 10_000;
@@ -111,7 +115,9 @@ impl Control {
     /// are dropped. An unreadable or malformed file is logged and ignored:
     /// a daemon must start.
     pub fn open(file: PathBuf, engine: &mut Engine) -> Control {
-        match std::fs::read(&file) {
+        // A regular file of bounded size only: a FIFO there must not hang
+        // the start, nor a link to /dev/zero fill memory.
+        match crate::file::read_regular(&file, MAX_FILE, crate::file::Links::Refuse) {
             Ok(bytes) => match serde_json::from_slice::<Saved>(&bytes) {
                 Ok(saved) => {
                     // (The file is written with each snapshot, so its ids
@@ -139,7 +145,7 @@ impl Control {
                     tracing::warn!(file = %file.display(), error = %e, "control file unreadable, ignored");
                 }
             },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.is_not_found() => {}
             Err(e) => {
                 tracing::warn!(file = %file.display(), error = %e, "control file unreadable, ignored");
             }
@@ -212,10 +218,15 @@ impl Control {
         if *last == bytes {
             return;
         }
-        let tmp = path.with_extension("json.tmp");
-        let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+        // A new temporary file created exclusively, renamed over the old:
+        // never written through a link planted in the state directory.
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+        else {
+            return;
+        };
+        let result = crate::file::write_atomic(dir, name, bytes, 0o600);
         match result {
-            Ok(()) => bytes.clone_into(&mut last),
+            Ok(_) => bytes.clone_into(&mut last),
             Err(e) => {
                 tracing::warn!(file = %path.display(), error = %e, "cannot save the control file");
             }

@@ -48,14 +48,14 @@ pub fn files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// One message file, up to [`MAX_MESSAGE_BYTES`].
+/// One message file, up to `max` bytes and at most [`MAX_MESSAGE_BYTES`].
 ///
 /// # Errors
 /// The file cannot be opened or read.
-pub fn read_message(path: &Path) -> io::Result<Vec<u8>> {
+pub fn read_message(path: &Path, max: usize) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)?
-        .take(MAX_MESSAGE_BYTES)
+        .take(MAX_MESSAGE_BYTES.min(max as u64))
         .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
@@ -81,7 +81,8 @@ mod tests {
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["1000.a:2,S", "2000.b"]);
-        assert_eq!(read_message(&f[0]).unwrap(), b"Subject: a\n\na\n");
+        assert_eq!(read_message(&f[0], 1 << 20).unwrap(), b"Subject: a\n\na\n");
+        assert_eq!(read_message(&f[0], 4).unwrap(), b"Subj");
     }
 
     #[test]

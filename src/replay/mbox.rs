@@ -16,9 +16,11 @@
 //! (reads of 1 to 23 bytes and of [`BLOCK`]) and the `mbox` fuzz target
 //! (1 to 64 bytes) compare the two on mbox-shaped input.
 //!
-//! One difference, on purpose: a read error ends the stream, after the
+//! Differences, on purpose: a read error ends the stream, after the
 //! messages read whole before it (mail-parser's iterator reads on after
-//! an error).
+//! an error); and a message is kept up to a bound ([`read_mbox_bounded`]):
+//! the rest of a longer one (a gigabyte on one line) is read past and
+//! dropped, so memory stays bounded whatever the file holds.
 
 use std::io::{self, Read};
 
@@ -44,11 +46,30 @@ pub struct Mbox<R> {
     /// A read error, returned after the messages read before it.
     error: Option<io::Error>,
     failed: bool,
+    /// Most bytes kept of one message.
+    max_message: usize,
+    /// The start of the message being read, moved out of `buf` once it
+    /// passed `max_message` bytes (at most that many kept).
+    kept: Vec<u8>,
 }
 
-/// The messages of the mbox `reader` holds (see the module's notes).
+/// Most bytes kept of one message by [`read_mbox`]: the Maildir reader's
+/// bound (`maildir::MAX_MESSAGE_BYTES`).
+pub const MAX_MESSAGE_BYTES: usize = super::maildir::MAX_MESSAGE_BYTES as usize;
+
+/// The messages of the mbox `reader` holds (see the module's notes), each
+/// cut at [`MAX_MESSAGE_BYTES`].
 pub fn read_mbox<R: Read>(reader: R) -> Mbox<R> {
-    Mbox::with_block(reader, BLOCK)
+    read_mbox_bounded(reader, MAX_MESSAGE_BYTES)
+}
+
+/// [`read_mbox`], each message cut at `max_message` bytes (a replay keeps
+/// what the parser reads, `scan.max_parse_bytes`, and one byte more so
+/// that the cut shows).
+pub fn read_mbox_bounded<R: Read>(reader: R, max_message: usize) -> Mbox<R> {
+    let mut m = Mbox::with_block(reader, BLOCK);
+    m.max_message = max_message.max(1);
+    m
 }
 
 impl<R: Read> Mbox<R> {
@@ -66,6 +87,8 @@ impl<R: Read> Mbox<R> {
             eof: false,
             error: None,
             failed: false,
+            max_message: MAX_MESSAGE_BYTES,
+            kept: Vec::new(),
         }
     }
 
@@ -119,6 +142,16 @@ impl<R: Read> Mbox<R> {
                 if !keep {
                     self.pos += self.scan;
                     self.scan = 0;
+                } else if self.scan > self.max_message {
+                    // Past the bound: keep the message's first bytes and
+                    // read the rest without keeping it.
+                    let room = self.max_message.saturating_sub(self.kept.len());
+                    let rest = self.buf.get(self.pos..).unwrap_or_default();
+                    let searched = rest.get(..self.scan).unwrap_or_default();
+                    let take = searched.get(..room).unwrap_or(searched);
+                    self.kept.extend_from_slice(take);
+                    self.pos += self.scan;
+                    self.scan = 0;
                 }
             }
             if self.eof {
@@ -162,7 +195,7 @@ impl<R: Read> Mbox<R> {
         // The message runs to the next `From ` line or the end.
         let msg = match self.find_from(true) {
             Some(at) => {
-                let msg = unquote(self.rest().get(..at).unwrap_or_default());
+                let msg = self.message(at);
                 self.pos += at;
                 self.skip_line();
                 self.scan = 0;
@@ -171,7 +204,7 @@ impl<R: Read> Mbox<R> {
             }
             None => {
                 let cut_short = self.error.take();
-                let msg = unquote(self.rest());
+                let msg = self.message(self.rest().len());
                 self.pos = self.buf.len();
                 self.scan = 0;
                 self.line_start = false;
@@ -183,6 +216,23 @@ impl<R: Read> Mbox<R> {
             }
         };
         Ok(Some(msg))
+    }
+}
+
+impl<R: Read> Mbox<R> {
+    /// The message whose last bytes are the first `end` of `rest`, cut at
+    /// `max_message`, with its quoting undone.
+    fn message(&mut self, end: usize) -> Vec<u8> {
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        let tail = rest.get(..end).unwrap_or_default();
+        if self.kept.is_empty() {
+            let tail = tail.get(..self.max_message).unwrap_or(tail);
+            return unquote(tail);
+        }
+        let mut whole = std::mem::take(&mut self.kept);
+        let room = self.max_message.saturating_sub(whole.len());
+        whole.extend_from_slice(tail.get(..room).unwrap_or(tail));
+        unquote(&whole)
     }
 }
 
@@ -247,6 +297,29 @@ mod tests {
         MessageIterator::new(input)
             .map(|m| m.expect("in memory").unwrap_contents())
             .collect()
+    }
+
+    /// A message past the bound is cut there and read past; the messages
+    /// after it are whole; the buffer never holds much more than the bound
+    /// and a block.
+    #[test]
+    fn a_long_message_is_cut_and_read_past() {
+        let long = "x".repeat(300_000);
+        let mbox = format!("From a\nSubject: 1\n\n{long}\nFrom b\nshort\nFrom c\n{long}");
+        for block in [1, 7, 4096, BLOCK] {
+            let mut m = Mbox::with_block(mbox.as_bytes(), block);
+            m.max_message = 100;
+            let mut got = Vec::new();
+            while let Some(msg) = m.next() {
+                got.push(msg.unwrap());
+                assert!(m.buf.capacity() < 4 * BLOCK + 1000, "block {block}");
+            }
+            let first = format!("Subject: 1\n\n{long}");
+            assert_eq!(got.len(), 3, "block {block}");
+            assert_eq!(got[0], first.as_bytes()[..100], "block {block}");
+            assert_eq!(got[1], b"short\n", "block {block}");
+            assert_eq!(got[2], long.as_bytes()[..100], "block {block}");
+        }
     }
 
     #[test]

@@ -520,8 +520,11 @@ pub fn replay_files(
 ) -> Result<ReplaySummary, ReplayError> {
     let threads = opts.threads();
     let clock = opts.clock;
-    let inputs =
-        Inputs::open(paths, clock).map_err(|(path, source)| ReplayError::Input { path, source })?;
+    // What the parser reads of a message, and one byte more so that the
+    // cut shows: a gigabyte on one line is read past, not kept.
+    let max_message = cfg.scan.max_parse_bytes.saturating_add(1);
+    let inputs = Inputs::open(paths, clock, max_message)
+        .map_err(|(path, source)| ReplayError::Input { path, source })?;
     let readers = (0..threads)
         .map(|_| Reader::new(&opts.read_in, cfg))
         .collect::<Result<Vec<_>, _>>()
@@ -617,6 +620,8 @@ struct Item {
 struct Inputs {
     paths: Vec<PathBuf>,
     clock: Clock,
+    /// Most bytes kept of one message.
+    max_message: usize,
     /// The file being read.
     current: usize,
     messages: Option<std::iter::Enumerate<Messages>>,
@@ -632,23 +637,33 @@ pub const STDIN: &str = "-";
 
 /// The messages of one input: standard input (`-`, an mbox), a Maildir
 /// directory, or an mbox file.
-fn open_input(path: &Path) -> std::io::Result<Messages> {
+/// Each message is kept up to `max` bytes.
+fn open_input(path: &Path, max: usize) -> std::io::Result<Messages> {
     if path.as_os_str() == STDIN {
-        return Ok(Box::new(read_mbox(std::io::stdin())));
+        return Ok(Box::new(mbox::read_mbox_bounded(std::io::stdin(), max)));
     }
     if path.is_dir() {
         let files = maildir::files(path)?;
         return Ok(Box::new(
-            files.into_iter().map(|f| maildir::read_message(&f)),
+            files
+                .into_iter()
+                .map(move |f| maildir::read_message(&f, max)),
         ));
     }
-    Ok(Box::new(read_mbox(std::fs::File::open(path)?)))
+    Ok(Box::new(mbox::read_mbox_bounded(
+        std::fs::File::open(path)?,
+        max,
+    )))
 }
 
 impl Inputs {
     /// Checks every input first (a file opens, a directory is a Maildir),
     /// to fail on a bad path before any message is read.
-    fn open(paths: &[PathBuf], clock: Clock) -> Result<Inputs, (PathBuf, std::io::Error)> {
+    fn open(
+        paths: &[PathBuf],
+        clock: Clock,
+        max_message: usize,
+    ) -> Result<Inputs, (PathBuf, std::io::Error)> {
         for p in paths {
             let checked = if p.as_os_str() == STDIN {
                 Ok(())
@@ -662,6 +677,7 @@ impl Inputs {
         Ok(Inputs {
             paths: paths.to_vec(),
             clock,
+            max_message,
             current: 0,
             messages: None,
             not_after: latest_arrival(),
@@ -679,7 +695,7 @@ impl Iterator for Inputs {
                 Some(m) => m,
                 None => {
                     let path = self.paths.get(file)?;
-                    match open_input(path) {
+                    match open_input(path, self.max_message) {
                         Ok(m) => self.messages.insert(m.enumerate()),
                         Err(e) => {
                             // Opened a moment ago, gone since: one

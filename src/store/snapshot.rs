@@ -39,9 +39,7 @@
 //!
 //! This module does file I/O; the engine modules do not.
 
-use std::fs::{self, File};
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use bloomfilter::Bloom;
@@ -259,36 +257,13 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
 /// # Errors
 /// `Io` naming the step and path that failed.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, SnapshotError> {
-    let target = dir.join(name);
-    // Unique per write: a periodic snapshot still on the blocking pool and
-    // the one at shutdown must not share a temporary file.
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-    let io = |op: &'static str, path: &Path| {
-        let path = path.to_owned();
-        move |source| SnapshotError::Io { op, path, source }
-    };
-    let result = (|| {
-        // 0600: campaigns carry subjects and sender domains of mail.
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io("create", &tmp))?;
-        f.write_all(bytes).map_err(io("write", &tmp))?;
-        f.sync_all().map_err(io("fsync", &tmp))?;
-        drop(f);
-        fs::rename(&tmp, &target).map_err(io("rename into place", &target))?;
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io("fsync directory", dir))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map(|()| target)
+    // 0600: campaigns carry subjects and sender domains of mail.
+    crate::file::write_atomic(dir, name, bytes, 0o600).map_err(|e| match e {
+        crate::file::FileError::Io { op, path, source } => SnapshotError::Io { op, path, source },
+        other => SnapshotError::Invalid {
+            what: other.to_string(),
+        },
+    })
 }
 
 /// Snapshots `engine` into `dir/state.bin` (see [`encode`], [`write_atomic`]).
@@ -635,26 +610,6 @@ pub fn max_file_len(cfg: &Config) -> u64 {
         .saturating_add(campaigns)
 }
 
-/// What a file that is not a regular file is, for [`SnapshotError::NotRegular`].
-fn file_kind(t: fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Reads the snapshot file at `path`, trusting nothing about it: see the
 /// module docs.
 ///
@@ -663,55 +618,20 @@ fn file_kind(t: fs::FileType) -> &'static str {
 /// whatever it points to), `TooLarge` for a file above [`max_file_len`],
 /// `Io` when it cannot be opened or read.
 pub fn read_file(path: &Path, cfg: &Config) -> Result<Vec<u8>, SnapshotError> {
-    let io = |op: &'static str| {
-        move |source| SnapshotError::Io {
-            op,
-            path: path.to_owned(),
-            source,
-        }
-    };
-    let not_regular = |kind| SnapshotError::NotRegular {
-        path: path.to_owned(),
-        kind,
-    };
-    // Before opening: opening a device or a FIFO can block or act.
-    let t = fs::symlink_metadata(path).map_err(io("stat"))?.file_type();
-    if !t.is_file() {
-        return Err(not_regular(file_kind(t)));
-    }
-    // Replaced since: O_NOFOLLOW refuses a link (ELOOP), O_NONBLOCK keeps a
-    // FIFO from blocking the open, O_NOCTTY a terminal from becoming ours.
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => not_regular("a symbolic link"),
-            _ => io("open")(e),
-        })?;
-    let meta = f.metadata().map_err(io("stat"))?;
-    if !meta.file_type().is_file() {
-        return Err(not_regular(file_kind(meta.file_type())));
-    }
+    use crate::file::FileError;
     let max = max_file_len(cfg);
-    if meta.len() > max {
-        return Err(SnapshotError::TooLarge {
+    crate::file::read_regular(path, max, crate::file::Links::Refuse).map_err(|e| match e {
+        FileError::NotRegular { path, kind } => SnapshotError::NotRegular { path, kind },
+        FileError::TooLarge { size, max, .. } => SnapshotError::TooLarge {
             what: "file size",
-            count: meta.len(),
+            count: size,
             max,
-        });
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    // One byte more than its size: a file that grows while read is refused.
-    (&f).take(meta.len().saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(io("read"))?;
-    if bytes.len() as u64 > meta.len() {
-        return Err(SnapshotError::Invalid {
+        },
+        FileError::Grew { path } => SnapshotError::Invalid {
             what: format!("{} grew while it was read", path.display()),
-        });
-    }
-    Ok(bytes)
+        },
+        FileError::Io { op, path, source } => SnapshotError::Io { op, path, source },
+    })
 }
 
 /// Loads the snapshot at `path` into an engine for `cfg`.
@@ -1011,7 +931,7 @@ mod tests {
         let cfg = small_cfg();
         let path = dir.path().join(FILE_NAME);
         // Sparse: nothing is written, and nothing must be read.
-        let f = File::create(&path).unwrap();
+        let f = fs::File::create(&path).unwrap();
         f.set_len(max_file_len(&cfg) + 1).unwrap();
         assert!(matches!(
             load(&path, &cfg),

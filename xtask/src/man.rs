@@ -18,7 +18,7 @@ pub fn pages(root: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
         .section("8")
         .render(&mut main)?;
     out.push(("bulkwatch.8".to_owned(), main));
-    for sub in cmd.get_subcommands() {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("bulkwatch-{}", sub.get_name());
         let mut page = Vec::new();
         let bin = format!("bulkwatch {}", sub.get_name());
