@@ -491,9 +491,9 @@ async fn an_allow_never_writes_through_a_planted_link() {
     }
     // A campaign to allow: two copies of one text.
     let mut id = None;
-    for i in 0..2 {
+    for (i, name) in NAMES.iter().enumerate().take(2) {
         let mut conn = open_unix(&socket).await;
-        let (actions, _) = transact(&mut conn, &spam(NAMES[i], 100 + i as u32)).await;
+        let (actions, _) = transact(&mut conn, &spam(name, 100 + i as u32)).await;
         conn.close().await.unwrap();
         id = common::daemon::header(&actions)
             .and_then(|h| h.split("campaign=").nth(1).map(|s| s[..12].to_owned()))

@@ -67,7 +67,7 @@ impl TryFrom<RawExact> for ExactConfig {
             c.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
         }
         if let Some(v) = bloom_fp_rate {
-            if !(v >= MIN_FP_RATE && v < 0.5) {
+            if !(MIN_FP_RATE..0.5).contains(&v) {
                 return Err(ConfigError::invalid(
                     "exact.bloom_fp_rate",
                     format!("{v:e} must be at least {MIN_FP_RATE:e} and below 0.5"),
