@@ -17,6 +17,8 @@
 //!   (`replay`, `scan`, `tune` and the quality benchmarks).
 //! - [`milter`]: the milter protocol in front of the judge (tokio,
 //!   indymilter): sessions, replies, metrics, alerts, the guarded listener.
+//! - [`http`]: the HTTP listener in front of the milter's state: metrics,
+//!   the campaign list, the dashboard and its corrections.
 //! - [`cli`]: the commands, `bulkwatch serve` among them.
 #![forbid(unsafe_code)]
 #![warn(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -26,6 +28,7 @@ pub mod engine;
 pub mod file;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod http;
 pub mod milter;
 pub mod replay;
 pub mod store;

@@ -145,8 +145,9 @@ fn counter(text: &str, name: &str) -> u64 {
 /// of its own, so under a limit of 256 open files a few hundred idle HTTP
 /// clients used up the descriptors, the next milter accept failed with
 /// "Too many open files", and the daemon exited with status 2. Now the
-/// metrics listener serves at most 32 at once and closes the rest, and a
-/// failed accept is waited out: the milter keeps filtering.
+/// metrics listener serves at most 32 at once (closing the oldest idle
+/// one to make room), and a failed accept is waited out: the milter keeps
+/// filtering.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_flood_under_a_low_file_limit_cannot_stop_the_milter() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +180,7 @@ async fn metrics_flood_under_a_low_file_limit_cannot_stop_the_milter() {
     // (The daemon learns that the flood is gone as it reads each closed
     // connection: until then a new one may still be refused, so ask again.)
     let text = metrics_text_once_answered(metrics);
-    assert!(counter(&text, "bulkwatch_http_refused_total") > 0, "{text}");
+    assert!(counter(&text, "bulkwatch_http_evicted_total") > 0, "{text}");
     assert!(d.stop().success(), "{}", d_log(&log));
 }
 
@@ -348,5 +349,80 @@ async fn a_churn_of_fresh_connections_never_cuts_a_slow_session() {
         counter(&text, "bulkwatch_connections_evicted_total") > 0,
         "{text}"
     );
+    assert!(d.stop().success());
+}
+
+/// Slowloris on the metrics port: 40 clients that each send a request
+/// head a byte at a time and reconnect when closed. Before, they held the
+/// 32 slots and 16 of 20 `/metrics` requests failed. Now a new connection
+/// closes the oldest one that has not sent its whole head: every request
+/// that arrives whole is answered. And a `Host` naming another site is
+/// refused (DNS rebinding).
+#[test]
+fn slowloris_cannot_starve_the_metrics_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 16),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("daemon.log"), Some(1024));
+    d.wait_log("bulkwatch serving");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow: Vec<_> = (0..40)
+        .map(|_| {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let head = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ";
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(metrics) else {
+                        continue;
+                    };
+                    for b in head.iter().cycle() {
+                        if done.load(std::sync::atomic::Ordering::Relaxed)
+                            || std::io::Write::write_all(&mut s, &[*b]).is_err()
+                        {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            })
+        })
+        .collect();
+    // Let the slow clients fill the slots.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut answered = 0;
+    for _ in 0..20 {
+        let Ok(mut s) = TcpStream::connect(metrics) else {
+            continue;
+        };
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let _ =
+            std::io::Write::write_all(&mut s, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        if out.starts_with("HTTP/1.1 200") && out.contains("bulkwatch_messages_total") {
+            answered += 1;
+        }
+    }
+    let mut s = TcpStream::connect(metrics).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        b"GET /campaigns HTTP/1.1\r\nHost: rebind.attacker.example:9357\r\n\r\n",
+    )
+    .unwrap();
+    let mut rebound = String::new();
+    let _ = s.read_to_string(&mut rebound);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in slow {
+        t.join().unwrap();
+    }
+    assert_eq!(answered, 20, "requests answered under slowloris");
+    assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
     assert!(d.stop().success());
 }

@@ -176,3 +176,26 @@ async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
     let (ok, _, err) = campaigns(&config, &["list"]);
     assert!(!ok && err.contains("control.sock"), "{err}");
 }
+
+/// Clients that connect to the control socket and say nothing. Before,
+/// the socket served one client at a time, each for up to its 5 s read
+/// timeout: behind three silent ones, `bulkwatch campaigns list` waited
+/// past its own 10 s timeout and failed. Now each client is served on its
+/// own (up to 8 at once).
+#[test]
+fn silent_control_clients_do_not_hold_up_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state_dir = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::write(&config, config_text(&socket, &state_dir)).unwrap();
+    let mut d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    d.wait_log("control socket listening");
+    let silent: Vec<std::os::unix::net::UnixStream> = (0..3)
+        .map(|_| std::os::unix::net::UnixStream::connect(socket_path(&state_dir)).unwrap())
+        .collect();
+    let (ok, out, err) = campaigns(&config, &["list"]);
+    assert!(ok, "{out}{err}");
+    drop(silent);
+    assert!(d.stop().success());
+}

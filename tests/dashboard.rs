@@ -42,10 +42,7 @@ fn rendered(url: &str) -> String {
 async fn dashboard(m: &common::Milter) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
-    let http = tokio::spawn(bulkwatch::milter::metrics::serve(
-        listener,
-        Arc::clone(&m.state),
-    ));
+    let http = tokio::spawn(bulkwatch::http::serve(listener, Arc::clone(&m.state)));
     let dom = tokio::task::spawn_blocking(move || rendered(&url))
         .await
         .unwrap();
@@ -222,4 +219,34 @@ async fn without_redis_the_page_says_it_shows_this_host_only() {
         "{dom}"
     );
     assert!(dom.contains("class=\"partial\""), "{dom}");
+}
+
+/// A sender's directional formatting characters cannot reorder what the
+/// page shows: "\u{202e}evil.example" would read "elpmaxe.live". The page
+/// shows the character as its code point, in a cell isolated from its
+/// neighbours.
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directional_characters_of_a_sender_are_shown_not_obeyed() {
+    let m = common::start(common::config()).await;
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut mail = spam(name, i as u32);
+        for (k, v) in mail.headers.iter_mut() {
+            if k == "Subject" {
+                *v = "Invoice from \u{202e}evil.example\u{202c} today".into();
+            }
+        }
+        send(m.addr, &mail).await;
+    }
+    let dom = dashboard(&m).await;
+    m.stop().await;
+    assert!(
+        dom.contains("Invoice from [U+202E]evil.example[U+202C] today"),
+        "{dom}"
+    );
+    assert!(!dom.contains('\u{202e}'), "{dom}");
+    assert!(dom.contains("class=\"mail\" dir=\"auto\""), "{dom}");
 }

@@ -330,7 +330,7 @@ async fn metrics_and_campaigns_are_served_over_http() {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(bulkwatch::milter::metrics::serve(listener, m.state.clone()));
+    let server = tokio::spawn(bulkwatch::http::serve(listener, m.state.clone()));
     let get = |path: &'static str| async move {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
         s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())

@@ -52,7 +52,7 @@ use tracing::{error, info, warn};
 use crate::cli::{CliError, Exit};
 use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
-use crate::milter::{alert, metrics, unix_now, Listener, State};
+use crate::milter::{alert, unix_now, Listener, State};
 use crate::store::snapshot::{self, FILE_NAME};
 use crate::store::RedisLayer;
 
@@ -692,7 +692,7 @@ async fn serve(
             .await
             .map_err(|e| other(format!("cannot listen for metrics on {addr}"), e))?;
         info!(listen = %addr, "metrics listening");
-        tasks.push(tokio::spawn(metrics::serve(l, Arc::clone(&state))));
+        tasks.push(tokio::spawn(crate::http::serve(l, Arc::clone(&state))));
     }
     tasks.push(tokio::spawn(snapshot_loop(Arc::clone(&state), dir.clone())));
     let control_socket = crate::milter::control::socket_path(&dir);

@@ -361,38 +361,65 @@ fn error(msg: &str) -> serde_json::Value {
     serde_json::json!({"ok": false, "error": msg})
 }
 
-/// Serves the control socket until the task is dropped: one connection at
-/// a time (a request is a line; the answer is small).
+/// Most control connections served at once; more wait in the socket's
+/// backlog. The socket is mode 0600: only the daemon's user (and root)
+/// can connect.
+pub const MAX_CONTROL_CONNECTIONS: usize = 8;
+
+/// Longest a whole control exchange may take, the answer's writing
+/// included.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One control connection: a request line in, one answer line out.
+async fn exchange(state: Arc<State>, stream: tokio::net::UnixStream) {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let got = tokio::time::timeout(READ_TIMEOUT, async {
+        BufReader::new(read.take(MAX_REQUEST as u64))
+            .read_line(&mut line)
+            .await
+    })
+    .await;
+    let answer = match got {
+        Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REQUEST => {
+            // (With Redis, a round trip: off the runtime's threads.)
+            let st = Arc::clone(&state);
+            tokio::task::spawn_blocking(move || {
+                st.control
+                    .handle(&st, line.trim(), crate::milter::unix_now())
+            })
+            .await
+            .unwrap_or_else(|_| error("the request failed"))
+        }
+        Ok(Ok(_)) => error("request too long"),
+        _ => return,
+    };
+    let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+        let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
+        let _ = write.shutdown().await;
+    })
+    .await;
+}
+
+/// Serves the control socket until the task is dropped: up to
+/// [`MAX_CONTROL_CONNECTIONS`] clients at once, each bounded in time (a
+/// client that never sends its line, or never reads the answer, holds one
+/// slot for a bounded time and never the others).
 pub async fn serve(listener: UnixListener, state: Arc<State>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_CONNECTIONS));
     loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        let (read, mut write) = stream.into_split();
-        let mut line = String::new();
-        let got = tokio::time::timeout(READ_TIMEOUT, async {
-            BufReader::new(read.take(MAX_REQUEST as u64))
-                .read_line(&mut line)
-                .await
-        })
-        .await;
-        let answer = match got {
-            Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REQUEST => {
-                // (With Redis, a round trip: off the runtime's threads.)
-                let st = Arc::clone(&state);
-                tokio::task::spawn_blocking(move || {
-                    st.control
-                        .handle(&st, line.trim(), crate::milter::unix_now())
-                })
-                .await
-                .unwrap_or_else(|_| error("the request failed"))
-            }
-            Ok(Ok(_)) => error("request too long"),
-            _ => continue,
-        };
-        let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
-        let _ = write.shutdown().await;
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            exchange(state, stream).await;
+            drop(permit);
+        });
     }
 }
 

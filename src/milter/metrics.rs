@@ -8,12 +8,9 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::engine::verdict::{AllowReason, Level, Verdict};
 use crate::engine::Engine;
@@ -23,8 +20,6 @@ use crate::milter::State;
 const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
-const MAX_REQUEST: usize = 8192;
-const READ_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Counters updated by the milter, read by `/metrics`.
 #[derive(Debug)]
@@ -45,6 +40,7 @@ pub struct Metrics {
     evictions: AtomicU64,
     refusals: AtomicU64,
     http_refused: AtomicU64,
+    http_evicted: AtomicU64,
     allows: AtomicU64,
     forgets: AtomicU64,
 }
@@ -68,6 +64,7 @@ impl Metrics {
             evictions: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             http_refused: AtomicU64::new(0),
+            http_evicted: AtomicU64::new(0),
             allows: AtomicU64::new(0),
             forgets: AtomicU64::new(0),
         }
@@ -97,8 +94,16 @@ impl Metrics {
         };
     }
 
+    /// A new HTTP connection was closed unanswered: every open one had
+    /// sent its request.
     pub fn record_http_refused(&self) {
         self.http_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An HTTP connection that had not sent its request was closed to make
+    /// room for a new one.
+    pub fn record_http_evicted(&self) {
+        self.http_evicted.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn record_verdict(&self, level: Level, elapsed: Duration) {
@@ -257,8 +262,14 @@ pub fn render(state: &State, now: u64) -> String {
         ),
         (
             "bulkwatch_http_refused_total",
-            "Metrics connections closed unanswered: too many were open.",
+            "HTTP connections closed unanswered: the most were open, each with its request.",
             m.http_refused.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_http_evicted_total",
+            "HTTP connections closed before their request arrived, to make room (slow or \
+             idle clients).",
+            m.http_evicted.load(Ordering::Relaxed),
         ),
         (
             "bulkwatch_campaign_allows_total",
@@ -529,207 +540,6 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
     }
 }
 
-/// The dashboard at `/`: a page, its script and its style sheet, served
-/// from the binary (no external asset; see [`SECURITY_HEADERS`]).
-const DASHBOARD_HTML: &str = include_str!("dashboard/index.html");
-const DASHBOARD_JS: &str = include_str!("dashboard/dashboard.js");
-const DASHBOARD_CSS: &str = include_str!("dashboard/dashboard.css");
-
-/// Sent with every answer. The page loads only its own script, style
-/// sheet and `/campaigns`; nothing inline runs, so text from mail (a
-/// subject) that reached the page could not run as script even if it were
-/// ever written as HTML (the script sets text only).
-pub const SECURITY_HEADERS: &str =
-    "Content-Security-Policy: default-src 'none'; script-src 'self'; \
-     style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; \
-     frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n\
-     Cache-Control: no-store\r\n";
-
-/// `POST /campaigns/ID/allow` or `/forget`, with `Authorization: Bearer
-/// TOKEN` (`metrics.control_token`); off (404) when no token is set. A
-/// page of another site cannot send the header without a CORS preflight,
-/// which this listener never grants.
-fn control(state: &State, path: &str, head: &[u8]) -> (&'static str, &'static str, String) {
-    let json = "application/json";
-    let Some(token) = state.config().metrics.control_token.clone() else {
-        return (
-            "404 Not Found",
-            "text/plain",
-            "control is off (metrics.control_token)\n".into(),
-        );
-    };
-    let given = String::from_utf8_lossy(head)
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.trim()
-                .eq_ignore_ascii_case("authorization")
-                .then(|| {
-                    value
-                        .trim()
-                        .strip_prefix("Bearer ")
-                        .map(str::trim)
-                        .map(str::to_owned)
-                })
-                .flatten()
-        })
-        .unwrap_or_default();
-    if !same(given.as_bytes(), token.as_bytes()) {
-        let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
-        return ("401 Unauthorized", json, body.to_string());
-    }
-    let mut parts = path.trim_start_matches("/campaigns/").split('/');
-    let request = match (parts.next(), parts.next(), parts.next()) {
-        (Some(id), Some(action @ ("allow" | "forget")), None) => format!("{action} {id}"),
-        _ => return ("404 Not Found", "text/plain", "not found\n".into()),
-    };
-    let answer = state
-        .control
-        .handle(state, &request, crate::milter::unix_now());
-    let status = if answer.get("ok") == Some(&serde_json::Value::Bool(true)) {
-        "200 OK"
-    } else {
-        "400 Bad Request"
-    };
-    (status, json, answer.to_string())
-}
-
-/// Compares two secrets in time that depends on their lengths only.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Status line, content type and body for a request head.
-#[cfg(test)]
-fn respond(state: &State, head: &[u8]) -> (&'static str, &'static str, String) {
-    respond_with_view(state, head).0
-}
-
-/// Status line, content type and body for a request head, and for
-/// `/campaigns` whose campaigns the body lists (sent as `X-Bulkwatch-View`).
-fn respond_with_view(
-    state: &State,
-    head: &[u8],
-) -> ((&'static str, &'static str, String), Option<View>) {
-    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
-    if (method, path) == ("GET", "/campaigns") {
-        let (body, view) = campaigns_json(state);
-        return (("200 OK", "application/json", body), Some(view));
-    }
-    let reply = match (method, path) {
-        ("GET", "/metrics") => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            render(state, crate::milter::unix_now()),
-        ),
-        ("GET", "/") => ("200 OK", "text/html; charset=utf-8", DASHBOARD_HTML.into()),
-        ("GET", "/dashboard.js") => (
-            "200 OK",
-            "text/javascript; charset=utf-8",
-            DASHBOARD_JS.into(),
-        ),
-        ("GET", "/dashboard.css") => ("200 OK", "text/css; charset=utf-8", DASHBOARD_CSS.into()),
-        ("GET", "/control") => (
-            "200 OK",
-            "application/json",
-            serde_json::json!({"enabled": state.config().metrics.control_token.is_some()})
-                .to_string(),
-        ),
-        ("POST", p) if p.starts_with("/campaigns/") => control(state, p, head),
-        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
-        ("", _) => ("400 Bad Request", "text/plain", "bad request\n".into()),
-        _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
-    };
-    (reply, None)
-}
-
-async fn handle(state: Arc<State>, mut stream: tokio::net::TcpStream) {
-    let mut buf = Vec::with_capacity(1024);
-    let read = tokio::time::timeout(READ_TIMEOUT, async {
-        let mut chunk = [0u8; 1024];
-        loop {
-            let n = stream.read(&mut chunk).await?;
-            buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
-            if n == 0
-                || buf.windows(4).any(|w| w == b"\r\n\r\n")
-                || buf.windows(2).any(|w| w == b"\n\n")
-            {
-                return Ok::<_, std::io::Error>(());
-            }
-            if buf.len() > MAX_REQUEST {
-                return Ok(());
-            }
-        }
-    })
-    .await;
-    let ((status, ctype, body), view) = match read {
-        Ok(Ok(())) if buf.len() <= MAX_REQUEST => {
-            // (With Redis, `/campaigns` and the control requests make a
-            // round trip: off the runtime's threads.)
-            let st = Arc::clone(&state);
-            match tokio::task::spawn_blocking(move || respond_with_view(&st, &buf)).await {
-                Ok(r) => r,
-                Err(_) => return,
-            }
-        }
-        Ok(Ok(())) => (
-            (
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                String::new(),
-            ),
-            None,
-        ),
-        _ => return,
-    };
-    let view = view.map_or(String::new(), |v| {
-        format!("X-Bulkwatch-View: {}\r\n", v.as_str())
-    });
-    let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{view}{SECURITY_HEADERS}Connection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
-
-/// Serves `/metrics` and `/campaigns` on `listener` until the task is
-/// dropped or aborted.
-/// Most metrics connections served at once; more are closed unanswered, so
-/// a flood of idle HTTP connections holds at most this many descriptors
-/// (each for at most the read timeout) and cannot starve the milter.
-pub const MAX_HTTP_CONNECTIONS: usize = 32;
-
-pub async fn serve(listener: TcpListener, state: Arc<State>) {
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => match Arc::clone(&permits).try_acquire_owned() {
-                Ok(permit) => {
-                    let state = Arc::clone(&state);
-                    tokio::spawn(async move {
-                        handle(state, stream).await;
-                        drop(permit);
-                    });
-                }
-                Err(_) => {
-                    state.metrics.record_http_refused();
-                    drop(stream);
-                }
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "metrics accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -760,6 +570,7 @@ mod tests {
             "bulkwatch_accept_errors_total 0",
             "bulkwatch_connections_evicted_total 0",
             "bulkwatch_http_refused_total 0",
+            "bulkwatch_http_evicted_total 0",
             "bulkwatch_campaign_allows_total 0",
             "bulkwatch_campaign_forgets_total 0",
             "bulkwatch_allowed_total{reason=\"recipient\"} 2",
@@ -768,113 +579,6 @@ mod tests {
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }
-    }
-
-    #[test]
-    fn requests_are_routed() {
-        let state = State::new(Engine::new(&Config::default()));
-        assert_eq!(
-            respond(&state, b"GET /metrics HTTP/1.0\r\n\r\n").0,
-            "200 OK"
-        );
-        let (s, _, body) = respond(&state, b"GET /campaigns HTTP/1.1\r\nHost: x\r\n\r\n");
-        assert_eq!((s, body.as_str()), ("200 OK", "[]"));
-        // The dashboard: the page names only its own script and style
-        // sheet, which are served too.
-        let (s, ctype, page) = respond(&state, b"GET / HTTP/1.1\r\n\r\n");
-        assert_eq!((s, ctype), ("200 OK", "text/html; charset=utf-8"));
-        assert!(page.contains("src=\"/dashboard.js\"") && page.contains("href=\"/dashboard.css\""));
-        assert!(
-            !page.contains("http://") && !page.contains("https://"),
-            "no external asset"
-        );
-        assert!(
-            !page.contains("<script>") && !page.contains("style="),
-            "nothing inline"
-        );
-        for (path, ctype) in [
-            ("/dashboard.js", "text/javascript"),
-            ("/dashboard.css", "text/css"),
-        ] {
-            let (s, t, body) = respond(&state, format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
-            assert_eq!(s, "200 OK");
-            assert!(t.starts_with(ctype) && !body.is_empty(), "{path}");
-        }
-        // Sender-controlled text is never parsed as HTML by the script.
-        assert!(
-            !DASHBOARD_JS.contains("innerHTML") && !DASHBOARD_JS.contains("insertAdjacentHTML")
-        );
-        assert!(
-            SECURITY_HEADERS.contains("default-src 'none'; script-src 'self'; style-src 'self';")
-        );
-        assert_eq!(
-            respond(&state, b"GET /x HTTP/1.0\r\n\r\n").0,
-            "404 Not Found"
-        );
-        assert_eq!(
-            respond(&state, b"POST /metrics HTTP/1.0\r\n\r\n").0,
-            "405 Method Not Allowed"
-        );
-        assert_eq!(respond(&state, b"").0, "400 Bad Request");
-    }
-
-    #[test]
-    fn allow_and_forget_need_the_control_token() {
-        let mut cfg = Config::default();
-        let post = |state: &State, path: &str, auth: &str| {
-            let head = format!("POST {path} HTTP/1.1\r\n{auth}\r\n");
-            let (s, _, body) = respond(state, head.as_bytes());
-            (s, body)
-        };
-        // No token: control is off, whatever is sent.
-        let state = State::new(Engine::new(&cfg));
-        assert_eq!(
-            respond(&state, b"GET /control HTTP/1.0\r\n\r\n").2,
-            "{\"enabled\":false}"
-        );
-        assert_eq!(
-            post(&state, "/campaigns/000000000001/allow", "").0,
-            "404 Not Found"
-        );
-        cfg.metrics.control_token = Some("0123456789abcdef0123".into());
-        let state = State::new(Engine::new(&cfg));
-        assert_eq!(
-            respond(&state, b"GET /control HTTP/1.0\r\n\r\n").2,
-            "{\"enabled\":true}"
-        );
-        for auth in [
-            "",
-            "Authorization: Bearer wrong",
-            "Authorization: 0123456789abcdef0123",
-        ] {
-            assert_eq!(
-                post(&state, "/campaigns/000000000001/allow", auth).0,
-                "401 Unauthorized",
-                "{auth}"
-            );
-        }
-        let ok = "authorization: Bearer 0123456789abcdef0123";
-        let (s, body) = post(&state, "/campaigns/000000000001/allow", ok);
-        assert_eq!(s, "400 Bad Request", "no such campaign: {body}");
-        let raw = crate::engine::testutil::spam("ann", 1);
-        let v = state.engine().process(
-            raw.as_bytes(),
-            &crate::engine::Envelope::default(),
-            crate::engine::UnixSecs(crate::milter::unix_now()),
-        );
-        let id = v.campaign.unwrap().id;
-        let (s, body) = post(&state, &format!("/campaigns/{id}/allow"), ok);
-        assert_eq!(s, "200 OK", "{body}");
-        assert!(body.contains("\"ok\":true"));
-        let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);
-        assert_eq!(s, "200 OK", "{body}");
-        let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);
-        assert_eq!(s, "400 Bad Request", "forgotten already: {body}");
-        assert_eq!(
-            post(&state, "/campaigns/000000000001/drop", ok).0,
-            "404 Not Found"
-        );
-        assert_eq!(post(&state, "/campaigns/zz/allow", ok).0, "400 Bad Request");
     }
 
     #[test]
@@ -904,34 +608,6 @@ mod tests {
             .collect();
         assert_eq!(arrivals.len(), ARRIVAL_BUCKETS);
         assert_eq!(arrivals.last(), Some(&3), "all three just arrived");
-    }
-
-    /// With Redis configured but not answering, `/campaigns` lists this
-    /// host's campaigns and says so; without Redis the view is the host's.
-    #[test]
-    fn campaigns_say_whose_they_are() {
-        use crate::config::StoreBackend;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
-        let mut cfg = Config::default();
-        cfg.store.backend = StoreBackend::Redis;
-        cfg.store.redis.urls = vec![format!("redis://127.0.0.1:{port}")];
-        cfg.store.redis.timeout = Duration::from_millis(500);
-        let shared = crate::store::RedisLayer::from_config(&cfg)
-            .unwrap()
-            .unwrap();
-        let state = State::new(Engine::new(&cfg)).with_shared(shared);
-        let ((s, _, body), view) = respond_with_view(&state, b"GET /campaigns HTTP/1.1\r\n\r\n");
-        assert_eq!((s, body.as_str()), ("200 OK", "[]"));
-        assert_eq!(view, Some(View::HostRedisUnavailable));
-        assert_eq!(view.map(View::as_str), Some("host; redis unavailable"));
-        let local = State::new(Engine::new(&Config::default()));
-        let (_, view) = respond_with_view(&local, b"GET /campaigns HTTP/1.1\r\n\r\n");
-        assert_eq!(view, Some(View::Host));
-        let (_, view) = respond_with_view(&local, b"GET /metrics HTTP/1.1\r\n\r\n");
-        assert_eq!(view, None, "only the list says whose it is");
     }
 
     /// `/campaigns` shows a sample subject only when `keep_subjects` is on;

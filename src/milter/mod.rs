@@ -325,7 +325,7 @@ pub async fn run(listener: Listener, state: Arc<State>, shutdown: impl Future) -
 const EVICTION_HEADROOM: usize = 16;
 
 /// Descriptors the daemon needs besides its milter connections: the
-/// listeners, metrics connections ([`metrics::MAX_HTTP_CONNECTIONS`]),
+/// listeners, metrics connections ([`crate::http::MAX_HTTP_CONNECTIONS`]),
 /// snapshot and state files, Redis connections, the runtime, stdio.
 const FD_RESERVE: u64 = 128;
 

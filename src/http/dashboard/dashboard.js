@@ -32,11 +32,28 @@ function button(label, id, action) {
   return b;
 }
 
+// Directional formatting characters (U+202A-U+202E, U+2066-U+2069, the
+// marks U+200E, U+200F, U+061C) in a sender's text would reorder what is
+// shown ("\u202eevil.example" reads "elpmaxe.live"): each is shown as its
+// code point instead, and the cell is isolated (CSS unicode-bidi).
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function shown(text) {
+  return text.replace(BIDI, (c) => "[U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "]");
+}
+
 function cell(row, text, cls) {
   const td = document.createElement("td");
-  td.textContent = text;
+  td.textContent = shown(text);
   if (cls) td.className = cls;
   row.appendChild(td);
+  return td;
+}
+
+// Text from mail: shown, and isolated from its neighbours.
+function mailCell(row, text) {
+  const td = cell(row, text, "mail");
+  td.dir = "auto";
   return td;
 }
 
@@ -89,10 +106,10 @@ function render(list, view) {
     cell(tr, c.id, "id");
     cell(tr, String(c.recipients), "num");
     cell(tr, String(c.messages), "num");
-    cell(tr, (c.sender_domains || []).join(", "));
+    mailCell(tr, (c.sender_domains || []).join(", "));
     cell(tr, when(c.first_seen));
     cell(tr, when(c.last_seen));
-    cell(tr, c.sample_subject || "");
+    mailCell(tr, c.sample_subject || "");
     if (c.arrivals) {
       cell(tr, "").appendChild(chart(c.arrivals));
     } else {
