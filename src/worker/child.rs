@@ -12,6 +12,7 @@
 //! `failure_action` and starts another worker.
 
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use super::sandbox;
@@ -42,12 +43,15 @@ fn read_frame(input: &mut impl Read, buf: &mut Vec<u8>, max: usize) -> io::Resul
     Ok(true)
 }
 
-fn write_frame(out: &mut impl Write, body: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(body.len())
+/// Writes `frame` (its first 4 bytes left for the length) in one write.
+fn write_frame(out: &mut impl Write, frame: &mut [u8]) -> io::Result<()> {
+    let len = frame.len().saturating_sub(4);
+    let len = u32::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(body)?;
-    out.flush()
+    if let Some(head) = frame.get_mut(..4) {
+        head.copy_from_slice(&len.to_le_bytes());
+    }
+    out.write_all(frame)
 }
 
 thread_local! {
@@ -67,8 +71,9 @@ pub fn run() -> ExitCode {
 fn serve() -> io::Result<()> {
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Standard output as a plain file: the standard handle is line
+    // buffered, and replies hold newlines.
+    let mut out = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
     let mut buf = Vec::new();
     if !read_frame(&mut input, &mut buf, MAX_HELLO)? {
         return Ok(());
@@ -90,13 +95,14 @@ fn serve() -> io::Result<()> {
     }));
     warm_up(&hello.read);
     let status = sandbox::apply(&hello.read);
-    write_frame(
-        &mut out,
-        &Ready {
+    let mut ready = vec![0; 4];
+    ready.extend(
+        Ready {
             sandbox: status.to_string(),
         }
         .encode(),
-    )?;
+    );
+    write_frame(&mut out, &mut ready)?;
     let max = super::wire::max_request(&hello.read);
     let mut reply = Vec::new();
     while read_frame(&mut input, &mut buf, max)? {
@@ -111,7 +117,7 @@ fn serve() -> io::Result<()> {
         match std::panic::catch_unwind(|| read(raw, &rcpts, cfg)) {
             Ok(r) => {
                 Reply::Read(Box::new(r)).encode_into(&mut reply);
-                write_frame(&mut out, &reply)?;
+                write_frame(&mut out, &mut reply)?;
             }
             Err(_) => {
                 let msg = PANIC
@@ -120,7 +126,7 @@ fn serve() -> io::Result<()> {
                 Reply::Panicked(msg).encode_into(&mut reply);
                 // A panic may have left a parser's shared state half
                 // built: report it and end; the daemon starts another.
-                return write_frame(&mut out, &reply);
+                return write_frame(&mut out, &mut reply);
             }
         }
     }

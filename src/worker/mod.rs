@@ -112,26 +112,32 @@ impl PoolStats {
     }
 }
 
+/// A worker's standard output, read in large pieces.
+type Stdout = tokio::io::BufReader<ChildStdout>;
+
 /// One worker process.
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    stdout: ChildStdout,
+    stdout: Stdout,
     stderr: Option<ChildStderr>,
     uses: u32,
     /// The last request's bytes, reused.
     buf: Vec<u8>,
 }
 
-async fn write_frame(w: &mut ChildStdin, body: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(body.len())
+/// Writes `frame` (its first 4 bytes left for the length) in one write.
+async fn write_frame(w: &mut ChildStdin, frame: &mut [u8]) -> io::Result<()> {
+    let len = frame.len().saturating_sub(4);
+    let len = u32::try_from(len)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
-    w.write_all(&len.to_le_bytes()).await?;
-    w.write_all(body).await?;
-    w.flush().await
+    if let Some(head) = frame.get_mut(..4) {
+        head.copy_from_slice(&len.to_le_bytes());
+    }
+    w.write_all(frame).await
 }
 
-async fn read_frame(r: &mut ChildStdout, buf: &mut Vec<u8>, max: usize) -> io::Result<()> {
+async fn read_frame(r: &mut Stdout, buf: &mut Vec<u8>, max: usize) -> io::Result<()> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len).await?;
     let len = u32::from_le_bytes(len) as usize;
@@ -211,6 +217,7 @@ impl Worker {
 
 struct Inner {
     program: PathBuf,
+    /// The hello frame, its length left out.
     hello: Vec<u8>,
     read: ReadConfig,
     size: usize,
@@ -248,14 +255,16 @@ impl Inner {
         let mut child = cmd
             .spawn()
             .map_err(|e| Failure::Start(format!("cannot run {}: {e}", self.program.display())))?;
-        let (Some(mut stdin), Some(mut stdout), stderr) =
+        let (Some(mut stdin), Some(stdout), stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(Failure::Start("no pipes to the worker".into()));
         };
+        let mut stdout = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
         let mut buf = Vec::new();
+        let mut hello = self.hello.clone();
         let started = timeout(START_TIMEOUT, async {
-            write_frame(&mut stdin, &self.hello).await?;
+            write_frame(&mut stdin, &mut hello).await?;
             read_frame(&mut stdout, &mut buf, 64 * 1024).await
         })
         .await;
@@ -352,11 +361,14 @@ impl Pool {
         hooks: Hooks,
     ) -> Result<Pool, Failure> {
         let read = ReadConfig::of(cfg);
-        let hello = Hello {
-            read: read.clone(),
-            hooks,
-        }
-        .encode();
+        let mut hello = vec![0; 4];
+        hello.extend(
+            Hello {
+                read: read.clone(),
+                hooks,
+            }
+            .encode(),
+        );
         let size = size.max(1);
         let inner = Arc::new(Inner {
             program: program.to_owned(),
@@ -449,7 +461,7 @@ impl Pool {
         .encode_into(&mut buf);
         let max_reply = wire::max_reply(&inner.read);
         let exchanged = timeout_at(deadline, async {
-            write_frame(&mut w.stdin, &buf).await?;
+            write_frame(&mut w.stdin, &mut buf).await?;
             read_frame(&mut w.stdout, &mut buf, max_reply).await
         })
         .await;
@@ -494,6 +506,20 @@ impl Pool {
                 self.restart();
                 drop(permit);
                 Err(f)
+            }
+        }
+    }
+
+    /// Ends the idle workers: their input closed, each ends by itself and
+    /// is waited for (killed after a second). Workers still reading end
+    /// when their pool is dropped.
+    pub async fn shutdown(&self) {
+        let idle: Vec<Worker> = std::mem::take(&mut *lock(&self.inner.idle));
+        for mut w in idle {
+            drop(w.stdin);
+            if timeout(Duration::from_secs(1), w.child.wait()).await.is_err() {
+                let _ = w.child.start_kill();
+                let _ = timeout(Duration::from_secs(1), w.child.wait()).await;
             }
         }
     }
@@ -553,5 +579,13 @@ impl Local {
     /// The pool.
     pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+}
+
+impl Drop for Local {
+    /// Ends the worker and waits for it (its CPU time is then counted as
+    /// this process's children's).
+    fn drop(&mut self) {
+        self.rt.block_on(self.pool.shutdown());
     }
 }

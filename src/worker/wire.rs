@@ -211,10 +211,12 @@ impl Ready {
 }
 
 impl<'a> Request<'a> {
-    /// Writes the request into `out` (cleared first), recipients cut to
-    /// what the worker accepts.
+    /// Writes the request frame into `out` (cleared first): 4 bytes left
+    /// for the frame's length, then the request, recipients cut to what
+    /// the worker accepts.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.clear();
+        out.extend_from_slice(&[0; 4]);
         let mut w = Writer(std::mem::take(out));
         let rcpts = self.rcpts.iter().take(MAX_KEPT_RCPTS);
         w.u16(rcpts.len() as u16);
@@ -247,9 +249,11 @@ const READ: u8 = 1;
 const PANICKED: u8 = 2;
 
 impl Reply {
-    /// Writes the reply into `out` (cleared first).
+    /// Writes the reply frame into `out` (cleared first): 4 bytes left for
+    /// the frame's length, then the reply.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.clear();
+        out.extend_from_slice(&[0; 4]);
         let mut w = Writer(std::mem::take(out));
         match self {
             Reply::Read(r) => {
@@ -392,14 +396,14 @@ mod tests {
         };
         let mut buf = Vec::new();
         req.encode_into(&mut buf);
-        assert_eq!(Request::decode(&buf), Ok(req));
+        assert_eq!(Request::decode(&buf[4..]), Ok(req));
         for reply in [
             Reply::Read(Box::new(reading())),
             Reply::Read(Box::default()),
             Reply::Panicked("index out of bounds".into()),
         ] {
             reply.encode_into(&mut buf);
-            assert_eq!(Reply::decode(&buf, &cfg), Ok(reply));
+            assert_eq!(Reply::decode(&buf[4..], &cfg), Ok(reply));
         }
     }
 
@@ -408,6 +412,7 @@ mod tests {
         let cfg = ReadConfig::default();
         let mut buf = Vec::new();
         Reply::Read(Box::new(reading())).encode_into(&mut buf);
+        buf.drain(..4);
         for n in 0..buf.len() {
             assert!(Reply::decode(&buf[..n], &cfg).is_err(), "cut at {n}");
         }
@@ -437,7 +442,7 @@ mod tests {
         let mut buf = Vec::new();
         Reply::Read(Box::new(r)).encode_into(&mut buf);
         assert!(matches!(
-            Reply::decode(&buf, &cfg),
+            Reply::decode(&buf[4..], &cfg),
             Err(CodecError::TooLarge { .. })
         ));
         let mut w = Writer::default();

@@ -1306,6 +1306,29 @@ mod tests {
         thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty \
         twentyone twentytwo twentythree twentyfour twentyfive";
 
+    /// A tag of many double-quoted attributes. html5gum 0.9.0 nested one
+    /// set of stack frames per attribute: 7,000 overflowed a 2 MiB stack
+    /// and aborted the process (vendor/html5gum/PATCH.md). Read on a
+    /// 256 KiB stack: a million attributes (7 MB), as any other tag, and
+    /// the text after it is there.
+    #[test]
+    fn a_million_attributes_on_one_tag_fit_a_small_stack() {
+        let mut html = String::from("<div ");
+        for i in 0..1_000_000 {
+            html.push_str("a");
+            html.push_str(&i.to_string());
+            html.push_str("=\"x\" ");
+        }
+        html.push_str(">hello after the tag</div><p b=\"1\" c='2' d=3>and more</p>");
+        let t = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || text(&html))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(words(&t), ["hello", "after", "the", "tag", "and", "more"]);
+    }
+
     /// The issue's cases: a stray quote in an attribute and a byte-order
     /// mark with a malformed tag next to it made the old scanner drop
     /// everything after them; a browser shows every word.
