@@ -517,7 +517,10 @@ impl Pool {
         let idle: Vec<Worker> = std::mem::take(&mut *lock(&self.inner.idle));
         for mut w in idle {
             drop(w.stdin);
-            if timeout(Duration::from_secs(1), w.child.wait()).await.is_err() {
+            if timeout(Duration::from_secs(1), w.child.wait())
+                .await
+                .is_err()
+            {
                 let _ = w.child.start_kill();
                 let _ = timeout(Duration::from_secs(1), w.child.wait()).await;
             }
