@@ -122,3 +122,44 @@ fn the_sandbox_takes_files_and_network_away() {
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err());
 }
+
+/// A batch read back to back in one worker: the same readings as one at a
+/// time; a message that kills its worker in the middle fails alone, and
+/// the messages after it are read by another worker.
+#[tokio::test]
+async fn a_batch_reads_as_single_messages_and_a_failure_costs_one() {
+    let cfg = Config::default();
+    let hooks = Hooks {
+        abort_on: b"ABORT-HERE".to_vec(),
+        hang_on: b"HANG-HERE".to_vec(),
+    };
+    let pool = Pool::start(program(), &cfg, 1, hooks).await.unwrap();
+    let msgs: Vec<Vec<u8>> = (0..40)
+        .map(|i| match i {
+            7 => message("ABORT-HERE"),
+            23 => message("HANG-HERE"),
+            // One larger than a pipe, so that writing and reading overlap.
+            30 => message(&"filler ".repeat(50_000)),
+            _ => message(&format!("number {i}")),
+        })
+        .collect();
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    let got = pool.read_many(&refs, Duration::from_secs(2)).await;
+    assert_eq!(got.len(), 40);
+    for (i, r) in got.iter().enumerate() {
+        match i {
+            7 => assert!(
+                matches!(r, Err(Failure::Died { cause }) if cause.contains("SIGABRT")),
+                "{r:?}"
+            ),
+            23 => assert!(matches!(r, Err(Failure::Timeout(_))), "{r:?}"),
+            _ => assert_eq!(
+                r.as_ref().unwrap(),
+                &read(&msgs[i], &[], &ReadConfig::of(&cfg)),
+                "message {i}"
+            ),
+        }
+    }
+    assert_eq!(pool.stats().failures("died"), 1);
+    assert_eq!(pool.stats().failures("timeout"), 1);
+}

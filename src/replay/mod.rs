@@ -129,13 +129,37 @@ impl Reader {
         }
     }
 
-    /// Reads and fingerprints one message of an mbox (no envelope).
-    fn analyze(&self, raw: &[u8], cfg: &Config) -> Result<Analysis, crate::worker::Failure> {
+    /// Reads and fingerprints the messages of a batch (no envelope; `None`
+    /// for an unreadable one), in order. A worker gets the whole batch at
+    /// once ([`crate::worker::Pool::read_many`]).
+    fn analyze(&self, batch: &[Item], cfg: &Config) -> Vec<Option<Analyzed>> {
         match self {
-            Reader::Here => Ok(analyze_unenveloped(raw, cfg)),
-            Reader::Worker(w) => w
-                .read(raw, &[], cfg.milter.engine_timeout)
-                .map(|r| crate::engine::fingerprint(r, cfg)),
+            Reader::Here => batch
+                .iter()
+                .map(|item| {
+                    item.msg
+                        .as_ref()
+                        .ok()
+                        .map(|raw| Ok(analyze_unenveloped(raw, cfg)))
+                })
+                .collect(),
+            Reader::Worker(w) => {
+                let raws: Vec<&[u8]> = batch
+                    .iter()
+                    .filter_map(|item| item.msg.as_deref().ok())
+                    .collect();
+                let mut read = w
+                    .read_many(&raws, cfg.milter.engine_timeout)
+                    .into_iter()
+                    .map(|r| r.map(|r| crate::engine::fingerprint(r, cfg)));
+                batch
+                    .iter()
+                    .map(|item| match item.msg {
+                        Ok(_) => read.next(),
+                        Err(_) => None,
+                    })
+                    .collect()
+            }
         }
     }
 }
@@ -765,15 +789,32 @@ fn for_each_analyzed(
     mut f: impl FnMut(Item, Option<Analyzed>),
 ) {
     let threads = readers.len();
+    let next_batch = |messages: &mut dyn Iterator<Item = Item>| {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
+            let Some(item) = messages.next() else {
+                break;
+            };
+            bytes += item.msg.as_ref().map_or(0, Vec::len);
+            batch.push(item);
+        }
+        batch
+    };
     if threads <= 1 {
         let Some(reader) = readers.first() else {
             return;
         };
-        for item in messages {
-            let a = item.msg.as_ref().ok().map(|raw| reader.analyze(raw, cfg));
-            f(item, a);
+        loop {
+            let batch = next_batch(&mut messages);
+            if batch.is_empty() {
+                return;
+            }
+            let analyses = reader.analyze(&batch, cfg);
+            for (item, a) in batch.into_iter().zip(analyses) {
+                f(item, a);
+            }
         }
-        return;
     }
     use std::sync::mpsc::sync_channel;
     type Batch = Vec<Item>;
@@ -785,10 +826,7 @@ fn for_each_analyzed(
             let (done_tx, done_rx) = sync_channel::<(Batch, Vec<Option<Analyzed>>)>(1);
             scope.spawn(move || {
                 for batch in rx {
-                    let analyses = batch
-                        .iter()
-                        .map(|item| item.msg.as_ref().ok().map(|raw| reader.analyze(raw, cfg)))
-                        .collect();
+                    let analyses = reader.analyze(&batch, cfg);
                     if done_tx.send((batch, analyses)).is_err() {
                         break;
                     }
@@ -799,15 +837,7 @@ fn for_each_analyzed(
         }
         scope.spawn(move || {
             for k in 0.. {
-                let mut batch = Vec::new();
-                let mut bytes = 0;
-                while batch.len() < BATCH_MESSAGES && bytes < BATCH_BYTES {
-                    let Some(item) = messages.next() else {
-                        break;
-                    };
-                    bytes += item.msg.as_ref().map_or(0, Vec::len);
-                    batch.push(item);
-                }
+                let batch = next_batch(&mut messages);
                 let worker = to_workers.get(k % threads);
                 if batch.is_empty() || worker.is_none_or(|w| w.send(batch).is_err()) {
                     // Dropping the senders ends the workers' loops.

@@ -21,6 +21,8 @@ use crate::engine::{read, ReadConfig};
 
 /// Longest hello frame.
 const MAX_HELLO: usize = 64 * 1024;
+/// Bytes read or written at a time on the pipes.
+const IO_BUFFER: usize = 256 * 1024;
 
 /// Reads one frame into `buf`: `Ok(false)` at a clean end of input.
 fn read_frame(input: &mut impl Read, buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
@@ -69,11 +71,18 @@ pub fn run() -> ExitCode {
 }
 
 fn serve() -> io::Result<()> {
-    let stdin = io::stdin();
-    let mut input = stdin.lock();
-    // Standard output as a plain file: the standard handle is line
-    // buffered, and replies hold newlines.
-    let mut out = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    // Standard input and output as plain files with large buffers (the
+    // standard output handle is line buffered, and replies hold
+    // newlines). Replies are flushed when no more requests are waiting:
+    // one at a time for the daemon, in bulk for a replay's batch.
+    let mut input = io::BufReader::with_capacity(
+        IO_BUFFER,
+        std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?),
+    );
+    let mut out = io::BufWriter::with_capacity(
+        IO_BUFFER,
+        std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?),
+    );
     let mut buf = Vec::new();
     if !read_frame(&mut input, &mut buf, MAX_HELLO)? {
         return Ok(());
@@ -103,6 +112,7 @@ fn serve() -> io::Result<()> {
         .encode(),
     );
     write_frame(&mut out, &mut ready)?;
+    out.flush()?;
     let max = super::wire::max_request(&hello.read);
     let mut reply = Vec::new();
     while read_frame(&mut input, &mut buf, max)? {
@@ -118,6 +128,9 @@ fn serve() -> io::Result<()> {
             Ok(r) => {
                 Reply::Read(Box::new(r)).encode_into(&mut reply);
                 write_frame(&mut out, &mut reply)?;
+                if input.buffer().is_empty() {
+                    out.flush()?;
+                }
             }
             Err(_) => {
                 let msg = PANIC
@@ -126,7 +139,8 @@ fn serve() -> io::Result<()> {
                 Reply::Panicked(msg).encode_into(&mut reply);
                 // A panic may have left a parser's shared state half
                 // built: report it and end; the daemon starts another.
-                return write_frame(&mut out, &mut reply);
+                write_frame(&mut out, &mut reply)?;
+                return out.flush();
             }
         }
     }

@@ -232,6 +232,59 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Writes `frames` (`n` requests) to `w` while it reads the replies; each
+/// reply must come within `limit` of the one before. Pushes a result per
+/// message up to and including the first failure. True while the worker
+/// is fit for more.
+async fn exchange(
+    w: &mut Worker,
+    frames: &[u8],
+    n: usize,
+    inner: &Inner,
+    limit: Duration,
+    results: &mut Vec<Result<Reading, Failure>>,
+) -> bool {
+    let Worker { stdin, stdout, .. } = w;
+    // The worker's output pipe would fill if nothing read it while a
+    // large batch is written: both at once, and once the replies are in
+    // (or one failed) the writing is dropped.
+    let write = async {
+        let _ = stdin.write_all(frames).await;
+        std::future::pending::<()>().await;
+    };
+    let max_reply = wire::max_reply(&inner.read);
+    let read = async {
+        let mut buf = Vec::new();
+        for _ in 0..n {
+            let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
+                Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
+                    Ok(Reply::Read(r)) => Ok(*r),
+                    Ok(Reply::Panicked(m)) => Err(Failure::Panicked(m)),
+                    Err(e) => Err(Failure::Protocol(e.to_string())),
+                },
+                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                    Err(Failure::Protocol(e.to_string()))
+                }
+                // End of file or a broken pipe: it died.
+                Ok(Err(_)) => Err(Failure::Died {
+                    cause: String::new(),
+                }),
+                Err(_) => Err(Failure::Timeout(limit)),
+            };
+            let failed = reply.is_err();
+            results.push(reply);
+            if failed {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::select! {
+        alive = read => alive,
+        () = write => false,
+    }
+}
+
 impl Inner {
     fn count(&self, f: &Failure) {
         if let Some(c) = Failure::LABELS
@@ -421,93 +474,134 @@ impl Pool {
         rcpts: &[String],
         limit: Duration,
     ) -> Result<Reading, Failure> {
-        let inner = &self.inner;
-        let result = self.read_within(raw, rcpts, limit).await;
-        if let Err(f) = &result {
-            inner.count(f);
-        }
-        result
+        self.read_all(&[(raw, rcpts)], limit)
+            .await
+            .pop()
+            .unwrap_or(Err(Failure::Timeout(limit)))
     }
 
-    async fn read_within(
+    /// Reads every message of `msgs` (without recipients: mbox mail), in
+    /// order, each within `limit` of the one before: the messages go to a
+    /// worker back to back and the readings come back in bulk, so a batch
+    /// costs a few system calls instead of a round trip each. A message
+    /// that kills its worker fails alone (it is read once more, alone, to
+    /// tell), and the messages after it go to another worker.
+    pub async fn read_many(
         &self,
-        raw: &[u8],
-        rcpts: &[String],
+        msgs: &[&[u8]],
         limit: Duration,
-    ) -> Result<Reading, Failure> {
+    ) -> Vec<Result<Reading, Failure>> {
+        let msgs: Vec<(&[u8], &[String])> = msgs.iter().map(|m| (*m, &[][..])).collect();
+        self.read_all(&msgs, limit).await
+    }
+
+    async fn read_all(
+        &self,
+        msgs: &[(&[u8], &[String])],
+        limit: Duration,
+    ) -> Vec<Result<Reading, Failure>> {
+        let mut results = Vec::with_capacity(msgs.len());
+        while let Some(rest) = msgs.get(results.len()..).filter(|r| !r.is_empty()) {
+            let before = results.len();
+            self.read_some(rest, limit, &mut results).await;
+            if results.len() == before {
+                // (read_some answers at least one; guard against a loop.)
+                results.push(Err(Failure::Timeout(limit)));
+            }
+            // A worker writes its replies in bulk: when it dies or hangs,
+            // replies of messages before the one that did it may be lost
+            // with it, and the first message without one is not always the
+            // culprit. A message fails only when it fails alone: from the
+            // first without a reply, each is read alone until one fails.
+            if rest.len() > 1 && results.last().is_some_and(Result::is_err) {
+                results.pop();
+                for msg in msgs.get(results.len()..).unwrap_or_default() {
+                    self.read_some(std::slice::from_ref(msg), limit, &mut results)
+                        .await;
+                    if results.last().is_none_or(Result::is_err) {
+                        break;
+                    }
+                }
+            }
+        }
+        for f in results.iter().filter_map(|r| r.as_ref().err()) {
+            self.inner.count(f);
+        }
+        results
+    }
+
+    /// Reads the first messages of `msgs` in one worker, up to and
+    /// including the first that fails; pushes their results.
+    async fn read_some(
+        &self,
+        msgs: &[(&[u8], &[String])],
+        limit: Duration,
+        results: &mut Vec<Result<Reading, Failure>>,
+    ) {
         let inner = &self.inner;
         let deadline = Instant::now() + limit;
         let Ok(Ok(permit)) = timeout_at(deadline, Arc::clone(&inner.slots).acquire_owned()).await
         else {
-            return Err(Failure::Timeout(limit));
+            results.push(Err(Failure::Timeout(limit)));
+            return;
         };
         let idle = lock(&inner.idle).pop();
         let mut w = match idle {
             Some(w) => w,
             None => match timeout_at(deadline, inner.spawn()).await {
-                Ok(w) => w?,
-                Err(_) => return Err(Failure::Timeout(limit)),
+                Ok(Ok(w)) => w,
+                Ok(Err(f)) => {
+                    results.push(Err(f));
+                    return;
+                }
+                Err(_) => {
+                    results.push(Err(Failure::Timeout(limit)));
+                    return;
+                }
             },
         };
         // One byte past the parser's bound: the worker then knows the
         // message was cut (and cuts it where it would have).
         let max = inner.read.scan.max_parse_bytes.saturating_add(1);
-        let raw = raw.get(..max).unwrap_or(raw);
-        let mut buf = std::mem::take(&mut w.buf);
-        Request {
-            rcpts: rcpts.iter().map(String::as_str).collect(),
-            raw,
-        }
-        .encode_into(&mut buf);
-        let max_reply = wire::max_reply(&inner.read);
-        let exchanged = timeout_at(deadline, async {
-            write_frame(&mut w.stdin, &mut buf).await?;
-            read_frame(&mut w.stdout, &mut buf, max_reply).await
-        })
-        .await;
-        let outcome = match exchanged {
-            Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
-                Ok(Reply::Read(r)) => Ok(*r),
-                Ok(Reply::Panicked(m)) => Err(Failure::Panicked(m)),
-                Err(e) => Err(Failure::Protocol(e.to_string())),
-            },
-            Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
-                Err(Failure::Protocol(e.to_string()))
+        let mut frames = std::mem::take(&mut w.buf);
+        frames.clear();
+        let mut one = Vec::new();
+        for (raw, rcpts) in msgs {
+            Request {
+                rcpts: rcpts.iter().map(String::as_str).collect(),
+                raw: raw.get(..max).unwrap_or(raw),
             }
-            // End of file or a broken pipe: it died.
-            Ok(Err(_)) => Err(Failure::Died {
-                cause: String::new(),
-            }),
-            Err(_) => Err(Failure::Timeout(limit)),
-        };
+            .encode_into(&mut one);
+            let len = u32::try_from(one.len().saturating_sub(4)).unwrap_or(u32::MAX);
+            if let Some(head) = one.get_mut(..4) {
+                head.copy_from_slice(&len.to_le_bytes());
+            }
+            frames.extend_from_slice(&one);
+        }
+        let before = results.len();
+        let alive = exchange(&mut w, &frames, msgs.len(), inner, limit, results).await;
+        let done = results.len() - before;
         // Large buffers are not kept between messages.
-        if buf.capacity() <= 1 << 20 {
-            w.buf = buf;
+        if frames.capacity() <= 1 << 20 {
+            w.buf = frames;
         }
-        match outcome {
-            Ok(r) => {
-                w.uses += 1;
-                if w.uses < MAX_USES {
-                    inner.put(w);
-                } else {
-                    self.replace(w);
-                }
-                drop(permit);
-                Ok(r)
+        if alive {
+            w.uses = w
+                .uses
+                .saturating_add(u32::try_from(done).unwrap_or(u32::MAX));
+            if w.uses < MAX_USES {
+                inner.put(w);
+            } else {
+                self.replace(w);
             }
-            Err(Failure::Died { .. }) => {
-                let cause = w.bury().await;
-                self.restart();
-                drop(permit);
-                Err(Failure::Died { cause })
+        } else {
+            let cause = w.bury().await;
+            if let Some(Err(Failure::Died { cause: c })) = results.last_mut() {
+                *c = cause;
             }
-            Err(f) => {
-                let _ = w.bury().await;
-                self.restart();
-                drop(permit);
-                Err(f)
-            }
+            self.restart();
         }
+        drop(permit);
     }
 
     /// Ends the idle workers: their input closed, each ends by itself and
@@ -577,6 +671,11 @@ impl Local {
     /// As [`Pool::read`].
     pub fn read(&self, raw: &[u8], rcpts: &[String], limit: Duration) -> Result<Reading, Failure> {
         self.rt.block_on(self.pool.read(raw, rcpts, limit))
+    }
+
+    /// [`Pool::read_many`], waiting for it.
+    pub fn read_many(&self, msgs: &[&[u8]], limit: Duration) -> Vec<Result<Reading, Failure>> {
+        self.rt.block_on(self.pool.read_many(msgs, limit))
     }
 
     /// The pool.
