@@ -1315,7 +1315,7 @@ mod tests {
     fn a_million_attributes_on_one_tag_fit_a_small_stack() {
         let mut html = String::from("<div ");
         for i in 0..1_000_000 {
-            html.push_str("a");
+            html.push('a');
             html.push_str(&i.to_string());
             html.push_str("=\"x\" ");
         }
