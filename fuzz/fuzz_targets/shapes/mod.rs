@@ -215,19 +215,22 @@ pub fn message(p: &mut Program<'_>, max: usize) -> Vec<u8> {
 }
 
 fn body(p: &mut Program<'_>, max: usize, out: &mut Vec<u8>, depth: usize) {
-    if out.len() >= max {
-        out.extend_from_slice(b"\r\n");
+    // The generator's own recursion is bounded: the nesting it writes
+    // is not recursion (a loop writes it).
+    let op = p.byte();
+    if out.len() >= max || depth > 32 || op.is_none() {
+        out.extend_from_slice(b"Content-Type: text/plain\r\n\r\nthe end\r\n");
         return;
     }
     let room = max - out.len();
-    match p.byte().unwrap_or(0) % 8 {
+    match op.unwrap_or(0) % 8 {
         // Many headers.
         0 => {
             let n = p.count(room / 16);
             for i in 0..n {
                 out.extend_from_slice(format!("X-H{i}: value\r\n").as_bytes());
             }
-            body(p, max, out, depth);
+            body(p, max, out, depth + 1);
         }
         // Nested multiparts, n deep, each with its own boundary.
         1 => {
