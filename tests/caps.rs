@@ -216,11 +216,13 @@ fn caps_beyond_their_ranges_are_refused_by_key() {
         ),
         // The LRU allocates its table up front.
         ("[exact]\nlru_capacity = 16777217\n", "exact.lru_capacity"),
-        // Each setting in range, together about 100 GiB of Bloom filters.
+        // Each setting in range, together about 30 GiB of Bloom filters.
         (
-            "[exact]\nbloom_items = 4294967296\nbloom_fp_rate = 1e-30\n",
+            "[exact]\nbloom_items = 4294967296\nbloom_fp_rate = 1e-9\n",
             "exact.bloom_items",
         ),
+        // A rate that would make each item's filter bits huge.
+        ("[exact]\nbloom_fp_rate = 1e-300\n", "exact.bloom_fp_rate"),
     ] {
         let err = Config::from_toml_str(toml).expect_err(toml);
         assert_eq!(err.key(), Some(key), "{toml}");
