@@ -106,7 +106,8 @@ pub struct Reading {
     pub normalized: Normalized,
     /// SHA-256 of each attachment's decoded bytes, in MIME order.
     pub attachments: Vec<[u8; 32]>,
-    /// Image anchors ([`image_anchors`]): sorted, distinct, folded.
+    /// Image anchors (host and path of each image source, digits folded):
+    /// sorted, distinct.
     pub images: Vec<String>,
     /// The body has a link (an HTML link target, `://` or `www.`).
     pub has_link: bool,

@@ -14,7 +14,7 @@
 //!   complete command yet), *between transactions*, or *in a transaction*
 //!   (from MAIL to the end of the message or an abort). When a new
 //!   connection arrives and that many are open, one is closed to make
-//!   room, in this order ([`Registry::victim`]):
+//!   room, in this order:
 //!   1. a fresh connection, the oldest first: a client that connects and
 //!      says nothing (Postfix negotiates at once). One whose first bytes
 //!      wait in it unread (its session has not been scheduled yet) is not
