@@ -659,6 +659,15 @@ async fn serve(
         sandbox = %workers.sandbox(),
         "workers reading mail started"
     );
+    if !workers.sandbox().contains("seccomp=on") {
+        // (A kernel without seccomp, or a service manager's own filter
+        // that forbids installing one.)
+        warn!(
+            sandbox = %workers.sandbox(),
+            "the workers that read mail run without their system call filter: a parser bug could \
+             reach files and the network (docs/security.md)"
+        );
+    }
     let mut state = State::new(engine)
         .with_control(control)
         .with_workers(workers)
