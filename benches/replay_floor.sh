@@ -20,7 +20,7 @@ if [ $# -eq 0 ]; then
   C=${BULKWATCH_CORPUS:-../shared/corpus}
   set -- "$C/sa-spam.mbox" "$C/sa-easy-ham.mbox" "$C/sa-hard-ham.mbox"
 fi
-for f in "$BW" "$FLOOR" /usr/bin/time "$@"; do
+for f in "$BW" "$FLOOR" "$@"; do
   [ -e "$f" ] || { echo "missing $f" >&2; exit 2; }
 done
 CFG=$(mktemp /tmp/bwfloor.XXXXXX.toml)
@@ -29,7 +29,9 @@ trap 'rm -f "$CFG"' EXIT
 : > "$CFG"
 
 cpu() { # prints user+system seconds of the command, children included
-  /usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
+  local TIMEFORMAT='%3U %3S' t
+  t=$( { time "$@" >/dev/null 2>/dev/null; } 2>&1 )
+  echo "$t" | tail -1 | awk '{ print $1 + $2 }'
 }
 
 rows=()
