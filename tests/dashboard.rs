@@ -84,7 +84,7 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
     let row = &dom[row_start..];
     let row = &row[..row.find("</tr>").unwrap_or(row.len())];
     assert!(row.contains("level-bulk\">bulk</span>"), "{row}");
-    assert!(row.contains(&subject), "{row}");
+    assert!(row.contains(&*subject), "{row}");
     assert!(row.contains(">6</td>"), "six recipients: {row}");
     assert!(row.contains("<svg class=\"chart\""), "{row}");
     assert!(dom.contains("1 campaigns in the window, 1 bulk"), "{dom}");

@@ -90,6 +90,10 @@ impl From<crate::replay::ReplayError> for CliError {
         match e {
             crate::replay::ReplayError::Input { path, source } => CliError::Read { path, source },
             crate::replay::ReplayError::Workers(f) => CliError::Workers(f),
+            crate::replay::ReplayError::Spill(source) => CliError::Write {
+                path: std::env::temp_dir(),
+                source,
+            },
         }
     }
 }

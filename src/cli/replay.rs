@@ -89,7 +89,7 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     let bar = std::io::stderr()
         .is_terminal()
         .then(|| progress_bar(&args.mbox));
-    let summary = replay_files(
+    let mut summary = replay_files(
         &args.mbox,
         &cfg,
         ReplayOptions {
@@ -101,6 +101,8 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
             } else {
                 super::read_in_workers()?
             },
+            // Memory bounded by the window, not by the mailbox.
+            spill: true,
         },
         |n| {
             if let Some(b) = &bar {
@@ -128,8 +130,8 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let res = match args.format {
-        Format::Jsonl => write_jsonl(&mut out, &summary),
-        Format::Table => write_table(&mut out, &summary),
+        Format::Jsonl => write_jsonl(&mut out, &mut summary),
+        Format::Table => write_table(&mut out, &mut summary),
     };
     res.and_then(|_| out.flush())
         .map_err(|source| CliError::Write {
@@ -168,11 +170,14 @@ pub fn record_json(r: &Record) -> serde_json::Value {
     })
 }
 
-fn write_jsonl(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
-    for r in &s.records {
-        writeln!(out, "{}", record_json(r))?;
-    }
-    Ok(())
+fn write_jsonl(out: &mut impl Write, s: &mut ReplaySummary) -> std::io::Result<()> {
+    let mut written = Ok(());
+    s.each_record(|r| {
+        if written.is_ok() {
+            written = writeln!(out, "{}", record_json(r));
+        }
+    })?;
+    written
 }
 
 /// The first `n` characters of an optional string (empty for `None`).
@@ -180,29 +185,33 @@ fn clip(s: Option<&str>, n: usize) -> String {
     s.unwrap_or("").chars().take(n).collect()
 }
 
-fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
+fn write_table(out: &mut impl Write, s: &mut ReplaySummary) -> std::io::Result<()> {
     writeln!(
         out,
         "{:>6}  {:<8} {:<12} {:>6} {:>4}  subject",
         "n", "level", "campaign", "size", "dist"
     )?;
-    for r in &s.records {
-        writeln!(
-            out,
-            "{:>6}  {:<8} {:<12} {:>6} {:>4}  {}",
-            r.n,
-            r.level.as_str(),
-            r.campaign.map_or("-".to_owned(), |c| c.to_string()),
-            r.campaign_size,
-            r.distance.map_or("-".to_owned(), |d| d.to_string()),
-            clip(r.subject.as_deref(), 60)
-        )?;
-    }
+    let mut written = Ok(());
+    s.each_record(|r| {
+        if written.is_ok() {
+            written = writeln!(
+                out,
+                "{:>6}  {:<8} {:<12} {:>6} {:>4}  {}",
+                r.n,
+                r.level.as_str(),
+                r.campaign.map_or("-".to_owned(), |c| c.to_string()),
+                r.campaign_size,
+                r.distance.map_or("-".to_owned(), |d| d.to_string()),
+                clip(r.subject.as_deref(), 60)
+            );
+        }
+    })?;
+    written?;
     writeln!(out)?;
     writeln!(
         out,
         "messages: {}  clean: {}  suspect: {}  bulk: {}  allowed: {}  skipped: {}  unreadable: {}  failed: {}",
-        s.records.len(),
+        s.judged(),
         s.count(Level::Clean),
         s.count(Level::Suspect),
         s.count(Level::Bulk),
@@ -211,7 +220,7 @@ fn write_table(out: &mut impl Write, s: &ReplaySummary) -> std::io::Result<()> {
         s.read_errors,
         s.failures.len()
     )?;
-    let campaigns = s.campaigns();
+    let campaigns = s.campaigns_read()?;
     writeln!(out, "campaigns of 2 or more messages: {}", campaigns.len())?;
     writeln!(
         out,

@@ -52,10 +52,10 @@ pub struct Campaign {
     /// Recipients weighted by match strength, in hundredths.
     pub score_centi: u64,
     /// (sender-domain hash, messages) for up to 64 domains.
-    pub senders: Vec<(u16, u32)>,
+    pub senders: Senders,
     /// A few sender domains in clear, for people.
-    pub sender_names: Vec<String>,
-    pub sample_subject: Option<String>,
+    pub sender_names: Names,
+    pub sample_subject: Option<Box<str>>,
     /// Set once the campaign has been reported as bulk (alerts fire once).
     pub alerted: bool,
     /// An operator allowed the campaign (`bulkwatch campaigns allow`):
@@ -80,11 +80,148 @@ impl Campaign {
     }
 }
 
-fn add_sender(senders: &mut Vec<(u16, u32)>, h: u16, n: u32) {
-    if let Some((_, m)) = senders.iter_mut().find(|(x, _)| *x == h) {
-        *m += n;
-    } else if senders.len() < MAX_SENDERS {
-        senders.push((h, n));
+/// (sender-domain hash, messages) of a campaign, at most 64. Most
+/// campaigns are one message from one domain: that one is held inline,
+/// without an allocation (a window of 10^6 single messages would
+/// otherwise hold 10^6 small vectors).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Senders(SendersRepr);
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum SendersRepr {
+    #[default]
+    None,
+    One(u16, u32),
+    Many(Vec<(u16, u32)>),
+}
+
+impl Senders {
+    /// The (hash, messages) pairs, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u32)> + '_ {
+        let (one, many): (Option<(u16, u32)>, &[(u16, u32)]) = match &self.0 {
+            SendersRepr::None => (None, &[]),
+            SendersRepr::One(h, n) => (Some((*h, *n)), &[]),
+            SendersRepr::Many(v) => (None, v.as_slice()),
+        };
+        one.into_iter().chain(many.iter().copied())
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            SendersRepr::None => 0,
+            SendersRepr::One(..) => 1,
+            SendersRepr::Many(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Counts `n` more messages from `h` (a new domain past 64 is not
+    /// tracked).
+    pub fn add(&mut self, h: u16, n: u32) {
+        match &mut self.0 {
+            SendersRepr::None => self.0 = SendersRepr::One(h, n),
+            SendersRepr::One(x, m) if *x == h => *m += n,
+            SendersRepr::One(x, m) => self.0 = SendersRepr::Many(vec![(*x, *m), (h, n)]),
+            SendersRepr::Many(v) => {
+                if let Some((_, m)) = v.iter_mut().find(|(x, _)| *x == h) {
+                    *m += n;
+                } else if v.len() < MAX_SENDERS {
+                    v.push((h, n));
+                }
+            }
+        }
+    }
+
+    /// One message from `h` fewer; a domain with none left goes.
+    pub fn remove_one(&mut self, h: u16) {
+        match &mut self.0 {
+            SendersRepr::None => {}
+            SendersRepr::One(x, m) if *x == h => {
+                *m = m.saturating_sub(1);
+                if *m == 0 {
+                    self.0 = SendersRepr::None;
+                }
+            }
+            SendersRepr::One(..) => {}
+            SendersRepr::Many(v) => {
+                if let Some(pos) = v.iter().position(|(x, _)| *x == h) {
+                    if let Some((_, n)) = v.get_mut(pos) {
+                        *n = n.saturating_sub(1);
+                        if *n == 0 {
+                            v.swap_remove(pos);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl FromIterator<(u16, u32)> for Senders {
+    fn from_iter<I: IntoIterator<Item = (u16, u32)>>(it: I) -> Senders {
+        let mut s = Senders::default();
+        for (h, n) in it {
+            s.add(h, n);
+        }
+        s
+    }
+}
+
+/// Most sender domains kept in clear per campaign.
+pub const MAX_NAMES: usize = 5;
+
+/// A few sender domains in clear, at most [`MAX_NAMES`], in one
+/// allocation (newline-separated: a domain holds none).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Names(Option<Box<str>>);
+
+impl Names {
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0
+            .as_deref()
+            .unwrap_or("")
+            .split('\n')
+            .filter(|s| !s.is_empty())
+    }
+
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Keeps `name` (its first 100 characters, newlines dropped) unless
+    /// already kept or [`MAX_NAMES`] are.
+    pub fn add(&mut self, name: &str) {
+        let name: String = name.chars().filter(|c| *c != '\n').take(100).collect();
+        if name.is_empty() || self.len() >= MAX_NAMES || self.iter().any(|n| n == name) {
+            return;
+        }
+        let joined = match self.0.take() {
+            Some(old) => format!("{old}\n{name}"),
+            None => name,
+        };
+        self.0 = Some(joined.into_boxed_str());
+    }
+
+    /// The names as owned strings.
+    pub fn to_vec(&self) -> Vec<String> {
+        self.iter().map(str::to_owned).collect()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Names {
+    fn from_iter<I: IntoIterator<Item = S>>(it: I) -> Names {
+        let mut n = Names::default();
+        for s in it {
+            n.add(s.as_ref());
+        }
+        n
     }
 }
 
@@ -245,8 +382,8 @@ impl Campaigns {
                 messages: 0,
                 recipients: 0,
                 score_centi: 0,
-                senders: Vec::new(),
-                sender_names: Vec::new(),
+                senders: Senders::default(),
+                sender_names: Names::default(),
                 sample_subject: None,
                 alerted: false,
                 allowed_until: None,
@@ -272,14 +409,17 @@ impl Campaigns {
             .score_centi
             .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
         c.last_seen = c.last_seen.max(m.now);
-        add_sender(&mut c.senders, m.sender, 1);
+        c.senders.add(m.sender, 1);
         if let Some(name) = m.sender_name {
-            if c.sender_names.len() < 5 && !c.sender_names.iter().any(|n| n == name) {
-                c.sender_names.push(name.chars().take(100).collect());
-            }
+            c.sender_names.add(name);
         }
         if keep_subjects && c.sample_subject.is_none() {
-            c.sample_subject = m.subject.map(|s| s.chars().take(MAX_SUBJECT).collect());
+            c.sample_subject = m.subject.map(|s| {
+                s.chars()
+                    .take(MAX_SUBJECT)
+                    .collect::<String>()
+                    .into_boxed_str()
+            });
         }
     }
 
@@ -339,14 +479,7 @@ impl Campaigns {
             c.score_centi = c
                 .score_centi
                 .saturating_sub(u64::from(recipients) * u64::from(weight_pct));
-            if let Some(pos) = c.senders.iter().position(|(h, _)| *h == sender) {
-                if let Some((_, n)) = c.senders.get_mut(pos) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        c.senders.swap_remove(pos);
-                    }
-                }
-            }
+            c.senders.remove_one(sender);
         }
         self.drop_ref(slot);
     }
@@ -377,13 +510,11 @@ impl Campaigns {
                 t.score_centi = t.score_centi.saturating_add(campaign.score_centi);
                 t.alerted |= campaign.alerted;
                 t.allowed_until = t.allowed_until.max(campaign.allowed_until);
-                for (h, n) in campaign.senders {
-                    add_sender(&mut t.senders, h, n);
+                for (h, n) in campaign.senders.iter() {
+                    t.senders.add(h, n);
                 }
-                for n in campaign.sender_names {
-                    if t.sender_names.len() < 5 && !t.sender_names.contains(&n) {
-                        t.sender_names.push(n);
-                    }
+                for n in campaign.sender_names.iter() {
+                    t.sender_names.add(n);
                 }
                 if t.sample_subject.is_none() {
                     t.sample_subject = campaign.sample_subject;
@@ -441,6 +572,66 @@ impl Campaigns {
         }
         c.slots = slots;
         Some(c)
+    }
+}
+
+#[cfg(test)]
+mod compact_tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The inline forms keep the semantics of the vector they replace
+        /// (add: count or push up to 64; remove: count down, swap-remove
+        /// at zero).
+        #[test]
+        fn senders_act_as_the_vector_did(ops in proptest::collection::vec((0u16..80, 0u8..3), 0..300)) {
+            let mut reference: Vec<(u16, u32)> = Vec::new();
+            let mut compact = Senders::default();
+            for (h, op) in ops {
+                if op == 0 {
+                    if let Some(pos) = reference.iter().position(|(x, _)| *x == h) {
+                        reference[pos].1 -= 1;
+                        if reference[pos].1 == 0 {
+                            reference.swap_remove(pos);
+                        }
+                    }
+                    compact.remove_one(h);
+                } else {
+                    let n = u32::from(op);
+                    if let Some((_, m)) = reference.iter_mut().find(|(x, _)| *x == h) {
+                        *m += n;
+                    } else if reference.len() < MAX_SENDERS {
+                        reference.push((h, n));
+                    }
+                    compact.add(h, n);
+                }
+                proptest::prop_assert_eq!(compact.iter().collect::<Vec<_>>(), reference.clone());
+                proptest::prop_assert_eq!(compact.len(), reference.len());
+            }
+        }
+    }
+
+    #[test]
+    fn names_keep_five_distinct_in_one_string() {
+        let mut n = Names::default();
+        assert!(n.is_empty() && n.len() == 0);
+        for name in [
+            "a.example",
+            "b.example",
+            "a.example",
+            "c\nx",
+            "d",
+            "e",
+            "f",
+            "g",
+        ] {
+            n.add(name);
+        }
+        assert_eq!(n.to_vec(), ["a.example", "b.example", "cx", "d", "e"]);
+        let long = "y".repeat(300);
+        let mut m = Names::default();
+        m.add(&long);
+        assert_eq!(m.iter().next().map(str::len), Some(100));
     }
 }
 

@@ -49,6 +49,8 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
+    pub const ALL: [SkipReason; 2] = [SkipReason::Unparsed, SkipReason::TooShort];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::Unparsed => "unparsed",
@@ -114,8 +116,8 @@ impl From<&Campaign> for CampaignSummary {
             first_seen: c.first_seen,
             last_seen: c.last_seen,
             sender_domains: c.sender_domains(),
-            senders: c.sender_names.clone(),
-            sample_subject: c.sample_subject.clone(),
+            senders: c.sender_names.to_vec(),
+            sample_subject: c.sample_subject.as_deref().map(str::to_owned),
         }
     }
 }

@@ -37,6 +37,7 @@
 pub mod arrival;
 pub mod maildir;
 pub mod mbox;
+pub mod spill;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,6 +81,11 @@ pub struct ReplayOptions {
     pub jobs: usize,
     /// Where messages are read (parsed and normalized).
     pub read_in: ReadIn,
+    /// Write the records to a temporary file as they are made
+    /// ([`spill::Spill`]) instead of keeping them in
+    /// [`ReplaySummary::records`]: memory then stays bounded by the
+    /// window however large the mailbox (`bulkwatch replay`).
+    pub spill: bool,
 }
 
 impl Default for ReplayOptions {
@@ -89,6 +95,7 @@ impl Default for ReplayOptions {
             clock: Clock::Simulated,
             jobs: 0,
             read_in: ReadIn::ThisProcess,
+            spill: false,
         }
     }
 }
@@ -177,6 +184,10 @@ pub enum ReplayError {
     /// The workers that read mail could not be started.
     #[error("cannot start the workers that read mail")]
     Workers(#[source] crate::worker::Failure),
+    /// The records could not be kept in a temporary file
+    /// ([`ReplayOptions::spill`]).
+    #[error("cannot keep the records in a temporary file")]
+    Spill(#[source] std::io::Error),
 }
 
 /// A message the replay could not judge because reading it failed.
@@ -266,9 +277,17 @@ pub struct CampaignReport {
 }
 
 /// What a replay found.
-#[derive(Debug, Clone, Default)]
+#[derive(Default)]
 pub struct ReplaySummary {
+    /// Every message's record, in order (empty with
+    /// [`ReplayOptions::spill`]: see [`ReplaySummary::each_record`]).
     pub records: Vec<Record>,
+    /// The records on disk, with [`ReplayOptions::spill`].
+    spill: Option<spill::Spill>,
+    /// Campaign ids merged into others, for the spilled records.
+    merges: Merges,
+    /// Records made in all.
+    made: usize,
     /// Messages that could not be read from an mbox (I/O errors).
     pub read_errors: usize,
     /// Messages whose reading failed in their worker (it died, panicked
@@ -281,12 +300,75 @@ pub struct ReplaySummary {
     pub shared_fallbacks: u64,
 }
 
+impl std::fmt::Debug for ReplaySummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplaySummary")
+            .field("records", &self.made)
+            .field("read_errors", &self.read_errors)
+            .field("failures", &self.failures)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ReplaySummary {
+    /// Messages judged (records made).
+    pub fn judged(&self) -> usize {
+        self.made
+    }
+
+    /// Calls `f` with every record in order, its campaign ids final
+    /// (after the merges), from memory or from the spill.
+    ///
+    /// # Errors
+    /// The spill could not be read back.
+    pub fn each_record(&mut self, mut f: impl FnMut(&Record)) -> std::io::Result<()> {
+        match self.spill.as_mut() {
+            None => {
+                for r in &self.records {
+                    f(r);
+                }
+            }
+            Some(s) => {
+                for r in s.records()? {
+                    let mut r = r?;
+                    r.campaign = r.campaign.map(|id| self.merges.find(id));
+                    r.near_campaign = r.near_campaign.map(|id| self.merges.find(id));
+                    f(&r);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Campaigns of two or more messages, largest first.
+    ///
+    /// # Errors
+    /// The spill could not be read back.
+    pub fn campaigns_read(&mut self) -> std::io::Result<Vec<CampaignReport>> {
+        let mut map: HashMap<CampaignId, CampaignReport> = HashMap::new();
+        self.each_record(|r| add_to_report(&mut map, r))?;
+        Ok(sorted_reports(map))
+    }
+
+    /// Campaigns of two or more messages, largest first (records in
+    /// memory; see [`ReplaySummary::campaigns_read`] for spilled ones).
     pub fn campaigns(&self) -> Vec<CampaignReport> {
         let mut map: HashMap<CampaignId, CampaignReport> = HashMap::new();
         for r in &self.records {
-            let Some(id) = r.campaign else { continue };
+            add_to_report(&mut map, r);
+        }
+        sorted_reports(map)
+    }
+
+    pub fn count(&self, level: Level) -> usize {
+        self.by_level.get(level.as_str()).copied().unwrap_or(0)
+    }
+}
+
+fn add_to_report(map: &mut HashMap<CampaignId, CampaignReport>, r: &Record) {
+    {
+        {
+            let Some(id) = r.campaign else { return };
             let e = map.entry(id).or_insert(CampaignReport {
                 id,
                 messages: 0,
@@ -301,18 +383,17 @@ impl ReplaySummary {
                 e.max_level = r.level;
             }
         }
-        let mut v: Vec<CampaignReport> = map.into_values().filter(|c| c.messages >= 2).collect();
-        v.sort_by(|a, b| b.messages.cmp(&a.messages).then(a.first_n.cmp(&b.first_n)));
-        v
-    }
-
-    pub fn count(&self, level: Level) -> usize {
-        self.by_level.get(level.as_str()).copied().unwrap_or(0)
     }
 }
 
+fn sorted_reports(map: HashMap<CampaignId, CampaignReport>) -> Vec<CampaignReport> {
+    let mut v: Vec<CampaignReport> = map.into_values().filter(|c| c.messages >= 2).collect();
+    v.sort_by(|a, b| b.messages.cmp(&a.messages).then(a.first_n.cmp(&b.first_n)));
+    v
+}
+
 /// Union-find over campaign ids merged during the replay.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Merges(HashMap<CampaignId, CampaignId>);
 
 impl Merges {
@@ -338,8 +419,11 @@ pub struct Replayer {
     cfg: Arc<Config>,
     opts: ReplayOptions,
     merges: Merges,
-    /// Window sequence number -> record number, for `nearest`.
-    seq_to_n: HashMap<u64, usize>,
+    /// Window sequence number -> record number, for `nearest`, in the
+    /// order of both (a sequence number is given once, in order).
+    seq_to_n: Vec<(u64, u32)>,
+    /// The first error writing the spill.
+    spill_error: Option<std::io::Error>,
     /// [`Clock::Arrival`]: the time the last message was judged at, and
     /// the latest time believed ([`latest_arrival`]).
     last_arrival: u64,
@@ -374,7 +458,8 @@ impl Replayer {
             cfg: Arc::new(cfg.clone()),
             opts,
             merges: Merges::default(),
-            seq_to_n: HashMap::new(),
+            seq_to_n: Vec::new(),
+            spill_error: None,
             last_arrival: 0,
             latest_arrival: latest_arrival(),
             summary: ReplaySummary::default(),
@@ -439,7 +524,7 @@ impl Replayer {
         a: &Analysis,
         arrival: Option<u64>,
     ) -> Verdict {
-        let n = self.summary.records.len() + 1;
+        let n = self.summary.made + 1;
         let env = Envelope::default();
         let now = self.time_of(n, arrival);
         let judged = self.judge.judge(&self.cfg, a, &env, now);
@@ -456,10 +541,17 @@ impl Replayer {
         }
         *self.summary.by_level.entry(v.level.as_str()).or_default() += 1;
         if let Some(seq) = v.seq {
-            self.seq_to_n.insert(seq, n);
+            self.seq_to_n
+                .push((seq, u32::try_from(n).unwrap_or(u32::MAX)));
         }
-        let nearest = v.nearest.and_then(|s| self.seq_to_n.get(&s).copied());
-        self.summary.records.push(Record {
+        let nearest = v.nearest.and_then(|s| {
+            let i = self
+                .seq_to_n
+                .binary_search_by_key(&s, |(seq, _)| *seq)
+                .ok()?;
+            self.seq_to_n.get(i).map(|(_, n)| *n as usize)
+        });
+        let record = Record {
             n,
             mbox: mbox.to_owned(),
             index,
@@ -484,7 +576,16 @@ impl Replayer {
             near_resemblance: v
                 .near_miss
                 .map(|m| crate::engine::minhash::jaccard_estimate(m.sketch_diff)),
-        });
+        };
+        self.summary.made = n;
+        match self.summary.spill.as_mut() {
+            Some(spill) => {
+                if let Err(e) = spill.push(&record) {
+                    self.spill_error.get_or_insert(e);
+                }
+            }
+            None => self.summary.records.push(record),
+        }
         v
     }
 
@@ -502,6 +603,25 @@ impl Replayer {
         });
     }
 
+    /// Writes the records to a temporary file as they are made
+    /// ([`ReplayOptions::spill`]).
+    ///
+    /// # Errors
+    /// The file cannot be made.
+    pub fn spill_records(&mut self) -> std::io::Result<()> {
+        self.summary.spill = Some(spill::Spill::new()?);
+        Ok(())
+    }
+
+    /// Resolves campaign ids through the merges and returns the summary
+    /// (and the first error writing the spill, if any).
+    fn finish_spilled(mut self) -> Result<ReplaySummary, std::io::Error> {
+        match self.spill_error.take() {
+            Some(e) => Err(e),
+            None => Ok(self.finish()),
+        }
+    }
+
     /// Resolves campaign ids through the merges and returns the summary.
     pub fn finish(mut self) -> ReplaySummary {
         for r in &mut self.summary.records {
@@ -512,6 +632,7 @@ impl Replayer {
                 r.near_campaign = Some(self.merges.find(id));
             }
         }
+        self.summary.merges = std::mem::take(&mut self.merges);
         self.summary
     }
 }
@@ -554,7 +675,11 @@ pub fn replay_files(
         .collect::<Result<Vec<_>, _>>()
         .map_err(ReplayError::Workers)?;
     let names: Vec<String> = paths.iter().map(|p| mbox_name(p)).collect();
+    let spill = opts.spill;
     let mut r = Replayer::new(cfg, opts);
+    if spill {
+        r.spill_records().map_err(ReplayError::Spill)?;
+    }
     // Messages per file, unreadable ones included.
     let mut counts = vec![0usize; paths.len()];
     let mut count = |item: &Item| {
@@ -599,7 +724,7 @@ pub fn replay_files(
             ),
         });
     }
-    Ok(r.finish())
+    r.finish_spilled().map_err(ReplayError::Spill)
 }
 
 /// A message's analysis, or why reading it failed.
@@ -966,6 +1091,40 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, out).expect("write mbox");
         path
+    }
+
+    /// Spilled records read back are the records kept in memory, campaign
+    /// ids resolved through the merges alike, on both clocks.
+    #[test]
+    fn spilled_records_read_back_as_kept_ones() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox");
+        let paths: Vec<PathBuf> = ["campaigns.mbox", "ham.mbox", "malformed.mbox"]
+            .iter()
+            .map(|f| fixtures.join(f))
+            .collect();
+        for clock in [Clock::Simulated, Clock::Arrival] {
+            let run = |spill: bool| {
+                let opts = ReplayOptions {
+                    clock,
+                    jobs: 1,
+                    spill,
+                    ..ReplayOptions::default()
+                };
+                let mut s = replay_files(&paths, &Config::default(), opts, |_| {}).unwrap();
+                let mut records = Vec::new();
+                s.each_record(|r| records.push(r.clone())).unwrap();
+                assert_eq!(s.judged(), records.len());
+                (records, s.campaigns_read().unwrap(), s.records.len())
+            };
+            let (kept, kept_campaigns, in_memory) = run(false);
+            let (spilled, spilled_campaigns, none) = run(true);
+            assert!(in_memory > 1000 && none == 0, "{clock:?}");
+            assert!(kept
+                .iter()
+                .any(|r| r.nearest.is_some() && r.resemblance.is_some()));
+            assert_eq!(kept, spilled, "{clock:?}");
+            assert_eq!(kept_campaigns, spilled_campaigns, "{clock:?}");
+        }
     }
 
     fn replay(paths: &[PathBuf], clock: Clock, jobs: usize) -> ReplaySummary {

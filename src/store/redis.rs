@@ -495,12 +495,8 @@ fn parse_list(
                 senders: (0..num(g(6), "senders")?.min(64))
                     .map(|h| (h as u16, 1))
                     .collect(),
-                sender_names: text(g(8), "names")?
-                    .split('\n')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                sample_subject: (!subject.is_empty()).then_some(subject),
+                sender_names: text(g(8), "names")?.split('\n').collect(),
+                sample_subject: (!subject.is_empty()).then(|| subject.into_boxed_str()),
                 alerted: false,
                 allowed_until: (until > 0).then_some(until),
             })

@@ -153,12 +153,12 @@ fn write_campaign(w: &mut Writer, c: &Campaign) {
     w.u64(c.recipients);
     w.u64(c.score_centi);
     w.u64(c.senders.len() as u64);
-    for (h, n) in &c.senders {
-        w.u16(*h);
-        w.u32(*n);
+    for (h, n) in c.senders.iter() {
+        w.u16(h);
+        w.u32(n);
     }
     w.u64(c.sender_names.len() as u64);
-    for n in &c.sender_names {
+    for n in c.sender_names.iter() {
         w.str(n, MAX_STRING);
     }
     match &c.sample_subject {
@@ -324,13 +324,15 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
     for _ in 0..n {
         senders.push((r.u16()?, r.u32()?));
     }
+    let senders = senders.into_iter().collect();
     let n = r.items(MAX_SENDER_NAMES, 8)?;
     let mut sender_names = Vec::with_capacity(n);
     for _ in 0..n {
         sender_names.push(r.string(MAX_STRING)?);
     }
+    let sender_names = sender_names.into_iter().collect();
     let sample_subject = if r.bool()? {
-        Some(r.string(MAX_STRING)?)
+        Some(r.string(MAX_STRING)?.into_boxed_str())
     } else {
         None
     };
