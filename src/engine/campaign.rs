@@ -98,7 +98,8 @@ enum SendersRepr {
 impl Senders {
     /// The (hash, messages) pairs, in the order added.
     pub fn iter(&self) -> impl Iterator<Item = (u16, u32)> + '_ {
-        let (one, many): (Option<(u16, u32)>, &[(u16, u32)]) = match &self.0 {
+        type Pair = (u16, u32);
+        let (one, many): (Option<Pair>, &[Pair]) = match &self.0 {
             SendersRepr::None => (None, &[]),
             SendersRepr::One(h, n) => (Some((*h, *n)), &[]),
             SendersRepr::Many(v) => (None, v.as_slice()),
@@ -614,7 +615,8 @@ mod compact_tests {
     #[test]
     fn names_keep_five_distinct_in_one_string() {
         let mut n = Names::default();
-        assert!(n.is_empty() && n.len() == 0);
+        assert!(n.is_empty());
+        assert_eq!(n.iter().count(), 0);
         for name in [
             "a.example",
             "b.example",
