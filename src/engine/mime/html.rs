@@ -113,9 +113,17 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
             break;
         }
     }
-    let visible_words = count_words(r.visible.get(start..).unwrap_or(""));
+    // (Words are counted only where text was hidden: most documents hide
+    // none.)
     *out = match r.all {
-        Some(all) if visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words => all,
+        Some(all)
+            if r.hidden_words > 0 && {
+                let visible_words = count_words(r.visible.get(start..).unwrap_or(""));
+                visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words
+            } =>
+        {
+            all
+        }
         _ => r.visible,
     };
 }
