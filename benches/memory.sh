@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Whole-process memory per windowed message: peak RSS of two replays that
 # keep N1 and N2 messages in the window, (RSS2 - RSS1) / (N2 - N1). Each
-# replay's window, index tables, exact set and LRU are sized to its N
-# (window.max_entries = exact.bloom_items = exact.lru_capacity = N), so
-# everything that grows with the window is counted at the size a full
-# window of N gives it, and the process's fixed part cancels out. The
+# replay's window, index tables and Bloom filters are sized to its N
+# (window.max_entries = exact.bloom_items = N), so everything that grows
+# with the window is counted at the size a full window of N gives it, and
+# the process's fixed part cancels out. The LRU of exact texts is capped
+# by exact.lru_capacity, not by the window: LRU=window sizes it to N too
+# (the worst case below the cap), the default leaves it at 100,000. The
 # replay keeps its records in a temporary file (what `bulkwatch replay`
 # does), so they are not counted.
 #
@@ -16,14 +18,16 @@
 #   worst case: a campaign per message).
 #
 #   cargo build --release && benches/memory.sh
-# Env: CARGO_TARGET_DIR, BULKWATCH_CORPUS, N1 / N2 (distinct: 20000 / 160000).
+# Env: CARGO_TARGET_DIR, BULKWATCH_CORPUS, N1 / N2 (distinct messages:
+# 110000 / 440000, both past the LRU's default cap), LRU (window: the LRU
+# sized to the window).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 BW=$TARGET/release/bulkwatch
 C=${BULKWATCH_CORPUS:-../shared/corpus}
-N1=${N1:-20000}
-N2=${N2:-160000}
+N1=${N1:-110000}
+N2=${N2:-440000}
 [ -x "$BW" ] || { echo "missing $BW" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time" >&2; exit 2; }
 DIR=$(mktemp -d /tmp/bwmem.XXXXXX)
@@ -34,7 +38,11 @@ peak_kb() { # peak RSS of `bulkwatch replay` of the mbox $1 with a window of its
   local n cfg
   n=$(count "$1")
   cfg="$DIR/w$n.toml"
-  printf '[window]\nmax_entries = %s\n[exact]\nbloom_items = %s\nlru_capacity = %s\n' "$n" "$n" "$n" > "$cfg"
+  if [ "${LRU:-}" = window ]; then
+    printf '[window]\nmax_entries = %s\n[exact]\nbloom_items = %s\nlru_capacity = %s\n' "$n" "$n" "$n" > "$cfg"
+  else
+    printf '[window]\nmax_entries = %s\n[exact]\nbloom_items = %s\n' "$n" "$n" > "$cfg"
+  fi
   # (replay exits 1 when it found bulk mail: not an error here)
   { /usr/bin/time -f "%M" "$BW" replay --rate 100 --format jsonl \
     --config "$cfg" "$1" 2>&1 >/dev/null || true; } | tail -1
