@@ -26,8 +26,6 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod file;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod http;
 pub mod milter;
 pub mod replay;

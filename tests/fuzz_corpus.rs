@@ -6,8 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use bulkwatch::fuzzing::{self, milter_script, seal_snapshot, snapshot_seed};
+#[path = "../fuzz/checks.rs"]
+#[allow(dead_code)]
+mod fuzzing;
+
 use bulkwatch::replay::read_mbox;
+use fuzzing::{milter_script, seal_snapshot, snapshot_seed};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

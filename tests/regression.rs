@@ -2,6 +2,10 @@
 //! found outside the engine modules' own unit tests. Each names the target
 //! and the committed input in `fixtures/fuzz/<target>/`.
 
+#[path = "../fuzz/checks.rs"]
+#[allow(dead_code)]
+mod fuzzing;
+
 use bulkwatch::config::Config;
 
 /// config target, fixtures/fuzz/config/nan-threshold.toml: TOML has `nan`,
@@ -27,5 +31,5 @@ fn nan_thresholds_are_refused_by_key() {
     )
     .expect("committed input");
     assert!(Config::from_toml_str(&toml).is_err());
-    bulkwatch::fuzzing::config(toml.as_bytes());
+    fuzzing::config(toml.as_bytes());
 }

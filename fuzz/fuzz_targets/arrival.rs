@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::arrival`.
+//! Fuzz target: see `checks::arrival` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::arrival(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::arrival(data));

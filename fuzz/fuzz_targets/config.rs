@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::config`.
+//! Fuzz target: see `checks::config` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::config(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::config(data));

@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::html`.
+//! Fuzz target: see `checks::html` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::html(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::html(data));

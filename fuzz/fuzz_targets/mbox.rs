@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::mbox`.
+//! Fuzz target: see `checks::mbox` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::mbox(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::mbox(data));

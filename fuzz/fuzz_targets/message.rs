@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::message`.
+//! Fuzz target: see `checks::message` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::message(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::message(data));

@@ -1,6 +1,10 @@
-//! Fuzz target: see `bulkwatch::fuzzing::milter_session`.
+//! Fuzz target: see `checks::milter_session` (fuzz/checks.rs).
 #![no_main]
 
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    bulkwatch::fuzzing::milter_session(data);
+    checks::milter_session(data);
 });

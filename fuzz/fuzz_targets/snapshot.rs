@@ -1,4 +1,8 @@
-//! Fuzz target: see `bulkwatch::fuzzing::snapshot`.
+//! Fuzz target: see `checks::snapshot` (fuzz/checks.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bulkwatch::fuzzing::snapshot(data));
+#[path = "../checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::snapshot(data));

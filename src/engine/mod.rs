@@ -712,6 +712,11 @@ impl Engine {
         out
     }
 
+    /// The window's entries, oldest first (read only).
+    pub fn window(&self) -> &crate::engine::index::window::Window {
+        self.index.window()
+    }
+
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             window_entries: self.index.len(),

@@ -75,7 +75,7 @@ pub fn read_mbox_bounded<R: Read>(reader: R, max_message: usize) -> Mbox<R> {
 impl<R: Read> Mbox<R> {
     /// A reader that reads `block` bytes at a time (tests and fuzzing
     /// use small blocks to put every boundary between two reads).
-    pub(crate) fn with_block(reader: R, block: usize) -> Mbox<R> {
+    pub fn with_block(reader: R, block: usize) -> Mbox<R> {
         Mbox {
             reader,
             block: block.max(1),

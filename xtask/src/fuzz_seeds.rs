@@ -10,7 +10,7 @@
 //! From every message of `fixtures/mbox/*.mbox`, and of the `*.mbox` files
 //! in `$BULKWATCH_CORPUS` when it is set: the message itself (`message`),
 //! its delivery as a milter script (`milter_session`, see
-//! `bulkwatch::fuzzing::milter_script`) and, per group of eight messages, a
+//! `milter_script` of fuzz/checks.rs) and, per group of eight messages, a
 //! snapshot body of an engine that saw them (`snapshot`). Plus
 //! `config/bulkwatch.toml` (`config`). Real mail stays out of the
 //! repository: it is read in place and only these generated files hold it.
@@ -19,8 +19,12 @@ use std::fs;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use bulkwatch::fuzzing::{milter_script, snapshot_seed};
+#[path = "../../fuzz/checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
 use bulkwatch::replay::read_mbox;
+use checks::{milter_script, snapshot_seed};
 use sha2::{Digest, Sha256};
 
 /// Writes `data` under `dir`, named by its hash (as libFuzzer names inputs).

@@ -16,7 +16,7 @@
 //! - [`snapshot`]: the bytes as a snapshot, and as a snapshot body sealed
 //!   with a valid checksum (to get past it); an accepted snapshot must
 //!   re-encode to a fixed point and keep working.
-//! - [`mbox`]: the bytes as an mbox file, split by [`crate::replay::mbox`] and by
+//! - [`mbox`]: the bytes as an mbox file, split by [`bulkwatch::replay::mbox`] and by
 //!   mail-parser's iterator: the two must give the same messages.
 //! - [`arrival`]: the bytes as a header section for the replay's arrival
 //!   clock: its LF and CRLF forms must give the same time.
@@ -29,12 +29,12 @@ use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
-use crate::config::{Action, Config, PolicyConfig};
-use crate::engine::simhash::VERSION;
-use crate::engine::verdict::{campaign_level, Level, SkipReason, Verdict};
-use crate::engine::{analyze, Engine, Envelope, UnixSecs};
-use crate::milter::reply;
-use crate::milter::session::{Message, Session, HEADER_NAME, SCORE_HEADER_NAME};
+use bulkwatch::config::{Action, Config, PolicyConfig};
+use bulkwatch::engine::simhash::VERSION;
+use bulkwatch::engine::verdict::{campaign_level, Level, SkipReason, Verdict};
+use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
+use bulkwatch::milter::reply;
+use bulkwatch::milter::session::{Message, Session, HEADER_NAME, SCORE_HEADER_NAME};
 
 /// Simulated time of the first message of every target.
 const T0: u64 = 1_704_067_200;
@@ -303,7 +303,7 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
     } else if v.level == Level::Allowed {
         assert_eq!(
             v.allow,
-            Some(crate::engine::verdict::AllowReason::Recipient),
+            Some(bulkwatch::engine::verdict::AllowReason::Recipient),
             "{v:?}"
         );
     }
@@ -404,7 +404,7 @@ pub fn milter_session(data: &[u8]) -> usize {
                 let rcpt = script.text(64);
                 session.add_recipient(&rcpt);
                 let r = model_bare(&rcpt);
-                if model.msg.envelope.rcpts.len() < crate::engine::MAX_KEPT_RCPTS {
+                if model.msg.envelope.rcpts.len() < bulkwatch::engine::MAX_KEPT_RCPTS {
                     model.msg.envelope.rcpts.push(r);
                 } else {
                     model.msg.envelope.more_rcpts += 1;
@@ -439,7 +439,7 @@ pub fn milter_session(data: &[u8]) -> usize {
             op::EOM => {
                 let m = session.finish_message();
                 let kept = m.raw.len();
-                assert!(m.envelope.rcpts.len() <= crate::engine::MAX_KEPT_RCPTS);
+                assert!(m.envelope.rcpts.len() <= bulkwatch::engine::MAX_KEPT_RCPTS);
                 assert!(
                     kept <= model.max_seen,
                     "{kept} bytes kept, bound {}",
@@ -585,7 +585,7 @@ fn check_config(c: &Config) {
     assert!((60..=30 * 86400).contains(&w.window.as_secs()));
     assert!((16..=1 << 30).contains(&w.max_entries));
     assert!(w.max_distance <= 7);
-    assert!(w.minhash_bands <= crate::engine::minhash::MAX_BANDS);
+    assert!(w.minhash_bands <= bulkwatch::engine::minhash::MAX_BANDS);
     assert!(w.max_sketch_diff <= 32 && w.max_minhash_distance <= 64);
     assert!(w.corroborating_matches <= 256);
     assert!(w.corroborating_sketch_diff <= 32 && w.corroborating_distance <= 64);
@@ -667,20 +667,20 @@ pub fn seal_snapshot(body: &[u8]) -> Vec<u8> {
 }
 
 fn check_snapshot(bytes: &[u8], cfg: &Config) {
-    let Ok((mut engine, loaded)) = crate::store::snapshot::decode(bytes, cfg) else {
+    let Ok((mut engine, loaded)) = bulkwatch::store::snapshot::decode(bytes, cfg) else {
         return;
     };
     let stats = engine.stats();
     assert!(stats.window_entries <= cfg.window.max_entries);
     // Re-encoding reaches a fixed point after one round.
-    let once = crate::store::snapshot::encode(&engine, loaded.saved_at);
-    let (again, l2) = match crate::store::snapshot::decode(&once, cfg) {
+    let once = bulkwatch::store::snapshot::encode(&engine, loaded.saved_at);
+    let (again, l2) = match bulkwatch::store::snapshot::decode(&once, cfg) {
         Ok(x) => x,
         Err(e) => panic!("a re-encoded snapshot does not load: {e}"),
     };
     assert_eq!(l2.saved_at, loaded.saved_at);
     assert_eq!(
-        crate::store::snapshot::encode(&again, loaded.saved_at),
+        bulkwatch::store::snapshot::encode(&again, loaded.saved_at),
         once,
         "encode(decode(encode(s))) == encode(s)"
     );
@@ -688,7 +688,7 @@ fn check_snapshot(bytes: &[u8], cfg: &Config) {
     // leaves the window when its time is over (when the loaded window is in
     // time order, as a real one is: eviction stops at the first entry that
     // is still young).
-    let times: Vec<u32> = engine.index.window().iter().map(|(_, e)| e.time).collect();
+    let times: Vec<u32> = engine.window().iter().map(|(_, e)| e.time).collect();
     let in_order = times.windows(2).all(|w| w.first() <= w.get(1));
     let env = one_recipient();
     let now = engine
@@ -733,20 +733,20 @@ pub fn snapshot_seed<'a>(messages: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8
     for (i, m) in messages.into_iter().enumerate() {
         e.process(m, &env, UnixSecs(T0 + i as u64));
     }
-    let mut bytes = crate::store::snapshot::encode(&e, T0);
+    let mut bytes = bulkwatch::store::snapshot::encode(&e, T0);
     bytes.truncate(bytes.len().saturating_sub(32));
     bytes
 }
 
 /// The first byte picks a read block of 1 to 64 bytes, the rest is an
 /// mbox file: bulkwatch's splitter must give the messages mail-parser's
-/// gives, whatever the block size (see [`crate::replay::mbox`]).
+/// gives, whatever the block size (see [`bulkwatch::replay::mbox`]).
 pub fn mbox(data: &[u8]) {
     let Some((&first, input)) = data.split_first() else {
         return;
     };
     let block = usize::from(first % 64) + 1;
-    let ours: Vec<Vec<u8>> = crate::replay::mbox::Mbox::with_block(input, block)
+    let ours: Vec<Vec<u8>> = bulkwatch::replay::mbox::Mbox::with_block(input, block)
         .map(|m| m.unwrap_or_else(|e| panic!("in-memory read failed: {e}")))
         .collect();
     let theirs: Vec<Vec<u8>> = mail_parser::mailbox::mbox::MessageIterator::new(input)
@@ -761,14 +761,14 @@ pub fn mbox(data: &[u8]) {
 // ------------------------------------------------------------- arrival
 
 /// A header section for the replay's arrival clock
-/// ([`crate::replay::arrival_time`]): any input gives a time or none, in
+/// ([`bulkwatch::replay::arrival_time`]): any input gives a time or none, in
 /// bounded work, and the same with its bare LFs made CRLF (an mbox
 /// message and the same message off the wire).
 ///
 /// # Panics
 /// On a bug: a panic inside, or LF and CRLF forms that differ.
 pub fn arrival(data: &[u8]) {
-    let lf = crate::replay::arrival_time(data);
+    let lf = bulkwatch::replay::arrival_time(data);
     let mut crlf = Vec::with_capacity(data.len() + data.len() / 8);
     for (i, &b) in data.iter().enumerate() {
         if b == b'\n' && (i == 0 || data.get(i - 1) != Some(&b'\r')) {
@@ -780,7 +780,7 @@ pub fn arrival(data: &[u8]) {
     if crlf.len() <= 64 * 1024 {
         assert_eq!(
             lf,
-            crate::replay::arrival_time(&crlf),
+            bulkwatch::replay::arrival_time(&crlf),
             "LF and CRLF forms differ"
         );
     }
@@ -788,7 +788,7 @@ pub fn arrival(data: &[u8]) {
 
 // ---------------------------------------------------------------- html
 
-/// An HTML document through [`crate::engine::mime::html::to_text`], at a text
+/// An HTML document through [`bulkwatch::engine::mime::html::to_text`], at a text
 /// bound the first byte picks: never a panic, the text and the returned
 /// targets within their bounds, the same result twice, and for input
 /// without markup (no `<` or `&`) the input's own words.
@@ -796,7 +796,7 @@ pub fn arrival(data: &[u8]) {
 /// # Panics
 /// On a bug.
 pub fn html(data: &[u8]) {
-    use crate::engine::mime::html::{to_text, Targets, MAX_IMAGES, MAX_URLS};
+    use bulkwatch::engine::mime::html::{to_text, Targets, MAX_IMAGES, MAX_URLS};
     let Some((&first, rest)) = data.split_first() else {
         return;
     };
@@ -856,7 +856,7 @@ mod tests {
         let m1 = probe_message(1);
         let m2 = probe_message(2);
         let body = snapshot_seed([m1.as_bytes(), m2.as_bytes(), m1.as_bytes()]);
-        let (e, _) = crate::store::snapshot::decode(&seal_snapshot(&body), &small_config())
+        let (e, _) = bulkwatch::store::snapshot::decode(&seal_snapshot(&body), &small_config())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(e.stats().window_entries, 3);
         snapshot(&body);
