@@ -17,7 +17,7 @@ use bulkwatch::engine::verdict::{Level, Verdict};
 use bulkwatch::engine::{analyze, finish, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{
-    decide_with, Correction, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Site, Store,
+    Correction, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Site, Store, StoreError,
 };
 use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::{observation, random_bits, splitmix, synthetic};
@@ -111,6 +111,24 @@ fn seen(v: &Verdict) -> Seen {
 }
 
 /// Feeds `msgs` to `store`, `step` simulated seconds apart.
+/// A whole decision against any store: observe, record, finish (what
+/// `Judge` does around the store it holds).
+fn decide_with(
+    store: &mut dyn Store,
+    cfg: &Config,
+    a: &bulkwatch::engine::Analysis,
+    env: &Envelope,
+    now: UnixSecs,
+) -> Result<Verdict, StoreError> {
+    match bulkwatch::engine::observe(cfg, a, env) {
+        Err(v) => Ok(*v),
+        Ok(obs) => {
+            let out = store.record(&obs, now)?;
+            Ok(bulkwatch::engine::finish(cfg, &obs, out))
+        }
+    }
+}
+
 fn run(store: &mut dyn Store, cfg: &Config, msgs: &[Vec<u8>], step: u64) -> Vec<Seen> {
     msgs.iter()
         .enumerate()

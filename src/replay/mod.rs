@@ -502,14 +502,6 @@ impl Replayer {
         self.feed_timed(mbox, index, &a, arrival)
     }
 
-    /// Feeds one message already analyzed (by [`analyze_unenveloped`] with this
-    /// replayer's configuration) and returns its verdict. With
-    /// [`Clock::Arrival`] it is judged with the message before it; see
-    /// [`Replayer::feed_timed`].
-    pub fn feed_analyzed(&mut self, mbox: &str, index: usize, a: &Analysis) -> Verdict {
-        self.feed_timed(mbox, index, a, None)
-    }
-
     /// Feeds one message already analyzed, with its arrival time (Unix
     /// seconds, from [`arrival_time`]), and returns its verdict. The
     /// simulated clock ignores `arrival`; the arrival clock judges a

@@ -131,13 +131,6 @@ impl Judge {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The local engine, without locking (the judge is not shared).
-    pub fn engine_mut(&mut self) -> &mut Engine {
-        self.engine
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The Redis store, if configured.
     pub fn shared(&self) -> Option<&RedisLayer> {
         self.shared.as_deref()

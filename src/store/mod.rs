@@ -32,8 +32,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, RedisLayout, StoreBackend};
-use crate::engine::verdict::Verdict;
-use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, Outcome, UnixSecs};
+use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 
 pub use self::log::{LogStore, Logged};
 pub use self::redis::{Correction, RedisStore};
@@ -69,10 +68,12 @@ pub enum StoreError {
     Batch(String),
 }
 
-/// Where the window, the exact set and the campaign counts live. The
-/// memory store is [`Engine`] itself; the Redis layouts share them between
-/// hosts. Every store gives the same [`Outcome`] for the same stream (a
-/// contract test suite runs against each).
+/// The contract every store meets: the same [`Outcome`] for the same
+/// stream, whether the window, the exact set and the campaign counts live
+/// in this process ([`Engine`]) or in Redis (both layouts); the contract
+/// suite (`tests/store.rs`) runs against each through this trait.
+/// Production does not: the milter and the replay judge through
+/// [`judge::Judge`], which holds the engine and the [`RedisLayer`].
 pub trait Store {
     /// Looks the message up, joins or merges campaigns and records it, all
     /// at time `now`: the window is what arrived in `(now - window, now]`.
@@ -82,27 +83,6 @@ pub trait Store {
 impl Store for Engine {
     fn record(&mut self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         Ok(self.record_local(obs, now))
-    }
-}
-
-/// A whole decision against any store: [`observe`], [`Store::record`],
-/// [`finish`].
-///
-/// # Errors
-/// The store's.
-pub fn decide_with(
-    store: &mut dyn Store,
-    cfg: &Config,
-    a: &Analysis,
-    env: &Envelope,
-    now: UnixSecs,
-) -> Result<Verdict, StoreError> {
-    match observe(cfg, a, env) {
-        Err(v) => Ok(*v),
-        Ok(obs) => {
-            let out = store.record(&obs, now)?;
-            Ok(finish(cfg, &obs, out))
-        }
     }
 }
 
