@@ -237,7 +237,7 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     if let Ok(obs) = observe(&cfg, &a, &env) {
                         match (&then, raw_conn.as_mut()) {
                             (Then::Store(sh), _) => match sh.record(&obs, now) {
-                                RedisResult::RedisLayer(out) => {
+                                RedisResult::Judged(out) => {
                                     std::hint::black_box(out);
                                 }
                                 other => panic!("redis failed: {other:?}"),

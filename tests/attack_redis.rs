@@ -34,7 +34,7 @@ fn redis_config(url: String, prefix: &str, layout: RedisLayout) -> Config {
 /// The outcome of a message Redis must have answered.
 fn shared(s: &RedisLayer, obs: &Observation, now: u64) -> Outcome {
     match s.record(obs, UnixSecs(now)) {
-        RedisResult::RedisLayer(out) => out,
+        RedisResult::Judged(out) => out,
         other => panic!("Redis did not answer: {other:?}"),
     }
 }

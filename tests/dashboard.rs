@@ -142,7 +142,7 @@ async fn with_redis_every_dashboard_shows_the_site() {
         cfg.store.redis.timeout = std::time::Duration::from_secs(5);
         let milter = |cfg: &bulkwatch::config::Config| {
             let layer = RedisLayer::from_config(cfg).unwrap().unwrap();
-            common::start_state(State::new(Engine::new(cfg)).with_shared(layer))
+            common::start_state(State::new(Engine::new(cfg)).with_redis(layer))
         };
         let busy = milter(&cfg).await;
         let idle = milter(&cfg).await;
@@ -206,7 +206,7 @@ async fn without_redis_the_page_says_it_shows_this_host_only() {
     cfg.store.redis.urls = vec![format!("redis://127.0.0.1:{port}")];
     cfg.store.redis.timeout = std::time::Duration::from_secs(1);
     let layer = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let m = common::start_state(State::new(Engine::new(&cfg)).with_shared(layer)).await;
+    let m = common::start_state(State::new(Engine::new(&cfg)).with_redis(layer)).await;
     for (i, name) in NAMES.iter().enumerate() {
         send(m.addr, &spam(name, i as u32)).await;
     }

@@ -608,7 +608,7 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
     Store::record(&mut local, &synthetic(far + 100, &cfg), now).unwrap();
     c.warm(&mut local, true);
     assert_eq!(local.stats().window_entries, 1);
-    let RedisResult::RedisLayer(second) = c.record(&synthetic(far + 1, &cfg), now) else {
+    let RedisResult::Judged(second) = c.record(&synthetic(far + 1, &cfg), now) else {
         panic!("caught up");
     };
     // Once the replica gives verdicts, a fallback starts from it.
@@ -887,7 +887,7 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
         let lv = local[i].decide(&an, &env, now);
         let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
         let store = if i == 0 { &a } else { &b };
-        let RedisResult::RedisLayer(out) = store.record(&obs, now) else {
+        let RedisResult::Judged(out) = store.record(&obs, now) else {
             panic!("redis failed");
         };
         let v = bulkwatch::engine::finish(&cfg, &obs, out);
@@ -1058,7 +1058,7 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
             let an = analyze(&spam(n), &env, &cfg);
             let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
             let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
-            let RedisResult::RedisLayer(out) = layer.record(&obs, now) else {
+            let RedisResult::Judged(out) = layer.record(&obs, now) else {
                 panic!("redis failed");
             };
             finish(&cfg, &obs, out)
@@ -1151,17 +1151,17 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
     for n in 0..5 {
         r.feed("a", n as usize, &msg(n));
     }
-    assert_eq!(r.summary.shared_ok, 5);
+    assert_eq!(r.summary.redis_ok, 5);
     server.kill();
     for n in 5..15 {
         let v = r.feed("a", n as usize, &msg(n));
         assert_ne!(v.level, Level::Skipped, "every message gets a verdict");
         assert!(v.campaign.is_some());
     }
-    assert_eq!(r.summary.shared_ok, 5);
-    assert_eq!(r.summary.shared_fallbacks, 10);
+    assert_eq!(r.summary.redis_ok, 5);
+    assert_eq!(r.summary.redis_fallbacks, 10);
     {
-        let stats = &r.shared().unwrap().stats;
+        let stats = &r.redis().unwrap().stats;
         assert_eq!(stats.outages.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert!(!stats.up.load(std::sync::atomic::Ordering::Relaxed));
     }
@@ -1172,11 +1172,11 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
         || {
             n += 1;
             r.feed("a", n as usize, &msg(n));
-            r.summary.shared_ok > 5
+            r.summary.redis_ok > 5
         },
         "sharing to resume",
     );
-    let stats = &r.shared().unwrap().stats;
+    let stats = &r.redis().unwrap().stats;
     assert!(stats.up.load(std::sync::atomic::Ordering::Relaxed));
 }
 
@@ -1205,20 +1205,20 @@ fn a_log_outage_starts_from_what_the_site_saw() {
         assert_eq!(c.recipients, u64::from(n) + 1);
         shared_id = Some(c.id);
     }
-    assert_eq!((a.summary.shared_ok, b.summary.shared_ok), (6, 4));
+    assert_eq!((a.summary.redis_ok, b.summary.redis_ok), (6, 4));
     // Nothing recorded locally while the replica answered; the daemon's
     // view is the replica's.
     assert_eq!(b.engine().stats().window_entries, 0);
-    let shared = b.shared().unwrap();
+    let shared = b.redis().unwrap();
     assert_eq!(shared.view(|e| e.stats().window_entries), Some(10));
     server.kill();
     let v = b.feed("x", 10, &spam(10));
-    assert_eq!(b.summary.shared_fallbacks, 1);
+    assert_eq!(b.summary.redis_fallbacks, 1);
     let c = v.campaign.unwrap();
     assert_eq!(c.recipients, 11, "the site's 10 and this one");
     assert_eq!(Some(c.id), shared_id);
     // The fallback engine is the view now, and it goes on counting.
-    assert_eq!(b.shared().unwrap().view(|_| ()), None);
+    assert_eq!(b.redis().unwrap().view(|_| ()), None);
     let v = b.feed("x", 11, &spam(11));
     assert_eq!(v.campaign.unwrap().recipients, 12);
     assert_eq!(b.engine().stats().window_entries, 12);
@@ -1241,7 +1241,7 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     let now = UnixSecs(REPLAY_EPOCH);
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), now),
-        RedisResult::RedisLayer(_)
+        RedisResult::Judged(_)
     ));
     // An outage: a call fails, and the fallback starts a copy.
     server.kill();
@@ -1256,7 +1256,7 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
     server.restart();
     assert!(matches!(
         shared.record(&synthetic(3, &cfg), now),
-        RedisResult::RedisLayer(_)
+        RedisResult::Judged(_)
     ));
     assert!(!shared.copy_ready());
     assert!(shared.warm_in_background(&mut local, false).is_none());
@@ -1288,7 +1288,7 @@ fn no_copy_is_made_once_redis_answers_again() {
     let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH)),
-        RedisResult::RedisLayer(_)
+        RedisResult::Judged(_)
     ));
     let mut local = Engine::new(&cfg);
     // A caller that took Redis for down starts a copy...
@@ -1503,7 +1503,7 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
     let mut cfg = redis_config(vec![format!("redis://127.0.0.1:{port}/0")], "down");
     cfg.store.redis.timeout = Duration::from_millis(100);
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let state = State::new(Engine::new(&cfg)).with_redis(shared);
     let m = common::start_state(state).await;
     let mut last = None;
     for i in 0..5 {
@@ -1537,7 +1537,7 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     let server = RedisServer::start();
     let cfg = log_config(vec![server.url()], "trips");
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let state = State::new(Engine::new(&cfg)).with_redis(shared);
     let m = common::start_state(state).await;
     for i in 0..5 {
         let (_, st) = common::send(m.addr, &common::spam(common::NAMES[i], 300 + i as u32)).await;
@@ -1585,7 +1585,7 @@ async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(60);
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let state = State::new(Engine::new(&cfg)).with_shared(shared);
+    let state = State::new(Engine::new(&cfg)).with_redis(shared);
     let m = common::start_state(state).await;
     let mail = |i: usize| common::spam(common::NAMES[i % common::NAMES.len()], 700 + i as u32);
     // The campaign size in the verdict header ("...size=N...").

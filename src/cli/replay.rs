@@ -124,7 +124,7 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     } else if redis {
         eprintln!(
             "redis store: {} messages judged by Redis, {} from the local window",
-            summary.shared_ok, summary.shared_fallbacks
+            summary.redis_ok, summary.redis_fallbacks
         );
     }
     let stdout = std::io::stdout();

@@ -504,7 +504,7 @@ pub async fn write_snapshot(
     };
     // The memory store's corrections, with the ids of this snapshot (a
     // merge since the last correction moved an allowance to another id).
-    if state.shared().is_none() {
+    if state.redis().is_none() {
         let saved = state.control.saved(&state.engine());
         if let Some(saved) = saved {
             let st = Arc::clone(state);
@@ -679,7 +679,7 @@ async fn serve(
                 keys = shared.store().key_base(),
                 "shared state in redis; the local window is the fallback"
             );
-            state = state.with_shared(shared);
+            state = state.with_redis(shared);
         }
         Ok(None) => {}
         Err(e) => return Err(other("cannot set up the redis store", e)),

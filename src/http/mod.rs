@@ -515,7 +515,7 @@ mod tests {
         let shared = crate::store::RedisLayer::from_config(&cfg)
             .unwrap()
             .unwrap();
-        let state = State::new(Engine::new(&cfg)).with_shared(shared);
+        let state = State::new(Engine::new(&cfg)).with_redis(shared);
         let r = respond_to(&state, "GET /campaigns HTTP/1.1");
         assert_eq!((r.status, r.body.as_str()), (StatusCode::OK, "[]"));
         assert_eq!(r.view, Some(View::HostRedisUnavailable));

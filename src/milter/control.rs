@@ -238,7 +238,7 @@ impl Control {
     /// engine, saved in `control.json`. Answers the live campaign's id.
     fn correct(&self, state: &State, c: Correction, now: u64) -> Result<CampaignId, String> {
         let missing = || format!("no live campaign {}", c.id());
-        match state.shared() {
+        match state.redis() {
             Some(shared) => {
                 let site = shared
                     .correct(c, UnixSecs(now))
@@ -324,7 +324,7 @@ impl Control {
             .find(|c| c.id == key);
         // Window sequence numbers name this daemon's messages only where
         // the view is the engine that numbered them: the memory store.
-        let by_seq = state.shared().is_none();
+        let by_seq = state.redis().is_none();
         let members: Vec<Member> = {
             let recent = lock(&self.recent);
             state.with_view(|e| {

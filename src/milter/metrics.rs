@@ -331,7 +331,7 @@ pub fn render(state: &State, now: u64) -> String {
         m.engine_micros.load(Ordering::Relaxed) as f64 / 1e6
     );
     let _ = writeln!(s, "bulkwatch_engine_seconds_count {count}");
-    if let Some(sh) = state.shared() {
+    if let Some(sh) = state.redis() {
         let st = &sh.stats;
         let up = u8::from(st.up.load(Ordering::Relaxed));
         let _ = writeln!(
@@ -502,7 +502,7 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
     // or the replica brought up to now (log layout). When Redis fails,
     // this daemon's own view.
     let site = state
-        .shared()
+        .redis()
         .map(|s| s.site(crate::engine::UnixSecs(now), MAX_LISTED));
     let view = match &site {
         None => View::Host,

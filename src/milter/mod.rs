@@ -140,14 +140,14 @@ impl State {
     }
 
     /// Judges with `shared` first and the local engine as the fallback.
-    pub fn with_shared(mut self, shared: RedisLayer) -> State {
-        self.judge = self.judge.with_shared(shared);
+    pub fn with_redis(mut self, shared: RedisLayer) -> State {
+        self.judge = self.judge.with_redis(shared);
         self
     }
 
     /// The shared store, if configured.
-    pub fn shared(&self) -> Option<&RedisLayer> {
-        self.judge.shared()
+    pub fn redis(&self) -> Option<&RedisLayer> {
+        self.judge.redis()
     }
 
     /// Sends campaigns that turn bulk to `tx` (see [`alert`]).

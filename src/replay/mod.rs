@@ -296,8 +296,8 @@ pub struct ReplaySummary {
     pub by_level: HashMap<&'static str, usize>,
     /// With the Redis store: messages Redis judged, and messages judged
     /// from the local window because Redis failed or was skipped.
-    pub shared_ok: u64,
-    pub shared_fallbacks: u64,
+    pub redis_ok: u64,
+    pub redis_fallbacks: u64,
 }
 
 impl std::fmt::Debug for ReplaySummary {
@@ -442,17 +442,17 @@ impl Replayer {
     /// layout would even apply it at the log's newest time).
     pub fn new(cfg: &Config, opts: ReplayOptions) -> Replayer {
         if opts.clock == Clock::Arrival {
-            return Replayer::with_shared(cfg, opts, None);
+            return Replayer::with_redis(cfg, opts, None);
         }
         let shared = RedisLayer::from_config(cfg).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "shared store unusable; replaying on memory alone");
             None
         });
-        Replayer::with_shared(cfg, opts, shared)
+        Replayer::with_redis(cfg, opts, shared)
     }
 
     /// A replayer over a given shared store (or none).
-    pub fn with_shared(cfg: &Config, opts: ReplayOptions, shared: Option<RedisLayer>) -> Replayer {
+    pub fn with_redis(cfg: &Config, opts: ReplayOptions, shared: Option<RedisLayer>) -> Replayer {
         Replayer {
             judge: Judge::new(Engine::new(cfg), shared, Warming::InPlace),
             cfg: Arc::new(cfg.clone()),
@@ -472,8 +472,8 @@ impl Replayer {
     }
 
     /// The Redis store, if any.
-    pub fn shared(&self) -> Option<&RedisLayer> {
-        self.judge.shared()
+    pub fn redis(&self) -> Option<&RedisLayer> {
+        self.judge.redis()
     }
 
     /// The time message `n` (1-based) is judged at: simulated, or its
@@ -522,8 +522,8 @@ impl Replayer {
         let judged = self.judge.judge(&self.cfg, a, &env, now);
         match judged.source {
             Source::Local => {}
-            Source::RedisLayer => self.summary.shared_ok += 1,
-            Source::Fallback => self.summary.shared_fallbacks += 1,
+            Source::Redis => self.summary.redis_ok += 1,
+            Source::Fallback => self.summary.redis_fallbacks += 1,
         }
         let v = judged.verdict;
         if let Some(c) = &v.campaign {
@@ -1257,6 +1257,6 @@ mod tests {
             clock: Clock::Arrival,
             ..ReplayOptions::default()
         };
-        assert!(Replayer::new(&cfg, opts).shared().is_none());
+        assert!(Replayer::new(&cfg, opts).redis().is_none());
     }
 }

@@ -45,7 +45,7 @@ pub enum Source {
     /// no store has a say on (allow-listed, skipped).
     Local,
     /// Redis.
-    RedisLayer,
+    Redis,
     /// The local engine, because Redis gave no verdict (it failed, waits
     /// out its retry interval, was too slow, or the replica is still
     /// reading the log).
@@ -73,7 +73,7 @@ pub enum Answer {
 /// say.
 #[derive(Debug)]
 pub struct Ask {
-    shared: Arc<RedisLayer>,
+    redis: Arc<RedisLayer>,
     obs: Observation,
     now: UnixSecs,
     /// The local engine's verdict, when it records every message.
@@ -84,7 +84,7 @@ impl Ask {
     /// Asks Redis (blocking, for about the store's timeout at most). Takes
     /// `&self` so that a caller that gives up waiting still holds the ask.
     pub fn run(&self) -> Answer {
-        Answer::Store(self.shared.record(&self.obs, self.now))
+        Answer::Store(self.redis.record(&self.obs, self.now))
     }
 }
 
@@ -102,23 +102,23 @@ pub enum Step {
 pub struct Judge {
     /// Locked only while deciding, and never across an `.await`.
     engine: Mutex<Engine>,
-    shared: Option<Arc<RedisLayer>>,
+    redis: Option<Arc<RedisLayer>>,
     warming: Warming,
 }
 
 impl Judge {
-    /// A judge over `engine` and, when configured, `shared`.
-    pub fn new(engine: Engine, shared: Option<RedisLayer>, warming: Warming) -> Judge {
+    /// A judge over `engine` and, when configured, `redis`.
+    pub fn new(engine: Engine, redis: Option<RedisLayer>, warming: Warming) -> Judge {
         Judge {
             engine: Mutex::new(engine),
-            shared: shared.map(Arc::new),
+            redis: redis.map(Arc::new),
             warming,
         }
     }
 
-    /// The same judge with `shared` as its Redis store.
-    pub fn with_shared(mut self, shared: RedisLayer) -> Judge {
-        self.shared = Some(Arc::new(shared));
+    /// The same judge with `redis` as its Redis store.
+    pub fn with_redis(mut self, redis: RedisLayer) -> Judge {
+        self.redis = Some(Arc::new(redis));
         self
     }
 
@@ -132,15 +132,15 @@ impl Judge {
     }
 
     /// The Redis store, if configured.
-    pub fn shared(&self) -> Option<&RedisLayer> {
-        self.shared.as_deref()
+    pub fn redis(&self) -> Option<&RedisLayer> {
+        self.redis.as_deref()
     }
 
     /// Calls `f` with the engine that holds the daemon's view: the log
     /// layout's replica while Redis is up and the replica has read the log
     /// up to its messages, else the local engine (see [`RedisLayer::view`]).
     pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
-        if let Some(r) = self.shared.as_ref().and_then(|s| s.view(&f)) {
+        if let Some(r) = self.redis.as_ref().and_then(|s| s.view(&f)) {
             return r;
         }
         f(&self.engine())
@@ -159,7 +159,7 @@ impl Judge {
                 })
             }
         };
-        let Some(shared) = &self.shared else {
+        let Some(redis) = &self.redis else {
             return Step::Done(Judged {
                 verdict: self.engine().decide_observed(&obs, now),
                 source: Source::Local,
@@ -169,11 +169,11 @@ impl Judge {
         // so that its window is warm when Redis fails. With the log layout
         // the replica holds the window, and the local engine is brought up
         // to it when a message falls back.
-        let local = shared
+        let local = redis
             .records_locally()
             .then(|| self.engine().decide_observed(&obs, now));
         Step::Ask(Ask {
-            shared: Arc::clone(shared),
+            redis: Arc::clone(redis),
             obs,
             now,
             local,
@@ -183,10 +183,10 @@ impl Judge {
     /// The second half (module documentation).
     pub fn finish(&self, cfg: &Config, ask: &Ask, answer: Answer) -> Judged {
         let outage = match answer {
-            Answer::Store(RedisResult::RedisLayer(out)) => {
+            Answer::Store(RedisResult::Judged(out)) => {
                 return Judged {
                     verdict: finish(cfg, &ask.obs, out),
-                    source: Source::RedisLayer,
+                    source: Source::Redis,
                 }
             }
             Answer::Store(RedisResult::Failed(e)) => {
@@ -199,7 +199,7 @@ impl Judge {
                 false
             }
             Answer::Late(why) => {
-                ask.shared
+                ask.redis
                     .stats
                     .fallbacks
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -215,15 +215,15 @@ impl Judge {
             let mut local = self.engine();
             let replaced = match self.warming {
                 Warming::InPlace => {
-                    ask.shared.warm(&mut local, outage);
+                    ask.redis.warm(&mut local, outage);
                     None
                 }
-                Warming::Background => ask.shared.warm_in_background(&mut local, outage),
+                Warming::Background => ask.redis.warm_in_background(&mut local, outage),
             };
             let verdict = local.decide_observed(&ask.obs, ask.now);
             // Still holding the engine: a copy that took over between the
             // decision and the report would miss the message.
-            ask.shared.judged_locally(&ask.obs, ask.now);
+            ask.redis.judged_locally(&ask.obs, ask.now);
             (verdict, replaced)
         };
         if let Some(old) = replaced {

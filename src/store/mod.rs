@@ -108,7 +108,7 @@ pub struct RedisStats {
 #[derive(Debug)]
 pub enum RedisResult {
     /// Redis recorded the message: use this outcome.
-    RedisLayer(Outcome),
+    Judged(Outcome),
     /// Redis failed now: use the local verdict (the error is for the log).
     Failed(StoreError),
     /// Redis failed recently and is not tried until the retry time.
@@ -381,7 +381,7 @@ impl RedisLayer {
                 if let Ok(mut g) = self.retry_at.lock() {
                     *g = None;
                 }
-                RedisResult::RedisLayer(out)
+                RedisResult::Judged(out)
             }
             Err(e) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
