@@ -200,7 +200,12 @@ fn run_case(cfg: &Config, dress: dress::Dress, text: &str) -> Outcome {
         verdicts.push(r.feed("dressed", copy + 1, &raw));
         raws.push(raw);
     }
-    let ids: Vec<Option<CampaignId>> = r.finish().records.iter().map(|r| r.campaign).collect();
+    let ids: Vec<Option<CampaignId>> = r
+        .into_summary()
+        .records
+        .iter()
+        .map(|r| r.campaign)
+        .collect();
     let plain_id = ids[0];
     let plain_ok = plain_id.is_some() && ids[..PLAIN_COPIES].iter().all(|id| *id == plain_id);
     let joined = plain_ok && ids[PLAIN_COPIES..].iter().all(|id| *id == plain_id);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use bulkwatch::config::{Config, RedisLayout, StoreBackend};
 use bulkwatch::engine::campaign::CampaignId;
 use bulkwatch::engine::verdict::{Level, Verdict};
-use bulkwatch::engine::{analyze, finish, Engine, Envelope, Observation, UnixSecs};
+use bulkwatch::engine::{analyze, verdict_of, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{
     Correction, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Site, Store, StoreError,
@@ -124,7 +124,7 @@ fn decide_with(
         Err(v) => Ok(*v),
         Ok(obs) => {
             let out = store.record(&obs, now)?;
-            Ok(bulkwatch::engine::finish(cfg, &obs, out))
+            Ok(bulkwatch::engine::verdict_of(cfg, &obs, out))
         }
     }
 }
@@ -364,7 +364,7 @@ fn agree_on_long_merge_chains(layout: RedisLayout) {
             .enumerate()
             .map(|(i, o)| {
                 let now = UnixSecs(REPLAY_EPOCH + i as u64);
-                seen(&finish(&cfg, o, store.record(o, now).unwrap()))
+                seen(&verdict_of(&cfg, o, store.record(o, now).unwrap()))
             })
             .collect()
     };
@@ -440,7 +440,7 @@ fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
             .map(|(i, at)| {
                 let o = &texts[*i];
                 let now = UnixSecs(REPLAY_EPOCH + at);
-                seen(&finish(&cfg, o, store.record(o, now).unwrap()))
+                seen(&verdict_of(&cfg, o, store.record(o, now).unwrap()))
             })
             .collect()
     };
@@ -588,7 +588,7 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
 
     // Far behind: more entries than one message may read (1,024 with the
     // append, then MAX_READS_PER_CALL more reads of 1,024).
-    let far = 1024 * (1 + bulkwatch::store::log::MAX_READS_PER_CALL) as u64 + 500;
+    let far = 1024 * (1 + bulkwatch::store::stream::MAX_READS_PER_CALL) as u64 + 500;
     for i in 0..far {
         a.record_shared(&synthetic(i, &cfg), UnixSecs(REPLAY_EPOCH + 200 + i / 50))
             .unwrap();
@@ -890,7 +890,7 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
         let RedisResult::Judged(out) = store.record(&obs, now) else {
             panic!("redis failed");
         };
-        let v = bulkwatch::engine::finish(&cfg, &obs, out);
+        let v = bulkwatch::engine::verdict_of(&cfg, &obs, out);
         // Alone, neither daemon gets past half the campaign.
         assert_ne!(lv.level, Level::Bulk);
         assert!(lv.campaign.unwrap().recipients <= 5);
@@ -1061,7 +1061,7 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
             let RedisResult::Judged(out) = layer.record(&obs, now) else {
                 panic!("redis failed");
             };
-            finish(&cfg, &obs, out)
+            verdict_of(&cfg, &obs, out)
         };
         let mut last = None;
         for n in 0..4 {

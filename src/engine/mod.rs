@@ -531,7 +531,7 @@ impl Engine {
     /// records it and judges it.
     pub fn decide_observed(&mut self, obs: &Observation, now: UnixSecs) -> Verdict {
         let out = self.record_local(obs, now);
-        finish(&self.cfg, obs, out)
+        verdict_of(&self.cfg, obs, out)
     }
 
     /// The memory store: exact set, near index and campaigns (the store
@@ -749,7 +749,7 @@ pub struct Observation {
     pub features: usize,
     pub thresholds: Thresholds,
     /// The message has list headers ([`Analysis::list`]). Only the verdict
-    /// reads it ([`finish`]), never a store: the list class changes the
+    /// reads it ([`verdict_of`]), never a store: the list class changes the
     /// action, not what is counted.
     pub list: bool,
 }
@@ -875,7 +875,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
 /// domain is not a list's post, whatever headers a copy carries. The class
 /// changes only the action (`policy.list`); the level, the counts and the
 /// alert stay.
-pub fn finish(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
+pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
     let level = out
         .campaign
         .as_ref()

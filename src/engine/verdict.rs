@@ -129,7 +129,7 @@ pub struct Verdict {
     pub skip: Option<SkipReason>,
     pub allow: Option<AllowReason>,
     /// Mailing-list mail: the message has list headers and its campaign
-    /// comes from one sender domain (`engine::finish`). Its action is
+    /// comes from one sender domain (`engine::verdict_of`). Its action is
     /// `policy.list` at most; its level and counts are those of any mail.
     pub list: bool,
     /// The normalized text matched a message of the window exactly.

@@ -19,7 +19,7 @@ use tracing::{error, info, warn, Instrument};
 
 use crate::milter::reply::{self, Decision};
 use crate::milter::session::Session;
-use crate::milter::{Judgement, State};
+use crate::milter::{Decided, State};
 
 fn text(s: &CStr) -> String {
     String::from_utf8_lossy(s.to_bytes()).into_owned()
@@ -189,7 +189,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     let span = tracing::info_span!("message", queue_id = %queue_id);
     let sender = msg.envelope.mail_from.clone().unwrap_or_default();
     let decision = match state.judge_message(&cfg, msg).instrument(span).await {
-        Ok(Judgement {
+        Ok(Decided {
             verdict,
             elapsed,
             message_id,

@@ -13,7 +13,7 @@
 //!   judged.
 //!
 //! The allowance and the forgetting are part of the store's state, so the
-//! verdict is decided in one place ([`crate::engine::finish`]). With the
+//! verdict is decided in one place ([`crate::engine::verdict_of`]). With the
 //! memory store they survive a restart in `control.json` in the state
 //! directory, written atomically on every change and applied after the
 //! snapshot. With Redis they are the site's: the script layout keeps them

@@ -69,7 +69,7 @@ pub struct State {
 
 /// A message's verdict, for the reply and the log line.
 #[derive(Debug)]
-pub struct Judgement {
+pub struct Decided {
     pub verdict: Verdict,
     /// Time from the end of the message to the verdict.
     pub elapsed: Duration,
@@ -201,7 +201,7 @@ impl State {
         &self,
         cfg: &Arc<Config>,
         msg: Message,
-    ) -> Result<Judgement, AnalysisError> {
+    ) -> Result<Decided, AnalysisError> {
         let start = Instant::now();
         let env = msg.envelope;
         let raw = msg.raw;
@@ -219,7 +219,7 @@ impl State {
         };
         let analysis = fingerprint(reading, cfg);
         let (verdict, elapsed) = self.judge_analysis(cfg, &analysis, &env, start).await;
-        Ok(Judgement {
+        Ok(Decided {
             verdict,
             elapsed,
             message_id: analysis.message_id,
@@ -251,7 +251,7 @@ impl State {
                     Ok(Err(e)) => Answer::Late(format!("redis task failed: {e}")),
                     Err(_) => Answer::Late(format!("no answer in {limit:?}")),
                 };
-                self.judge.finish(cfg, &ask, answer)
+                self.judge.complete(cfg, &ask, answer)
             }
         };
         let verdict = judged.verdict;

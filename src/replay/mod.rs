@@ -610,12 +610,12 @@ impl Replayer {
     fn finish_spilled(mut self) -> Result<ReplaySummary, std::io::Error> {
         match self.spill_error.take() {
             Some(e) => Err(e),
-            None => Ok(self.finish()),
+            None => Ok(self.into_summary()),
         }
     }
 
     /// Resolves campaign ids through the merges and returns the summary.
-    pub fn finish(mut self) -> ReplaySummary {
+    pub fn into_summary(mut self) -> ReplaySummary {
         for r in &mut self.summary.records {
             if let Some(id) = r.campaign {
                 r.campaign = Some(self.merges.find(id));

@@ -1,6 +1,6 @@
 //! Little-endian binary writing and bounded reading, shared by the
 //! snapshot file (`crate::store::snapshot`) and the Redis log's entries
-//! (`crate::store::log`).
+//! (`crate::store::stream`).
 //!
 //! A [`Reader`] never reads past its buffer, refuses counts above a caller's
 //! maximum before anything is allocated for them, and names the part it was

@@ -13,7 +13,7 @@
 //! 2. [`Ask::run`] is the Redis call (blocking, bounded by the store's
 //!    socket timeouts). The milter runs it on the blocking pool under a
 //!    timeout of its own; the replay runs it in place.
-//! 3. [`Judge::finish`] takes the answer ([`Answer`]): Redis's verdict, or
+//! 3. [`Judge::complete`] takes the answer ([`Answer`]): Redis's verdict, or
 //!    the local one, from the local engine, which in the log layout is
 //!    first brought up to the replica when Redis is down.
 //!
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::config::Config;
 use crate::engine::verdict::Verdict;
-use crate::engine::{finish, observe, Analysis, Engine, Envelope, Observation, UnixSecs};
+use crate::engine::{observe, verdict_of, Analysis, Engine, Envelope, Observation, UnixSecs};
 use crate::store::{RedisLayer, RedisResult};
 
 /// How the fallback engine is brought up to the log layout's replica in
@@ -93,7 +93,7 @@ impl Ask {
 pub enum Step {
     /// Judged already.
     Done(Judged),
-    /// Redis has a say: run the ask, then [`Judge::finish`].
+    /// Redis has a say: run the ask, then [`Judge::complete`].
     Ask(Ask),
 }
 
@@ -181,11 +181,11 @@ impl Judge {
     }
 
     /// The second half (module documentation).
-    pub fn finish(&self, cfg: &Config, ask: &Ask, answer: Answer) -> Judged {
+    pub fn complete(&self, cfg: &Config, ask: &Ask, answer: Answer) -> Judged {
         let outage = match answer {
             Answer::Store(RedisResult::Judged(out)) => {
                 return Judged {
-                    verdict: finish(cfg, &ask.obs, out),
+                    verdict: verdict_of(cfg, &ask.obs, out),
                     source: Source::Redis,
                 }
             }
@@ -241,7 +241,7 @@ impl Judge {
             Step::Done(j) => j,
             Step::Ask(ask) => {
                 let answer = ask.run();
-                self.finish(cfg, &ask, answer)
+                self.complete(cfg, &ask, answer)
             }
         }
     }

@@ -4,7 +4,7 @@
 //! the [`crate::engine::Engine`] itself (the default, with the snapshot
 //! file), and Redis shares the state of several MX hosts in one of two
 //! layouts (`store.redis.layout`): [`redis::RedisStore`] keeps the window
-//! and campaigns in Redis and looks up with a script; [`log::LogStore`]
+//! and campaigns in Redis and looks up with a script; [`stream::LogStore`]
 //! keeps only a log there, which every daemon applies to its own replica.
 //!
 //! With Redis configured, every host keeps a memory store of its own as
@@ -22,9 +22,9 @@
 
 pub mod codec;
 pub mod judge;
-pub mod log;
 pub mod redis;
 pub mod snapshot;
+pub mod stream;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, RedisLayout, StoreBackend};
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 
-pub use self::log::{LogStore, Logged};
 pub use self::redis::{Correction, RedisStore};
+pub use self::stream::{LogStore, Logged};
 
 /// Why a store could not record a message. The caller falls back (the
 /// milter to its local window); a message is never lost over it.

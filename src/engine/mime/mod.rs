@@ -182,7 +182,7 @@ fn message_id(message: &Message<'_>) -> Option<String> {
 /// RFC 2369), or `Precedence: list` or `bulk` (a convention list managers
 /// and bulk senders keep; RFC 3834 section 2 mentions it). Any sender can
 /// write these fields: the list class only changes the action taken, never
-/// whether the message counts (see `engine::finish`).
+/// whether the message counts (see `engine::verdict_of`).
 fn is_list_mail(message: &Message<'_>) -> bool {
     message.headers().iter().any(|h| match &h.name {
         HeaderName::ListId | HeaderName::ListPost | HeaderName::ListUnsubscribe => true,
