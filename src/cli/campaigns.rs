@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::{load_config, print_stdout, CliError, Exit};
+use super::{load_config, print_stdout, CliError, Exit, UsageError};
 use crate::milter::control::socket_path;
 
 #[derive(Debug, Args)]
@@ -61,7 +61,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         Action::Forget { id } => format!("forget {id}"),
     };
     if request.contains('\n') {
-        return Err(CliError::Usage("a campaign id is one word".into()));
+        return Err(UsageError::CampaignIdOneWord.into());
     }
     let io = |source: std::io::Error| CliError::Other {
         what: format!(
@@ -89,7 +89,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
             .as_str()
             .unwrap_or("refused")
             .to_owned();
-        return Err(CliError::Usage(why));
+        return Err(CliError::Refused { error: why });
     }
     let text = if args.json {
         format!("{answer}\n")

@@ -35,8 +35,15 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Usage(String),
+    /// The command line asks for something impossible (a bad value).
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// The daemon refused a request (`bulkwatch campaigns`), saying why.
+    #[error("the daemon says: {error}")]
+    Refused { error: String },
+    /// `serve` cannot start where it was asked to.
+    #[error(transparent)]
+    Start(#[from] StartError),
     #[error("cannot start the workers that read mail")]
     Workers(#[source] crate::worker::Failure),
     #[error("the message could not be read")]
@@ -47,6 +54,57 @@ pub enum CliError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+/// A command line that asks for something impossible.
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("a campaign id is one word")]
+    CampaignIdOneWord,
+    #[error("{}: line {line} has too few columns", .path.display())]
+    TruthColumns { path: PathBuf, line: usize },
+    #[error("{}: no message of the input is labelled", .0.display())]
+    NoLabels(PathBuf),
+    #[error("--radius values must be 0..=7")]
+    Radius,
+    #[error("--bands values must be 0..=16")]
+    Bands,
+    #[error("--corroborating values must be 0 (off) or 2..=256")]
+    Corroborating,
+    #[error("--thresholds values must be 1..=1000000000")]
+    Thresholds,
+    #[error("--bulk-threshold must be at least 1")]
+    BulkThreshold,
+    #[error("--rate must be a positive number")]
+    Rate,
+}
+
+/// Why `serve` refused to start, besides its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(
+        "state directory {dir} is in use by another bulkwatch (pid {pid}, lock file {lock}); \
+         refusing to start a second instance on it"
+    )]
+    StateDirInUse {
+        dir: PathBuf,
+        lock: PathBuf,
+        /// The holder's pid as its lock file says, or "unknown".
+        pid: String,
+    },
+    #[error(
+        "{lock} is not a regular file (or was replaced while opened); refusing to use it as the \
+         lock of state directory {dir}"
+    )]
+    LockNotRegular { dir: PathBuf, lock: PathBuf },
+    #[error("another process is listening on unix:{}; refusing to take its socket", .0.display())]
+    SocketInUse(PathBuf),
+    #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
+    NotASocket(PathBuf),
+    #[error("milter.socket_owner: unknown user `{0}`")]
+    UnknownUser(String),
+    #[error("milter.socket_group: unknown group `{0}`")]
+    UnknownGroup(String),
 }
 
 /// What a command ended with.
@@ -104,8 +162,11 @@ impl From<crate::replay::ReplayError> for CliError {
 /// # Errors
 /// This program's path cannot be found.
 pub fn read_in_workers() -> Result<crate::replay::ReadIn, CliError> {
-    let program = crate::worker::Pool::program()
-        .map_err(|e| CliError::Workers(crate::worker::Failure::Start(e.to_string())))?;
+    let program = crate::worker::Pool::program().map_err(|e| {
+        CliError::Workers(crate::worker::Failure::Start(
+            crate::worker::StartFailure::Program(e),
+        ))
+    })?;
     Ok(crate::replay::ReadIn::Workers {
         program,
         hooks: crate::worker::Hooks::from_env(),

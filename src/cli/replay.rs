@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::{load_config, CliError, Exit};
+use super::{load_config, CliError, Exit, UsageError};
 use crate::engine::verdict::Level;
 use crate::replay::{replay_files, Clock, Record, ReplayOptions, ReplaySummary};
 
@@ -76,15 +76,13 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     let mut cfg = load_config(args.config.as_ref())?;
     if let Some(t) = args.bulk_threshold {
         if t.is_nan() || t < 1.0 {
-            return Err(CliError::Usage(
-                "--bulk-threshold must be at least 1".into(),
-            ));
+            return Err(UsageError::BulkThreshold.into());
         }
         cfg.thresholds.bulk_threshold = t;
         cfg.thresholds.suspect_threshold = cfg.thresholds.suspect_threshold.min(t);
     }
     if args.rate.is_nan() || args.rate <= 0.0 || args.rate.is_infinite() {
-        return Err(CliError::Usage("--rate must be a positive number".into()));
+        return Err(UsageError::Rate.into());
     }
     let bar = std::io::stderr()
         .is_terminal()

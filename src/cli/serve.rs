@@ -49,7 +49,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
-use crate::cli::{CliError, Exit};
+use crate::cli::{CliError, Exit, StartError};
 use crate::config::{Config, MilterConfig, SocketSpec};
 use crate::engine::Engine;
 use crate::milter::{alert, unix_now, Listener, State};
@@ -201,12 +201,11 @@ pub fn lock_state_dir(dir: &Path) -> Result<StateLock, CliError> {
         _ => false,
     };
     if !same_regular_file {
-        return Err(CliError::Usage(format!(
-            "{} is not a regular file (or was replaced while opened); refusing to use it as \
-             the lock of state directory {}",
-            path.display(),
-            dir.display()
-        )));
+        return Err(StartError::LockNotRegular {
+            dir: dir.to_owned(),
+            lock: path,
+        }
+        .into());
     }
     match f.try_lock() {
         Ok(()) => {}
@@ -219,12 +218,12 @@ pub fn lock_state_dir(dir: &Path) -> Result<StateLock, CliError> {
             } else {
                 "unknown"
             };
-            return Err(CliError::Usage(format!(
-                "state directory {} is in use by another bulkwatch (pid {pid}, lock file {}); \
-                 refusing to start a second instance on it",
-                dir.display(),
-                path.display()
-            )));
+            return Err(StartError::StateDirInUse {
+                dir: dir.to_owned(),
+                lock: path,
+                pid: pid.to_owned(),
+            }
+            .into());
         }
         Err(fs::TryLockError::Error(e)) => {
             return Err(other(format!("cannot lock {}", path.display()), e));
@@ -409,10 +408,7 @@ pub async fn bind(m: &MilterConfig) -> Result<(Listener, Option<BoundSocket>), C
                 if meta.file_type().is_socket() {
                     match socket_in_use(path) {
                         Ok(true) => {
-                            return Err(CliError::Usage(format!(
-                                "another process is listening on unix:{}; refusing to take its socket",
-                                path.display()
-                            )));
+                            return Err(StartError::SocketInUse(path.clone()).into());
                         }
                         Ok(false) => match fs::remove_file(path) {
                             Ok(()) => {
@@ -438,10 +434,7 @@ pub async fn bind(m: &MilterConfig) -> Result<(Listener, Option<BoundSocket>), C
                         }
                     }
                 } else {
-                    return Err(CliError::Usage(format!(
-                        "{} exists and is not a socket; refusing to replace it",
-                        path.display()
-                    )));
+                    return Err(StartError::NotASocket(path.clone()).into());
                 }
             }
             let l = UnixListener::bind(path)
@@ -458,15 +451,17 @@ pub async fn bind(m: &MilterConfig) -> Result<(Listener, Option<BoundSocket>), C
                 .map_err(|e| other(format!("cannot set mode of {}", path.display()), e))?;
             if m.socket_owner.is_some() || m.socket_group.is_some() {
                 let uid = match &m.socket_owner {
-                    Some(o) => Some(lookup_id("/etc/passwd", o).ok_or_else(|| {
-                        CliError::Usage(format!("milter.socket_owner: unknown user `{o}`"))
-                    })?),
+                    Some(o) => Some(
+                        lookup_id("/etc/passwd", o)
+                            .ok_or_else(|| StartError::UnknownUser(o.clone()))?,
+                    ),
                     None => None,
                 };
                 let gid = match &m.socket_group {
-                    Some(g) => Some(lookup_id("/etc/group", g).ok_or_else(|| {
-                        CliError::Usage(format!("milter.socket_group: unknown group `{g}`"))
-                    })?),
+                    Some(g) => Some(
+                        lookup_id("/etc/group", g)
+                            .ok_or_else(|| StartError::UnknownGroup(g.clone()))?,
+                    ),
                     None => None,
                 };
                 std::os::unix::fs::chown(path, uid, gid)
@@ -795,11 +790,13 @@ mod tests {
         assert_eq!(text, format!("{}\n", std::process::id()));
         // flock belongs to the open file: a second open conflicts, even in
         // this process.
-        let e = lock_state_dir(dir.path()).unwrap_err().to_string();
-        assert!(
-            e.contains(&format!("pid {}", std::process::id())) && e.contains("in use"),
-            "{e}"
-        );
+        match lock_state_dir(dir.path()).unwrap_err() {
+            CliError::Start(StartError::StateDirInUse { pid, dir: d, .. }) => {
+                assert_eq!(pid, std::process::id().to_string());
+                assert_eq!(d, dir.path());
+            }
+            other => panic!("{other}"),
+        }
         drop(held);
         let again = lock_state_dir(dir.path()).unwrap();
         drop(again);
@@ -840,11 +837,11 @@ mod tests {
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
         let (first, bound) = bind(&m).await.unwrap();
         let bound = bound.unwrap();
-        let e = match bind(&m).await {
+        match bind(&m).await {
             Ok(_) => panic!("a second bind took a live socket"),
-            Err(e) => e.to_string(),
-        };
-        assert!(e.contains("another process is listening"), "{e}");
+            Err(CliError::Start(StartError::SocketInUse(p))) => assert_eq!(p, path),
+            Err(e) => panic!("{e}"),
+        }
         assert!(std::os::unix::net::UnixStream::connect(&path).is_ok());
         // Another socket put at the path: left alone at shutdown.
         fs::remove_file(&path).unwrap();

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::replay::ClockArg;
-use super::{load_config, CliError, Exit};
+use super::{load_config, CliError, Exit, UsageError};
 use crate::config::{Thresholds, WindowConfig};
 use crate::replay::{replay_files, Record, ReplayOptions};
 
@@ -173,11 +173,11 @@ fn read_truth(path: &PathBuf) -> Result<HashMap<String, String>, CliError> {
                 *label,
             ),
             _ => {
-                return Err(CliError::Usage(format!(
-                    "{}: line {} has too few columns",
-                    path.display(),
-                    i + 1
-                )))
+                return Err(UsageError::TruthColumns {
+                    path: path.to_owned(),
+                    line: i + 1,
+                }
+                .into())
             }
         };
         map.insert(key, label.trim().to_owned());
@@ -266,20 +266,16 @@ pub fn propose(rows: &[Row], ham_labelled: usize) -> Proposal<'_> {
 /// Refuses swept values the configuration would refuse.
 fn check_sweep(args: &TuneArgs) -> Result<(), CliError> {
     if args.radius.iter().any(|k| *k > 7) {
-        return Err(CliError::Usage("--radius values must be 0..=7".into()));
+        return Err(UsageError::Radius.into());
     }
     if args.bands.iter().any(|b| *b > 16) {
-        return Err(CliError::Usage("--bands values must be 0..=16".into()));
+        return Err(UsageError::Bands.into());
     }
     if args.corroborating.iter().any(|c| *c == 1 || *c > 256) {
-        return Err(CliError::Usage(
-            "--corroborating values must be 0 (off) or 2..=256".into(),
-        ));
+        return Err(UsageError::Corroborating.into());
     }
     if args.thresholds.iter().any(|t| !(1.0..=1e9).contains(t)) {
-        return Err(CliError::Usage(
-            "--thresholds values must be 1..=1000000000".into(),
-        ));
+        return Err(UsageError::Thresholds.into());
     }
     Ok(())
 }
@@ -318,10 +314,7 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
         let s = replay_files(&args.mbox, &cfg, opts, |_| {})?;
         let labels: Vec<Option<&str>> = s.records.iter().map(|r| label_of(&truth, r)).collect();
         if labels.iter().all(Option::is_none) {
-            return Err(CliError::Usage(format!(
-                "{}: no message of the input is labelled",
-                args.truth.display()
-            )));
+            return Err(UsageError::NoLabels(args.truth.clone()).into());
         }
         ham_labelled = labels.iter().filter(|l| **l == Some("ham")).count();
         for &t in &args.thresholds {

@@ -37,7 +37,7 @@ use tokio::sync::mpsc;
 use crate::config::Config;
 use crate::engine::verdict::Verdict;
 use crate::engine::{fingerprint, read, Analysis, Engine, Envelope, ReadConfig, UnixSecs};
-use crate::store::judge::{Answer, Judge, Step, Warming};
+use crate::store::judge::{Answer, Judge, Late, Step, Warming};
 use crate::store::RedisLayer;
 pub use listener::Listener;
 use metrics::Metrics;
@@ -248,8 +248,8 @@ impl State {
                 let limit = cfg.store.redis.timeout.saturating_mul(2);
                 let answer = match tokio::time::timeout(limit, task).await {
                     Ok(Ok(answer)) => answer,
-                    Ok(Err(e)) => Answer::Late(format!("redis task failed: {e}")),
-                    Err(_) => Answer::Late(format!("no answer in {limit:?}")),
+                    Ok(Err(e)) => Answer::Late(Late::TaskFailed(e)),
+                    Err(_) => Answer::Late(Late::NoAnswerIn(limit)),
                 };
                 self.judge.complete(cfg, &ask, answer)
             }

@@ -59,6 +59,15 @@ pub struct Judged {
     pub source: Source,
 }
 
+/// Why an [`Ask`] got no answer in time.
+#[derive(Debug, thiserror::Error)]
+pub enum Late {
+    #[error("no answer in {0:?}")]
+    NoAnswerIn(std::time::Duration),
+    #[error("the redis task failed")]
+    TaskFailed(#[source] tokio::task::JoinError),
+}
+
 /// What came back from Redis for an [`Ask`].
 #[derive(Debug)]
 pub enum Answer {
@@ -66,7 +75,7 @@ pub enum Answer {
     Store(RedisResult),
     /// No answer in the caller's time (the milter's timeout), or the task
     /// that asked failed: judged locally, not an outage.
-    Late(String),
+    Late(Late),
 }
 
 /// A message for Redis: what [`Judge::begin`] hands back when Redis has a

@@ -51,21 +51,85 @@ pub enum StoreError {
     },
     /// Redis answered what bulkwatch cannot read.
     #[error("redis: {0}")]
-    Reply(String),
-    /// The log layout's log held what bulkwatch cannot read, or its state
-    /// in this process is unusable.
+    Reply(#[from] BadReply),
+    /// The log layout's stream held what bulkwatch cannot read.
     #[error("redis log: {0}")]
-    Log(String),
-    /// The configuration names no usable Redis.
-    #[error("redis: {0}")]
-    Config(String),
-    /// The log layout's replica is still reading the log.
+    Stream(#[from] BadStream),
+    /// `store.redis.urls` names no address.
+    #[error("redis: no address in store.redis.urls")]
+    NoAddress,
+    /// Redis failed recently and is not tried until its retry time.
+    #[error("redis: Redis is down or being retried; try again")]
+    Down,
+    /// A lock of the store was poisoned by a panic.
+    #[error("redis: the {0} lock was poisoned")]
+    Poisoned(&'static str),
+    /// The log layout's replica has not reached this message (not an
+    /// outage).
+    #[error(transparent)]
+    CatchingUp(#[from] CatchUp),
+    /// The round trip that carried this message with others failed.
     #[error("{0}")]
-    CatchingUp(String),
-    /// The round trip that carried this message with others failed (the
-    /// error is the one that call met).
-    #[error("{0}")]
-    Batch(String),
+    Batch(Arc<StoreError>),
+}
+
+/// A Redis reply bulkwatch cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadReply {
+    #[error("{what} is not an array")]
+    NotArray { what: &'static str },
+    #[error("{what} has {got} fields, expected {want}")]
+    Fields {
+        what: &'static str,
+        got: usize,
+        want: usize,
+    },
+    #[error("reply field {field} is not a number")]
+    NotNumber { field: String },
+    #[error("reply field {field} is not text")]
+    NotText { field: String },
+    #[error("reply field {field} is not a list")]
+    NotList { field: &'static str },
+    #[error("reply field {field} is negative")]
+    Negative { field: String },
+    #[error("bad campaign id `{id}`")]
+    CampaignId { id: String },
+}
+
+/// A log-layout stream reply or entry bulkwatch cannot read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadStream {
+    #[error("bad entry id `{id}`")]
+    EntryId { id: String },
+    #[error("bad entry: {0}")]
+    Entry(#[from] crate::store::codec::CodecError),
+    #[error("unexpected XRANGE reply")]
+    Xrange,
+    #[error("XADD did not answer an id")]
+    XaddId,
+    #[error("pipeline reply too short")]
+    ShortPipeline,
+}
+
+/// Why the log layout's replica gave no outcome for a message although
+/// Redis answered: the local verdict stands. Not an outage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatchUp {
+    #[error("redis log: catching up (applied up to {}, this message is {entry})", applied.map_or_else(|| "nothing".to_owned(), |a| a.to_string()))]
+    Behind {
+        applied: Option<stream::StreamId>,
+        entry: stream::StreamId,
+    },
+    #[error("redis log: this host's clock is {ahead_secs} s ahead of Redis's")]
+    ClockAhead { ahead_secs: u64 },
+    #[error("redis log: this message's outcome is no longer kept")]
+    OutcomeGone,
+    #[error("redis log: other calls' round trips held this message past {waited_ms} ms")]
+    HeldByOthers { waited_ms: u128 },
+    #[error("redis log: entry {entry} left the log before it was read")]
+    Trimmed { entry: stream::StreamId },
+    #[error("redis log: the replica is still reading the log")]
+    Reading,
 }
 
 /// The contract every store meets: the same [`Outcome`] for the same
@@ -115,7 +179,7 @@ pub enum RedisResult {
     Skipped,
     /// Redis answered, but this daemon's replica (log layout) is still
     /// reading the log: use the local verdict. Not an outage.
-    CatchingUp(String),
+    CatchingUp(CatchUp),
 }
 
 /// The Redis store in the configured layout.
@@ -424,9 +488,7 @@ impl RedisLayer {
         now: UnixSecs,
     ) -> Result<Option<crate::engine::campaign::CampaignId>, StoreError> {
         if !self.stats.up.load(Ordering::Relaxed) {
-            return Err(StoreError::Config(
-                "Redis is down or being retried; try again".into(),
-            ));
+            return Err(StoreError::Down);
         }
         let done = match &self.layout {
             Layout::Script(s) => s.correct(c, now),
@@ -445,14 +507,14 @@ impl RedisLayer {
     /// Redis failed or is being retried: show the local view.
     pub fn site(&self, now: UnixSecs, limit: usize) -> Result<Site, StoreError> {
         if !self.stats.up.load(Ordering::Relaxed) {
-            return Err(StoreError::Config("Redis is down or being retried".into()));
+            return Err(StoreError::Down);
         }
         // One request at a time asks Redis; the others wait for it and
         // take its answer (within SITE_EVERY).
         let mut last = self
             .site
             .lock()
-            .map_err(|_| StoreError::Config("site list lock poisoned".into()))?;
+            .map_err(|_| StoreError::Poisoned("site list"))?;
         if let Some((at, site)) = last.as_ref() {
             if at.elapsed() < SITE_EVERY {
                 return Ok(site.clone());

@@ -35,7 +35,7 @@ use crate::engine::campaign::CampaignId;
 use crate::engine::simhash::VERSION;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::{NearMiss, Observation, Outcome, UnixSecs};
-use crate::store::{Store, StoreError};
+use crate::store::{BadReply, Store, StoreError};
 
 /// Seconds a key outlives the window: room for clock differences between
 /// hosts.
@@ -179,10 +179,7 @@ impl RedisStore {
                 .map_err(|e| err("cluster addresses", e))?;
             Target::Cluster(client)
         } else {
-            let url = rc
-                .urls
-                .first()
-                .ok_or_else(|| StoreError::Config("no address in store.redis.urls".into()))?;
+            let url = rc.urls.first().ok_or(StoreError::NoAddress)?;
             Target::Single(redis::Client::open(url.as_str()).map_err(|e| err("address", e))?)
         };
         Ok(RedisStore {
@@ -470,13 +467,15 @@ fn parse_list(
     limit: usize,
 ) -> Result<Vec<crate::engine::campaign::Campaign>, StoreError> {
     let Value::Array(f) = v else {
-        return Err(StoreError::Reply("list reply is not an array".into()));
+        return Err(BadReply::NotArray { what: "list reply" }.into());
     };
     if f.len() % LIST_FIELDS != 0 || f.len() / LIST_FIELDS > limit {
-        return Err(StoreError::Reply(format!(
-            "list reply has {} fields, not {LIST_FIELDS} per campaign up to {limit}",
-            f.len()
-        )));
+        return Err(BadReply::Fields {
+            what: "list reply",
+            got: f.len(),
+            want: LIST_FIELDS * (f.len() / LIST_FIELDS).min(limit),
+        }
+        .into());
     }
     let num = |v: &Value, what: &str| int(v, what).map(|i| u64::try_from(i).unwrap_or(0));
     f.chunks(LIST_FIELDS)
@@ -560,10 +559,16 @@ fn int(v: &Value, what: &str) -> Result<i64, StoreError> {
         Value::BulkString(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| StoreError::Reply(format!("reply field {what} is not a number"))),
-        _ => Err(StoreError::Reply(format!(
-            "reply field {what} is not a number"
-        ))),
+            .ok_or_else(|| {
+                BadReply::NotNumber {
+                    field: what.to_owned(),
+                }
+                .into()
+            }),
+        _ => Err(BadReply::NotNumber {
+            field: what.to_owned(),
+        }
+        .into()),
     }
 }
 
@@ -572,7 +577,10 @@ fn text(v: &Value, what: &str) -> Result<String, StoreError> {
         Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
         Value::SimpleString(s) => Ok(s.clone()),
         Value::Int(i) => Ok(i.to_string()),
-        _ => Err(StoreError::Reply(format!("reply field {what} is not text"))),
+        _ => Err(BadReply::NotText {
+            field: what.to_owned(),
+        }
+        .into()),
     }
 }
 
@@ -582,11 +590,11 @@ fn opt_u32(i: i64) -> Option<u32> {
 
 fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
     if s.len() != 12 {
-        return Err(StoreError::Reply(format!("bad campaign id `{s}`")));
+        return Err(BadReply::CampaignId { id: s.to_owned() }.into());
     }
     u64::from_str_radix(s, 16)
         .map(CampaignId)
-        .map_err(|_| StoreError::Reply(format!("bad campaign id `{s}`")))
+        .map_err(|_| BadReply::CampaignId { id: s.to_owned() }.into())
 }
 
 /// Reads the script's reply: the outcome, and the keys the script
@@ -594,24 +602,22 @@ fn campaign_id(s: &str) -> Result<CampaignId, StoreError> {
 /// caller falls back to the local verdict), never a panic.
 fn parse_reply(v: Value) -> Result<(Outcome, Vec<String>), StoreError> {
     let Value::Array(mut f) = v else {
-        return Err(StoreError::Reply("reply is not an array".into()));
+        return Err(BadReply::NotArray { what: "reply" }.into());
     };
     if f.len() != 24 {
-        return Err(StoreError::Reply(format!(
-            "reply has {} fields, expected 24",
-            f.len()
-        )));
+        return Err(BadReply::Fields {
+            what: "reply",
+            got: f.len(),
+            want: 24,
+        }
+        .into());
     }
     let repaired = match f.pop() {
         Some(Value::Array(keys)) => keys
             .iter()
             .map(|k| text(k, "repaired"))
             .collect::<Result<Vec<_>, _>>()?,
-        _ => {
-            return Err(StoreError::Reply(
-                "reply field repaired is not a list".into(),
-            ))
-        }
+        _ => return Err(BadReply::NotList { field: "repaired" }.into()),
     };
     Ok((parse_outcome(f)?, repaired))
 }
@@ -674,7 +680,10 @@ fn near_miss(
     let field = |v: &Value, name: &str| -> Result<i64, StoreError> {
         let n = int(v, name)?;
         if n < 0 {
-            return Err(StoreError::Reply(format!("reply field {name} is negative")));
+            return Err(BadReply::Negative {
+                field: name.to_owned(),
+            }
+            .into());
         }
         Ok(n)
     };

@@ -48,7 +48,7 @@ use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
-use crate::store::{Store, StoreError};
+use crate::store::{BadStream, CatchUp, Store, StoreError};
 
 /// Format of an entry; entries of another format are skipped. Format 2
 /// added `thresholds.single_transaction_recipients`; format 1 entries are
@@ -106,7 +106,12 @@ pub struct StreamId(pub u64, pub u64);
 
 impl StreamId {
     fn parse(b: &[u8]) -> Result<StreamId, StoreError> {
-        let bad = || StoreError::Log(format!("bad entry id `{}`", String::from_utf8_lossy(b)));
+        let bad = || -> StoreError {
+            BadStream::EntryId {
+                id: String::from_utf8_lossy(b).into_owned(),
+            }
+            .into()
+        };
         let s = std::str::from_utf8(b).map_err(|_| bad())?;
         let (ms, n) = s.split_once('-').ok_or_else(bad)?;
         Ok(StreamId(
@@ -207,8 +212,7 @@ fn decode_correction(bytes: &[u8]) -> Result<(Correction, UnixSecs), CodecError>
 
 /// Reads an entry; anything but a whole, well-formed entry is an error.
 pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
-    read_entry(&mut Reader::new(bytes, "log entry"))
-        .map_err(|e| StoreError::Log(format!("bad entry: {e}")))
+    read_entry(&mut Reader::new(bytes, "log entry")).map_err(|e| BadStream::Entry(e).into())
 }
 
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
@@ -271,7 +275,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
 
 /// Entries of an `XRANGE` reply, in order: (id, the entry's bytes).
 fn entries(v: Value) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
-    let bad = || StoreError::Log("unexpected XRANGE reply".into());
+    let bad = || -> StoreError { BadStream::Xrange.into() };
     let Value::Array(items) = v else {
         return Err(bad());
     };
@@ -302,7 +306,7 @@ fn stream_id(v: &Value) -> Result<StreamId, StoreError> {
     match v {
         Value::BulkString(b) => StreamId::parse(b),
         Value::SimpleString(s) => StreamId::parse(s.as_bytes()),
-        _ => Err(StoreError::Log("XADD did not answer an id".into())),
+        _ => Err(BadStream::XaddId.into()),
     }
 }
 
@@ -315,18 +319,17 @@ fn too_far_ahead(now: UnixSecs, id: StreamId) -> bool {
 }
 
 fn too_short() -> StoreError {
-    StoreError::Log("pipeline reply too short".into())
+    BadStream::ShortPipeline.into()
 }
 
 /// The answer for the message of entry `id`, sent at `now`, once the
 /// replica has read the log as far as it could.
 fn answer(r: &Replica, now: UnixSecs, id: StreamId) -> Logged {
     if r.last.is_none_or(|l| l < id) {
-        return Logged::CatchingUp(format!(
-            "redis log: catching up (applied up to {}, this message is {id})",
-            r.last
-                .map_or_else(|| "nothing".to_owned(), |l| l.to_string())
-        ));
+        return Logged::CatchingUp(CatchUp::Behind {
+            applied: r.last,
+            entry: id,
+        });
     }
     if too_far_ahead(now, id) {
         let ahead = now.0 - id.0 / 1000;
@@ -334,14 +337,10 @@ fn answer(r: &Replica, now: UnixSecs, id: StreamId) -> Logged {
             ahead_secs = ahead,
             "redis log: this host's clock is ahead of Redis's; its messages are not shared"
         );
-        return Logged::CatchingUp(format!(
-            "redis log: this host's clock is {ahead} s ahead of Redis's"
-        ));
+        return Logged::CatchingUp(CatchUp::ClockAhead { ahead_secs: ahead });
     }
-    r.outcome(id).map_or_else(
-        || Logged::CatchingUp("redis log: this message's outcome is no longer kept".into()),
-        Logged::Outcome,
-    )
+    r.outcome(id)
+        .map_or_else(|| Logged::CatchingUp(CatchUp::OutcomeGone), Logged::Outcome)
 }
 
 /// A daemon's copy of the site's state, built from the log.
@@ -487,7 +486,7 @@ pub enum Logged {
     /// Redis answered, but the replica has not applied the message's entry
     /// (it is reading the log after a start or a rebuild): the local
     /// verdict stands. Not an outage.
-    CatchingUp(String),
+    CatchingUp(CatchUp),
 }
 
 /// A message's log entry, and the time it was judged at.
@@ -622,9 +621,7 @@ impl LogStore {
     }
 
     fn queue(&self) -> Result<MutexGuard<'_, Queue>, StoreError> {
-        self.queue
-            .lock()
-            .map_err(|_| StoreError::Log("queue lock poisoned".into()))
+        self.queue.lock().map_err(|_| StoreError::Poisoned("queue"))
     }
 
     /// [`LogStore::record_logged`], with a replica still catching up as an
@@ -632,7 +629,7 @@ impl LogStore {
     pub fn record_shared(&self, obs: &Observation, now: UnixSecs) -> Result<Outcome, StoreError> {
         match self.record_logged(obs, now)? {
             Logged::Outcome(out) => Ok(out),
-            Logged::CatchingUp(why) => Err(StoreError::CatchingUp(why)),
+            Logged::CatchingUp(why) => Err(why.into()),
         }
     }
 
@@ -677,12 +674,13 @@ impl LogStore {
                 let answers: Vec<Result<Logged, StoreError>> = match sent {
                     Ok(answers) => answers.into_iter().map(Ok).collect(),
                     Err(e) => {
+                        let e = Arc::new(e);
                         // The messages that came meanwhile would wait for
                         // a Redis that just failed: they fail with these.
                         calls.extend(q.waiting.drain(..).map(|p| (p.seq, p.wake)));
                         calls
                             .iter()
-                            .map(|_| Err(StoreError::Batch(e.to_string())))
+                            .map(|_| Err(StoreError::Batch(Arc::clone(&e))))
                             .collect()
                     }
                 };
@@ -708,14 +706,13 @@ impl LogStore {
                 } else {
                     q.gone.insert(seq);
                 }
-                return Ok(Logged::CatchingUp(format!(
-                    "redis log: other calls' round trips held this message past {} ms",
-                    self.wait.as_millis()
-                )));
+                return Ok(Logged::CatchingUp(CatchUp::HeldByOthers {
+                    waited_ms: self.wait.as_millis(),
+                }));
             }
             q = wake
                 .wait_timeout(q, left)
-                .map_err(|_| StoreError::Log("queue lock poisoned".into()))?
+                .map_err(|_| StoreError::Poisoned("queue"))?
                 .0;
         }
     }
@@ -758,9 +755,7 @@ impl LogStore {
         let live = {
             let r = self.replica()?;
             if !r.answered {
-                return Err(StoreError::CatchingUp(
-                    "redis log: the replica is still reading the log".into(),
-                ));
+                return Err(CatchUp::Reading.into());
             }
             r.engine.live_id(id)
         };
@@ -1009,11 +1004,7 @@ impl LogStore {
                     // already.
                     return Ok(batch
                         .iter()
-                        .map(|_| {
-                            Logged::CatchingUp(format!(
-                                "redis log: entry {newest} left the log before it was read"
-                            ))
-                        })
+                        .map(|_| Logged::CatchingUp(CatchUp::Trimmed { entry: newest }))
                         .collect());
                 }
             }

@@ -64,16 +64,46 @@ const MAX_LAST_WORDS: usize = 300;
 /// Why a message got no reading.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {
+    /// The worker ended while reading it: how it ended (its exit status or
+    /// signal) and its last words on standard error.
     #[error("the worker reading it died ({cause})")]
     Died { cause: String },
     #[error("reading took longer than {0:?}; the worker was killed")]
     Timeout(Duration),
-    #[error("the worker reading it panicked: {0}")]
-    Panicked(String),
-    #[error("the worker's answer was malformed: {0}")]
-    Protocol(String),
-    #[error("no worker could be started: {0}")]
-    Start(String),
+    /// Reading panicked: the panic's message.
+    #[error("the worker reading it panicked: {message}")]
+    Panicked { message: String },
+    #[error("the worker's answer was malformed")]
+    Protocol(#[source] std::io::Error),
+    #[error("no worker could be started")]
+    Start(#[source] StartFailure),
+}
+
+/// Why a worker could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartFailure {
+    #[error("cannot run {}", .program.display())]
+    Spawn {
+        program: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} ended at start ({cause})", .program.display())]
+    Ended { program: PathBuf, cause: String },
+    #[error("{} did not start in {limit:?}", .program.display())]
+    Slow { program: PathBuf, limit: Duration },
+    #[error("no pipes to the worker")]
+    NoPipes,
+    #[error("the worker's first answer was malformed")]
+    Ready(#[source] crate::store::codec::CodecError),
+    #[error("no runtime for the worker")]
+    Runtime(#[source] io::Error),
+    #[error("cannot find this program's path")]
+    Program(#[source] io::Error),
+}
+
+fn invalid_data(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
 impl Failure {
@@ -82,7 +112,7 @@ impl Failure {
         match self {
             Failure::Died { .. } => "died",
             Failure::Timeout(_) => "timeout",
-            Failure::Panicked(_) => "panicked",
+            Failure::Panicked { .. } => "panicked",
             Failure::Protocol(_) => "protocol",
             Failure::Start(_) => "start",
         }
@@ -259,12 +289,10 @@ async fn exchange(
             let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
                 Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
                     Ok(Reply::Read(r)) => Ok(*r),
-                    Ok(Reply::Panicked(m)) => Err(Failure::Panicked(m)),
-                    Err(e) => Err(Failure::Protocol(e.to_string())),
+                    Ok(Reply::Panicked(message)) => Err(Failure::Panicked { message }),
+                    Err(e) => Err(Failure::Protocol(invalid_data(e))),
                 },
-                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
-                    Err(Failure::Protocol(e.to_string()))
-                }
+                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => Err(Failure::Protocol(e)),
                 // End of file or a broken pipe: it died.
                 Ok(Err(_)) => Err(Failure::Died {
                     cause: String::new(),
@@ -305,13 +333,16 @@ impl Inner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| Failure::Start(format!("cannot run {}: {e}", self.program.display())))?;
+        let mut child = cmd.spawn().map_err(|source| {
+            Failure::Start(StartFailure::Spawn {
+                program: self.program.clone(),
+                source,
+            })
+        })?;
         let (Some(mut stdin), Some(stdout), stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(Failure::Start("no pipes to the worker".into()));
+            return Err(Failure::Start(StartFailure::NoPipes));
         };
         let mut stdout = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
         let mut buf = Vec::new();
@@ -333,20 +364,20 @@ impl Inner {
             Ok(Ok(())) => {}
             Ok(Err(_)) => {
                 let cause = worker.bury().await;
-                return Err(Failure::Start(format!(
-                    "{} worker ended at start ({cause})",
-                    self.program.display()
-                )));
+                return Err(Failure::Start(StartFailure::Ended {
+                    program: self.program.clone(),
+                    cause,
+                }));
             }
             Err(_) => {
                 let _ = worker.bury().await;
-                return Err(Failure::Start(format!(
-                    "{} worker did not start in {START_TIMEOUT:?}",
-                    self.program.display()
-                )));
+                return Err(Failure::Start(StartFailure::Slow {
+                    program: self.program.clone(),
+                    limit: START_TIMEOUT,
+                }));
             }
         }
-        let ready = Ready::decode(&buf).map_err(|e| Failure::Start(e.to_string()))?;
+        let ready = Ready::decode(&buf).map_err(|e| Failure::Start(StartFailure::Ready(e)))?;
         *lock(&self.sandbox) = ready.sandbox;
         self.stats.started.fetch_add(1, Ordering::Relaxed);
         Ok(worker)
@@ -660,7 +691,7 @@ impl Local {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Failure::Start(format!("no runtime: {e}")))?;
+            .map_err(|e| Failure::Start(StartFailure::Runtime(e)))?;
         let pool = rt.block_on(Pool::start(program, cfg, 1, hooks))?;
         Ok(Local { rt, pool })
     }
