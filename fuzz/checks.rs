@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 
 use bulkwatch::config::{Action, Config, PolicyConfig};
 use bulkwatch::engine::simhash::VERSION;
-use bulkwatch::engine::verdict::{campaign_level, Level, SkipReason, Verdict};
+use bulkwatch::engine::verdict::{campaign_level, AllowReason, Level, SkipReason, Verdict};
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
 use bulkwatch::milter::reply;
 use bulkwatch::milter::session::{Message, Session, HEADER_NAME, SCORE_HEADER_NAME};
@@ -82,11 +82,8 @@ fn lf_to_crlf(raw: &[u8]) -> Vec<u8> {
 /// What holds for any verdict of an engine without allow-lists.
 fn check_verdict(v: &Verdict, env: &Envelope, cfg: &Config) {
     match v.level {
-        Level::Allowed => {
-            assert!(v.allow.is_some(), "allowed without a reason: {v:?}");
-        }
-        Level::Skipped => {
-            assert!(v.skip.is_some(), "skipped without a reason: {v:?}");
+        Level::Allowed(_) => {}
+        Level::Skipped(_) => {
             assert!(v.campaign.is_none() && v.seq.is_none(), "{v:?}");
         }
         Level::Clean | Level::Suspect | Level::Bulk => {
@@ -141,17 +138,19 @@ fn check_message(raw: &[u8], env: &Envelope, cfg: &Config) {
     let mut engine = Engine::new(cfg);
     let v1 = engine.decide(&a, env, UnixSecs(T0));
     check_verdict(&v1, env, cfg);
-    assert_ne!(v1.level, Level::Allowed, "no allow-list is configured");
+    assert!(
+        !matches!(v1.level, Level::Allowed(_)),
+        "no allow-list is configured"
+    );
     if a.fingerprint.is_none() {
-        assert_eq!(v1.skip, Some(SkipReason::Unparsed));
+        assert_eq!(v1.level, Level::Skipped(SkipReason::Unparsed));
     }
     // The same bytes again: an exact match in the same campaign.
     let v2 = engine.process(raw, env, UnixSecs(T0 + 1));
     check_verdict(&v2, env, cfg);
     let stats = engine.stats();
-    if v1.level == Level::Skipped {
-        assert_eq!(v2.level, Level::Skipped);
-        assert_eq!(v1.skip, v2.skip);
+    if let Level::Skipped(_) = v1.level {
+        assert_eq!(v2.level, v1.level);
         assert_eq!(stats.window_entries, 0);
     } else {
         assert_eq!(v1.level, Level::Clean, "a first message is clean: {v1:?}");
@@ -299,13 +298,9 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
     // The default allows mail from authenticated clients, and mail whose
     // recipients are all postmaster@ or abuse@; nothing else.
     if m.envelope.auth_user.is_some() {
-        assert_eq!(v.level, Level::Allowed, "{v:?}");
-    } else if v.level == Level::Allowed {
-        assert_eq!(
-            v.allow,
-            Some(bulkwatch::engine::verdict::AllowReason::Recipient),
-            "{v:?}"
-        );
+        assert_eq!(v.level, Level::Allowed(AllowReason::Authenticated), "{v:?}");
+    } else if let Level::Allowed(r) = v.level {
+        assert_eq!(r, AllowReason::Recipient, "{v:?}");
     }
     let policy = PolicyConfig {
         clean: Action::Tag,

@@ -1,5 +1,5 @@
 //! Real mail: the SpamAssassin corpus, read in place from the directory named
-//! by `BULKWATCH_CORPUS` (CI sets it to ../shared/corpus; nothing from it is
+//! by `BULKWATCH_CORPUS` (CI sets it; nothing from it is
 //! copied into the repository). Without the variable these tests are
 //! ignored, with the reason (`build.rs` sets `bulkwatch_corpus`), so
 //! `cargo test` works anywhere.
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::campaign::CampaignId;
-use bulkwatch::engine::verdict::Level;
+use bulkwatch::engine::verdict::{Level, SkipReason};
 use bulkwatch::replay::{
     arrival_time, read_mbox, replay_files, Clock, ReplayOptions, ReplaySummary,
 };
@@ -178,7 +178,7 @@ fn spam_replays_without_errors() {
     let unparsed = s
         .records
         .iter()
-        .filter(|r| r.skip_reason == Some("unparsed"))
+        .filter(|r| r.level == Level::Skipped(SkipReason::Unparsed))
         .count();
     assert_eq!(unparsed, 0);
 }

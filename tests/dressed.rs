@@ -179,8 +179,8 @@ impl Outcome {
                 Level::Clean => 'c',
                 Level::Suspect => 's',
                 Level::Bulk => 'B',
-                Level::Allowed => 'A',
-                Level::Skipped => 'k',
+                Level::Allowed(_) => 'A',
+                Level::Skipped(_) => 'k',
             })
             .collect();
         format!("campaigns {ids} levels {levels}")

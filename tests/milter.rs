@@ -6,7 +6,7 @@
 mod common;
 
 use bulkwatch::config::Action;
-use bulkwatch::engine::verdict::Level;
+use bulkwatch::engine::verdict::LevelKind;
 use common::{config, open, send, spam, start, transact, Mail, NAMES};
 use indymilter_test::{any, EomAction, Status};
 
@@ -45,7 +45,7 @@ async fn campaign_copies_get_suspect_then_bulk_header() {
     // All copies name the same campaign.
     let id = |v: &str| v.split("campaign=").nth(1).map(|s| s[..12].to_owned());
     assert_eq!(id(&values[2][0]), id(&values[5][0]));
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 2);
+    assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 2);
     m.stop().await;
 }
 
@@ -96,7 +96,7 @@ async fn campaign_copies_larger_than_a_pipe_are_judged_alike() {
         Some("bulk"),
     ];
     assert_eq!(levels, want.map(|l| l.map(str::to_owned)));
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 2);
+    assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 2);
     m.stop().await;
 }
 
@@ -283,7 +283,7 @@ async fn aborted_message_is_forgotten() {
         "nothing of the aborted message remains"
     );
     conn.close().await.unwrap();
-    let judged: u64 = Level::ALL
+    let judged: u64 = LevelKind::ALL
         .iter()
         .map(|l| m.state.metrics.messages(*l))
         .sum();
@@ -312,7 +312,7 @@ async fn oversize_message_is_still_answered() {
     let (_, status) = conn.eom().await.unwrap();
     assert_eq!(status, Status::Accept);
     conn.close().await.unwrap();
-    let judged: u64 = Level::ALL
+    let judged: u64 = LevelKind::ALL
         .iter()
         .map(|l| m.state.metrics.messages(*l))
         .sum();

@@ -1,4 +1,4 @@
-//! Solicited bulk through the milter protocol (issue 28, item 1): one
+//! Solicited bulk through the milter protocol (docs/admin/solicited.md): one
 //! transaction's recipients alone, mailing-list mail, and role recipients.
 //! Each test holds whole `indymilter-test` conversations against
 //! `milter::run` on 127.0.0.1:0.
@@ -6,7 +6,7 @@
 mod common;
 
 use bulkwatch::config::{Action, Config};
-use bulkwatch::engine::verdict::{AllowReason, Level};
+use bulkwatch::engine::verdict::{AllowReason, LevelKind};
 use common::{config, send_envelope, spam, start, Mail, NAMES};
 use indymilter_test::{EomAction, EomActions, Status};
 
@@ -57,8 +57,8 @@ async fn one_transaction_alone_is_bulk_only_past_its_own_limit() {
     assert_eq!(x_bulkwatch(&a), None, "clean, untagged");
     let (_, s) = send_envelope(m.addr, &spam("bob", 2), from, &rcpts("b", 25)).await;
     assert!(is_reject(&s), "the matching copy makes it bulk: {s:?}");
-    assert_eq!(m.state.metrics.messages(Level::Clean), 1);
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    assert_eq!(m.state.metrics.messages(LevelKind::Clean), 1);
+    assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 1);
     m.stop().await;
 
     let mut cfg = config();
@@ -99,7 +99,7 @@ async fn list_mail_is_tagged_not_refused_until_the_campaign_comes_from_elsewhere
         v.starts_with("bulk; campaign=") && v.contains("; list=yes"),
         "{v}"
     );
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 1);
     assert!(m.state.metrics.list_messages() >= 1);
 
     // The same text from a second sender domain, no list headers.
@@ -136,7 +136,7 @@ async fn precedence_bulk_is_list_mail() {
         statuses.iter().all(|s| *s == Status::Accept),
         "{statuses:?}"
     );
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 1);
+    assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 1);
     m.stop().await;
 }
 
@@ -154,7 +154,11 @@ async fn role_recipients_receive_but_lend_no_bypass() {
         let one = vec![format!("<{name}@example.net>")];
         send_envelope(m.addr, &spam(name, 400 + i as u32), from, &one).await;
     }
-    assert_eq!(m.state.metrics.messages(Level::Bulk), 1, "premise: bulk");
+    assert_eq!(
+        m.state.metrics.messages(LevelKind::Bulk),
+        1,
+        "premise: bulk"
+    );
     let roles = vec![
         "<postmaster@example.net>".to_owned(),
         "<Abuse@example.net>".to_owned(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::{load_config, CliError, Exit, UsageError};
-use crate::engine::verdict::Level;
+use crate::engine::verdict::{LevelKind, SkipReason};
 use crate::replay::{replay_files, Clock, Record, ReplayOptions, ReplaySummary};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -136,14 +136,14 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
             path: "stdout".into(),
             source,
         })?;
-    Ok(if summary.count(Level::Bulk) > 0 {
+    Ok(if summary.count(LevelKind::Bulk) > 0 {
         Exit::BulkFound
     } else {
         Exit::Ok
     })
 }
 
-/// The JSON object of one record: the jsonl contract (docs/jsonl.md).
+/// The JSON object of one record: the jsonl contract (docs/admin/jsonl.md).
 pub fn record_json(r: &Record) -> serde_json::Value {
     serde_json::json!({
         "n": r.n,
@@ -158,7 +158,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "index": r.index,
         "time": r.time,
         "features": r.features,
-        "skip_reason": r.skip_reason,
+        "skip_reason": r.level.skip_reason().map(SkipReason::as_str),
         "nearest": r.nearest,
         "corroborating": r.corroborating,
         "list": r.list,
@@ -210,11 +210,11 @@ fn write_table(out: &mut impl Write, s: &mut ReplaySummary) -> std::io::Result<(
         out,
         "messages: {}  clean: {}  suspect: {}  bulk: {}  allowed: {}  skipped: {}  unreadable: {}  failed: {}",
         s.judged(),
-        s.count(Level::Clean),
-        s.count(Level::Suspect),
-        s.count(Level::Bulk),
-        s.count(Level::Allowed),
-        s.count(Level::Skipped),
+        s.count(LevelKind::Clean),
+        s.count(LevelKind::Suspect),
+        s.count(LevelKind::Bulk),
+        s.count(LevelKind::Allowed),
+        s.count(LevelKind::Skipped),
         s.read_errors,
         s.failures.len()
     )?;

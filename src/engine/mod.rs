@@ -881,15 +881,13 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         .as_ref()
         .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
     let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
-    let (level, allow) = if out.allowed {
-        (Level::Allowed, Some(AllowReason::Campaign))
+    let level = if out.allowed {
+        Level::Allowed(AllowReason::Campaign)
     } else {
-        (level, None)
+        level
     };
     Verdict {
         level,
-        skip: None,
-        allow,
         list,
         exact: out.exact,
         distance: out.distance,
@@ -1147,13 +1145,11 @@ mod tests {
                 &env(),
                 UnixSecs(1000 + u64::from(i)),
             );
-            assert_eq!(v.level, Level::Allowed, "{i}");
-            assert_eq!(v.allow, Some(AllowReason::Campaign));
+            assert_eq!(v.level, Level::Allowed(AllowReason::Campaign), "{i}");
             assert!(!v.newly_bulk, "no alert for an allowed campaign");
         }
         let v = e.process(spam("alice", 9).as_bytes(), &env(), UnixSecs(1010));
         assert_eq!(v.level, Level::Bulk, "the allowance ended");
-        assert_eq!(v.allow, None);
         assert_eq!(e.allow(CampaignId(1), None), None, "no such campaign");
         assert!(e.forget(id));
         assert_eq!(e.allow(id, None), None, "forgotten");
@@ -1218,8 +1214,7 @@ mod tests {
                 &env(),
                 UnixSecs(i),
             );
-            assert_eq!(v.level, Level::Skipped);
-            assert_eq!(v.skip, Some(SkipReason::TooShort));
+            assert_eq!(v.level, Level::Skipped(SkipReason::TooShort));
         }
         assert_eq!(e.stats().window_entries, 0);
     }
@@ -1228,7 +1223,7 @@ mod tests {
     fn unparseable_input_is_skipped() {
         let mut e = Engine::new(&Config::default());
         let v = e.process(b"", &env(), UnixSecs(0));
-        assert_eq!(v.skip, Some(SkipReason::Unparsed));
+        assert_eq!(v.level, Level::Skipped(SkipReason::Unparsed));
     }
 
     #[test]
@@ -1241,21 +1236,21 @@ mod tests {
         let mut en = env();
         en.mail_from = Some("news@mail.deals.example".into());
         assert_eq!(
-            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
-            Some(AllowReason::SenderDomain)
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).level,
+            Level::Allowed(AllowReason::SenderDomain)
         );
         let mut en = env();
         en.mail_from = Some("x@baddeals.example".into());
         en.client_addr = Some("192.0.2.7".parse().unwrap());
         assert_eq!(
-            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
-            Some(AllowReason::ClientNetwork)
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).level,
+            Level::Allowed(AllowReason::ClientNetwork)
         );
         let mut en = env();
         en.auth_user = Some("alice".into());
         assert_eq!(
-            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).allow,
-            Some(AllowReason::Authenticated)
+            e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).level,
+            Level::Allowed(AllowReason::Authenticated)
         );
     }
 

@@ -4,41 +4,98 @@
 use crate::config::Thresholds;
 use crate::engine::campaign::{Campaign, CampaignId};
 
-/// The level of a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The level of a verdict. A message that was not judged carries why,
+/// so a verdict cannot be "skipped" without a reason, or "bulk" with one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Level {
     Clean,
     Suspect,
     Bulk,
     /// Allow-listed: not judged, not recorded.
-    Allowed,
-    /// Not judged (see [`SkipReason`]).
-    Skipped,
+    Allowed(AllowReason),
+    /// Not judged.
+    Skipped(SkipReason),
 }
 
 impl Level {
-    pub fn as_str(self) -> &'static str {
+    /// The level without its reason.
+    pub fn kind(self) -> LevelKind {
         match self {
-            Level::Clean => "clean",
-            Level::Suspect => "suspect",
-            Level::Bulk => "bulk",
-            Level::Allowed => "allowed",
-            Level::Skipped => "skipped",
+            Level::Clean => LevelKind::Clean,
+            Level::Suspect => LevelKind::Suspect,
+            Level::Bulk => LevelKind::Bulk,
+            Level::Allowed(_) => LevelKind::Allowed,
+            Level::Skipped(_) => LevelKind::Skipped,
         }
     }
 
-    /// All levels, for metrics.
-    pub const ALL: [Level; 5] = [
-        Level::Clean,
-        Level::Suspect,
-        Level::Bulk,
-        Level::Allowed,
-        Level::Skipped,
+    pub fn as_str(self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// Why the message was not judged, if it was not: the `reason=` of the
+    /// header and the log line.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            Level::Allowed(r) => Some(r.as_str()),
+            Level::Skipped(r) => Some(r.as_str()),
+            Level::Clean | Level::Suspect | Level::Bulk => None,
+        }
+    }
+
+    pub fn skip_reason(self) -> Option<SkipReason> {
+        match self {
+            Level::Skipped(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub fn allow_reason(self) -> Option<AllowReason> {
+        match self {
+            Level::Allowed(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// A [`Level`] without its reason: what metrics and summaries count by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LevelKind {
+    Clean,
+    Suspect,
+    Bulk,
+    Allowed,
+    Skipped,
+}
+
+impl LevelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LevelKind::Clean => "clean",
+            LevelKind::Suspect => "suspect",
+            LevelKind::Bulk => "bulk",
+            LevelKind::Allowed => "allowed",
+            LevelKind::Skipped => "skipped",
+        }
+    }
+
+    /// Its position in [`LevelKind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// All kinds, for metrics.
+    pub const ALL: [LevelKind; 5] = [
+        LevelKind::Clean,
+        LevelKind::Suspect,
+        LevelKind::Bulk,
+        LevelKind::Allowed,
+        LevelKind::Skipped,
     ];
 }
 
 /// Why a message was not judged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SkipReason {
     /// mail-parser found no message in the bytes.
     Unparsed,
@@ -60,7 +117,7 @@ impl SkipReason {
 }
 
 /// Why a message was allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AllowReason {
     SenderDomain,
     ClientNetwork,
@@ -83,10 +140,11 @@ impl AllowReason {
     }
 
     /// All reasons, for metrics.
-    pub const ALL: [AllowReason; 4] = [
+    pub const ALL: [AllowReason; 5] = [
         AllowReason::SenderDomain,
         AllowReason::ClientNetwork,
         AllowReason::Authenticated,
+        AllowReason::Campaign,
         AllowReason::Recipient,
     ];
 }
@@ -126,8 +184,6 @@ impl From<&Campaign> for CampaignSummary {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub level: Level,
-    pub skip: Option<SkipReason>,
-    pub allow: Option<AllowReason>,
     /// Mailing-list mail: the message has list headers and its campaign
     /// comes from one sender domain (`engine::verdict_of`). Its action is
     /// `policy.list` at most; its level and counts are those of any mail.
@@ -162,9 +218,7 @@ pub struct Verdict {
 impl Verdict {
     pub(crate) fn skipped(reason: SkipReason, features: usize, simhash: Option<u64>) -> Verdict {
         Verdict {
-            level: Level::Skipped,
-            skip: Some(reason),
-            allow: None,
+            level: Level::Skipped(reason),
             list: false,
             exact: false,
             distance: None,
@@ -183,9 +237,7 @@ impl Verdict {
 
     pub(crate) fn allowed(reason: AllowReason) -> Verdict {
         Verdict {
-            level: Level::Allowed,
-            allow: Some(reason),
-            skip: None,
+            level: Level::Allowed(reason),
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         }
     }
@@ -195,13 +247,9 @@ impl Verdict {
     /// `bulk; campaign=3fa9c1d2e4f5; size=57; distance=2; resemblance=0.99`.
     pub fn header_value(&self) -> String {
         let mut s = self.level.as_str().to_owned();
-        if let Some(r) = self.skip {
+        if let Some(r) = self.level.reason() {
             s.push_str("; reason=");
-            s.push_str(r.as_str());
-        }
-        if let Some(r) = self.allow {
-            s.push_str("; reason=");
-            s.push_str(r.as_str());
+            s.push_str(r);
         }
         if let Some(c) = &self.campaign {
             s.push_str(&format!("; campaign={}; size={}", c.id, c.recipients));
@@ -286,7 +334,6 @@ mod tests {
             }),
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };
-        let v = Verdict { skip: None, ..v };
         assert_eq!(
             v.header_value(),
             "bulk; campaign=0000003fa9c1; size=57; distance=2; resemblance=0.99"

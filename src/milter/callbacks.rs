@@ -215,10 +215,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 message_id = message_id.as_deref(),
                 sender = %sender,
                 level = verdict.level.as_str(),
-                reason = verdict
-                    .allow
-                    .map(|r| r.as_str())
-                    .or(verdict.skip.map(|r| r.as_str())),
+                reason = verdict.level.reason(),
                 list = verdict.list.then_some(true),
                 campaign = campaign.map(|c| tracing::field::display(c.id)),
                 size = campaign.map(|c| c.recipients),

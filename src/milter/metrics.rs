@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::verdict::{AllowReason, Level, Verdict};
+use crate::engine::verdict::{AllowReason, Level, LevelKind, Verdict};
 use crate::engine::Engine;
 use crate::milter::State;
 
@@ -24,7 +24,7 @@ const BUCKETS: [f64; 12] = [
 /// Counters updated by the milter, read by `/metrics`.
 #[derive(Debug)]
 pub struct Metrics {
-    by_level: [AtomicU64; Level::ALL.len()],
+    by_level: [AtomicU64; LevelKind::ALL.len()],
     /// Allowed messages by reason (`AllowReason::ALL`'s order).
     by_allow: [AtomicU64; AllowReason::ALL.len()],
     /// Messages of the list class (any level).
@@ -43,10 +43,6 @@ pub struct Metrics {
     http_evicted: AtomicU64,
     allows: AtomicU64,
     forgets: AtomicU64,
-}
-
-fn level_index(l: Level) -> usize {
-    Level::ALL.iter().position(|x| *x == l).unwrap_or(0)
 }
 
 impl Metrics {
@@ -107,7 +103,7 @@ impl Metrics {
     }
 
     pub fn record_verdict(&self, level: Level, elapsed: Duration) {
-        if let Some(c) = self.by_level.get(level_index(level)) {
+        if let Some(c) = self.by_level.get(level.kind().index()) {
             c.fetch_add(1, Ordering::Relaxed);
         }
         let secs = elapsed.as_secs_f64();
@@ -126,7 +122,7 @@ impl Metrics {
     /// What a verdict says besides its level: why it was allowed, and
     /// whether it is list mail.
     pub fn record_class(&self, v: &Verdict) {
-        if let Some(r) = v.allow {
+        if let Some(r) = v.level.allow_reason() {
             let i = AllowReason::ALL.iter().position(|x| *x == r).unwrap_or(0);
             if let Some(c) = self.by_allow.get(i) {
                 c.fetch_add(1, Ordering::Relaxed);
@@ -160,9 +156,9 @@ impl Metrics {
         self.errors.load(Ordering::Relaxed)
     }
 
-    pub fn messages(&self, level: Level) -> u64 {
+    pub fn messages(&self, level: LevelKind) -> u64 {
         self.by_level
-            .get(level_index(level))
+            .get(level.index())
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
@@ -181,7 +177,7 @@ pub fn render(state: &State, now: u64) -> String {
         "# HELP bulkwatch_messages_total Messages judged, by verdict level."
     );
     let _ = writeln!(s, "# TYPE bulkwatch_messages_total counter");
-    for l in Level::ALL {
+    for l in LevelKind::ALL {
         let _ = writeln!(
             s,
             "bulkwatch_messages_total{{level=\"{}\"}} {}",
@@ -557,6 +553,11 @@ mod tests {
         state.metrics.record_class(&v);
         v.list = true;
         state.metrics.record_class(&v);
+        // A campaign the operator allowed counts under its own reason (it
+        // once fell through to sender_domain).
+        state
+            .metrics
+            .record_class(&Verdict::allowed(AllowReason::Campaign));
         let text = render(&state, crate::milter::unix_now());
         for name in [
             "bulkwatch_messages_total{level=\"bulk\"} 1",
@@ -575,6 +576,7 @@ mod tests {
             "bulkwatch_campaign_forgets_total 0",
             "bulkwatch_allowed_total{reason=\"recipient\"} 2",
             "bulkwatch_allowed_total{reason=\"sender_domain\"} 0",
+            "bulkwatch_allowed_total{reason=\"campaign\"} 1",
             "bulkwatch_list_messages_total 1",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");

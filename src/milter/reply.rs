@@ -84,7 +84,7 @@ pub fn decision_for(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
         Level::Suspect => policy.suspect,
         Level::Bulk => policy.bulk,
         Level::Clean => policy.clean,
-        Level::Allowed | Level::Skipped => Action::None,
+        Level::Allowed(_) | Level::Skipped(_) => Action::None,
     };
     let action = if verdict.list
         && matches!(verdict.level, Level::Suspect | Level::Bulk)
@@ -171,13 +171,12 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::engine::campaign::CampaignId;
-    use crate::engine::verdict::{CampaignSummary, SkipReason};
+    use crate::engine::verdict::{AllowReason, CampaignSummary, SkipReason};
 
     fn verdict(level: Level) -> Verdict {
         let v = Verdict::skipped(SkipReason::TooShort, 0, None);
         Verdict {
             level,
-            skip: None,
             distance: Some(1),
             campaign: Some(CampaignSummary {
                 id: CampaignId(1),
@@ -217,7 +216,10 @@ mod tests {
             decision_for(&verdict(Level::Suspect), &p),
             Decision::Quarantine(_)
         ));
-        assert_eq!(decision_for(&verdict(Level::Allowed), &p), Decision::Accept);
+        assert_eq!(
+            decision_for(&verdict(Level::Allowed(AllowReason::Campaign)), &p),
+            Decision::Accept
+        );
     }
 
     /// List mail gets `policy.list` when that is milder than its level's

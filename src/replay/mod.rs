@@ -47,7 +47,7 @@ pub use self::arrival::arrival_time;
 use self::arrival::latest_arrival;
 use crate::config::Config;
 use crate::engine::campaign::CampaignId;
-use crate::engine::verdict::{Level, Verdict};
+use crate::engine::verdict::{Level, LevelKind, Verdict};
 use crate::engine::{Analysis, Engine, Envelope, UnixSecs};
 use crate::store::judge::{Judge, Source, Warming};
 use crate::store::RedisLayer;
@@ -249,7 +249,6 @@ pub struct Record {
     pub features: usize,
     pub simhash: Option<u64>,
     pub subject: Option<String>,
-    pub skip_reason: Option<&'static str>,
     /// `n` of the closest earlier message it matched, if any.
     pub nearest: Option<usize>,
     /// Distinct texts that matched it, when it joined its campaign on
@@ -360,29 +359,25 @@ impl ReplaySummary {
         sorted_reports(map)
     }
 
-    pub fn count(&self, level: Level) -> usize {
+    pub fn count(&self, level: LevelKind) -> usize {
         self.by_level.get(level.as_str()).copied().unwrap_or(0)
     }
 }
 
 fn add_to_report(map: &mut HashMap<CampaignId, CampaignReport>, r: &Record) {
-    {
-        {
-            let Some(id) = r.campaign else { return };
-            let e = map.entry(id).or_insert(CampaignReport {
-                id,
-                messages: 0,
-                first_n: r.n,
-                last_n: r.n,
-                max_level: Level::Clean,
-                sample_subject: r.subject.clone(),
-            });
-            e.messages += 1;
-            e.last_n = r.n;
-            if matches!(r.level, Level::Suspect | Level::Bulk) && r.level > e.max_level {
-                e.max_level = r.level;
-            }
-        }
+    let Some(id) = r.campaign else { return };
+    let e = map.entry(id).or_insert(CampaignReport {
+        id,
+        messages: 0,
+        first_n: r.n,
+        last_n: r.n,
+        max_level: Level::Clean,
+        sample_subject: r.subject.clone(),
+    });
+    e.messages += 1;
+    e.last_n = r.n;
+    if matches!(r.level, Level::Suspect | Level::Bulk) && r.level.kind() > e.max_level.kind() {
+        e.max_level = r.level;
     }
 }
 
@@ -559,7 +554,6 @@ impl Replayer {
             features: v.features,
             simhash: v.simhash,
             subject: a.subject.clone(),
-            skip_reason: v.skip.map(|s| s.as_str()),
             nearest,
             corroborating: v.corroborating,
             list: v.list,
@@ -643,7 +637,7 @@ impl Replayer {
 /// work and one done. On the simulated clock memory stays bounded however
 /// large the mailbox (but for the records, see [`ReplaySummary`]); on the
 /// arrival clock every analyzed message waits to be judged, without its
-/// normalized text (docs/limits.md).
+/// normalized text (docs/admin/limits.md).
 ///
 /// # Errors
 /// Opening a file fails: the path and the I/O error. Every file is opened
@@ -1144,19 +1138,19 @@ mod tests {
         let paths = [path];
         let simulated = replay(&paths, Clock::Simulated, 1);
         assert_eq!(
-            simulated.count(Level::Bulk),
+            simulated.count(LevelKind::Bulk),
             4,
             "issues 5 to 8: the campaign reaches 5"
         );
         let arrival = replay(&paths, Clock::Arrival, 1);
-        assert_eq!(arrival.count(Level::Bulk), 0);
-        assert_eq!(arrival.count(Level::Clean), 8);
+        assert_eq!(arrival.count(LevelKind::Bulk), 0);
+        assert_eq!(arrival.count(LevelKind::Clean), 8);
         let when: Vec<u64> = arrival.records.iter().map(|r| r.time).collect();
         assert_eq!(when, times.iter().flatten().copied().collect::<Vec<_>>());
         // The same issues an hour apart are one campaign on either clock.
         let hourly: Vec<Option<u64>> = (0..8).map(|i| Some(t0 + i * 3600)).collect();
         let paths = [mbox_of(dir.path(), "hourly", &hourly)];
-        assert_eq!(replay(&paths, Clock::Arrival, 1).count(Level::Bulk), 4);
+        assert_eq!(replay(&paths, Clock::Arrival, 1).count(LevelKind::Bulk), 4);
     }
 
     #[test]

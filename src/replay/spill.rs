@@ -10,7 +10,7 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use super::Record;
 use crate::engine::campaign::CampaignId;
-use crate::engine::verdict::Level;
+use crate::engine::verdict::{AllowReason, Level, LevelKind, SkipReason};
 use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Longest Message-ID or subject kept in a record.
@@ -101,6 +101,7 @@ impl Spill {
         w.u64(r.time);
         opt_str(&mut w, r.message_id.as_deref());
         w.u8(level_code(r.level));
+        w.u8(reason_code(r.level));
         w.u64(r.campaign.map_or(u64::MAX, |c| c.0));
         w.u64(r.campaign_size);
         w.f64(r.score);
@@ -111,7 +112,6 @@ impl Spill {
         w.bool(r.simhash.is_some());
         w.u64(r.simhash.unwrap_or(0));
         opt_str(&mut w, r.subject.as_deref());
-        w.u8(r.skip_reason.map_or(0, skip_code));
         w.u64(r.nearest.map_or(0, |n| n as u64 + 1));
         w.u32(r.corroborating);
         w.bool(r.list);
@@ -181,7 +181,8 @@ impl Records<'_> {
         let index = usize_of(r.u64().map_err(invalid)?);
         let time = r.u64().map_err(invalid)?;
         let message_id = read_opt_str(&mut r)?;
-        let level = level_of(r.u8().map_err(invalid)?);
+        let kind = r.u8().map_err(invalid)?;
+        let level = level_of(kind, r.u8().map_err(invalid)?);
         let id = |v: u64| (v != u64::MAX).then_some(CampaignId(v));
         let campaign = id(r.u64().map_err(invalid)?);
         let campaign_size = r.u64().map_err(invalid)?;
@@ -193,7 +194,6 @@ impl Records<'_> {
         let has_simhash = r.bool().map_err(invalid)?;
         let simhash = r.u64().map_err(invalid)?;
         let subject = read_opt_str(&mut r)?;
-        let skip_reason = skip_of(r.u8().map_err(invalid)?);
         let nearest = r.u64().map_err(invalid)?;
         let corroborating = r.u32().map_err(invalid)?;
         let list = r.bool().map_err(invalid)?;
@@ -217,7 +217,6 @@ impl Records<'_> {
             features,
             simhash: has_simhash.then_some(simhash),
             subject,
-            skip_reason,
             nearest: nearest.checked_sub(1).map(usize_of),
             corroborating,
             list,
@@ -246,30 +245,32 @@ fn read_opt_str(r: &mut Reader<'_>) -> io::Result<Option<String>> {
 }
 
 fn level_code(l: Level) -> u8 {
-    Level::ALL
-        .iter()
-        .position(|x| *x == l)
-        .map_or(0, |i| i as u8)
+    l.kind().index() as u8
 }
 
-fn level_of(c: u8) -> Level {
-    Level::ALL
-        .get(usize::from(c))
-        .copied()
-        .unwrap_or(Level::Clean)
+/// The reason's position in its `ALL`; 0 for judged levels.
+fn reason_code(l: Level) -> u8 {
+    let i = match l {
+        Level::Allowed(r) => AllowReason::ALL.iter().position(|x| *x == r),
+        Level::Skipped(r) => SkipReason::ALL.iter().position(|x| *x == r),
+        Level::Clean | Level::Suspect | Level::Bulk => None,
+    };
+    i.map_or(0, |i| i as u8)
 }
 
-fn skip_code(s: &'static str) -> u8 {
-    crate::engine::verdict::SkipReason::ALL
-        .iter()
-        .position(|r| r.as_str() == s)
-        .map_or(0, |i| i as u8 + 1)
-}
-
-fn skip_of(c: u8) -> Option<&'static str> {
-    c.checked_sub(1).and_then(|i| {
-        crate::engine::verdict::SkipReason::ALL
-            .get(usize::from(i))
-            .map(|r| r.as_str())
-    })
+/// The level of a record written by this process; a code out of range
+/// (which only a corrupted spill file could hold) reads as clean.
+fn level_of(kind: u8, reason: u8) -> Level {
+    let reason = usize::from(reason);
+    match LevelKind::ALL.get(usize::from(kind)) {
+        Some(LevelKind::Suspect) => Level::Suspect,
+        Some(LevelKind::Bulk) => Level::Bulk,
+        Some(LevelKind::Allowed) => AllowReason::ALL
+            .get(reason)
+            .map_or(Level::Clean, |r| Level::Allowed(*r)),
+        Some(LevelKind::Skipped) => SkipReason::ALL
+            .get(reason)
+            .map_or(Level::Clean, |r| Level::Skipped(*r)),
+        Some(LevelKind::Clean) | None => Level::Clean,
+    }
 }
