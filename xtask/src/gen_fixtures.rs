@@ -2,9 +2,9 @@
 //!
 //! Writes, under the output directory given as the only argument (default `fixtures`):
 //!
-//! * `mbox/campaigns.mbox` - 12 invented bulk campaigns (fake pharmacy, bank phishing,
+//! * `mbox/campaigns.mbox` - 16 invented bulk campaigns (fake pharmacy, bank phishing,
 //!   crypto, lottery, invoice, parcel, job offer, romance, SEO, loan, software license,
-//!   charity; 910 messages in all). Every message carries per-recipient hash-busters at
+//!   charity, and a family of four look-alike phishing kits; 1,030 messages in all). Every message carries per-recipient hash-busters at
 //!   the campaign's intensity (light / medium / heavy): personalised greeting, tracking
 //!   URLs, ids and amounts, random tokens and dictionary words, hidden HTML text and
 //!   comments inside words, varied MIME structure, transfer encoding, charset and line
@@ -19,7 +19,7 @@
 //!   header line, 100 levels of multipart nesting, no body, no headers, binary declared
 //!   as text, ...).
 //! * `labels.tsv` - `mbox`, 1-based `index`, `message_id` (no angle brackets, `-` if
-//!   none) and `label` (`c01`..`c12`, `ham`, `malformed`) for every message, in file order.
+//!   none) and `label` (`c01`..`c16`, `ham`, `malformed`) for every message, in file order.
 //! * `campaigns.tsv` - `label`, `messages`, `intensity`, `description`.
 //!
 //! The mbox files are mboxrd: LF line endings, a `From ` separator line per message, an
@@ -669,7 +669,7 @@ struct Campaign {
 // share three paragraphs (word 4-shingle Jaccard about 0.6), kits two
 // apart share two (about 0.33) and the first and last share one. Each kit
 // is its own campaign: a detector that links on single weak edges chains
-// them all into one (issue 27, docs/quality.md).
+// them all into one (docs/dev/quality.md, "Linking").
 const NB: [&[&str]; 7] = [
     &[
         "Northgate Bank has placed a temporary hold on the debit card ending in your account number {id} after a routine review of recent payments.",
@@ -2717,4 +2717,68 @@ pub fn run(out: &Path) {
         ));
     }
     write_file(&out.join("campaigns.tsv"), ctsv.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> &'static Path {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+    }
+
+    /// The committed fixtures are what this generator writes: run `cargo
+    /// xtask gen-fixtures` after changing it, and commit the result.
+    #[test]
+    fn committed_fixtures_are_what_the_generator_writes() {
+        let out = std::env::temp_dir().join(format!("bulkwatch-fixtures-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&out);
+        run(&out);
+        for name in [
+            "mbox/campaigns.mbox",
+            "mbox/ham.mbox",
+            "mbox/malformed.mbox",
+            "labels.tsv",
+            "campaigns.tsv",
+        ] {
+            let made = fs::read(out.join(name)).unwrap();
+            let committed = fs::read(root().join("fixtures").join(name)).unwrap();
+            assert!(
+                made == committed,
+                "fixtures/{name} differs from what the generator writes: run `cargo xtask gen-fixtures`"
+            );
+        }
+        let _ = fs::remove_dir_all(&out);
+    }
+
+    /// The module documentation counts the campaigns and their messages.
+    #[test]
+    fn the_documentation_counts_what_is_written() {
+        let total: usize = CAMPAIGNS.iter().map(|c| c.count).sum();
+        let thousands = |n: usize| {
+            if n >= 1000 {
+                format!("{},{:03}", n / 1000, n % 1000)
+            } else {
+                n.to_string()
+            }
+        };
+        let doc: String = include_str!("gen_fixtures.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for claim in [
+            format!("{} invented bulk campaigns", CAMPAIGNS.len()),
+            format!("{} messages in all", thousands(total)),
+            format!("`c01`..`c{:02}`", CAMPAIGNS.len()),
+        ] {
+            assert!(
+                doc.contains(&claim),
+                "the module documentation should say {claim:?}"
+            );
+        }
+    }
 }
