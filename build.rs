@@ -7,7 +7,7 @@
 //! `.ci/run` installs every tool and sets `BULKWATCH_REQUIRE_ALL=1`: then
 //! a missing tool (or root) fails the build, so CI cannot pass by
 //! skipping. The corpus stays optional: `.ci/run` sets `BULKWATCH_CORPUS`
-//! where `../shared/corpus` exists.
+//! where the corpus exists on the CI machine.
 //!
 //! Nothing here changes the library or the daemon.
 

@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 BW=$TARGET/release/bulkwatch
-C=${BULKWATCH_CORPUS:-../shared/corpus}
+C=${BULKWATCH_CORPUS:?set BULKWATCH_CORPUS to the directory of the sa-*.mbox files (docs/dev/development.md)}
 N1=${N1:-110000}
 N2=${N2:-440000}
 [ -x "$BW" ] || { echo "missing $BW" >&2; exit 2; }

@@ -8,7 +8,7 @@
 # turn with the null turn beside it: on a shared machine single runs spread
 # widely.
 #
-# Needs root and postfix (see ../shared/notes/postfix-testing.md).
+# Needs root and postfix (see docs/dev/development.md, "A private Postfix").
 #   cargo build --release && cargo build --release --example null_milter
 #   benches/postfix_milter.sh                  # inet socket
 #   SOCK=unix benches/postfix_milter.sh        # unix socket

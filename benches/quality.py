@@ -24,7 +24,7 @@ Two measurements, both printed as tables:
 Usage:
   cargo build --release
   python3 benches/quality.py --bin target/release/bulkwatch \
-      --corpus ../shared/corpus --fixtures fixtures [--bulk-threshold 5]
+      --corpus "$BULKWATCH_CORPUS" --fixtures fixtures [--bulk-threshold 5]
   (add --keys 12 to repeat both under twelve random fingerprint keys: the
   figures depend on the key, which each site sets)
 
@@ -63,7 +63,7 @@ def text_of(raw, strip_quotes=False):
             t = TAG.sub(' ', t)
         elif strip_quotes:
             cut = ORIGINAL.sub('', QUOTE.sub('', t))
-            # As bulkwatch cuts (docs/evasion.md): a cut stands only when it
+            # As bulkwatch cuts (docs/admin/evasion.md): a cut stands only when it
             # leaves at least 20 words and a third of the text.
             kept, whole = len(WORD.findall(cut)), len(WORD.findall(t))
             if strip_quotes != 'bounded' or (kept >= 20 and 3 * kept >= whole):
@@ -292,7 +292,8 @@ def key_sweep(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--bin', default='target/release/bulkwatch')
-    ap.add_argument('--corpus', default='../shared/corpus')
+    ap.add_argument('--corpus', default=os.environ.get('BULKWATCH_CORPUS'),
+                    help='directory of the sa-*.mbox files (default: $BULKWATCH_CORPUS)')
     ap.add_argument('--fixtures')
     ap.add_argument('--bulk-threshold', type=float, default=5)
     ap.add_argument('--seed', type=int, default=1)

@@ -17,7 +17,7 @@ BW=$TARGET/release/bulkwatch
 FLOOR=$TARGET/release/examples/parse_floor
 REPS=${REPS:-7}
 if [ $# -eq 0 ]; then
-  C=${BULKWATCH_CORPUS:-../shared/corpus}
+  C=${BULKWATCH_CORPUS:?set BULKWATCH_CORPUS to the directory of the sa-*.mbox files (docs/dev/development.md)}
   set -- "$C/sa-spam.mbox" "$C/sa-easy-ham.mbox" "$C/sa-hard-ham.mbox"
 fi
 for f in "$BW" "$FLOOR" "$@"; do

@@ -10,7 +10,7 @@
 # Exit status: 0 when none was lost, no milter trouble was logged and the
 # memory after warm-up grew by less than RSS_SLACK_MB; 1 otherwise.
 #
-# Needs root and postfix (see ../shared/notes/postfix-testing.md).
+# Needs root and postfix (see docs/dev/development.md, "A private Postfix").
 #   cargo build --release && benches/soak.sh              # 10 minutes
 #   DURATION=45 PROFILE=debug benches/soak.sh              # CI's short run
 #   REDIS=1 benches/soak.sh    # shared state in a redis-server of its own,

@@ -2,7 +2,7 @@
 //! given (its own `MessageIterator`), parses every message and extracts
 //! the text of every body part, on one thread, and prints the number of
 //! bytes of text. What any filter that reads the text pays; the speed
-//! benchmarks (`benches/replay_floor.sh`, docs/performance.md) give
+//! benchmarks (`benches/replay_floor.sh`, docs/dev/performance.md) give
 //! bulkwatch's cost as a ratio to this, measured in the same run.
 //!
 //! `cargo run --release --example parse_floor -- MBOX...`

@@ -4,7 +4,7 @@
 //! campaigns must cost Redis a bounded amount of work (script layout).
 //!
 //! Each test starts its own `redis-server` on a free loopback port and
-//! stops it. Without redis-server the tests are skipped (CI requires it).
+//! stops it. Without redis-server the tests are ignored, with the reason (CI requires it).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! docs/downstream.md's SpamAssassin rules, run by `spamassassin` (Debian
+//! docs/admin/downstream.md's SpamAssassin rules, run by `spamassassin` (Debian
 //! package) on messages tagged by bulkwatch through the milter protocol:
 //! the rule block is read from the page itself, so the page cannot drift.
 
@@ -13,8 +13,11 @@ use indymilter_test::{EomAction, EomActions};
 
 /// The fenced block after the page's spamassassin marker.
 fn rules_from_docs() -> String {
-    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/downstream.md"))
-        .unwrap();
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/admin/downstream.md"
+    ))
+    .unwrap();
     let start = page.find("<!-- spamassassin rules").expect("marker");
     let rest = &page[start..];
     let open = rest.find("```\n").expect("opening fence") + 4;

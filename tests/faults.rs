@@ -3,8 +3,8 @@
 //! logged, mail keeps flowing, the previous snapshot stays intact (no
 //! temporary files left behind), and a restart continues from it.
 //!
-//! Needs root to mount a small tmpfs as the state directory; skipped
-//! otherwise (CI runs as root).
+//! Needs root to mount a small tmpfs as the state directory; ignored,
+//! with the reason, otherwise (CI runs as root).
 
 mod common;
 

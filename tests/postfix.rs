@@ -7,8 +7,9 @@
 //! clients retry, nothing is lost and the campaign goes on from the snapshot.
 //! List posts and mail to postmaster@ pass a Postfix that rejects bulk.
 //!
-//! Needs root and /usr/sbin/postfix (the CI script installs it); skipped
-//! with a note otherwise. See ../shared/notes/postfix-testing.md.
+//! Needs root and /usr/sbin/postfix (the CI script installs it); ignored,
+//! with the reason, otherwise. How the private instance is set up:
+//! docs/dev/development.md, "A private Postfix".
 
 mod common;
 
@@ -692,7 +693,7 @@ fn send_to(
     t.send_raw(&env, raw.as_bytes()).map(|_| ())
 }
 
-/// Issue 28 through Postfix, under `policy.bulk = "reject"`: one list post
+/// Solicited bulk through Postfix, under `policy.bulk = "reject"`: one list post
 /// to 25 subscribers in one transaction is delivered untagged (it matched
 /// nothing); its second delivery to 25 others makes the campaign bulk,
 /// and as list mail it is delivered tagged `list=yes`, not refused; the

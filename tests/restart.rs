@@ -174,7 +174,7 @@ async fn kill_9_never_leaves_a_broken_snapshot() {
     }
 }
 
-/// Issue 29, item 9: the daemon ends promptly once it has logged
+/// The daemon ends promptly once it has logged
 /// "stopped", however full its window. It used to free the window, the
 /// index and the campaigns allocation by allocation first (over a second
 /// at 10^6 entries; about 0.1 s at the 10^5 here), which the kernel does at
@@ -272,7 +272,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
     );
 }
 
-/// Issue 29, item 4: suspicious values are logged with their lines, at
+/// Suspicious values are logged with their lines, at
 /// start and again when a reload brings new ones; they stop nothing.
 #[test]
 fn serve_logs_suspicious_values_with_their_lines_at_start_and_on_reload() {

@@ -660,7 +660,7 @@ async fn serve(
         warn!(
             sandbox = %workers.sandbox(),
             "the workers that read mail run without their system call filter: a parser bug could \
-             reach files and the network (docs/security.md)"
+             reach files and the network (docs/admin/security.md)"
         );
     }
     let mut state = State::new(engine)

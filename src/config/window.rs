@@ -23,8 +23,8 @@ pub struct WindowConfig {
     /// Distinct texts (MinHash sketches) of a campaign that must match a
     /// message with no strong match for it to join (weak matches and band
     /// candidates within the two bounds below count; see
-    /// `crate::engine::link`). 0: single link, the rule before issue 27
-    /// (any match joins and merges; no corroboration).
+    /// `crate::engine::link`). 0: single link, the rule before linking
+    /// asked for corroboration (any match joins and merges).
     pub corroborating_matches: usize,
     /// Most differing sketch values of a corroborating entry.
     pub corroborating_sketch_diff: u32,

@@ -1,5 +1,5 @@
-//! Which campaign a message joins: the linking rule (issue 27,
-//! docs/quality.md "Linking").
+//! Which campaign a message joins: the linking rule (docs/dev/quality.md,
+//! "Linking").
 //!
 //! A campaign is one text and its busted copies, not a family of look-alike
 //! texts, so one weak edge must not be enough to grow it:

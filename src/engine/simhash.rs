@@ -22,7 +22,7 @@ use crate::engine::shingle::Shingles;
 /// - 2: Supercite quotes and list footers without a rule line are not
 ///   fingerprinted.
 /// - 3: tokens hashed with XXH3 instead of SipHash-1-3, MinHash over
-///   32-bit lanes, for speed; the same measured quality (docs/quality.md, Measured
+///   32-bit lanes, for speed; the same measured quality (docs/dev/quality.md, Measured
 ///   quality).
 /// - 4: HTML read by an HTML5 tokenizer (inline elements join words,
 ///   whitespace collapses, hidden text dropped only while enough stays

@@ -8,7 +8,7 @@
 //! ([`super::callbacks::NO_REPLY`]), so Postfix writes several small
 //! packets in a row; with Nagle's algorithm on its side, each waits for
 //! the ACK of the one before, and a delayed ACK holds it for 40 ms
-//! (docs/performance.md). Acknowledging at once costs one `setsockopt`
+//! (docs/dev/performance.md). Acknowledging at once costs one `setsockopt`
 //! per read.
 
 use std::io;

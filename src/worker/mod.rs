@@ -24,7 +24,7 @@
 //!
 //! Cost: the message crosses a pipe twice (in raw, out normalized) and
 //! the daemon waits for another process instead of running the parser on
-//! its own thread (docs/performance.md has the figures).
+//! its own thread (docs/dev/performance.md has the figures).
 
 pub mod child;
 pub mod sandbox;

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo xtask fuzz-seeds fuzz/corpus
-//! BULKWATCH_CORPUS=../shared/corpus cargo xtask fuzz-seeds fuzz/corpus
+//! BULKWATCH_CORPUS=/path/to/corpus cargo xtask fuzz-seeds fuzz/corpus
 //! ```
 //!
 //! From every message of `fixtures/mbox/*.mbox`, and of the `*.mbox` files
