@@ -588,7 +588,7 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
                     info!(file = %p.display(), "configuration reloaded");
                     log_warnings(&p.display().to_string(), &warnings);
                     for k in keys {
-                        warn!(file = %p.display(), key = k, "restart needed: this key keeps its running value until restart");
+                        warn!(file = %p.display(), key = k.key, why = k.why, "restart needed: this key keeps its running value until restart");
                     }
                 }
                 Err(e) => error!(

@@ -2,27 +2,31 @@
 
 use std::time::Duration;
 
-use super::raw::RawAlerts;
+use super::section::section;
 use super::ConfigError;
 
-/// Mail alerts when a campaign first turns bulk.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AlertsConfig {
-    pub to: Vec<String>,
-    pub from: String,
-    /// `host:port` of an SMTP relay that accepts mail without authentication.
-    pub smtp: String,
-    pub min_interval: Duration,
-}
-
-impl Default for AlertsConfig {
-    fn default() -> Self {
-        AlertsConfig {
-            to: Vec::new(),
-            from: "bulkwatch@localhost".to_owned(),
-            smtp: "127.0.0.1:25".to_owned(),
-            min_interval: Duration::from_secs(600),
-        }
+section! {
+    /// Mail alerts when a campaign first turns bulk.
+    pub struct AlertsConfig in RawAlerts as "alerts" {
+        to: Vec<String> = Vec::new(),
+            file to: Vec<String>,
+            read |k, v| {
+                for (i, addr) in v.iter().enumerate() {
+                    mailbox(&format!("{k}[{i}]"), addr)?;
+                }
+                Ok(v)
+            };
+        from: String = "bulkwatch@localhost".to_owned(),
+            file from: String,
+            read |k, v| mailbox(k, &v).map(|()| v);
+        /// `host:port` of an SMTP relay that accepts mail without authentication.
+        smtp: String = "127.0.0.1:25".to_owned(),
+            file smtp: String,
+            read |k, v| relay(k, &v).map(|()| v);
+        min_interval: Duration = Duration::from_secs(600),
+            file min_interval_secs: u64,
+            read |_, v| Ok(Duration::from_secs(v)),
+            write |d| Some(d.as_secs());
     }
 }
 
@@ -37,38 +41,6 @@ fn mailbox(key: &str, v: &str) -> Result<(), ConfigError> {
     v.parse::<lettre::message::Mailbox>()
         .map(|_| ())
         .map_err(|e| ConfigError::invalid(key, format!("`{v}` is not a mail address ({e})")))
-}
-
-impl TryFrom<RawAlerts> for AlertsConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawAlerts) -> Result<Self, ConfigError> {
-        let RawAlerts {
-            to,
-            from,
-            smtp,
-            min_interval_secs,
-        } = raw;
-        let mut c = AlertsConfig::default();
-        if let Some(v) = to {
-            for (i, addr) in v.iter().enumerate() {
-                mailbox(&format!("alerts.to[{i}]"), addr)?;
-            }
-            c.to = v;
-        }
-        if let Some(v) = from {
-            mailbox("alerts.from", &v)?;
-            c.from = v;
-        }
-        if let Some(v) = smtp {
-            relay("alerts.smtp", &v)?;
-            c.smtp = v;
-        }
-        if let Some(v) = min_interval_secs {
-            c.min_interval = Duration::from_secs(v);
-        }
-        Ok(c)
-    }
 }
 
 /// `host` or `host:port` (a name or an IPv4 address; an IPv6 address in

@@ -4,92 +4,57 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 
-use super::raw::RawAllow;
+use super::section::section;
 use super::ConfigError;
 
-/// Mail that is never judged: solicited bulk, trusted relays, own users.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AllowConfig {
-    /// Lower-case domains; a subdomain matches too.
-    pub sender_domains: Vec<String>,
-    pub client_networks: Vec<IpNet>,
-    /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
-    pub authenticated: bool,
-    /// Lower-case recipients whose mail is never judged: `local@` (that
-    /// local part at any domain) or `local@domain`. A transaction is
-    /// allowed only when every recipient is one of them.
-    pub recipients: Vec<String>,
-}
-
-impl Default for AllowConfig {
-    fn default() -> Self {
-        AllowConfig {
-            sender_domains: Vec::new(),
-            client_networks: Vec::new(),
-            authenticated: true,
-            recipients: vec!["postmaster@".to_owned(), "abuse@".to_owned()],
-        }
-    }
-}
-
-impl TryFrom<RawAllow> for AllowConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawAllow) -> Result<Self, ConfigError> {
-        let RawAllow {
-            sender_domains,
-            client_networks,
-            authenticated,
-            recipients,
-        } = raw;
-        let mut c = AllowConfig::default();
-        if let Some(v) = sender_domains {
-            c.sender_domains = v
+section! {
+    /// Mail that is never judged: solicited bulk, trusted relays, own users.
+    pub struct AllowConfig in RawAllow as "allow" {
+        /// Lower-case domains; a subdomain matches too.
+        sender_domains: Vec<String> = Vec::new(),
+            file sender_domains: Vec<String>,
+            read |_, v| Ok(v
                 .into_iter()
                 .map(|d| d.trim().trim_start_matches('.').to_ascii_lowercase())
                 .filter(|d| !d.is_empty())
-                .collect();
-        }
-        if let Some(v) = client_networks {
-            let mut nets = Vec::with_capacity(v.len());
-            for s in v {
-                let net = s
-                    .parse::<IpNet>()
-                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                    .map_err(|_| {
-                        ConfigError::invalid(
-                            "allow.client_networks",
-                            format!("`{s}` is not an address or CIDR network"),
-                        )
-                    })?;
-                nets.push(net);
-            }
-            c.client_networks = nets;
-        }
-        if let Some(v) = authenticated {
-            c.authenticated = v;
-        }
-        if let Some(v) = recipients {
-            let mut out = Vec::with_capacity(v.len());
-            for r in v {
-                let r = r.trim().to_ascii_lowercase();
-                let ok = r.split_once('@').is_some_and(|(local, domain)| {
-                    !local.is_empty()
-                        && !domain.contains('@')
-                        && !r.contains(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | ','))
-                });
-                if !ok {
-                    return Err(ConfigError::invalid(
-                        "allow.recipients",
-                        format!("`{r}` is neither `local@` nor `local@domain`"),
-                    ));
-                }
-                out.push(r);
-            }
-            c.recipients = out;
-        }
-        Ok(c)
+                .collect());
+        client_networks: Vec<IpNet> = Vec::new(),
+            file client_networks: Vec<String>,
+            read |k, v| v.iter().map(|s| network(k, s)).collect(),
+            write |v| Some(v.iter().map(ToString::to_string).collect());
+        /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
+        authenticated: bool = true, file authenticated: bool;
+        /// Lower-case recipients whose mail is never judged: `local@` (that
+        /// local part at any domain) or `local@domain`. A transaction is
+        /// allowed only when every recipient is one of them.
+        recipients: Vec<String> = vec!["postmaster@".to_owned(), "abuse@".to_owned()],
+            file recipients: Vec<String>,
+            read |k, v| v.into_iter().map(|r| recipient(k, r)).collect();
     }
+}
+
+/// An address or a CIDR network.
+fn network(key: &str, s: &str) -> Result<IpNet, ConfigError> {
+    s.parse::<IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+        .map_err(|_| ConfigError::invalid(key, format!("`{s}` is not an address or CIDR network")))
+}
+
+/// `local@` or `local@domain`, lower-cased.
+fn recipient(key: &str, r: String) -> Result<String, ConfigError> {
+    let r = r.trim().to_ascii_lowercase();
+    let ok = r.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && !domain.contains('@')
+            && !r.contains(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | ','))
+    });
+    if !ok {
+        return Err(ConfigError::invalid(
+            key,
+            format!("`{r}` is neither `local@` nor `local@domain`"),
+        ));
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -1,35 +1,12 @@
 //! `[campaign]`: campaign bookkeeping; a switch only, nothing to refuse.
 
-use super::raw::RawCampaign;
+use super::section::section;
 
-/// Campaign bookkeeping.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CampaignConfig {
-    /// Keep a sample subject per campaign (shown in logs, alerts, /campaigns).
-    pub keep_subjects: bool,
-}
-
-impl Default for CampaignConfig {
-    fn default() -> Self {
-        CampaignConfig {
-            keep_subjects: true,
-        }
-    }
-}
-
-/// `keep_subjects` is a switch with no range to check, so this cannot fail.
-impl From<RawCampaign> for CampaignConfig {
-    fn from(raw: RawCampaign) -> Self {
-        // Implementation note: `max_campaigns` is accepted in the file and
-        // has never been used; refusing it now would break files that set it.
-        let RawCampaign {
-            max_campaigns: _,
-            keep_subjects,
-        } = raw;
-        let d = CampaignConfig::default();
-        CampaignConfig {
-            keep_subjects: keep_subjects.unwrap_or(d.keep_subjects),
-        }
+section! {
+    /// Campaign bookkeeping.
+    pub struct CampaignConfig in RawCampaign as "campaign" {
+        /// Keep a sample subject per campaign (shown in logs, alerts, /campaigns).
+        keep_subjects: bool = true, file keep_subjects: bool;
     }
 }
 
@@ -40,22 +17,26 @@ mod tests {
     #[test]
     fn empty_section_gives_defaults() {
         assert_eq!(
-            CampaignConfig::from(RawCampaign::default()),
+            CampaignConfig::try_from(RawCampaign::default()).unwrap(),
             CampaignConfig::default()
         );
     }
 
     #[test]
-    fn keep_subjects_is_read_and_max_campaigns_ignored() {
-        let c = CampaignConfig::from(RawCampaign {
-            max_campaigns: Some(0),
+    fn keep_subjects_is_read_and_the_dead_max_campaigns_is_refused() {
+        let c = CampaignConfig::try_from(RawCampaign {
             keep_subjects: Some(false),
-        });
+        })
+        .unwrap();
         assert_eq!(
             c,
             CampaignConfig {
                 keep_subjects: false
             }
         );
+        // It never did anything; since 2026-11-26 it is an unknown key.
+        let err =
+            crate::config::Config::from_toml_str("[campaign]\nmax_campaigns = 5000\n").unwrap_err();
+        assert!(err.to_string().contains("max_campaigns"), "{err}");
     }
 }

@@ -1,16 +1,7 @@
 //! `[exact]`: the exact-hash set, with a cap on the memory its Bloom filters take.
 
-use super::raw::RawExact;
+use super::section::{section, SIZES};
 use super::{to_usize, ConfigError};
-
-/// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExactConfig {
-    pub bloom_items: usize,
-    pub bloom_fp_rate: f64,
-    pub generations: usize,
-    pub lru_capacity: usize,
-}
 
 /// The most memory the exact set's Bloom filters may take, all generations
 /// together (a typo such as `bloom_fp_rate = 1e-300` must not abort the
@@ -22,6 +13,57 @@ pub const MAX_BLOOM_BYTES: u64 = 4 << 30;
 /// false positive costs one lookup in the LRU, which the SHA-256 then
 /// settles.
 pub const MIN_FP_RATE: f64 = 1e-9;
+
+section! {
+    /// The exact-hash set: rotating Bloom filters plus an LRU to the campaign.
+    pub struct ExactConfig in RawExact as "exact" {
+        bloom_items: usize = 1_000_000,
+            file bloom_items: u64,
+            read |k, v| to_usize(k, v, 16, 1 << 32),
+            write |v| Some(*v as u64),
+            restart SIZES;
+        bloom_fp_rate: f64 = 0.001,
+            file bloom_fp_rate: f64,
+            read |k, v| {
+                if !(MIN_FP_RATE..0.5).contains(&v) {
+                    return Err(ConfigError::invalid(
+                        k,
+                        format!("{v:e} must be at least {MIN_FP_RATE:e} and below 0.5"),
+                    ));
+                }
+                Ok(v)
+            },
+            restart SIZES;
+        generations: usize = 4,
+            file generations: u32,
+            read |k, v| to_usize(k, v.into(), 2, 16),
+            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            restart SIZES;
+        lru_capacity: usize = 100_000,
+            file lru_capacity: u64,
+            read |k, v| to_usize(k, v, 1, 1 << 24),
+            write |v| Some(*v as u64),
+            restart SIZES;
+    }
+    check |c| {
+        let bloom = c.bloom_bytes();
+        if bloom > MAX_BLOOM_BYTES {
+            return Err(ConfigError::invalid(
+                "exact.bloom_items",
+                format!(
+                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
+                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
+                     higher rate)",
+                    c.bloom_fp_rate,
+                    c.generations,
+                    bloom >> 20,
+                    MAX_BLOOM_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(())
+    };
+}
 
 impl ExactConfig {
     /// Bytes the Bloom filters take, all generations together: each of the
@@ -38,65 +80,6 @@ impl ExactConfig {
         } else {
             u64::MAX
         }
-    }
-}
-
-impl Default for ExactConfig {
-    fn default() -> Self {
-        ExactConfig {
-            bloom_items: 1_000_000,
-            bloom_fp_rate: 0.001,
-            generations: 4,
-            lru_capacity: 100_000,
-        }
-    }
-}
-
-impl TryFrom<RawExact> for ExactConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawExact) -> Result<Self, ConfigError> {
-        let RawExact {
-            bloom_items,
-            bloom_fp_rate,
-            generations,
-            lru_capacity,
-        } = raw;
-        let mut c = ExactConfig::default();
-        if let Some(v) = bloom_items {
-            c.bloom_items = to_usize("exact.bloom_items", v, 16, 1 << 32)?;
-        }
-        if let Some(v) = bloom_fp_rate {
-            if !(MIN_FP_RATE..0.5).contains(&v) {
-                return Err(ConfigError::invalid(
-                    "exact.bloom_fp_rate",
-                    format!("{v:e} must be at least {MIN_FP_RATE:e} and below 0.5"),
-                ));
-            }
-            c.bloom_fp_rate = v;
-        }
-        if let Some(v) = generations {
-            c.generations = to_usize("exact.generations", v.into(), 2, 16)?;
-        }
-        if let Some(v) = lru_capacity {
-            c.lru_capacity = to_usize("exact.lru_capacity", v, 1, 1 << 24)?;
-        }
-        let bloom = c.bloom_bytes();
-        if bloom > MAX_BLOOM_BYTES {
-            return Err(ConfigError::invalid(
-                "exact.bloom_items",
-                format!(
-                    "with exact.bloom_fp_rate = {} and exact.generations = {}, the Bloom \
-                     filters would take {} MiB; the limit is {} MiB (fewer items or a \
-                     higher rate)",
-                    c.bloom_fp_rate,
-                    c.generations,
-                    bloom >> 20,
-                    MAX_BLOOM_BYTES >> 20
-                ),
-            ));
-        }
-        Ok(c)
     }
 }
 

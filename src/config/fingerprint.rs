@@ -1,6 +1,6 @@
 //! `[fingerprint]`: how features and fingerprints are computed, and the hash key.
 
-use super::raw::RawFingerprint;
+use super::section::{section, FINGERPRINTS};
 use super::{in_range, to_usize, ConfigError};
 
 /// The default 128-bit key of the shingle hash, as 32 hex digits: the ASCII
@@ -8,31 +8,39 @@ use super::{in_range, to_usize, ConfigError};
 /// or their fingerprints will not match.
 pub const DEFAULT_HASH_KEY: &str = "62756c6b77617463682d66702d763121";
 
-/// How features and fingerprints are computed. Changing any of these
-/// changes every fingerprint: all hosts of a site must agree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FingerprintConfig {
-    pub shingle_words: usize,
-    /// Key of the fingerprint hashes (k0, k1), little-endian halves of the
-    /// 16 key bytes: tokens are hashed with XXH3 seeded by `k0 ^ mix(k1)`
-    /// (`shingle::token_seed`), MinHash seeds come from both halves.
-    pub hash_key: (u64, u64),
-    /// Keep only shingle hashes that are 0 mod m (1 keeps all).
-    pub sample_modulus: u64,
-    /// Fewer shingles than this: the message takes no part in near matching.
-    pub min_features: usize,
-    pub include_subject: bool,
-}
-
-impl Default for FingerprintConfig {
-    fn default() -> Self {
-        FingerprintConfig {
-            shingle_words: 2,
-            hash_key: parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
-            sample_modulus: 1,
-            min_features: 8,
-            include_subject: false,
-        }
+section! {
+    /// How features and fingerprints are computed. Changing any of these
+    /// changes every fingerprint: all hosts of a site must agree.
+    pub struct FingerprintConfig in RawFingerprint as "fingerprint" {
+        shingle_words: usize = 2,
+            file shingle_words: u32,
+            read |k, v| to_usize(k, v.into(), 1, 8),
+            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            restart FINGERPRINTS;
+        /// Key of the fingerprint hashes (k0, k1), little-endian halves of the
+        /// 16 key bytes: tokens are hashed with XXH3 seeded by `k0 ^ mix(k1)`
+        /// (`shingle::token_seed`), MinHash seeds come from both halves.
+        hash_key: (u64, u64) = parse_hash_key(DEFAULT_HASH_KEY).unwrap_or((0, 0)),
+            file hash_key: String,
+            read |k, v| parse_hash_key(&v)
+                .ok_or_else(|| ConfigError::invalid(k, "must be exactly 32 hex digits")),
+            write |v| Some(format_hash_key(*v)),
+            restart FINGERPRINTS;
+        /// Keep only shingle hashes that are 0 mod m (1 keeps all).
+        sample_modulus: u64 = 1,
+            file sample_modulus: u32,
+            read |k, v| Ok(in_range(k, v, 1, 64)?.into()),
+            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            restart FINGERPRINTS;
+        /// Fewer shingles than this: the message takes no part in near matching.
+        min_features: usize = 8,
+            file min_features: u32,
+            read |k, v| to_usize(k, v.into(), 1, 10_000),
+            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            restart FINGERPRINTS;
+        include_subject: bool = false,
+            file include_subject: bool,
+            restart FINGERPRINTS;
     }
 }
 
@@ -68,39 +76,6 @@ fn parse_hash_key(s: &str) -> Option<(u64, u64)> {
         u64::from_le_bytes(a.try_into().ok()?),
         u64::from_le_bytes(b.try_into().ok()?),
     ))
-}
-
-impl TryFrom<RawFingerprint> for FingerprintConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawFingerprint) -> Result<Self, ConfigError> {
-        let RawFingerprint {
-            shingle_words,
-            hash_key,
-            sample_modulus,
-            min_features,
-            include_subject,
-        } = raw;
-        let mut c = FingerprintConfig::default();
-        if let Some(v) = shingle_words {
-            c.shingle_words = to_usize("fingerprint.shingle_words", v.into(), 1, 8)?;
-        }
-        if let Some(v) = hash_key {
-            c.hash_key = parse_hash_key(&v).ok_or_else(|| {
-                ConfigError::invalid("fingerprint.hash_key", "must be exactly 32 hex digits")
-            })?;
-        }
-        if let Some(v) = sample_modulus {
-            c.sample_modulus = in_range("fingerprint.sample_modulus", v, 1, 64)?.into();
-        }
-        if let Some(v) = min_features {
-            c.min_features = to_usize("fingerprint.min_features", v.into(), 1, 10_000)?;
-        }
-        if let Some(v) = include_subject {
-            c.include_subject = v;
-        }
-        Ok(c)
-    }
 }
 
 #[cfg(test)]

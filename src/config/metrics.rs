@@ -1,64 +1,46 @@
 //! `[metrics]`: the listener of the metrics and /campaigns endpoints.
 
-use super::raw::RawMetrics;
+use super::section::{section, LISTENER};
 use super::ConfigError;
-
-/// Prometheus text metrics and the /campaigns endpoint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricsConfig {
-    /// `None`: no metrics listener.
-    pub listen: Option<String>,
-    /// Bearer token that lets the dashboard allow and forget campaigns
-    /// (`POST /campaigns/ID/allow|forget`); `None`: read-only.
-    pub control_token: Option<String>,
-}
 
 /// Shortest control token accepted (a guessable token would hand the
 /// allow-list to anyone who can reach the listener).
 pub const MIN_TOKEN_LEN: usize = 20;
 
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        MetricsConfig {
-            listen: Some("127.0.0.1:9357".to_owned()),
-            control_token: None,
-        }
-    }
-}
-
-impl TryFrom<RawMetrics> for MetricsConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawMetrics) -> Result<Self, ConfigError> {
-        let RawMetrics {
-            listen,
-            control_token,
-        } = raw;
-        let mut c = MetricsConfig::default();
-        match control_token {
-            Some(t) if t.is_empty() => {}
-            Some(t) if t.len() < MIN_TOKEN_LEN || !t.bytes().all(|b| b.is_ascii_graphic()) => {
-                return Err(ConfigError::invalid(
-                    "metrics.control_token",
+section! {
+    /// Prometheus text metrics and the /campaigns endpoint.
+    pub struct MetricsConfig in RawMetrics as "metrics" {
+        /// `None`: no metrics listener (the empty string in the file).
+        listen: Option<String> = Some("127.0.0.1:9357".to_owned()),
+            file listen: String,
+            read |k, v| if v.is_empty() {
+                Ok(None)
+            } else if v.parse::<std::net::SocketAddr>().is_err() {
+                Err(ConfigError::invalid(
+                    k,
+                    format!("`{v}` is not an address:port (empty string turns metrics off)"),
+                ))
+            } else {
+                Ok(Some(v))
+            },
+            write |v| Some(v.clone().unwrap_or_default()),
+            restart LISTENER;
+        /// Bearer token that lets the dashboard allow and forget campaigns
+        /// (`POST /campaigns/ID/allow|forget`); `None`: read-only (the
+        /// empty string in the file).
+        control_token: Option<String> = None,
+            file control_token: String,
+            read |k, t| if t.is_empty() {
+                Ok(None)
+            } else if t.len() < MIN_TOKEN_LEN || !t.bytes().all(|b| b.is_ascii_graphic()) {
+                Err(ConfigError::invalid(
+                    k,
                     format!("at least {MIN_TOKEN_LEN} printable characters, no spaces (e.g. `bulkwatch keygen`'s hex digits); empty: read-only"),
                 ))
-            }
-            Some(t) => c.control_token = Some(t),
-            None => {}
-        }
-        if let Some(v) = listen {
-            if v.is_empty() {
-                c.listen = None;
-            } else if v.parse::<std::net::SocketAddr>().is_err() {
-                return Err(ConfigError::invalid(
-                    "metrics.listen",
-                    format!("`{v}` is not an address:port (empty string turns metrics off)"),
-                ));
             } else {
-                c.listen = Some(v);
-            }
-        }
-        Ok(c)
+                Ok(Some(t))
+            },
+            write |v| Some(v.clone().unwrap_or_default());
     }
 }
 

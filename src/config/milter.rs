@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::raw::RawMilter;
+use super::section::{section, LISTENER};
 use super::{in_range, to_usize, ConfigError};
 
 /// Where and how the milter listens.
@@ -20,39 +20,69 @@ pub enum FailureAction {
     Tempfail,
 }
 
-/// The milter adapter's settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MilterConfig {
-    pub socket: SocketSpec,
-    pub socket_owner: Option<String>,
-    pub socket_group: Option<String>,
-    pub socket_mode: u32,
-    pub max_message_bytes: usize,
-    pub max_connections: usize,
-    /// A connection that sends no complete milter message for this long is
-    /// closed (Postfix's own timeouts are shorter: `smtpd_timeout` 300 s).
-    pub idle_timeout: Duration,
-    pub engine_timeout: Duration,
-    pub failure_action: FailureAction,
-    pub reject_text: String,
-    pub tempfail_text: String,
-}
-
-impl Default for MilterConfig {
-    fn default() -> Self {
-        MilterConfig {
-            socket: SocketSpec::Inet("127.0.0.1:7357".to_owned()),
-            socket_owner: None,
-            socket_group: None,
-            socket_mode: 0o660,
-            max_message_bytes: 1024 * 1024,
-            max_connections: 256,
-            idle_timeout: Duration::from_secs(330),
-            engine_timeout: Duration::from_millis(2000),
-            failure_action: FailureAction::Accept,
-            reject_text: "Message rejected as bulk mail".to_owned(),
-            tempfail_text: "Message deferred, try again later".to_owned(),
-        }
+section! {
+    /// The milter adapter's settings.
+    pub struct MilterConfig in RawMilter as "milter" {
+        socket: SocketSpec = SocketSpec::Inet("127.0.0.1:7357".to_owned()),
+            file socket: String,
+            read |k, v| parse_socket(k, &v),
+            write |s| Some(match s {
+                SocketSpec::Inet(a) => format!("inet:{a}"),
+                SocketSpec::Unix(p) => format!("unix:{}", p.display()),
+            }),
+            restart LISTENER;
+        socket_owner: Option<String> = None,
+            file socket_owner: String, read |_, v| Ok(Some(v)), write |v| v.clone(),
+            restart LISTENER;
+        socket_group: Option<String> = None,
+            file socket_group: String, read |_, v| Ok(Some(v)), write |v| v.clone(),
+            restart LISTENER;
+        socket_mode: u32 = 0o660,
+            file socket_mode: String,
+            read |k, v| u32::from_str_radix(v.trim_start_matches("0o"), 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .ok_or_else(|| ConfigError::invalid(k, "must be an octal mode such as \"0660\"")),
+            write |m| Some(format!("{m:04o}")),
+            restart LISTENER;
+        max_message_bytes: usize = 1024 * 1024,
+            file max_message_bytes: u64,
+            read |k, v| to_usize(k, v, 1024, 1 << 30),
+            write |v| Some(*v as u64);
+        max_connections: usize = 256,
+            file max_connections: u64,
+            read |k, v| to_usize(k, v, 1, 100_000),
+            write |v| Some(*v as u64),
+            restart LISTENER;
+        /// A connection that sends no complete milter message for this long is
+        /// closed (Postfix's own timeouts are shorter: `smtpd_timeout` 300 s).
+        idle_timeout: Duration = Duration::from_secs(330),
+            file idle_timeout_secs: u64,
+            read |k, v| Ok(Duration::from_secs(in_range(k, v, 10, 7210)?)),
+            write |d| Some(d.as_secs()),
+            restart LISTENER;
+        engine_timeout: Duration = Duration::from_millis(2000),
+            file engine_timeout_ms: u64,
+            read |k, v| Ok(Duration::from_millis(in_range(k, v, 1, 600_000)?)),
+            write |d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        failure_action: FailureAction = FailureAction::Accept,
+            file failure_action: String,
+            read |k, v| match v.as_str() {
+                "accept" => Ok(FailureAction::Accept),
+                "tempfail" => Ok(FailureAction::Tempfail),
+                other => Err(ConfigError::invalid(
+                    k,
+                    format!("`{other}` is not accept or tempfail"),
+                )),
+            },
+            write |a| Some(match a {
+                FailureAction::Accept => "accept",
+                FailureAction::Tempfail => "tempfail",
+            }.to_owned());
+        reject_text: String = "Message rejected as bulk mail".to_owned(),
+            file reject_text: String, read reply_text;
+        tempfail_text: String = "Message deferred, try again later".to_owned(),
+            file tempfail_text: String, read reply_text;
     }
 }
 
@@ -88,76 +118,6 @@ pub fn parse_socket(key: &str, s: &str) -> Result<SocketSpec, ConfigError> {
         key,
         format!("`{s}` must start with inet: or unix:"),
     ))
-}
-
-impl TryFrom<RawMilter> for MilterConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawMilter) -> Result<Self, ConfigError> {
-        let RawMilter {
-            socket,
-            socket_owner,
-            socket_group,
-            socket_mode,
-            max_message_bytes,
-            max_connections,
-            idle_timeout_secs,
-            engine_timeout_ms,
-            failure_action,
-            reject_text,
-            tempfail_text,
-        } = raw;
-        let mut c = MilterConfig::default();
-        if let Some(v) = socket {
-            c.socket = parse_socket("milter.socket", &v)?;
-        }
-        c.socket_owner = socket_owner.or(c.socket_owner.take());
-        c.socket_group = socket_group.or(c.socket_group.take());
-        if let Some(v) = socket_mode {
-            c.socket_mode = u32::from_str_radix(v.trim_start_matches("0o"), 8)
-                .ok()
-                .filter(|m| *m <= 0o777)
-                .ok_or_else(|| {
-                    ConfigError::invalid(
-                        "milter.socket_mode",
-                        "must be an octal mode such as \"0660\"",
-                    )
-                })?;
-        }
-        if let Some(v) = max_message_bytes {
-            c.max_message_bytes = to_usize("milter.max_message_bytes", v, 1024, 1 << 30)?;
-        }
-        if let Some(v) = max_connections {
-            c.max_connections = to_usize("milter.max_connections", v, 1, 100_000)?;
-        }
-        if let Some(v) = idle_timeout_secs {
-            c.idle_timeout =
-                Duration::from_secs(in_range("milter.idle_timeout_secs", v, 10, 7210)?);
-        }
-        if let Some(v) = engine_timeout_ms {
-            c.engine_timeout =
-                Duration::from_millis(in_range("milter.engine_timeout_ms", v, 1, 600_000)?);
-        }
-        if let Some(v) = failure_action {
-            c.failure_action = match v.as_str() {
-                "accept" => FailureAction::Accept,
-                "tempfail" => FailureAction::Tempfail,
-                other => {
-                    return Err(ConfigError::invalid(
-                        "milter.failure_action",
-                        format!("`{other}` is not accept or tempfail"),
-                    ))
-                }
-            };
-        }
-        if let Some(v) = reject_text {
-            c.reject_text = reply_text("milter.reject_text", v)?;
-        }
-        if let Some(v) = tempfail_text {
-            c.tempfail_text = reply_text("milter.tempfail_text", v)?;
-        }
-        Ok(c)
-    }
 }
 
 /// SMTP reply text: printable ASCII, no CR/LF, bounded.

@@ -5,12 +5,16 @@
 //! [`Config::from_raw`] turns it into the validated form one section at a
 //! time: each section's `TryFrom<RawXxx>` fills in that section's defaults,
 //! checks its ranges and the rules between its own keys, and names the
-//! offending key path in every error. No rule spans two sections. The
-//! defaults live in one place, each section's `Default` impl;
-//! `config/bulkwatch.toml` shows the same values and a test keeps the two
-//! equal. Each `[section]` has a module of the same name holding its
-//! validated struct, defaults, rules and their tests (`[store.redis]` sits
-//! in `store`); the types are re-exported here.
+//! offending key path in every error. No rule spans two sections.
+//!
+//! Each key is declared once, in its section's `section!` list (`config/section.rs`): field,
+//! type, default, file name and type, how it is read and written back, and
+//! whether a new value waits for a restart. The file form, the defaults,
+//! the reading, `check-config`'s printing and the reload's split are
+//! generated from that list. `config/bulkwatch.toml` shows every key with
+//! its default, and tests keep the two equal. Each `[section]` has a module
+//! of the same name (`[store.redis]` sits in `store`); the types are
+//! re-exported here.
 //!
 //! This module reads files only in [`Config::load`]; everything else is pure.
 
@@ -28,6 +32,7 @@ mod policy;
 mod print;
 pub mod raw;
 mod scan;
+mod section;
 mod state;
 mod store;
 mod thresholds;
@@ -45,6 +50,7 @@ pub use milter::{parse_socket, FailureAction, MilterConfig, SocketSpec};
 pub use normalize::NormalizeConfig;
 pub use policy::{Action, PolicyConfig};
 pub use scan::ScanConfig;
+pub use section::Restart;
 pub use state::StateConfig;
 pub use store::{RedisConfig, RedisLayout, StoreBackend, StoreConfig};
 pub use thresholds::Thresholds;
@@ -160,11 +166,11 @@ impl Config {
         // written: the first bad section is the one reported.
         Ok(Config {
             scan: raw.scan.unwrap_or_default().try_into()?,
-            normalize: raw.normalize.unwrap_or_default().into(),
+            normalize: raw.normalize.unwrap_or_default().try_into()?,
             fingerprint: raw.fingerprint.unwrap_or_default().try_into()?,
             window: raw.window.unwrap_or_default().try_into()?,
             exact: raw.exact.unwrap_or_default().try_into()?,
-            campaign: raw.campaign.unwrap_or_default().into(),
+            campaign: raw.campaign.unwrap_or_default().try_into()?,
             thresholds: raw.thresholds.unwrap_or_default().try_into()?,
             allow: raw.allow.unwrap_or_default().try_into()?,
             milter: raw.milter.unwrap_or_default().try_into()?,
@@ -179,67 +185,72 @@ impl Config {
     /// A reload, in one place: the configuration in force after `new`
     /// (just loaded) replaces `self` (running), and the keys whose new
     /// values wait for a restart ([`Config::restart_needed`]). Each of those
-    /// keeps its running value; every other key takes the new one.
-    pub fn reloaded(&self, new: &Config) -> (Config, Vec<&'static str>) {
+    /// keeps its running value; every other key takes the new one. Which
+    /// keys wait is declared with each key (`restart` in its section).
+    pub fn reloaded(&self, new: &Config) -> (Config, Vec<Restart>) {
         let mut merged = new.clone();
-        // Read at start only: the listeners, the state directory, Redis.
-        merged.milter.socket = self.milter.socket.clone();
-        merged.milter.socket_owner = self.milter.socket_owner.clone();
-        merged.milter.socket_group = self.milter.socket_group.clone();
-        merged.milter.socket_mode = self.milter.socket_mode;
-        merged.milter.max_connections = self.milter.max_connections;
-        merged.milter.idle_timeout = self.milter.idle_timeout;
-        merged.metrics.listen = self.metrics.listen.clone();
-        merged.state.state_dir = self.state.state_dir.clone();
-        merged.store = self.store.clone();
-        // What the window's fingerprints and sizes were made with.
-        merged.fingerprint = self.fingerprint.clone();
-        merged.normalize = self.normalize.clone();
-        merged.scan = self.scan.clone();
-        merged.window = self.window.clone();
-        merged.exact = self.exact.clone();
+        merged.scan.keep_running(&self.scan);
+        merged.normalize.keep_running(&self.normalize);
+        merged.fingerprint.keep_running(&self.fingerprint);
+        merged.window.keep_running(&self.window);
+        merged.exact.keep_running(&self.exact);
+        merged.campaign.keep_running(&self.campaign);
+        merged.thresholds.keep_running(&self.thresholds);
+        merged.allow.keep_running(&self.allow);
+        merged.milter.keep_running(&self.milter);
+        merged.policy.keep_running(&self.policy);
+        merged.state.keep_running(&self.state);
+        merged.metrics.keep_running(&self.metrics);
+        merged.alerts.keep_running(&self.alerts);
+        merged.store.keep_running(&self.store);
         (merged, self.restart_needed(new))
     }
 
-    /// Keys whose change needs a restart, named by their paths, comparing
-    /// `self` (running) with `new` (just loaded). [`Config::reloaded`]
-    /// keeps exactly these.
-    pub fn restart_needed(&self, new: &Config) -> Vec<&'static str> {
-        let mut keys = Vec::new();
-        if self.milter.socket != new.milter.socket {
-            keys.push("milter.socket");
-        }
-        if self.milter.socket_owner != new.milter.socket_owner
-            || self.milter.socket_group != new.milter.socket_group
-            || self.milter.socket_mode != new.milter.socket_mode
-        {
-            keys.push("milter.socket_owner/group/mode");
-        }
-        if self.milter.max_connections != new.milter.max_connections {
-            keys.push("milter.max_connections");
-        }
-        if self.milter.idle_timeout != new.milter.idle_timeout {
-            keys.push("milter.idle_timeout_secs");
-        }
-        if self.metrics.listen != new.metrics.listen {
-            keys.push("metrics.listen");
-        }
-        if self.state.state_dir != new.state.state_dir {
-            keys.push("state.state_dir");
-        }
-        if self.store != new.store {
-            keys.push("store");
-        }
-        if self.fingerprint != new.fingerprint
-            || self.normalize != new.normalize
-            || self.scan != new.scan
-        {
-            keys.push("fingerprint/normalize/scan (fingerprints would no longer match the window)");
-        }
-        if self.window != new.window || self.exact != new.exact {
-            keys.push("window/exact (sizes of the in-memory state)");
-        }
-        keys
+    /// Every key of the file, as dotted paths, in file order.
+    pub fn keys() -> impl Iterator<Item = &'static str> {
+        [
+            ScanConfig::KEYS,
+            NormalizeConfig::KEYS,
+            FingerprintConfig::KEYS,
+            WindowConfig::KEYS,
+            ExactConfig::KEYS,
+            CampaignConfig::KEYS,
+            Thresholds::KEYS,
+            AllowConfig::KEYS,
+            MilterConfig::KEYS,
+            PolicyConfig::KEYS,
+            StateConfig::KEYS,
+            MetricsConfig::KEYS,
+            AlertsConfig::KEYS,
+            StoreConfig::KEYS,
+            RedisConfig::KEYS,
+        ]
+        .into_iter()
+        .flatten()
+        .copied()
+    }
+
+    /// Keys whose change needs a restart, comparing `self` (running) with
+    /// `new` (just loaded), in file order. [`Config::reloaded`] keeps
+    /// exactly these.
+    pub fn restart_needed(&self, new: &Config) -> Vec<Restart> {
+        [
+            self.scan.restart_needed(&new.scan),
+            self.normalize.restart_needed(&new.normalize),
+            self.fingerprint.restart_needed(&new.fingerprint),
+            self.window.restart_needed(&new.window),
+            self.exact.restart_needed(&new.exact),
+            self.campaign.restart_needed(&new.campaign),
+            self.thresholds.restart_needed(&new.thresholds),
+            self.allow.restart_needed(&new.allow),
+            self.milter.restart_needed(&new.milter),
+            self.policy.restart_needed(&new.policy),
+            self.state.restart_needed(&new.state),
+            self.metrics.restart_needed(&new.metrics),
+            self.alerts.restart_needed(&new.alerts),
+            self.store.restart_needed(&new.store),
+        ]
+        .concat()
     }
 }
 
@@ -275,15 +286,16 @@ mod tests {
         assert_eq!(merged.state.state_dir, running.state.state_dir);
         assert_eq!(merged.scan, running.scan);
         assert_eq!(merged.window, running.window);
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
         assert_eq!(
             keys,
             vec![
-                "milter.socket",
-                "milter.max_connections",
-                "metrics.listen",
-                "state.state_dir",
-                "fingerprint/normalize/scan (fingerprints would no longer match the window)",
-                "window/exact (sizes of the in-memory state)",
+                "scan.max_parse_bytes (fingerprints would no longer match the window)",
+                "window.max_entries (sizes of the in-memory state)",
+                "milter.socket (listeners are opened at start)",
+                "milter.max_connections (listeners are opened at start)",
+                "state.state_dir (the state directory is locked and read at start)",
+                "metrics.listen (listeners are opened at start)",
             ]
         );
         // Reloading what runs changes nothing.
@@ -347,5 +359,30 @@ mod shipped_file {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bulkwatch.toml");
         let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cfg, Config::default());
+    }
+
+    /// ... and shows every key, set or commented out (`# key =`), in its
+    /// section (`[store.redis]` is a key of `[store]`).
+    #[test]
+    fn shipped_config_shows_every_key() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bulkwatch.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut section = String::new();
+        let mut shown = std::collections::HashSet::new();
+        for line in text.lines() {
+            let line = line.trim_start_matches('#').trim();
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = name.to_owned();
+                shown.insert(section.clone());
+            } else if let Some((key, _)) = line.split_once('=') {
+                shown.insert(format!("{section}.{}", key.trim()));
+            }
+        }
+        let missing: Vec<&str> = Config::keys().filter(|k| !shown.contains(*k)).collect();
+        assert!(
+            missing.is_empty(),
+            "not in config/bulkwatch.toml: {missing:?}"
+        );
+        assert!(Config::keys().count() > 60);
     }
 }

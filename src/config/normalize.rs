@@ -1,71 +1,22 @@
 //! `[normalize]`: which normalization steps run; switches only, nothing to refuse.
 
-use super::raw::RawNormalize;
+use super::section::{section, FINGERPRINTS};
 
-/// Which normalization steps run (each one can be switched off).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NormalizeConfig {
-    pub nfkc: bool,
-    pub case_fold: bool,
-    pub strip_markup: bool,
-    pub urls_to_host: bool,
-    pub fold_digits: bool,
-    pub drop_random_tokens: bool,
-    pub strip_greetings: bool,
-    pub strip_recipient: bool,
-    pub strip_quotes: bool,
-    pub strip_signatures: bool,
-    pub stop_words: bool,
-}
-
-impl Default for NormalizeConfig {
-    fn default() -> Self {
-        NormalizeConfig {
-            nfkc: true,
-            case_fold: true,
-            strip_markup: true,
-            urls_to_host: true,
-            fold_digits: true,
-            drop_random_tokens: true,
-            strip_greetings: true,
-            strip_recipient: true,
-            strip_quotes: true,
-            strip_signatures: true,
-            stop_words: false,
-        }
-    }
-}
-
-/// Every step is a switch with no range to check, so this cannot fail.
-impl From<RawNormalize> for NormalizeConfig {
-    fn from(raw: RawNormalize) -> Self {
-        let RawNormalize {
-            nfkc,
-            case_fold,
-            strip_markup,
-            urls_to_host,
-            fold_digits,
-            drop_random_tokens,
-            strip_greetings,
-            strip_recipient,
-            strip_quotes,
-            strip_signatures,
-            stop_words,
-        } = raw;
-        let d = NormalizeConfig::default();
-        NormalizeConfig {
-            nfkc: nfkc.unwrap_or(d.nfkc),
-            case_fold: case_fold.unwrap_or(d.case_fold),
-            strip_markup: strip_markup.unwrap_or(d.strip_markup),
-            urls_to_host: urls_to_host.unwrap_or(d.urls_to_host),
-            fold_digits: fold_digits.unwrap_or(d.fold_digits),
-            drop_random_tokens: drop_random_tokens.unwrap_or(d.drop_random_tokens),
-            strip_greetings: strip_greetings.unwrap_or(d.strip_greetings),
-            strip_recipient: strip_recipient.unwrap_or(d.strip_recipient),
-            strip_quotes: strip_quotes.unwrap_or(d.strip_quotes),
-            strip_signatures: strip_signatures.unwrap_or(d.strip_signatures),
-            stop_words: stop_words.unwrap_or(d.stop_words),
-        }
+section! {
+    /// Which normalization steps run (each one can be switched off).
+    #[derive(Eq)]
+    pub struct NormalizeConfig in RawNormalize as "normalize" {
+        nfkc: bool = true, file nfkc: bool, restart FINGERPRINTS;
+        case_fold: bool = true, file case_fold: bool, restart FINGERPRINTS;
+        strip_markup: bool = true, file strip_markup: bool, restart FINGERPRINTS;
+        urls_to_host: bool = true, file urls_to_host: bool, restart FINGERPRINTS;
+        fold_digits: bool = true, file fold_digits: bool, restart FINGERPRINTS;
+        drop_random_tokens: bool = true, file drop_random_tokens: bool, restart FINGERPRINTS;
+        strip_greetings: bool = true, file strip_greetings: bool, restart FINGERPRINTS;
+        strip_recipient: bool = true, file strip_recipient: bool, restart FINGERPRINTS;
+        strip_quotes: bool = true, file strip_quotes: bool, restart FINGERPRINTS;
+        strip_signatures: bool = true, file strip_signatures: bool, restart FINGERPRINTS;
+        stop_words: bool = false, file stop_words: bool, restart FINGERPRINTS;
     }
 }
 
@@ -76,7 +27,7 @@ mod tests {
     #[test]
     fn empty_section_gives_defaults() {
         assert_eq!(
-            NormalizeConfig::from(RawNormalize::default()),
+            NormalizeConfig::try_from(RawNormalize::default()).unwrap(),
             NormalizeConfig::default()
         );
     }
@@ -99,7 +50,7 @@ mod tests {
             stop_words: Some(!d.stop_words),
         };
         assert_eq!(
-            NormalizeConfig::from(raw),
+            NormalizeConfig::try_from(raw).unwrap(),
             NormalizeConfig {
                 nfkc: !d.nfkc,
                 case_fold: !d.case_fold,

@@ -1,6 +1,6 @@
 //! `[policy]`: the action taken for each verdict level.
 
-use super::raw::RawPolicy;
+use super::section::section;
 use super::ConfigError;
 
 /// What the milter does for a verdict level.
@@ -67,77 +67,48 @@ impl Action {
     }
 }
 
-/// Action per verdict level.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PolicyConfig {
-    /// Clean mail: `None` (no header, the default) or `Tag` (an
-    /// `X-Bulkwatch: clean` header, for downstream filters).
-    pub clean: Action,
-    pub suspect: Action,
-    pub bulk: Action,
-    /// Mailing-list mail (`Verdict::list`) at suspect or bulk gets the
-    /// milder of this and its level's action: none, tag (the default) or
-    /// quarantine, never refused or dropped.
-    pub list: Action,
-}
-
-impl Default for PolicyConfig {
-    fn default() -> Self {
-        PolicyConfig {
-            clean: Action::None,
-            suspect: Action::Tag,
-            bulk: Action::Tag,
-            list: Action::Tag,
-        }
-    }
-}
-
-impl TryFrom<RawPolicy> for PolicyConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawPolicy) -> Result<Self, ConfigError> {
-        let RawPolicy {
-            clean,
-            suspect,
-            bulk,
-            list,
-        } = raw;
-        let mut c = PolicyConfig::default();
-        if let Some(v) = clean {
-            c.clean = match Action::parse("policy.clean", &v)? {
-                a @ (Action::None | Action::Tag) => a,
-                _ => {
-                    return Err(ConfigError::invalid(
-                        "policy.clean",
-                        format!("`{v}` is not one of none, tag (clean mail is always delivered)"),
-                    ))
-                }
-            };
-        }
-        if let Some(v) = suspect {
-            c.suspect = Action::parse("policy.suspect", &v)?;
-        }
-        if let Some(v) = bulk {
-            c.bulk = Action::parse("policy.bulk", &v)?;
-        }
-        if let Some(v) = list {
-            // A list that gets a refusal counts a bounce against the
-            // subscriber and unsubscribes them after a few; a discard
-            // loses the post unseen. Anyone can write list headers, so
-            // the class must not be a way to hurt real lists either.
-            c.list = match Action::parse("policy.list", &v)? {
-                a @ (Action::None | Action::Tag | Action::Quarantine) => a,
-                _ => {
-                    return Err(ConfigError::invalid(
-                        "policy.list",
-                        format!(
-                            "`{v}` is not one of none, tag, quarantine (list mail is never refused or dropped)"
-                        ),
-                    ))
-                }
-            };
-        }
-        Ok(c)
+section! {
+    /// Action per verdict level.
+    pub struct PolicyConfig in RawPolicy as "policy" {
+        /// Clean mail: `None` (no header, the default) or `Tag` (an
+        /// `X-Bulkwatch: clean` header, for downstream filters).
+        clean: Action = Action::None,
+            file clean: String,
+            read |k, v| match Action::parse(k, &v)? {
+                a @ (Action::None | Action::Tag) => Ok(a),
+                _ => Err(ConfigError::invalid(
+                    k,
+                    format!("`{v}` is not one of none, tag (clean mail is always delivered)"),
+                )),
+            },
+            write |a| Some(a.as_str().to_owned());
+        suspect: Action = Action::Tag,
+            file suspect: String,
+            read |k, v| Action::parse(k, &v),
+            write |a| Some(a.as_str().to_owned());
+        bulk: Action = Action::Tag,
+            file bulk: String,
+            read |k, v| Action::parse(k, &v),
+            write |a| Some(a.as_str().to_owned());
+        /// Mailing-list mail (`Verdict::list`) at suspect or bulk gets the
+        /// milder of this and its level's action: none, tag (the default) or
+        /// quarantine, never refused or dropped. A list that gets a refusal
+        /// counts a bounce against the subscriber and unsubscribes them
+        /// after a few; a discard loses the post unseen. Anyone can write
+        /// list headers, so the class must not be a way to hurt real lists
+        /// either.
+        list: Action = Action::Tag,
+            file list: String,
+            read |k, v| match Action::parse(k, &v)? {
+                a @ (Action::None | Action::Tag | Action::Quarantine) => Ok(a),
+                _ => Err(ConfigError::invalid(
+                    k,
+                    format!(
+                        "`{v}` is not one of none, tag, quarantine (list mail is never refused or dropped)"
+                    ),
+                )),
+            },
+            write |a| Some(a.as_str().to_owned());
     }
 }
 

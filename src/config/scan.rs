@@ -1,42 +1,24 @@
 //! `[scan]`: how much of a message the engine looks at.
 
-use super::raw::RawScan;
-use super::{to_usize, ConfigError};
+use super::section::{section, FINGERPRINTS};
+use super::to_usize;
 
-/// Bounds on how much of a message the engine looks at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanConfig {
-    /// Decoded text kept for fingerprinting, in bytes; the rest is ignored.
-    pub max_scan_bytes: usize,
-    /// Raw message bytes handed to the MIME parser; a longer message is cut.
-    pub max_parse_bytes: usize,
-}
-
-impl Default for ScanConfig {
-    fn default() -> Self {
-        ScanConfig {
-            max_scan_bytes: 256 * 1024,
-            max_parse_bytes: 8 * 1024 * 1024,
-        }
-    }
-}
-
-impl TryFrom<RawScan> for ScanConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawScan) -> Result<Self, ConfigError> {
-        let RawScan {
-            max_scan_bytes,
-            max_parse_bytes,
-        } = raw;
-        let mut c = ScanConfig::default();
-        if let Some(v) = max_scan_bytes {
-            c.max_scan_bytes = to_usize("scan.max_scan_bytes", v, 1024, 64 << 20)?;
-        }
-        if let Some(v) = max_parse_bytes {
-            c.max_parse_bytes = to_usize("scan.max_parse_bytes", v, 1024, 1 << 30)?;
-        }
-        Ok(c)
+section! {
+    /// Bounds on how much of a message the engine looks at.
+    #[derive(Eq)]
+    pub struct ScanConfig in RawScan as "scan" {
+        /// Decoded text kept for fingerprinting, in bytes; the rest is ignored.
+        max_scan_bytes: usize = 256 * 1024,
+            file max_scan_bytes: u64,
+            read |k, v| to_usize(k, v, 1024, 64 << 20),
+            write |v| Some(*v as u64),
+            restart FINGERPRINTS;
+        /// Raw message bytes handed to the MIME parser; a longer message is cut.
+        max_parse_bytes: usize = 8 * 1024 * 1024,
+            file max_parse_bytes: u64,
+            read |k, v| to_usize(k, v, 1024, 1 << 30),
+            write |v| Some(*v as u64),
+            restart FINGERPRINTS;
     }
 }
 

@@ -3,45 +3,25 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::raw::RawState;
+use super::section::section;
 use super::{in_range, ConfigError};
 
-/// Persistence of the in-memory state.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StateConfig {
-    pub state_dir: PathBuf,
-    pub snapshot_interval: Duration,
-}
-
-impl Default for StateConfig {
-    fn default() -> Self {
-        StateConfig {
-            state_dir: PathBuf::from("state"),
-            snapshot_interval: Duration::from_secs(300),
-        }
-    }
-}
-
-impl TryFrom<RawState> for StateConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawState) -> Result<Self, ConfigError> {
-        let RawState {
-            state_dir,
-            snapshot_interval_secs,
-        } = raw;
-        let mut c = StateConfig::default();
-        if let Some(v) = state_dir {
-            if v.is_empty() {
-                return Err(ConfigError::invalid("state.state_dir", "must not be empty"));
-            }
-            c.state_dir = PathBuf::from(v);
-        }
-        if let Some(v) = snapshot_interval_secs {
-            c.snapshot_interval =
-                Duration::from_secs(in_range("state.snapshot_interval_secs", v, 1, 86400)?);
-        }
-        Ok(c)
+section! {
+    /// Persistence of the in-memory state.
+    pub struct StateConfig in RawState as "state" {
+        state_dir: PathBuf = PathBuf::from("state"),
+            file state_dir: String,
+            read |k, v| if v.is_empty() {
+                Err(ConfigError::invalid(k, "must not be empty"))
+            } else {
+                Ok(PathBuf::from(v))
+            },
+            write |p| Some(p.display().to_string()),
+            restart "the state directory is locked and read at start";
+        snapshot_interval: Duration = Duration::from_secs(300),
+            file snapshot_interval_secs: u64,
+            read |k, v| Ok(Duration::from_secs(in_range(k, v, 1, 86400)?)),
+            write |d| Some(d.as_secs());
     }
 }
 

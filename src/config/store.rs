@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::raw::{RawRedis, RawStore};
+use super::section::section;
 use super::{in_range, to_usize, ConfigError};
 
 /// Which store holds the shared state.
@@ -26,150 +26,105 @@ pub enum RedisLayout {
     Log,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoreConfig {
-    pub backend: StoreBackend,
-    pub redis: RedisConfig,
-}
+/// Why a store key waits for a restart.
+const STORE: &str = "the store is connected at start";
 
-/// `[store.redis]`: where the shared state lives and how long to wait for it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RedisConfig {
-    /// `redis://host:port/db` of one server, or seed nodes of a cluster.
-    pub urls: Vec<String>,
-    pub cluster: bool,
-    /// Prefix of every key (several sites or tests can share one Redis).
-    pub key_prefix: String,
-    /// Connect, read and write timeout; beyond it the message is judged
-    /// from the local window.
-    pub timeout: Duration,
-    /// Connections kept open (one per message in flight); with the log
-    /// layout also the most round trips out at once.
-    pub pool_size: usize,
-    /// After a failure, how long messages are judged locally before Redis
-    /// is tried again.
-    pub retry_interval: Duration,
-    pub layout: RedisLayout,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            backend: StoreBackend::Memory,
-            redis: RedisConfig::default(),
-        }
+section! {
+    /// Which store holds the shared state, and how Redis is reached.
+    pub struct StoreConfig in RawStore as "store" {
+        backend: StoreBackend = StoreBackend::Memory,
+            file backend: String,
+            read |k, v| match v.as_str() {
+                "memory" => Ok(StoreBackend::Memory),
+                "redis" => Ok(StoreBackend::Redis),
+                other => Err(ConfigError::invalid(k, format!("`{other}` is not memory or redis"))),
+            },
+            write |b| Some(match b {
+                StoreBackend::Memory => "memory",
+                StoreBackend::Redis => "redis",
+            }.to_owned()),
+            restart STORE;
+        redis: RedisConfig = RedisConfig::default(),
+            file redis: RawRedis,
+            read |_, v| RedisConfig::try_from(v),
+            write |r| Some(RawRedis::from(r)),
+            restart STORE;
     }
 }
 
-impl Default for RedisConfig {
-    fn default() -> Self {
-        RedisConfig {
-            urls: vec!["redis://127.0.0.1:6379/0".to_owned()],
-            cluster: false,
-            key_prefix: "bulkwatch".to_owned(),
-            timeout: Duration::from_millis(50),
-            pool_size: 8,
-            retry_interval: Duration::from_secs(5),
-            layout: RedisLayout::Script,
-        }
-    }
-}
-
-impl TryFrom<RawStore> for StoreConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawStore) -> Result<Self, ConfigError> {
-        let RawStore { backend, redis } = raw;
-        let mut c = StoreConfig::default();
-        if let Some(v) = backend {
-            c.backend = match v.as_str() {
-                "memory" => StoreBackend::Memory,
-                "redis" => StoreBackend::Redis,
-                other => {
-                    return Err(ConfigError::invalid(
-                        "store.backend",
-                        format!("`{other}` is not memory or redis"),
-                    ))
+section! {
+    /// `[store.redis]`: where the shared state lives and how long to wait for it.
+    pub struct RedisConfig in RawRedis as "store.redis" {
+        /// `redis://host:port/db` of one server, or seed nodes of a cluster.
+        urls: Vec<String> = vec!["redis://127.0.0.1:6379/0".to_owned()],
+            file urls: Vec<String>,
+            read |k, v| {
+                if v.is_empty() {
+                    return Err(ConfigError::invalid(k, "needs at least one redis:// address"));
                 }
-            };
-        }
-        if let Some(r) = redis {
-            c.redis = r.try_into()?;
-        }
-        Ok(c)
-    }
-}
-
-impl TryFrom<RawRedis> for RedisConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawRedis) -> Result<Self, ConfigError> {
-        let RawRedis {
-            urls,
-            cluster,
-            key_prefix,
-            timeout_ms,
-            pool_size,
-            retry_secs,
-            layout,
-        } = raw;
-        let mut c = RedisConfig::default();
-        if let Some(v) = urls {
-            if v.is_empty() {
-                return Err(ConfigError::invalid(
-                    "store.redis.urls",
-                    "needs at least one redis:// address",
-                ));
-            }
-            for u in &v {
-                if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
+                for u in &v {
+                    if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
+                        return Err(ConfigError::invalid(
+                            k,
+                            format!("`{u}` is not a redis:// or redis+unix:// address"),
+                        ));
+                    }
+                }
+                Ok(v)
+            },
+            restart STORE;
+        cluster: bool = false, file cluster: bool, restart STORE;
+        /// Prefix of every key (several sites or tests can share one Redis).
+        key_prefix: String = "bulkwatch".to_owned(),
+            file key_prefix: String,
+            read |k, v| {
+                if v.is_empty()
+                    || v.len() > 64
+                    || !v
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+                {
                     return Err(ConfigError::invalid(
-                        "store.redis.urls",
-                        format!("`{u}` is not a redis:// or redis+unix:// address"),
+                        k,
+                        "must be 1 to 64 characters of letters, digits, - _ . :",
                     ));
                 }
-            }
-            c.urls = v;
-        }
-        if let Some(v) = cluster {
-            c.cluster = v;
-        }
-        if let Some(v) = key_prefix {
-            if v.is_empty()
-                || v.len() > 64
-                || !v
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            {
-                return Err(ConfigError::invalid(
-                    "store.redis.key_prefix",
-                    "must be 1 to 64 characters of letters, digits, - _ . :",
-                ));
-            }
-            c.key_prefix = v;
-        }
-        if let Some(v) = timeout_ms {
-            c.timeout = Duration::from_millis(in_range("store.redis.timeout_ms", v, 1, 60_000)?);
-        }
-        if let Some(v) = pool_size {
-            c.pool_size = to_usize("store.redis.pool_size", v, 1, 1024)?;
-        }
-        if let Some(v) = retry_secs {
-            c.retry_interval = Duration::from_secs(in_range("store.redis.retry_secs", v, 1, 3600)?);
-        }
-        if let Some(v) = layout {
-            c.layout = match v.as_str() {
-                "script" => RedisLayout::Script,
-                "log" => RedisLayout::Log,
-                other => {
-                    return Err(ConfigError::invalid(
-                        "store.redis.layout",
-                        format!("`{other}` is not script or log"),
-                    ))
-                }
-            };
-        }
-        Ok(c)
+                Ok(v)
+            },
+            restart STORE;
+        /// Connect, read and write timeout; beyond it the message is judged
+        /// from the local window.
+        timeout: Duration = Duration::from_millis(50),
+            file timeout_ms: u64,
+            read |k, v| Ok(Duration::from_millis(in_range(k, v, 1, 60_000)?)),
+            write |d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            restart STORE;
+        /// Connections kept open (one per message in flight); with the log
+        /// layout also the most round trips out at once.
+        pool_size: usize = 8,
+            file pool_size: u64,
+            read |k, v| to_usize(k, v, 1, 1024),
+            write |v| Some(*v as u64),
+            restart STORE;
+        /// After a failure, how long messages are judged locally before Redis
+        /// is tried again.
+        retry_interval: Duration = Duration::from_secs(5),
+            file retry_secs: u64,
+            read |k, v| Ok(Duration::from_secs(in_range(k, v, 1, 3600)?)),
+            write |d| Some(d.as_secs()),
+            restart STORE;
+        layout: RedisLayout = RedisLayout::Script,
+            file layout: String,
+            read |k, v| match v.as_str() {
+                "script" => Ok(RedisLayout::Script),
+                "log" => Ok(RedisLayout::Log),
+                other => Err(ConfigError::invalid(k, format!("`{other}` is not script or log"))),
+            },
+            write |l| Some(match l {
+                RedisLayout::Script => "script",
+                RedisLayout::Log => "log",
+            }.to_owned()),
+            restart STORE;
     }
 }
 

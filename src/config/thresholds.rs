@@ -1,75 +1,36 @@
 //! `[thresholds]`: when a campaign is suspect or bulk, and how matches are weighed.
 
-use super::raw::RawThresholds;
+use super::section::section;
 use super::{in_range, ConfigError};
 
-/// When a campaign is suspect or bulk.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Thresholds {
-    /// Weighted recipients at which a campaign is bulk.
-    pub bulk_threshold: f64,
-    /// Weighted recipients at which a campaign is suspect.
-    pub suspect_threshold: f64,
-    /// Near matches at this distance or less count in full.
-    pub strong_distance: u32,
-    /// Matches whose sketch differs in at most this many values count in full.
-    pub strong_sketch_diff: u32,
-    /// Weight of a near match farther than `strong_distance`.
-    pub weak_match_weight: f64,
-    /// A message alone in its campaign (it matched nothing in the window)
-    /// is judged by its own recipients only when they exceed this number;
-    /// otherwise it is clean. One transaction to a few dozen local
-    /// subscribers is no evidence of a campaign; 5,000 RCPT TO are. 0
-    /// judges every message by its recipients (the rule until 2026-11-26).
-    pub single_transaction_recipients: u32,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            bulk_threshold: 20.0,
-            suspect_threshold: 5.0,
-            strong_distance: 2,
-            strong_sketch_diff: 5,
-            weak_match_weight: 0.5,
-            single_transaction_recipients: 100,
-        }
+section! {
+    /// When a campaign is suspect or bulk.
+    pub struct Thresholds in RawThresholds as "thresholds" {
+        /// Weighted recipients at which a campaign is bulk.
+        bulk_threshold: f64 = 20.0,
+            file bulk_threshold: f64, read |k, v| in_range(k, v, 1.0, 1e9);
+        /// Weighted recipients at which a campaign is suspect.
+        suspect_threshold: f64 = 5.0,
+            file suspect_threshold: f64, read |k, v| in_range(k, v, 1.0, 1e9);
+        /// Near matches at this distance or less count in full.
+        strong_distance: u32 = 2,
+            file strong_distance: u32, read |k, v| in_range(k, v, 0, 7);
+        /// Matches whose sketch differs in at most this many values count in full.
+        strong_sketch_diff: u32 = 5,
+            file strong_sketch_diff: u32, read |k, v| in_range(k, v, 0, 32);
+        /// Weight of a near match farther than `strong_distance`.
+        weak_match_weight: f64 = 0.5,
+            file weak_match_weight: f64, read |k, v| in_range(k, v, 0.0, 1.0);
+        /// A message alone in its campaign (it matched nothing in the window)
+        /// is judged by its own recipients only when they exceed this number;
+        /// otherwise it is clean. One transaction to a few dozen local
+        /// subscribers is no evidence of a campaign; 5,000 RCPT TO are. 0
+        /// judges every message by its recipients (the rule until 2026-11-26).
+        /// A message counts at most 65,535 recipients (`Envelope`).
+        single_transaction_recipients: u32 = 100,
+            file single_transaction_recipients: u32, read |k, v| in_range(k, v, 0, 65_535);
     }
-}
-
-impl TryFrom<RawThresholds> for Thresholds {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawThresholds) -> Result<Self, ConfigError> {
-        let RawThresholds {
-            bulk_threshold,
-            suspect_threshold,
-            strong_distance,
-            strong_sketch_diff,
-            weak_match_weight,
-            single_transaction_recipients,
-        } = raw;
-        let mut c = Thresholds::default();
-        if let Some(v) = bulk_threshold {
-            c.bulk_threshold = in_range("thresholds.bulk_threshold", v, 1.0, 1e9)?;
-        }
-        if let Some(v) = suspect_threshold {
-            c.suspect_threshold = in_range("thresholds.suspect_threshold", v, 1.0, 1e9)?;
-        }
-        if let Some(v) = strong_distance {
-            c.strong_distance = in_range("thresholds.strong_distance", v, 0, 7)?;
-        }
-        if let Some(v) = strong_sketch_diff {
-            c.strong_sketch_diff = in_range("thresholds.strong_sketch_diff", v, 0, 32)?;
-        }
-        if let Some(v) = weak_match_weight {
-            c.weak_match_weight = in_range("thresholds.weak_match_weight", v, 0.0, 1.0)?;
-        }
-        if let Some(v) = single_transaction_recipients {
-            // A message counts at most 65,535 recipients (Envelope).
-            c.single_transaction_recipients =
-                in_range("thresholds.single_transaction_recipients", v, 0, 65_535)?;
-        }
+    check |c| {
         if c.suspect_threshold > c.bulk_threshold {
             return Err(ConfigError::invalid(
                 "thresholds.suspect_threshold",
@@ -79,8 +40,8 @@ impl TryFrom<RawThresholds> for Thresholds {
                 ),
             ));
         }
-        Ok(c)
-    }
+        Ok(())
+    };
 }
 
 #[cfg(test)]

@@ -112,22 +112,6 @@ impl Config {
         for x in &mut w {
             x.line = line_of_key(text, x.key);
         }
-        // Accepted for old files, but it never did anything.
-        let key = "campaign.max_campaigns";
-        let set = toml::from_str::<toml::Table>(text).is_ok_and(|t| {
-            t.get("campaign")
-                .and_then(toml::Value::as_table)
-                .is_some_and(|c| c.contains_key("max_campaigns"))
-        });
-        if let Some(line) = line_of_key(text, key).filter(|_| set) {
-            w.push(ConfigWarning {
-                key,
-                line: Some(line),
-                message: "has no effect: the campaigns are bounded by window.max_entries \
-                          (at most two campaign slots per message in the window)"
-                    .into(),
-            });
-        }
         w
     }
 }
@@ -146,8 +130,8 @@ mod tests {
     }
 
     #[test]
-    fn settings_without_effect_or_with_floods_are_warned() {
-        let text = "[campaign]\nmax_campaigns = 5000\n\n[alerts]\nto = [\"ops@example.org\"]\n\
+    fn alert_floods_are_warned() {
+        let text = "[campaign]\nkeep_subjects = true\n\n[alerts]\nto = [\"ops@example.org\"]\n\
                     min_interval_secs = 0\n";
         let cfg = Config::from_toml_str(text).unwrap();
         let w: Vec<(&str, Option<usize>)> = cfg
@@ -155,13 +139,7 @@ mod tests {
             .iter()
             .map(|w| (w.key, w.line))
             .collect();
-        assert_eq!(
-            w,
-            [
-                ("alerts.min_interval_secs", Some(6)),
-                ("campaign.max_campaigns", Some(2))
-            ]
-        );
+        assert_eq!(w, [("alerts.min_interval_secs", Some(6))]);
     }
 
     #[test]

@@ -2,103 +2,74 @@
 
 use std::time::Duration;
 
-use super::raw::RawWindow;
+use super::section::{section, LINKS, SIZES};
 use super::{in_range, to_usize, ConfigError};
 
-/// The sliding window of recent fingerprints.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowConfig {
-    pub window: Duration,
-    pub max_entries: usize,
-    /// Near-duplicate radius k: fingerprints within this Hamming distance match.
-    pub max_distance: u32,
-    /// MinHash LSH band tables (0 turns the second stage off).
-    pub minhash_bands: usize,
-    /// A band candidate matches when at most this many of its 32 sketch
-    /// values differ (8 ≈ estimated Jaccard 0.67).
-    pub max_sketch_diff: u32,
-    /// ... and when its simhash is at most this far (two long texts can
-    /// share most of their vocabulary and nothing else).
-    pub max_minhash_distance: u32,
-    /// Distinct texts (MinHash sketches) of a campaign that must match a
-    /// message with no strong match for it to join (weak matches and band
-    /// candidates within the two bounds below count; see
-    /// `crate::engine::link`). 0: single link, the rule before linking
-    /// asked for corroboration (any match joins and merges).
-    pub corroborating_matches: usize,
-    /// Most differing sketch values of a corroborating entry.
-    pub corroborating_sketch_diff: u32,
-    /// Farthest simhash of a corroborating entry.
-    pub corroborating_distance: u32,
-}
-
-impl Default for WindowConfig {
-    fn default() -> Self {
-        WindowConfig {
-            window: Duration::from_secs(6 * 3600),
-            max_entries: 1_000_000,
-            max_distance: 3,
-            minhash_bands: 4,
-            max_sketch_diff: 8,
-            max_minhash_distance: 16,
-            corroborating_matches: 2,
-            corroborating_sketch_diff: 10,
-            corroborating_distance: 20,
-        }
-    }
-}
-
-impl TryFrom<RawWindow> for WindowConfig {
-    type Error = ConfigError;
-
-    fn try_from(raw: RawWindow) -> Result<Self, ConfigError> {
-        let RawWindow {
-            window_secs,
-            max_entries,
-            max_distance,
-            minhash_bands,
-            max_sketch_diff,
-            max_minhash_distance,
-            corroborating_matches,
-            corroborating_sketch_diff,
-            corroborating_distance,
-        } = raw;
-        let mut c = WindowConfig::default();
-        if let Some(v) = window_secs {
-            c.window = Duration::from_secs(in_range("window.window_secs", v, 60, 30 * 86400)?);
-        }
-        if let Some(v) = max_entries {
-            c.max_entries = to_usize("window.max_entries", v, 16, 1 << 30)?;
-        }
-        if let Some(v) = max_distance {
-            c.max_distance = in_range("window.max_distance", v, 0, 7)?;
-        }
-        if let Some(v) = minhash_bands {
-            c.minhash_bands = to_usize("window.minhash_bands", v.into(), 0, 16)?;
-        }
-        if let Some(v) = max_sketch_diff {
-            c.max_sketch_diff = in_range("window.max_sketch_diff", v, 0, 32)?;
-        }
-        if let Some(v) = max_minhash_distance {
-            c.max_minhash_distance = in_range("window.max_minhash_distance", v, 0, 64)?;
-        }
-        if let Some(v) = corroborating_matches {
-            if v == 1 {
-                // One entry within the looser bounds is no evidence.
-                return Err(ConfigError::invalid(
-                    "window.corroborating_matches",
-                    "1 is not allowed: 0 links on any single match, 2 to 256 ask that many texts",
-                ));
-            }
-            c.corroborating_matches = to_usize("window.corroborating_matches", v.into(), 0, 256)?;
-        }
-        if let Some(v) = corroborating_sketch_diff {
-            c.corroborating_sketch_diff = in_range("window.corroborating_sketch_diff", v, 0, 32)?;
-        }
-        if let Some(v) = corroborating_distance {
-            c.corroborating_distance = in_range("window.corroborating_distance", v, 0, 64)?;
-        }
-        Ok(c)
+section! {
+    /// The sliding window of recent fingerprints.
+    pub struct WindowConfig in RawWindow as "window" {
+        window: Duration = Duration::from_secs(6 * 3600),
+            file window_secs: u64,
+            read |k, v| Ok(Duration::from_secs(in_range(k, v, 60, 30 * 86400)?)),
+            write |d| Some(d.as_secs()),
+            restart SIZES;
+        max_entries: usize = 1_000_000,
+            file max_entries: u64,
+            read |k, v| to_usize(k, v, 16, 1 << 30),
+            write |v| Some(*v as u64),
+            restart SIZES;
+        /// Near-duplicate radius k: fingerprints within this Hamming distance match.
+        max_distance: u32 = 3,
+            file max_distance: u32,
+            read |k, v| in_range(k, v, 0, 7),
+            restart SIZES;
+        /// MinHash LSH band tables (0 turns the second stage off).
+        minhash_bands: usize = 4,
+            file minhash_bands: u32,
+            read |k, v| to_usize(k, v.into(), 0, 16),
+            write |v| Some(*v as u32),
+            restart SIZES;
+        /// A band candidate matches when at most this many of its 32 sketch
+        /// values differ (8 ≈ estimated Jaccard 0.67).
+        max_sketch_diff: u32 = 8,
+            file max_sketch_diff: u32,
+            read |k, v| in_range(k, v, 0, 32),
+            restart LINKS;
+        /// ... and when its simhash is at most this far (two long texts can
+        /// share most of their vocabulary and nothing else).
+        max_minhash_distance: u32 = 16,
+            file max_minhash_distance: u32,
+            read |k, v| in_range(k, v, 0, 64),
+            restart LINKS;
+        /// Distinct texts (MinHash sketches) of a campaign that must match a
+        /// message with no strong match for it to join (weak matches and band
+        /// candidates within the two bounds below count; see
+        /// `crate::engine::link`). 0: single link, the rule before linking
+        /// asked for corroboration (any match joins and merges).
+        corroborating_matches: usize = 2,
+            file corroborating_matches: u32,
+            read |k, v| {
+                if v == 1 {
+                    // One entry within the looser bounds is no evidence.
+                    return Err(ConfigError::invalid(
+                        k,
+                        "1 is not allowed: 0 links on any single match, 2 to 256 ask that many texts",
+                    ));
+                }
+                to_usize(k, v.into(), 0, 256)
+            },
+            write |v| Some(*v as u32),
+            restart LINKS;
+        /// Most differing sketch values of a corroborating entry.
+        corroborating_sketch_diff: u32 = 10,
+            file corroborating_sketch_diff: u32,
+            read |k, v| in_range(k, v, 0, 32),
+            restart LINKS;
+        /// Farthest simhash of a corroborating entry.
+        corroborating_distance: u32 = 20,
+            file corroborating_distance: u32,
+            read |k, v| in_range(k, v, 0, 64),
+            restart LINKS;
     }
 }
 

@@ -180,7 +180,7 @@ impl State {
     /// Applies a reloaded configuration ([`Config::reloaded`]: what
     /// changes live and what waits for a restart). Returns the keys whose
     /// new values wait for a restart.
-    pub fn reload(&self, new: &Config) -> Vec<&'static str> {
+    pub fn reload(&self, new: &Config) -> Vec<crate::config::Restart> {
         let (merged, keys) = self.config().reloaded(new);
         self.engine().reconfigure(&merged);
         match self.config.write() {
@@ -377,6 +377,7 @@ mod tests {
         new.policy.bulk = Action::Reject;
         new.milter.socket = SocketSpec::Inet("127.0.0.1:1".into());
         let keys = state.reload(&new);
+        let keys: Vec<&str> = keys.iter().map(|r| r.key).collect();
         assert_eq!(keys, vec!["milter.socket"]);
         let cfg = state.config();
         assert_eq!(cfg.thresholds.bulk_threshold, 7.0);
