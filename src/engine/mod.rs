@@ -2,15 +2,25 @@
 //!
 //! Two steps, so the expensive one can run without holding a lock:
 //! - [`analyze`] is a pure function of the bytes, the envelope and the
-//!   configuration: MIME -> normalized text -> shingles -> [`Fingerprint`].
+//!   configuration: MIME -> normalized text -> shingles -> [`Fingerprint`](simhash::Fingerprint).
 //! - [`Engine::decide`] looks the fingerprint up in the window (exact set and
 //!   near index), joins or merges campaigns, records the message and applies
 //!   the thresholds. It takes the time as an argument and reads no clock.
 //!
 //! The engine does no I/O: no network, no files, no clock. The milter, the
 //! CLI and the store call it.
+//!
+//! Where things are: `analysis.rs` the stateless reading and fingerprinting,
+//! `envelope.rs` what the caller passes in besides the bytes, `decide.rs`
+//! the stateless halves of a decision (allow-lists and skips,
+//! the verdict from a store's answer), this file the [`Engine`] (the memory
+//! store: window, exact set, campaigns), `link.rs` the linking rule,
+//! `verdict.rs` what a verdict holds.
 
+mod analysis;
 pub mod campaign;
+mod decide;
+mod envelope;
 pub mod exact;
 pub mod index;
 pub mod link;
@@ -20,262 +30,17 @@ pub mod shingle;
 pub mod simhash;
 pub mod verdict;
 
-use std::net::IpAddr;
-
-use sha2::{Digest, Sha256};
+pub use self::analysis::{analyze, fingerprint, read, Analysis, ReadConfig, Reading};
+pub use self::decide::{allowed, observe, verdict_of, Observation, Outcome};
+pub use self::envelope::{Envelope, UnixSecs, MAX_KEPT_RCPTS};
+pub use self::verdict::NearMiss;
 
 use self::campaign::{CampaignId, Campaigns, Member, WHILE_LIVE};
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::Entry;
 use self::index::{NearIndex, Query};
-use self::mime::normalize::{normalize, Normalized};
-use self::mime::{extract, MimeOutcome};
-use self::minhash::{jaccard_estimate, min_sketch, seeds};
-use self::shingle::features;
-use self::simhash::{exact_hash, simhash, Fingerprint, VERSION};
-use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, SkipReason, Verdict};
-use crate::config::{Config, Thresholds};
-
-/// Seconds since the Unix epoch, as passed in by the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
-pub struct UnixSecs(pub u64);
-
-/// RCPT TO addresses kept per message: what normalization reads to remove
-/// personalization (it reads 64 names and addresses at most). The others
-/// are counted, not kept.
-pub const MAX_KEPT_RCPTS: usize = 64;
-
-/// What the MTA knows about a message besides its bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Envelope {
-    pub client_addr: Option<IpAddr>,
-    pub helo: Option<String>,
-    /// MAIL FROM address without angle brackets; empty for the null sender.
-    pub mail_from: Option<String>,
-    /// RCPT TO addresses, the first [`MAX_KEPT_RCPTS`] (the rest are only
-    /// counted, in `more_rcpts`).
-    pub rcpts: Vec<String>,
-    /// RCPT TO addresses beyond those kept in `rcpts`.
-    pub more_rcpts: u32,
-    /// `{auth_authen}`: set when the client authenticated.
-    pub auth_user: Option<String>,
-    pub queue_id: Option<String>,
-}
-
-impl Envelope {
-    /// Recipients the message counts for: the RCPT TO count, at least 1,
-    /// at most 65,535.
-    pub fn recipient_count(&self) -> u16 {
-        let n = self.rcpts.len().saturating_add(self.more_rcpts as usize);
-        u16::try_from(n.max(1)).unwrap_or(u16::MAX)
-    }
-}
-
-/// The stateless part of the work on one message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
-    /// `None` when the message could not be parsed.
-    pub fingerprint: Option<Fingerprint>,
-    pub normalized: Normalized,
-    pub features: usize,
-    pub attachments: usize,
-    /// What a message too short to compare by its words is compared by
-    /// instead, exactly: attachments, image sources and, with enough
-    /// words beside them, links (see [`fingerprint`]). 0: nothing; such a message
-    /// is skipped as too short.
-    pub anchors: usize,
-    pub message_id: Option<String>,
-    pub subject: Option<String>,
-    /// Domain of the header From address.
-    pub from_domain: Option<String>,
-    /// List-Id, List-Post, List-Unsubscribe or `Precedence: list|bulk`
-    /// (`mime::is_list_mail`).
-    pub list: bool,
-    pub truncated: bool,
-}
-
-/// What reading a message gives: everything of it the fingerprint is made
-/// from, before any keyed hash. [`read`] makes it from the raw bytes (the
-/// part that parses hostile input and runs in a contained worker process,
-/// `crate::worker`); [`fingerprint`] makes the [`Analysis`] from it with
-/// the configured key (the part that holds the key, in the daemon).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reading {
-    /// False when the message could not be parsed (no fingerprint then).
-    pub parsed: bool,
-    pub normalized: Normalized,
-    /// SHA-256 of each attachment's decoded bytes, in MIME order.
-    pub attachments: Vec<[u8; 32]>,
-    /// Image anchors (host and path of each image source, digits folded):
-    /// sorted, distinct.
-    pub images: Vec<String>,
-    /// The body has a link (an HTML link target, `://` or `www.`).
-    pub has_link: bool,
-    pub message_id: Option<String>,
-    pub subject: Option<String>,
-    pub from_domain: Option<String>,
-    pub list: bool,
-    pub truncated: bool,
-}
-
-/// Parses and normalizes one message: MIME, HTML, CSS, charsets, the
-/// normalizer. Pure and without keys: the daemon runs it in a contained
-/// worker process (`crate::worker`). Never fails: an unparseable message
-/// gives a `Reading` with `parsed` false.
-pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
-    let body = match extract(raw, &cfg.scan) {
-        MimeOutcome::Parsed(b) => b,
-        MimeOutcome::Unparsed => return Reading::default(),
-    };
-    let normalized = normalize(&body, rcpts, &cfg.normalize);
-    let has_link = !body.urls.is_empty()
-        || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
-        || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
-    Reading {
-        parsed: true,
-        normalized,
-        images: image_anchors(&body.images),
-        attachments: body.attachments,
-        has_link,
-        message_id: body.message_id,
-        subject: body.subject,
-        from_domain: body.from_domain,
-        list: body.list,
-        truncated: body.truncated,
-    }
-}
-
-/// The settings [`read`] uses: none of them secret (the worker process
-/// that reads hostile mail is given these and nothing else).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadConfig {
-    pub scan: crate::config::ScanConfig,
-    pub normalize: crate::config::NormalizeConfig,
-}
-
-impl ReadConfig {
-    /// The reading part of `cfg`.
-    pub fn of(cfg: &Config) -> ReadConfig {
-        ReadConfig {
-            scan: cfg.scan.clone(),
-            normalize: cfg.normalize.clone(),
-        }
-    }
-}
-
-/// Parses, normalizes and fingerprints one message in this process:
-/// [`read`], then [`fingerprint`]. Never fails: an unparseable message
-/// gives an `Analysis` without fingerprint.
-pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
-    fingerprint(read(raw, &env.rcpts, &ReadConfig::of(cfg)), cfg)
-}
-
-/// Shingles, hashes and sketches a [`Reading`] with the configured key.
-pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
-    if !r.parsed {
-        return Analysis {
-            fingerprint: None,
-            normalized: Normalized::default(),
-            features: 0,
-            attachments: 0,
-            anchors: 0,
-            message_id: None,
-            subject: None,
-            from_domain: None,
-            list: false,
-            truncated: false,
-        };
-    }
-    let normalized = r.normalized;
-    let f = features(&normalized, &cfg.fingerprint);
-    let sh = f.shingles;
-    let short = sh.len() < cfg.fingerprint.min_features;
-    let mut exact_parts = r.attachments.clone();
-    exact_parts.extend(
-        r.images
-            .iter()
-            .map(|i| <[u8; 32]>::from(Sha256::digest(i.as_bytes()))),
-    );
-    if short {
-        // A short message is compared exactly and by nothing else: its
-        // subject counts too, or every item of a feed ("url <host> date
-        // not supplied", the title in the subject) would be one text.
-        exact_parts.push(Sha256::digest(normalized.subject.as_bytes()).into());
-    }
-    let fingerprint = Fingerprint {
-        simhash: simhash(&sh),
-        min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),
-        exact: exact_hash(&normalized.text, &exact_parts),
-        features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
-        version: VERSION,
-    };
-    let fixed = r.attachments.len() + r.images.len();
-    Analysis {
-        fingerprint: Some(fingerprint),
-        features: sh.len(),
-        attachments: r.attachments.len(),
-        // Anchors decide only for messages too short for near matching;
-        // a long message is not searched for links. A bare link is not
-        // enough: the same short line with a link to a common host ("see
-        // docs.example.com") is written by many people.
-        anchors: if short {
-            fixed + usize::from(r.has_link && normalized.tokens >= MIN_LINKED_TOKENS)
-        } else {
-            fixed
-        },
-        normalized,
-        message_id: r.message_id,
-        subject: r.subject,
-        from_domain: r.from_domain,
-        list: r.list,
-        truncated: r.truncated,
-    }
-}
-
-/// Most image sources that count in the exact hash.
-const MAX_IMAGE_ANCHORS: usize = 16;
-/// Fewest normalized tokens (the link's host among them) for a short
-/// message with a link and nothing else to be compared.
-const MIN_LINKED_TOKENS: usize = 3;
-
-/// The image sources of a message as anchors of its exact hash: host and
-/// path, lower-cased, without query or fragment, digit runs folded to `#`
-/// (per-recipient tracking numbers), sorted and distinct, at most
-/// [`MAX_IMAGE_ANCHORS`]. Inline images (`cid:`) and data URLs are the
-/// attachments' business and are left out.
-fn image_anchors(images: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for src in images {
-        let src = src.trim();
-        let Some(host) = crate::engine::mime::normalize::url_host(src) else {
-            continue;
-        };
-        let after_host = src
-            .find("://")
-            .and_then(|i| src.get(i + 3..))
-            .and_then(|r| r.find('/').and_then(|j| r.get(j..)))
-            .unwrap_or("");
-        let path = after_host.split(['?', '#']).next().unwrap_or("");
-        let mut anchor = String::with_capacity(host.len() + path.len());
-        let mut digits = false;
-        for c in host.chars().chain(path.chars()).take(512) {
-            if c.is_ascii_digit() {
-                if !digits {
-                    anchor.push('#');
-                }
-                digits = true;
-                continue;
-            }
-            digits = false;
-            anchor.extend(c.to_lowercase());
-        }
-        out.push(anchor);
-    }
-    out.sort_unstable();
-    out.dedup();
-    out.truncate(MAX_IMAGE_ANCHORS);
-    out
-}
+use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, Verdict};
+use crate::config::Config;
 
 /// Sizes of the engine's state, for metrics and benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -321,74 +86,6 @@ impl Correction {
             Correction::Allow { id, .. } | Correction::Forget { id } => *id,
         }
     }
-}
-
-/// Why this message is allow-listed, if it is.
-pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
-    let allow = &cfg.allow;
-    if allow.authenticated && env.auth_user.as_deref().is_some_and(|u| !u.is_empty()) {
-        return Some(AllowReason::Authenticated);
-    }
-    if let Some(ip) = env.client_addr {
-        if allow.client_networks.iter().any(|n| n.contains(&ip)) {
-            return Some(AllowReason::ClientNetwork);
-        }
-    }
-    if all_recipients_allowed(&allow.recipients, env) {
-        return Some(AllowReason::Recipient);
-    }
-    if !allow.sender_domains.is_empty() {
-        let domain = env
-            .mail_from
-            .as_deref()
-            .and_then(domain_of)
-            .map(str::to_ascii_lowercase)
-            .or_else(|| analysis.from_domain.clone());
-        if let Some(d) = domain {
-            let hit = allow.sender_domains.iter().any(|a| {
-                d == *a
-                    || (d.len() > a.len()
-                        && d.ends_with(a.as_str())
-                        && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
-            });
-            if hit {
-                return Some(AllowReason::SenderDomain);
-            }
-        }
-    }
-    None
-}
-
-/// Every recipient of the transaction is in `allow.recipients`: `local@`
-/// entries match the local part at any domain (and a bare `<Postmaster>`,
-/// RFC 5321 section 4.1.1.3), others the whole address, without regard
-/// to case. One recipient that is not listed, or recipients beyond those
-/// kept ([`MAX_KEPT_RCPTS`], not seen), and the transaction is judged
-/// for all: a milter cannot split a transaction, and adding `abuse@` to
-/// a campaign's recipients must not let it through to the others.
-fn all_recipients_allowed(list: &[String], env: &Envelope) -> bool {
-    if list.is_empty() || env.rcpts.is_empty() || env.more_rcpts > 0 {
-        return false;
-    }
-    env.rcpts.iter().all(|r| {
-        let local = r.rsplit_once('@').map_or(r.as_str(), |(l, _)| l);
-        list.iter().any(|a| match a.strip_suffix('@') {
-            Some(want) => local.eq_ignore_ascii_case(want),
-            None => r.eq_ignore_ascii_case(a),
-        })
-    })
-}
-
-/// 16-bit hash of a sender domain (for distinct-sender counts).
-fn sender_hash(domain: &str) -> u16 {
-    let h = crate::engine::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
-    (h >> 48) as u16
-}
-
-fn domain_of(addr: &str) -> Option<&str> {
-    addr.rsplit_once('@')
-        .map(|(_, d)| d.trim_end_matches('>'))
-        .filter(|d| !d.is_empty())
 }
 
 impl Engine {
@@ -730,183 +427,6 @@ impl Engine {
     }
 }
 
-/// What a store needs to know about one message: its fingerprints, what
-/// it counts for and the thresholds in force. Built by [`observe`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    pub exact: [u8; 32],
-    pub simhash: u64,
-    pub sketch: u64,
-    /// MinHash band keys, one per band table in use.
-    pub bands: Vec<u64>,
-    /// Enough features to look for near duplicates (else exact only).
-    pub near: bool,
-    pub recipients: u16,
-    /// 16-bit hash of the sender domain.
-    pub sender: u16,
-    pub sender_name: Option<String>,
-    pub subject: Option<String>,
-    pub features: usize,
-    pub thresholds: Thresholds,
-    /// The message has list headers ([`Analysis::list`]). Only the verdict
-    /// reads it ([`verdict_of`]), never a store: the list class changes the
-    /// action, not what is counted.
-    pub list: bool,
-}
-
-impl Observation {
-    /// Weight of this message in its campaign, in percent: a weak match
-    /// (neither exact nor within the strong distance or sketch difference)
-    /// counts `weak_match_weight`.
-    pub fn weight_pct(&self, exact: bool, distance: Option<u32>, sketch_diff: Option<u32>) -> u8 {
-        let t = &self.thresholds;
-        let strong = exact
-            || distance.is_some_and(|d| d <= t.strong_distance)
-            || sketch_diff.is_some_and(|s| s <= t.strong_sketch_diff);
-        if distance.is_none() || strong {
-            100
-        } else {
-            self.weak_weight_pct()
-        }
-    }
-
-    /// Weight of a weak match, in percent.
-    pub fn weak_weight_pct(&self) -> u8 {
-        (self.thresholds.weak_match_weight * 100.0)
-            .round()
-            .clamp(0.0, 100.0) as u8
-    }
-}
-
-/// What a store found and recorded for one message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub exact: bool,
-    /// Smallest simhash distance of a match (0 for exact).
-    pub distance: Option<u32>,
-    /// Smallest sketch difference of a match (0 for exact).
-    pub sketch_diff: Option<u32>,
-    /// Sequence number of the closest match.
-    pub nearest: Option<u64>,
-    /// Sequence number this message was recorded under.
-    pub seq: u64,
-    /// Campaign ids merged into `campaign` by this message.
-    pub merged: Vec<CampaignId>,
-    /// The campaign the message joined, as it stands after joining.
-    pub campaign: Option<CampaignSummary>,
-    /// The campaign reached the bulk threshold for the first time.
-    pub newly_bulk: bool,
-    /// Distinct texts of the campaign that matched the message, when it
-    /// joined on weak evidence (see [`link`]); 0 otherwise.
-    pub corroborating: u32,
-    /// The closest match in a campaign the message did not join.
-    pub near_miss: Option<NearMiss>,
-    /// An operator allowed the campaign, and the allowance runs
-    /// ([`Engine::allow`]).
-    pub allowed: bool,
-}
-
-/// A campaign a message matched but did not join (one weak match, or a
-/// strong match to an established campaign it did not merge): shown so an
-/// operator can see near misses (`replay --format jsonl`, `scan`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NearMiss {
-    pub campaign: CampaignId,
-    pub distance: u32,
-    pub sketch_diff: u32,
-    /// Sequence number of the closest entry of that campaign.
-    pub seq: u64,
-}
-
-/// The first half of a decision, which needs no state: allow-lists and
-/// skips give their verdict at once; anything else becomes an
-/// [`Observation`] for a store.
-pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation, Box<Verdict>> {
-    if let Some(reason) = allowed(cfg, a, env) {
-        return Err(Box::new(Verdict::allowed(reason)));
-    }
-    let Some(fp) = a.fingerprint else {
-        return Err(Box::new(Verdict::skipped(SkipReason::Unparsed, 0, None)));
-    };
-    let near = a.features >= cfg.fingerprint.min_features;
-    if !near && a.anchors == 0 {
-        return Err(Box::new(Verdict::skipped(
-            SkipReason::TooShort,
-            a.features,
-            Some(fp.simhash),
-        )));
-    }
-    let sender_name = env
-        .mail_from
-        .as_deref()
-        .and_then(domain_of)
-        .map(str::to_ascii_lowercase)
-        .or_else(|| a.from_domain.clone());
-    let bands = fp
-        .min
-        .bands
-        .iter()
-        .take(cfg.window.minhash_bands)
-        .copied()
-        .collect();
-    Ok(Observation {
-        exact: fp.exact,
-        simhash: fp.simhash,
-        sketch: fp.min.sketch,
-        bands,
-        near,
-        recipients: env.recipient_count(),
-        sender: sender_hash(sender_name.as_deref().unwrap_or("")),
-        sender_name,
-        subject: a.subject.clone(),
-        features: a.features,
-        thresholds: cfg.thresholds.clone(),
-        list: a.list,
-    })
-}
-
-/// The second half of a decision: the level from the campaign's weighted
-/// size and the verdict's explanation.
-///
-/// The list class ([`Verdict::list`]): a message with list headers whose
-/// campaign comes from one sender domain, so far as the campaign's
-/// counts show (`sender_domains`; the stores do not keep which members
-/// had list headers). A campaign that also arrives from another sender
-/// domain is not a list's post, whatever headers a copy carries. The class
-/// changes only the action (`policy.list`); the level, the counts and the
-/// alert stay.
-pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
-    let level = out
-        .campaign
-        .as_ref()
-        .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
-    let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
-    let level = if out.allowed {
-        Level::Allowed(AllowReason::Campaign)
-    } else {
-        level
-    };
-    Verdict {
-        level,
-        list,
-        exact: out.exact,
-        distance: out.distance,
-        resemblance: out
-            .sketch_diff
-            .map(|s| if out.exact { 1.0 } else { jaccard_estimate(s) }),
-        campaign: out.campaign,
-        // An allowed campaign raises no alert.
-        newly_bulk: out.newly_bulk && !out.allowed,
-        merged: out.merged,
-        seq: Some(out.seq),
-        nearest: out.nearest,
-        corroborating: out.corroborating,
-        near_miss: out.near_miss,
-        simhash: Some(obs.simhash),
-        features: obs.features,
-    }
-}
-
 /// Shared helpers for unit tests.
 #[cfg(test)]
 pub(crate) mod testutil {
@@ -926,6 +446,7 @@ pub(crate) mod testutil {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::verdict::SkipReason;
     use proptest::prelude::*;
 
     proptest! {

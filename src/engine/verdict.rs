@@ -210,7 +210,7 @@ pub struct Verdict {
     pub corroborating: u32,
     /// The closest campaign the message matched but did not join (see
     /// `crate::engine::link`).
-    pub near_miss: Option<crate::engine::NearMiss>,
+    pub near_miss: Option<NearMiss>,
     pub simhash: Option<u64>,
     pub features: usize,
 }
@@ -297,6 +297,18 @@ pub fn level_for(score: f64, t: &Thresholds) -> Level {
     } else {
         Level::Clean
     }
+}
+
+/// A campaign a message matched but did not join (one weak match, or a
+/// strong match to an established campaign it did not merge): shown so an
+/// operator can see near misses (`replay --format jsonl`, `scan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NearMiss {
+    pub campaign: CampaignId,
+    pub distance: u32,
+    pub sketch_diff: u32,
+    /// Sequence number of the closest entry of that campaign.
+    pub seq: u64,
 }
 
 #[cfg(test)]

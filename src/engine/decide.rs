@@ -1,0 +1,247 @@
+//! The stateless parts of a decision: allow-lists and skips
+//! ([`observe`]), what a store is asked ([`Observation`]) and answers
+//! ([`Outcome`]), and the verdict made of the answer ([`verdict_of`]).
+//! Between the two, a store records the message: [`super::Engine`] in
+//! memory, or Redis (`crate::store`).
+
+use super::analysis::Analysis;
+use super::campaign::CampaignId;
+use super::envelope::Envelope;
+use super::minhash::jaccard_estimate;
+use super::verdict::{
+    campaign_level, AllowReason, CampaignSummary, Level, NearMiss, SkipReason, Verdict,
+};
+use crate::config::{Config, Thresholds};
+
+/// Why this message is allow-listed, if it is.
+pub fn allowed(cfg: &Config, analysis: &Analysis, env: &Envelope) -> Option<AllowReason> {
+    let allow = &cfg.allow;
+    if allow.authenticated && env.auth_user.as_deref().is_some_and(|u| !u.is_empty()) {
+        return Some(AllowReason::Authenticated);
+    }
+    if let Some(ip) = env.client_addr {
+        if allow.client_networks.iter().any(|n| n.contains(&ip)) {
+            return Some(AllowReason::ClientNetwork);
+        }
+    }
+    if all_recipients_allowed(&allow.recipients, env) {
+        return Some(AllowReason::Recipient);
+    }
+    if !allow.sender_domains.is_empty() {
+        let domain = env
+            .mail_from
+            .as_deref()
+            .and_then(domain_of)
+            .map(str::to_ascii_lowercase)
+            .or_else(|| analysis.from_domain.clone());
+        if let Some(d) = domain {
+            let hit = allow.sender_domains.iter().any(|a| {
+                d == *a
+                    || (d.len() > a.len()
+                        && d.ends_with(a.as_str())
+                        && d.as_bytes().get(d.len() - a.len() - 1) == Some(&b'.'))
+            });
+            if hit {
+                return Some(AllowReason::SenderDomain);
+            }
+        }
+    }
+    None
+}
+
+/// Every recipient of the transaction is in `allow.recipients`: `local@`
+/// entries match the local part at any domain (and a bare `<Postmaster>`,
+/// RFC 5321 section 4.1.1.3), others the whole address, without regard
+/// to case. One recipient that is not listed, or recipients beyond those
+/// kept ([`MAX_KEPT_RCPTS`], not seen), and the transaction is judged
+/// for all: a milter cannot split a transaction, and adding `abuse@` to
+/// a campaign's recipients must not let it through to the others.
+fn all_recipients_allowed(list: &[String], env: &Envelope) -> bool {
+    if list.is_empty() || env.rcpts.is_empty() || env.more_rcpts > 0 {
+        return false;
+    }
+    env.rcpts.iter().all(|r| {
+        let local = r.rsplit_once('@').map_or(r.as_str(), |(l, _)| l);
+        list.iter().any(|a| match a.strip_suffix('@') {
+            Some(want) => local.eq_ignore_ascii_case(want),
+            None => r.eq_ignore_ascii_case(a),
+        })
+    })
+}
+
+/// 16-bit hash of a sender domain (for distinct-sender counts).
+fn sender_hash(domain: &str) -> u16 {
+    let h = crate::engine::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
+    (h >> 48) as u16
+}
+
+fn domain_of(addr: &str) -> Option<&str> {
+    addr.rsplit_once('@')
+        .map(|(_, d)| d.trim_end_matches('>'))
+        .filter(|d| !d.is_empty())
+}
+
+/// What a store needs to know about one message: its fingerprints, what
+/// it counts for and the thresholds in force. Built by [`observe`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub exact: [u8; 32],
+    pub simhash: u64,
+    pub sketch: u64,
+    /// MinHash band keys, one per band table in use.
+    pub bands: Vec<u64>,
+    /// Enough features to look for near duplicates (else exact only).
+    pub near: bool,
+    pub recipients: u16,
+    /// 16-bit hash of the sender domain.
+    pub sender: u16,
+    pub sender_name: Option<String>,
+    pub subject: Option<String>,
+    pub features: usize,
+    pub thresholds: Thresholds,
+    /// The message has list headers ([`Analysis::list`]). Only the verdict
+    /// reads it ([`verdict_of`]), never a store: the list class changes the
+    /// action, not what is counted.
+    pub list: bool,
+}
+
+impl Observation {
+    /// Weight of this message in its campaign, in percent: a weak match
+    /// (neither exact nor within the strong distance or sketch difference)
+    /// counts `weak_match_weight`.
+    pub fn weight_pct(&self, exact: bool, distance: Option<u32>, sketch_diff: Option<u32>) -> u8 {
+        let t = &self.thresholds;
+        let strong = exact
+            || distance.is_some_and(|d| d <= t.strong_distance)
+            || sketch_diff.is_some_and(|s| s <= t.strong_sketch_diff);
+        if distance.is_none() || strong {
+            100
+        } else {
+            self.weak_weight_pct()
+        }
+    }
+
+    /// Weight of a weak match, in percent.
+    pub fn weak_weight_pct(&self) -> u8 {
+        (self.thresholds.weak_match_weight * 100.0)
+            .round()
+            .clamp(0.0, 100.0) as u8
+    }
+}
+
+/// What a store found and recorded for one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub exact: bool,
+    /// Smallest simhash distance of a match (0 for exact).
+    pub distance: Option<u32>,
+    /// Smallest sketch difference of a match (0 for exact).
+    pub sketch_diff: Option<u32>,
+    /// Sequence number of the closest match.
+    pub nearest: Option<u64>,
+    /// Sequence number this message was recorded under.
+    pub seq: u64,
+    /// Campaign ids merged into `campaign` by this message.
+    pub merged: Vec<CampaignId>,
+    /// The campaign the message joined, as it stands after joining.
+    pub campaign: Option<CampaignSummary>,
+    /// The campaign reached the bulk threshold for the first time.
+    pub newly_bulk: bool,
+    /// Distinct texts of the campaign that matched the message, when it
+    /// joined on weak evidence (see [`link`](super::link)); 0 otherwise.
+    pub corroborating: u32,
+    /// The closest match in a campaign the message did not join.
+    pub near_miss: Option<NearMiss>,
+    /// An operator allowed the campaign, and the allowance runs
+    /// ([`Engine::allow`](super::Engine::allow)).
+    pub allowed: bool,
+}
+
+/// The first half of a decision, which needs no state: allow-lists and
+/// skips give their verdict at once; anything else becomes an
+/// [`Observation`] for a store.
+pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation, Box<Verdict>> {
+    if let Some(reason) = allowed(cfg, a, env) {
+        return Err(Box::new(Verdict::allowed(reason)));
+    }
+    let Some(fp) = a.fingerprint else {
+        return Err(Box::new(Verdict::skipped(SkipReason::Unparsed, 0, None)));
+    };
+    let near = a.features >= cfg.fingerprint.min_features;
+    if !near && a.anchors == 0 {
+        return Err(Box::new(Verdict::skipped(
+            SkipReason::TooShort,
+            a.features,
+            Some(fp.simhash),
+        )));
+    }
+    let sender_name = env
+        .mail_from
+        .as_deref()
+        .and_then(domain_of)
+        .map(str::to_ascii_lowercase)
+        .or_else(|| a.from_domain.clone());
+    let bands = fp
+        .min
+        .bands
+        .iter()
+        .take(cfg.window.minhash_bands)
+        .copied()
+        .collect();
+    Ok(Observation {
+        exact: fp.exact,
+        simhash: fp.simhash,
+        sketch: fp.min.sketch,
+        bands,
+        near,
+        recipients: env.recipient_count(),
+        sender: sender_hash(sender_name.as_deref().unwrap_or("")),
+        sender_name,
+        subject: a.subject.clone(),
+        features: a.features,
+        thresholds: cfg.thresholds.clone(),
+        list: a.list,
+    })
+}
+
+/// The second half of a decision: the level from the campaign's weighted
+/// size and the verdict's explanation.
+///
+/// The list class ([`Verdict::list`]): a message with list headers whose
+/// campaign comes from one sender domain, so far as the campaign's
+/// counts show (`sender_domains`; the stores do not keep which members
+/// had list headers). A campaign that also arrives from another sender
+/// domain is not a list's post, whatever headers a copy carries. The class
+/// changes only the action (`policy.list`); the level, the counts and the
+/// alert stay.
+pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
+    let level = out
+        .campaign
+        .as_ref()
+        .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
+    let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
+    let level = if out.allowed {
+        Level::Allowed(AllowReason::Campaign)
+    } else {
+        level
+    };
+    Verdict {
+        level,
+        list,
+        exact: out.exact,
+        distance: out.distance,
+        resemblance: out
+            .sketch_diff
+            .map(|s| if out.exact { 1.0 } else { jaccard_estimate(s) }),
+        campaign: out.campaign,
+        // An allowed campaign raises no alert.
+        newly_bulk: out.newly_bulk && !out.allowed,
+        merged: out.merged,
+        seq: Some(out.seq),
+        nearest: out.nearest,
+        corroborating: out.corroborating,
+        near_miss: out.near_miss,
+        simhash: Some(obs.simhash),
+        features: obs.features,
+    }
+}

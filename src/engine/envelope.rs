@@ -1,0 +1,39 @@
+//! What the caller passes in besides the bytes: the SMTP envelope and the
+//! time.
+
+use std::net::IpAddr;
+
+/// Seconds since the Unix epoch, as passed in by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct UnixSecs(pub u64);
+
+/// RCPT TO addresses kept per message: what normalization reads to remove
+/// personalization (it reads 64 names and addresses at most). The others
+/// are counted, not kept.
+pub const MAX_KEPT_RCPTS: usize = 64;
+
+/// What the MTA knows about a message besides its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Envelope {
+    pub client_addr: Option<IpAddr>,
+    pub helo: Option<String>,
+    /// MAIL FROM address without angle brackets; empty for the null sender.
+    pub mail_from: Option<String>,
+    /// RCPT TO addresses, the first [`MAX_KEPT_RCPTS`] (the rest are only
+    /// counted, in `more_rcpts`).
+    pub rcpts: Vec<String>,
+    /// RCPT TO addresses beyond those kept in `rcpts`.
+    pub more_rcpts: u32,
+    /// `{auth_authen}`: set when the client authenticated.
+    pub auth_user: Option<String>,
+    pub queue_id: Option<String>,
+}
+
+impl Envelope {
+    /// Recipients the message counts for: the RCPT TO count, at least 1,
+    /// at most 65,535.
+    pub fn recipient_count(&self) -> u16 {
+        let n = self.rcpts.len().saturating_add(self.more_rcpts as usize);
+        u16::try_from(n.max(1)).unwrap_or(u16::MAX)
+    }
+}
