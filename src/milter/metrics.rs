@@ -13,8 +13,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::engine::verdict::{AllowReason, Level, LevelKind, Verdict};
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineStats};
 use crate::milter::State;
+use crate::store::RedisLayer;
+use crate::worker::Pool;
 
 /// Upper bounds of the engine latency histogram, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -169,9 +171,23 @@ impl Metrics {
 
 /// The Prometheus text exposition of `state` at `now`.
 pub fn render(state: &State, now: u64) -> String {
-    let stats = state.with_view(Engine::stats);
     let m = &state.metrics;
     let mut s = String::new();
+    render_verdicts(&mut s, m);
+    render_state(&mut s, &state.with_view(Engine::stats), m, now);
+    render_errors(&mut s, m);
+    if let Some(w) = state.workers() {
+        render_workers(&mut s, w);
+    }
+    render_engine_time(&mut s, m);
+    if let Some(sh) = state.redis() {
+        render_redis(&mut s, sh);
+    }
+    s
+}
+
+/// Messages by level, allowed by reason, list mail.
+fn render_verdicts(s: &mut String, m: &Metrics) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_messages_total Messages judged, by verdict level."
@@ -205,6 +221,10 @@ pub fn render(state: &State, now: u64) -> String {
          # TYPE bulkwatch_list_messages_total counter\nbulkwatch_list_messages_total {}",
         m.list_messages()
     );
+}
+
+/// Gauges of the engine's state and the snapshot's age.
+fn render_state(s: &mut String, stats: &EngineStats, m: &Metrics, now: u64) {
     let gauges = [
         (
             "bulkwatch_campaigns_active",
@@ -230,6 +250,11 @@ pub fn render(state: &State, now: u64) -> String {
     for (name, help, v) in gauges {
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
     }
+}
+
+/// Engine and action errors, connection and HTTP guards, operators'
+/// corrections.
+fn render_errors(s: &mut String, m: &Metrics) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_errors_total Engine failures, timeouts and milter action errors."
@@ -281,31 +306,37 @@ pub fn render(state: &State, now: u64) -> String {
     for (name, help, v) in counters {
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
-    if let Some(w) = state.workers() {
-        let st = w.stats();
+}
+
+/// Reading failures by cause and workers started.
+fn render_workers(s: &mut String, w: &Pool) {
+    let st = w.stats();
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_analysis_failures_total Messages not judged because reading \
+         them failed, by cause (the worker died, timed out, panicked, answered \
+         malformed, or none could be started); each got failure_action.\n\
+         # TYPE bulkwatch_analysis_failures_total counter"
+    );
+    for l in crate::worker::Failure::LABELS {
         let _ = writeln!(
             s,
-            "# HELP bulkwatch_analysis_failures_total Messages not judged because reading \
-             them failed, by cause (the worker died, timed out, panicked, answered \
-             malformed, or none could be started); each got failure_action.\n\
-             # TYPE bulkwatch_analysis_failures_total counter"
-        );
-        for l in crate::worker::Failure::LABELS {
-            let _ = writeln!(
-                s,
-                "bulkwatch_analysis_failures_total{{cause=\"{l}\"}} {}",
-                st.failures(l)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "# HELP bulkwatch_workers_started_total Worker processes started (at start, \
-             after a failure, and every {} messages).\n\
-             # TYPE bulkwatch_workers_started_total counter\nbulkwatch_workers_started_total {}",
-            crate::worker::MAX_USES,
-            st.started.load(Ordering::Relaxed)
+            "bulkwatch_analysis_failures_total{{cause=\"{l}\"}} {}",
+            st.failures(l)
         );
     }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_workers_started_total Worker processes started (at start, \
+         after a failure, and every {} messages).\n\
+         # TYPE bulkwatch_workers_started_total counter\nbulkwatch_workers_started_total {}",
+        crate::worker::MAX_USES,
+        st.started.load(Ordering::Relaxed)
+    );
+}
+
+/// The engine time histogram.
+fn render_engine_time(s: &mut String, m: &Metrics) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_engine_seconds Engine time per message (analyze and decide)."
@@ -327,70 +358,71 @@ pub fn render(state: &State, now: u64) -> String {
         m.engine_micros.load(Ordering::Relaxed) as f64 / 1e6
     );
     let _ = writeln!(s, "bulkwatch_engine_seconds_count {count}");
-    if let Some(sh) = state.redis() {
-        let st = &sh.stats;
-        let up = u8::from(st.up.load(Ordering::Relaxed));
+}
+
+/// Redis: up, calls, fallbacks, repairs, the log's round trips.
+fn render_redis(s: &mut String, sh: &RedisLayer) {
+    let st = &sh.stats;
+    let up = u8::from(st.up.load(Ordering::Relaxed));
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_redis_up 1 when the last Redis call succeeded.\n\
+         # TYPE bulkwatch_redis_up gauge\nbulkwatch_redis_up {up}"
+    );
+    let counters = [
+        (
+            "bulkwatch_redis_messages_total",
+            "Messages judged by the shared Redis store.",
+            &st.ok,
+        ),
+        (
+            "bulkwatch_redis_errors_total",
+            "Failed Redis calls (connect, timeout, reply).",
+            &st.errors,
+        ),
+        (
+            "bulkwatch_redis_fallbacks_total",
+            "Messages judged from the local window instead of Redis.",
+            &st.fallbacks,
+        ),
+        (
+            "bulkwatch_redis_outages_total",
+            "Times Redis went from reachable to unreachable.",
+            &st.outages,
+        ),
+        (
+            "bulkwatch_redis_fallback_copies_total",
+            "Copies of the log layout's replica that took over the fallback engine.",
+            &st.fallback_copies,
+        ),
+    ];
+    for (name, help, c) in counters {
         let _ = writeln!(
             s,
-            "# HELP bulkwatch_redis_up 1 when the last Redis call succeeded.\n\
-             # TYPE bulkwatch_redis_up gauge\nbulkwatch_redis_up {up}"
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+            c.load(Ordering::Relaxed)
         );
-        let counters = [
-            (
-                "bulkwatch_redis_messages_total",
-                "Messages judged by the shared Redis store.",
-                &st.ok,
-            ),
-            (
-                "bulkwatch_redis_errors_total",
-                "Failed Redis calls (connect, timeout, reply).",
-                &st.errors,
-            ),
-            (
-                "bulkwatch_redis_fallbacks_total",
-                "Messages judged from the local window instead of Redis.",
-                &st.fallbacks,
-            ),
-            (
-                "bulkwatch_redis_outages_total",
-                "Times Redis went from reachable to unreachable.",
-                &st.outages,
-            ),
-            (
-                "bulkwatch_redis_fallback_copies_total",
-                "Copies of the log layout's replica that took over the fallback engine.",
-                &st.fallback_copies,
-            ),
-        ];
-        for (name, help, c) in counters {
-            let _ = writeln!(
-                s,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(
-            s,
-            "# HELP bulkwatch_redis_wrongtype_repairs_total Keys of bulkwatch's prefix deleted \
-             for holding a value of another type (WRONGTYPE); the calls went on.\n\
-             # TYPE bulkwatch_redis_wrongtype_repairs_total counter\n\
-             bulkwatch_redis_wrongtype_repairs_total {}",
-            sh.wrongtype_repairs()
-        );
-        if let Some((trips, carried)) = sh.log_round_trips() {
-            let _ = writeln!(
-                s,
-                "# HELP bulkwatch_redis_log_round_trips_total Round trips to the Redis log \
-                 (one carries every message that waited for it).\n\
-                 # TYPE bulkwatch_redis_log_round_trips_total counter\n\
-                 bulkwatch_redis_log_round_trips_total {trips}\n\
-                 # HELP bulkwatch_redis_log_appends_total Messages appended to the Redis log.\n\
-                 # TYPE bulkwatch_redis_log_appends_total counter\n\
-                 bulkwatch_redis_log_appends_total {carried}"
-            );
-        }
     }
-    s
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_redis_wrongtype_repairs_total Keys of bulkwatch's prefix deleted \
+         for holding a value of another type (WRONGTYPE); the calls went on.\n\
+         # TYPE bulkwatch_redis_wrongtype_repairs_total counter\n\
+         bulkwatch_redis_wrongtype_repairs_total {}",
+        sh.wrongtype_repairs()
+    );
+    if let Some((trips, carried)) = sh.log_round_trips() {
+        let _ = writeln!(
+            s,
+            "# HELP bulkwatch_redis_log_round_trips_total Round trips to the Redis log \
+             (one carries every message that waited for it).\n\
+             # TYPE bulkwatch_redis_log_round_trips_total counter\n\
+             bulkwatch_redis_log_round_trips_total {trips}\n\
+             # HELP bulkwatch_redis_log_appends_total Messages appended to the Redis log.\n\
+             # TYPE bulkwatch_redis_log_appends_total counter\n\
+             bulkwatch_redis_log_appends_total {carried}"
+        );
+    }
 }
 
 /// One campaign in `/campaigns`.

@@ -372,153 +372,15 @@ pub struct Loaded {
 /// fingerprint settings, checksum mismatch, truncation, counts above the
 /// configured bounds, invalid values.
 pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
-    if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
-        return Err(SnapshotError::Truncated { what: "header" });
-    }
-    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
-    if body.get(..MAGIC.len()) != Some(MAGIC.as_slice()) {
-        return Err(SnapshotError::BadMagic);
-    }
-    let digest: [u8; 32] = Sha256::digest(body).into();
-    if digest.as_slice() != sum {
-        return Err(SnapshotError::Checksum);
-    }
-    let mut r = Reader::new(body, "header");
-    r.take(MAGIC.len())?;
-    let format = r.u16()?;
-    if format != FORMAT_VERSION {
-        return Err(SnapshotError::Format {
-            found: format,
-            expected: FORMAT_VERSION,
-        });
-    }
-    let fp = r.u8()?;
-    if fp != crate::engine::simhash::VERSION {
-        return Err(SnapshotError::FingerprintVersion {
-            found: fp,
-            expected: crate::engine::simhash::VERSION,
-        });
-    }
-    if r.array::<32>()? != shape_hash(cfg) {
-        return Err(SnapshotError::Shape);
-    }
-    let saved_at = r.u64()?;
-
+    let (mut r, saved_at) = read_header(bytes, cfg)?;
     let max_entries = cfg.window.max_entries;
+    let (base, entries) = read_window(&mut r, max_entries)?;
+    let (band_bits, sweep_cursor, bands) = read_bands(&mut r, cfg)?;
+    let mut engine = Engine::new(cfg);
+    let (gens, lru) = read_exact(&mut r, cfg, &engine)?;
     // Slots: live campaigns plus aliases, at most two per window entry
     // (see campaign.rs), plus freed ones still in the vector.
-    let max_slots = max_entries.saturating_mul(2).saturating_add(16);
-
-    let mut s = r.section(TAG_WINDOW, "window")?;
-    let base = s.u64()?;
-    // Sequence numbers count messages since the window was created and
-    // only grow; one near u64::MAX, never reached by counting, would
-    // overflow as mail arrives.
-    if base > MAX_BASE_SEQ {
-        return Err(SnapshotError::Invalid {
-            what: format!("window sequence number {base}"),
-        });
-    }
-    let n = s.items(max_entries, ENTRY_LEN)?;
-    let mut entries = Vec::with_capacity(n);
-    for _ in 0..n {
-        entries.push(read_entry(&mut s)?);
-    }
-    s.finish()?;
-
-    let mut s = r.section(TAG_BANDS, "band tables")?;
-    let band_bits = s.u32()?;
-    let sweep_cursor = s.u64()?;
-    let tables = s.items(cfg.window.minhash_bands, 8)?;
-    let mut bands = Vec::with_capacity(tables);
-    // Each entry is in at most one bucket per table, and stale items are
-    // swept in step with insertions: allow a generous multiple.
-    let max_items = max_entries.saturating_mul(4).saturating_add(1024);
-    let max_buckets = 1usize << band_bits.min(24);
-    for _ in 0..tables {
-        let nb = s.items(max_buckets, 12)?;
-        let mut buckets = Vec::with_capacity(nb);
-        let mut total = 0usize;
-        for _ in 0..nb {
-            let i = s.u32()?;
-            let ni = s.items(max_items.saturating_sub(total), 8)?;
-            total += ni;
-            let mut items = Vec::with_capacity(ni);
-            for _ in 0..ni {
-                items.push(s.u64()?);
-            }
-            buckets.push((i, items));
-        }
-        bands.push(buckets);
-    }
-    s.finish()?;
-
-    let mut s = r.section(TAG_EXACT, "exact set")?;
-    let mut engine = Engine::new(cfg);
-    let fresh = engine
-        .exact
-        .generations()
-        .front()
-        .map(|g| g.bloom.to_bytes())
-        .ok_or_else(|| SnapshotError::Invalid {
-            what: "empty exact set".into(),
-        })?;
-    let ngens = s.items(cfg.exact.generations, fresh.len())?;
-    let mut gens = Vec::with_capacity(ngens);
-    for _ in 0..ngens {
-        let started = s.u64()?;
-        let count = usize::try_from(s.u64()?).unwrap_or(usize::MAX);
-        let bitmap = s.bytes(fresh.len())?;
-        // The Bloom header (version, size, hash count, seed) must equal a
-        // fresh filter's: same sizes and seed, or lookups would be garbage.
-        if bitmap.len() != fresh.len() || bitmap.get(..45) != fresh.get(..45) {
-            return Err(SnapshotError::Invalid {
-                what: "Bloom filter of another size or seed".into(),
-            });
-        }
-        let bloom = Bloom::from_bytes(bitmap.to_vec()).map_err(|e| SnapshotError::Invalid {
-            what: format!("Bloom filter: {e}"),
-        })?;
-        gens.push(Generation {
-            bloom,
-            started,
-            count,
-        });
-    }
-    let nlru = s.items(cfg.exact.lru_capacity, 32 + 4 + 8)?;
-    let mut lru = Vec::with_capacity(nlru);
-    for _ in 0..nlru {
-        let h: [u8; 32] = s.array()?;
-        lru.push((h, (s.u32()?, s.u64()?)));
-    }
-    s.finish()?;
-
-    let mut s = r.section(TAG_CAMPAIGNS, "campaigns")?;
-    let nslots = s.items(max_slots, 1)?;
-    let mut slots = Vec::with_capacity(nslots);
-    for _ in 0..nslots {
-        slots.push(match s.u8()? {
-            0 => Slot::Free,
-            1 => {
-                let refs = s.u32()?;
-                Slot::Live {
-                    campaign: read_campaign(&mut s)?,
-                    refs,
-                }
-            }
-            2 => Slot::Alias {
-                target: s.u32()?,
-                refs: s.u32()?,
-                id: CampaignId(s.u64()?),
-            },
-            t => {
-                return Err(SnapshotError::Invalid {
-                    what: format!("campaign slot kind {t}"),
-                });
-            }
-        });
-    }
-    s.finish()?;
+    let slots = read_slots(&mut r, max_entries.saturating_mul(2).saturating_add(16))?;
     r.finish()?;
 
     if let Some(e) = entries.iter().find(|e| e.campaign as usize >= slots.len()) {
@@ -557,6 +419,189 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
             bands_restored,
         },
     ))
+}
+
+/// Checks the length, magic, checksum, format and fingerprint versions
+/// and the configuration's shape; returns the reader past the header and
+/// the time the snapshot was saved.
+fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64), SnapshotError> {
+    if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
+        return Err(SnapshotError::Truncated { what: "header" });
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+    if body.get(..MAGIC.len()) != Some(MAGIC.as_slice()) {
+        return Err(SnapshotError::BadMagic);
+    }
+    let digest: [u8; 32] = Sha256::digest(body).into();
+    if digest.as_slice() != sum {
+        return Err(SnapshotError::Checksum);
+    }
+    let mut r = Reader::new(body, "header");
+    r.take(MAGIC.len())?;
+    let format = r.u16()?;
+    if format != FORMAT_VERSION {
+        return Err(SnapshotError::Format {
+            found: format,
+            expected: FORMAT_VERSION,
+        });
+    }
+    let fp = r.u8()?;
+    if fp != crate::engine::simhash::VERSION {
+        return Err(SnapshotError::FingerprintVersion {
+            found: fp,
+            expected: crate::engine::simhash::VERSION,
+        });
+    }
+    if r.array::<32>()? != shape_hash(cfg) {
+        return Err(SnapshotError::Shape);
+    }
+    let saved_at = r.u64()?;
+    Ok((r, saved_at))
+}
+
+/// The window section: its base sequence number and at most
+/// `max_entries` entries.
+fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<(u64, Vec<Entry>), SnapshotError> {
+    let mut s = r.section(TAG_WINDOW, "window")?;
+    let base = s.u64()?;
+    // Sequence numbers count messages since the window was created and
+    // only grow; one near u64::MAX, never reached by counting, would
+    // overflow as mail arrives.
+    if base > MAX_BASE_SEQ {
+        return Err(SnapshotError::Invalid {
+            what: format!("window sequence number {base}"),
+        });
+    }
+    let n = s.items(max_entries, ENTRY_LEN)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        entries.push(read_entry(&mut s)?);
+    }
+    s.finish()?;
+    Ok((base, entries))
+}
+
+/// Buckets of one band table: (bucket index, items).
+type BandBuckets = Vec<(u32, Vec<u64>)>;
+
+/// The band tables section: bucket bits, sweep cursor and the tables.
+fn read_bands(
+    r: &mut Reader<'_>,
+    cfg: &Config,
+) -> Result<(u32, u64, Vec<BandBuckets>), SnapshotError> {
+    let mut s = r.section(TAG_BANDS, "band tables")?;
+    let band_bits = s.u32()?;
+    let sweep_cursor = s.u64()?;
+    let tables = s.items(cfg.window.minhash_bands, 8)?;
+    let mut bands = Vec::with_capacity(tables);
+    // Each entry is in at most one bucket per table, and stale items are
+    // swept in step with insertions: allow a generous multiple.
+    let max_items = cfg
+        .window
+        .max_entries
+        .saturating_mul(4)
+        .saturating_add(1024);
+    let max_buckets = 1usize << band_bits.min(24);
+    for _ in 0..tables {
+        let nb = s.items(max_buckets, 12)?;
+        let mut buckets = Vec::with_capacity(nb);
+        let mut total = 0usize;
+        for _ in 0..nb {
+            let i = s.u32()?;
+            let ni = s.items(max_items.saturating_sub(total), 8)?;
+            total += ni;
+            let mut items = Vec::with_capacity(ni);
+            for _ in 0..ni {
+                items.push(s.u64()?);
+            }
+            buckets.push((i, items));
+        }
+        bands.push(buckets);
+    }
+    s.finish()?;
+    Ok((band_bits, sweep_cursor, bands))
+}
+
+/// Exact-hash LRU items: (SHA-256, (campaign slot, campaign id)).
+type LruItems = Vec<([u8; 32], (u32, u64))>;
+
+/// The exact set section: Bloom generations of exactly the size and seed
+/// a fresh engine for `cfg` has, and the LRU.
+fn read_exact(
+    r: &mut Reader<'_>,
+    cfg: &Config,
+    fresh_engine: &Engine,
+) -> Result<(Vec<Generation>, LruItems), SnapshotError> {
+    let mut s = r.section(TAG_EXACT, "exact set")?;
+    let fresh = fresh_engine
+        .exact
+        .generations()
+        .front()
+        .map(|g| g.bloom.to_bytes())
+        .ok_or_else(|| SnapshotError::Invalid {
+            what: "empty exact set".into(),
+        })?;
+    let ngens = s.items(cfg.exact.generations, fresh.len())?;
+    let mut gens = Vec::with_capacity(ngens);
+    for _ in 0..ngens {
+        let started = s.u64()?;
+        let count = usize::try_from(s.u64()?).unwrap_or(usize::MAX);
+        let bitmap = s.bytes(fresh.len())?;
+        // The Bloom header (version, size, hash count, seed) must equal a
+        // fresh filter's: same sizes and seed, or lookups would be garbage.
+        if bitmap.len() != fresh.len() || bitmap.get(..45) != fresh.get(..45) {
+            return Err(SnapshotError::Invalid {
+                what: "Bloom filter of another size or seed".into(),
+            });
+        }
+        let bloom = Bloom::from_bytes(bitmap.to_vec()).map_err(|e| SnapshotError::Invalid {
+            what: format!("Bloom filter: {e}"),
+        })?;
+        gens.push(Generation {
+            bloom,
+            started,
+            count,
+        });
+    }
+    let nlru = s.items(cfg.exact.lru_capacity, 32 + 4 + 8)?;
+    let mut lru = Vec::with_capacity(nlru);
+    for _ in 0..nlru {
+        let h: [u8; 32] = s.array()?;
+        lru.push((h, (s.u32()?, s.u64()?)));
+    }
+    s.finish()?;
+    Ok((gens, lru))
+}
+
+/// The campaigns section: at most `max_slots` slots.
+fn read_slots(r: &mut Reader<'_>, max_slots: usize) -> Result<Vec<Slot>, SnapshotError> {
+    let mut s = r.section(TAG_CAMPAIGNS, "campaigns")?;
+    let nslots = s.items(max_slots, 1)?;
+    let mut slots = Vec::with_capacity(nslots);
+    for _ in 0..nslots {
+        slots.push(match s.u8()? {
+            0 => Slot::Free,
+            1 => {
+                let refs = s.u32()?;
+                Slot::Live {
+                    campaign: read_campaign(&mut s)?,
+                    refs,
+                }
+            }
+            2 => Slot::Alias {
+                target: s.u32()?,
+                refs: s.u32()?,
+                id: CampaignId(s.u64()?),
+            },
+            t => {
+                return Err(SnapshotError::Invalid {
+                    what: format!("campaign slot kind {t}"),
+                });
+            }
+        });
+    }
+    s.finish()?;
+    Ok(slots)
 }
 
 /// Encoded size of the largest campaign slot [`encode`] writes: a live
