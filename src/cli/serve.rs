@@ -616,6 +616,10 @@ fn bind_control(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     Ok(l)
 }
 
+/// The daemon: locks the state directory, builds the state, binds the
+/// milter socket, starts the side tasks and serves until SIGTERM or
+/// SIGINT; then writes the snapshot and removes its sockets. The exit
+/// status says whether the snapshot was written.
 async fn serve(
     config_path: Option<PathBuf>,
     cfg: Config,
@@ -633,85 +637,10 @@ async fn serve(
     // Held until this function returns: after the snapshot at shutdown.
     let _lock = lock_state_dir(&dir)?;
     check_writable(&dir)?;
-    let (mut engine, saved_at) = load_state(&dir, &cfg);
-    let control =
-        crate::milter::control::Control::open(crate::milter::control::file_path(&dir), &mut engine);
-
-    // Mail is read in worker processes (crate::worker): a message that
-    // kills its parser costs that message's verdict, not the daemon.
-    let program = crate::worker::Pool::program()
-        .map_err(|e| other("cannot find this program's path to start workers", e))?;
-    let workers = crate::worker::Pool::start(
-        &program,
-        &cfg,
-        crate::worker::default_size(),
-        crate::worker::Hooks::from_env(),
-    )
-    .await
-    .map_err(|e| other("cannot start the workers that read mail", e))?;
-    info!(
-        workers = workers.size(),
-        sandbox = %workers.sandbox(),
-        "workers reading mail started"
-    );
-    if !workers.sandbox().contains("seccomp=on") {
-        // (A kernel without seccomp, or a service manager's own filter
-        // that forbids installing one.)
-        warn!(
-            sandbox = %workers.sandbox(),
-            "the workers that read mail run without their system call filter: a parser bug could \
-             reach files and the network (docs/admin/security.md)"
-        );
-    }
-    let mut state = State::new(engine)
-        .with_control(control)
-        .with_workers(workers)
-        .with_forensics(crate::milter::forensics::Forensics::new(&dir));
-    match RedisLayer::from_config(&cfg) {
-        Ok(Some(shared)) => {
-            info!(
-                urls = ?cfg.store.redis.urls,
-                keys = shared.store().key_base(),
-                "shared state in redis; the local window is the fallback"
-            );
-            state = state.with_redis(shared);
-        }
-        Ok(None) => {}
-        Err(e) => return Err(other("cannot set up the redis store", e)),
-    }
     let mut tasks = Vec::new();
-    if !cfg.alerts.to.is_empty() {
-        let (tx, rx) = mpsc::channel(alert::QUEUE);
-        state = state.with_alerts(tx);
-        tasks.push(tokio::spawn(alert::run(cfg.alerts.clone(), rx)));
-    }
-    if let Some(t) = saved_at {
-        state.metrics.snapshot_written(t);
-    }
-    let state = Arc::new(state);
-
+    let state = Arc::new(build_state(&cfg, &dir, &mut tasks).await?);
     let (listener, unix_socket) = bind(&cfg.milter).await?;
-    if let Some(addr) = &cfg.metrics.listen {
-        let l = TcpListener::bind(addr)
-            .await
-            .map_err(|e| other(format!("cannot listen for metrics on {addr}"), e))?;
-        info!(listen = %addr, "metrics listening");
-        tasks.push(tokio::spawn(crate::http::serve(l, Arc::clone(&state))));
-    }
-    tasks.push(tokio::spawn(snapshot_loop(Arc::clone(&state), dir.clone())));
-    let control_socket = crate::milter::control::socket_path(&dir);
-    match bind_control(&control_socket) {
-        Ok(l) => {
-            info!(socket = %control_socket.display(), "control socket listening");
-            tasks.push(tokio::spawn(crate::milter::control::serve(
-                l,
-                Arc::clone(&state),
-            )));
-        }
-        // The daemon filters mail without it: `bulkwatch campaigns` says
-        // it cannot connect.
-        Err(e) => warn!(socket = %control_socket.display(), error = %e, "no control socket"),
-    }
+    let control_socket = start_tasks(&cfg, &state, &dir, &mut tasks).await?;
     let sig = |k: SignalKind| signal(k).map_err(|e| other("cannot install signal handler", e));
     let hup = sig(SignalKind::hangup())?;
     let mut term = sig(SignalKind::terminate())?;
@@ -769,6 +698,111 @@ async fn serve(
     })?;
     info!("stopped");
     Ok(Exit::Ok)
+}
+
+/// The daemon's state: the engine from the state directory's snapshot,
+/// the control file, the workers that read mail, Redis and alerts (whose
+/// task joins `tasks`).
+async fn build_state(
+    cfg: &Config,
+    dir: &Path,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Result<State, CliError> {
+    let (mut engine, saved_at) = load_state(dir, cfg);
+    let control =
+        crate::milter::control::Control::open(crate::milter::control::file_path(dir), &mut engine);
+    let workers = start_workers(cfg).await?;
+    let mut state = State::new(engine)
+        .with_control(control)
+        .with_workers(workers)
+        .with_forensics(crate::milter::forensics::Forensics::new(dir));
+    match RedisLayer::from_config(cfg) {
+        Ok(Some(shared)) => {
+            info!(
+                urls = ?cfg.store.redis.urls,
+                keys = shared.store().key_base(),
+                "shared state in redis; the local window is the fallback"
+            );
+            state = state.with_redis(shared);
+        }
+        Ok(None) => {}
+        Err(e) => return Err(other("cannot set up the redis store", e)),
+    }
+    if !cfg.alerts.to.is_empty() {
+        let (tx, rx) = mpsc::channel(alert::QUEUE);
+        state = state.with_alerts(tx);
+        tasks.push(tokio::spawn(alert::run(cfg.alerts.clone(), rx)));
+    }
+    if let Some(t) = saved_at {
+        state.metrics.snapshot_written(t);
+    }
+    Ok(state)
+}
+
+/// The pool of worker processes that read mail, logged with its sandbox.
+async fn start_workers(cfg: &Config) -> Result<crate::worker::Pool, CliError> {
+    // Mail is read in worker processes (crate::worker): a message that
+    // kills its parser costs that message's verdict, not the daemon.
+    let program = crate::worker::Pool::program()
+        .map_err(|e| other("cannot find this program's path to start workers", e))?;
+    let workers = crate::worker::Pool::start(
+        &program,
+        cfg,
+        crate::worker::default_size(),
+        crate::worker::Hooks::from_env(),
+    )
+    .await
+    .map_err(|e| other("cannot start the workers that read mail", e))?;
+    info!(
+        workers = workers.size(),
+        sandbox = %workers.sandbox(),
+        "workers reading mail started"
+    );
+    if !workers.sandbox().contains("seccomp=on") {
+        // (A kernel without seccomp, or a service manager's own filter
+        // that forbids installing one.)
+        warn!(
+            sandbox = %workers.sandbox(),
+            "the workers that read mail run without their system call filter: a parser bug could \
+             reach files and the network (docs/admin/security.md)"
+        );
+    }
+    Ok(workers)
+}
+
+/// The metrics listener, the snapshot loop and the control socket, whose
+/// path is returned (it is removed at shutdown).
+async fn start_tasks(
+    cfg: &Config,
+    state: &Arc<State>,
+    dir: &Path,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Result<PathBuf, CliError> {
+    if let Some(addr) = &cfg.metrics.listen {
+        let l = TcpListener::bind(addr)
+            .await
+            .map_err(|e| other(format!("cannot listen for metrics on {addr}"), e))?;
+        info!(listen = %addr, "metrics listening");
+        tasks.push(tokio::spawn(crate::http::serve(l, Arc::clone(state))));
+    }
+    tasks.push(tokio::spawn(snapshot_loop(
+        Arc::clone(state),
+        dir.to_owned(),
+    )));
+    let control_socket = crate::milter::control::socket_path(dir);
+    match bind_control(&control_socket) {
+        Ok(l) => {
+            info!(socket = %control_socket.display(), "control socket listening");
+            tasks.push(tokio::spawn(crate::milter::control::serve(
+                l,
+                Arc::clone(state),
+            )));
+        }
+        // The daemon filters mail without it: `bulkwatch campaigns` says
+        // it cannot connect.
+        Err(e) => warn!(socket = %control_socket.display(), error = %e, "no control socket"),
+    }
+    Ok(control_socket)
 }
 
 #[cfg(test)]
