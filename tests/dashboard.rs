@@ -71,7 +71,7 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
         let c = e.campaigns().next().expect("one campaign");
         (
             c.id.to_string(),
-            c.sample_subject.clone().expect("a subject"),
+            c.texts.subject().expect("a subject").to_owned(),
         )
     });
     let dom = dashboard(&m).await;

@@ -43,8 +43,10 @@ const MAX_SUBJECT: usize = 120;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Campaign {
     pub id: CampaignId,
-    pub first_seen: u64,
-    pub last_seen: u64,
+    /// Unix seconds (u32, as in window entries: until 2106; 8 bytes less
+    /// in every slot).
+    pub first_seen: u32,
+    pub last_seen: u32,
     /// Messages in the window.
     pub messages: u32,
     /// Recipients of those messages (one message to 300 RCPT TO counts 300).
@@ -53,15 +55,20 @@ pub struct Campaign {
     pub score_centi: u64,
     /// (sender-domain hash, messages) for up to 64 domains.
     pub senders: Senders,
-    /// A few sender domains in clear, for people.
-    pub sender_names: Names,
-    pub sample_subject: Option<Box<str>>,
+    /// A sample subject and a few sender domains in clear, for people.
+    pub texts: Texts,
     /// Set once the campaign has been reported as bulk (alerts fire once).
     pub alerted: bool,
     /// An operator allowed the campaign (`bulkwatch campaigns allow`):
     /// its messages are `allowed` before this time (Unix seconds;
     /// [`WHILE_LIVE`]: for as long as it lives). Merges keep the later.
-    pub allowed_until: Option<u64>,
+    /// (`NonZeroU64`: 8 bytes where `Option<u64>` takes 16, in every slot.)
+    pub allowed_until: Option<std::num::NonZeroU64>,
+}
+
+/// Unix seconds as a campaign keeps them (saturating, as window entries do).
+pub fn secs32(t: u64) -> u32 {
+    u32::try_from(t).unwrap_or(u32::MAX)
 }
 
 /// [`Campaign::allowed_until`] for an allowance without end. Below 10^14,
@@ -92,7 +99,11 @@ enum SendersRepr {
     #[default]
     None,
     One(u16, u32),
-    Many(Vec<(u16, u32)>),
+    /// Boxed: most campaigns never get here, and the box keeps the enum
+    /// (and with it every campaign slot) 8 bytes smaller than a vector
+    /// (a boxed slice is a fat pointer and would not).
+    #[allow(clippy::box_collection)]
+    Many(Box<Vec<(u16, u32)>>),
 }
 
 impl Senders {
@@ -125,7 +136,7 @@ impl Senders {
         match &mut self.0 {
             SendersRepr::None => self.0 = SendersRepr::One(h, n),
             SendersRepr::One(x, m) if *x == h => *m += n,
-            SendersRepr::One(x, m) => self.0 = SendersRepr::Many(vec![(*x, *m), (h, n)]),
+            SendersRepr::One(x, m) => self.0 = SendersRepr::Many(Box::new(vec![(*x, *m), (h, n)])),
             SendersRepr::Many(v) => {
                 if let Some((_, m)) = v.iter_mut().find(|(x, _)| *x == h) {
                     *m += n;
@@ -174,55 +185,106 @@ impl FromIterator<(u16, u32)> for Senders {
 /// Most sender domains kept in clear per campaign.
 pub const MAX_NAMES: usize = 5;
 
-/// A few sender domains in clear, at most [`MAX_NAMES`], in one
-/// allocation (newline-separated: a domain holds none).
+/// A campaign's sample subject and a few sender domains in clear (at most
+/// [`MAX_NAMES`]), in one allocation: most campaigns are one message, and
+/// a window of 10^6 of them would otherwise hold two small strings each.
+///
+/// Layout: one character whose code is 0 when there is no subject, else
+/// the subject's length in bytes plus one (at most 481: 120 characters);
+/// the subject; then each name followed by a newline (a domain holds
+/// none).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Names(Option<Box<str>>);
+pub struct Texts(Option<Box<str>>);
 
-impl Names {
-    pub fn iter(&self) -> impl Iterator<Item = &str> {
-        self.0
-            .as_deref()
-            .unwrap_or("")
-            .split('\n')
-            .filter(|s| !s.is_empty())
+impl Texts {
+    /// Texts with `subject` (its first [`MAX_SUBJECT`] characters) and
+    /// `names` (as [`Texts::add_name`] keeps them).
+    pub fn new<S: AsRef<str>>(subject: Option<&str>, names: impl IntoIterator<Item = S>) -> Texts {
+        let mut t = Texts::default();
+        if let Some(s) = subject {
+            t.set_subject(s);
+        }
+        for n in names {
+            t.add_name(n.as_ref());
+        }
+        t
     }
 
-    pub fn len(&self) -> usize {
-        self.iter().count()
+    /// (subject, the names part).
+    fn parts(&self) -> (Option<&str>, &str) {
+        let Some(t) = self.0.as_deref() else {
+            return (None, "");
+        };
+        let mut chars = t.chars();
+        let Some(c) = chars.next() else {
+            return (None, "");
+        };
+        let rest = chars.as_str();
+        match (c as usize).checked_sub(1) {
+            None => (None, rest),
+            Some(len) => match (rest.get(..len), rest.get(len..)) {
+                (Some(subject), Some(names)) => (Some(subject), names),
+                _ => (None, ""),
+            },
+        }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_none()
+    fn store(&mut self, subject: Option<&str>, names: &str) {
+        if subject.is_none() && names.is_empty() {
+            self.0 = None;
+            return;
+        }
+        let code = subject.map_or(0, |s| s.len() + 1);
+        let lead = u32::try_from(code)
+            .ok()
+            .and_then(char::from_u32)
+            .unwrap_or('\0');
+        let mut t = String::with_capacity(4 + subject.map_or(0, str::len) + names.len());
+        t.push(lead);
+        t.push_str(if lead == '\0' {
+            ""
+        } else {
+            subject.unwrap_or("")
+        });
+        t.push_str(names);
+        self.0 = Some(t.into_boxed_str());
+    }
+
+    pub fn subject(&self) -> Option<&str> {
+        self.parts().0
+    }
+
+    /// Keeps the first [`MAX_SUBJECT`] characters of `subject` unless a
+    /// subject is kept already.
+    pub fn set_subject(&mut self, subject: &str) {
+        let (kept, names) = self.parts();
+        if kept.is_some() {
+            return;
+        }
+        let clipped: String = subject.chars().take(MAX_SUBJECT).collect();
+        let names = names.to_owned();
+        self.store(Some(&clipped), &names);
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.parts().1.split('\n').filter(|s| !s.is_empty())
     }
 
     /// Keeps `name` (its first 100 characters, newlines dropped) unless
     /// already kept or [`MAX_NAMES`] are.
-    pub fn add(&mut self, name: &str) {
+    pub fn add_name(&mut self, name: &str) {
         let name: String = name.chars().filter(|c| *c != '\n').take(100).collect();
-        if name.is_empty() || self.len() >= MAX_NAMES || self.iter().any(|n| n == name) {
+        if name.is_empty() || self.names().count() >= MAX_NAMES || self.names().any(|n| n == name) {
             return;
         }
-        let joined = match self.0.take() {
-            Some(old) => format!("{old}\n{name}"),
-            None => name,
-        };
-        self.0 = Some(joined.into_boxed_str());
+        let (subject, names) = self.parts();
+        let (subject, names) = (subject.map(str::to_owned), format!("{names}{name}\n"));
+        self.store(subject.as_deref(), &names);
     }
 
     /// The names as owned strings.
-    pub fn to_vec(&self) -> Vec<String> {
-        self.iter().map(str::to_owned).collect()
-    }
-}
-
-impl<S: AsRef<str>> FromIterator<S> for Names {
-    fn from_iter<I: IntoIterator<Item = S>>(it: I) -> Names {
-        let mut n = Names::default();
-        for s in it {
-            n.add(s.as_ref());
-        }
-        n
+    pub fn names_vec(&self) -> Vec<String> {
+        self.names().map(str::to_owned).collect()
     }
 }
 
@@ -344,7 +406,7 @@ impl Campaigns {
     /// ([`Campaign::allowed_until`]).
     pub fn set_allowed(&mut self, slot: u32, until: Option<u64>) {
         if let Some(c) = self.get_mut(slot) {
-            c.allowed_until = until;
+            c.allowed_until = until.and_then(std::num::NonZeroU64::new);
         }
     }
 
@@ -378,14 +440,13 @@ impl Campaigns {
         let slot = self.alloc(Slot::Live {
             campaign: Campaign {
                 id,
-                first_seen: now,
-                last_seen: now,
+                first_seen: secs32(now),
+                last_seen: secs32(now),
                 messages: 0,
                 recipients: 0,
                 score_centi: 0,
                 senders: Senders::default(),
-                sender_names: Names::default(),
-                sample_subject: None,
+                texts: Texts::default(),
                 alerted: false,
                 allowed_until: None,
             },
@@ -409,18 +470,13 @@ impl Campaigns {
         c.score_centi = c
             .score_centi
             .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
-        c.last_seen = c.last_seen.max(m.now);
+        c.last_seen = c.last_seen.max(secs32(m.now));
         c.senders.add(m.sender, 1);
         if let Some(name) = m.sender_name {
-            c.sender_names.add(name);
+            c.texts.add_name(name);
         }
-        if keep_subjects && c.sample_subject.is_none() {
-            c.sample_subject = m.subject.map(|s| {
-                s.chars()
-                    .take(MAX_SUBJECT)
-                    .collect::<String>()
-                    .into_boxed_str()
-            });
+        if let Some(subject) = m.subject.filter(|_| keep_subjects) {
+            c.texts.set_subject(subject);
         }
     }
 
@@ -494,7 +550,7 @@ impl Campaigns {
         roots.dedup();
         let target = *roots.iter().min_by_key(|r| {
             self.get(**r)
-                .map_or((u64::MAX, u64::MAX), |c| (c.first_seen, c.id.0))
+                .map_or((u32::MAX, u64::MAX), |c| (c.first_seen, c.id.0))
         })?;
         for r in roots {
             if r == target {
@@ -514,11 +570,11 @@ impl Campaigns {
                 for (h, n) in campaign.senders.iter() {
                     t.senders.add(h, n);
                 }
-                for n in campaign.sender_names.iter() {
-                    t.sender_names.add(n);
+                for n in campaign.texts.names() {
+                    t.texts.add_name(n);
                 }
-                if t.sample_subject.is_none() {
-                    t.sample_subject = campaign.sample_subject;
+                if let Some(subject) = campaign.texts.subject() {
+                    t.texts.set_subject(subject);
                 }
             }
             self.by_id.remove(&campaign.id);
@@ -613,10 +669,11 @@ mod compact_tests {
     }
 
     #[test]
-    fn names_keep_five_distinct_in_one_string() {
-        let mut n = Names::default();
-        assert!(n.is_empty());
-        assert_eq!(n.iter().count(), 0);
+    fn texts_keep_a_subject_and_five_distinct_names_in_one_string() {
+        let mut n = Texts::default();
+        assert_eq!(n, Texts(None));
+        assert_eq!(n.names().count(), 0);
+        assert_eq!(n.subject(), None);
         for name in [
             "a.example",
             "b.example",
@@ -627,13 +684,29 @@ mod compact_tests {
             "f",
             "g",
         ] {
-            n.add(name);
+            n.add_name(name);
         }
-        assert_eq!(n.to_vec(), ["a.example", "b.example", "cx", "d", "e"]);
+        assert_eq!(n.names_vec(), ["a.example", "b.example", "cx", "d", "e"]);
+        assert_eq!(n.subject(), None);
+        // A subject (with newlines, NUL and any character) keeps the names,
+        // and the first one stays.
+        n.set_subject("Deal\n\0 \u{10FFFF}é");
+        n.set_subject("later");
+        assert_eq!(n.subject(), Some("Deal\n\0 \u{10FFFF}é"));
+        assert_eq!(n.names_vec(), ["a.example", "b.example", "cx", "d", "e"]);
         let long = "y".repeat(300);
-        let mut m = Names::default();
-        m.add(&long);
-        assert_eq!(m.iter().next().map(str::len), Some(100));
+        let mut m = Texts::default();
+        m.add_name(&long);
+        assert_eq!(m.names().next().map(str::len), Some(100));
+        // Subjects are cut at MAX_SUBJECT characters, of any width; an
+        // empty subject is a subject.
+        let mut w = Texts::new(Some(&"\u{10FFFF}".repeat(200)), ["x.example"]);
+        assert_eq!(w.subject().map(|s| s.chars().count()), Some(MAX_SUBJECT));
+        assert_eq!(w.names_vec(), ["x.example"]);
+        w.add_name("y.example");
+        assert_eq!(w.subject().map(|s| s.chars().count()), Some(MAX_SUBJECT));
+        assert_eq!(Texts::new(Some(""), [""; 0]).subject(), Some(""));
+        assert_eq!(Texts::new(None, [""; 0]), Texts(None));
     }
 }
 
@@ -703,7 +776,12 @@ mod tests {
         let mut gone = Vec::new();
         let t = c.merge(&[a, b], &mut gone).unwrap();
         assert_eq!(gone, [b_id], "b merged into the older a");
-        assert_eq!(c.get(t).and_then(|x| x.allowed_until), Some(500));
+        assert_eq!(
+            c.get(t)
+                .and_then(|x| x.allowed_until)
+                .map(std::num::NonZeroU64::get),
+            Some(500)
+        );
         assert_eq!(c.find(b_id), Some(t), "the alias leads to the target");
         assert_eq!(c.slot_of(b_id), None);
     }
@@ -712,5 +790,17 @@ mod tests {
     fn id_is_twelve_hex_digits() {
         let id = CampaignId::from_exact(&[0xAB; 32]);
         assert_eq!(id.to_string(), "abababababab");
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Every window entry holds a campaign slot of its own while it is the
+    /// only message of its campaign: their size is memory per message
+    /// (docs/dev/performance.md). 128 bytes before 2026-11-26.
+    #[test]
+    fn a_campaign_slot_takes_88_bytes() {
+        assert_eq!(std::mem::size_of::<super::Slot>(), 88);
+        assert_eq!(std::mem::size_of::<super::Senders>(), 16);
     }
 }

@@ -172,7 +172,7 @@ impl Engine {
     /// [`WHILE_LIVE`] for no end).
     pub fn allowances(&self) -> impl Iterator<Item = (CampaignId, u64)> + '_ {
         self.campaigns()
-            .filter_map(|c| c.allowed_until.map(|u| (c.id, u)))
+            .filter_map(|c| c.allowed_until.map(|u| (c.id, u.get())))
     }
 
     /// The live campaign of the message recorded under `seq`, while it is
@@ -337,7 +337,7 @@ impl Engine {
             .campaigns
             .get(slot)
             .and_then(|c| c.allowed_until)
-            .is_some_and(|u| u > now.0);
+            .is_some_and(|u| u.get() > now.0);
         Outcome {
             exact,
             distance: best,

@@ -171,11 +171,11 @@ impl From<&Campaign> for CampaignSummary {
             messages: c.messages,
             recipients: c.recipients,
             score: c.score(),
-            first_seen: c.first_seen,
-            last_seen: c.last_seen,
+            first_seen: c.first_seen.into(),
+            last_seen: c.last_seen.into(),
             sender_domains: c.sender_domains(),
-            senders: c.sender_names.to_vec(),
-            sample_subject: c.sample_subject.as_deref().map(str::to_owned),
+            senders: c.texts.names_vec(),
+            sample_subject: c.texts.subject().map(str::to_owned),
         }
     }
 }

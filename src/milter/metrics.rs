@@ -510,20 +510,23 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
     use crate::engine::campaign::{Campaign, WHILE_LIVE};
     let thresholds = state.config().thresholds.clone();
     let json = |c: &Campaign, arrivals: Option<Vec<u32>>| {
-        let allowed = c.allowed_until.is_some_and(|u| u > now);
+        let allowed = c.allowed_until.is_some_and(|u| u.get() > now);
         CampaignJson {
             id: c.id.to_string(),
             level: crate::engine::verdict::level_for(c.score(), &thresholds).as_str(),
             messages: c.messages,
             recipients: c.recipients,
             score: c.score(),
-            first_seen: c.first_seen,
-            last_seen: c.last_seen,
-            sender_domains: c.sender_names.to_vec(),
-            sample_subject: c.sample_subject.as_deref().map(str::to_owned),
+            first_seen: c.first_seen.into(),
+            last_seen: c.last_seen.into(),
+            sender_domains: c.texts.names_vec(),
+            sample_subject: c.texts.subject().map(str::to_owned),
             arrivals,
             allowed,
-            allowed_until: c.allowed_until.filter(|u| allowed && *u < WHILE_LIVE),
+            allowed_until: c
+                .allowed_until
+                .map(std::num::NonZeroU64::get)
+                .filter(|u| allowed && *u < WHILE_LIVE),
         }
     };
     // With Redis, the site's campaigns: listed from Redis (script layout)

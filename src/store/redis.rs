@@ -31,7 +31,7 @@ use std::time::Duration;
 use redis::{ConnectionLike, Value};
 
 use crate::config::{Config, RedisConfig};
-use crate::engine::campaign::CampaignId;
+use crate::engine::campaign::{secs32, CampaignId, Texts};
 use crate::engine::simhash::VERSION;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::{NearMiss, Observation, Outcome, UnixSecs};
@@ -485,8 +485,8 @@ fn parse_list(
             let until = num(g(9), "allowed")?;
             Ok(crate::engine::campaign::Campaign {
                 id: campaign_id(&text(g(0), "campaign")?)?,
-                first_seen: num(g(1), "first")?,
-                last_seen: num(g(2), "last")?,
+                first_seen: secs32(num(g(1), "first")?),
+                last_seen: secs32(num(g(2), "last")?),
                 messages: u32::try_from(num(g(3), "messages")?).unwrap_or(u32::MAX),
                 recipients: num(g(4), "recipients")?,
                 score_centi: num(g(5), "score")?,
@@ -494,10 +494,12 @@ fn parse_list(
                 senders: (0..num(g(6), "senders")?.min(64))
                     .map(|h| (h as u16, 1))
                     .collect(),
-                sender_names: text(g(8), "names")?.split('\n').collect(),
-                sample_subject: (!subject.is_empty()).then(|| subject.into_boxed_str()),
+                texts: Texts::new(
+                    (!subject.is_empty()).then_some(subject.as_str()),
+                    text(g(8), "names")?.split('\n'),
+                ),
                 alerted: false,
-                allowed_until: (until > 0).then_some(until),
+                allowed_until: std::num::NonZeroU64::new(until),
             })
         })
         .collect()

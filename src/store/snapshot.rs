@@ -46,7 +46,7 @@ use bloomfilter::Bloom;
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::engine::campaign::{Campaign, CampaignId, Campaigns, Slot};
+use crate::engine::campaign::{secs32, Campaign, CampaignId, Campaigns, Slot, Texts};
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::Entry;
 use crate::engine::index::IndexParts;
@@ -147,8 +147,8 @@ fn write_entry(w: &mut Writer, e: &Entry) {
 
 fn write_campaign(w: &mut Writer, c: &Campaign) {
     w.u64(c.id.0);
-    w.u64(c.first_seen);
-    w.u64(c.last_seen);
+    w.u64(c.first_seen.into());
+    w.u64(c.last_seen.into());
     w.u32(c.messages);
     w.u64(c.recipients);
     w.u64(c.score_centi);
@@ -157,11 +157,11 @@ fn write_campaign(w: &mut Writer, c: &Campaign) {
         w.u16(h);
         w.u32(n);
     }
-    w.u64(c.sender_names.len() as u64);
-    for n in c.sender_names.iter() {
+    w.u64(c.texts.names().count() as u64);
+    for n in c.texts.names() {
         w.str(n, MAX_STRING);
     }
-    match &c.sample_subject {
+    match c.texts.subject() {
         Some(s) => {
             w.u8(1);
             w.str(s, MAX_STRING);
@@ -314,8 +314,8 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
 
 fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
     let id = CampaignId(r.u64()?);
-    let first_seen = r.u64()?;
-    let last_seen = r.u64()?;
+    let first_seen = secs32(r.u64()?);
+    let last_seen = secs32(r.u64()?);
     let messages = r.u32()?;
     let recipients = r.u64()?;
     let score_centi = r.u64()?;
@@ -330,12 +330,12 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
     for _ in 0..n {
         sender_names.push(r.string(MAX_STRING)?);
     }
-    let sender_names = sender_names.into_iter().collect();
     let sample_subject = if r.bool()? {
-        Some(r.string(MAX_STRING)?.into_boxed_str())
+        Some(r.string(MAX_STRING)?)
     } else {
         None
     };
+    let texts = Texts::new(sample_subject.as_deref(), sender_names);
     let alerted = r.bool()?;
     Ok(Campaign {
         id,
@@ -345,8 +345,7 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
         recipients,
         score_centi,
         senders,
-        sender_names,
-        sample_subject,
+        texts,
         alerted,
         // Allowances are kept in control.json (milter::control), which
         // is applied after the snapshot.
