@@ -37,7 +37,7 @@ impl std::fmt::Display for CampaignId {
 /// Distinct sender domains tracked per campaign (by 16-bit hash).
 const MAX_SENDERS: usize = 64;
 /// Longest sample subject kept, in characters.
-const MAX_SUBJECT: usize = 120;
+pub const MAX_SUBJECT: usize = 120;
 
 /// A live campaign.
 #[derive(Debug, Clone, PartialEq)]
