@@ -9,6 +9,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
+use bulkwatch::store::Store;
 use common::daemon::{header, Daemon};
 use common::{open_unix, spam, transact, NAMES};
 use indymilter_test::Status;
@@ -236,7 +237,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             list: false,
             thresholds: cfg.thresholds.clone(),
         };
-        engine.decide_observed(&obs, UnixSecs(now - 3600 + i * 3600 / N));
+        Store::record(&mut engine, &obs, UnixSecs(now - 3600 + i * 3600 / N)).unwrap();
     }
     let bytes = bulkwatch::store::snapshot::encode(&engine, now);
     drop(engine);

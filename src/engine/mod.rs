@@ -10,6 +10,13 @@
 //! The engine does no I/O: no network, no files, no clock. The milter, the
 //! CLI and the store call it.
 //!
+//! Ways in: the daemon and `bulkwatch replay` judge through
+//! [`crate::store::judge::Judge`] (this engine alone, or Redis first with
+//! this engine as the fallback; the replay through `Replayer::feed`);
+//! `scan --state`, benches and tests call [`Engine::decide`] on a bare
+//! engine ([`Engine::process`] when they start from the bytes). What a
+//! store must answer is the [`crate::store::Store`] trait.
+//!
 //! Where things are: `analysis.rs` the stateless reading and fingerprinting,
 //! `envelope.rs` what the caller passes in besides the bytes, `decide.rs`
 //! the stateless halves of a decision (allow-lists and skips,
@@ -225,15 +232,16 @@ impl Engine {
     }
 
     /// [`Engine::decide`] for a message already observed ([`observe`]):
-    /// records it and judges it.
-    pub fn decide_observed(&mut self, obs: &Observation, now: UnixSecs) -> Verdict {
+    /// records it and judges it (for [`crate::store::judge::Judge`]).
+    pub(crate) fn decide_observed(&mut self, obs: &Observation, now: UnixSecs) -> Verdict {
         let out = self.record_local(obs, now);
         verdict_of(&self.cfg, obs, out)
     }
 
     /// The memory store: exact set, near index and campaigns (the store
-    /// layer's `Store` for an engine).
-    pub fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
+    /// layer's `Store` for an engine, which is how callers outside the
+    /// crate reach it).
+    pub(crate) fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
         self.expire(now);
 
         // Exact: Bloom first, then the LRU for the campaign.

@@ -504,7 +504,7 @@ impl Replayer {
     /// more than a day past this host's clock, at the last message's time
     /// ([`replay_files`] sorts by arrival first; this takes messages in
     /// the order given).
-    pub fn feed_timed(
+    fn feed_timed(
         &mut self,
         mbox: &str,
         index: usize,
