@@ -234,13 +234,7 @@ fn inline(c: &mut Criterion) {
     g.finish();
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use testkit::splitmix;
 
 /// Queries the lookup bench cycles through (see `lookup`).
 const QUERY_POOL: usize = 1 << 20;

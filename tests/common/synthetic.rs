@@ -8,13 +8,7 @@ use bulkwatch::engine::Observation;
 /// fingerprints, none near another, as a window of unrelated mail.
 pub fn synthetic(i: u64, cfg: &Config) -> Observation {
     let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x1234_5678;
-    let mut next = || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut next = || splitmix(&mut s);
     let mut exact = [0u8; 32];
     for c in exact.chunks_mut(8) {
         c.copy_from_slice(&next().to_le_bytes());
@@ -36,13 +30,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
 }
 
 /// SplitMix64, for reproducible fingerprints.
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use testkit::splitmix;
 
 /// A message seen by its fingerprints only: simhash `simhash`, and an
 /// exact hash, sketch and band keys of its own (nothing but the simhash

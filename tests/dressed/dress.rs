@@ -9,7 +9,7 @@
 //! PRNG seeded by the text, the copy and the dress: the suite is
 //! deterministic.
 
-use base64::Engine as _;
+use testkit::{base64, base64_lines as b64_lines};
 
 /// A dress: base text and copy number to raw message bytes.
 pub type Dress = fn(&str, usize) -> Vec<u8>;
@@ -58,40 +58,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
 
 // ---------------------------------------------------------------- randomness
 
-/// SplitMix64: small, seedable, good enough to pick words.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// A number in `lo..=hi`.
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-
-    pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-
-    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len())]
-    }
-}
+pub use testkit::Rng;
 
 /// FNV-1a.
 fn fnv(bytes: &[u8]) -> u64 {
@@ -232,10 +199,7 @@ fn subject(text: &str) -> String {
     if s.is_ascii() {
         s
     } else {
-        format!(
-            "=?utf-8?B?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
-        )
+        format!("=?utf-8?B?{}?=", base64(s.as_bytes()))
     }
 }
 
@@ -274,16 +238,6 @@ fn plain_message(text: &str, copy: usize, body: &str) -> Vec<u8> {
 
 fn html_message(text: &str, copy: usize, html: &str) -> Vec<u8> {
     message(text, copy, HTML, html.as_bytes())
-}
-
-fn b64_lines(bytes: &[u8]) -> String {
-    let s = base64::engine::general_purpose::STANDARD.encode(bytes);
-    let mut out = String::with_capacity(s.len() + s.len() / 76 + 2);
-    for chunk in s.as_bytes().chunks(76) {
-        out.push_str(std::str::from_utf8(chunk).unwrap());
-        out.push('\n');
-    }
-    out
 }
 
 fn crlf(s: &str) -> String {

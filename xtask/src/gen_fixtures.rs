@@ -43,46 +43,44 @@
 use std::fs;
 use std::path::Path;
 
+use testkit::{base64, base64_lines as base64_body};
+
 // ---------------------------------------------------------------------------
-// PRNG (splitmix64)
+// PRNG (splitmix64, from testkit) with the helpers the fixtures use
 // ---------------------------------------------------------------------------
 
-struct Rng(u64);
+struct Rng(testkit::Rng);
 
 const HEX: &[u8] = b"0123456789abcdef";
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const B64: &[u8] = testkit::BASE64_ALPHABET;
 const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const CODE: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(testkit::Rng::new(seed))
     }
 
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// Uniform in `0..n`.
     fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
+        self.0.below(n)
     }
 
     /// Uniform in `lo..=hi`.
     fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
+        self.0.range(lo, hi)
     }
 
     fn chance(&mut self, pct: u64) -> bool {
-        self.next_u64() % 100 < pct
+        self.0.percent(pct)
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
+        *self.0.pick(items)
     }
 
     fn from_alphabet(&mut self, alphabet: &[u8], lo: usize, hi: usize) -> String {
@@ -278,40 +276,6 @@ fn numeric_date(t: i64) -> String {
 // ---------------------------------------------------------------------------
 // Encoders and text helpers
 // ---------------------------------------------------------------------------
-
-fn base64(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len() * 4 / 3 + 4);
-    for chunk in data.chunks(3) {
-        let b0 = chunk[0] as u32;
-        let b1 = if chunk.len() > 1 { chunk[1] as u32 } else { 0 };
-        let b2 = if chunk.len() > 2 { chunk[2] as u32 } else { 0 };
-        let n = (b0 << 16) | (b1 << 8) | b2;
-        out.push(B64[(n >> 18) as usize & 63] as char);
-        out.push(B64[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 {
-            B64[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if chunk.len() > 2 {
-            B64[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
-}
-
-/// Base64 body wrapped at 76 columns, ending with a newline.
-fn base64_body(data: &[u8]) -> String {
-    let flat = base64(data);
-    let mut out = String::with_capacity(flat.len() + flat.len() / 76 + 2);
-    for chunk in flat.as_bytes().chunks(76) {
-        out.push_str(std::str::from_utf8(chunk).expect("base64 is ascii"));
-        out.push('\n');
-    }
-    out
-}
 
 fn base64url_nopad(data: &[u8]) -> String {
     base64(data)
