@@ -98,8 +98,6 @@ enum Combinator {
     Child,
 }
 
-/// One kept rule: its last compound, the first one with the combinator
-/// between them (if two), and its declarations.
 /// A declaration kept: the property (its place in [`READ`]), the value,
 /// and whether it is `!important`.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +107,8 @@ struct Decl {
     important: bool,
 }
 
+/// One kept rule: its last compound, the first one with the combinator
+/// between them (if two), and its declarations.
 struct Kept {
     last: Compound,
     /// The first part, its combinator, and its bit in `ElemInfo::own`
@@ -132,118 +132,138 @@ pub struct Sheet {
     classes: HashSet<String>,
 }
 
+/// A rule as parsed, before the bounds: its selector's text, specificity,
+/// place in the sheet and declarations of properties read here.
+struct Parsed {
+    text: String,
+    specificity: [u8; 3],
+    order: usize,
+    declarations: Vec<Decl>,
+}
+
+/// Every rule of `css` that sets a property read here, one per selector.
+/// Each rule is parsed on its own: simplecss finds the line and column of
+/// every error by counting from the start of its text, which over a whole
+/// sheet of broken rules is quadratic.
+fn parse_rules(css: &str) -> Vec<Parsed> {
+    let mut parsed: Vec<Parsed> = Vec::new();
+    let mut same: HashMap<String, usize> = HashMap::new();
+    for (order, chunk) in rule_texts(css).enumerate() {
+        for rule in StyleSheet::parse(&chunk).rules {
+            let read: Vec<Decl> = rule
+                .declarations
+                .iter()
+                .filter(|d| {
+                    // A `;` or brace in a value would split it again in
+                    // `html::apply_style`: such a value is not CSS.
+                    d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
+                })
+                .filter_map(|d| {
+                    Some(Decl {
+                        prop: READ.iter().position(|p| *p == d.name)?,
+                        value: d.value.to_owned(),
+                        important: d.important,
+                    })
+                })
+                .collect();
+            if read.is_empty() {
+                continue;
+            }
+            // simplecss keeps a selector's parts to itself; its text (in
+            // a fixed form: `p > span[class~='x']`) gives them back.
+            let text = rule.selector.to_string();
+            // One rule per selector: a later one with the same
+            // selector adds to it (and takes its place in the order),
+            // so repeating a selector cannot crowd out a rule below.
+            let at = *same.entry(text.clone()).or_insert_with(|| {
+                parsed.push(Parsed {
+                    text,
+                    specificity: rule.selector.specificity(),
+                    order,
+                    declarations: Vec::new(),
+                });
+                parsed.len() - 1
+            });
+            if let Some(p) = parsed.get_mut(at) {
+                p.order = order;
+                for d in read {
+                    p.declarations.retain(|k| k.prop != d.prop);
+                    p.declarations.push(d);
+                }
+            }
+        }
+    }
+    parsed
+}
+
+/// The rules kept, within [`MAX_RULES`], [`MAX_PER_KEY`] and
+/// [`MAX_CONTEXT_RULES`], in the cascade's order, each with the keys of
+/// its last and first parts.
+fn keep(mut parsed: Vec<Parsed>) -> Vec<(Kept, String, Option<String>)> {
+    // The cascade's order: specificity, then the sheet's order.
+    parsed.sort_by_key(|p| (p.specificity, p.order));
+    // Kept from the highest precedence down, so rules put before a
+    // hiding rule cannot crowd it out of a key's list.
+    let mut kept: Vec<(Kept, String, Option<String>)> = Vec::new();
+    let mut per_last: HashMap<String, usize> = HashMap::new();
+    let mut per_first: HashMap<String, usize> = HashMap::new();
+    let mut bits = 0u8;
+    for p in parsed.into_iter().rev() {
+        if kept.len() >= MAX_RULES {
+            break;
+        }
+        let Some((first, last)) = split(&p.text) else {
+            continue;
+        };
+        let (last_c, first_c) = (Compound::of(last), first.map(|(f, _)| Compound::of(f)));
+        // A rule that can never match here (a pseudo-class, another
+        // attribute) is not kept: it must not crowd out one that can.
+        if last_c.never() || first_c.as_ref().is_some_and(Compound::never) {
+            continue;
+        }
+        let last_key = last_c.key();
+        let first_key = first_c.as_ref().map(Compound::key);
+        let full = |map: &HashMap<String, usize>, key: &str| {
+            map.get(key).is_some_and(|n| *n >= MAX_PER_KEY)
+        };
+        if full(&per_last, &last_key)
+            || first_key.as_ref().is_some_and(|k| full(&per_first, k))
+            || (first.is_some() && usize::from(bits) >= MAX_CONTEXT_RULES)
+        {
+            continue;
+        }
+        *per_last.entry(last_key.clone()).or_default() += 1;
+        let first = first.zip(first_c).map(|((_, comb), f)| {
+            let bit = bits;
+            bits += 1;
+            (f, comb, bit)
+        });
+        if let Some(k) = &first_key {
+            *per_first.entry(k.clone()).or_default() += 1;
+        }
+        kept.push((
+            Kept {
+                last: last_c,
+                first,
+                declarations: p.declarations,
+            },
+            last_key,
+            first_key,
+        ));
+    }
+    kept.reverse();
+    kept
+}
+
 impl Sheet {
     /// The rules of `css` (lower case, at most [`MAX_CSS_BYTES`]) that set
     /// a property read here; `None` when there is none.
     pub fn parse(css: &str) -> Option<Sheet> {
-        // Each rule is parsed on its own: simplecss finds the line and
-        // column of every error by counting from the start of its text,
-        // which over a whole sheet of broken rules is quadratic.
-        struct Parsed {
-            text: String,
-            specificity: [u8; 3],
-            order: usize,
-            declarations: Vec<Decl>,
-        }
-        let mut parsed: Vec<Parsed> = Vec::new();
-        let mut same: HashMap<String, usize> = HashMap::new();
-        for (order, chunk) in rule_texts(css).enumerate() {
-            for rule in StyleSheet::parse(&chunk).rules {
-                let read: Vec<Decl> = rule
-                    .declarations
-                    .iter()
-                    .filter(|d| {
-                        // A `;` or brace in a value would split it again in
-                        // `html::apply_style`: such a value is not CSS.
-                        d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
-                    })
-                    .filter_map(|d| {
-                        Some(Decl {
-                            prop: READ.iter().position(|p| *p == d.name)?,
-                            value: d.value.to_owned(),
-                            important: d.important,
-                        })
-                    })
-                    .collect();
-                if read.is_empty() {
-                    continue;
-                }
-                // simplecss keeps a selector's parts to itself; its text (in
-                // a fixed form: `p > span[class~='x']`) gives them back.
-                let text = rule.selector.to_string();
-                // One rule per selector: a later one with the same
-                // selector adds to it (and takes its place in the order),
-                // so repeating a selector cannot crowd out a rule below.
-                let at = *same.entry(text.clone()).or_insert_with(|| {
-                    parsed.push(Parsed {
-                        text,
-                        specificity: rule.selector.specificity(),
-                        order,
-                        declarations: Vec::new(),
-                    });
-                    parsed.len() - 1
-                });
-                if let Some(p) = parsed.get_mut(at) {
-                    p.order = order;
-                    for d in read {
-                        p.declarations.retain(|k| k.prop != d.prop);
-                        p.declarations.push(d);
-                    }
-                }
-            }
-        }
-        // The cascade's order: specificity, then the sheet's order.
-        parsed.sort_by_key(|p| (p.specificity, p.order));
-        // Kept from the highest precedence down, so rules put before a
-        // hiding rule cannot crowd it out of a key's list.
-        let mut kept: Vec<(Kept, String, Option<String>)> = Vec::new();
-        let mut per_last: HashMap<String, usize> = HashMap::new();
-        let mut per_first: HashMap<String, usize> = HashMap::new();
-        let mut bits = 0u8;
-        for p in parsed.into_iter().rev() {
-            if kept.len() >= MAX_RULES {
-                break;
-            }
-            let Some((first, last)) = split(&p.text) else {
-                continue;
-            };
-            let (last_c, first_c) = (Compound::of(last), first.map(|(f, _)| Compound::of(f)));
-            // A rule that can never match here (a pseudo-class, another
-            // attribute) is not kept: it must not crowd out one that can.
-            if last_c.never() || first_c.as_ref().is_some_and(Compound::never) {
-                continue;
-            }
-            let last_key = last_c.key();
-            let first_key = first_c.as_ref().map(Compound::key);
-            let full = |map: &HashMap<String, usize>, key: &str| {
-                map.get(key).is_some_and(|n| *n >= MAX_PER_KEY)
-            };
-            if full(&per_last, &last_key)
-                || first_key.as_ref().is_some_and(|k| full(&per_first, k))
-                || (first.is_some() && usize::from(bits) >= MAX_CONTEXT_RULES)
-            {
-                continue;
-            }
-            *per_last.entry(last_key.clone()).or_default() += 1;
-            let first = first.zip(first_c).map(|((_, comb), f)| {
-                let bit = bits;
-                bits += 1;
-                (f, comb, bit)
-            });
-            if let Some(k) = &first_key {
-                *per_first.entry(k.clone()).or_default() += 1;
-            }
-            kept.push((
-                Kept {
-                    last: last_c,
-                    first,
-                    declarations: p.declarations,
-                },
-                last_key,
-                first_key,
-            ));
-        }
-        kept.reverse();
+        Sheet::index(keep(parse_rules(css)))
+    }
+
+    /// The sheet of the kept rules, listed by the keys of their parts.
+    fn index(kept: Vec<(Kept, String, Option<String>)>) -> Option<Sheet> {
         let mut sheet = Sheet {
             rules: Vec::new(),
             by_last: HashMap::new(),
