@@ -940,25 +940,82 @@ impl LogStore {
             }
             err("log", e)
         };
-        let (mut from, upkeep, renewed) = {
-            let mut r = self.replica()?;
-            let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
-            if upkeep {
-                r.upkeep_ms = r.redis_ms;
-            }
-            let trim = upkeep
-                .then(|| r.redis_ms.checked_sub(self.keep_ms))
-                .flatten();
-            let renewed = if upkeep {
-                r.corrections_to_renew(self.keep_ms / 2)
-            } else {
-                Vec::new()
-            };
-            (r.last, upkeep.then_some(trim), renewed)
+        let (mut from, upkeep, renewed) = self.plan()?;
+        let cmds = self.commands(batch, &renewed, from, upkeep);
+        let mut reply = conn.pipeline(cmds).map_err(fail)?.into_iter();
+        let own = batch
+            .iter()
+            .map(|_| {
+                reply
+                    .next()
+                    .map_or_else(|| Err(too_short()), |v| stream_id(&v))
+            })
+            .collect::<Result<Vec<StreamId>, StoreError>>()?;
+        for _ in &renewed {
+            reply.next().ok_or_else(too_short)?;
+        }
+        let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
+            return Err(too_short());
         };
-        // The batch's entries, then corrections about to be trimmed with
-        // the log while their campaigns live, appended again (see
-        // Replica::corrections_to_renew).
+        let skipped = match self.catch_up(conn, entries(first)?, &mut from, newest, &fail)? {
+            Some(skipped) => skipped,
+            // Not even the newest message's entry is left: trimmed already.
+            None => {
+                return Ok(batch
+                    .iter()
+                    .map(|_| Logged::CatchingUp(CatchUp::Trimmed { entry: newest }))
+                    .collect())
+            }
+        };
+        if skipped > 0 {
+            tracing::warn!(
+                entries = skipped,
+                "redis log: skipped entries that do not decode or are dated past Redis's clock"
+            );
+        }
+        let mut r = self.replica()?;
+        let answers: Vec<Logged> = batch
+            .iter()
+            .zip(own)
+            .map(|(e, id)| answer(&r, e.now, id))
+            .collect();
+        r.answered |= answers.iter().any(|a| matches!(a, Logged::Outcome(_)));
+        Ok(answers)
+    }
+
+    /// What this round trip does besides the batch: where the read
+    /// starts (the replica's last entry), whether it is time for upkeep
+    /// (and then the trim point, once Redis's clock is known), and the
+    /// corrections to append again before the log's trim drops them.
+    #[allow(clippy::type_complexity)]
+    fn plan(&self) -> Result<(Option<StreamId>, Option<Option<u64>>, Vec<Vec<u8>>), StoreError> {
+        let mut r = self.replica()?;
+        let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
+        if upkeep {
+            r.upkeep_ms = r.redis_ms;
+        }
+        let trim = upkeep
+            .then(|| r.redis_ms.checked_sub(self.keep_ms))
+            .flatten();
+        let renewed = if upkeep {
+            r.corrections_to_renew(self.keep_ms / 2)
+        } else {
+            Vec::new()
+        };
+        Ok((r.last, upkeep.then_some(trim), renewed))
+    }
+
+    /// The pipeline of one round trip: the batch's entries, then
+    /// corrections about to be trimmed with the log while their campaigns
+    /// live, appended again (see Replica::corrections_to_renew); the read
+    /// from `from`; and, at upkeep, the TTL and the trim.
+    fn commands(
+        &self,
+        batch: &[Entry],
+        renewed: &[Vec<u8>],
+        from: Option<StreamId>,
+        upkeep: Option<Option<u64>>,
+    ) -> Vec<redis::Cmd> {
         let mut cmds: Vec<redis::Cmd> = batch
             .iter()
             .map(|e| e.bytes.as_slice())
@@ -978,34 +1035,28 @@ impl LogStore {
                 cmds.push(xtrim);
             }
         }
-        let mut reply = conn.pipeline(cmds).map_err(fail)?.into_iter();
-        let own = batch
-            .iter()
-            .map(|_| {
-                reply
-                    .next()
-                    .map_or_else(|| Err(too_short()), |v| stream_id(&v))
-            })
-            .collect::<Result<Vec<StreamId>, StoreError>>()?;
-        for _ in &renewed {
-            reply.next().ok_or_else(too_short)?;
-        }
-        let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
-            return Err(too_short());
-        };
-        let mut read = entries(first)?;
+        cmds
+    }
+
+    /// Applies `read` (the pipeline's read) and further reads from `from`
+    /// until the replica holds `newest`, at most [`MAX_READS_PER_CALL`]
+    /// more reads. Returns the entries skipped as undecodable, or `None`
+    /// when a read came back empty: the log was trimmed past `newest`.
+    fn catch_up(
+        &self,
+        conn: &mut Conn,
+        mut read: Vec<(StreamId, Vec<u8>)>,
+        from: &mut Option<StreamId>,
+        newest: StreamId,
+        fail: &dyn Fn(redis::RedisError) -> StoreError,
+    ) -> Result<Option<usize>, StoreError> {
         let mut skipped = 0;
         for reads in 0..=MAX_READS_PER_CALL {
             if reads > 0 {
                 self.reads.fetch_add(1, Ordering::Relaxed);
-                read = entries(self.read_from(from).query(conn.like()).map_err(fail)?)?;
+                read = entries(self.read_from(*from).query(conn.like()).map_err(fail)?)?;
                 if read.is_empty() {
-                    // Not even the newest message's entry is left: trimmed
-                    // already.
-                    return Ok(batch
-                        .iter()
-                        .map(|_| Logged::CatchingUp(CatchUp::Trimmed { entry: newest }))
-                        .collect());
+                    return Ok(None);
                 }
             }
             let mut r = self.replica()?;
@@ -1023,7 +1074,7 @@ impl LogStore {
             };
             if joins {
                 skipped += r.apply(std::mem::take(&mut read));
-            } else if r.last == from {
+            } else if r.last == *from {
                 // The replica's last entry left the log: what came after
                 // it may have too. Start again from what the log holds.
                 tracing::warn!(
@@ -1034,25 +1085,12 @@ impl LogStore {
             }
             // (Else another round trip moved the replica past this read:
             // the next read starts where it is now.)
-            from = r.last;
+            *from = r.last;
             if from.is_some_and(|l| l >= newest) {
                 break;
             }
         }
-        if skipped > 0 {
-            tracing::warn!(
-                entries = skipped,
-                "redis log: skipped entries that do not decode or are dated past Redis's clock"
-            );
-        }
-        let mut r = self.replica()?;
-        let answers: Vec<Logged> = batch
-            .iter()
-            .zip(own)
-            .map(|(e, id)| answer(&r, e.now, id))
-            .collect();
-        r.answered |= answers.iter().any(|a| matches!(a, Logged::Outcome(_)));
-        Ok(answers)
+        Ok(Some(skipped))
     }
 
     /// `XADD` of one entry, the log trimmed to `window.max_entries`.
