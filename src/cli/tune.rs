@@ -441,22 +441,23 @@ pub fn svg(rows: &[Row]) -> String {
         t
     };
     let legend_rows = groupings.len().div_ceil(3);
-    let (w, left, right) = (780.0, 70.0, 40.0);
-    let (panel, gap, top) = (220.0, 70.0, 40.0);
-    let h = top + 2.0 * panel + gap + 80.0 + 18.0 * legend_rows as f64;
     // The ham axis in whole messages: at most five ticks, a whole step
     // apart, the top one at or above the most ham any setting flagged.
     let most_ham = rows.iter().map(|r| r.ham_flagged).max().unwrap_or(0).max(1);
     let ham_step = most_ham.div_ceil(4);
     let ham_ticks = most_ham.div_ceil(ham_step);
-    let max_ham = (ham_ticks * ham_step) as f64;
-    let x = |t: f64| {
-        let i = ts.iter().position(|v| *v == t).unwrap_or(0) as f64;
-        left + i * (w - left - right) / (ts.len().max(2) - 1) as f64
+    let p = Plot {
+        ts,
+        w: 780.0,
+        left: 70.0,
+        right: 40.0,
+        panel: 220.0,
+        max_ham: (ham_ticks * ham_step) as f64,
     };
-    // y within a panel whose top is `y0`, for a value in 0..=1.
-    let y = |y0: f64, v: f64| y0 + (1.0 - v) * panel;
-    let (recall_top, ham_top) = (top, top + panel + gap);
+    let (gap, top) = (70.0, 40.0);
+    let h = top + 2.0 * p.panel + gap + 80.0 + 18.0 * legend_rows as f64;
+    let (recall_top, ham_top) = (top, top + p.panel + gap);
+    let (w, left) = (p.w, p.left);
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
          font-family=\"sans-serif\" font-size=\"12\">\n\
@@ -469,56 +470,22 @@ pub fn svg(rows: &[Row]) -> String {
         .map(|v| (*v, format!("{v:.2}")))
         .collect();
     let ham_ticks: Vec<(f64, String)> = (0..=ham_ticks)
-        .map(|i| ((i * ham_step) as f64 / max_ham, (i * ham_step).to_string()))
+        .map(|i| {
+            (
+                (i * ham_step) as f64 / p.max_ham,
+                (i * ham_step).to_string(),
+            )
+        })
         .collect();
-    for (y0, title, ticks) in [
-        (
-            recall_top,
-            "recall (line: messages, dots: campaigns)",
-            recall_ticks,
-        ),
-        (ham_top, "ham messages flagged", ham_ticks),
-    ] {
-        let y_axis = y(y0, 0.0);
-        s.push_str(&format!(
-            "<line x1=\"{left}\" y1=\"{y_axis}\" x2=\"{}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
-             <line x1=\"{left}\" y1=\"{y0}\" x2=\"{left}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
-             <text transform=\"translate({},{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n\
-             <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">bulk threshold (weighted recipients)</text>\n",
-            w - right,
-            left - 48.0,
-            y0 + panel / 2.0,
-            xml(title),
-            (left + w - right) / 2.0,
-            y_axis + 34.0
-        ));
-        for (v, label) in &ticks {
-            s.push_str(&format!(
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>\n\
-                 <line x1=\"{left}\" y1=\"{yv}\" x2=\"{}\" y2=\"{yv}\" stroke=\"#ddd\"/>\n",
-                left - 6.0,
-                y(y0, *v) + 4.0,
-                w - right,
-                yv = y(y0, *v)
-            ));
-        }
-        for t in &ts {
-            s.push_str(&format!(
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
-                x(*t),
-                y_axis + 16.0
-            ));
-        }
-    }
-    let legend_top = ham_top + panel + 56.0;
+    p.panel_axes(
+        &mut s,
+        recall_top,
+        "recall (line: messages, dots: campaigns)",
+        &recall_ticks,
+    );
+    p.panel_axes(&mut s, ham_top, "ham messages flagged", &ham_ticks);
+    let legend_top = ham_top + p.panel + 56.0;
     for (i, g) in groupings.iter().enumerate() {
-        let c = COLORS.get(i % COLORS.len()).copied().unwrap_or("black");
-        let dash = DASHES
-            .get((i / COLORS.len()) % DASHES.len())
-            .copied()
-            .unwrap_or("");
-        let style =
-            format!("fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"");
         let mine: Vec<&Row> = rows
             .iter()
             .filter(|r| {
@@ -528,26 +495,112 @@ pub fn svg(rows: &[Row]) -> String {
                 } == *g
             })
             .collect();
+        p.setting(&mut s, i, g, &mine, (recall_top, ham_top), legend_top);
+    }
+    s.push_str(&format!(
+        "<text x=\"{left}\" y=\"{}\" fill=\"#555\">Lines that coincide belong to settings \
+         with the same result.</text>\n</svg>\n",
+        legend_top + 18.0 * legend_rows as f64 + 4.0
+    ));
+    s
+}
+
+/// The plot's geometry: the thresholds along x, the width and margins,
+/// the height of a panel, and the top of the ham axis.
+struct Plot {
+    ts: Vec<f64>,
+    w: f64,
+    left: f64,
+    right: f64,
+    panel: f64,
+    max_ham: f64,
+}
+
+impl Plot {
+    /// x of a threshold (its rank among the thresholds plotted).
+    fn x(&self, t: f64) -> f64 {
+        let i = self.ts.iter().position(|v| *v == t).unwrap_or(0) as f64;
+        self.left + i * (self.w - self.left - self.right) / (self.ts.len().max(2) - 1) as f64
+    }
+
+    /// y within a panel whose top is `y0`, for a value in 0..=1.
+    fn y(&self, y0: f64, v: f64) -> f64 {
+        y0 + (1.0 - v) * self.panel
+    }
+
+    /// A panel's axes, title, ticks and threshold labels.
+    fn panel_axes(&self, s: &mut String, y0: f64, title: &str, ticks: &[(f64, String)]) {
+        let (w, left, right) = (self.w, self.left, self.right);
+        let y_axis = self.y(y0, 0.0);
+        s.push_str(&format!(
+            "<line x1=\"{left}\" y1=\"{y_axis}\" x2=\"{}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
+             <line x1=\"{left}\" y1=\"{y0}\" x2=\"{left}\" y2=\"{y_axis}\" stroke=\"black\"/>\n\
+             <text transform=\"translate({},{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">bulk threshold (weighted recipients)</text>\n",
+            w - right,
+            left - 48.0,
+            y0 + self.panel / 2.0,
+            xml(title),
+            (left + w - right) / 2.0,
+            y_axis + 34.0
+        ));
+        for (v, label) in ticks {
+            s.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>\n\
+                 <line x1=\"{left}\" y1=\"{yv}\" x2=\"{}\" y2=\"{yv}\" stroke=\"#ddd\"/>\n",
+                left - 6.0,
+                self.y(y0, *v) + 4.0,
+                w - right,
+                yv = self.y(y0, *v)
+            ));
+        }
+        for t in &self.ts {
+            s.push_str(&format!(
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
+                self.x(*t),
+                y_axis + 16.0
+            ));
+        }
+    }
+
+    /// The `i`th setting: its two lines, its campaign dots and its legend
+    /// entry.
+    fn setting(
+        &self,
+        s: &mut String,
+        i: usize,
+        g: &Setting,
+        mine: &[&Row],
+        (recall_top, ham_top): (f64, f64),
+        legend_top: f64,
+    ) {
+        let c = COLORS.get(i % COLORS.len()).copied().unwrap_or("black");
+        let dash = DASHES
+            .get((i / COLORS.len()) % DASHES.len())
+            .copied()
+            .unwrap_or("");
+        let style =
+            format!("fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"");
         let pts = |f: &dyn Fn(&Row) -> f64, y0: f64| {
             mine.iter()
-                .map(|r| format!("{:.1},{:.1}", x(r.setting.threshold), y(y0, f(r))))
+                .map(|r| format!("{:.1},{:.1}", self.x(r.setting.threshold), self.y(y0, f(r))))
                 .collect::<Vec<_>>()
                 .join(" ")
         };
         s.push_str(&format!(
             "<polyline {style} points=\"{}\"/>\n<polyline {style} points=\"{}\"/>\n",
             pts(&|r| r.message_recall, recall_top),
-            pts(&|r| r.ham_flagged as f64 / max_ham, ham_top)
+            pts(&|r| r.ham_flagged as f64 / self.max_ham, ham_top)
         ));
-        for r in &mine {
+        for r in mine {
             s.push_str(&format!(
                 "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{c}\"/>\n",
-                x(r.setting.threshold),
-                y(recall_top, r.campaign_recall)
+                self.x(r.setting.threshold),
+                self.y(recall_top, r.campaign_recall)
             ));
         }
         let (lx, ly) = (
-            left + 240.0 * (i % 3) as f64,
+            self.left + 240.0 * (i % 3) as f64,
             legend_top + 18.0 * (i / 3) as f64,
         );
         s.push_str(&format!(
@@ -560,12 +613,6 @@ pub fn svg(rows: &[Row]) -> String {
             xml(&g.grouping())
         ));
     }
-    s.push_str(&format!(
-        "<text x=\"{left}\" y=\"{}\" fill=\"#555\">Lines that coincide belong to settings \
-         with the same result.</text>\n</svg>\n",
-        legend_top + 18.0 * legend_rows as f64 + 4.0
-    ));
-    s
 }
 
 #[cfg(test)]
