@@ -5,7 +5,7 @@
 //!
 //! The sheets are parsed by `simplecss` (CSS 2.1 rules and selectors;
 //! at-rules such as `@media` are skipped). Only rules that set a property
-//! `html::apply_style` reads (display, visibility, sizes, colours,
+//! `html::style::apply_style` reads (display, visibility, sizes, colours,
 //! positions, ...) are kept. An element gets the declarations of the rules
 //! whose selector matches it, in the cascade's order: the sheet's normal
 //! declarations by specificity, then its inline `style`, then the sheet's
@@ -48,7 +48,7 @@ const MAX_CONDS: usize = 8;
 /// Longest declaration value kept (hiding values are short).
 const MAX_DECL_VALUE: usize = 256;
 
-/// Properties that can hide text or set its colour (`html::apply_style`).
+/// Properties that can hide text or set its colour (`html::style::apply_style`).
 const READ: &[&str] = &[
     "display",
     "visibility",
@@ -155,7 +155,7 @@ fn parse_rules(css: &str) -> Vec<Parsed> {
                 .iter()
                 .filter(|d| {
                     // A `;` or brace in a value would split it again in
-                    // `html::apply_style`: such a value is not CSS.
+                    // `html::style::apply_style`: such a value is not CSS.
                     d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
                 })
                 .filter_map(|d| {
