@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::section::section;
+use super::section::*;
 use super::ConfigError;
 
 section! {
@@ -26,7 +26,7 @@ section! {
         min_interval: Duration = Duration::from_secs(600),
             file min_interval_secs: u64,
             read |_, v| Ok(Duration::from_secs(v)),
-            write |d| Some(d.as_secs());
+            write to_secs;
     }
 }
 

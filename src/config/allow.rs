@@ -4,7 +4,7 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 
-use super::section::section;
+use super::section::*;
 use super::ConfigError;
 
 section! {

@@ -1,6 +1,6 @@
 //! `[campaign]`: campaign bookkeeping; a switch only, nothing to refuse.
 
-use super::section::section;
+use super::section::*;
 
 section! {
     /// Campaign bookkeeping.

@@ -1,6 +1,6 @@
 //! `[exact]`: the exact-hash set, with a cap on the memory its Bloom filters take.
 
-use super::section::{section, SIZES};
+use super::section::*;
 use super::{to_usize, ConfigError};
 
 /// The most memory the exact set's Bloom filters may take, all generations
@@ -20,7 +20,7 @@ section! {
         bloom_items: usize = 1_000_000,
             file bloom_items: u64,
             read |k, v| to_usize(k, v, 16, 1 << 32),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart SIZES;
         bloom_fp_rate: f64 = 0.001,
             file bloom_fp_rate: f64,
@@ -37,12 +37,12 @@ section! {
         generations: usize = 4,
             file generations: u32,
             read |k, v| to_usize(k, v.into(), 2, 16),
-            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            write to_u32,
             restart SIZES;
         lru_capacity: usize = 100_000,
             file lru_capacity: u64,
             read |k, v| to_usize(k, v, 1, 1 << 24),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart SIZES;
     }
     check |c| {

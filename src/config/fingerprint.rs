@@ -1,6 +1,6 @@
 //! `[fingerprint]`: how features and fingerprints are computed, and the hash key.
 
-use super::section::{section, FINGERPRINTS};
+use super::section::*;
 use super::{in_range, to_usize, ConfigError};
 
 /// The default 128-bit key of the shingle hash, as 32 hex digits: the ASCII
@@ -15,7 +15,7 @@ section! {
         shingle_words: usize = 2,
             file shingle_words: u32,
             read |k, v| to_usize(k, v.into(), 1, 8),
-            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            write to_u32,
             restart FINGERPRINTS;
         /// Key of the fingerprint hashes (k0, k1), little-endian halves of the
         /// 16 key bytes: tokens are hashed with XXH3 seeded by `k0 ^ mix(k1)`
@@ -36,7 +36,7 @@ section! {
         min_features: usize = 8,
             file min_features: u32,
             read |k, v| to_usize(k, v.into(), 1, 10_000),
-            write |v| Some(u32::try_from(*v).unwrap_or(u32::MAX)),
+            write to_u32,
             restart FINGERPRINTS;
         include_subject: bool = false,
             file include_subject: bool,

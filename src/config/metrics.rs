@@ -1,6 +1,6 @@
 //! `[metrics]`: the listener of the metrics and /campaigns endpoints.
 
-use super::section::{section, LISTENER};
+use super::section::*;
 use super::ConfigError;
 
 /// Shortest control token accepted (a guessable token would hand the

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::section::{section, LISTENER};
-use super::{in_range, to_usize, ConfigError};
+use super::section::*;
+use super::{to_usize, ConfigError};
 
 /// Where and how the milter listens.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,12 @@ pub enum FailureAction {
     Accept,
     Tempfail,
 }
+
+/// `milter.failure_action`'s words.
+const FAILURE_ACTIONS: Words<FailureAction> = &[
+    ("accept", FailureAction::Accept),
+    ("tempfail", FailureAction::Tempfail),
+];
 
 section! {
     /// The milter adapter's settings.
@@ -48,37 +54,27 @@ section! {
         max_message_bytes: usize = 1024 * 1024,
             file max_message_bytes: u64,
             read |k, v| to_usize(k, v, 1024, 1 << 30),
-            write |v| Some(*v as u64);
+            write to_u64;
         max_connections: usize = 256,
             file max_connections: u64,
             read |k, v| to_usize(k, v, 1, 100_000),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart LISTENER;
         /// A connection that sends no complete milter message for this long is
         /// closed (Postfix's own timeouts are shorter: `smtpd_timeout` 300 s).
         idle_timeout: Duration = Duration::from_secs(330),
             file idle_timeout_secs: u64,
-            read |k, v| Ok(Duration::from_secs(in_range(k, v, 10, 7210)?)),
-            write |d| Some(d.as_secs()),
+            read |k, v| secs_in(k, v, 10, 7210),
+            write to_secs,
             restart LISTENER;
         engine_timeout: Duration = Duration::from_millis(2000),
             file engine_timeout_ms: u64,
-            read |k, v| Ok(Duration::from_millis(in_range(k, v, 1, 600_000)?)),
-            write |d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            read |k, v| millis_in(k, v, 1, 600_000),
+            write to_millis;
         failure_action: FailureAction = FailureAction::Accept,
             file failure_action: String,
-            read |k, v| match v.as_str() {
-                "accept" => Ok(FailureAction::Accept),
-                "tempfail" => Ok(FailureAction::Tempfail),
-                other => Err(ConfigError::invalid(
-                    k,
-                    format!("`{other}` is not accept or tempfail"),
-                )),
-            },
-            write |a| Some(match a {
-                FailureAction::Accept => "accept",
-                FailureAction::Tempfail => "tempfail",
-            }.to_owned());
+            read |k, v| word(k, &v, FAILURE_ACTIONS),
+            write |a| word_of(a, FAILURE_ACTIONS);
         reject_text: String = "Message rejected as bulk mail".to_owned(),
             file reject_text: String, read reply_text;
         tempfail_text: String = "Message deferred, try again later".to_owned(),

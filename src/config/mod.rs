@@ -59,25 +59,93 @@ pub use window::WindowConfig;
 
 use std::path::Path;
 
-use raw::RawConfig;
+/// The sections, in file order, each once: the whole configuration
+/// ([`Config`]), its file form ([`raw::RawConfig`]), the reading, the
+/// writing back and the reload split over every section are generated
+/// from this list.
+macro_rules! sections {
+    ($($field:ident: $Ty:ident in $Raw:ident),* $(,)?) => {
+        /// The whole validated configuration.
+        #[derive(Debug, Clone, PartialEq, Default)]
+        pub struct Config {
+            $(pub $field: $Ty,)*
+        }
 
-/// The whole validated configuration.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Config {
-    pub scan: ScanConfig,
-    pub normalize: NormalizeConfig,
-    pub fingerprint: FingerprintConfig,
-    pub window: WindowConfig,
-    pub exact: ExactConfig,
-    pub campaign: CampaignConfig,
-    pub thresholds: Thresholds,
-    pub allow: AllowConfig,
-    pub milter: MilterConfig,
-    pub policy: PolicyConfig,
-    pub state: StateConfig,
-    pub metrics: MetricsConfig,
-    pub alerts: AlertsConfig,
-    pub store: StoreConfig,
+        /// The file as written: every section optional, unknown ones refused.
+        #[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct RawConfig {
+            $(pub $field: Option<raw::$Raw>,)*
+        }
+
+        impl Config {
+            /// Fills defaults and validates, one section at a time in file
+            /// order (each section's `TryFrom` holds its defaults and rules).
+            ///
+            /// # Errors
+            /// `Invalid` naming the first bad key.
+            pub fn from_raw(raw: RawConfig) -> Result<Config, ConfigError> {
+                // No rule looks at two sections at once, so nothing is
+                // checked here beyond the sections themselves. Fields are
+                // evaluated in the order written: the first bad section is
+                // the one reported.
+                Ok(Config {
+                    $($field: raw.$field.unwrap_or_default().try_into()?,)*
+                })
+            }
+
+            /// A reload, in one place: the configuration in force after
+            /// `new` (just loaded) replaces `self` (running), and the keys
+            /// whose new values wait for a restart
+            /// ([`Config::restart_needed`]). Each of those keeps its running
+            /// value; every other key takes the new one. Which keys wait is
+            /// declared with each key (`restart` in its section).
+            pub fn reloaded(&self, new: &Config) -> (Config, Vec<Restart>) {
+                let mut merged = new.clone();
+                $(merged.$field.keep_running(&self.$field);)*
+                (merged, self.restart_needed(new))
+            }
+
+            /// Keys whose change needs a restart, comparing `self` (running)
+            /// with `new` (just loaded), in file order.
+            /// [`Config::reloaded`] keeps exactly these.
+            pub fn restart_needed(&self, new: &Config) -> Vec<Restart> {
+                [$(self.$field.restart_needed(&new.$field),)*].concat()
+            }
+
+            /// Every key of the file, as dotted paths, in file order (the
+            /// keys of `[store.redis]` after the sections).
+            pub fn keys() -> impl Iterator<Item = &'static str> {
+                [$($Ty::KEYS,)* RedisConfig::KEYS].into_iter().flatten().copied()
+            }
+        }
+
+        impl From<&Config> for RawConfig {
+            /// The configuration as the file would hold it (`check-config`).
+            fn from(c: &Config) -> RawConfig {
+                RawConfig {
+                    $($field: Some((&c.$field).into()),)*
+                }
+            }
+        }
+    };
+}
+
+sections! {
+    scan: ScanConfig in RawScan,
+    normalize: NormalizeConfig in RawNormalize,
+    fingerprint: FingerprintConfig in RawFingerprint,
+    window: WindowConfig in RawWindow,
+    exact: ExactConfig in RawExact,
+    campaign: CampaignConfig in RawCampaign,
+    thresholds: Thresholds in RawThresholds,
+    allow: AllowConfig in RawAllow,
+    milter: MilterConfig in RawMilter,
+    policy: PolicyConfig in RawPolicy,
+    state: StateConfig in RawState,
+    metrics: MetricsConfig in RawMetrics,
+    alerts: AlertsConfig in RawAlerts,
+    store: StoreConfig in RawStore,
 }
 
 /// `v` if it lies in `lo..=hi`, else an error naming `key` (for every section).
@@ -153,104 +221,6 @@ impl Config {
             message: e.to_string(),
         })?;
         Config::from_raw(raw).map_err(|e| e.with_origin("config").with_line_in(text))
-    }
-
-    /// Fills defaults and validates, one section at a time in file order
-    /// (each section's `TryFrom` holds its defaults and rules).
-    ///
-    /// # Errors
-    /// `Invalid` naming the first bad key.
-    pub fn from_raw(raw: RawConfig) -> Result<Config, ConfigError> {
-        // No rule looks at two sections at once, so nothing is checked here
-        // beyond the sections themselves. Fields are evaluated in the order
-        // written: the first bad section is the one reported.
-        Ok(Config {
-            scan: raw.scan.unwrap_or_default().try_into()?,
-            normalize: raw.normalize.unwrap_or_default().try_into()?,
-            fingerprint: raw.fingerprint.unwrap_or_default().try_into()?,
-            window: raw.window.unwrap_or_default().try_into()?,
-            exact: raw.exact.unwrap_or_default().try_into()?,
-            campaign: raw.campaign.unwrap_or_default().try_into()?,
-            thresholds: raw.thresholds.unwrap_or_default().try_into()?,
-            allow: raw.allow.unwrap_or_default().try_into()?,
-            milter: raw.milter.unwrap_or_default().try_into()?,
-            policy: raw.policy.unwrap_or_default().try_into()?,
-            state: raw.state.unwrap_or_default().try_into()?,
-            metrics: raw.metrics.unwrap_or_default().try_into()?,
-            alerts: raw.alerts.unwrap_or_default().try_into()?,
-            store: raw.store.unwrap_or_default().try_into()?,
-        })
-    }
-
-    /// A reload, in one place: the configuration in force after `new`
-    /// (just loaded) replaces `self` (running), and the keys whose new
-    /// values wait for a restart ([`Config::restart_needed`]). Each of those
-    /// keeps its running value; every other key takes the new one. Which
-    /// keys wait is declared with each key (`restart` in its section).
-    pub fn reloaded(&self, new: &Config) -> (Config, Vec<Restart>) {
-        let mut merged = new.clone();
-        merged.scan.keep_running(&self.scan);
-        merged.normalize.keep_running(&self.normalize);
-        merged.fingerprint.keep_running(&self.fingerprint);
-        merged.window.keep_running(&self.window);
-        merged.exact.keep_running(&self.exact);
-        merged.campaign.keep_running(&self.campaign);
-        merged.thresholds.keep_running(&self.thresholds);
-        merged.allow.keep_running(&self.allow);
-        merged.milter.keep_running(&self.milter);
-        merged.policy.keep_running(&self.policy);
-        merged.state.keep_running(&self.state);
-        merged.metrics.keep_running(&self.metrics);
-        merged.alerts.keep_running(&self.alerts);
-        merged.store.keep_running(&self.store);
-        (merged, self.restart_needed(new))
-    }
-
-    /// Every key of the file, as dotted paths, in file order.
-    pub fn keys() -> impl Iterator<Item = &'static str> {
-        [
-            ScanConfig::KEYS,
-            NormalizeConfig::KEYS,
-            FingerprintConfig::KEYS,
-            WindowConfig::KEYS,
-            ExactConfig::KEYS,
-            CampaignConfig::KEYS,
-            Thresholds::KEYS,
-            AllowConfig::KEYS,
-            MilterConfig::KEYS,
-            PolicyConfig::KEYS,
-            StateConfig::KEYS,
-            MetricsConfig::KEYS,
-            AlertsConfig::KEYS,
-            StoreConfig::KEYS,
-            RedisConfig::KEYS,
-        ]
-        .into_iter()
-        .flatten()
-        .copied()
-    }
-
-    /// Keys whose change needs a restart, comparing `self` (running) with
-    /// `new` (just loaded), in file order. [`Config::reloaded`] keeps
-    /// exactly these.
-    pub fn restart_needed(&self, new: &Config) -> Vec<Restart> {
-        [
-            self.scan.restart_needed(&new.scan),
-            self.normalize.restart_needed(&new.normalize),
-            self.fingerprint.restart_needed(&new.fingerprint),
-            self.window.restart_needed(&new.window),
-            self.exact.restart_needed(&new.exact),
-            self.campaign.restart_needed(&new.campaign),
-            self.thresholds.restart_needed(&new.thresholds),
-            self.allow.restart_needed(&new.allow),
-            self.milter.restart_needed(&new.milter),
-            self.policy.restart_needed(&new.policy),
-            self.state.restart_needed(&new.state),
-            self.metrics.restart_needed(&new.metrics),
-            self.alerts.restart_needed(&new.alerts),
-            self.store.restart_needed(&new.store),
-        ]
-        .concat()
     }
 }
 

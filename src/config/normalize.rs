@@ -1,6 +1,6 @@
 //! `[normalize]`: which normalization steps run; switches only, nothing to refuse.
 
-use super::section::{section, FINGERPRINTS};
+use super::section::*;
 
 section! {
     /// Which normalization steps run (each one can be switched off).

@@ -1,6 +1,6 @@
 //! `[policy]`: the action taken for each verdict level.
 
-use super::section::section;
+use super::section::*;
 use super::ConfigError;
 
 /// What the milter does for a verdict level.

@@ -6,27 +6,6 @@
 use super::raw::RawConfig;
 use super::Config;
 
-impl From<&Config> for RawConfig {
-    fn from(c: &Config) -> RawConfig {
-        RawConfig {
-            scan: Some((&c.scan).into()),
-            normalize: Some((&c.normalize).into()),
-            fingerprint: Some((&c.fingerprint).into()),
-            window: Some((&c.window).into()),
-            exact: Some((&c.exact).into()),
-            campaign: Some((&c.campaign).into()),
-            thresholds: Some((&c.thresholds).into()),
-            allow: Some((&c.allow).into()),
-            milter: Some((&c.milter).into()),
-            policy: Some((&c.policy).into()),
-            state: Some((&c.state).into()),
-            metrics: Some((&c.metrics).into()),
-            alerts: Some((&c.alerts).into()),
-            store: Some((&c.store).into()),
-        }
-    }
-}
-
 impl Config {
     /// The configuration as TOML, with the file's key names and units; it
     /// reads back as the same configuration.

@@ -2,10 +2,9 @@
 //!
 //! Nothing here is validated; `super::Config::from_raw` turns it into the
 //! validated form and fills in defaults. Each section's file form is
-//! declared with its keys (`section!`, `super::section`) and re-exported
+//! declared with its keys (`section!`, `super::section`), the whole file's
+//! with the list of sections (`sections!` in `super`); all are re-exported
 //! here.
-
-use serde::{Deserialize, Serialize};
 
 pub use super::alerts::RawAlerts;
 pub use super::allow::RawAllow;
@@ -22,21 +21,4 @@ pub use super::store::{RawRedis, RawStore};
 pub use super::thresholds::RawThresholds;
 pub use super::window::RawWindow;
 
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawConfig {
-    pub scan: Option<RawScan>,
-    pub normalize: Option<RawNormalize>,
-    pub fingerprint: Option<RawFingerprint>,
-    pub window: Option<RawWindow>,
-    pub exact: Option<RawExact>,
-    pub campaign: Option<RawCampaign>,
-    pub thresholds: Option<RawThresholds>,
-    pub allow: Option<RawAllow>,
-    pub milter: Option<RawMilter>,
-    pub policy: Option<RawPolicy>,
-    pub state: Option<RawState>,
-    pub metrics: Option<RawMetrics>,
-    pub alerts: Option<RawAlerts>,
-    pub store: Option<RawStore>,
-}
+pub use super::RawConfig;

@@ -1,6 +1,6 @@
 //! `[scan]`: how much of a message the engine looks at.
 
-use super::section::{section, FINGERPRINTS};
+use super::section::*;
 use super::to_usize;
 
 section! {
@@ -11,13 +11,13 @@ section! {
         max_scan_bytes: usize = 256 * 1024,
             file max_scan_bytes: u64,
             read |k, v| to_usize(k, v, 1024, 64 << 20),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart FINGERPRINTS;
         /// Raw message bytes handed to the MIME parser; a longer message is cut.
         max_parse_bytes: usize = 8 * 1024 * 1024,
             file max_parse_bytes: u64,
             read |k, v| to_usize(k, v, 1024, 1 << 30),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart FINGERPRINTS;
     }
 }

@@ -21,6 +21,12 @@
 //!
 //! `read` defaults to taking the file's value as it is and `write` to
 //! writing the field as it is; both need the two types to be the same.
+//! The conversions most keys share are the functions below (`to_u64`,
+//! `secs_in`, `word`, ...).
+
+use std::time::Duration;
+
+use super::{in_range, ConfigError};
 
 /// A key whose new value waits for a restart, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +50,64 @@ pub const FINGERPRINTS: &str = "fingerprints would no longer match the window";
 pub const SIZES: &str = "sizes of the in-memory state";
 /// Why a matching bound waits for a restart.
 pub const LINKS: &str = "the window's links were made with it";
+
+/// Written back: a count as the file's `u64`.
+pub fn to_u64(v: &usize) -> Option<u64> {
+    Some(*v as u64)
+}
+
+/// Written back: a count as the file's `u32` (saturating).
+pub fn to_u32(v: &usize) -> Option<u32> {
+    Some(u32::try_from(*v).unwrap_or(u32::MAX))
+}
+
+/// Written back: a duration in whole seconds.
+pub fn to_secs(d: &Duration) -> Option<u64> {
+    Some(d.as_secs())
+}
+
+/// Written back: a duration in milliseconds (saturating).
+pub fn to_millis(d: &Duration) -> Option<u64> {
+    Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Read: seconds in `lo..=hi` as a duration.
+pub fn secs_in(key: &str, v: u64, lo: u64, hi: u64) -> Result<Duration, ConfigError> {
+    Ok(Duration::from_secs(in_range(key, v, lo, hi)?))
+}
+
+/// Read: milliseconds in `lo..=hi` as a duration.
+pub fn millis_in(key: &str, v: u64, lo: u64, hi: u64) -> Result<Duration, ConfigError> {
+    Ok(Duration::from_millis(in_range(key, v, lo, hi)?))
+}
+
+/// A key whose value is one of a few words: the words and what each
+/// means, in one table per type, so that reading and writing back cannot
+/// disagree.
+pub type Words<T> = &'static [(&'static str, T)];
+
+/// Read: the value of `v` in `words`, else an error listing them (`x is
+/// not a, b or c`).
+pub fn word<T: Copy>(key: &str, v: &str, words: Words<T>) -> Result<T, ConfigError> {
+    if let Some((_, t)) = words.iter().find(|(w, _)| *w == v) {
+        return Ok(*t);
+    }
+    let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+    let list = match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(ConfigError::invalid(key, format!("`{v}` is not {list}")))
+}
+
+/// Written back: the word of `t` in `words`.
+pub fn word_of<T: PartialEq>(t: &T, words: Words<T>) -> Option<String> {
+    words
+        .iter()
+        .find(|(_, x)| x == t)
+        .map(|(w, _)| (*w).to_owned())
+}
 
 macro_rules! section {
     (
@@ -106,6 +170,8 @@ macro_rules! section {
             /// restart.
             pub fn keep_running(&mut self, running: &Self) {
                 $($(
+                    // (`$why` names the repetition: only keys declared
+                    // with `restart` are kept.)
                     let _: &str = $why;
                     self.$field = running.$field.clone();
                 )?)*

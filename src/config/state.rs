@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::section::section;
-use super::{in_range, ConfigError};
+use super::section::*;
+use super::ConfigError;
 
 section! {
     /// Persistence of the in-memory state.
@@ -20,8 +20,8 @@ section! {
             restart "the state directory is locked and read at start";
         snapshot_interval: Duration = Duration::from_secs(300),
             file snapshot_interval_secs: u64,
-            read |k, v| Ok(Duration::from_secs(in_range(k, v, 1, 86400)?)),
-            write |d| Some(d.as_secs());
+            read |k, v| secs_in(k, v, 1, 86400),
+            write to_secs;
     }
 }
 

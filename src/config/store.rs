@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::section::section;
-use super::{in_range, to_usize, ConfigError};
+use super::section::*;
+use super::{to_usize, ConfigError};
 
 /// Which store holds the shared state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,15 @@ pub enum RedisLayout {
     Log,
 }
 
+/// `store.backend`'s words.
+const BACKENDS: Words<StoreBackend> = &[
+    ("memory", StoreBackend::Memory),
+    ("redis", StoreBackend::Redis),
+];
+
+/// `store.redis.layout`'s words.
+const LAYOUTS: Words<RedisLayout> = &[("script", RedisLayout::Script), ("log", RedisLayout::Log)];
+
 /// Why a store key waits for a restart.
 const STORE: &str = "the store is connected at start";
 
@@ -34,15 +43,8 @@ section! {
     pub struct StoreConfig in RawStore as "store" {
         backend: StoreBackend = StoreBackend::Memory,
             file backend: String,
-            read |k, v| match v.as_str() {
-                "memory" => Ok(StoreBackend::Memory),
-                "redis" => Ok(StoreBackend::Redis),
-                other => Err(ConfigError::invalid(k, format!("`{other}` is not memory or redis"))),
-            },
-            write |b| Some(match b {
-                StoreBackend::Memory => "memory",
-                StoreBackend::Redis => "redis",
-            }.to_owned()),
+            read |k, v| word(k, &v, BACKENDS),
+            write |b| word_of(b, BACKENDS),
             restart STORE;
         redis: RedisConfig = RedisConfig::default(),
             file redis: RawRedis,
@@ -96,34 +98,27 @@ section! {
         /// from the local window.
         timeout: Duration = Duration::from_millis(50),
             file timeout_ms: u64,
-            read |k, v| Ok(Duration::from_millis(in_range(k, v, 1, 60_000)?)),
-            write |d| Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            read |k, v| millis_in(k, v, 1, 60_000),
+            write to_millis,
             restart STORE;
         /// Connections kept open (one per message in flight); with the log
         /// layout also the most round trips out at once.
         pool_size: usize = 8,
             file pool_size: u64,
             read |k, v| to_usize(k, v, 1, 1024),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart STORE;
         /// After a failure, how long messages are judged locally before Redis
         /// is tried again.
         retry_interval: Duration = Duration::from_secs(5),
             file retry_secs: u64,
-            read |k, v| Ok(Duration::from_secs(in_range(k, v, 1, 3600)?)),
-            write |d| Some(d.as_secs()),
+            read |k, v| secs_in(k, v, 1, 3600),
+            write to_secs,
             restart STORE;
         layout: RedisLayout = RedisLayout::Script,
             file layout: String,
-            read |k, v| match v.as_str() {
-                "script" => Ok(RedisLayout::Script),
-                "log" => Ok(RedisLayout::Log),
-                other => Err(ConfigError::invalid(k, format!("`{other}` is not script or log"))),
-            },
-            write |l| Some(match l {
-                RedisLayout::Script => "script",
-                RedisLayout::Log => "log",
-            }.to_owned()),
+            read |k, v| word(k, &v, LAYOUTS),
+            write |l| word_of(l, LAYOUTS),
             restart STORE;
     }
 }

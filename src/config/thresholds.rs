@@ -1,6 +1,6 @@
 //! `[thresholds]`: when a campaign is suspect or bulk, and how matches are weighed.
 
-use super::section::section;
+use super::section::*;
 use super::{in_range, ConfigError};
 
 section! {

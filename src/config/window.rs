@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::section::{section, LINKS, SIZES};
+use super::section::*;
 use super::{in_range, to_usize, ConfigError};
 
 section! {
@@ -10,13 +10,13 @@ section! {
     pub struct WindowConfig in RawWindow as "window" {
         window: Duration = Duration::from_secs(6 * 3600),
             file window_secs: u64,
-            read |k, v| Ok(Duration::from_secs(in_range(k, v, 60, 30 * 86400)?)),
-            write |d| Some(d.as_secs()),
+            read |k, v| secs_in(k, v, 60, 30 * 86400),
+            write to_secs,
             restart SIZES;
         max_entries: usize = 1_000_000,
             file max_entries: u64,
             read |k, v| to_usize(k, v, 16, 1 << 30),
-            write |v| Some(*v as u64),
+            write to_u64,
             restart SIZES;
         /// Near-duplicate radius k: fingerprints within this Hamming distance match.
         max_distance: u32 = 3,
@@ -27,7 +27,7 @@ section! {
         minhash_bands: usize = 4,
             file minhash_bands: u32,
             read |k, v| to_usize(k, v.into(), 0, 16),
-            write |v| Some(*v as u32),
+            write to_u32,
             restart SIZES;
         /// A band candidate matches when at most this many of its 32 sketch
         /// values differ (8 ≈ estimated Jaccard 0.67).
@@ -58,7 +58,7 @@ section! {
                 }
                 to_usize(k, v.into(), 0, 256)
             },
-            write |v| Some(*v as u32),
+            write to_u32,
             restart LINKS;
         /// Most differing sketch values of a corroborating entry.
         corroborating_sketch_diff: u32 = 10,

@@ -321,7 +321,7 @@ impl Engine {
         let entry = Entry {
             simhash: obs.simhash,
             sketch: obs.sketch,
-            time: u32::try_from(now.0).unwrap_or(u32::MAX),
+            time: campaign::secs32(now.0),
             campaign: slot,
             recipients: obs.recipients,
             sender: obs.sender,
