@@ -273,7 +273,17 @@ impl Texts {
     /// Keeps `name` (its first 100 characters, newlines dropped) unless
     /// already kept or [`MAX_NAMES`] are.
     pub fn add_name(&mut self, name: &str) {
-        let name: String = name.chars().filter(|c| *c != '\n').take(100).collect();
+        // Called for every message: a name that needs no cut (the usual
+        // case) is compared without a copy.
+        let name: std::borrow::Cow<'_, str> = if name.len() <= 100 && !name.contains('\n') {
+            name.into()
+        } else {
+            name.chars()
+                .filter(|c| *c != '\n')
+                .take(100)
+                .collect::<String>()
+                .into()
+        };
         if name.is_empty() || self.names().count() >= MAX_NAMES || self.names().any(|n| n == name) {
             return;
         }
