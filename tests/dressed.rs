@@ -19,7 +19,9 @@
 //! whose name contains one of the parts; `DRESSED_VERBOSE=1` lists every
 //! failed case; `DRESSED_DUMP=dir` writes the 7 messages of each failed
 //! case (of every case with `DRESSED_DUMP_ALL=1`) to `dir/<class>.mbox`,
-//! for `bulkwatch replay` or to look at.
+//! for `bulkwatch replay` or to look at; `DRESSED_KEY=n` runs under a
+//! fingerprint key made from the number `n` instead of the built-in one
+//! (an attacker does not know the key: a class counts at its worst key).
 
 #[path = "dressed/dress.rs"]
 mod dress;
@@ -52,6 +54,13 @@ fn threshold5() -> Config {
     let mut cfg = Config::default();
     cfg.thresholds.bulk_threshold = 5.0;
     cfg.thresholds.suspect_threshold = 3.0;
+    if let Some(seed) = std::env::var("DRESSED_KEY")
+        .ok()
+        .and_then(|k| k.parse::<u64>().ok())
+    {
+        let mut state = seed;
+        cfg.fingerprint.hash_key = (testkit::splitmix(&mut state), testkit::splitmix(&mut state));
+    }
     cfg
 }
 

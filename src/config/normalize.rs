@@ -9,6 +9,7 @@ section! {
         nfkc: bool = true, file nfkc: bool, restart FINGERPRINTS;
         case_fold: bool = true, file case_fold: bool, restart FINGERPRINTS;
         strip_markup: bool = true, file strip_markup: bool, restart FINGERPRINTS;
+        read_spellings: bool = true, file read_spellings: bool, restart FINGERPRINTS;
         urls_to_host: bool = true, file urls_to_host: bool, restart FINGERPRINTS;
         fold_digits: bool = true, file fold_digits: bool, restart FINGERPRINTS;
         drop_random_tokens: bool = true, file drop_random_tokens: bool, restart FINGERPRINTS;
@@ -40,6 +41,7 @@ mod tests {
             nfkc: Some(!d.nfkc),
             case_fold: Some(!d.case_fold),
             strip_markup: Some(!d.strip_markup),
+            read_spellings: Some(!d.read_spellings),
             urls_to_host: Some(!d.urls_to_host),
             fold_digits: Some(!d.fold_digits),
             drop_random_tokens: Some(!d.drop_random_tokens),
@@ -55,6 +57,7 @@ mod tests {
                 nfkc: !d.nfkc,
                 case_fold: !d.case_fold,
                 strip_markup: !d.strip_markup,
+                read_spellings: !d.read_spellings,
                 urls_to_host: !d.urls_to_host,
                 fold_digits: !d.fold_digits,
                 drop_random_tokens: !d.drop_random_tokens,

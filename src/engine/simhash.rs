@@ -30,7 +30,11 @@ use crate::engine::shingle::Shingles;
 ///   non-ASCII characters mapped to their UTS #39 confusable skeleton,
 ///   invisible characters and combining marks dropped; image sources in
 ///   the exact hash.
-pub const VERSION: u8 = 4;
+/// - 5: spellings a reader still reads are read (`acc0unt`, `s.e.c.u.r.e`,
+///   `U P D A T E`, words reversed inside a right-to-left override); a
+///   link's target is written into the text once per host, for at most
+///   four hosts.
+pub const VERSION: u8 = 5;
 
 /// The fingerprints of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

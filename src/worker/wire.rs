@@ -114,6 +114,7 @@ fn normalize_bits(n: &NormalizeConfig) -> u16 {
         n.strip_quotes,
         n.strip_signatures,
         n.stop_words,
+        n.read_spellings,
     ]
     .iter()
     .enumerate()
@@ -134,6 +135,7 @@ fn normalize_of(bits: u16) -> NormalizeConfig {
         strip_quotes: on(8),
         strip_signatures: on(9),
         stop_words: on(10),
+        read_spellings: on(11),
     }
 }
 

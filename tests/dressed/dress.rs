@@ -46,6 +46,11 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("bidi_and_variation", bidi_and_variation),
     ("fullwidth_or_math", fullwidth_or_math),
     ("odd_spaces", odd_spaces),
+    ("digits_for_letters", digits_for_letters),
+    ("dotted_letters", dotted_letters),
+    ("spaced_capitals", spaced_capitals),
+    ("reversed_in_override", reversed_in_override),
+    ("link_on_every_word", link_on_every_word),
     ("base64", base64_plain),
     ("quoted_printable", quoted_printable),
     ("windows_1252", windows_1252),
@@ -661,6 +666,144 @@ fn odd_spaces(text: &str, copy: usize) -> Vec<u8> {
         })
         .collect();
     plain_message(text, copy, &b)
+}
+
+// ------------------------------------------------ spellings a reader reads
+
+/// `w` split into its letters and what follows them (`account,` is
+/// `account` and `,`): the dresses below change the letters only.
+fn letters_and_rest(w: &str) -> (&str, &str) {
+    let end = w
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_alphanumeric())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    w.split_at(end)
+}
+
+/// Digits and signs for letters: in a third of the words, one letter
+/// (one or two in words of six letters or more) written as a digit or a sign a
+/// reader still reads (`acc0unt`, `p@yment`, `$ecure`). A digit never
+/// opens a word (`4th`, `10am`: a number with a unit is not a word).
+fn digits_for_letters(text: &str, copy: usize) -> Vec<u8> {
+    const LEET: &[(char, &[char])] = &[
+        ('a', &['4', '@']),
+        ('b', &['8']),
+        ('e', &['3']),
+        ('g', &['9']),
+        ('i', &['1', '!']),
+        ('l', &['1', '|']),
+        ('o', &['0']),
+        ('s', &['5', '$']),
+        ('t', &['7']),
+    ];
+    let mut r = rng(text, copy, "leet");
+    let b = dress_words(&body(text, copy), &mut r, 0.33, |w, r| {
+        let (word, rest) = letters_and_rest(w);
+        let mut chars: Vec<char> = word.chars().collect();
+        let letters = chars.iter().filter(|c| c.is_ascii_alphabetic()).count();
+        let mut spots: Vec<(usize, &[char])> = chars
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let subs = LEET.iter().find(|(l, _)| *l == c.to_ascii_lowercase())?.1;
+                // At the start only a sign (`$ecure`), never a digit.
+                let subs: &[char] = if i == 0 { &subs[1..] } else { subs };
+                (!subs.is_empty()).then_some((i, subs))
+            })
+            .collect();
+        for _ in 0..if letters >= 6 { r.range(1, 2) } else { 1 } {
+            if spots.is_empty() {
+                break;
+            }
+            let (i, subs) = spots.swap_remove(r.below(spots.len()));
+            chars[i] = *r.pick(subs);
+        }
+        let mut out: String = chars.into_iter().collect();
+        out.push_str(rest);
+        out
+    });
+    plain_message(text, copy, &b)
+}
+
+/// The letters of a third of the words separated by a sign
+/// (`s.e.c.u.r.i.t.y`, `u-p-d-a-t-e`), one sign per word.
+fn dotted_letters(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "dotted");
+    let b = dress_words(&body(text, copy), &mut r, 0.33, |w, r| {
+        let (word, rest) = letters_and_rest(w);
+        if !word.chars().all(char::is_alphabetic) {
+            return w.to_owned();
+        }
+        let sep = r.pick(&[".", "-", "_", "*"]).to_string();
+        let letters: Vec<String> = word.chars().map(String::from).collect();
+        format!("{}{rest}", letters.join(&sep))
+    });
+    plain_message(text, copy, &b)
+}
+
+/// A fifth of the words spelled out in spaced capitals (`U P D A T E`);
+/// a word next to a spelled-out one stays as it is, so that a reader can
+/// still tell the words apart.
+fn spaced_capitals(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "spaced");
+    let mut out = String::new();
+    for (i, line) in body(text, copy).split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut last = false;
+        for (j, w) in line.split(' ').enumerate() {
+            if j > 0 {
+                out.push(' ');
+            }
+            let (word, rest) = letters_and_rest(w);
+            let spell =
+                !last && dressable(w) && word.chars().all(char::is_alphabetic) && r.chance(0.2);
+            if spell {
+                let letters: Vec<String> = word
+                    .chars()
+                    .flat_map(char::to_uppercase)
+                    .map(String::from)
+                    .collect();
+                out.push_str(&format!("{}{rest}", letters.join(" ")));
+            } else {
+                out.push_str(w);
+            }
+            last = spell;
+        }
+    }
+    plain_message(text, copy, &out)
+}
+
+/// A third of the words written backwards between a right-to-left
+/// override (U+202E) and its pop (U+202C): every client shows them the
+/// right way round.
+fn reversed_in_override(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "reversed");
+    let b = dress_words(&body(text, copy), &mut r, 0.33, |w, _| {
+        let (word, rest) = letters_and_rest(w);
+        let backwards: String = word.chars().rev().collect();
+        format!("\u{202e}{backwards}\u{202c}{rest}")
+    });
+    plain_message(text, copy, &b)
+}
+
+/// Every word a link (`<a href="http://t123.example/c?...">word</a>`),
+/// to one random host per copy with a random query per word: the links
+/// outnumber the words of the text.
+fn link_on_every_word(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "every_word");
+    let host = format!("t{}.example", r.below(1000));
+    let paras = html_paragraphs(&body(text, copy), &mut r, 1.0, |w, r| {
+        format!(
+            "<a href=\"http://{host}/c?u={}&amp;w={}\">{}</a>",
+            r.below(1_000_000),
+            r.below(1_000_000),
+            esc(w)
+        )
+    });
+    html_message(text, copy, &html_doc(&p_elements(&paras)))
 }
 
 fn base64_plain(text: &str, copy: usize) -> Vec<u8> {

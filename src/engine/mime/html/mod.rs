@@ -57,6 +57,7 @@ pub use self::entities::decode_entities;
 use self::entities::push_bounded;
 use self::style::*;
 use super::css::{style_text, ElemInfo, Sheet};
+use super::normalize::url_host;
 
 /// Deepest element nesting tracked; deeper elements inherit their parent's
 /// state and are not tracked (their end tags then close nothing).
@@ -65,6 +66,8 @@ const MAX_STACK: usize = 256;
 pub const MAX_URLS: usize = 64;
 /// Most image sources returned per document.
 pub const MAX_IMAGES: usize = 64;
+/// Most distinct link hosts written into the text per document.
+const MAX_LINK_HOSTS: usize = 4;
 /// Most characters of a link target or image source kept.
 const MAX_TARGET_CHARS: usize = 2048;
 /// Most bytes of an attribute value read (longer ones are cut).
@@ -111,6 +114,7 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         targets,
         hidden_words: 0,
         scratch: String::new(),
+        link_hosts: Vec::new(),
     };
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| r.on(event));
     emitter.naively_switch_states(true);
@@ -255,6 +259,8 @@ struct Renderer<'t, 's> {
     attr: Attr,
     targets: &'t mut Targets,
     hidden_words: usize,
+    /// Hosts of the links written into the text so far.
+    link_hosts: Vec<String>,
 }
 
 impl Renderer<'_, '_> {
@@ -413,9 +419,16 @@ impl Renderer<'_, '_> {
         }
         if kind == Kind::A && shown {
             if let Some(href) = tag.href {
-                self.push_text(" ", true);
-                self.push_text(&href, true);
-                self.push_text(" ", true);
+                // A link's target is written once per host and for at most
+                // MAX_LINK_HOSTS hosts: a link on every word, each to its
+                // own query or host, would otherwise outweigh the text.
+                let host = url_host(&href).unwrap_or(&href).to_ascii_lowercase();
+                if !self.link_hosts.contains(&host) && self.link_hosts.len() < MAX_LINK_HOSTS {
+                    self.link_hosts.push(host);
+                    self.push_text(" ", true);
+                    self.push_text(&href, true);
+                    self.push_text(" ", true);
+                }
                 if self.targets.urls.len() < MAX_URLS {
                     self.targets.urls.push(href);
                 }

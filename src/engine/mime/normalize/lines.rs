@@ -600,8 +600,9 @@ pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
             if i >= tail_start {
                 let before = words_before(i, lines, &removed);
                 let after = lines.get(end..).map_or(0, words_in);
+                let rest = lines.get(end..).unwrap_or(&[]);
                 if before > 0
-                    && (small_tail(after, before) || holds_marker(lines.get(end..).unwrap_or(&[])))
+                    && ((small_tail(after, before) && !holds_prose(rest)) || holds_marker(rest))
                 {
                     lines.truncate(i);
                     break;
@@ -618,6 +619,20 @@ pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         keep
     });
 }
+
+/// Does `lines` hold a paragraph of prose: [`PROSE_WORDS`] words or more,
+/// a line of which ends in `.`, `!` or `?` (a sign-off may follow it). The text of a message, not a footer's
+/// address block or links: a disclaimer put above the last paragraph of a
+/// text is removed by itself and the paragraph stays, as it does anywhere
+/// else in the text.
+pub(super) fn holds_prose(lines: &[Line<'_>]) -> bool {
+    lines.split(Line::is_blank).any(|para| {
+        words_in(para) >= PROSE_WORDS && para.iter().any(|l| l.trimmed.ends_with(['.', '!', '?']))
+    })
+}
+
+/// Words of a paragraph of prose ([`holds_prose`]).
+pub(super) const PROSE_WORDS: usize = 8;
 
 /// Bits of [`markers_in`] that are disclaimer phrases (the first ten).
 pub(super) const DISCLAIMER_BITS: u32 = (1 << DISCLAIMER_MARKERS.len()) - 1;

@@ -26,6 +26,7 @@
 //! sentence steps (3, 4).
 
 mod lines;
+mod reading;
 mod tokens;
 
 use unicode_normalization::UnicodeNormalization;
@@ -50,11 +51,19 @@ pub struct Normalized {
 /// Normalizes `body`. `envelope_rcpts` are the SMTP RCPT TO addresses (may be
 /// empty); together with To/Cc they define what personalization to remove.
 pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConfig) -> Normalized {
-    let folded = fold(&body.text, cfg);
+    let folded = if cfg.read_spellings {
+        fold(&reading::unreverse(&body.text), cfg)
+    } else {
+        fold(&body.text, cfg)
+    };
     let text = if cfg.strip_markup && memchr::memchr2(b'<', b'&', folded.as_bytes()).is_some() {
         strip_markup(&folded)
     } else {
         folded
+    };
+    let text = match cfg.read_spellings.then(|| reading::read_spellings(&text)) {
+        Some(Some(read)) => read,
+        _ => text,
     };
     let personal = Personal::new(body, envelope_rcpts, cfg);
     let lines = bounded_lines(&text, cfg);
@@ -99,8 +108,17 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     if out.text.ends_with('\n') {
         out.text.pop();
     }
+    if cfg.read_spellings {
+        reading::fold_l(&mut out.text);
+    }
     if let Some(subject) = &body.subject {
-        let s = fold(strip_reply_prefixes(subject), cfg);
+        let subject = strip_reply_prefixes(subject);
+        let s = if cfg.read_spellings {
+            let s = fold(&reading::unreverse(subject), cfg);
+            reading::read_spellings(&s).unwrap_or(s)
+        } else {
+            fold(subject, cfg)
+        };
         let mut sub = Normalized {
             text: String::with_capacity(s.len()),
             ..Normalized::default()
@@ -115,6 +133,9 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
         } else {
             sub.text
         };
+        if cfg.read_spellings {
+            reading::fold_l(&mut out.subject);
+        }
     }
     out
 }
@@ -312,13 +333,20 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
+    /// The other steps' output, without the reading of spellings (tested
+    /// in `reading.rs`; its folding of `l` into `i` would show in every
+    /// expected string).
     fn norm(text: &str) -> String {
         let body = BodyText {
             text: text.to_owned(),
             recipients: vec!["John Smith".into(), "john.smith@example.net".into()],
             ..BodyText::default()
         };
-        normalize(&body, &[], &Config::default().normalize).text
+        let cfg = NormalizeConfig {
+            read_spellings: false,
+            ..Config::default().normalize
+        };
+        normalize(&body, &[], &cfg).text
     }
 
     #[test]
@@ -414,6 +442,24 @@ mod tests {
             norm("Hi all.\n\nThis is confidential, keep it to yourselves.")
                 .contains("confidential")
         );
+    }
+
+    /// A disclaimer above the last paragraph of a text (prose, not an
+    /// address block) is removed by itself: the paragraph stays, as it
+    /// would anywhere else in the text. Under an address block it still
+    /// cuts the block.
+    #[test]
+    fn a_disclaimer_above_the_last_paragraph_leaves_it() {
+        let d = "This e-mail and any attachments are confidential and intended only for the addressee. \
+                 If you have received this e-mail in error, please notify the sender.";
+        // (Ten words: few enough to be cut with a footer.)
+        let last = "Places go fast, so do not wait.\nBest regards,\nHR";
+        assert_eq!(
+            norm(&format!("{OWN}\n\n{d}\n\n{last}\n")),
+            norm(&format!("{OWN}\n\n{last}\n"))
+        );
+        let block = "ACME Widgets Ltd\n1 Main Street, Springfield\nwww.acme.example";
+        assert_eq!(norm(&format!("{OWN}\n\n{d}\n\n{block}\n")), norm(OWN));
     }
 
     #[test]
@@ -631,7 +677,8 @@ mod tests {
             ..BodyText::default()
         };
         assert_eq!(normalize(&rules, &[], &cfg).text, "some text here");
-        assert!(normalize(&named, &[], &cfg).text.starts_with("alpha beta"));
+        // (`l` is read as `i` in fingerprints: `reading::fold_l`.)
+        assert!(normalize(&named, &[], &cfg).text.starts_with("aipha beta"));
     }
 
     /// `fold` as it was before it went line by line: NFKC of the whole text.
@@ -959,9 +1006,16 @@ mod tests {
                             .map(|(l, _)| count_words(l.trim()))
                             .sum();
                         let after: usize = lines[end..].iter().map(|l| count_words(l.trim())).sum();
+                        // Prose after it: a paragraph of PROSE_WORDS words
+                        // or more, a line of which ends a sentence.
+                        let prose = lines[end..].split(|l| l.trim().is_empty()).any(|p| {
+                            p.iter().map(|l| count_words(l.trim())).sum::<usize>() >= PROSE_WORDS
+                                && p.iter().any(|l| l.trim().ends_with(['.', '!', '?']))
+                        });
                         if i >= tail_start
                             && before > 0
-                            && (small_tail(after, before) || starts_marked(&lines[end..]))
+                            && ((small_tail(after, before) && !prose)
+                                || starts_marked(&lines[end..]))
                         {
                             lines.truncate(i);
                             drop.truncate(i);
