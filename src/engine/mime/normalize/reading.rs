@@ -70,10 +70,11 @@ fn join_capitals(text: &str) -> Cow<'_, str> {
     };
     let bare = |w: &str| w.chars().count() == 1;
     let b = text.as_bytes();
-    let hint = b.windows(4).any(
-        |w| matches!(w, [x, b' ', y, b' '] if x.is_ascii_uppercase() && y.is_ascii_uppercase()),
-    );
-    if !hint && text.is_ascii() {
+    // `X Y ` somewhere, found from the spaces (a word apart).
+    let upper = |i: usize| b.get(i).is_some_and(u8::is_ascii_uppercase);
+    let hint = memchr::memchr_iter(b' ', b)
+        .any(|p| p > 0 && upper(p - 1) && upper(p + 1) && b.get(p + 2) == Some(&b' '));
+    if !hint {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -145,29 +146,34 @@ pub(super) fn read_spellings(text: &str) -> Option<String> {
     Some(o)
 }
 
-/// Cheap test before the word-by-word pass, on the bytes: a substitute
-/// right after a letter (`c0`) or a sign before one (`$e`), a separator
-/// between two letters (`s.e`), or two single letters a space apart
-/// (` u p`). Ordinary lines have none of these, or few.
+/// Cheap test before the word-by-word pass, on the bytes: a digit or
+/// `@ $ |` right after a letter (`c0`, `p@`), `!` between two letters
+/// (`cl!ck`), a sign before a letter that opens a word (`$e`), or the
+/// start of separated letters (`s.e.c`: a letter opening a word, the same
+/// sign twice). Most lines of ordinary mail have none of these.
 fn may_change(line: &str) -> bool {
     let b = line.as_bytes();
+    let at = |i: usize| b.get(i).copied().unwrap_or(b' ');
     let alpha = |x: u8| x.is_ascii_alphabetic();
-    if let [x, b' ', y, ..] = b {
-        if alpha(*x) && alpha(*y) && b.get(3).is_none_or(|z| !alpha(*z)) {
-            return true;
+    let opens = |i: usize| i == 0 || !at(i - 1).is_ascii_alphanumeric();
+    // Only digits and signs are looked at (letters and spaces, most of
+    // the bytes, are skipped at once).
+    b.iter().enumerate().any(|(i, &y)| {
+        if alpha(y) || y == b' ' {
+            return false;
         }
-    }
-    b.windows(2).enumerate().any(|(i, w)| {
-        let [x, y] = [w.first(), w.get(1)].map(|c| c.copied().unwrap_or(0));
-        let next = b.get(i + 2).copied();
-        (alpha(x) && is_substitute(y))
-            || (matches!(x, b'$' | b'@') && alpha(y))
-            || (alpha(x) && is_separator(y) && next.is_some_and(alpha))
-            || (x == b' '
-                && alpha(y)
-                && next == Some(b' ')
-                && b.get(i + 3).copied().is_some_and(alpha)
-                && b.get(i + 4).is_none_or(|z| !alpha(*z)))
+        let prev = if i == 0 { b' ' } else { at(i - 1) };
+        let next = at(i + 1);
+        (is_substitute(y) && alpha(prev) && (y != b'!' || alpha(next)))
+            || (y == b'|' && alpha(prev) && alpha(next))
+            || (matches!(y, b'$' | b'@' | b'!' | b'|') && opens(i) && alpha(next))
+            || (is_separator(y)
+                && i > 0
+                && alpha(prev)
+                && opens(i - 1)
+                && alpha(next)
+                && at(i + 2) == y
+                && alpha(at(i + 3)))
     })
 }
 
