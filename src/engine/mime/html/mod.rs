@@ -422,8 +422,10 @@ impl Renderer<'_, '_> {
                 // A link's target is written once per host and for at most
                 // MAX_LINK_HOSTS hosts: a link on every word, each to its
                 // own query or host, would otherwise outweigh the text.
-                let host = url_host(&href).unwrap_or(&href).to_ascii_lowercase();
-                if !self.link_hosts.contains(&host) && self.link_hosts.len() < MAX_LINK_HOSTS {
+                let host = (self.link_hosts.len() < MAX_LINK_HOSTS)
+                    .then(|| url_host(&href).unwrap_or(&href).to_ascii_lowercase())
+                    .filter(|h| !self.link_hosts.contains(h));
+                if let Some(host) = host {
                     self.link_hosts.push(host);
                     self.push_text(" ", true);
                     self.push_text(&href, true);

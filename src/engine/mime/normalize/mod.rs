@@ -51,20 +51,13 @@ pub struct Normalized {
 /// Normalizes `body`. `envelope_rcpts` are the SMTP RCPT TO addresses (may be
 /// empty); together with To/Cc they define what personalization to remove.
 pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConfig) -> Normalized {
-    let folded = if cfg.read_spellings {
-        fold(&reading::unreverse(&body.text), cfg)
-    } else {
-        fold(&body.text, cfg)
-    };
+    let folded = fold_read(&body.text, cfg);
     let text = if cfg.strip_markup && memchr::memchr2(b'<', b'&', folded.as_bytes()).is_some() {
         strip_markup(&folded)
     } else {
         folded
     };
-    let text = match cfg.read_spellings.then(|| reading::read_spellings(&text)) {
-        Some(Some(read)) => read,
-        _ => text,
-    };
+    let text = read_spellings(text, cfg);
     let personal = Personal::new(body, envelope_rcpts, cfg);
     let lines = bounded_lines(&text, cfg);
     let mut out = Normalized {
@@ -113,12 +106,7 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     }
     if let Some(subject) = &body.subject {
         let subject = strip_reply_prefixes(subject);
-        let s = if cfg.read_spellings {
-            let s = fold(&reading::unreverse(subject), cfg);
-            reading::read_spellings(&s).unwrap_or(s)
-        } else {
-            fold(subject, cfg)
-        };
+        let s = read_spellings(fold_read(subject, cfg), cfg);
         let mut sub = Normalized {
             text: String::with_capacity(s.len()),
             ..Normalized::default()
@@ -138,6 +126,25 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
         }
     }
     out
+}
+
+/// [`fold`], after the reading that needs the text before folding
+/// (spaced capitals, right-to-left overrides) when `read_spellings`.
+fn fold_read(text: &str, cfg: &NormalizeConfig) -> String {
+    if cfg.read_spellings {
+        fold(&reading::before_fold(text), cfg)
+    } else {
+        fold(text, cfg)
+    }
+}
+
+/// Folded `text` with its spellings read ([`reading`]) when
+/// `read_spellings`.
+fn read_spellings(text: String, cfg: &NormalizeConfig) -> String {
+    match cfg.read_spellings.then(|| reading::read_spellings(&text)) {
+        Some(Some(read)) => read,
+        _ => text,
+    }
 }
 
 /// HTML tags that plain-text parts carry as remnants (`<br>`, `</p>`).

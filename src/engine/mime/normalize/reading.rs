@@ -1,31 +1,32 @@
 //! Spellings a reader still reads, mapped to what is read: a word written
 //! backwards inside a right-to-left override (which every client shows the
-//! right way round), letters separated by a sign (`s.e.c.u.r.e`), capitals
-//! separated by single spaces (`U P D A T E`), and digits or signs for letters
-//! (`acc0unt`, `p@yment`, `$ecure`).
+//! right way round), capitals separated by single spaces (`U P D A T E`),
+//! letters separated by a sign (`s.e.c.u.r.e`), and digits or signs for
+//! letters (`acc0unt`, `p@yment`, `$ecure`).
 //!
 //! Each rule has a bound a sender cannot move, and none drops text:
 //! - an override is undone up to its pop, the end of its line or the
 //!   next override, whichever comes first;
-//! - separated letters join only when they are at least three single
-//!   letters or digits, two of them letters, with one and the same sign
-//!   between each two (`e.g.` and `1.2.3` stay); spaced letters only when
-//!   three capitals or more (`a D E V I C E` keeps its article);
+//! - spaced letters join only when they are three capitals or more (`a D
+//!   E V I C E` keeps its article); separated letters only when they are
+//!   three single letters or digits or more, two of them letters, with one
+//!   and the same sign between each two (`e.g.` and `1.2.3` stay);
 //! - digits and signs become letters only inside a word of ASCII letters
-//!   that has at least twice as many letters as substitutes, does not
-//!   start with a digit (`4th`, `10am`, `3days` are numbers with a unit),
-//!   holds no run of three digits, has one between two letters, opens
+//!   with at least as many letters as substitutes, that does not start
+//!   with a digit (`4th`, `10am`, `3days` are numbers with a unit), holds
+//!   no run of three digits, has a substitute between two letters, opens
 //!   with a sign (`$ecure`) or ends in one sign or digit (`thi$`, `th3`),
-//!   and reads as a word (no
-//!   four consonants in a row); two digits or more after the last letter
-//!   (`win10`, `covid19`) count only with a substitute inside. Ordinary
-//!   numbers, versions and random identifiers keep their digits, which
-//!   later steps fold to `#` or drop; so does a word of eight characters
-//!   or more with a single digit (`b7ypeang` is a hash-buster as often as
-//!   `secur1ty` is a word).
+//!   and reads as a word (no four consonants in a row). Two digits or more
+//!   after the last letter (`win10`, `covid19`) count only with a
+//!   substitute inside; a word of eight characters or more with a single
+//!   digit is not read (`b7ypeang` is a hash-buster as often as `secur1ty`
+//!   is a word). Ordinary numbers, versions and random identifiers keep
+//!   their digits, which later steps fold to `#` or drop.
 //!
 //! UTS #39's skeleton (in [`super::fold`]) leaves ASCII alone, so these
-//! rules are the project's own; the text is lower-cased already.
+//! rules are the project's own. [`before_fold`] runs on the text as
+//! written (case and bidi controls are gone after folding),
+//! [`read_spellings`] on the folded text, [`fold_l`] on the normalized one.
 
 use std::borrow::Cow;
 
@@ -33,17 +34,25 @@ use std::borrow::Cow;
 const RLO: char = '\u{202e}';
 const PDF: char = '\u{202c}';
 
+/// The readings that need the text before it is folded: spaced capitals
+/// joined ([`join_capitals`]), overrides undone ([`unreverse`]).
+pub(super) fn before_fold(text: &str) -> Cow<'_, str> {
+    match join_capitals(text) {
+        Cow::Borrowed(t) => unreverse(t),
+        Cow::Owned(t) if t.contains(RLO) => Cow::Owned(unreverse(&t).into_owned()),
+        owned => owned,
+    }
+}
+
 /// `text` with the characters between each right-to-left override and
 /// its pop (or the end of the line, or the next override) in the order a
 /// reader sees them. Borrowed when there is no override.
-pub(super) fn unreverse(text: &str) -> Cow<'_, str> {
-    let text = join_capitals(text);
-    // U+202E is E2 80 AE in UTF-8.
-    if memchr::memmem::find(text.as_bytes(), "\u{202e}".as_bytes()).is_none() {
-        return text;
+fn unreverse(text: &str) -> Cow<'_, str> {
+    if !text.contains(RLO) {
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
-    let mut rest: &str = &text;
+    let mut rest = text;
     while let Some(at) = rest.find(RLO) {
         let (before, after) = rest.split_at(at);
         out.push_str(before);
@@ -64,8 +73,7 @@ pub(super) fn unreverse(text: &str) -> Cow<'_, str> {
 fn join_capitals(text: &str) -> Cow<'_, str> {
     let capital = |w: &str| {
         let mut c = w.chars();
-        c.next()
-            .is_some_and(|x| x.is_uppercase() && (x as u32) < 0x0600)
+        c.next().is_some_and(|x| x.is_uppercase() && is_spelled(x))
             && c.all(|x| matches!(x, '.' | ',' | '!' | '?' | ';' | ':'))
     };
     let bare = |w: &str| w.chars().count() == 1;
@@ -166,7 +174,7 @@ fn may_change(line: &str) -> bool {
         let next = at(i + 1);
         (is_substitute(y) && alpha(prev) && (y != b'!' || alpha(next)))
             || (y == b'|' && alpha(prev) && alpha(next))
-            || (matches!(y, b'$' | b'@' | b'!' | b'|') && opens(i) && alpha(next))
+            || (is_opening_sign(y) && opens(i) && alpha(next))
             || (is_separator(y)
                 && i > 0
                 && alpha(prev)
@@ -179,20 +187,16 @@ fn may_change(line: &str) -> bool {
 
 /// Reads one line into `out`; false when nothing changed.
 fn read_line(line: &str, out: &mut String) -> bool {
-    // Each piece between two spaces, read; `None` once joined into the
-    // piece before it.
-    let words: Vec<Option<Cow<'_, str>>> = line.split(' ').map(|p| Some(read_piece(p))).collect();
-    let changed = words.iter().flatten().any(|w| matches!(w, Cow::Owned(_)));
-    if !changed {
+    // Each piece between two spaces, read.
+    let words: Vec<Cow<'_, str>> = line.split(' ').map(read_piece).collect();
+    if !words.iter().any(|w| matches!(w, Cow::Owned(_))) {
         return false;
     }
-    let mut first = true;
-    for w in words.iter().flatten() {
-        if !first {
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
             out.push(' ');
         }
         out.push_str(w);
-        first = false;
     }
     true
 }
@@ -275,7 +279,7 @@ fn is_substitute(b: u8) -> bool {
 
 /// `acc0unt` read as `account`, within the bounds of the module's docs;
 /// `None` when the word is not such a spelling. A chunk of several words
-/// (`part/fu1l`, `m0dels.details`, `24-h0ur`) is read word by word; an
+/// (`part-fu1l`, `m0dels.details`, `24-h0ur`) is read word by word; an
 /// address or a URL is left as it is, for the token steps to reduce to
 /// its host.
 fn read_substitutes(core: &str) -> Option<String> {
@@ -322,7 +326,7 @@ fn is_opening_sign(b: u8) -> bool {
     matches!(b, b'$' | b'@' | b'!' | b'|')
 }
 
-/// [`read_substitutes`] of a word without hyphens.
+/// [`read_substitutes`] of one word (no separator inside).
 fn read_word(word: &str) -> Option<String> {
     let b = word.as_bytes();
     if b.first().is_none_or(u8::is_ascii_digit) {
@@ -454,12 +458,14 @@ mod tests {
     #[test]
     fn overrides_are_read_as_shown() {
         assert_eq!(
-            unreverse("your \u{202e}tnuocca\u{202c} is"),
+            before_fold("your \u{202e}tnuocca\u{202c} is"),
             "your account is"
         );
         // To the end of the line when the pop is missing.
-        assert_eq!(unreverse("a \u{202e}cba\nnext"), "a abc\nnext");
-        assert!(matches!(unreverse("plain"), Cow::Borrowed(_)));
+        assert_eq!(before_fold("a \u{202e}cba\nnext"), "a abc\nnext");
+        assert!(matches!(before_fold("plain"), Cow::Borrowed(_)));
+        // Both readings before folding, in one text.
+        assert_eq!(before_fold("U P D A T E \u{202e}won\u{202c}"), "UPDATE now");
     }
 
     /// What a fingerprint sees: read, then `l` folded into `i`.
@@ -490,23 +496,20 @@ mod tests {
         ] {
             assert_eq!(seen(dressed), seen(plain), "{dressed}");
         }
-        // Chunks of words are read word by word; addresses and URLs not.
+        // Chunks of words are read word by word (addresses and URLs are
+        // not: `numbers_addresses_and_identifiers_stay`).
         assert_eq!(
             seen("part-fu1l m0dels.details @rea(fr0m typist,m@nager fr3e*."),
             seen("part-full models.details area(from typist,manager free*."),
         );
+    }
+
+    #[test]
+    fn numbers_addresses_and_identifiers_stay() {
         for s in [
             "info@acc0unt.example",
             "http://acc0unt.example/p@y",
             "www.acc0unt.example",
-        ] {
-            assert_eq!(read(s), s);
-        }
-    }
-
-    #[test]
-    fn numbers_and_identifiers_keep_their_digits() {
-        for s in [
             "on the 4th at 10am for 3days",
             "version 1.2.3 of win10 and covid19",
             "order abc1234 or a7f3k9x2",
