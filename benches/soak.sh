@@ -15,8 +15,7 @@
 #   DURATION=45 PROFILE=debug benches/soak.sh              # CI's short run
 #   REDIS=1 benches/soak.sh    # shared state in a redis-server of its own,
 #                              # killed (-9) at 1/3 and restarted at 2/3
-#   REDIS=1 LAYOUT=log benches/soak.sh   # the same with the log layout
-# Env: DURATION, WORKERS, MAX_ENTRIES (window cap, default 20000), SAMPLE, RSS_SLACK_MB, PROFILE, CARGO_TARGET_DIR, LAYOUT (with REDIS),
+# Env: DURATION, WORKERS, MAX_ENTRIES (window cap, default 20000), SAMPLE, RSS_SLACK_MB, PROFILE, CARGO_TARGET_DIR,
 # SMTP_PORT / SINK_PORT, KEEP=1 keeps the work directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -146,7 +145,6 @@ backend = "redis"
 [store.redis]
 urls = ["redis://127.0.0.1:$RPORT/0"]
 retry_secs = 1
-layout = "${LAYOUT:-script}"
 CF
 fi
 

@@ -7,15 +7,11 @@
 //! them), in 5 rounds of one run per backend, each backend on a fresh key
 //! prefix:
 //! - memory: analyze, then decide under the engine lock;
-//! - redis: the same, then one round trip to Redis (what the milter does
-//!   with the script layout: the local engine stays warm as the fallback).
-//!
 //! - floor: the same, then one round trip that does nothing on the server
 //!   (`EVAL "return 1" 0`): what any design with a round trip per message
 //!   could reach at best on this machine, where Redis and the replay share
 //!   the cores.
-//! - log: the log layout (`store.redis.layout = "log"`), as the milter
-//!   runs it: analyze, then one pipeline that appends the observation and
+//! - log: the Redis store, as the milter runs it: analyze, then one pipeline that appends the observation and
 //!   reads what is new, applied to the store's replica, which gives the
 //!   verdict (up to `pool_size`, here 4, pipelines out at once; messages
 //!   beyond share the next one). The local engine decides only for
@@ -29,10 +25,10 @@
 //! with the lowest and highest; per-message latency (p50, p99) over all
 //! rounds and what Redis adds to it; CPU time per message of this process
 //! and of redis-server, and the cores they kept busy; messages per round
-//! trip in the log layout; the Redis memory per fingerprint measured on 100,000
-//! distinct synthetic fingerprints (INFO used_memory before and after); and
-//! what the log layout's fallback copy of the replica costs at 10^5 and
-//! 10^6 entries (clone, and snapshot encoding for comparison).
+//! trip; the Redis memory per fingerprint measured on 100,000 distinct
+//! synthetic fingerprints (INFO used_memory before and after); and what
+//! the fallback copy of the replica costs at 10^5 and 10^6 entries
+//! (clone, and snapshot encoding for comparison).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -40,10 +36,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bulkwatch::config::{Config, RedisLayout, StoreBackend};
-use bulkwatch::engine::{analyze, observe, Engine, Envelope, Observation, UnixSecs};
+use bulkwatch::config::{Config, StoreBackend};
+use bulkwatch::engine::{analyze, observe, Engine, Envelope, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
-use bulkwatch::store::{RedisLayer, RedisResult, RedisStore};
+use bulkwatch::store::{LogStore, Pool, RedisLayer, RedisResult};
 
 #[allow(dead_code)] // the store tests use more of it
 #[path = "../tests/common/synthetic.rs"]
@@ -124,7 +120,6 @@ fn start_redis(dir: &std::path::Path) -> Option<(Server, u16)> {
 /// binary).
 fn profile_one(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, only: &str) {
     let mut c = cfg.clone();
-    c.store.redis.layout = RedisLayout::Log;
     for i in 0..8 {
         c.store.redis.key_prefix = format!("only{i}");
         let shared = Arc::new(RedisLayer::from_config(&c).unwrap().unwrap());
@@ -136,7 +131,7 @@ fn profile_one(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, only: &str) {
         };
         let (secs, _) = replay(&c, msgs, &then);
         println!("{only}: {:.0} msg/s", msgs.len() as f64 / secs);
-        shared.store().clear().unwrap();
+        shared.pool().clear().unwrap();
     }
 }
 
@@ -226,11 +221,7 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
                     let env = Envelope::default();
                     let a = analyze(raw, &env, &cfg);
                     let now = UnixSecs(REPLAY_EPOCH + i as u64);
-                    let local = match &then {
-                        Then::Store(sh) => sh.records_locally(),
-                        _ => true,
-                    };
-                    if local {
+                    if !matches!(then, Then::Store(_)) {
                         let v = engine.lock().unwrap().decide(&a, &env, now);
                         std::hint::black_box(&v);
                     }
@@ -268,11 +259,6 @@ fn replay(cfg: &Config, msgs: &Arc<Vec<Vec<u8>>>, then: &Then) -> (f64, Vec<Dura
     (secs, all)
 }
 
-/// Server-side microseconds per EVALSHA (INFO commandstats).
-fn script_usec(port: u16) -> String {
-    command_usec(port, "evalsha")
-}
-
 /// `INFO <section>` of the bench's Redis (empty when redis-cli fails).
 fn info(port: u16, section: &str) -> String {
     Command::new("redis-cli")
@@ -292,51 +278,8 @@ fn command_usec(port: u16, command: &str) -> String {
         .to_owned()
 }
 
-fn used_memory(store: &RedisStore) -> u64 {
+fn used_memory(store: &Pool) -> u64 {
     store.memory_usage().unwrap().0
-}
-
-/// Near copy `i` of campaign `c`: the campaign's simhash with one bit
-/// flipped, its sketch and bands, a text (exact hash) of its own.
-fn near_copy(i: u64, c: u64, cfg: &Config) -> Observation {
-    let mut o = synthetic(c, cfg);
-    let own = synthetic(1_000_000 + i, cfg);
-    o.exact = own.exact;
-    o.simhash ^= 1 << (own.simhash % 64);
-    o.sender = own.sender;
-    o
-}
-
-/// Records `count` near copies spread over `campaigns` campaigns, 20 a
-/// second, on a fresh prefix; returns microseconds per call for the
-/// memory store and for the script in the Redis server, over the last
-/// tenth (buckets full by then).
-fn campaign_costs(cfg: &Config, port: u16, campaigns: u64, count: u64) -> (f64, String) {
-    let mut rcfg = cfg.clone();
-    rcfg.store.redis.key_prefix = format!("camp{campaigns}");
-    let mut store = RedisStore::open(&rcfg).unwrap();
-    store.clear().unwrap();
-    let mut memory = Engine::new(&rcfg);
-    let warm = count - count / 10;
-    let mut mem_time = Duration::ZERO;
-    for i in 0..count {
-        if i == warm {
-            let _ = Command::new("redis-cli")
-                .args(["-p", &port.to_string(), "CONFIG", "RESETSTAT"])
-                .output();
-        }
-        let obs = near_copy(i, i % campaigns, &rcfg);
-        let now = UnixSecs(REPLAY_EPOCH + i / 20);
-        let t = Instant::now();
-        bulkwatch::store::Store::record(&mut memory, &obs, now).unwrap();
-        if i >= warm {
-            mem_time += t.elapsed();
-        }
-        bulkwatch::store::Store::record(&mut store, &obs, now).unwrap();
-    }
-    let server = script_usec(port);
-    store.clear().unwrap();
-    (mem_time.as_secs_f64() * 1e6 / (count - warm) as f64, server)
 }
 
 fn main() {
@@ -364,7 +307,7 @@ fn main() {
         profile_one(&cfg, &msgs, &only);
         return;
     }
-    let names = ["memory", "redis", "floor", "log"];
+    let names = ["memory", "floor", "log"];
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); names.len()];
     let timed = |f: &dyn Fn() -> (f64, Vec<Duration>)| {
         // (redis-cli runs outside this process's measured span.)
@@ -381,31 +324,19 @@ fn main() {
     };
     let mut trips = (0, 0);
     for round in 0..ROUNDS {
-        let shared_for = |layout: RedisLayout, name: &str| {
-            let mut c = cfg.clone();
-            c.store.redis.layout = layout;
-            c.store.redis.key_prefix = format!("{name}{round}");
-            let s = Arc::new(RedisLayer::from_config(&c).unwrap().unwrap());
-            s.store().clear().unwrap();
-            (c, s)
-        };
         runs[0].push(timed(&|| replay(&cfg, &msgs, &Then::Nothing)));
-        let (c, s) = shared_for(RedisLayout::Script, "bench");
-        runs[1].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
-        s.store().clear().unwrap();
         let floor = Then::Floor(cfg.store.redis.urls[0].clone());
-        runs[2].push(timed(&|| replay(&cfg, &msgs, &floor)));
-        let (c, s) = shared_for(RedisLayout::Log, "logbench");
-        runs[3].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
-        let (t, m) = s.log_round_trips().unwrap_or_default();
+        runs[1].push(timed(&|| replay(&cfg, &msgs, &floor)));
+        let mut c = cfg.clone();
+        c.store.redis.key_prefix = format!("logbench{round}");
+        let s = Arc::new(RedisLayer::from_config(&c).unwrap().unwrap());
+        s.pool().clear().unwrap();
+        runs[2].push(timed(&|| replay(&c, &msgs, &Then::Store(Arc::clone(&s)))));
+        let (t, m) = s.log_round_trips();
         trips = (trips.0 + t, trips.1 + m);
-        s.store().clear().unwrap();
+        s.pool().clear().unwrap();
     }
     let n = msgs.len() as f64;
-    println!(
-        "redis server time per script call: {} us",
-        script_usec(port)
-    );
     let pooled = |k: usize| {
         let mut all: Vec<Duration> = runs[k].iter().flat_map(|r| r.lat.iter().copied()).collect();
         all.sort();
@@ -454,65 +385,27 @@ fn main() {
         );
     }
 
-    // Memory per fingerprint: 100k distinct fingerprints into an empty prefix.
-    let mut mcfg = cfg.clone();
-    mcfg.store.redis.key_prefix = "membench".into();
-    let mut store = RedisStore::open(&mcfg).unwrap();
-    store.clear().unwrap();
-    let before = used_memory(&store);
+    // Memory per fingerprint: 100k distinct fingerprints into an empty
+    // prefix; Redis holds one stream entry per fingerprint.
     let count = 100_000u64;
-    let _ = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "CONFIG", "RESETSTAT"])
-        .output();
-    let t0 = Instant::now();
-    for i in 0..count {
-        let obs = synthetic(i, &mcfg);
-        bulkwatch::store::Store::record(&mut store, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
-    }
-    let per_call = t0.elapsed().as_secs_f64() / count as f64 * 1e6;
-    let (after, keys) = store.memory_usage().unwrap();
-    println!(
-        "sequential record of distinct fingerprints: {per_call:.0} us per call, {} us in the server",
-        script_usec(port)
-    );
-    println!(
-        "redis memory: {} fingerprints, {} keys, {:.0} bytes per fingerprint (used_memory {} -> {})",
-        count,
-        keys,
-        after.saturating_sub(before) as f64 / count as f64,
-        before,
-        after
-    );
-
-    // The same in the log layout: Redis holds one stream entry per
-    // fingerprint.
-    let mut lmcfg = mcfg.clone();
-    lmcfg.store.redis.key_prefix = "logmem".into();
-    lmcfg.store.redis.layout = RedisLayout::Log;
-    let mut log = bulkwatch::store::LogStore::open(&lmcfg).unwrap();
+    let mut mcfg = cfg.clone();
+    mcfg.store.redis.key_prefix = "logmem".into();
+    let mut log = LogStore::open(&mcfg).unwrap();
     log.pool().clear().unwrap();
     let before = used_memory(log.pool());
     for i in 0..count {
-        let obs = synthetic(i, &lmcfg);
+        let obs = synthetic(i, &mcfg);
         bulkwatch::store::Store::record(&mut log, &obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap();
     }
     let (after, keys) = log.pool().memory_usage().unwrap();
     println!(
-        "redis memory, log layout: {} fingerprints, {} keys, {:.0} bytes per fingerprint",
+        "redis memory: {} fingerprints, {} keys, {:.0} bytes per fingerprint",
         count,
         keys,
         after.saturating_sub(before) as f64 / count as f64,
     );
 
-    // Campaigns fill buckets: every copy of one is in the same buckets, and
-    // a lookup reads up to MAX_SCAN (256) items of each of its 8.
-    for (campaigns, count) in [(50u64, 30_000u64), (1, 6_000)] {
-        let (mem_us, server_us) = campaign_costs(&cfg, port, campaigns, count);
-        println!(
-            "{count} near copies of {campaigns} campaign(s): memory store {mem_us:.1} us per call, redis script {server_us} us in the server"
-        );
-    }
-    // What the log layout's fallback pays when Redis goes down: a copy of
+    // What the fallback pays when Redis goes down: a copy of
     // the replica (on a thread of its own), and what a snapshot of it
     // would cost (why periodic snapshots do not take the replica).
     for n in [100_000u64, 1_000_000] {

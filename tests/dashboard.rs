@@ -120,25 +120,24 @@ async fn with_a_control_token_the_dashboard_offers_allow_and_forget() {
 
 /// With Redis, an idle daemon's page shows the site's campaigns and
 /// counts: a campaign fed through one milter appears, with the site's
-/// size, on the page of another that judged nothing; in the script layout
-/// without a chart (a dash), in the log layout with one. Allowed through
-/// the second, its level reads `allowed` on the page of the first.
+/// size and its arrivals chart, on the page of another that judged
+/// nothing. Allowed through the second, its level reads `allowed` on the
+/// page of the first.
 #[cfg_attr(
     not(all(bulkwatch_chromium, bulkwatch_redis)),
     ignore = "needs chromium and redis-server (apt-get install chromium redis-server)"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_every_dashboard_shows_the_site() {
-    use bulkwatch::config::{RedisLayout, StoreBackend};
+    use bulkwatch::config::StoreBackend;
     use bulkwatch::engine::Engine;
     use bulkwatch::milter::State;
     use bulkwatch::store::RedisLayer;
-    for layout in [RedisLayout::Script, RedisLayout::Log] {
+    {
         let server = common::redis::RedisServer::start();
         let mut cfg = common::config();
         cfg.store.backend = StoreBackend::Redis;
         cfg.store.redis.urls = vec![server.url()];
-        cfg.store.redis.layout = layout;
         cfg.store.redis.timeout = std::time::Duration::from_secs(5);
         let milter = |cfg: &bulkwatch::config::Config| {
             let layer = RedisLayer::from_config(cfg).unwrap().unwrap();
@@ -152,21 +151,12 @@ async fn with_redis_every_dashboard_shows_the_site() {
         let dom = dashboard(&idle).await;
         let row_start = dom
             .find("data-campaign=")
-            .unwrap_or_else(|| panic!("{layout:?}: no campaign on the idle page:\n{dom}"));
+            .unwrap_or_else(|| panic!("no campaign on the idle page:\n{dom}"));
         let row = &dom[row_start..];
         let row = &row[..row.find("</tr>").unwrap_or(row.len())];
-        assert!(
-            row.contains("level-bulk\">bulk</span>"),
-            "{layout:?}: {row}"
-        );
-        assert!(
-            row.contains(">6</td>"),
-            "{layout:?}: the site's six recipients: {row}"
-        );
-        match layout {
-            RedisLayout::Script => assert!(row.contains("\u{2014}</td>"), "{row}"),
-            RedisLayout::Log => assert!(row.contains("<svg class=\"chart\""), "{row}"),
-        }
+        assert!(row.contains("level-bulk\">bulk</span>"), "{row}");
+        assert!(row.contains(">6</td>"), "the site's six recipients: {row}");
+        assert!(row.contains("<svg class=\"chart\""), "{row}");
         let id = &row["data-campaign=\"".len()..][..12];
         let answer = idle.state.control.handle(
             &idle.state,
@@ -175,10 +165,7 @@ async fn with_redis_every_dashboard_shows_the_site() {
         );
         assert_eq!(answer["ok"], true, "{answer}");
         let dom = dashboard(&busy).await;
-        assert!(
-            dom.contains("level-allowed\">allowed</span>"),
-            "{layout:?}: {dom}"
-        );
+        assert!(dom.contains("level-allowed\">allowed</span>"), "{dom}");
         busy.stop().await;
         idle.stop().await;
     }

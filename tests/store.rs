@@ -11,13 +11,13 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bulkwatch::config::{Config, RedisLayout, StoreBackend};
+use bulkwatch::config::{Config, StoreBackend};
 use bulkwatch::engine::campaign::CampaignId;
 use bulkwatch::engine::verdict::{AllowReason, Level, Verdict};
 use bulkwatch::engine::{analyze, verdict_of, Engine, Envelope, Observation, UnixSecs};
 use bulkwatch::replay::{read_mbox, REPLAY_EPOCH};
 use bulkwatch::store::{
-    Correction, LogStore, Logged, RedisLayer, RedisResult, RedisStore, Site, Store, StoreError,
+    Correction, LogStore, Logged, Pool, RedisLayer, RedisResult, Store, StoreError,
 };
 use common::redis::{RedisCluster, RedisServer};
 use common::synthetic::{observation, random_bits, splitmix, synthetic};
@@ -30,13 +30,6 @@ fn fixture_messages(name: &str) -> Vec<Vec<u8>> {
     read_mbox(std::io::BufReader::new(f))
         .map(Result::unwrap)
         .collect()
-}
-
-/// `redis_config` in the log layout.
-fn log_config(urls: Vec<String>, prefix: &str) -> Config {
-    let mut cfg = redis_config(urls, prefix);
-    cfg.store.redis.layout = RedisLayout::Log;
-    cfg
 }
 
 fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
@@ -182,21 +175,9 @@ fn stream() -> Vec<Vec<u8>> {
     msgs
 }
 
-/// The store `cfg` configures, in its layout.
+/// The Redis store `cfg` configures.
 fn open_store(cfg: &Config) -> Box<dyn Store> {
-    match cfg.store.redis.layout {
-        RedisLayout::Script => Box::new(RedisStore::open(cfg).unwrap()),
-        RedisLayout::Log => Box::new(LogStore::open(cfg).unwrap()),
-    }
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
-fn memory_and_redis_stores_agree_on_the_fixture_stream() {
-    agree_on_the_fixture_stream(RedisLayout::Script);
+    Box::new(LogStore::open(cfg).unwrap())
 }
 
 #[cfg_attr(
@@ -205,13 +186,12 @@ fn memory_and_redis_stores_agree_on_the_fixture_stream() {
 )]
 #[test]
 fn memory_and_log_stores_agree_on_the_fixture_stream() {
-    agree_on_the_fixture_stream(RedisLayout::Log);
+    agree_on_the_fixture_stream();
 }
 
-fn agree_on_the_fixture_stream(layout: RedisLayout) {
+fn agree_on_the_fixture_stream() {
     let server = RedisServer::start();
-    let mut cfg = redis_config(vec![server.url()], "contract");
-    cfg.store.redis.layout = layout;
+    let cfg = redis_config(vec![server.url()], "contract");
     let msgs = stream();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
     let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
@@ -225,33 +205,20 @@ fn agree_on_the_fixture_stream(layout: RedisLayout) {
     // join on weak evidence, and a near miss (src/engine/link.rs).
     assert!(memory.iter().any(|s| s.corroborating > 0));
     assert!(memory.iter().any(|s| s.near.is_some()));
-    match layout {
-        RedisLayout::Script => {
-            // Every key expires by itself (merged campaigns' lists
-            // included): within a slice (half a window) plus the window
-            // plus 5 minutes, merged campaigns' nodes within twice the
-            // window plus 5 minutes.
-            let (keys, bad) = keys_without_ttl(&server, "contract", 2 * (21_600 + 300));
-            assert!(keys > 100, "{keys} keys");
-            assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
-        }
-        RedisLayout::Log => {
-            // One key, the log, with the window plus 5 minutes to live,
-            // and one entry per message that reached the store.
-            let (keys, bad) = keys_without_ttl(&server, "contract", 21_600 + 300);
-            assert_eq!((keys, bad), (1, 0));
-            let key = format!(
-                "{}:log",
-                bulkwatch::store::redis::key_base(&cfg.store.redis)
-            );
-            let len = server.cli(&["XLEN", &key]).unwrap();
-            let recorded = memory.iter().filter(|s| s.campaign.is_some()).count();
-            assert_eq!(len.trim(), recorded.to_string());
-        }
-    }
+    // One key, the log, with the window plus 5 minutes to live,
+    // and one entry per message that reached the store.
+    let (keys, bad) = keys_without_ttl(&server, "contract", 21_600 + 300);
+    assert_eq!((keys, bad), (1, 0));
+    let key = format!(
+        "{}:log",
+        bulkwatch::store::redis::key_base(&cfg.store.redis)
+    );
+    let len = server.cli(&["XLEN", &key]).unwrap();
+    let recorded = memory.iter().filter(|s| s.campaign.is_some()).count();
+    assert_eq!(len.trim(), recorded.to_string());
 }
 
-/// Corroboration (`window.corroborating_*`) in the Redis script: with
+/// Corroboration (`window.corroborating_*`) through the Redis log: with
 /// narrow match bounds, many messages of the fixture campaigns match no
 /// entry and join on corroboration; both stores agree on every verdict.
 #[cfg_attr(
@@ -321,31 +288,22 @@ fn merge_chain(cfg: &Config, links: usize, st: &mut u64) -> (Vec<u64>, Vec<u64>)
 /// A campaign merged into an older one, that one into an older one, and
 /// so on, 80 times: the first campaign's entries reach the oldest
 /// campaign through 80 aliases. A message like the first campaign's
-/// joins the oldest in both stores. (The script once gave up after 64
-/// aliases, and such a message started a campaign of its own there.)
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
-fn memory_and_redis_stores_agree_on_long_merge_chains() {
-    agree_on_long_merge_chains(RedisLayout::Script);
-}
-
+/// joins the oldest in both stores. (The retired Lua copy of the rule once
+/// gave up after 64 aliases, and such a message started a campaign of its
+/// own there.)
 #[cfg_attr(
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
 fn memory_and_log_stores_agree_on_long_merge_chains() {
-    agree_on_long_merge_chains(RedisLayout::Log);
+    agree_on_long_merge_chains();
 }
 
-fn agree_on_long_merge_chains(layout: RedisLayout) {
+fn agree_on_long_merge_chains() {
     const LINKS: usize = 80;
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "chain");
-    cfg.store.redis.layout = layout;
     // Single link: one bridge merges two campaigns (the merge machinery is
     // what is tested here, not the linking rule).
     cfg.window.corroborating_matches = 0;
@@ -378,9 +336,7 @@ fn agree_on_long_merge_chains(layout: RedisLayout) {
 }
 
 /// A chain of merges, then the chain's messages leave a short window
-/// while copies of its texts keep coming: the script keeps a merged
-/// campaign's messages where they were (a node of the campaign it joined,
-/// nodes of nodes down the chain), and its counts must still fall as in
+/// while copies of its texts keep coming: the counts must fall as in
 /// memory, level by level, until the whole campaign has left and its
 /// first text starts it again.
 #[cfg_attr(
@@ -388,24 +344,14 @@ fn agree_on_long_merge_chains(layout: RedisLayout) {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn memory_and_redis_stores_agree_as_merged_campaigns_leave_the_window() {
-    agree_as_merged_campaigns_leave_the_window(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn memory_and_log_stores_agree_as_merged_campaigns_leave_the_window() {
-    agree_as_merged_campaigns_leave_the_window(RedisLayout::Log);
+    agree_as_merged_campaigns_leave_the_window();
 }
 
-fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
+fn agree_as_merged_campaigns_leave_the_window() {
     const LINKS: usize = 12;
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "nested");
-    cfg.store.redis.layout = layout;
     // Single link, as above.
     cfg.window.corroborating_matches = 0;
     cfg.window.window = Duration::from_secs(600);
@@ -459,19 +405,6 @@ fn agree_as_merged_campaigns_leave_the_window(layout: RedisLayout) {
         "counts fell: {peak}, then {before_quiet}"
     );
     assert_eq!(size(&memory[memory.len() - 1]), 1);
-    if layout == RedisLayout::Script {
-        let (keys, bad) = keys_without_ttl(&server, "nested", 2 * (600 + 300));
-        assert_eq!(bad, 0, "{bad} of {keys} keys have no TTL");
-    }
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
-fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
-    agree_as_messages_leave_the_window(RedisLayout::Script);
 }
 
 #[cfg_attr(
@@ -480,13 +413,12 @@ fn memory_and_redis_stores_agree_as_messages_leave_the_window() {
 )]
 #[test]
 fn memory_and_log_stores_agree_as_messages_leave_the_window() {
-    agree_as_messages_leave_the_window(RedisLayout::Log);
+    agree_as_messages_leave_the_window();
 }
 
-fn agree_as_messages_leave_the_window(layout: RedisLayout) {
+fn agree_as_messages_leave_the_window() {
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "window");
-    cfg.store.redis.layout = layout;
     cfg.window.window = Duration::from_secs(600);
     // 400 messages 7 s apart: the window holds about 85 of them.
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(400).collect();
@@ -509,24 +441,14 @@ fn agree_as_messages_leave_the_window(layout: RedisLayout) {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn a_redis_cluster_store_agrees_with_memory() {
-    cluster_agrees_with_memory(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn a_redis_cluster_log_store_agrees_with_memory() {
-    cluster_agrees_with_memory(RedisLayout::Log);
+    cluster_agrees_with_memory();
 }
 
-fn cluster_agrees_with_memory(layout: RedisLayout) {
+fn cluster_agrees_with_memory() {
     let cluster = RedisCluster::start();
     let mut cfg = redis_config(cluster.urls(), "cluster");
     cfg.store.redis.cluster = true;
-    cfg.store.redis.layout = layout;
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
     let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
@@ -557,7 +479,7 @@ fn cluster_agrees_with_memory(layout: RedisLayout) {
 #[test]
 fn a_daemon_that_starts_late_reads_the_log_first() {
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "late");
+    let cfg = redis_config(vec![server.url()], "late");
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(200).collect();
     let a = LogStore::open(&cfg).unwrap();
     let mut all = Engine::new(&cfg);
@@ -650,7 +572,7 @@ fn a_daemon_that_starts_late_reads_the_log_first() {
 #[test]
 fn concurrent_calls_apply_each_entry_once() {
     let server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "threads");
+    let mut cfg = redis_config(vec![server.url()], "threads");
     cfg.store.redis.pool_size = 3;
     let store = std::sync::Arc::new(LogStore::open(&cfg).unwrap());
     let (threads, each) = (8u32, 25u32);
@@ -717,7 +639,7 @@ fn concurrent_calls_apply_each_entry_once() {
 #[test]
 fn a_batch_gets_each_message_its_own_answer() {
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "batch");
+    let cfg = redis_config(vec![server.url()], "batch");
     let store = LogStore::open(&cfg).unwrap();
     let mut memory = Engine::new(&cfg);
     let mut obs = Vec::new();
@@ -756,7 +678,7 @@ fn a_batch_gets_each_message_its_own_answer() {
 #[test]
 fn a_replica_rebuilds_when_the_log_lost_what_it_had_not_read() {
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "gap");
+    let cfg = redis_config(vec![server.url()], "gap");
     let (a, b) = (LogStore::open(&cfg).unwrap(), LogStore::open(&cfg).unwrap());
     let at = |i: u64| UnixSecs(REPLAY_EPOCH + i);
     for i in 0..20 {
@@ -785,7 +707,7 @@ fn a_replica_rebuilds_when_the_log_lost_what_it_had_not_read() {
 #[test]
 fn entries_that_do_not_decode_are_skipped() {
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "junk");
+    let cfg = redis_config(vec![server.url()], "junk");
     let a = LogStore::open(&cfg).unwrap();
     a.record_shared(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH))
         .unwrap();
@@ -814,7 +736,7 @@ fn entries_that_do_not_decode_are_skipped() {
 #[test]
 fn an_entry_from_a_clock_far_ahead_does_not_stop_time() {
     let server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "clock");
+    let mut cfg = redis_config(vec![server.url()], "clock");
     cfg.window.window = Duration::from_secs(600);
     let (a, b) = (LogStore::open(&cfg).unwrap(), LogStore::open(&cfg).unwrap());
     let year_2100 = UnixSecs(4_102_444_800);
@@ -860,23 +782,13 @@ fn spam(n: u32) -> Vec<u8> {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn two_daemons_sharing_redis_see_one_campaign() {
-    two_daemons_see_one_campaign(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn two_daemons_sharing_a_redis_log_see_one_campaign() {
-    two_daemons_see_one_campaign(RedisLayout::Log);
+    two_daemons_see_one_campaign();
 }
 
-fn two_daemons_see_one_campaign(layout: RedisLayout) {
+fn two_daemons_see_one_campaign() {
     let server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "pair");
-    cfg.store.redis.layout = layout;
     cfg.thresholds.bulk_threshold = 10.0;
     cfg.thresholds.suspect_threshold = 20.0;
     // Each daemon: its own local engine plus the shared store.
@@ -917,25 +829,21 @@ fn two_daemons_see_one_campaign(layout: RedisLayout) {
 /// A store that takes operators' corrections.
 enum Corrected {
     Memory(Box<Engine>),
-    Script(Box<RedisStore>),
     Log(Box<LogStore>),
 }
 
 impl Corrected {
     fn open(cfg: &Config, memory: bool) -> Corrected {
-        match (memory, cfg.store.redis.layout) {
-            (true, _) => Corrected::Memory(Box::new(Engine::new(cfg))),
-            (false, RedisLayout::Script) => {
-                Corrected::Script(Box::new(RedisStore::open(cfg).unwrap()))
-            }
-            (false, RedisLayout::Log) => Corrected::Log(Box::new(LogStore::open(cfg).unwrap())),
+        if memory {
+            Corrected::Memory(Box::new(Engine::new(cfg)))
+        } else {
+            Corrected::Log(Box::new(LogStore::open(cfg).unwrap()))
         }
     }
 
     fn store(&mut self) -> &mut dyn Store {
         match self {
             Corrected::Memory(e) => e.as_mut(),
-            Corrected::Script(s) => s.as_mut(),
             Corrected::Log(l) => l.as_mut(),
         }
     }
@@ -943,7 +851,6 @@ impl Corrected {
     fn correct(&mut self, c: Correction, now: UnixSecs) -> Option<CampaignId> {
         match self {
             Corrected::Memory(e) => e.correct(c),
-            Corrected::Script(s) => s.correct(c, now).unwrap(),
             Corrected::Log(l) => l.correct(c, now).unwrap(),
         }
     }
@@ -994,23 +901,13 @@ fn run_corrected(
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn memory_and_redis_stores_agree_on_corrections() {
-    agree_on_corrections(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn memory_and_log_stores_agree_on_corrections() {
-    agree_on_corrections(RedisLayout::Log);
+    agree_on_corrections();
 }
 
-fn agree_on_corrections(layout: RedisLayout) {
+fn agree_on_corrections() {
     let server = RedisServer::start();
-    let mut cfg = redis_config(vec![server.url()], "corrections");
-    cfg.store.redis.layout = layout;
+    let cfg = redis_config(vec![server.url()], "corrections");
     let msgs = stream();
     let (memory, m_answers) = run_corrected(&mut Corrected::open(&cfg, true), &cfg, &msgs);
     let (shared, s_answers) = run_corrected(&mut Corrected::open(&cfg, false), &cfg, &msgs);
@@ -1051,10 +948,9 @@ fn agree_on_corrections(layout: RedisLayout) {
 )]
 #[test]
 fn two_daemons_share_corrections_and_the_campaign_list() {
-    for layout in [RedisLayout::Script, RedisLayout::Log] {
+    {
         let server = RedisServer::start();
         let mut cfg = redis_config(vec![server.url()], "site");
-        cfg.store.redis.layout = layout;
         cfg.thresholds.bulk_threshold = 3.0;
         cfg.thresholds.suspect_threshold = 2.0;
         let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
@@ -1077,22 +973,16 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
             last = Some(judge(&a, n));
         }
         let v = last.unwrap();
-        assert_eq!(v.level, Level::Bulk, "{layout:?}");
+        assert_eq!(v.level, Level::Bulk);
         let id = v.campaign.unwrap().id;
         let now = UnixSecs(REPLAY_EPOCH + 10);
         let listed = |layer: &RedisLayer| -> Vec<(CampaignId, u32)> {
-            match layer.site(now, 10).unwrap() {
-                Site::Listed(cs) => cs.iter().map(|c| (c.id, c.messages)).collect(),
-                Site::Replica => layer
-                    .view(|e| e.campaigns().map(|c| (c.id, c.messages)).collect())
-                    .expect("the replica read the log"),
-            }
+            layer.site().unwrap();
+            layer
+                .view(|e| e.campaigns().map(|c| (c.id, c.messages)).collect())
+                .expect("the replica read the log")
         };
-        assert_eq!(
-            listed(&b),
-            [(id, 4)],
-            "{layout:?}: the idle daemon lists the site's"
-        );
+        assert_eq!(listed(&b), [(id, 4)], "the idle daemon lists the site's");
 
         let until = bulkwatch::engine::campaign::WHILE_LIVE;
         assert_eq!(
@@ -1100,7 +990,7 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
             Some(id)
         );
         let v = judge(&a, 4);
-        assert_eq!(v.level, Level::Allowed(AllowReason::Campaign), "{layout:?}");
+        assert_eq!(v.level, Level::Allowed(AllowReason::Campaign));
         assert_eq!(
             b.correct(
                 Correction::Allow {
@@ -1111,22 +1001,15 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
             )
             .unwrap(),
             None,
-            "{layout:?}: no such campaign"
+            "no such campaign"
         );
 
         assert_eq!(a.correct(Correction::Forget { id }, now).unwrap(), Some(id));
         let v = judge(&b, 5);
         let c = v.campaign.unwrap();
-        assert_ne!(c.id, id, "{layout:?}");
-        assert_eq!(
-            (c.messages, v.level),
-            (1, Level::Clean),
-            "{layout:?}: from zero"
-        );
-        assert!(
-            listed(&a).iter().all(|(i, _)| *i != id),
-            "{layout:?}: not listed"
-        );
+        assert_ne!(c.id, id);
+        assert_eq!((c.messages, v.level), (1, Level::Clean), "from zero");
+        assert!(listed(&a).iter().all(|(i, _)| *i != id), "not listed");
         assert_eq!(a.correct(Correction::Forget { id }, now).unwrap(), None);
     }
 }
@@ -1136,23 +1019,13 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn a_redis_outage_costs_no_verdict_and_sharing_resumes() {
-    an_outage_costs_no_verdict(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn a_redis_log_outage_costs_no_verdict_and_sharing_resumes() {
-    an_outage_costs_no_verdict(RedisLayout::Log);
+    an_outage_costs_no_verdict();
 }
 
-fn an_outage_costs_no_verdict(layout: RedisLayout) {
+fn an_outage_costs_no_verdict() {
     let mut server = RedisServer::start();
     let mut cfg = redis_config(vec![server.url()], "outage");
-    cfg.store.redis.layout = layout;
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(1);
     let mut r = bulkwatch::replay::Replayer::new(&cfg, Default::default());
@@ -1192,7 +1065,7 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
     assert!(stats.up.load(std::sync::atomic::Ordering::Relaxed));
 }
 
-/// With the log layout a daemon does not record shared messages in its
+/// With Redis a daemon does not record shared messages in its
 /// fallback engine; the first message that falls back copies the replica
 /// into it. So an outage starts from what the whole site saw: daemon B,
 /// which saw 4 of a campaign's 10 messages (A saw 6), judges the next copy
@@ -1204,7 +1077,7 @@ fn an_outage_costs_no_verdict(layout: RedisLayout) {
 #[test]
 fn a_log_outage_starts_from_what_the_site_saw() {
     let mut server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "sitewide");
+    let mut cfg = redis_config(vec![server.url()], "sitewide");
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(60);
     let mut a = bulkwatch::replay::Replayer::new(&cfg, Default::default());
@@ -1247,7 +1120,7 @@ fn a_log_outage_starts_from_what_the_site_saw() {
 #[test]
 fn a_copy_the_outage_did_not_need_is_dropped() {
     let mut server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "dropcopy");
+    let mut cfg = redis_config(vec![server.url()], "dropcopy");
     cfg.store.redis.retry_interval = Duration::ZERO;
     let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
     let now = UnixSecs(REPLAY_EPOCH);
@@ -1296,7 +1169,7 @@ fn a_copy_the_outage_did_not_need_is_dropped() {
 #[test]
 fn no_copy_is_made_once_redis_answers_again() {
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "nocopy");
+    let cfg = redis_config(vec![server.url()], "nocopy");
     let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), UnixSecs(REPLAY_EPOCH)),
@@ -1375,26 +1248,15 @@ fn replay_uses_the_store_its_config_names() {
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_serve_processes_share_one_campaign() {
-    two_serve_processes("script").await;
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_serve_processes_share_one_campaign_through_a_log() {
-    two_serve_processes("log").await;
-}
-
-async fn two_serve_processes(layout: &str) {
     use common::daemon::{header, Daemon};
     use common::{open_unix, transact, NAMES};
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut daemons = Vec::new();
     let mut sockets = Vec::new();
-    for host in ["mx1", "mx2"] {
+    // mx1's file names the retired script layout (a file written for an
+    // earlier version): it runs on the log all the same, and shares.
+    for (host, layout) in [("mx1", "script"), ("mx2", "log")] {
         let socket = dir.path().join(format!("{host}.sock"));
         let config = dir.path().join(format!("{host}.toml"));
         std::fs::write(
@@ -1441,7 +1303,7 @@ async fn two_serve_processes(layout: &str) {
     for host in ["mx1", "mx2"] {
         let v: serde_json::Value =
             serde_json::from_str(&campaigns(host, &["list", "--json"])).unwrap();
-        assert_eq!(v["campaigns"][0]["messages"], 6, "{host} ({layout}): {v}");
+        assert_eq!(v["campaigns"][0]["messages"], 6, "{host}: {v}");
         ids.push(v["campaigns"][0]["id"].as_str().unwrap().to_owned());
     }
     assert_eq!(ids[0], ids[1]);
@@ -1451,9 +1313,15 @@ async fn two_serve_processes(layout: &str) {
     let mut conn = open_unix(&sockets[0]).await;
     let (a, _) = transact(&mut conn, &common::spam(NAMES[0], 7006)).await;
     conn.close().await.unwrap();
-    assert_eq!(header(&a), None, "{layout}");
+    assert_eq!(header(&a), None);
     let log = daemons[0].log_text();
-    assert!(log.contains("reason=\"campaign\""), "{layout}: {log}");
+    assert!(log.contains("reason=\"campaign\""), "{log}");
+    // ... and said at start that the layout its file names is retired.
+    assert!(
+        log.contains("store.redis.layout") && log.contains("is retired"),
+        "{log}"
+    );
+    assert!(!daemons[1].log_text().contains("is retired"));
     // Forgotten through mx1: the next copy through mx2 starts from zero.
     campaigns("mx1", &["forget", id]);
     let mut conn = open_unix(&sockets[1]).await;
@@ -1462,10 +1330,7 @@ async fn two_serve_processes(layout: &str) {
     let v: serde_json::Value =
         serde_json::from_str(&campaigns("mx2", &["list", "--json"])).unwrap();
     let listed = v["campaigns"].as_array().unwrap();
-    assert!(
-        listed.iter().all(|c| c["id"] != id.as_str()),
-        "{layout}: {v}"
-    );
+    assert!(listed.iter().all(|c| c["id"] != id.as_str()), "{v}");
     for d in daemons {
         // The test server runs with Redis's default, eager expiry: each
         // daemon says once that it should be lazy.
@@ -1479,8 +1344,8 @@ async fn two_serve_processes(layout: &str) {
     }
 }
 
-/// The store reads whether Redis frees expired keys in the background: a
-/// window slice is one large key.
+/// The store reads whether Redis frees expired keys in the background: the
+/// log is one large key.
 #[cfg_attr(
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
@@ -1488,7 +1353,7 @@ async fn two_serve_processes(layout: &str) {
 #[test]
 fn the_store_reads_the_servers_expiry_setting() {
     let server = RedisServer::start();
-    let store = RedisStore::open(&redis_config(vec![server.url()], "cfg")).unwrap();
+    let store = Pool::open(&redis_config(vec![server.url()], "cfg")).unwrap();
     server
         .cli(&["CONFIG", "SET", "lazyfree-lazy-expire", "no"])
         .unwrap();
@@ -1501,7 +1366,7 @@ fn the_store_reads_the_servers_expiry_setting() {
     server
         .cli(&["ACL", "SETUSER", "default", "-config"])
         .unwrap();
-    let fresh = RedisStore::open(&redis_config(vec![server.url()], "cfg")).unwrap();
+    let fresh = Pool::open(&redis_config(vec![server.url()], "cfg")).unwrap();
     assert_eq!(fresh.lazy_expire().unwrap(), None);
 }
 
@@ -1547,7 +1412,7 @@ async fn a_milter_with_redis_down_serves_from_its_local_window() {
 async fn a_milter_on_the_log_layout_counts_its_round_trips() {
     use bulkwatch::milter::State;
     let server = RedisServer::start();
-    let cfg = log_config(vec![server.url()], "trips");
+    let cfg = redis_config(vec![server.url()], "trips");
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let state = State::new(Engine::new(&cfg)).with_redis(shared);
     let m = common::start_state(state).await;
@@ -1593,7 +1458,7 @@ async fn a_milter_on_the_log_layout_counts_its_round_trips() {
 async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
     use bulkwatch::milter::State;
     let mut server = RedisServer::start();
-    let mut cfg = log_config(vec![server.url()], "copy");
+    let mut cfg = redis_config(vec![server.url()], "copy");
     cfg.store.redis.timeout = Duration::from_millis(200);
     cfg.store.redis.retry_interval = Duration::from_secs(60);
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
@@ -1653,7 +1518,7 @@ fn a_campaign_that_left_the_window_starts_again_from_nothing() {
     let env = Envelope::default();
     let obs = bulkwatch::engine::observe(&cfg, &analyze(&raw, &env, &cfg), &env).unwrap();
     let mut memory = Engine::new(&cfg);
-    let mut redis = RedisStore::open(&cfg).unwrap();
+    let mut redis = LogStore::open(&cfg).unwrap();
     let mut last = None;
     for (i, at) in [0u64, 601, 602, 603].into_iter().enumerate() {
         let now = UnixSecs(REPLAY_EPOCH + at);
@@ -1712,7 +1577,7 @@ fn both_stores_keep_the_same_closest_matches_of_many() {
     }
     stream.push(obs(450, sim, sketch_a, 0xC000));
     let mut memory = Engine::new(&cfg);
-    let mut redis = RedisStore::open(&cfg).unwrap();
+    let mut redis = LogStore::open(&cfg).unwrap();
     let mut last = None;
     for (i, o) in stream.iter().enumerate() {
         let now = UnixSecs(REPLAY_EPOCH + i as u64);
@@ -1728,61 +1593,14 @@ fn both_stores_keep_the_same_closest_matches_of_many() {
     assert_eq!(last.campaign.unwrap().messages, 401);
 }
 
-/// A flood of one text: Redis buckets keep at most the newest 256 items
-/// (what a lookup reads), so per-message work and bucket memory stay
-/// bounded however many copies arrive; the campaign still counts them all.
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
-fn a_flood_of_one_text_keeps_redis_buckets_bounded() {
-    let server = RedisServer::start();
-    let cfg = redis_config(vec![server.url()], "flood");
-    let mut store = RedisStore::open(&cfg).unwrap();
-    let raw = spam(1);
-    let env = Envelope::default();
-    let a = analyze(&raw, &env, &cfg);
-    let obs = bulkwatch::engine::observe(&cfg, &a, &env).unwrap();
-    let mut last = None;
-    for i in 0..1100u64 {
-        last = Some(store.record(&obs, UnixSecs(REPLAY_EPOCH + i / 10)).unwrap());
-    }
-    let c = last.unwrap().campaign.unwrap();
-    assert_eq!(c.messages, 1100);
-    // Block-table buckets are fields `t...` of the slice hashes, 40 bytes
-    // an item.
-    let mut longest = 0;
-    for key in server
-        .cli(&["--scan", "--pattern", "{flood:v*:s:*"])
-        .unwrap()
-        .lines()
-    {
-        for field in server.cli(&["HKEYS", key]).unwrap().lines() {
-            if field.starts_with('t') {
-                let len: usize = server
-                    .cli(&["HSTRLEN", key, field])
-                    .unwrap()
-                    .trim()
-                    .parse()
-                    .unwrap();
-                longest = longest.max(len / 40);
-            }
-        }
-    }
-    // The script keeps the memory store's bound.
-    assert_eq!(longest, bulkwatch::engine::index::tables::MAX_BUCKET_SCAN);
-}
-
 /// `thresholds.single_transaction_recipients` in every store: a message
 /// alone in its campaign with 25 recipients is clean and spends no alert;
 /// the copy that matches it is bulk and newly bulk; a message alone with
 /// 200 recipients (past the limit of 100) is bulk and newly bulk. The
-/// memory store, the Redis script and the log layout agree.
-fn agree_on_single_transactions(layout: RedisLayout) {
+/// memory store and the Redis log agree.
+fn agree_on_single_transactions() {
     let server = RedisServer::start();
-    let mut cfg = redis_config(vec![server.url()], "single");
-    cfg.store.redis.layout = layout;
+    let cfg = redis_config(vec![server.url()], "single");
     let to = |n: usize, p: &str| Envelope {
         mail_from: Some("news@deals.example".into()),
         rcpts: (0..n).map(|i| format!("{p}{i}@example.net")).collect(),
@@ -1829,15 +1647,6 @@ fn agree_on_single_transactions(layout: RedisLayout) {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn memory_and_redis_stores_agree_on_single_transactions() {
-    agree_on_single_transactions(RedisLayout::Script);
-}
-
-#[cfg_attr(
-    not(bulkwatch_redis),
-    ignore = "needs redis-server (apt-get install redis-server)"
-)]
-#[test]
 fn memory_and_log_stores_agree_on_single_transactions() {
-    agree_on_single_transactions(RedisLayout::Log);
+    agree_on_single_transactions();
 }

@@ -720,7 +720,7 @@ async fn build_state(
         Ok(Some(shared)) => {
             info!(
                 urls = ?cfg.store.redis.urls,
-                keys = shared.store().key_base(),
+                keys = shared.pool().key_base(),
                 "shared state in redis; the local window is the fallback"
             );
             state = state.with_redis(shared);

@@ -18,7 +18,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{RedisLayout, SocketSpec, StoreBackend};
+    use crate::config::{SocketSpec, StoreBackend};
 
     fn round_trip(c: &Config) -> Config {
         let text = c.to_toml();
@@ -42,7 +42,6 @@ mod tests {
         c.metrics.listen = None;
         c.allow.client_networks = vec!["10.0.0.0/8".parse().unwrap()];
         c.store.backend = StoreBackend::Redis;
-        c.store.redis.layout = RedisLayout::Log;
         c.fingerprint.hash_key = (0x0123_4567_89ab_cdef, 42);
         c.policy.bulk = super::super::Action::Reject;
         assert_eq!(round_trip(&c), c);

@@ -15,15 +15,18 @@ pub enum StoreBackend {
     Redis,
 }
 
-/// How the Redis store divides the work (`store.redis.layout`).
+/// How the Redis store divides the work (`store.redis.layout`): what the
+/// file said. There is one layout, the log; the key stays so that a
+/// file written for an earlier version still starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RedisLayout {
-    /// Redis holds the window and the campaigns; a Lua script looks each
-    /// message up and records it (the default).
-    Script,
     /// Redis holds a log of the site's observations; each daemon applies
     /// it in order to its own engine, a replica, and looks up there.
     Log,
+    /// `"script"`: the layout of earlier versions (a Lua copy of the
+    /// linking rule ran in Redis), retired. Read as [`RedisLayout::Log`],
+    /// with a warning ([`crate::config::Config::warnings`]).
+    RetiredScript,
 }
 
 /// `store.backend`'s words.
@@ -33,7 +36,10 @@ const BACKENDS: Words<StoreBackend> = &[
 ];
 
 /// `store.redis.layout`'s words.
-const LAYOUTS: Words<RedisLayout> = &[("script", RedisLayout::Script), ("log", RedisLayout::Log)];
+const LAYOUTS: Words<RedisLayout> = &[
+    ("log", RedisLayout::Log),
+    ("script", RedisLayout::RetiredScript),
+];
 
 /// Why a store key waits for a restart.
 const STORE: &str = "the store is connected at start";
@@ -115,7 +121,7 @@ section! {
             read |k, v| secs_in(k, v, 1, 3600),
             write to_secs,
             restart STORE;
-        layout: RedisLayout = RedisLayout::Script,
+        layout: RedisLayout = RedisLayout::Log,
             file layout: String,
             read |k, v| word(k, &v, LAYOUTS),
             write |l| word_of(l, LAYOUTS),
@@ -243,7 +249,7 @@ mod tests {
             (
                 |r| r.layout = Some("stream".to_owned()),
                 "store.redis.layout",
-                "`stream` is not script or log",
+                "`stream` is not log or script",
             ),
         ];
         for (set, key, message) in cases {

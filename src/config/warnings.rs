@@ -102,6 +102,15 @@ impl Config {
                 ),
             );
         }
+        if self.store.redis.layout == crate::config::RedisLayout::RetiredScript {
+            warn(
+                "store.redis.layout",
+                "\"script\" is retired: the log layout is used, and the file may drop the \
+                 line. Daemons of one site share campaigns once all run this version \
+                 (CHANGELOG.md)"
+                    .into(),
+            );
+        }
         w
     }
 
@@ -127,6 +136,20 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let cfg = Config::from_toml_str(&text).unwrap();
         assert_eq!(cfg.warnings_in(&text), vec![]);
+    }
+
+    /// A file written for an earlier version names the retired script
+    /// layout: it starts, on the log layout, and says so.
+    #[test]
+    fn the_retired_script_layout_is_read_as_the_log_with_a_warning() {
+        let text = "[store]\nbackend = \"redis\"\n\n[store.redis]\nlayout = \"script\"\n";
+        let cfg = Config::from_toml_str(text).unwrap();
+        let w = cfg.warnings_in(text);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!((w[0].key, w[0].line), ("store.redis.layout", Some(5)));
+        assert!(w[0].message.contains("retired"), "{}", w[0]);
+        let log = Config::from_toml_str(&text.replace("script", "log")).unwrap();
+        assert_eq!(log.warnings(), vec![]);
     }
 
     #[test]

@@ -71,8 +71,8 @@ pub fn secs32(t: u64) -> u32 {
     u32::try_from(t).unwrap_or(u32::MAX)
 }
 
-/// [`Campaign::allowed_until`] for an allowance without end. Below 10^14,
-/// so that the Redis script stores and prints it exactly.
+/// [`Campaign::allowed_until`] for an allowance without end (far past any
+/// real time; it fits the log's and the snapshot's 64-bit fields).
 pub const WHILE_LIVE: u64 = 1 << 40;
 
 impl Campaign {
@@ -335,8 +335,7 @@ pub struct Campaigns {
 }
 
 /// Longest alias chain followed; chains are short (one link per merge of a
-/// merged campaign), this only guards against a bug looping forever. The
-/// Redis script (`MAX_CHAIN` in `store/record.lua`) follows as many.
+/// merged campaign), this only guards against a bug looping forever.
 pub const MAX_CHAIN: usize = 1024;
 
 impl Campaigns {

@@ -24,8 +24,8 @@
 //! piece of evidence, so one mail delivered in several transactions cannot
 //! corroborate anything on its own.
 //!
-//! The Redis script (`store/record.lua`) implements the same rule; the
-//! store contract tests hold the two to the same results.
+//! This is the only implementation of the rule: with Redis, every daemon
+//! applies the site's log to an engine of its own (`store::stream`).
 
 use super::index::Match;
 

@@ -75,8 +75,8 @@ pub struct Engine {
 }
 
 /// An operator's correction of a campaign (`bulkwatch campaigns allow`
-/// or `forget`): applied by [`Engine::correct`], by the Redis script in
-/// the script layout, and carried by the log in the log layout.
+/// or `forget`): applied by [`Engine::correct`]; with Redis, carried by
+/// the log to every replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Correction {
     /// Later messages are `allowed` before this time (Unix seconds;

@@ -16,9 +16,8 @@
 //! verdict is decided in one place ([`crate::engine::verdict_of`]). With the
 //! memory store they survive a restart in `control.json` in the state
 //! directory, written atomically on every change and applied after the
-//! snapshot. With Redis they are the site's: the script layout keeps them
-//! in the campaign's hash, the log layout appends them to the log that
-//! every replica applies ([`crate::store::RedisLayer::correct`]), so one
+//! snapshot. With Redis they are the site's: they are appended to the log
+//! that every replica applies ([`crate::store::RedisLayer::correct`]), so one
 //! command on any host applies to all and survives their restarts.
 //!
 //! The protocol is one request line, answered by one JSON object, then the

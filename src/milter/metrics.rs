@@ -392,7 +392,7 @@ fn render_redis(s: &mut String, sh: &RedisLayer) {
         ),
         (
             "bulkwatch_redis_fallback_copies_total",
-            "Copies of the log layout's replica that took over the fallback engine.",
+            "Copies of the replica that took over the fallback engine.",
             &st.fallback_copies,
         ),
     ];
@@ -411,18 +411,17 @@ fn render_redis(s: &mut String, sh: &RedisLayer) {
          bulkwatch_redis_wrongtype_repairs_total {}",
         sh.wrongtype_repairs()
     );
-    if let Some((trips, carried)) = sh.log_round_trips() {
-        let _ = writeln!(
-            s,
-            "# HELP bulkwatch_redis_log_round_trips_total Round trips to the Redis log \
-             (one carries every message that waited for it).\n\
-             # TYPE bulkwatch_redis_log_round_trips_total counter\n\
-             bulkwatch_redis_log_round_trips_total {trips}\n\
-             # HELP bulkwatch_redis_log_appends_total Messages appended to the Redis log.\n\
-             # TYPE bulkwatch_redis_log_appends_total counter\n\
-             bulkwatch_redis_log_appends_total {carried}"
-        );
-    }
+    let (trips, carried) = sh.log_round_trips();
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_redis_log_round_trips_total Round trips to the Redis log \
+         (one carries every message that waited for it).\n\
+         # TYPE bulkwatch_redis_log_round_trips_total counter\n\
+         bulkwatch_redis_log_round_trips_total {trips}\n\
+         # HELP bulkwatch_redis_log_appends_total Messages appended to the Redis log.\n\
+         # TYPE bulkwatch_redis_log_appends_total counter\n\
+         bulkwatch_redis_log_appends_total {carried}"
+    );
 }
 
 /// One campaign in `/campaigns`.
@@ -440,10 +439,8 @@ pub struct CampaignJson {
     pub sender_domains: Vec<String>,
     pub sample_subject: Option<String>,
     /// Its messages in the window by arrival, [`ARRIVAL_BUCKETS`] equal
-    /// parts of the window ending now, oldest first; `null` with the Redis
-    /// script layout (the site's arrival times stay in Redis: reading them
-    /// for every refresh would hold every daemon's calls meanwhile).
-    pub arrivals: Option<Vec<u32>>,
+    /// parts of the window ending now, oldest first.
+    pub arrivals: Vec<u32>,
     /// An operator allowed it (`bulkwatch campaigns allow`) and the
     /// allowance runs.
     pub allowed: bool,
@@ -509,7 +506,7 @@ pub fn campaigns(state: &State) -> CampaignList {
 fn campaigns_at(state: &State, now: u64) -> CampaignList {
     use crate::engine::campaign::{Campaign, WHILE_LIVE};
     let thresholds = state.config().thresholds.clone();
-    let json = |c: &Campaign, arrivals: Option<Vec<u32>>| {
+    let json = |c: &Campaign, arrivals: Vec<u32>| {
         let allowed = c.allowed_until.is_some_and(|u| u.get() > now);
         CampaignJson {
             id: c.id.to_string(),
@@ -529,36 +526,28 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
                 .filter(|u| allowed && *u < WHILE_LIVE),
         }
     };
-    // With Redis, the site's campaigns: listed from Redis (script layout)
-    // or the replica brought up to now (log layout). When Redis fails,
-    // this daemon's own view.
-    let site = state
-        .redis()
-        .map(|s| s.site(crate::engine::UnixSecs(now), MAX_LISTED));
+    // With Redis, the site's campaigns: the replica brought up to now.
+    // When Redis fails, this daemon's own view.
+    let site = state.redis().map(crate::store::RedisLayer::site);
     let view = match &site {
         None => View::Host,
-        Some(Ok(_)) => View::Site,
-        Some(Err(_)) => View::HostRedisUnavailable,
-    };
-    let mut list: Vec<CampaignJson> = match site {
-        Some(Ok(crate::store::Site::Listed(cs))) => cs.iter().map(|c| json(c, None)).collect(),
-        other => {
-            if let Some(Err(e)) = other {
-                tracing::debug!(error = %e, "campaign list: redis unavailable, local view shown");
-            }
-            state.with_view(|e| {
-                let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
-                e.campaigns()
-                    .map(|c| {
-                        let a = arrivals
-                            .remove(&c.id)
-                            .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]);
-                        json(c, Some(a))
-                    })
-                    .collect()
-            })
+        Some(Ok(())) => View::Site,
+        Some(Err(e)) => {
+            tracing::debug!(error = %e, "campaign list: redis unavailable, local view shown");
+            View::HostRedisUnavailable
         }
     };
+    let mut list: Vec<CampaignJson> = state.with_view(|e| {
+        let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
+        e.campaigns()
+            .map(|c| {
+                let a = arrivals
+                    .remove(&c.id)
+                    .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]);
+                json(c, a)
+            })
+            .collect()
+    });
     list.sort_by(|a, b| {
         b.recipients
             .cmp(&a.recipients)

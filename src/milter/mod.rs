@@ -278,7 +278,7 @@ impl State {
     /// The snapshot bytes of the local engine, encoded under its lock (a
     /// copy of memory; the file is written outside it).
     ///
-    /// With the log layout that is the fallback engine, as of the last copy
+    /// With Redis that is the fallback engine, as of the last copy
     /// of the replica and the messages it judged since, not the replica:
     /// encoding holds the engine for about 0.4 s at 10^6 entries, and
     /// holding the replica would hold every message's round trip meanwhile.
@@ -290,7 +290,7 @@ impl State {
 
     /// The snapshot bytes of the engine that holds the daemon's view (see
     /// [`State::with_view`]): for the snapshot at shutdown, when no message
-    /// waits for the replica any more. With the log layout, a restart's
+    /// waits for the replica any more. With Redis, a restart's
     /// fallback engine then starts from what the site saw, for the messages
     /// it judges while the new replica reads the log.
     pub fn view_snapshot_bytes(&self) -> Vec<u8> {

@@ -6,16 +6,15 @@
 //! each caller adds only what is its own around the one call that may
 //! block:
 //!
-//! 1. [`Judge::begin`] decides locally where the local engine records
-//!    every message (no Redis, or its script layout) and settles
-//!    allow-listed and skipped messages; otherwise it hands back an
-//!    [`Ask`] for Redis.
+//! 1. [`Judge::begin`] decides locally where no Redis is configured and
+//!    settles allow-listed and skipped messages; otherwise it hands back
+//!    an [`Ask`] for Redis.
 //! 2. [`Ask::run`] is the Redis call (blocking, bounded by the store's
 //!    socket timeouts). The milter runs it on the blocking pool under a
 //!    timeout of its own; the replay runs it in place.
 //! 3. [`Judge::complete`] takes the answer ([`Answer`]): Redis's verdict, or
-//!    the local one, from the local engine, which in the log layout is
-//!    first brought up to the replica when Redis is down.
+//!    the local one, from the local engine, which is first brought up to
+//!    the replica when Redis is down.
 //!
 //! [`Judge::judge`] does all three in place.
 
@@ -26,7 +25,7 @@ use crate::engine::verdict::Verdict;
 use crate::engine::{observe, verdict_of, Analysis, Engine, Envelope, Observation, UnixSecs};
 use crate::store::{RedisLayer, RedisResult};
 
-/// How the fallback engine is brought up to the log layout's replica in
+/// How the fallback engine is brought up to the replica in
 /// an outage (see [`RedisLayer::warm`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Warming {
@@ -85,8 +84,6 @@ pub struct Ask {
     redis: Arc<RedisLayer>,
     obs: Observation,
     now: UnixSecs,
-    /// The local engine's verdict, when it records every message.
-    local: Option<Verdict>,
 }
 
 impl Ask {
@@ -145,8 +142,8 @@ impl Judge {
         self.redis.as_deref()
     }
 
-    /// Calls `f` with the engine that holds the daemon's view: the log
-    /// layout's replica while Redis is up and the replica has read the log
+    /// Calls `f` with the engine that holds the daemon's view: the
+    /// replica while Redis is up and the replica has read the log
     /// up to its messages, else the local engine (see [`RedisLayer::view`]).
     pub fn with_view<R>(&self, f: impl Fn(&Engine) -> R) -> R {
         if let Some(r) = self.redis.as_ref().and_then(|s| s.view(&f)) {
@@ -174,18 +171,12 @@ impl Judge {
                 source: Source::Local,
             });
         };
-        // With the script layout the local engine records every message,
-        // so that its window is warm when Redis fails. With the log layout
-        // the replica holds the window, and the local engine is brought up
+        // The replica holds the window; the local engine is brought up
         // to it when a message falls back.
-        let local = redis
-            .records_locally()
-            .then(|| self.engine().decide_observed(&obs, now));
         Step::Ask(Ask {
             redis: Arc::clone(redis),
             obs,
             now,
-            local,
         })
     }
 
@@ -217,9 +208,6 @@ impl Judge {
             }
         };
         let source = Source::Fallback;
-        if let Some(verdict) = ask.local.clone() {
-            return Judged { verdict, source };
-        }
         let (verdict, replaced) = {
             let mut local = self.engine();
             let replaced = match self.warming {

@@ -1,21 +1,20 @@
 //! Stores behind the engine's window, exact set and campaign counts.
 //!
-//! The [`Store`] trait is the interface; the memory store is
-//! the [`crate::engine::Engine`] itself (the default, with the snapshot
-//! file), and Redis shares the state of several MX hosts in one of two
-//! layouts (`store.redis.layout`): [`redis::RedisStore`] keeps the window
-//! and campaigns in Redis and looks up with a script; [`stream::LogStore`]
-//! keeps only a log there, which every daemon applies to its own replica.
+//! The memory store is the [`crate::engine::Engine`] itself (the default,
+//! with the snapshot file). Redis shares the state of several MX hosts as
+//! a log ([`stream::LogStore`]): every daemon appends its messages and
+//! applies the site's log, in order, to its own engine, a replica, so the
+//! rule that links messages exists once, in Rust. The [`Store`] trait is
+//! what the contract suite (`tests/store.rs`) holds both to.
 //!
 //! With Redis configured, every host keeps a memory store of its own as
 //! well, the fallback: [`RedisLayer`] asks Redis first and, when Redis fails or
-//! is slower than `store.redis.timeout_ms`, the local verdict stands. With
-//! the script layout the daemon records each message in its fallback
-//! engine too. With the log layout it does not: the replica already holds
-//! the site's window, and when Redis goes down a copy of the replica
-//! replaces the fallback engine ([`RedisLayer::warm`]; in the milter made on a
-//! thread of its own), so that an outage starts from what the whole site
-//! saw. After a failure Redis is left alone for
+//! is slower than `store.redis.timeout_ms`, the local verdict stands. The
+//! daemon does not record shared messages in its fallback engine: the
+//! replica already holds the site's window, and when Redis goes down a
+//! copy of the replica replaces the fallback engine ([`RedisLayer::warm`];
+//! in the milter made on a thread of its own), so that an outage starts
+//! from what the whole site saw. After a failure Redis is left alone for
 //! `retry_secs`, so an outage costs one timeout, not one per message; then
 //! it is tried again and sharing resumes by itself. A message is never held
 //! or rejected because Redis is down.
@@ -31,17 +30,18 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, RedisLayout, StoreBackend};
+use crate::config::{Config, StoreBackend};
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 
-pub use self::redis::{Correction, RedisStore};
+pub use self::redis::Pool;
 pub use self::stream::{LogStore, Logged};
+pub use crate::engine::Correction;
 
 /// Why a store could not record a message. The caller falls back (the
 /// milter to its local window); a message is never lost over it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// A call to Redis failed: connection, timeout, script error.
+    /// A call to Redis failed: connection, timeout, error reply.
     #[error("redis: {context}: {source}")]
     Redis {
         /// What the call was for.
@@ -49,10 +49,7 @@ pub enum StoreError {
         #[source]
         source: ::redis::RedisError,
     },
-    /// Redis answered what bulkwatch cannot read.
-    #[error("redis: {0}")]
-    Reply(#[from] BadReply),
-    /// The log layout's stream held what bulkwatch cannot read.
+    /// The log held what bulkwatch cannot read.
     #[error("redis log: {0}")]
     Stream(#[from] BadStream),
     /// `store.redis.urls` names no address.
@@ -64,7 +61,7 @@ pub enum StoreError {
     /// A lock of the store was poisoned by a panic.
     #[error("redis: the {0} lock was poisoned")]
     Poisoned(&'static str),
-    /// The log layout's replica has not reached this message (not an
+    /// This daemon's replica has not reached this message (not an
     /// outage).
     #[error(transparent)]
     CatchingUp(#[from] CatchUp),
@@ -73,30 +70,7 @@ pub enum StoreError {
     Batch(Arc<StoreError>),
 }
 
-/// A Redis reply bulkwatch cannot read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadReply {
-    #[error("{what} is not an array")]
-    NotArray { what: &'static str },
-    #[error("{what} has {got} fields, expected {want}")]
-    Fields {
-        what: &'static str,
-        got: usize,
-        want: usize,
-    },
-    #[error("reply field {field} is not a number")]
-    NotNumber { field: String },
-    #[error("reply field {field} is not text")]
-    NotText { field: String },
-    #[error("reply field {field} is not a list")]
-    NotList { field: &'static str },
-    #[error("reply field {field} is negative")]
-    Negative { field: String },
-    #[error("bad campaign id `{id}`")]
-    CampaignId { id: String },
-}
-
-/// A log-layout stream reply or entry bulkwatch cannot read.
+/// A reply or entry of the log bulkwatch cannot read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BadStream {
     #[error("bad entry id `{id}`")]
@@ -111,7 +85,7 @@ pub enum BadStream {
     ShortPipeline,
 }
 
-/// Why the log layout's replica gave no outcome for a message although
+/// Why the replica gave no outcome for a message although
 /// Redis answered: the local verdict stands. Not an outage.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CatchUp {
@@ -134,7 +108,7 @@ pub enum CatchUp {
 
 /// The contract every store meets: the same [`Outcome`] for the same
 /// stream, whether the window, the exact set and the campaign counts live
-/// in this process ([`Engine`]) or in Redis (both layouts); the contract
+/// in this process ([`Engine`]) or in a replica of the log in Redis; the contract
 /// suite (`tests/store.rs`) runs against each through this trait.
 /// Production does not: the milter and the replay judge through
 /// [`judge::Judge`], which holds the engine and the [`RedisLayer`].
@@ -155,14 +129,13 @@ impl Store for Engine {
 pub struct RedisStats {
     /// Messages recorded in Redis.
     pub ok: AtomicU64,
-    /// Calls that failed (connect, timeout, script or reply error).
+    /// Calls that failed (connect, timeout, error reply).
     pub errors: AtomicU64,
     /// Messages judged from the local window instead (errors included).
     pub fallbacks: AtomicU64,
     /// Times Redis went from up to down.
     pub outages: AtomicU64,
-    /// Copies of the replica that took over the fallback engine (log
-    /// layout).
+    /// Copies of the replica that took over the fallback engine.
     pub fallback_copies: AtomicU64,
     /// Redis answered the last call.
     pub up: AtomicBool,
@@ -177,16 +150,9 @@ pub enum RedisResult {
     Failed(StoreError),
     /// Redis failed recently and is not tried until the retry time.
     Skipped,
-    /// Redis answered, but this daemon's replica (log layout) is still
+    /// Redis answered, but this daemon's replica is still
     /// reading the log: use the local verdict. Not an outage.
     CatchingUp(CatchUp),
-}
-
-/// The Redis store in the configured layout.
-#[derive(Debug)]
-enum Layout {
-    Script(Box<RedisStore>),
-    Log(Arc<LogStore>),
 }
 
 /// Least time between two copies of the replica into the fallback engine
@@ -210,24 +176,24 @@ struct Copying {
     judged: Vec<(Observation, UnixSecs)>,
 }
 
-/// The Redis layer: the configured layout with its failure handling
-/// (retry interval, outage counts) and the warming of the local fallback
-/// engine from the log layout's replica.
+/// The Redis layer: the log with its failure handling (retry interval,
+/// outage counts) and the warming of the local fallback engine from the
+/// replica.
 #[derive(Debug)]
 pub struct RedisLayer {
-    layout: Layout,
+    log: Arc<LogStore>,
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
     copying: Mutex<Copying>,
-    /// The last site list (script layout) or refresh (log layout), and
-    /// when: reused for [`SITE_EVERY`] ([`RedisLayer::site`]).
-    site: Mutex<Option<(Instant, Site)>>,
+    /// When the replica last read the log for a view of the site's
+    /// campaigns ([`RedisLayer::site`]): not again within [`SITE_EVERY`].
+    site: Mutex<Option<Instant>>,
     pub stats: RedisStats,
 }
 
-/// How long [`RedisLayer::site`] reuses its last answer: `/campaigns` is
-/// answered to anyone who can reach the HTTP listener, and each list is a
-/// script that holds Redis (every host's messages) while it runs.
+/// How long [`RedisLayer::site`] reuses its last read of the log:
+/// `/campaigns` is answered to anyone who can reach the HTTP listener, and
+/// each read is a round trip to Redis.
 pub const SITE_EVERY: Duration = Duration::from_secs(1);
 
 impl RedisLayer {
@@ -236,10 +202,7 @@ impl RedisLayer {
         match cfg.store.backend {
             StoreBackend::Memory => Ok(None),
             StoreBackend::Redis => Ok(Some(RedisLayer {
-                layout: match cfg.store.redis.layout {
-                    RedisLayout::Script => Layout::Script(Box::new(RedisStore::open(cfg)?)),
-                    RedisLayout::Log => Layout::Log(Arc::new(LogStore::open(cfg)?)),
-                },
+                log: Arc::new(LogStore::open(cfg)?),
                 retry: cfg.store.redis.retry_interval,
                 retry_at: Mutex::new(None),
                 copying: Mutex::new(Copying::default()),
@@ -252,57 +215,41 @@ impl RedisLayer {
         }
     }
 
-    /// The connections and keys (both layouts), for `clear`, the key
-    /// prefix and memory figures.
-    pub fn store(&self) -> &RedisStore {
-        match &self.layout {
-            Layout::Script(s) => s,
-            Layout::Log(l) => l.pool(),
-        }
+    /// The connections and keys, for `clear`, the key prefix and memory
+    /// figures.
+    pub fn pool(&self) -> &Pool {
+        self.log.pool()
     }
 
     /// Keys of the prefix deleted because they held a value of another
-    /// type (`WRONGTYPE`), both layouts ([`RedisStore::wrongtype_repairs`]):
-    /// the calls that met them went on, so these are not errors.
+    /// type (`WRONGTYPE`; [`Pool::wrongtype_repairs`]): the calls that met
+    /// them went on, so these are not errors.
     pub fn wrongtype_repairs(&self) -> u64 {
-        self.store().wrongtype_repairs()
+        self.pool().wrongtype_repairs()
     }
 
-    /// In the log layout, the round trips sent so far and the messages
-    /// they carried ([`LogStore::round_trips`]).
-    pub fn log_round_trips(&self) -> Option<(u64, u64)> {
-        match &self.layout {
-            Layout::Script(_) => None,
-            Layout::Log(l) => Some(l.round_trips()),
-        }
-    }
-
-    /// Whether the daemon records every message in its fallback engine as
-    /// well (the script layout). With the log layout the replica holds the
-    /// window, and [`RedisLayer::warm`] brings the fallback engine up to it
-    /// before a message falls back.
-    pub fn records_locally(&self) -> bool {
-        matches!(self.layout, Layout::Script(_))
+    /// The round trips sent so far and the messages they carried
+    /// ([`LogStore::round_trips`]).
+    pub fn log_round_trips(&self) -> (u64, u64) {
+        self.log.round_trips()
     }
 
     /// Call before the fallback engine `local` judges a message that Redis
     /// did not, saying whether Redis is down (a call failed, or the retry
-    /// interval runs): with the log layout, in an outage, copies the
+    /// interval runs): in an outage, copies the
     /// replica into `local` when the replica has read the log up to its
     /// messages and moved since its last copy (at most once per
     /// [`WARM_EVERY`]). A message that Redis answered too late for its
     /// caller (past twice the timeout, or while the replica reads the log)
     /// is judged by `local` as it is: a copy would hold the replica, and
     /// with it the round trips of every other message, for as long as it
-    /// takes. Nothing with the script layout.
+    /// takes.
     ///
     /// The copy is made here, holding `local` for as long as it takes (see
     /// [`LogStore::copy`]): for a replay. The milter uses
     /// [`RedisLayer::warm_in_background`].
     pub fn warm(&self, local: &mut Engine, outage: bool) {
-        let Layout::Log(l) = &self.layout else {
-            return;
-        };
+        let l = &self.log;
         if outage && l.copy_due(WARM_EVERY) {
             if let Some(copy) = l.copy() {
                 adopt(local, copy, &[]);
@@ -323,9 +270,7 @@ impl RedisLayer {
         local: &mut Engine,
         outage: bool,
     ) -> Option<Engine> {
-        let Layout::Log(l) = &self.layout else {
-            return None;
-        };
+        let l = &self.log;
         let mut c = self.copying.lock().ok()?;
         if let Some(thread) = c.thread.take_if(|t| t.is_finished()) {
             let judged = std::mem::take(&mut c.judged);
@@ -353,13 +298,10 @@ impl RedisLayer {
     /// A copy of the replica, unless Redis answers again (then the copy
     /// would only hold up the round trips).
     fn copy_while_down(&self) -> Option<Engine> {
-        let Layout::Log(l) = &self.layout else {
-            return None;
-        };
         if self.stats.up.load(Ordering::Relaxed) {
             return None;
         }
-        l.copy()
+        self.log.copy()
     }
 
     /// Reports a message the fallback engine judged (and recorded), so
@@ -402,14 +344,14 @@ impl RedisLayer {
     }
 
     /// Calls `f` with the engine that holds the daemon's view when that is
-    /// the replica (log layout, Redis up, and the replica has read the log
+    /// the replica (Redis up, and the replica has read the log
     /// up to its messages); `None` when it is the local engine. For
     /// metrics, the campaign list and the snapshot at shutdown.
     pub fn view<R>(&self, f: impl FnOnce(&Engine) -> R) -> Option<R> {
-        match &self.layout {
-            Layout::Log(l) if self.stats.up.load(Ordering::Relaxed) => l.with_ready_replica(f),
-            _ => None,
+        if !self.stats.up.load(Ordering::Relaxed) {
+            return None;
         }
+        self.log.with_ready_replica(f)
     }
 
     /// Records the message in Redis unless Redis failed less than
@@ -425,20 +367,14 @@ impl RedisLayer {
             self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
             return RedisResult::Skipped;
         }
-        let result = match &self.layout {
-            Layout::Script(s) => s.record_shared(obs, now).map(Logged::Outcome),
-            Layout::Log(l) => l.record_logged(obs, now),
-        };
-        match result {
+        match self.log.record_logged(obs, now) {
             Ok(Logged::CatchingUp(why)) => {
                 self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
                 RedisResult::CatchingUp(why)
             }
             Ok(Logged::Outcome(out)) => {
                 self.stats.ok.fetch_add(1, Ordering::Relaxed);
-                if let Layout::Log(l) = &self.layout {
-                    self.discard_copy(l);
-                }
+                self.discard_copy(&self.log);
                 if !self.stats.up.swap(true, Ordering::Relaxed) {
                     tracing::info!("redis: shared state reachable again");
                 }
@@ -462,22 +398,10 @@ impl RedisLayer {
     }
 }
 
-/// The site's campaigns as a daemon sees them ([`RedisLayer::site`]).
-#[derive(Debug, Clone)]
-pub enum Site {
-    /// Listed from Redis (the script layout): the largest, at most as
-    /// many as asked.
-    Listed(Vec<crate::engine::campaign::Campaign>),
-    /// The replica has read the log up to now (the log layout): its
-    /// engine is the site's view ([`RedisLayer::view`]).
-    Replica,
-}
-
 impl RedisLayer {
-    /// Applies an operator's correction to the site's state: in Redis
-    /// (script layout) or through the log (log layout). Answers the live
-    /// campaign's id, or `None` when the site has no live campaign of that
-    /// id.
+    /// Applies an operator's correction to the site's state through the
+    /// log. Answers the live campaign's id, or `None` when the site has no
+    /// live campaign of that id.
     ///
     /// # Errors
     /// Redis failed or is being retried, or the replica is still reading
@@ -490,46 +414,38 @@ impl RedisLayer {
         if !self.stats.up.load(Ordering::Relaxed) {
             return Err(StoreError::Down);
         }
-        let done = match &self.layout {
-            Layout::Script(s) => s.correct(c, now),
-            Layout::Log(l) => l.correct(c, now),
-        };
+        let done = self.log.correct(c, now);
         self.site_changed();
         done
     }
 
-    /// Brings this daemon's view of the site's campaigns up to now: lists
-    /// the largest `limit` from Redis (script layout), or has the replica
-    /// read the log (log layout; an idle daemon's replica is otherwise as
-    /// old as its last message).
+    /// Brings this daemon's view of the site's campaigns up to now: has the
+    /// replica read the log (an idle daemon's replica is otherwise as old
+    /// as its last message), at most once per [`SITE_EVERY`]; then
+    /// [`RedisLayer::view`] shows the site.
     ///
     /// # Errors
     /// Redis failed or is being retried: show the local view.
-    pub fn site(&self, now: UnixSecs, limit: usize) -> Result<Site, StoreError> {
+    pub fn site(&self) -> Result<(), StoreError> {
         if !self.stats.up.load(Ordering::Relaxed) {
             return Err(StoreError::Down);
         }
-        // One request at a time asks Redis; the others wait for it and
-        // take its answer (within SITE_EVERY).
+        // One request at a time reads the log; the others wait for it
+        // (within SITE_EVERY).
         let mut last = self
             .site
             .lock()
-            .map_err(|_| StoreError::Poisoned("site list"))?;
-        if let Some((at, site)) = last.as_ref() {
-            if at.elapsed() < SITE_EVERY {
-                return Ok(site.clone());
-            }
+            .map_err(|_| StoreError::Poisoned("site view"))?;
+        if last.is_some_and(|at| at.elapsed() < SITE_EVERY) {
+            return Ok(());
         }
-        let site = match &self.layout {
-            Layout::Script(s) => s.site_campaigns(now, limit).map(Site::Listed),
-            Layout::Log(l) => l.refresh().map(|()| Site::Replica),
-        }?;
-        *last = Some((Instant::now(), site.clone()));
-        Ok(site)
+        self.log.refresh()?;
+        *last = Some(Instant::now());
+        Ok(())
     }
 
-    /// Forgets the last site list: the next [`RedisLayer::site`] asks
-    /// Redis (after a correction, whose effect should show at once).
+    /// Forgets when the log was last read: the next [`RedisLayer::site`]
+    /// reads it (after a correction, whose effect should show at once).
     pub fn site_changed(&self) {
         if let Ok(mut last) = self.site.lock() {
             *last = None;

@@ -1,5 +1,4 @@
-//! The log layout of the Redis store (`store.redis.layout = "log"`): Redis
-//! holds only an ordered log of the site's observations, and every daemon
+//! The Redis store: Redis holds only an ordered log of the site's observations, and every daemon
 //! applies that log, in its order, to an engine of its own (the replica).
 //!
 //! One message is one pipeline (one round trip) at most: `XADD` appends
@@ -11,7 +10,7 @@
 //! the next one (one `XADD` each, one `XRANGE`). Every replica applies the same
 //! entries in the same order with the same settings, so every daemon sees
 //! the same campaign ids and counts, and a lookup costs Redis about two
-//! microseconds instead of a script's scan.
+//! microseconds.
 //!
 //! The stream is trimmed to `window.max_entries` entries on every append
 //! and, once a minute, to the window (by the time in its entry ids,
@@ -27,10 +26,10 @@
 //!
 //! A log key that holds a value of another type (`WRONGTYPE`: set by hand
 //! or by another program) would fail every round trip: it is deleted,
-//! counted ([`RedisStore::wrongtype_repairs`]) and the round trip made
+//! counted ([`Pool::wrongtype_repairs`]) and the round trip made
 //! again, and every replica rebuilds from the new log.
 //!
-//! What this layout does not give: a daemon that rebuilt its replica from
+//! What the log does not give: a daemon that rebuilt its replica from
 //! one window of log names a campaign whose first members have left the
 //! log after the oldest member it saw, where the daemons that never
 //! stopped keep the first member's id. Counts and verdicts agree.
@@ -43,9 +42,10 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use super::redis::{err, Conn, Correction, RedisStore};
+use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
+use crate::engine::Correction;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{BadStream, CatchUp, Store, StoreError};
@@ -532,7 +532,7 @@ impl Drop for Turn<'_> {
     }
 }
 
-/// The Redis store in the log layout. `&self` methods may be called from
+/// The Redis store. `&self` methods may be called from
 /// many threads at once.
 ///
 /// Up to `pool_size` calls have their round trips out at once. Beyond
@@ -544,8 +544,8 @@ impl Drop for Turn<'_> {
 /// of the log; whichever comes back first applies them, and the others
 /// apply only what follows the replica's last entry.
 pub struct LogStore {
-    /// Connections (the script of this store is not used).
-    pool: RedisStore,
+    /// Connections.
+    pool: Pool,
     key: String,
     cfg: Config,
     /// How long entries are kept, in milliseconds.
@@ -575,9 +575,9 @@ impl std::fmt::Debug for LogStore {
 
 impl LogStore {
     /// A log store for `cfg.store.redis`; connects lazily, as
-    /// [`RedisStore::open`].
+    /// [`Pool::open`].
     pub fn open(cfg: &Config) -> Result<LogStore, StoreError> {
-        let pool = RedisStore::open(cfg)?;
+        let pool = Pool::open(cfg)?;
         Ok(LogStore {
             key: format!("{}:log", pool.key_base()),
             pool,
@@ -594,9 +594,9 @@ impl LogStore {
         })
     }
 
-    /// The connection pool, for [`RedisStore::clear`] and
-    /// [`RedisStore::key_base`].
-    pub fn pool(&self) -> &RedisStore {
+    /// The connection pool, for [`Pool::clear`] and
+    /// [`Pool::key_base`].
+    pub fn pool(&self) -> &Pool {
         &self.pool
     }
 

@@ -52,8 +52,7 @@ use std::collections::VecDeque;
 /// text among the fixture campaigns gave the same verdict for every message
 /// with either bound, in 1.3 s instead of 3.3 s (`benches/flood.py`). A random window of 10^7
 /// entries fills a block bucket with about 150 items, so the bound binds in
-/// floods only. The Redis script (`MAX_SCAN` in `record.lua`) keeps the
-/// same bound; `tests/store.rs` checks that they agree.
+/// floods only.
 pub const MAX_BUCKET_SCAN: usize = 256;
 
 /// One bucket a query reads: its newest items (at most

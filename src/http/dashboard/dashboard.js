@@ -110,11 +110,7 @@ function render(list, view) {
     cell(tr, when(c.first_seen));
     cell(tr, when(c.last_seen));
     mailCell(tr, c.sample_subject || "");
-    if (c.arrivals) {
-      cell(tr, "").appendChild(chart(c.arrivals));
-    } else {
-      cell(tr, "\u2014", "num").title = "not drawn with the Redis script layout";
-    }
+    cell(tr, "").appendChild(chart(c.arrivals || []));
     if (controlEnabled) {
       const td = cell(tr, "", "actions");
       td.appendChild(button("allow", c.id, "allow"));
