@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bulkwatch::config::Config;
-use bulkwatch::engine::index::window::Entry;
+use bulkwatch::engine::index::window::{Entry, Owner};
 use bulkwatch::engine::index::{NearIndex, Query};
 use bulkwatch::engine::{analyze, Engine, Envelope, UnixSecs};
 use bulkwatch::replay::{read_mbox, replay_files, ReplayOptions};
@@ -260,16 +260,16 @@ fn lookup(c: &mut Criterion) {
         for i in 0..n {
             let h = splitmix(&mut st);
             let bands: Vec<u64> = (0..w.minhash_bands).map(|_| splitmix(&mut st)).collect();
-            let e = Entry {
-                simhash: h,
-                sketch: splitmix(&mut st),
-                time: i as u32,
-                campaign: 0,
-                recipients: 1,
-                sender: 0,
-                weight: 100,
-                near: true,
-            };
+            let e = Entry::new(
+                h,
+                splitmix(&mut st),
+                i as u32,
+                Owner::Slot(0),
+                1,
+                0,
+                100,
+                true,
+            );
             let t = Instant::now();
             idx.insert(e, &bands);
             longest = longest.max((t.elapsed(), i + 1));

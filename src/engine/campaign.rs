@@ -9,7 +9,7 @@
 //! exceeds twice the window's entries. Counts fall as entries leave the
 //! window ([`Campaigns::release`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use crate::engine::simhash::hex;
 
@@ -76,6 +76,39 @@ pub fn secs32(t: u64) -> u32 {
 pub const WHILE_LIVE: u64 = 1 << 40;
 
 impl Campaign {
+    /// A campaign of no message yet, first seen `now`.
+    fn empty(id: CampaignId, now: u64) -> Campaign {
+        Campaign {
+            id,
+            first_seen: secs32(now),
+            last_seen: secs32(now),
+            messages: 0,
+            recipients: 0,
+            score_centi: 0,
+            senders: Senders::default(),
+            texts: Texts::default(),
+            alerted: false,
+            allowed_until: None,
+        }
+    }
+
+    /// Counts a new member in.
+    fn add(&mut self, m: &Member<'_>, keep_subjects: bool) {
+        self.messages = self.messages.saturating_add(1);
+        self.recipients = self.recipients.saturating_add(u64::from(m.recipients));
+        self.score_centi = self
+            .score_centi
+            .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
+        self.last_seen = self.last_seen.max(secs32(m.now));
+        self.senders.add(m.sender, 1);
+        if let Some(name) = m.sender_name {
+            self.texts.add_name(name);
+        }
+        if let Some(subject) = m.subject.filter(|_| keep_subjects) {
+            self.texts.set_subject(subject);
+        }
+    }
+
     /// Weighted recipients, the number compared with the thresholds.
     pub fn score(&self) -> f64 {
         self.score_centi as f64 / 100.0
@@ -296,6 +329,115 @@ impl Texts {
     pub fn names_vec(&self) -> Vec<String> {
         self.names().map(str::to_owned).collect()
     }
+
+    /// The one string (layout above; "" for none), for [`AloneTexts`] and
+    /// snapshots.
+    pub fn raw(&self) -> &str {
+        self.0.as_deref().unwrap_or("")
+    }
+
+    /// Texts from [`Texts::raw`]'s string. Any string reads as some texts
+    /// (a malformed lead reads as none), so a hostile snapshot cannot make
+    /// it fail.
+    pub fn from_raw(raw: String) -> Texts {
+        Texts((!raw.is_empty()).then(|| raw.into_boxed_str()))
+    }
+}
+
+/// The texts of the messages alone in their campaign (most mail), by the
+/// sequence number of their window entry: a campaign of one keeps its
+/// sample subject and sender name here, a few dozen bytes in one shared
+/// buffer, until a second message joins it and they move to its slot. One
+/// record per window entry (empty for entries with a slot), freed in
+/// arrival order as entries leave the window.
+#[derive(Debug, Clone, Default)]
+pub struct AloneTexts {
+    /// Sequence number of the first record.
+    base: u64,
+    /// Where each record starts, as a byte count since the buffer began
+    /// (wrapping).
+    starts: VecDeque<u32>,
+    bytes: VecDeque<u8>,
+    /// Byte count of `bytes[0]` since the buffer began (wrapping).
+    bytes_base: u32,
+}
+
+impl AloneTexts {
+    /// Adds the record of entry `seq`: `texts` for a message alone in its
+    /// campaign, [`Texts::default`] for one with a slot. Entries that
+    /// left no record (none in order) read as empty.
+    pub fn push(&mut self, seq: u64, texts: &Texts) {
+        if self.starts.is_empty() || seq < self.base {
+            self.clear_to(seq);
+        }
+        let end = self.end();
+        while self.base + (self.starts.len() as u64) < seq {
+            self.starts.push_back(end);
+        }
+        if self.base + (self.starts.len() as u64) == seq {
+            self.starts.push_back(end);
+            self.bytes.extend(texts.raw().as_bytes());
+        }
+    }
+
+    fn end(&self) -> u32 {
+        self.bytes_base.wrapping_add(self.bytes.len() as u32)
+    }
+
+    fn clear_to(&mut self, seq: u64) {
+        self.starts.clear();
+        self.bytes.clear();
+        self.base = seq;
+        self.bytes_base = 0;
+    }
+
+    /// The texts recorded for entry `seq` (none when it has no record).
+    pub fn get(&self, seq: u64) -> Texts {
+        let Some(i) = seq
+            .checked_sub(self.base)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return Texts::default();
+        };
+        let (Some(start), end) = (
+            self.starts.get(i),
+            self.starts
+                .get(i + 1)
+                .copied()
+                .unwrap_or_else(|| self.end()),
+        ) else {
+            return Texts::default();
+        };
+        let from = start.wrapping_sub(self.bytes_base) as usize;
+        let to = end.wrapping_sub(self.bytes_base) as usize;
+        let raw: Vec<u8> = self
+            .bytes
+            .range(from..to.max(from).min(self.bytes.len()))
+            .copied()
+            .collect();
+        Texts::from_raw(String::from_utf8(raw).unwrap_or_default())
+    }
+
+    /// Frees the records of entries before `first` (those that left the
+    /// window).
+    pub fn trim(&mut self, first: u64) {
+        while self.base < first {
+            if self.starts.pop_front().is_none() {
+                self.base = first;
+                break;
+            }
+            self.base += 1;
+            let next = self.starts.front().copied().unwrap_or_else(|| self.end());
+            let n = next.wrapping_sub(self.bytes_base) as usize;
+            self.bytes.drain(..n.min(self.bytes.len()));
+            self.bytes_base = next;
+        }
+    }
+
+    /// Bytes of heap held.
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.capacity() * 4 + self.bytes.capacity()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -438,27 +580,23 @@ impl Campaigns {
         }
     }
 
-    /// Starts a campaign. Its id is derived from `exact`; if that id is
-    /// taken (the same first message seen as two campaigns, or a 48-bit
-    /// collision) the id is bumped until free.
-    pub fn create(&mut self, exact: &[u8; 32], now: u64) -> u32 {
+    /// The id a new campaign whose first message is `exact` gets: derived
+    /// from `exact`; if that id is taken by a slot or is in `taken` (the
+    /// same first message seen as two campaigns, or a 48-bit collision) it
+    /// is bumped until free.
+    pub fn new_id(&self, exact: &[u8; 32], taken: &[CampaignId]) -> CampaignId {
         let mut id = CampaignId::from_exact(exact);
-        while self.by_id.contains_key(&id) {
+        while self.by_id.contains_key(&id) || taken.contains(&id) {
             id = CampaignId((id.0 + 1) & 0xFFFF_FFFF_FFFF);
         }
+        id
+    }
+
+    /// Starts a campaign in a slot, its id from [`Campaigns::new_id`].
+    pub fn create(&mut self, exact: &[u8; 32], now: u64) -> u32 {
+        let id = self.new_id(exact, &[]);
         let slot = self.alloc(Slot::Live {
-            campaign: Campaign {
-                id,
-                first_seen: secs32(now),
-                last_seen: secs32(now),
-                messages: 0,
-                recipients: 0,
-                score_centi: 0,
-                senders: Senders::default(),
-                texts: Texts::default(),
-                alerted: false,
-                allowed_until: None,
-            },
+            campaign: Campaign::empty(id, now),
             refs: 0,
         });
         self.by_id.insert(id, slot);
@@ -474,19 +612,28 @@ impl Campaigns {
         let Some(c) = self.get_mut(slot) else {
             return;
         };
-        c.messages = c.messages.saturating_add(1);
-        c.recipients = c.recipients.saturating_add(u64::from(m.recipients));
-        c.score_centi = c
-            .score_centi
-            .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
-        c.last_seen = c.last_seen.max(secs32(m.now));
-        c.senders.add(m.sender, 1);
-        if let Some(name) = m.sender_name {
-            c.texts.add_name(name);
-        }
-        if let Some(subject) = m.subject.filter(|_| keep_subjects) {
-            c.texts.set_subject(subject);
-        }
+        c.add(&m, keep_subjects);
+    }
+
+    /// A campaign of one message (alone, not in a slot): what
+    /// [`Campaigns::create`] and [`Campaigns::add_member`] would hold.
+    pub fn alone(&self, id: CampaignId, m: &Member<'_>) -> Campaign {
+        let mut c = Campaign::empty(id, m.now);
+        c.add(m, self.keep_subjects);
+        c
+    }
+
+    /// Gives `c` a slot with one reference (a campaign of one that needs
+    /// one, or that a second message joins); its id must be free.
+    pub fn adopt(&mut self, c: Campaign) -> u32 {
+        let id = c.id;
+        let slot = self.alloc(Slot::Live {
+            campaign: c,
+            refs: 1,
+        });
+        self.by_id.insert(id, slot);
+        self.live += 1;
+        slot
     }
 
     fn add_ref(&mut self, slot: u32) {

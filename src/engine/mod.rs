@@ -42,10 +42,12 @@ pub use self::decide::{allowed, observe, verdict_of, Observation, Outcome};
 pub use self::envelope::{Envelope, UnixSecs, MAX_KEPT_RCPTS};
 pub use self::verdict::NearMiss;
 
-use self::campaign::{CampaignId, Campaigns, Member, WHILE_LIVE};
+use std::borrow::Cow;
+
+use self::campaign::{AloneTexts, Campaign, CampaignId, Campaigns, Member, WHILE_LIVE};
 use self::exact::{bloom_seed, ExactSet};
-use self::index::window::Entry;
-use self::index::{NearIndex, Query};
+use self::index::window::{Entry, Owner};
+use self::index::{NearIndex, Query, ALONE_KEY};
 use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, Verdict};
 use crate::config::Config;
 
@@ -68,6 +70,11 @@ pub struct Engine {
     pub(crate) index: NearIndex,
     pub(crate) exact: ExactSet,
     pub(crate) campaigns: Campaigns,
+    /// Sample subjects and sender names of the campaigns of one message,
+    /// which live in their window entries ([`Owner::Alone`]).
+    pub(crate) alone_texts: AloneTexts,
+    /// Window entries alone in their campaign.
+    pub(crate) alone: usize,
     /// Campaigns an operator forgot (`bulkwatch campaigns forget`): live
     /// until their messages leave the window, but nothing joins them and
     /// no list shows them, so their text starts again from zero.
@@ -113,6 +120,8 @@ impl Engine {
             index,
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
+            alone_texts: AloneTexts::default(),
+            alone: 0,
             forgotten: std::collections::HashSet::new(),
             cfg: cfg.clone(),
         }
@@ -123,6 +132,9 @@ impl Engine {
     /// for nothing, until they leave it). False when no live campaign has
     /// that id.
     pub fn forget(&mut self, id: CampaignId) -> bool {
+        // A forgotten campaign keeps a slot: the forgotten set lasts as long
+        // as it does.
+        self.give_slot(id);
         self.root_id(id)
             .is_some_and(|live| self.forgotten.insert(live))
     }
@@ -146,7 +158,62 @@ impl Engine {
     /// The id of the live campaign `id` names (itself, or the campaign it
     /// was merged into), forgotten or not.
     pub fn root_id(&self, id: CampaignId) -> Option<CampaignId> {
-        Some(self.campaigns.get(self.campaigns.find(id)?)?.id)
+        match self.campaigns.find(id) {
+            Some(slot) => Some(self.campaigns.get(slot)?.id),
+            None => self.alone_seq(id).map(|_| id),
+        }
+    }
+
+    /// The window entry of the campaign of one message `id`, if there is
+    /// one (a scan of the window: for operators' commands, not per
+    /// message).
+    fn alone_seq(&self, id: CampaignId) -> Option<u64> {
+        self.index
+            .window()
+            .iter()
+            .find(|(_, e)| e.owner() == Owner::Alone(id))
+            .map(|(seq, _)| seq)
+    }
+
+    /// Gives the campaign of one message `id` a slot, if it is one.
+    fn give_slot(&mut self, id: CampaignId) {
+        if let Some(seq) = self.alone_seq(id) {
+            self.slot_of_alone(seq);
+        }
+    }
+
+    /// The campaign of one message in entry `seq` as a [`Campaign`].
+    fn alone_campaign(&self, seq: u64, e: &Entry, id: CampaignId) -> Campaign {
+        let member = Member {
+            now: u64::from(e.time),
+            recipients: e.recipients,
+            weight_pct: e.weight,
+            sender: e.sender,
+            sender_name: None,
+            subject: None,
+        };
+        let mut c = self.campaigns.alone(id, &member);
+        c.texts = self.alone_texts.get(seq);
+        c
+    }
+
+    /// The slot of entry `seq`'s campaign, giving a campaign of one message
+    /// a slot first (a second message joins it, or an operator corrects
+    /// it). `None` when `seq` left the window.
+    fn slot_of_alone(&mut self, seq: u64) -> Option<u32> {
+        let e = *self.index.window().get(seq)?;
+        match e.owner() {
+            Owner::Slot(s) => Some(s),
+            Owner::Alone(id) => {
+                let c = self.alone_campaign(seq, &e, id);
+                let slot = self.campaigns.adopt(c);
+                if let Some(x) = self.index.window_mut().get_mut(seq) {
+                    x.set_owner(Owner::Slot(slot));
+                }
+                self.alone = self.alone.saturating_sub(1);
+                Some(slot)
+            }
+        }
     }
 
     /// Allows a live campaign, or the one it was merged into: its later
@@ -154,6 +221,7 @@ impl Engine {
     /// it lives, [`WHILE_LIVE`]). Returns the live campaign's id; `None`
     /// when there is none (or it was forgotten).
     pub fn allow(&mut self, id: CampaignId, until: Option<u64>) -> Option<CampaignId> {
+        self.give_slot(id);
         let slot = self.campaigns.find(id)?;
         let live = self.campaigns.get(slot)?.id;
         if self.forgotten.contains(&live) {
@@ -164,9 +232,10 @@ impl Engine {
         Some(live)
     }
 
-    /// Whether `id` is a live campaign's own id (a lookup, no scan).
+    /// Whether `id` is a live campaign's own id (a lookup; a scan of the
+    /// window for a campaign of one message).
     pub fn is_live(&self, id: CampaignId) -> bool {
-        self.campaigns.slot_of(id).is_some()
+        self.campaigns.slot_of(id).is_some() || self.alone_seq(id).is_some()
     }
 
     /// The id of the live campaign `id` names (itself, or the campaign it
@@ -178,15 +247,21 @@ impl Engine {
     /// Allowed campaigns (forgotten ones left out): (id, allowed until;
     /// [`WHILE_LIVE`] for no end).
     pub fn allowances(&self) -> impl Iterator<Item = (CampaignId, u64)> + '_ {
-        self.campaigns()
+        // (A campaign of one message is never allowed: an allowance gives
+        // it a slot.)
+        self.campaigns
+            .iter()
+            .filter(|c| !self.forgotten.contains(&c.id))
             .filter_map(|c| c.allowed_until.map(|u| (c.id, u.get())))
     }
 
     /// The live campaign of the message recorded under `seq`, while it is
     /// in the window.
     pub fn campaign_of_seq(&self, seq: u64) -> Option<CampaignId> {
-        let e = self.index.window().get(seq)?;
-        self.campaigns.get(e.campaign).map(|c| c.id)
+        match self.index.window().get(seq)?.owner() {
+            Owner::Slot(s) => self.campaigns.get(s).map(|c| c.id),
+            Owner::Alone(id) => Some(id),
+        }
     }
 
     /// The configuration in force.
@@ -211,10 +286,10 @@ impl Engine {
     /// Removes what has left the window at `now`.
     pub fn expire(&mut self, now: UnixSecs) {
         let cutoff = now.0.saturating_sub(self.cfg.window.window.as_secs());
-        let campaigns = &mut self.campaigns;
-        self.index.evict_before(cutoff, |e| {
-            campaigns.release(e.campaign, e.recipients, e.weight, e.sender);
-        });
+        let (campaigns, alone) = (&mut self.campaigns, &mut self.alone);
+        self.index
+            .evict_before(cutoff, |e| release(campaigns, alone, e));
+        self.alone_texts.trim(self.index.window().first_seq());
         self.exact.rotate(now.0);
         if !self.forgotten.is_empty() {
             let campaigns = &self.campaigns;
@@ -244,23 +319,23 @@ impl Engine {
     pub(crate) fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
         self.expire(now);
 
-        // Exact: Bloom first, then the LRU for the campaign.
-        let mut exact_slot = None;
-        if self.exact.contains(&obs.exact) {
-            if let Some((slot, id)) = self.exact.campaign_of(&obs.exact) {
-                let live = self.campaigns.get(slot).map(|c| c.id);
-                if self.campaigns.slot_id(slot) == Some(CampaignId(id))
-                    && live.is_some_and(|l| !self.forgotten.contains(&l))
-                {
-                    exact_slot = Some(slot);
-                }
-            }
-        }
-        let exact = exact_slot.is_some();
+        // Exact: Bloom first, then the LRU for the campaign. A campaign of
+        // one message has no slot: the rule sees it under a key of its own
+        // (`Alone`), and it gets a slot only if this message joins it.
+        let mut alone = AloneKeys::default();
+        let seen = self.exact.contains(&obs.exact);
+        let exact_key = if seen {
+            self.exact
+                .campaign_of(&obs.exact)
+                .and_then(|v| self.exact_key(v, &mut alone))
+        } else {
+            None
+        };
+        let exact = exact_key.is_some();
         // Near: every window entry within distance k, or sharing a MinHash
         // band with a close sketch, then the corroborating entries; the
         // linking rule (`link`) picks the campaign.
-        let matches = if obs.near {
+        let mut matches = if obs.near {
             self.index.query(&Query {
                 simhash: obs.simhash,
                 sketch: obs.sketch,
@@ -269,14 +344,22 @@ impl Engine {
         } else {
             Vec::new()
         };
+        for m in &mut matches {
+            if m.campaign == ALONE_KEY {
+                m.campaign = alone.key(m.seq);
+            }
+        }
         let rule = link::Rule {
             strong_distance: obs.thresholds.strong_distance,
             strong_sketch_diff: obs.thresholds.strong_sketch_diff,
             corroboration: self.cfg.window.corroborating_matches,
         };
         let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
-        let linked = link::link(&rule, exact_slot, &matches, |s| {
-            campaigns.resolve(s).filter(|r| {
+        let linked = link::link(&rule, exact_key, &matches, |k| {
+            if alone.seq(k).is_some() {
+                return Some(k);
+            }
+            campaigns.resolve(k).filter(|r| {
                 campaigns
                     .get(*r)
                     .is_some_and(|c| !forgotten.contains(&c.id))
@@ -284,7 +367,7 @@ impl Engine {
         });
         let near_miss = linked.near_miss.and_then(|m| {
             Some(NearMiss {
-                campaign: self.campaigns.get(m.campaign)?.id,
+                campaign: self.key_id(m.campaign, &alone)?,
                 distance: m.distance,
                 sketch_diff: m.sketch_diff,
                 seq: m.seq,
@@ -293,59 +376,104 @@ impl Engine {
         let corroborating = u32::try_from(linked.weak_texts).unwrap_or(u32::MAX);
         let (best, best_sketch) = (linked.distance, linked.sketch_diff);
         let nearest = linked.closest.map(|m| m.seq);
-        let mut merged = Vec::new();
-        let slot = if linked.join.is_empty() {
-            self.campaigns.create(&obs.exact, now.0)
-        } else {
-            match self.campaigns.merge(&linked.join, &mut merged) {
-                Some(s) => s,
-                None => self.campaigns.create(&obs.exact, now.0),
-            }
-        };
         let weight_pct = if corroborating > 0 {
             obs.weak_weight_pct()
         } else {
             obs.weight_pct(exact, best, best_sketch)
         };
-        self.campaigns.add_member(
-            slot,
-            Member {
-                now: now.0,
-                recipients: obs.recipients,
-                weight_pct,
-                sender: obs.sender,
-                sender_name: obs.sender_name.as_deref(),
-                subject: obs.subject.as_deref(),
-            },
-        );
-        let entry = Entry {
-            simhash: obs.simhash,
-            sketch: obs.sketch,
-            time: campaign::secs32(now.0),
-            campaign: slot,
+        let member = Member {
+            now: now.0,
             recipients: obs.recipients,
+            weight_pct,
             sender: obs.sender,
-            weight: weight_pct,
-            near: obs.near,
+            sender_name: obs.sender_name.as_deref(),
+            subject: obs.subject.as_deref(),
         };
+        let join: Vec<u32> = linked
+            .join
+            .iter()
+            .filter_map(|k| match alone.seq(*k) {
+                Some(seq) => self.slot_of_alone(seq),
+                None => Some(*k),
+            })
+            .collect();
+        let mut merged = Vec::new();
+        let joined = if join.is_empty() {
+            None
+        } else {
+            self.campaigns.merge(&join, &mut merged)
+        };
+        // The campaign of this message: a slot it joined, a campaign of
+        // one in its entry, or (bulk on its own: it must remember its
+        // alert) a campaign of one in a slot.
+        let (owner, texts, newly_alone_bulk) = match joined {
+            Some(slot) => {
+                self.campaigns.add_member(slot, member);
+                (Owner::Slot(slot), None, false)
+            }
+            None => {
+                let taken = if seen {
+                    self.alone_ids_from(&obs.exact)
+                } else {
+                    Vec::new()
+                };
+                let id = self.campaigns.new_id(&obs.exact, &taken);
+                let mut c = self.campaigns.alone(id, &member);
+                let bulk =
+                    campaign_level(&CampaignSummary::from(&c), &obs.thresholds) == Level::Bulk;
+                if bulk {
+                    c.alerted = true;
+                    (Owner::Slot(self.campaigns.adopt(c)), None, true)
+                } else {
+                    self.alone += 1;
+                    (Owner::Alone(id), Some(c), false)
+                }
+            }
+        };
+        let entry = Entry::new(
+            obs.simhash,
+            obs.sketch,
+            campaign::secs32(now.0),
+            owner,
+            obs.recipients,
+            obs.sender,
+            weight_pct,
+            obs.near,
+        );
         let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &obs.bands) {
-            self.campaigns
-                .release(old.campaign, old.recipients, old.weight, old.sender);
+            release(&mut self.campaigns, &mut self.alone, &old);
         }
-        let id = self.campaigns.slot_id(slot).map_or(0, |i| i.0);
-        self.exact.insert(obs.exact, (slot, id), now.0);
+        self.alone_texts.push(
+            seq,
+            texts
+                .as_ref()
+                .map_or(&campaign::Texts::default(), |c| &c.texts),
+        );
+        self.alone_texts.trim(self.index.window().first_seq());
+        let lru = match owner {
+            Owner::Slot(slot) => (slot, self.campaigns.slot_id(slot).map_or(0, |i| i.0)),
+            Owner::Alone(id) => (seq as u32, id.0 | ALONE_IN_LRU),
+        };
+        self.exact.insert(obs.exact, lru, now.0);
 
-        let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
-        let bulk = campaign
-            .as_ref()
-            .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
-        let newly_bulk = bulk && self.campaigns.mark_alerted(slot);
-        let allowed = self
-            .campaigns
-            .get(slot)
-            .and_then(|c| c.allowed_until)
-            .is_some_and(|u| u.get() > now.0);
+        let (campaign, newly_bulk, allowed) = match (owner, &texts) {
+            (Owner::Alone(_), Some(c)) => (Some(CampaignSummary::from(c)), false, false),
+            (Owner::Slot(slot), _) => {
+                let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
+                let bulk = campaign
+                    .as_ref()
+                    .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
+                let newly_bulk = newly_alone_bulk || (bulk && self.campaigns.mark_alerted(slot));
+                let allowed = self
+                    .campaigns
+                    .get(slot)
+                    .and_then(|c| c.allowed_until)
+                    .is_some_and(|u| u.get() > now.0);
+                (campaign, newly_bulk, allowed)
+            }
+            (Owner::Alone(_), None) => (None, false, false),
+        };
         Outcome {
             exact,
             distance: best,
@@ -359,6 +487,55 @@ impl Engine {
             near_miss,
             allowed,
         }
+    }
+
+    /// The rule's key for the campaign an exact-set value names, if it is
+    /// live and not forgotten: a slot, or an [`AloneKeys`] key.
+    fn exact_key(&self, (slot, id): (u32, u64), alone: &mut AloneKeys) -> Option<u32> {
+        let slot = if id & ALONE_IN_LRU != 0 {
+            let id = CampaignId(id & !ALONE_IN_LRU);
+            let (seq, e) = self.index.window().get_by_low(slot)?;
+            match e.owner() {
+                Owner::Alone(a) if a == id => return Some(alone.key(seq)),
+                // Given a slot since: the slot must still be that campaign's.
+                Owner::Slot(s) if self.campaigns.slot_id(s) == Some(id) => s,
+                _ => return None,
+            }
+        } else if self.campaigns.slot_id(slot) == Some(CampaignId(id)) {
+            slot
+        } else {
+            return None;
+        };
+        let live = self.campaigns.get(slot)?.id;
+        (!self.forgotten.contains(&live)).then_some(slot)
+    }
+
+    /// The id of the campaign behind a key of the rule.
+    fn key_id(&self, key: u32, alone: &AloneKeys) -> Option<CampaignId> {
+        match alone.seq(key) {
+            Some(seq) => match self.index.window().get(seq)?.owner() {
+                Owner::Alone(id) => Some(id),
+                Owner::Slot(s) => self.campaigns.get(s).map(|c| c.id),
+            },
+            None => self.campaigns.get(key).map(|c| c.id),
+        }
+    }
+
+    /// Ids of campaigns of one message that a new campaign whose first
+    /// message is `exact` must not take: the same text alone in the window
+    /// (its exact-set entry gone, or its campaign forgotten), seen by a
+    /// scan of the window. Called only when the Bloom filter has seen the
+    /// text, so rarely.
+    fn alone_ids_from(&self, exact: &[u8; 32]) -> Vec<CampaignId> {
+        let first = CampaignId::from_exact(exact).0;
+        self.index
+            .window()
+            .iter()
+            .filter_map(|(_, e)| match e.owner() {
+                Owner::Alone(id) if id.0.wrapping_sub(first) & 0xFFFF_FFFF_FFFF < 1024 => Some(id),
+                _ => None,
+            })
+            .collect()
     }
 
     /// `analyze` then `decide`.
@@ -376,11 +553,23 @@ impl Engine {
             .map(|(_, e)| UnixSecs(u64::from(e.time)))
     }
 
-    /// Live campaigns (forgotten ones left out).
-    pub fn campaigns(&self) -> impl Iterator<Item = &crate::engine::campaign::Campaign> {
-        self.campaigns
+    /// Live campaigns (forgotten ones left out): those in slots, then the
+    /// campaigns of one message, made from their window entries.
+    pub fn campaigns(&self) -> impl Iterator<Item = Cow<'_, Campaign>> {
+        let slots = self
+            .campaigns
             .iter()
             .filter(|c| !self.forgotten.contains(&c.id))
+            .map(Cow::Borrowed);
+        let alone = self
+            .index
+            .window()
+            .iter()
+            .filter_map(|(seq, e)| match e.owner() {
+                Owner::Alone(id) => Some(Cow::Owned(self.alone_campaign(seq, e, id))),
+                Owner::Slot(_) => None,
+            });
+        slots.chain(alone)
     }
 
     /// Messages of each live campaign in the window by arrival time: `n`
@@ -400,8 +589,12 @@ impl Engine {
             let Some(age) = now.0.checked_sub(t).filter(|a| *a <= span) else {
                 continue;
             };
-            let Some(c) = self.campaigns.get(e.campaign) else {
-                continue;
+            let id = match e.owner() {
+                Owner::Slot(slot) => match self.campaigns.get(slot) {
+                    Some(c) => c.id,
+                    None => continue,
+                },
+                Owner::Alone(id) => id,
             };
             // Counted back from now: age 0 is the last bucket; an age of a
             // whole window is folded into the first.
@@ -409,7 +602,7 @@ impl Engine {
                 .unwrap_or(n)
                 .min(n - 1);
             let b = n - 1 - back;
-            let counts = out.entry(c.id).or_insert_with(|| vec![0; n]);
+            let counts = out.entry(id).or_insert_with(|| vec![0; n]);
             if let Some(x) = counts.get_mut(b) {
                 *x = x.saturating_add(1);
             }
@@ -425,13 +618,49 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         EngineStats {
             window_entries: self.index.len(),
-            campaigns: self.campaigns.live(),
+            campaigns: self.campaigns.live() + self.alone,
             campaign_slots: self.campaigns.slots_in_use(),
             bloom_fill: self.exact.fill_ratio(),
             lru_entries: self.exact.lru_len(),
             window_heap_bytes: self.index.heap_bytes(),
             bloom_bytes: self.exact.bloom_bytes(),
         }
+    }
+}
+
+/// Marks an exact-set value that names a campaign of one message: (low
+/// 32 bits of its entry's sequence number, id with this bit).
+const ALONE_IN_LRU: u64 = 1 << 63;
+
+/// A window entry left the window: its share leaves its campaign.
+fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
+    match e.owner() {
+        Owner::Slot(s) => campaigns.release(s, e.recipients, e.weight, e.sender),
+        Owner::Alone(_) => *alone = alone.saturating_sub(1),
+    }
+}
+
+/// Keys for the linking rule of the campaigns of one message a message
+/// matched: [`ALONE_KEY`] counting down, one per entry (the rule keys
+/// campaigns by slot; these have none yet). At most `MAX_MATCHES` plus
+/// the exact match.
+#[derive(Debug, Default)]
+struct AloneKeys(Vec<u64>);
+
+impl AloneKeys {
+    fn key(&mut self, seq: u64) -> u32 {
+        let i = match self.0.iter().position(|s| *s == seq) {
+            Some(i) => i,
+            None => {
+                self.0.push(seq);
+                self.0.len() - 1
+            }
+        };
+        ALONE_KEY - i as u32
+    }
+
+    fn seq(&self, key: u32) -> Option<u64> {
+        self.0.get(ALONE_KEY.checked_sub(key)? as usize).copied()
     }
 }
 
@@ -473,6 +702,156 @@ mod tests {
     }
 
     use self::testutil::spam;
+
+    /// An observation of text `t` (its exact hash and fingerprints), sent
+    /// by `sender` with `subject`.
+    fn text(t: u8, sender: &str, subject: &str) -> Observation {
+        let cfg = Config::default();
+        let seed = u64::from(t).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Observation {
+            exact: [t; 32],
+            simhash: seed,
+            sketch: seed.rotate_left(13),
+            bands: (0..cfg.window.minhash_bands as u64)
+                .map(|b| seed ^ b)
+                .collect(),
+            near: true,
+            recipients: 1,
+            sender: u16::from(sender.as_bytes()[0]),
+            sender_name: Some(sender.into()),
+            subject: Some(subject.into()),
+            features: 50,
+            thresholds: cfg.thresholds.clone(),
+            list: false,
+        }
+    }
+
+    /// A near copy of `o` (another exact text, the same fingerprints) from
+    /// another sender.
+    fn copy(o: &Observation, n: u8, sender: &str, subject: &str) -> Observation {
+        Observation {
+            exact: [n; 32],
+            sender: u16::from(sender.as_bytes()[0]),
+            sender_name: Some(sender.into()),
+            subject: Some(subject.into()),
+            ..o.clone()
+        }
+    }
+
+    /// Most mail is a campaign of one message, held in its window entry
+    /// alone (no slot, no strings of its own); a second message gives it
+    /// a slot, which keeps what the first message brought (its subject and
+    /// sender name) as a slot from the start would have.
+    #[test]
+    fn a_campaign_of_one_lives_in_its_entry_until_a_second_message_joins() {
+        let cfg = Config::default();
+        let mut e = Engine::new(&cfg);
+        let a = text(1, "a.example", "First");
+        let first = e.record_local(&a, UnixSecs(100));
+        let c = first.campaign.clone().unwrap();
+        assert_eq!(
+            (c.messages, c.sample_subject.as_deref()),
+            (1, Some("First"))
+        );
+        assert_eq!(
+            (e.campaigns.live(), e.alone, e.stats().campaigns),
+            (0, 1, 1)
+        );
+        let listed: Vec<_> = e.campaigns().map(|c| c.into_owned()).collect();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].id, c.id);
+        assert_eq!(listed[0].texts.subject(), Some("First"));
+        assert_eq!(listed[0].texts.names_vec(), ["a.example"]);
+        assert_eq!(e.campaign_of_seq(first.seq), Some(c.id));
+        assert!(e.is_live(c.id));
+
+        let second = e.record_local(&copy(&a, 2, "b.example", "Second"), UnixSecs(101));
+        let j = second.campaign.unwrap();
+        assert_eq!((j.id, j.messages), (c.id, 2));
+        assert_eq!(j.sample_subject.as_deref(), Some("First"));
+        assert_eq!(j.senders, ["a.example", "b.example"]);
+        assert_eq!(
+            (e.campaigns.live(), e.alone, e.stats().campaigns),
+            (1, 0, 1)
+        );
+        // A third: an exact copy of the first, through the exact set.
+        let third = e.record_local(&copy(&a, 1, "c.example", "Third"), UnixSecs(102));
+        assert!(third.exact);
+        assert_eq!(third.campaign.unwrap().messages, 3);
+        // Both leave the window, and nothing is left of them.
+        e.expire(UnixSecs(103 + cfg.window.window.as_secs()));
+        assert_eq!(
+            (e.campaigns.live(), e.alone, e.campaigns().count()),
+            (0, 0, 0)
+        );
+    }
+
+    /// An exact copy of a campaign of one message after the exact set
+    /// forgot it, with no near features: as for a campaign in a slot, the
+    /// copy starts a campaign of its own, under another id (never the id
+    /// of the one alone in the window).
+    #[test]
+    fn ids_stay_unique_when_the_exact_set_forgot_a_campaign_of_one() {
+        let mut cfg = Config::default();
+        cfg.exact.lru_capacity = 2;
+        let mut e = Engine::new(&cfg);
+        let far = |o: Observation| Observation { near: false, ..o };
+        let t = far(text(1, "a.example", "T"));
+        let first = e.record_local(&t, UnixSecs(100)).campaign.unwrap().id;
+        for n in 2..6 {
+            e.record_local(
+                &far(text(n, "x.example", "other")),
+                UnixSecs(100 + u64::from(n)),
+            );
+        }
+        let again = e.record_local(&t, UnixSecs(110));
+        let second = again.campaign.unwrap().id;
+        assert!(!again.exact);
+        assert_ne!(second, first);
+        assert_eq!(second.0, first.0 + 1);
+        assert!(e.is_live(first) && e.is_live(second));
+    }
+
+    /// Operators' corrections name campaigns of one message too: they get
+    /// a slot, and the correction holds for their next copies.
+    #[test]
+    fn a_campaign_of_one_can_be_allowed_or_forgotten() {
+        let mut e = Engine::new(&Config::default());
+        let a = text(1, "a.example", "A");
+        let id = e.record_local(&a, UnixSecs(100)).campaign.unwrap().id;
+        assert_eq!(e.allow(id, None), Some(id));
+        assert_eq!(e.allowances().collect::<Vec<_>>(), [(id, WHILE_LIVE)]);
+        assert!(
+            e.record_local(&copy(&a, 2, "b.example", "A"), UnixSecs(101))
+                .allowed
+        );
+
+        let b = text(7, "b.example", "B");
+        let idb = e.record_local(&b, UnixSecs(102)).campaign.unwrap().id;
+        assert!(e.forget(idb));
+        let next = e.record_local(&copy(&b, 8, "c.example", "B"), UnixSecs(103));
+        let c = next.campaign.unwrap();
+        assert_ne!(c.id, idb);
+        assert_eq!(c.messages, 1, "from zero");
+        assert!(e.campaigns().all(|c| c.id != idb), "no list shows it");
+    }
+
+    /// A message bulk on its own (many recipients in one transaction) is a
+    /// campaign of one in a slot: it remembers that it alerted.
+    #[test]
+    fn a_campaign_of_one_that_is_bulk_alerts_once() {
+        let mut e = Engine::new(&Config::default());
+        let a = Observation {
+            recipients: 300,
+            ..text(1, "a.example", "A")
+        };
+        let first = e.record_local(&a, UnixSecs(100));
+        assert!(first.newly_bulk);
+        assert_eq!((e.campaigns.live(), e.alone), (1, 0));
+        let second = e.record_local(&copy(&a, 2, "b.example", "A"), UnixSecs(101));
+        assert!(!second.newly_bulk);
+        assert_eq!(second.campaign.unwrap().messages, 2);
+    }
 
     fn env() -> Envelope {
         Envelope {

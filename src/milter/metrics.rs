@@ -544,7 +544,7 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
                 let a = arrivals
                     .remove(&c.id)
                     .unwrap_or_else(|| vec![0; ARRIVAL_BUCKETS]);
-                json(c, a)
+                json(&c, a)
             })
             .collect()
     });

@@ -15,8 +15,13 @@
 //! checksum  32 bytes SHA-256 of everything before it
 //! ```
 //!
-//! Sections: 1 window (base sequence and entries), 2 band tables (raw
-//! bucket items), 3 exact set (Bloom generations and LRU), 4 campaign slots.
+//! Sections: 1 window (base sequence, entries, then the texts of the
+//! entries alone in their campaign, in order), 2 band tables (raw bucket
+//! items), 3 exact set (Bloom generations and LRU), 4 campaign slots.
+//! Format 2 (2026-11-27) names an entry's campaign by slot or, for a
+//! message alone in its campaign, by id; format 1 files (slots only) are
+//! refused like any other format, as are those of fingerprint version 4
+//! and older that every upgrade to format 2 comes from.
 //! The block tables are rebuilt from the window.
 //!
 //! Reading trusts nothing: the checksum is checked first, then every count
@@ -46,9 +51,9 @@ use bloomfilter::Bloom;
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::engine::campaign::{secs32, Campaign, CampaignId, Campaigns, Slot, Texts};
+use crate::engine::campaign::{secs32, AloneTexts, Campaign, CampaignId, Campaigns, Slot, Texts};
 use crate::engine::exact::{ExactSet, Generation};
-use crate::engine::index::window::Entry;
+use crate::engine::index::window::{Entry, Owner};
 use crate::engine::index::IndexParts;
 use crate::engine::Engine;
 use crate::store::codec::{CodecError, Reader, Writer};
@@ -56,7 +61,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
 /// Version of the layout described in the module docs.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
 const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
 const CHECKSUM_LEN: usize = 32;
@@ -138,11 +143,20 @@ fn write_entry(w: &mut Writer, e: &Entry) {
     w.u64(e.simhash);
     w.u64(e.sketch);
     w.u32(e.time);
-    w.u32(e.campaign);
+    match e.owner() {
+        Owner::Slot(s) => {
+            w.u8(0);
+            w.u64(s.into());
+        }
+        Owner::Alone(id) => {
+            w.u8(1);
+            w.u64(id.0);
+        }
+    }
     w.u16(e.recipients);
     w.u16(e.sender);
     w.u8(e.weight);
-    w.u8(u8::from(e.near));
+    w.u8(u8::from(e.near()));
 }
 
 fn write_campaign(w: &mut Writer, c: &Campaign) {
@@ -188,6 +202,14 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
     s.u64(parts.entries.len() as u64);
     for e in &parts.entries {
         write_entry(&mut s, e);
+    }
+    for (i, e) in parts.entries.iter().enumerate() {
+        if let Owner::Alone(_) = e.owner() {
+            s.str(
+                engine.alone_texts.get(parts.base + i as u64).raw(),
+                MAX_STRING,
+            );
+        }
     }
     w.section(TAG_WINDOW, s);
 
@@ -297,19 +319,31 @@ pub fn move_aside(path: &Path, now: u64) -> Result<PathBuf, SnapshotError> {
 
 // ---------------------------------------------------------------- reading
 
-const ENTRY_LEN: usize = 8 + 8 + 4 + 4 + 2 + 2 + 1 + 1;
+const ENTRY_LEN: usize = 8 + 8 + 4 + 1 + 8 + 2 + 2 + 1 + 1;
 
 fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
-    Ok(Entry {
-        simhash: r.u64()?,
-        sketch: r.u64()?,
-        time: r.u32()?,
-        campaign: r.u32()?,
-        recipients: r.u16()?,
-        sender: r.u16()?,
-        weight: r.u8()?,
-        near: r.bool()?,
-    })
+    let (simhash, sketch, time) = (r.u64()?, r.u64()?, r.u32()?);
+    let owner = match (r.u8()?, r.u64()?) {
+        (0, s) => Owner::Slot(u32::try_from(s).map_err(|_| SnapshotError::Invalid {
+            what: format!("window entry names campaign slot {s}"),
+        })?),
+        (1, id) if id >> 48 == 0 => Owner::Alone(CampaignId(id)),
+        (tag, v) => {
+            return Err(SnapshotError::Invalid {
+                what: format!("window entry's campaign ({tag}, {v})"),
+            })
+        }
+    };
+    Ok(Entry::new(
+        simhash,
+        sketch,
+        time,
+        owner,
+        r.u16()?,
+        r.u16()?,
+        r.u8()?,
+        r.bool()?,
+    ))
 }
 
 fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
@@ -373,7 +407,7 @@ pub struct Loaded {
 pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
     let (mut r, saved_at) = read_header(bytes, cfg)?;
     let max_entries = cfg.window.max_entries;
-    let (base, entries) = read_window(&mut r, max_entries)?;
+    let (base, entries, alone_texts) = read_window(&mut r, max_entries)?;
     let (band_bits, sweep_cursor, bands) = read_bands(&mut r, cfg)?;
     let mut engine = Engine::new(cfg);
     let (gens, lru) = read_exact(&mut r, cfg, &engine)?;
@@ -382,20 +416,31 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     let slots = read_slots(&mut r, max_entries.saturating_mul(2).saturating_add(16))?;
     r.finish()?;
 
-    if let Some(e) = entries.iter().find(|e| e.campaign as usize >= slots.len()) {
-        return Err(SnapshotError::Invalid {
-            what: format!(
-                "window entry names campaign slot {} of {}",
-                e.campaign,
-                slots.len()
-            ),
-        });
-    }
+    let nslots = slots.len();
     let campaigns = Campaigns::from_slots(slots, cfg.campaign.keep_subjects).ok_or_else(|| {
         SnapshotError::Invalid {
             what: "inconsistent campaign slots".into(),
         }
     })?;
+    // Every slot named exists; every campaign of one has an id of its own.
+    let mut ids = std::collections::HashSet::new();
+    for e in &entries {
+        let bad = match e.owner() {
+            Owner::Slot(s) => {
+                (s as usize >= nslots).then(|| format!("campaign slot {s} of {nslots}"))
+            }
+            Owner::Alone(id) => (campaigns.slot_of(id).is_some() || !ids.insert(id))
+                .then(|| format!("campaign {id} twice")),
+        };
+        if let Some(what) = bad {
+            return Err(SnapshotError::Invalid {
+                what: format!("window entry names {what}"),
+            });
+        }
+    }
+    engine.alone = ids.len();
+    drop(ids);
+    engine.alone_texts = alone_texts;
     let bands_restored = engine.index.restore_parts(IndexParts {
         base,
         entries,
@@ -460,7 +505,11 @@ fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64), S
 
 /// The window section: its base sequence number and at most
 /// `max_entries` entries.
-fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<(u64, Vec<Entry>), SnapshotError> {
+/// The window section: base, entries, and the texts of those alone in
+/// their campaign.
+type WindowParts = (u64, Vec<Entry>, AloneTexts);
+
+fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<WindowParts, SnapshotError> {
     let mut s = r.section(TAG_WINDOW, "window")?;
     let base = s.u64()?;
     // Sequence numbers count messages since the window was created and
@@ -476,8 +525,16 @@ fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<(u64, Vec<Entry
     for _ in 0..n {
         entries.push(read_entry(&mut s)?);
     }
+    let mut texts = AloneTexts::default();
+    for (i, e) in entries.iter().enumerate() {
+        let t = match e.owner() {
+            Owner::Alone(_) => Texts::from_raw(s.string(MAX_STRING)?),
+            Owner::Slot(_) => Texts::default(),
+        };
+        texts.push(base + i as u64, &t);
+    }
     s.finish()?;
-    Ok((base, entries))
+    Ok((base, entries, texts))
 }
 
 /// Buckets of one band table: (bucket index, items).
@@ -751,6 +808,14 @@ mod tests {
             );
             e.process(ham(i as u32).as_bytes(), &env(), UnixSecs(1000 + i as u64));
         }
+        // A message alone in its campaign (held in its window entry).
+        e.process(
+            b"From: Zed <z@other.example>\nSubject: Minutes\n\nThe committee met on \
+              tuesday to review the budget for the harbour lights and agreed to paint \
+              the lighthouse railings before the winter storms arrive in november.\n",
+            &env(),
+            UnixSecs(1010),
+        );
         e
     }
 
@@ -768,6 +833,23 @@ mod tests {
             }
         );
         assert_eq!(counts(&a), counts(&b));
+        // Campaigns of one message (the ham) come back from their entries,
+        // with their texts.
+        let list = |e: &Engine| {
+            let mut v: Vec<_> = e
+                .campaigns()
+                .map(|c| (c.id, c.messages, c.texts.clone()))
+                .collect();
+            v.sort_by_key(|x| x.0);
+            v
+        };
+        assert!(
+            a.alone > 0 && a.campaigns.live() > 0,
+            "{} alone, {} in slots",
+            a.alone,
+            a.campaigns.live()
+        );
+        assert_eq!(list(&a), list(&b));
         for (i, msg) in [
             spam("erin", 2000),
             ham(77),
@@ -782,6 +864,7 @@ mod tests {
             let vb = b.process(msg.as_bytes(), &env(), now);
             assert_eq!(va, vb, "message {i}");
         }
+        assert_eq!(list(&a), list(&b));
         assert_eq!(encode(&a, 1), encode(&b, 1));
     }
 

@@ -21,12 +21,15 @@ pub mod window;
 use crate::engine::minhash::sketch_diff;
 use crate::engine::simhash::hamming;
 use tables::{Bands, Tables};
-use window::{Entry, Window};
+use window::{Entry, Owner, Window};
 
 /// Most matches [`NearIndex::query`] returns (the closest). More add
 /// nothing to a verdict: they name the same few campaigns, and each one
 /// costs the caller a campaign lookup.
 pub const MAX_MATCHES: usize = 256;
+
+/// [`Match::campaign`] of an entry alone in its campaign (no slot).
+pub const ALONE_KEY: u32 = u32::MAX;
 
 /// A match found in the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub struct Match {
     pub distance: u32,
     /// Differing 2-bit MinHash values (0..=32).
     pub sketch_diff: u32,
+    /// The entry's campaign slot; [`ALONE_KEY`] for an entry alone in its
+    /// campaign (the caller tells those apart by `seq`).
     pub campaign: u32,
     /// The entry's MinHash sketch.
     pub sketch: u64,
@@ -166,6 +171,12 @@ impl NearIndex {
         (shares_band && sd <= max_sd && d <= max_d).then_some((d, sd, true))
     }
 
+    /// The window, to change an entry's owner (the tables key entries by
+    /// sequence number, not by owner).
+    pub(crate) fn window_mut(&mut self) -> &mut Window {
+        &mut self.window
+    }
+
     /// Every live near entry matching `q`, each once, then the
     /// corroborating ones, each group sorted by sketch difference, then
     /// distance, then sequence number; at most
@@ -210,7 +221,10 @@ impl NearIndex {
                     seq,
                     distance: d,
                     sketch_diff: sd,
-                    campaign: e.campaign,
+                    campaign: match e.owner() {
+                        Owner::Slot(s) => s,
+                        Owner::Alone(_) => ALONE_KEY,
+                    },
                     sketch: e.sketch,
                     corroborating,
                 })
@@ -231,7 +245,7 @@ impl NearIndex {
             None
         };
         let seq = self.window.push(e, self.max_entries);
-        if e.near {
+        if e.near() {
             self.tables.insert(e.simhash, seq);
             self.bands.insert(bands, seq);
         }
@@ -270,7 +284,7 @@ impl NearIndex {
     fn fill_tables(&mut self, tables: Tables) {
         self.tables = tables;
         for (seq, e) in self.window.iter() {
-            if e.near {
+            if e.near() {
                 self.tables.insert(e.simhash, seq);
             }
         }
@@ -279,7 +293,7 @@ impl NearIndex {
     /// Removes the oldest entry.
     pub fn pop_oldest(&mut self) -> Option<Entry> {
         let (seq, e) = self.window.pop_front()?;
-        if e.near {
+        if e.near() {
             self.tables.remove_oldest(e.simhash, seq);
             self.stale_band_items += self.bands.count();
         }
@@ -360,16 +374,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(h: u64, time: u32) -> Entry {
-        Entry {
-            simhash: h,
-            sketch: h.rotate_left(17),
-            time,
-            campaign: 0,
-            recipients: 1,
-            sender: 0,
-            weight: 100,
-            near: true,
-        }
+        Entry::new(h, h.rotate_left(17), time, Owner::Slot(0), 1, 0, 100, true)
     }
 
     fn bands_of(h: u64) -> [u64; 2] {

@@ -7,7 +7,15 @@
 
 use std::collections::VecDeque;
 
+use crate::engine::campaign::CampaignId;
+
 /// One message in the window. 32 bytes.
+///
+/// Its campaign ([`Entry::owner`]) is a slot of `campaign::Campaigns`, or,
+/// while the message is alone in its campaign (most mail), the campaign's
+/// 48-bit id itself: a campaign of one message needs no slot, no id map
+/// entry and no strings of its own until a second message joins it
+/// (the engine then gives it a slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
     pub simhash: u64,
@@ -15,16 +23,101 @@ pub struct Entry {
     pub sketch: u64,
     /// Arrival time, Unix seconds (u32 lasts until 2106).
     pub time: u32,
-    /// Campaign slot (see `campaign::Campaigns`).
-    pub campaign: u32,
+    /// The slot, or the low 32 bits of the id (see [`Entry::owner`]).
+    owner_lo: u32,
     /// Recipients of the message, saturating.
     pub recipients: u16,
     /// 16-bit hash of the sender domain.
     pub sender: u16,
+    /// The high 16 bits of the id of a campaign of one.
+    owner_hi: u16,
     /// Weight of the match that placed it in its campaign, in percent.
     pub weight: u8,
-    /// In the near tables (false: too few features, matched by exact hash only).
-    pub near: bool,
+    /// [`NEAR`] and [`ALONE`].
+    flags: u8,
+}
+
+/// In the near tables (without: too few features, matched by exact hash
+/// only).
+const NEAR: u8 = 1;
+/// Alone in its campaign: the owner is the campaign's id, not a slot.
+const ALONE: u8 = 2;
+
+/// Whose message an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// A campaign slot (two messages or more, or one that needs a slot:
+    /// alerted, allowed, forgotten).
+    Slot(u32),
+    /// Alone in the campaign of this id.
+    Alone(CampaignId),
+}
+
+impl Entry {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        simhash: u64,
+        sketch: u64,
+        time: u32,
+        owner: Owner,
+        recipients: u16,
+        sender: u16,
+        weight: u8,
+        near: bool,
+    ) -> Entry {
+        let mut e = Entry {
+            simhash,
+            sketch,
+            time,
+            owner_lo: 0,
+            recipients,
+            sender,
+            owner_hi: 0,
+            weight,
+            flags: if near { NEAR } else { 0 },
+        };
+        e.set_owner(owner);
+        e
+    }
+
+    /// In the near tables.
+    pub fn near(&self) -> bool {
+        self.flags & NEAR != 0
+    }
+
+    pub fn owner(&self) -> Owner {
+        if self.flags & ALONE != 0 {
+            Owner::Alone(CampaignId(
+                (u64::from(self.owner_hi) << 32) | u64::from(self.owner_lo),
+            ))
+        } else {
+            Owner::Slot(self.owner_lo)
+        }
+    }
+
+    /// The slot, for an entry that has one.
+    pub fn slot(&self) -> Option<u32> {
+        match self.owner() {
+            Owner::Slot(s) => Some(s),
+            Owner::Alone(_) => None,
+        }
+    }
+
+    /// Sets the owner (an id keeps its low 48 bits).
+    pub fn set_owner(&mut self, owner: Owner) {
+        match owner {
+            Owner::Slot(s) => {
+                self.flags &= !ALONE;
+                self.owner_lo = s;
+                self.owner_hi = 0;
+            }
+            Owner::Alone(id) => {
+                self.flags |= ALONE;
+                self.owner_lo = id.0 as u32;
+                self.owner_hi = (id.0 >> 32) as u16;
+            }
+        }
+    }
 }
 
 /// Arrival-ordered entries with sequence numbers.
@@ -76,6 +169,17 @@ impl Window {
         self.entries.get(offset)
     }
 
+    /// The entry recorded under `seq`, to change its owner.
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Entry> {
+        let offset = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.entries.get_mut(offset)
+    }
+
+    /// Sequence number of the oldest entry (the next one when empty).
+    pub fn first_seq(&self) -> u64 {
+        self.base
+    }
+
     /// The entry whose sequence number has these low 32 bits, if it is live.
     pub fn get_by_low(&self, low: u32) -> Option<(u64, &Entry)> {
         let offset = low.wrapping_sub(self.base as u32) as usize;
@@ -117,21 +221,46 @@ mod tests {
     use super::*;
 
     fn e(s: u64) -> Entry {
-        Entry {
-            simhash: s,
-            sketch: 0,
-            time: 0,
-            campaign: 0,
-            recipients: 1,
-            sender: 0,
-            weight: 100,
-            near: true,
-        }
+        Entry::new(s, 0, 0, Owner::Slot(0), 1, 0, 100, true)
     }
 
     #[test]
     fn entry_is_32_bytes() {
         assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
+
+    #[test]
+    fn an_owner_is_a_slot_or_a_48_bit_id() {
+        let mut x = Entry::new(
+            1,
+            2,
+            3,
+            Owner::Alone(CampaignId(0xABCD_1234_5678)),
+            4,
+            5,
+            6,
+            true,
+        );
+        assert_eq!(x.owner(), Owner::Alone(CampaignId(0xABCD_1234_5678)));
+        assert!(x.near());
+        assert_eq!(x.slot(), None);
+        x.set_owner(Owner::Slot(7));
+        assert_eq!(
+            (x.owner(), x.slot(), x.near()),
+            (Owner::Slot(7), Some(7), true)
+        );
+        let y = Entry::new(
+            1,
+            2,
+            3,
+            Owner::Alone(CampaignId(u64::MAX >> 16)),
+            4,
+            5,
+            6,
+            false,
+        );
+        assert_eq!(y.owner(), Owner::Alone(CampaignId(0xFFFF_FFFF_FFFF)));
+        assert!(!y.near());
     }
 
     #[test]
