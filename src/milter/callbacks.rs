@@ -43,6 +43,19 @@ pub const NO_REPLY: ProtoOpts = ProtoOpts::NOREPLY_CONNECT
     .union(ProtoOpts::NOREPLY_HEADER)
     .union(ProtoOpts::NOREPLY_EOH);
 
+/// What a stage that never has anything to say answers: nothing where the
+/// MTA agreed to expect no reply (`stage` in the negotiated
+/// [`NO_REPLY`]), else Continue. (Continue where Noreply was agreed is
+/// corrected by indymilter, with a warning for every header of every
+/// message.)
+fn ack(cx: &Context<Session>, stage: ProtoOpts) -> Status {
+    if cx.data.as_ref().is_some_and(|s| s.no_reply.contains(stage)) {
+        Status::Noreply
+    } else {
+        Status::Continue
+    }
+}
+
 /// The callbacks for [`crate::milter::run`].
 pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
     let (s2, s3, s4, s5) = (state.clone(), state.clone(), state.clone(), state);
@@ -59,7 +72,7 @@ pub fn callbacks(state: Arc<State>) -> Callbacks<Session> {
         .on_eom(move |cx| Box::pin(handle_eom(s5.clone(), cx)))
         .on_abort(|cx| Box::pin(handle_abort(cx)))
         .on_close(|cx| Box::pin(handle_close(cx)))
-        .on_unknown(|_, _| Box::pin(async { Status::Continue }))
+        .on_unknown(|cx, _| Box::pin(async move { ack(cx, ProtoOpts::NOREPLY_UNKNOWN) }))
 }
 
 async fn handle_negotiate(
@@ -73,6 +86,7 @@ async fn handle_negotiate(
     cx.data.get_or_insert_with(Session::default).can_skip =
         opts.contains(ProtoOpts::SKIP) && cx.requested_opts.contains(ProtoOpts::SKIP);
     cx.requested_opts |= opts & NO_REPLY;
+    cx.data.get_or_insert_with(Session::default).no_reply = opts & NO_REPLY;
     let needed = reply::needed_actions();
     if !actions.contains(needed) {
         // indymilter then refuses the connection; the MTA logs it and
@@ -103,14 +117,14 @@ async fn handle_connect(cx: &mut Context<Session>, name: CString, info: SocketIn
     cx.data
         .get_or_insert_with(Session::default)
         .connect(text(&name), addr);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_CONNECT)
 }
 
 async fn handle_helo(cx: &mut Context<Session>, name: CString) -> Status {
     cx.data
         .get_or_insert_with(Session::default)
         .helo(text(&name));
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_HELO)
 }
 
 async fn handle_mail(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
@@ -120,7 +134,7 @@ async fn handle_mail(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
     let s = cx.data.get_or_insert_with(Session::default);
     s.begin_message(&from, auth);
     s.set_queue_id(queue_id);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_MAIL)
 }
 
 async fn handle_rcpt(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
@@ -129,7 +143,7 @@ async fn handle_rcpt(cx: &mut Context<Session>, args: Vec<CString>) -> Status {
     let s = cx.data.get_or_insert_with(Session::default);
     s.set_queue_id(queue_id);
     s.add_recipient(&rcpt);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_RCPT)
 }
 
 async fn handle_data(cx: &mut Context<Session>) -> Status {
@@ -137,7 +151,7 @@ async fn handle_data(cx: &mut Context<Session>) -> Status {
     cx.data
         .get_or_insert_with(Session::default)
         .set_queue_id(queue_id);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_DATA)
 }
 
 async fn handle_header(
@@ -150,7 +164,7 @@ async fn handle_header(
     cx.data
         .get_or_insert_with(Session::default)
         .add_header(name.as_bytes(), value.as_bytes(), max);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_HEADER)
 }
 
 async fn handle_eoh(state: Arc<State>, cx: &mut Context<Session>) -> Status {
@@ -158,7 +172,7 @@ async fn handle_eoh(state: Arc<State>, cx: &mut Context<Session>) -> Status {
     cx.data
         .get_or_insert_with(Session::default)
         .end_headers(max);
-    Status::Continue
+    ack(cx, ProtoOpts::NOREPLY_EOH)
 }
 
 async fn handle_body(

@@ -31,6 +31,9 @@ pub struct Session {
     pub helo: Option<String>,
     /// The MTA accepts `Status::Skip` for the rest of the body.
     pub can_skip: bool,
+    /// Stages for which the MTA agreed to expect no reply (a subset of
+    /// `callbacks::NO_REPLY`): their callbacks answer `Status::Noreply`.
+    pub no_reply: indymilter::ProtoOpts,
     message: Message,
 }
 
