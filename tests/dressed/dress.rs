@@ -51,6 +51,8 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("spaced_capitals", spaced_capitals),
     ("reversed_in_override", reversed_in_override),
     ("link_on_every_word", link_on_every_word),
+    ("poisoned", poisoned),
+    ("buster_lines", buster_lines),
     ("base64", base64_plain),
     ("quoted_printable", quoted_printable),
     ("windows_1252", windows_1252),
@@ -804,6 +806,100 @@ fn link_on_every_word(text: &str, copy: usize) -> Vec<u8> {
         )
     });
     html_message(text, copy, &html_doc(&p_elements(&paras)))
+}
+
+/// Sentences of ordinary mail, the poison of [`poisoned`] (written for
+/// this suite).
+const PROSE: &[&str] = &[
+    "The meeting on Thursday moved to the small room on the second floor.",
+    "My sister says the train was late again because of the leaves on the line.",
+    "We finally planted the apple tree by the fence, and the dog approved.",
+    "Could you bring the folding chairs when you come over on Saturday?",
+    "The library will close early next week while they repaint the reading room.",
+    "I found your scarf in the car, the blue one with the little stars.",
+    "Dinner was lovely, thank you again for the recipe with the lentils.",
+    "The plumber thinks the noise in the pipes comes from the old boiler.",
+    "Our team won the quiz night by two points thanks to a question about rivers.",
+    "Please remember that the school trip needs the signed form by Monday.",
+    "The weather turned cold so we lit the stove for the first time this year.",
+    "He is reading a long novel about a family of clockmakers in the mountains.",
+    "The bakery on the corner now sells bread with walnuts on Fridays.",
+    "I will send the photos from the wedding once I have sorted them.",
+    "The garden committee wants volunteers to clear the paths in spring.",
+    "Grandmother's birthday lunch is at noon, and she asked for no presents.",
+    "The new bus timetable starts in March and the early service is gone.",
+    "We saw a heron standing perfectly still in the shallow part of the lake.",
+    "The printer in the hallway jams whenever someone uses the thick paper.",
+    "Let me know if the invoice from last month reached the right department.",
+    "The children built a fort out of cushions and refused to come to dinner.",
+    "My neighbour lent me a ladder so I could fix the gutter before the storm.",
+    "The museum has an exhibition of old maps that I think you would enjoy.",
+    "Tomorrow I am working from home because the office heating is broken.",
+];
+
+/// Bayesian poison: a third again as many words of ordinary mail between
+/// the paragraphs (split at sentences where the text has few), different
+/// sentences in each copy. A reader skips them; the copy still holds the
+/// whole text.
+fn poisoned(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "poisoned");
+    let body = body(text, copy);
+    let words = body.split_whitespace().count();
+    // Paragraphs, or pieces of about 40 words ending at a sentence.
+    let mut pieces: Vec<String> = Vec::new();
+    for para in body.split("\n\n").filter(|p| !p.trim().is_empty()) {
+        let mut cur = String::new();
+        for w in para.split_whitespace() {
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(w);
+            if cur.split_whitespace().count() >= 40 && w.ends_with('.') {
+                pieces.push(std::mem::take(&mut cur));
+            }
+        }
+        if !cur.is_empty() {
+            pieces.push(cur);
+        }
+    }
+    let mut poison: Vec<&str> = Vec::new();
+    let mut added = 0;
+    while added * 3 < words {
+        let s = *r.pick(PROSE);
+        added += s.split_whitespace().count();
+        poison.push(s);
+    }
+    // The poison in as many paragraphs as there are gaps after pieces.
+    let gaps = pieces.len().max(1);
+    let mut out = String::new();
+    for (i, p) in pieces.iter().enumerate() {
+        out.push_str(&wrap(p, 72));
+        out.push_str("\n\n");
+        let share: Vec<&str> = poison
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % gaps == i)
+            .map(|(_, s)| *s)
+            .collect();
+        if !share.is_empty() {
+            out.push_str(&wrap(&share.join(" "), 72));
+            out.push_str("\n\n");
+        }
+    }
+    plain_message(text, copy, &out)
+}
+
+/// Hash-buster lines: twelve random common words above the text and
+/// twelve below, in plain sight.
+fn buster_lines(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "buster_lines");
+    let above = junk_words(&mut r, 12);
+    let below = junk_words(&mut r, 12);
+    plain_message(
+        text,
+        copy,
+        &format!("{above}\n\n{}\n{below}\n", body(text, copy)),
+    )
 }
 
 fn base64_plain(text: &str, copy: usize) -> Vec<u8> {
