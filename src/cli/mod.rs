@@ -101,10 +101,10 @@ pub enum StartError {
     SocketInUse(PathBuf),
     #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
     NotASocket(PathBuf),
-    #[error("milter.socket_owner: unknown user `{0}`")]
-    UnknownUser(String),
-    #[error("milter.socket_group: unknown group `{0}`")]
-    UnknownGroup(String),
+    #[error("milter.socket_owner: unknown user `{user}`")]
+    UnknownUser { user: String },
+    #[error("milter.socket_group: unknown group `{group}`")]
+    UnknownGroup { group: String },
 }
 
 /// What a command ended with.

@@ -453,14 +453,14 @@ pub async fn bind(m: &MilterConfig) -> Result<(Listener, Option<BoundSocket>), C
                 let uid = match &m.socket_owner {
                     Some(o) => Some(
                         lookup_id("/etc/passwd", o)
-                            .ok_or_else(|| StartError::UnknownUser(o.clone()))?,
+                            .ok_or_else(|| StartError::UnknownUser { user: o.clone() })?,
                     ),
                     None => None,
                 };
                 let gid = match &m.socket_group {
                     Some(g) => Some(
                         lookup_id("/etc/group", g)
-                            .ok_or_else(|| StartError::UnknownGroup(g.clone()))?,
+                            .ok_or_else(|| StartError::UnknownGroup { group: g.clone() })?,
                     ),
                     None => None,
                 };

@@ -136,7 +136,7 @@ fn serve() -> io::Result<()> {
                 let msg = PANIC
                     .with(|p| p.borrow_mut().take())
                     .unwrap_or_else(|| "panic".into());
-                Reply::Panicked(msg).encode_into(&mut reply);
+                Reply::Panicked { message: msg }.encode_into(&mut reply);
                 // A panic may have left a parser's shared state half
                 // built: report it and end; the daemon starts another.
                 write_frame(&mut out, &mut reply)?;

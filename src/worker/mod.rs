@@ -289,7 +289,7 @@ async fn exchange(
             let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
                 Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
                     Ok(Reply::Read(r)) => Ok(*r),
-                    Ok(Reply::Panicked(message)) => Err(Failure::Panicked { message }),
+                    Ok(Reply::Panicked { message }) => Err(Failure::Panicked { message }),
                     Err(e) => Err(Failure::Protocol(invalid_data(e))),
                 },
                 Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => Err(Failure::Protocol(e)),

@@ -93,8 +93,11 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     Read(Box<Reading>),
-    /// Reading panicked: the message (cut), after which the worker exits.
-    Panicked(String),
+    /// Reading panicked, after which the worker exits.
+    Panicked {
+        /// The panic's message, cut at `MAX_PANIC` bytes.
+        message: String,
+    },
 }
 
 fn invalid(what: impl Into<String>) -> CodecError {
@@ -282,7 +285,7 @@ impl Reply {
                 w.bool(r.list);
                 w.bool(r.truncated);
             }
-            Reply::Panicked(m) => {
+            Reply::Panicked { message: m } => {
                 w.u8(PANICKED);
                 w.str(m, MAX_PANIC);
             }
@@ -336,7 +339,9 @@ impl Reply {
                     truncated,
                 }))
             }
-            PANICKED => Reply::Panicked(r.string(MAX_PANIC)?),
+            PANICKED => Reply::Panicked {
+                message: r.string(MAX_PANIC)?,
+            },
             k => return Err(invalid(format!("worker reply kind {k}"))),
         };
         r.finish()?;
@@ -402,7 +407,9 @@ mod tests {
         for reply in [
             Reply::Read(Box::new(reading())),
             Reply::Read(Box::default()),
-            Reply::Panicked("index out of bounds".into()),
+            Reply::Panicked {
+                message: "index out of bounds".into(),
+            },
         ] {
             reply.encode_into(&mut buf);
             assert_eq!(Reply::decode(&buf[4..], &cfg), Ok(reply));
