@@ -255,8 +255,19 @@ def mixed_stream(args):
         len(hf), len(ham), sum(1 for r in spam if r['level'] == 'bulk'), len(spam)))
     for r in hf[:10]:
         print('  ham flagged:', r['message_id'], r['campaign'], r['campaign_size'])
+    # Purity: real ham whose campaign also holds spam or a synthetic
+    # campaign's messages (by final campaign id): a legitimate message
+    # must never join a spam campaign.
+    unwanted = {r['campaign'] for r in spam if r['campaign'] is not None}
+    for rs in per.values():
+        unwanted |= {r['campaign'] for r in rs if r['campaign'] is not None}
+    in_spam = [r for r in ham if r['campaign'] is not None and r['campaign'] in unwanted]
+    print('ham in a campaign with spam or a synthetic campaign: %d' % len(in_spam))
+    for r in in_spam[:10]:
+        print('  ham in spam:', r['message_id'], r['campaign'], r['campaign_size'])
     return {'recall': caught / max(1, len(per)), 'msgrecall': past_flagged / max(1, past_total),
-            'ids': ids_total / max(1, len(per)), 'ham': len(hf), 'chained': len(chained)}
+            'ids': ids_total / max(1, len(per)), 'ham': len(hf), 'chained': len(chained),
+            'ham_in_spam': len(in_spam)}
 
 def key_sweep(args):
     """Both measurements under --keys random fingerprint keys (seeded, so
@@ -284,7 +295,7 @@ def key_sweep(args):
             print('key %s: %s' % (key, '  '.join('%s %.3f' % (k, v) if isinstance(v, float) else '%s %d' % (k, v)
                                                   for k, v in sorted(r.items()))))
     worst = {'linked': min, 'direct5': min, 'recall': min, 'msgrecall': min, 'ids': max, 'ham': max,
-             'ham_arrival': max, 'precision': min, 'chained': max}
+             'ham_arrival': max, 'precision': min, 'chained': max, 'ham_in_spam': max}
     for k in sorted(rows[0]):
         vals = [r[k] for r in rows]
         print('%-9s mean %.3f  worst %.3f' % (k, sum(vals) / len(vals), worst[k](vals)))

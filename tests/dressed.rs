@@ -44,15 +44,15 @@ use mail_parser::MessageParser;
 /// Each class must pass this share of its cases.
 const MIN_RATE: f64 = 0.95;
 
-/// Classes the engine does not catch yet (issue 40, dilution: the copies
-/// still hold the whole text, but the extra words push them past the
-/// MinHash band and sketch bounds, and the first diluted copy starts a
-/// campaign of its own). Reported with the others; held only to a floor a
-/// little under what they reach today (2026-11-27, built-in key: poisoned
-/// 22% of 54 cases, 21% of the 14 own texts; buster_lines 63%, 43% own),
-/// so that they cannot get worse unnoticed. A class leaves this list when
-/// it reaches [`MIN_RATE`].
-const OPEN: &[(&str, f64)] = &[("poisoned", 0.15), ("buster_lines", 0.35)];
+/// Classes the engine does not catch well enough yet (issue 40,
+/// dilution). Reported with the others; held only to a floor a little
+/// under what they reach (2026-11-27, built-in key, 54 cases; own texts in
+/// brackets): poisoned 22% (21%) before the containment rule, 65% (86%)
+/// with it; buster_lines 63% (43%), then 78% (64%). Most cases still lost
+/// are copies the index never offers as candidates (no shared MinHash band
+/// within the corroboration bounds). A class leaves this list when it
+/// reaches [`MIN_RATE`].
+const OPEN: &[(&str, f64)] = &[("poisoned", 0.55), ("buster_lines", 0.55)];
 
 /// The share a class must pass.
 fn bar(class: &str) -> f64 {

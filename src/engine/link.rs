@@ -37,12 +37,47 @@ pub struct Rule {
     /// Distinct texts of a campaign that must match a message with weak
     /// matches only (0: single link).
     pub corroboration: usize,
+    /// The message's features, for the containment rule (0: off).
+    pub features: usize,
 }
+
+/// Least estimated share of a matched text that a larger message must
+/// hold to join its campaign on containment ([`Rule::contains`]).
+pub const MIN_CONTAINMENT: f64 = 0.9;
+/// How much larger (in features) than the matched text the message must
+/// be: a text diluted with other words, not a text of the same length
+/// that differs.
+pub const MIN_GROWTH: f64 = 1.1;
+/// Least features of a text that a message may join on containment: a
+/// short text is mostly what many messages share (a list's footer under a
+/// one-line post), and a message holding it is no copy of it.
+pub const MIN_CONTAINED: f64 = 64.0;
 
 impl Rule {
     fn strong(&self, m: &Match) -> bool {
         !m.corroborating
             && (m.distance <= self.strong_distance || m.sketch_diff <= self.strong_sketch_diff)
+    }
+
+    /// Whether the message holds (nearly) all of the matched text and more:
+    /// a copy diluted with other words (Bayesian poison, hash-buster
+    /// lines), whose resemblance is only weak because of what was added.
+    /// With A the matched text (its size class), B the message and J the
+    /// resemblance the sketch difference estimates, the share of A in B is
+    /// about J (|A| + |B|) / ((1 + J) |A|); it must reach
+    /// [`MIN_CONTAINMENT`], and B must be [`MIN_GROWTH`] times larger.
+    fn contains(&self, m: &Match) -> bool {
+        if self.features == 0 {
+            return false;
+        }
+        let a = crate::engine::index::window::class_size(m.size);
+        let b = self.features as f64;
+        if a < MIN_CONTAINED || b < a * MIN_GROWTH {
+            return false;
+        }
+        let equal = 1.0 - f64::from(m.sketch_diff.min(32)) / 32.0;
+        let j = ((equal - 0.25) / 0.75).clamp(0.0, 1.0);
+        j * (a + b) / ((1.0 + j) * a) >= MIN_CONTAINMENT
     }
 }
 
@@ -61,6 +96,8 @@ struct Evidence {
     first: Option<Match>,
     /// Position of `first_strong` in the list (exact: before all).
     strong_pos: usize,
+    /// Its first match that the message contains ([`Rule::contains`]).
+    contained: Option<Match>,
 }
 
 /// The rule's decision for one message.
@@ -72,6 +109,9 @@ pub struct Link {
     pub join: Vec<u32>,
     /// Joined on weak evidence: the number of distinct texts that matched.
     pub weak_texts: usize,
+    /// Joined because the message contains a text of the campaign
+    /// ([`Rule::contains`]): it counts as a copy.
+    pub contained: bool,
     /// Closest match behind the join (smallest sketch difference, then
     /// distance, then sequence number), `None` for an exact match alone.
     pub closest: Option<Match>,
@@ -105,6 +145,7 @@ pub fn link(
                 first_strong: None,
                 first: None,
                 strong_pos: usize::MAX,
+                contained: None,
             });
         }
         per.iter_mut().find(|e| e.root == root)
@@ -124,6 +165,9 @@ pub fn link(
         let texts = if strong { &mut e.strong } else { &mut e.weak };
         if !texts.contains(&m.sketch) {
             texts.push(m.sketch);
+        }
+        if !strong && e.contained.is_none() && rule.contains(m) {
+            e.contained = Some(*m);
         }
         if strong && e.first_strong.is_none() {
             e.first_strong = Some(*m);
@@ -164,6 +208,16 @@ pub fn link(
                 }
             }
         }
+    } else if let Some(m) = per.iter().filter_map(|e| e.contained).min_by_key(key) {
+        // A diluted copy: it joins the campaign of the text it contains,
+        // and merges nothing (containment never links two campaigns).
+        if let Some(e) = per.iter().find(|e| e.contained == Some(m)) {
+            out.join.push(e.root);
+            out.contained = true;
+            out.closest = Some(m);
+            out.distance = Some(m.distance);
+            out.sketch_diff = Some(m.sketch_diff);
+        }
     } else if rule.corroboration > 0 {
         let weak = per
             .iter()
@@ -200,6 +254,7 @@ mod tests {
         strong_distance: 2,
         strong_sketch_diff: 5,
         corroboration: 2,
+        features: 0,
     };
 
     fn m(seq: u64, campaign: u32, distance: u32, sketch_diff: u32, sketch: u64) -> Match {
@@ -210,6 +265,7 @@ mod tests {
             campaign,
             sketch,
             corroborating: false,
+            size: 0,
         }
     }
 
@@ -234,6 +290,49 @@ mod tests {
             (l.weak_texts, l.distance, l.sketch_diff),
             (0, Some(1), Some(9))
         );
+    }
+
+    /// A weak match of `size` features: what a diluted copy finds.
+    fn of_size(seq: u64, campaign: u32, sketch_diff: u32, size: usize) -> Match {
+        Match {
+            size: crate::engine::index::window::size_class(size),
+            ..m(seq, campaign, 12, sketch_diff, seq)
+        }
+    }
+
+    /// A message a third larger than a text it matches weakly holds all of
+    /// that text (Bayesian poison, hash-buster lines): it joins the text's
+    /// campaign as a copy, and merges nothing even when it contains texts
+    /// of two campaigns.
+    #[test]
+    fn a_message_that_contains_a_text_joins_its_campaign() {
+        let rule = Rule {
+            features: 135,
+            ..RULE
+        };
+        let l = run(&rule, None, &[of_size(1, 4, 8, 100)]);
+        assert_eq!((l.join.clone(), l.contained), (vec![4], true));
+        assert_eq!(
+            (l.distance, l.sketch_diff, l.weak_texts),
+            (Some(12), Some(8), 0)
+        );
+        let l = run(&rule, None, &[of_size(1, 4, 8, 100), of_size(2, 5, 7, 100)]);
+        assert_eq!(l.join, vec![5], "the closest, alone");
+        // Off (features 0), the same match is a near miss.
+        let l = run(&RULE, None, &[of_size(1, 4, 8, 100)]);
+        assert!(l.join.is_empty() && !l.contained);
+    }
+
+    /// What containment does not join: a text of about the same size (two
+    /// texts that differ, not one diluted), a smaller message, and a match
+    /// too far to hold most of the text.
+    #[test]
+    fn texts_that_are_not_contained_do_not_join() {
+        let rule = |features| Rule { features, ..RULE };
+        for (features, sketch_diff, size) in [(105, 8, 100), (80, 8, 100), (135, 14, 100)] {
+            let l = run(&rule(features), None, &[of_size(1, 4, sketch_diff, size)]);
+            assert!(l.join.is_empty(), "{features} {sketch_diff} {size}: {l:?}");
+        }
     }
 
     #[test]

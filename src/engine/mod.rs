@@ -353,6 +353,11 @@ impl Engine {
             strong_distance: obs.thresholds.strong_distance,
             strong_sketch_diff: obs.thresholds.strong_sketch_diff,
             corroboration: self.cfg.window.corroborating_matches,
+            features: if self.cfg.window.containment {
+                obs.features
+            } else {
+                0
+            },
         };
         let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
         let linked = link::link(&rule, exact_key, &matches, |k| {
@@ -376,7 +381,22 @@ impl Engine {
         let corroborating = u32::try_from(linked.weak_texts).unwrap_or(u32::MAX);
         let (best, best_sketch) = (linked.distance, linked.sketch_diff);
         let nearest = linked.closest.map(|m| m.seq);
-        let weight_pct = if corroborating > 0 {
+        // A message that holds a text of an allowed campaign may hold
+        // anything besides (a spam riding on a newsletter the site
+        // allowed): containment never joins an allowed campaign, and such a
+        // message starts a campaign of its own.
+        let rides = linked.contained
+            && linked.join.iter().any(|k| {
+                alone.seq(*k).is_none()
+                    && self
+                        .campaigns
+                        .get(*k)
+                        .and_then(|c| c.allowed_until)
+                        .is_some_and(|u| u.get() > now.0)
+            });
+        let weight_pct = if linked.contained && !rides {
+            100
+        } else if corroborating > 0 {
             obs.weak_weight_pct()
         } else {
             obs.weight_pct(exact, best, best_sketch)
@@ -389,8 +409,7 @@ impl Engine {
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
         };
-        let join: Vec<u32> = linked
-            .join
+        let join: Vec<u32> = if rides { &[][..] } else { &linked.join[..] }
             .iter()
             .filter_map(|k| match alone.seq(*k) {
                 Some(seq) => self.slot_of_alone(seq),
@@ -439,7 +458,8 @@ impl Engine {
             obs.sender,
             weight_pct,
             obs.near,
-        );
+        )
+        .with_size(obs.features);
         let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &obs.bands) {
             release(&mut self.campaigns, &mut self.alone, &old);
@@ -836,6 +856,72 @@ mod tests {
         assert!(e.campaigns().all(|c| c.id != idb), "no list shows it");
     }
 
+    /// A copy diluted with other words (a third again as many) joins the
+    /// campaign of the text it holds, as a copy (full weight), though it
+    /// resembles the text only weakly; a message that holds the text of an
+    /// allowed campaign does not join it, since what it adds may be
+    /// anything; `window.containment = false` turns the rule off.
+    #[test]
+    fn a_diluted_copy_joins_but_cannot_ride_an_allowance() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 5.0;
+        cfg.thresholds.suspect_threshold = 3.0;
+        let plain = Observation {
+            features: 100,
+            ..text(1, "a.example", "parcel")
+        };
+        // What a third again as many words do to the fingerprints: 8 of 32
+        // sketch values and 12 simhash bits differ (weak: past
+        // strong_sketch_diff 5 and strong_distance 2), one band is shared.
+        let diluted = |n: u8| Observation {
+            features: 140,
+            sketch: plain.sketch ^ 0x5555,
+            simhash: plain.simhash ^ 0xFFF,
+            ..copy(&plain, n, "b.example", "parcel")
+        };
+        let run = |cfg: &Config, allow: bool| {
+            let mut e = Engine::new(cfg);
+            let mut id = None;
+            for i in 0..3 {
+                id = e
+                    .record_local(
+                        &copy(&plain, 10 + i, "a.example", "parcel"),
+                        UnixSecs(100 + u64::from(i)),
+                    )
+                    .campaign
+                    .map(|c| c.id);
+            }
+            let id = id.unwrap();
+            if allow {
+                assert_eq!(e.allow(id, None), Some(id));
+            }
+            let out = e.record_local(&diluted(20), UnixSecs(110));
+            (e, id, out)
+        };
+        let (_, id, out) = run(&cfg, false);
+        let c = out.campaign.unwrap();
+        assert_eq!(
+            (c.id, c.messages, c.score),
+            (id, 4, 4.0),
+            "a copy's full weight"
+        );
+        assert_eq!((out.distance, out.sketch_diff), (Some(12), Some(8)));
+        assert!(out.merged.is_empty());
+
+        // An allowed campaign: a message that only holds its text does not
+        // join it, and starts a campaign of its own; copies still do.
+        let (mut e, id, rider) = run(&cfg, true);
+        assert!(!rider.allowed);
+        assert_ne!(rider.campaign.map(|c| c.id), Some(id));
+        let next = e.record_local(&copy(&plain, 22, "c.example", "parcel"), UnixSecs(112));
+        assert!(next.allowed);
+
+        // Off, the diluted copy stays apart.
+        cfg.window.containment = false;
+        let (_, id, out) = run(&cfg, false);
+        assert_ne!(out.campaign.map(|c| c.id), Some(id));
+    }
+
     /// A message bulk on its own (many recipients in one transaction) is a
     /// campaign of one in a slot: it remembers that it alerted.
     #[test]
@@ -971,6 +1057,7 @@ mod tests {
             campaign,
             sketch,
             corroborating: true,
+            size: 0,
         };
         // Closest first: b once, then a with three texts (one twice).
         let entries = [
@@ -985,6 +1072,7 @@ mod tests {
                 strong_distance: 2,
                 strong_sketch_diff: 5,
                 corroboration: min,
+                features: 0,
             };
             let l = link::link(&rule, None, entries, |s| c.resolve(s));
             l.closest
@@ -1108,7 +1196,7 @@ mod tests {
         assert_eq!(v.campaign.map(|c| c.messages), Some(2));
         let later = UnixSecs(1001 + cfg.window.window.as_secs() + 1);
         let v = e.process(spam("carol", 3).as_bytes(), &env(), later);
-        assert_eq!(v.campaign.map(|c| c.messages), Some(1));
+        assert_eq!(v.campaign.as_ref().map(|c| c.messages), Some(1), "{v:?}");
         assert_eq!(e.stats().window_entries, 1);
         assert_eq!(e.stats().campaigns, 1);
     }

@@ -157,6 +157,7 @@ fn write_entry(w: &mut Writer, e: &Entry) {
     w.u16(e.sender);
     w.u8(e.weight);
     w.u8(u8::from(e.near()));
+    w.u8(e.size());
 }
 
 fn write_campaign(w: &mut Writer, c: &Campaign) {
@@ -319,7 +320,7 @@ pub fn move_aside(path: &Path, now: u64) -> Result<PathBuf, SnapshotError> {
 
 // ---------------------------------------------------------------- reading
 
-const ENTRY_LEN: usize = 8 + 8 + 4 + 1 + 8 + 2 + 2 + 1 + 1;
+const ENTRY_LEN: usize = 8 + 8 + 4 + 1 + 8 + 2 + 2 + 1 + 1 + 1;
 
 fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
     let (simhash, sketch, time) = (r.u64()?, r.u64()?, r.u32()?);
@@ -334,7 +335,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
             })
         }
     };
-    Ok(Entry::new(
+    let e = Entry::new(
         simhash,
         sketch,
         time,
@@ -343,7 +344,13 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
         r.u16()?,
         r.u8()?,
         r.bool()?,
-    ))
+    );
+    match r.u8()? {
+        c @ 0..=63 => Ok(e.with_size_class(c)),
+        c => Err(SnapshotError::Invalid {
+            what: format!("window entry size class {c}"),
+        }),
+    }
 }
 
 fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {

@@ -47,6 +47,8 @@ pub struct Match {
     /// Not a match by itself: a band candidate within the corroboration
     /// bounds only (see [`NearIndex::with_corroboration`]).
     pub corroborating: bool,
+    /// The entry's size class ([`window::size_class`]).
+    pub size: u8,
 }
 
 /// A query: both fingerprints of a message.
@@ -227,6 +229,7 @@ impl NearIndex {
                     },
                     sketch: e.sketch,
                     corroborating,
+                    size: e.size(),
                 })
             })
             .collect();

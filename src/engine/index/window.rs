@@ -33,8 +33,22 @@ pub struct Entry {
     owner_hi: u16,
     /// Weight of the match that placed it in its campaign, in percent.
     pub weight: u8,
-    /// [`NEAR`] and [`ALONE`].
+    /// [`NEAR`], [`ALONE`], and in the high six bits the size class of
+    /// the message's features ([`size_class`]).
     flags: u8,
+}
+
+/// The size class of `features` feature hashes: 4 per doubling
+/// (`round(4 log2 n)`, at most 63: 55,000 features), what a window entry
+/// keeps of a message's size for the containment rule (`link`).
+pub fn size_class(features: usize) -> u8 {
+    let n = features.max(1) as f64;
+    (4.0 * n.log2()).round().clamp(0.0, 63.0) as u8
+}
+
+/// The features a size class stands for (within about 9%).
+pub fn class_size(class: u8) -> f64 {
+    (f64::from(class) / 4.0).exp2()
 }
 
 /// In the near tables (without: too few features, matched by exact hash
@@ -83,6 +97,23 @@ impl Entry {
     /// In the near tables.
     pub fn near(&self) -> bool {
         self.flags & NEAR != 0
+    }
+
+    /// The size class of the message's features ([`size_class`]).
+    pub fn size(&self) -> u8 {
+        self.flags >> 2
+    }
+
+    /// With the size class of `features` features.
+    pub fn with_size(mut self, features: usize) -> Entry {
+        self.flags = (self.flags & 3) | (size_class(features) << 2);
+        self
+    }
+
+    /// With this size class (snapshots).
+    pub fn with_size_class(mut self, class: u8) -> Entry {
+        self.flags = (self.flags & 3) | ((class & 63) << 2);
+        self
     }
 
     pub fn owner(&self) -> Owner {
