@@ -460,6 +460,12 @@ fn keygen_prints_a_fresh_key_that_silences_the_public_key_warning() {
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("warning"), "{err}");
+    // The key is a secret: masked unless asked for.
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains(hex), "{shown}");
+    assert!(shown.contains("hash_key = \"<set, not shown"), "{shown}");
+    let out = run(bin().args(["check-config", "--show-secrets"]).arg(&keyed));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(hex));
 }
 
 #[test]
@@ -562,6 +568,7 @@ fn replay_reads_a_maildir_and_standard_input_as_it_reads_the_mbox() {
 
 #[test]
 fn check_config_prints_toml_that_reads_back_as_the_same_settings() {
+    // (With --show-secrets: masked, the key reads back as no key.)
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("site.toml");
     std::fs::write(
@@ -570,7 +577,7 @@ fn check_config_prints_toml_that_reads_back_as_the_same_settings() {
          [window]\nwindow_secs = 7200\n[policy]\nbulk = \"reject\"\n",
     )
     .expect("write");
-    let first = run(bin().arg("check-config").arg(&file));
+    let first = run(bin().args(["check-config", "--show-secrets"]).arg(&file));
     assert_eq!(first.status.code(), Some(0));
     let printed = String::from_utf8_lossy(&first.stdout).into_owned();
     assert!(printed.contains("socket_mode = \"0640\""), "{printed}");
@@ -579,7 +586,7 @@ fn check_config_prints_toml_that_reads_back_as_the_same_settings() {
     // Pasted back into a file, it is the same configuration.
     let again = dir.path().join("again.toml");
     std::fs::write(&again, &printed).expect("write");
-    let second = run(bin().arg("check-config").arg(&again));
+    let second = run(bin().args(["check-config", "--show-secrets"]).arg(&again));
     assert_eq!(second.status.code(), Some(0));
     let body = |s: &str| s.lines().skip(2).collect::<Vec<_>>().join("\n");
     assert_eq!(
