@@ -114,6 +114,37 @@ fn config_text(socket: &Path, state: &Path) -> String {
     )
 }
 
+/// Relative paths in a configuration file are relative to the file's
+/// directory: the daemon keeps its state beside the file wherever it was
+/// started, and `campaigns list --config FILE` finds it from any working
+/// directory (it looked for `state/control.sock` under its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relative_paths_are_the_config_files_and_the_cli_finds_the_daemon_from_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bulkwatch.toml");
+    let socket = dir.path().join("milter.sock");
+    fs::write(&config, config_text(&socket, Path::new("state"))).unwrap();
+    let mut d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    d.wait_log("control socket listening");
+    assert!(socket_path(&dir.path().join("state")).exists());
+    let mut conn = open_unix(&socket).await;
+    transact(&mut conn, &spam(NAMES[0], 1)).await;
+    conn.close().await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["campaigns", "list", "--config"])
+        .arg(&config)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.starts_with("1 active campaigns\n"), "{stdout}");
+    assert!(d.stop().success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -204,10 +204,29 @@ impl Config {
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::NotText {
             path: path.to_owned(),
         })?;
-        let cfg =
+        let mut cfg =
             Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))?;
+        cfg.resolve_paths(path);
         let warnings = cfg.warnings_in(&text);
         Ok((cfg, warnings))
+    }
+
+    /// Makes a relative `state.state_dir` of a configuration read from the
+    /// file at `file` relative to the file's directory, not to the working
+    /// directory of whoever reads it (a `unix:` milter socket must be
+    /// absolute already):
+    /// `bulkwatch campaigns list --config /etc/bulkwatch/bulkwatch.toml`
+    /// finds the daemon's state from any directory. A directory that
+    /// cannot be made absolute (gone) is taken as it is.
+    pub fn resolve_paths(&mut self, file: &Path) {
+        let dir = match file.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        if self.state.state_dir.is_relative() {
+            self.state.state_dir = dir.join(&self.state.state_dir);
+        }
     }
 
     /// Parses and validates TOML text.
@@ -323,12 +342,30 @@ mod tests {
 mod shipped_file {
     use super::*;
 
-    /// config/bulkwatch.toml documents the defaults: it must not drift.
+    /// config/bulkwatch.toml documents the defaults: it must not drift. One
+    /// value differs on purpose: the packaged file names the state
+    /// directory absolutely (the built-in `state` is relative to the
+    /// working directory, for a run without a file).
     #[test]
     fn shipped_config_equals_built_in_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bulkwatch.toml");
-        let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.state.state_dir, Path::new("/var/lib/bulkwatch/state"));
+        cfg.state.state_dir = Config::default().state.state_dir;
         assert_eq!(cfg, Config::default());
+    }
+
+    /// A relative state directory is the file's directory's.
+    #[test]
+    fn a_relative_state_dir_is_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("b.toml");
+        std::fs::write(&file, "[state]\nstate_dir = \"here/state\"\n").unwrap();
+        let cfg = Config::load(&file).unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(cfg.state.state_dir, base.join("here/state"));
+        std::fs::write(&file, "[state]\nstate_dir = \"/srv/bw\"\n").unwrap();
+        assert_eq!(Config::load(&file).unwrap().state.state_dir, Path::new("/srv/bw"));
     }
 
     /// ... and shows every key, set or commented out (`# key =`), in its
