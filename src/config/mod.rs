@@ -206,8 +206,23 @@ impl Config {
         })?;
         let mut cfg =
             Config::from_toml_str(&text).map_err(|e| e.with_origin(&path.display().to_string()))?;
+        let relative = cfg.state.state_dir.is_relative();
         cfg.resolve_paths(path);
-        let warnings = cfg.warnings_in(&text);
+        let mut warnings = cfg.warnings_in(&text);
+        if relative {
+            // Files of earlier versions said `state_dir = "state"` and
+            // meant the unit's working directory (/var/lib/bulkwatch).
+            warnings.push(ConfigWarning {
+                key: "state.state_dir",
+                line: lines::line_of_key(&text, "state.state_dir"),
+                message: format!(
+                    "relative: it means {} (the directory of this file), not the \
+                     working directory; write an absolute path (the package's file \
+                     names /var/lib/bulkwatch/state)",
+                    cfg.state.state_dir.display()
+                ),
+            });
+        }
         Ok((cfg, warnings))
     }
 
@@ -361,11 +376,21 @@ mod shipped_file {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("b.toml");
         std::fs::write(&file, "[state]\nstate_dir = \"here/state\"\n").unwrap();
-        let cfg = Config::load(&file).unwrap();
+        let (cfg, warnings) = Config::load_with_warnings(&file).unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
         assert_eq!(cfg.state.state_dir, base.join("here/state"));
+        // ... and says so, with the line (files of earlier versions meant
+        // the working directory).
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(
+            (warnings[0].key, warnings[0].line),
+            ("state.state_dir", Some(2))
+        );
         std::fs::write(&file, "[state]\nstate_dir = \"/srv/bw\"\n").unwrap();
-        assert_eq!(Config::load(&file).unwrap().state.state_dir, Path::new("/srv/bw"));
+        assert_eq!(
+            Config::load(&file).unwrap().state.state_dir,
+            Path::new("/srv/bw")
+        );
     }
 
     /// ... and shows every key, set or commented out (`# key =`), in its
