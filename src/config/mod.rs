@@ -209,12 +209,14 @@ impl Config {
         let relative = cfg.state.state_dir.is_relative();
         cfg.resolve_paths(path);
         let mut warnings = cfg.warnings_in(&text);
-        if relative {
+        let line = lines::line_of_key(&text, "state.state_dir");
+        if relative && line.is_some() {
             // Files of earlier versions said `state_dir = "state"` and
-            // meant the unit's working directory (/var/lib/bulkwatch).
+            // meant the unit's working directory (/var/lib/bulkwatch). (A
+            // file without the key keeps its state beside it, unwarned.)
             warnings.push(ConfigWarning {
                 key: "state.state_dir",
-                line: lines::line_of_key(&text, "state.state_dir"),
+                line,
                 message: format!(
                     "relative: it means {} (the directory of this file), not the \
                      working directory; write an absolute path (the package's file \
