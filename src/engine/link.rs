@@ -66,7 +66,7 @@ impl Rule {
     /// resemblance the sketch difference estimates, the share of A in B is
     /// about J (|A| + |B|) / ((1 + J) |A|); it must reach
     /// [`MIN_CONTAINMENT`], and B must be [`MIN_GROWTH`] times larger.
-    fn contains(&self, m: &Match) -> bool {
+    pub fn contains(&self, m: &Match) -> bool {
         if self.features == 0 {
             return false;
         }
