@@ -1196,7 +1196,7 @@ fn no_copy_is_made_once_redis_answers_again() {
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
 #[test]
-fn replay_uses_the_store_its_config_names() {
+fn replay_uses_a_private_store_unless_told_to_use_the_sites() {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("redis.toml");
@@ -1210,9 +1210,21 @@ fn replay_uses_the_store_its_config_names() {
     )
     .unwrap();
     let mbox = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/mbox/campaigns.mbox");
+    let keys = || server.cli(&["--scan", "--pattern", "{cli:*"]).unwrap();
+    // Without --store site: a private memory store, and not one key in the
+    // site's Redis (a replay once grew a live campaign there).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["replay", "--format", "jsonl", "--config"])
+        .arg(&conf)
+        .arg(&mbox)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("store: a private memory store"), "{err}");
+    assert_eq!(keys().trim(), "", "the replay wrote into the site's Redis");
     let replay = |conf: &std::path::Path| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-            .args(["replay", "--format", "jsonl", "--config"])
+            .args(["replay", "--store", "site", "--format", "jsonl", "--config"])
             .arg(conf)
             .arg(&mbox)
             .output()

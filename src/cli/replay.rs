@@ -29,6 +29,17 @@ pub enum ClockArg {
     Arrival,
 }
 
+/// Which store a replay judges on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StoreArg {
+    /// A private memory store of this process: nothing outside it changes.
+    Memory,
+    /// The store the configuration names: with Redis, the site's shared
+    /// state, which the replay reads and writes into (to check it or warm
+    /// it; every daemon then counts the mailbox's messages).
+    Site,
+}
+
 impl From<ClockArg> for Clock {
     fn from(c: ClockArg) -> Clock {
         match c {
@@ -53,6 +64,10 @@ pub struct ReplayArgs {
     /// Where each message's time comes from.
     #[arg(long, value_enum, default_value_t = ClockArg::Simulated)]
     pub clock: ClockArg,
+    /// The store to judge on: a private memory store (default), or the
+    /// configuration's (`site`: with Redis, writes into the site's state).
+    #[arg(long, value_enum, default_value_t = StoreArg::Memory)]
+    pub store: StoreArg,
     /// Simulated messages per second (default 1: one second apart).
     #[arg(long, default_value_t = 1.0)]
     pub rate: f64,
@@ -83,6 +98,16 @@ pub fn run(args: ReplayArgs) -> Result<Exit, CliError> {
     }
     if args.rate.is_nan() || args.rate <= 0.0 || args.rate.is_infinite() {
         return Err(UsageError::Rate.into());
+    }
+    let site_redis = cfg.store.backend == crate::config::StoreBackend::Redis;
+    if site_redis && args.store == StoreArg::Memory {
+        // A replay on a host whose configuration shares state in Redis
+        // must not count a mailbox into the site's live campaigns.
+        cfg.store.backend = crate::config::StoreBackend::Memory;
+        eprintln!(
+            "store: a private memory store (the configuration names Redis; --store site \
+             judges on the site's Redis and writes the mailbox into it)"
+        );
     }
     let bar = std::io::stderr()
         .is_terminal()
