@@ -34,6 +34,12 @@ impl std::fmt::Display for CampaignId {
     }
 }
 
+/// The id tried after `id` when it is taken ([`Campaigns::new_id`]): a
+/// 48-bit hash of it, which differs from it in about half its digits.
+pub fn next_id(id: CampaignId) -> CampaignId {
+    CampaignId(crate::engine::minhash::mix(id.0 ^ 0x6275_6c6b_7761) & 0xFFFF_FFFF_FFFF)
+}
+
 /// Distinct sender domains tracked per campaign (by 16-bit hash).
 const MAX_SENDERS: usize = 64;
 /// Longest sample subject kept, in characters.
@@ -582,12 +588,14 @@ impl Campaigns {
 
     /// The id a new campaign whose first message is `exact` gets: derived
     /// from `exact`; if that id is taken by a slot or is in `taken` (the
-    /// same first message seen as two campaigns, or a 48-bit collision) it
-    /// is bumped until free.
+    /// same first message seen as two campaigns: after a forget, or when
+    /// the exact set forgot it; or a 48-bit collision) the next is a hash
+    /// of it, the same on every host, until free. (It was the id plus one:
+    /// `...cb` then `...cc`, ids an operator could not tell apart.)
     pub fn new_id(&self, exact: &[u8; 32], taken: &[CampaignId]) -> CampaignId {
         let mut id = CampaignId::from_exact(exact);
         while self.by_id.contains_key(&id) || taken.contains(&id) {
-            id = CampaignId((id.0 + 1) & 0xFFFF_FFFF_FFFF);
+            id = next_id(id);
         }
         id
     }
