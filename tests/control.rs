@@ -186,6 +186,9 @@ async fn the_cli_allows_a_running_daemons_campaign_and_a_restart_keeps_it() {
     );
     let (ok, out, _) = campaigns(&config, &["allow", &id, "--for", "3600"]);
     assert!(ok && out.contains("allowed until"), "{out}");
+    // The list says so (it said `bulk`, with no marker).
+    let (ok, out, _) = campaigns(&config, &["list"]);
+    assert!(ok && out.contains(&format!("{id}  allowed ")), "{out}");
     let (ok, _, err) = campaigns(&config, &["forget", "000000000000"]);
     assert!(!ok && err.contains("no live campaign"), "{err}");
     assert!(d.stop().success());

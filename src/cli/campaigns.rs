@@ -109,10 +109,17 @@ fn when(v: &serde_json::Value) -> String {
 }
 
 fn campaign_line(c: &serde_json::Value) -> String {
+    // An allowed campaign's messages are allowed, whatever its size (as
+    // the dashboard shows it).
+    let level = if field(c, "allowed").as_bool() == Some(true) {
+        "allowed"
+    } else {
+        field(c, "level").as_str().unwrap_or("?")
+    };
     format!(
         "{}  {:<7} recipients {:>6}  messages {:>5}  last {}  {}\n",
         field(c, "id").as_str().unwrap_or("?"),
-        field(c, "level").as_str().unwrap_or("?"),
+        level,
         field(c, "recipients"),
         field(c, "messages"),
         when(field(c, "last_seen")),

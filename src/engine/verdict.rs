@@ -282,10 +282,17 @@ impl Verdict {
 /// Every store decides "newly bulk" by this rule too, so an alert is not
 /// spent on a message that was not bulk.
 pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
-    if c.messages <= 1 && c.recipients <= u64::from(t.single_transaction_recipients) {
+    level_of(c.messages, c.recipients, c.score, t)
+}
+
+/// [`campaign_level`] from a campaign's counts: what its messages got, and
+/// what the views show (a campaign of one message within
+/// `single_transaction_recipients` is clean whatever its size).
+pub fn level_of(messages: u32, recipients: u64, score: f64, t: &Thresholds) -> Level {
+    if messages <= 1 && recipients <= u64::from(t.single_transaction_recipients) {
         return Level::Clean;
     }
-    level_for(c.score, t)
+    level_for(score, t)
 }
 
 /// The level for a campaign of weighted size `score`.

@@ -428,7 +428,9 @@ fn render_redis(s: &mut String, sh: &RedisLayer) {
 #[derive(Debug, Serialize)]
 pub struct CampaignJson {
     pub id: String,
-    /// `clean`, `suspect` or `bulk`: the level its weighted size reaches.
+    /// `clean`, `suspect` or `bulk`: the level its messages get from its
+    /// size (as verdicts are: a campaign of one message within
+    /// `thresholds.single_transaction_recipients` is clean); see `allowed`.
     pub level: &'static str,
     pub messages: u32,
     pub recipients: u64,
@@ -510,7 +512,13 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
         let allowed = c.allowed_until.is_some_and(|u| u.get() > now);
         CampaignJson {
             id: c.id.to_string(),
-            level: crate::engine::verdict::level_for(c.score(), &thresholds).as_str(),
+            level: crate::engine::verdict::level_of(
+                c.messages,
+                c.recipients,
+                c.score(),
+                &thresholds,
+            )
+            .as_str(),
             messages: c.messages,
             recipients: c.recipients,
             score: c.score(),
@@ -634,6 +642,31 @@ mod tests {
             .collect();
         assert_eq!(arrivals.len(), ARRIVAL_BUCKETS);
         assert_eq!(arrivals.last(), Some(&3), "all three just arrived");
+    }
+
+    /// The views give a campaign the level its message got: one list post
+    /// sent in one transaction to 25 recipients was delivered clean, and
+    /// the dashboard called it bulk (its size is over the threshold).
+    #[test]
+    fn a_single_transaction_campaign_shows_the_level_its_message_got() {
+        let cfg = Config::default();
+        let mut engine = Engine::new(&cfg);
+        let env = crate::engine::Envelope {
+            rcpts: (0..25).map(|i| format!("m{i}@example.net")).collect(),
+            ..crate::engine::Envelope::default()
+        };
+        let v = engine.process(
+            crate::engine::testutil::spam("list", 1).as_bytes(),
+            &env,
+            crate::engine::UnixSecs(10_000),
+        );
+        assert_eq!(v.level, Level::Clean);
+        let (body, _) = campaigns_json_at(&State::new(engine), 10_001);
+        let c: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            (c[0]["recipients"].as_u64(), c[0]["level"].as_str()),
+            (Some(25), Some("clean"))
+        );
     }
 
     /// `/campaigns` shows a sample subject only when `keep_subjects` is on;

@@ -119,7 +119,7 @@ function render(list, view) {
     return tr;
   });
   body.replaceChildren(...rows);
-  const bulk = list.filter((c) => c.level === "bulk").length;
+  const bulk = list.filter((c) => c.level === "bulk" && !c.allowed).length;
   // X-Bulkwatch-View: "site" (Redis, every host), "host", or "host;
   // redis unavailable" (this host's campaigns only, for now).
   const partial = (view || "").indexOf("unavailable") >= 0;
