@@ -416,11 +416,13 @@ impl AloneTexts {
         };
         let from = start.wrapping_sub(self.bytes_base) as usize;
         let to = end.wrapping_sub(self.bytes_base) as usize;
-        let raw: Vec<u8> = self
-            .bytes
-            .range(from..to.max(from).min(self.bytes.len()))
-            .copied()
-            .collect();
+        // Offsets wrap at 4 GiB of texts held at once (a window of 10^7
+        // campaigns of one holds about 400 MB): past that a record reads
+        // as empty, never out of bounds.
+        if from >= to || to > self.bytes.len() {
+            return Texts::default();
+        }
+        let raw: Vec<u8> = self.bytes.range(from..to).copied().collect();
         Texts::from_raw(String::from_utf8(raw).unwrap_or_default())
     }
 
@@ -830,6 +832,36 @@ mod compact_tests {
                 proptest::prop_assert_eq!(compact.len(), reference.len());
             }
         }
+    }
+
+    /// The texts of campaigns of one, by sequence number: read back as
+    /// pushed, gone once trimmed, empty for entries that left no record.
+    #[test]
+    fn alone_texts_are_kept_by_sequence_number_until_trimmed() {
+        let t = |i: u64| Texts::new(Some(&format!("subject {i}")), [format!("s{i}.example")]);
+        let mut a = AloneTexts::default();
+        for seq in 5..10 {
+            let texts = if seq == 7 { Texts::default() } else { t(seq) };
+            a.push(seq, &texts);
+        }
+        assert_eq!(a.get(6), t(6));
+        assert_eq!(a.get(7), Texts::default());
+        assert_eq!(a.get(9), t(9));
+        assert_eq!(a.get(4), Texts::default());
+        assert_eq!(a.get(10), Texts::default());
+        a.trim(8);
+        assert_eq!(a.get(6), Texts::default());
+        assert_eq!((a.get(8), a.get(9)), (t(8), t(9)));
+        // A gap (entries with no record) reads as empty; later ones as pushed.
+        a.push(12, &t(12));
+        assert_eq!(
+            (a.get(10), a.get(11), a.get(12)),
+            (Texts::default(), Texts::default(), t(12))
+        );
+        a.trim(20);
+        assert_eq!(a.get(12), Texts::default());
+        a.push(20, &t(20));
+        assert_eq!(a.get(20), t(20));
     }
 
     #[test]
