@@ -441,11 +441,6 @@ impl AloneTexts {
             self.bytes_base = next;
         }
     }
-
-    /// Bytes of heap held.
-    pub fn heap_bytes(&self) -> usize {
-        self.starts.capacity() * 4 + self.bytes.capacity()
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -602,8 +597,10 @@ impl Campaigns {
         id
     }
 
-    /// Starts a campaign in a slot, its id from [`Campaigns::new_id`].
-    pub fn create(&mut self, exact: &[u8; 32], now: u64) -> u32 {
+    /// Starts a campaign in a slot, its id from [`Campaigns::new_id`]
+    /// (tests; the engine starts a campaign of one in its window entry).
+    #[cfg(test)]
+    pub(crate) fn create(&mut self, exact: &[u8; 32], now: u64) -> u32 {
         let id = self.new_id(exact, &[]);
         let slot = self.alloc(Slot::Live {
             campaign: Campaign::empty(id, now),

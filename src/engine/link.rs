@@ -208,16 +208,18 @@ pub fn link(
                 }
             }
         }
-    } else if let Some(m) = per.iter().filter_map(|e| e.contained).min_by_key(key) {
+    } else if let Some((root, m)) = per
+        .iter()
+        .filter_map(|e| e.contained.map(|m| (e.root, m)))
+        .min_by_key(|(_, m)| key(m))
+    {
         // A diluted copy: it joins the campaign of the text it contains,
         // and merges nothing (containment never links two campaigns).
-        if let Some(e) = per.iter().find(|e| e.contained == Some(m)) {
-            out.join.push(e.root);
-            out.contained = true;
-            out.closest = Some(m);
-            out.distance = Some(m.distance);
-            out.sketch_diff = Some(m.sketch_diff);
-        }
+        out.join.push(root);
+        out.contained = true;
+        out.closest = Some(m);
+        out.distance = Some(m.distance);
+        out.sketch_diff = Some(m.sketch_diff);
     } else if rule.corroboration > 0 {
         let weak = per
             .iter()

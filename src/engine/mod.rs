@@ -232,10 +232,12 @@ impl Engine {
         Some(live)
     }
 
-    /// Whether `id` is a live campaign's own id (a lookup; a scan of the
-    /// window for a campaign of one message).
+    /// Whether `id` is the own id of a live campaign in a slot (a lookup,
+    /// no scan): every corrected campaign has one, since a correction
+    /// gives a campaign of one message a slot. A campaign of one is found
+    /// by [`Engine::root_id`] (a scan of the window).
     pub fn is_live(&self, id: CampaignId) -> bool {
-        self.campaigns.slot_of(id).is_some() || self.alone_seq(id).is_some()
+        self.campaigns.slot_of(id).is_some()
     }
 
     /// The id of the live campaign `id` names (itself, or the campaign it
@@ -425,10 +427,13 @@ impl Engine {
         // The campaign of this message: a slot it joined, a campaign of
         // one in its entry, or (bulk on its own: it must remember its
         // alert) a campaign of one in a slot.
-        let (owner, texts, newly_alone_bulk) = match joined {
+        let home = match joined {
             Some(slot) => {
                 self.campaigns.add_member(slot, member);
-                (Owner::Slot(slot), None, false)
+                Home::Slot {
+                    slot,
+                    alerted_alone: false,
+                }
             }
             None => {
                 let taken = if seen {
@@ -438,16 +443,22 @@ impl Engine {
                 };
                 let id = self.campaigns.new_id(&obs.exact, &taken);
                 let mut c = self.campaigns.alone(id, &member);
-                let bulk =
-                    campaign_level(&CampaignSummary::from(&c), &obs.thresholds) == Level::Bulk;
-                if bulk {
+                let level = verdict::level_of(c.messages, c.recipients, c.score(), &obs.thresholds);
+                if level == Level::Bulk {
                     c.alerted = true;
-                    (Owner::Slot(self.campaigns.adopt(c)), None, true)
+                    Home::Slot {
+                        slot: self.campaigns.adopt(c),
+                        alerted_alone: true,
+                    }
                 } else {
                     self.alone += 1;
-                    (Owner::Alone(id), Some(c), false)
+                    Home::Alone(c)
                 }
             }
+        };
+        let owner = match &home {
+            Home::Slot { slot, .. } => Owner::Slot(*slot),
+            Home::Alone(c) => Owner::Alone(c.id),
         };
         let entry = Entry::new(
             obs.simhash,
@@ -464,11 +475,13 @@ impl Engine {
         if let Some(old) = self.index.insert(entry, &obs.bands) {
             release(&mut self.campaigns, &mut self.alone, &old);
         }
+        let no_texts = campaign::Texts::default();
         self.alone_texts.push(
             seq,
-            texts
-                .as_ref()
-                .map_or(&campaign::Texts::default(), |c| &c.texts),
+            match &home {
+                Home::Alone(c) => &c.texts,
+                Home::Slot { .. } => &no_texts,
+            },
         );
         self.alone_texts.trim(self.index.window().first_seq());
         let lru = match owner {
@@ -477,14 +490,17 @@ impl Engine {
         };
         self.exact.insert(obs.exact, lru, now.0);
 
-        let (campaign, newly_bulk, allowed) = match (owner, &texts) {
-            (Owner::Alone(_), Some(c)) => (Some(CampaignSummary::from(c)), false, false),
-            (Owner::Slot(slot), _) => {
+        let (campaign, newly_bulk, allowed) = match home {
+            Home::Alone(c) => (Some(CampaignSummary::from(&c)), false, false),
+            Home::Slot {
+                slot,
+                alerted_alone,
+            } => {
                 let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
                 let bulk = campaign
                     .as_ref()
                     .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
-                let newly_bulk = newly_alone_bulk || (bulk && self.campaigns.mark_alerted(slot));
+                let newly_bulk = alerted_alone || (bulk && self.campaigns.mark_alerted(slot));
                 let allowed = self
                     .campaigns
                     .get(slot)
@@ -492,7 +508,6 @@ impl Engine {
                     .is_some_and(|u| u.get() > now.0);
                 (campaign, newly_bulk, allowed)
             }
-            (Owner::Alone(_), None) => (None, false, false),
         };
         Outcome {
             exact,
@@ -652,6 +667,15 @@ impl Engine {
 /// 32 bits of its entry's sequence number, id with this bit).
 const ALONE_IN_LRU: u64 = 1 << 63;
 
+/// Where a message was recorded ([`Engine::record_local`]).
+enum Home {
+    /// A campaign slot; `alerted_alone`: a campaign of one that is bulk on
+    /// its own, given a slot to remember its alert.
+    Slot { slot: u32, alerted_alone: bool },
+    /// Alone in its campaign, held in its window entry.
+    Alone(Campaign),
+}
+
 /// A window entry left the window: its share leaves its campaign.
 fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
     match e.owner() {
@@ -783,7 +807,8 @@ mod tests {
         assert_eq!(listed[0].texts.subject(), Some("First"));
         assert_eq!(listed[0].texts.names_vec(), ["a.example"]);
         assert_eq!(e.campaign_of_seq(first.seq), Some(c.id));
-        assert!(e.is_live(c.id));
+        assert_eq!(e.root_id(c.id), Some(c.id));
+        assert!(!e.is_live(c.id), "no slot yet");
 
         let second = e.record_local(&copy(&a, 2, "b.example", "Second"), UnixSecs(101));
         let j = second.campaign.unwrap();
@@ -829,7 +854,10 @@ mod tests {
         assert!(!again.exact);
         assert_ne!(second, first);
         assert_eq!(second, campaign::next_id(first));
-        assert!(e.is_live(first) && e.is_live(second));
+        assert_eq!(
+            (e.root_id(first), e.root_id(second)),
+            (Some(first), Some(second))
+        );
     }
 
     /// Operators' corrections name campaigns of one message too: they get
