@@ -558,16 +558,25 @@ impl Engine {
 
     /// Ids of campaigns of one message that a new campaign whose first
     /// message is `exact` must not take: the same text alone in the window
-    /// (its exact-set entry gone, or its campaign forgotten), seen by a
-    /// scan of the window. Called only when the Bloom filter has seen the
-    /// text, so rarely.
+    /// (its exact-set entry gone, or its campaign forgotten) under the id
+    /// the text gives or one of the next ones ([`campaign::next_id`]), seen
+    /// by a scan of the window. Called only when the Bloom filter has seen
+    /// the text, so rarely.
     fn alone_ids_from(&self, exact: &[u8; 32]) -> Vec<CampaignId> {
-        let first = CampaignId::from_exact(exact).0;
+        // Each id of the chain is another live campaign of the same first
+        // text: a few at most.
+        const CHAIN: usize = 64;
+        let mut chain = std::collections::HashSet::with_capacity(CHAIN);
+        let mut id = CampaignId::from_exact(exact);
+        for _ in 0..CHAIN {
+            chain.insert(id);
+            id = campaign::next_id(id);
+        }
         self.index
             .window()
             .iter()
             .filter_map(|(_, e)| match e.owner() {
-                Owner::Alone(id) if id.0.wrapping_sub(first) & 0xFFFF_FFFF_FFFF < 1024 => Some(id),
+                Owner::Alone(id) if chain.contains(&id) => Some(id),
                 _ => None,
             })
             .collect()
@@ -857,6 +866,34 @@ mod tests {
         assert_eq!(
             (e.root_id(first), e.root_id(second)),
             (Some(first), Some(second))
+        );
+    }
+
+    /// The same, two ids down the chain: a forgotten campaign holds the
+    /// text's id, a campaign of one the next, and the exact set forgot
+    /// that one: the third copy takes the id after both.
+    #[test]
+    fn ids_stay_unique_down_the_chain_of_taken_ids() {
+        let mut cfg = Config::default();
+        cfg.exact.lru_capacity = 2;
+        let mut e = Engine::new(&cfg);
+        let far = |o: Observation| Observation { near: false, ..o };
+        let t = far(text(1, "a.example", "T"));
+        let first = e.record_local(&t, UnixSecs(100)).campaign.unwrap().id;
+        assert!(e.forget(first));
+        let second = e.record_local(&t, UnixSecs(101)).campaign.unwrap().id;
+        assert_eq!(second, campaign::next_id(first));
+        for n in 2..6 {
+            e.record_local(
+                &far(text(n, "x.example", "other")),
+                UnixSecs(101 + u64::from(n)),
+            );
+        }
+        let third = e.record_local(&t, UnixSecs(110)).campaign.unwrap().id;
+        assert_eq!(
+            third,
+            campaign::next_id(second),
+            "not a second campaign under {second}"
         );
     }
 
