@@ -623,7 +623,7 @@ impl Campaigns {
     }
 
     /// A campaign of one message (alone, not in a slot): what
-    /// [`Campaigns::create`] and [`Campaigns::add_member`] would hold.
+    /// a slot that a first message created and joined would hold.
     pub fn alone(&self, id: CampaignId, m: &Member<'_>) -> Campaign {
         let mut c = Campaign::empty(id, m.now);
         c.add(m, self.keep_subjects);
