@@ -39,7 +39,7 @@ pub mod maildir;
 pub mod mbox;
 pub mod spill;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, MutexGuard};
 
@@ -405,6 +405,65 @@ impl Merges {
 
 pub use self::mbox::read_mbox;
 
+/// The record number of each window sequence number a replay gave out,
+/// for the records' `nearest`: 4 bytes per windowed message, not per
+/// replayed one. A nearest entry was in the window when the message was
+/// judged, before the message's own entry took the place of the oldest,
+/// so the numbers of the window and one more are kept. Sequence numbers
+/// come in increasing order; with a shared store other hosts' entries take
+/// numbers too, and those read as none.
+struct SeqToN {
+    /// The sequence number of `ns[0]`.
+    base: u64,
+    ns: VecDeque<u32>,
+    keep: usize,
+}
+
+impl SeqToN {
+    /// No record (a number another host's entry took).
+    const NONE: u32 = u32::MAX;
+
+    /// For a window of `window` entries.
+    fn new(window: usize) -> SeqToN {
+        SeqToN {
+            base: 0,
+            ns: VecDeque::new(),
+            keep: window.saturating_add(1),
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.base + self.ns.len() as u64
+    }
+
+    fn push(&mut self, seq: u64, n: usize) {
+        if seq < self.end() {
+            // Not in order: nothing to trust before it.
+            self.ns.clear();
+        }
+        if self.ns.is_empty() || seq - self.end() >= self.keep as u64 {
+            self.ns.clear();
+            self.base = seq;
+        }
+        while self.end() < seq {
+            self.ns.push_back(Self::NONE);
+        }
+        self.ns.push_back(u32::try_from(n).unwrap_or(Self::NONE));
+        while self.ns.len() > self.keep {
+            self.ns.pop_front();
+            self.base += 1;
+        }
+    }
+
+    fn get(&self, seq: u64) -> Option<usize> {
+        let i = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        self.ns
+            .get(i)
+            .filter(|n| **n != Self::NONE)
+            .map(|n| *n as usize)
+    }
+}
+
 /// The replay state, fed one message at a time.
 pub struct Replayer {
     /// The local engine and, when the configuration asks for one, the
@@ -414,9 +473,8 @@ pub struct Replayer {
     cfg: Arc<Config>,
     opts: ReplayOptions,
     merges: Merges,
-    /// Window sequence number -> record number, for `nearest`, in the
-    /// order of both (a sequence number is given once, in order).
-    seq_to_n: Vec<(u64, u32)>,
+    /// Window sequence number -> record number, for `nearest`.
+    seq_to_n: SeqToN,
     /// The first error writing the spill.
     spill_error: Option<std::io::Error>,
     /// [`Clock::Arrival`]: the time the last message was judged at, and
@@ -453,7 +511,7 @@ impl Replayer {
             cfg: Arc::new(cfg.clone()),
             opts,
             merges: Merges::default(),
-            seq_to_n: Vec::new(),
+            seq_to_n: SeqToN::new(cfg.window.max_entries),
             spill_error: None,
             last_arrival: 0,
             latest_arrival: latest_arrival(),
@@ -528,16 +586,9 @@ impl Replayer {
         }
         *self.summary.by_level.entry(v.level.as_str()).or_default() += 1;
         if let Some(seq) = v.seq {
-            self.seq_to_n
-                .push((seq, u32::try_from(n).unwrap_or(u32::MAX)));
+            self.seq_to_n.push(seq, n);
         }
-        let nearest = v.nearest.and_then(|s| {
-            let i = self
-                .seq_to_n
-                .binary_search_by_key(&s, |(seq, _)| *seq)
-                .ok()?;
-            self.seq_to_n.get(i).map(|(_, n)| *n as usize)
-        });
+        let nearest = v.nearest.and_then(|s| self.seq_to_n.get(s));
         let record = Record {
             n,
             mbox: mbox.to_owned(),
@@ -1009,6 +1060,30 @@ pub fn mbox_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_numbers_of_the_window_and_one_more_are_kept() {
+        // A window of 2: a message is judged against the 2 entries before
+        // it, then its own entry evicts the oldest of them.
+        let mut m = SeqToN::new(2);
+        m.push(10, 1);
+        m.push(11, 2);
+        m.push(12, 3);
+        // Message 3 was judged while entry 10 was still in the window.
+        assert_eq!(m.get(10), Some(1));
+        m.push(13, 4);
+        assert_eq!((m.get(10), m.get(11), m.get(13)), (None, Some(2), Some(4)));
+        // Numbers another host's entries took read as none.
+        m.push(15, 5);
+        assert_eq!((m.get(14), m.get(15), m.get(13)), (None, Some(5), Some(4)));
+        // A gap wider than the window: nothing before it is kept.
+        m.push(100, 6);
+        assert_eq!((m.get(15), m.get(100), m.get(99)), (None, Some(6), None));
+        assert!(m.ns.len() <= 3);
+        // Out of order (a new store): starts again.
+        m.push(5, 7);
+        assert_eq!((m.get(100), m.get(5)), (None, Some(7)));
+    }
 
     #[test]
     fn messages_are_counted_for_the_progress_bar_unless_one_input_is_stdin() {
