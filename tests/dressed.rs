@@ -430,3 +430,76 @@ fn a_campaign_cannot_hide_by_how_it_dresses_its_text() {
         failing.join(", ")
     );
 }
+
+/// Copies of a picture campaign per case: all of them pictures.
+const PICTURE_COPIES: usize = 7;
+
+/// A campaign that sends its text as a picture under a one-line body,
+/// with `noise` pixels changed in every copy so that no two copies have
+/// the same bytes: all copies must be one campaign and messages 5 to 7
+/// bulk. Returns (passed, cases) and the failed cases' lines.
+fn picture_cases(cfg: &Config, bases: &[Base], noise: usize) -> ((usize, usize), Vec<String>) {
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for base in bases {
+        let mut r = Replayer::new(cfg, ReplayOptions::default());
+        let verdicts: Vec<Verdict> = (0..PICTURE_COPIES)
+            .map(|copy| {
+                let raw = dress::picture_message(&base.text, copy, noise);
+                r.feed("pictures", copy + 1, &raw)
+            })
+            .collect();
+        let ids: Vec<Option<CampaignId>> = r
+            .into_summary()
+            .records
+            .iter()
+            .map(|r| r.campaign)
+            .collect();
+        let one = ids[0].is_some() && ids.iter().all(|id| *id == ids[0]);
+        let bulk = verdicts[4..].iter().all(|v| v.level == Level::Bulk);
+        if one && bulk {
+            passed += 1;
+        } else {
+            let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+            failures.push(format!(
+                "{}: {} campaigns, last verdict {}",
+                base.name,
+                distinct.len(),
+                verdicts
+                    .last()
+                    .map(Verdict::header_value)
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    ((passed, bases.len()), failures)
+}
+
+/// Issue 40: the same picture with 40 pixels changed per copy was 0%
+/// caught (each copy's SHA-256 its own) while identical pictures were
+/// 100%. Pictures are compared by a perceptual hash
+/// (`bulkwatch::engine::mime::picture`).
+#[test]
+fn a_picture_campaign_is_one_campaign_whatever_pixels_it_changes() {
+    let cfg = threshold5();
+    let mut bases = own_texts();
+    bases.extend(corpus_texts());
+    let mut failing = Vec::new();
+    for (label, noise) in [("identical pictures", 0), ("40 pixels changed", 40)] {
+        let ((passed, total), failures) = picture_cases(&cfg, &bases, noise);
+        let rate = passed as f64 / total.max(1) as f64;
+        eprintln!("pictures, {label}: {passed}/{total} ({:.1}%)", 100.0 * rate);
+        for f in failures.iter().take(5) {
+            eprintln!("    {f}");
+        }
+        if rate < MIN_RATE {
+            failing.push(format!("{label} {:.0}%", 100.0 * rate));
+        }
+    }
+    assert!(
+        failing.is_empty(),
+        "picture campaigns under {:.0}%: {}",
+        100.0 * MIN_RATE,
+        failing.join(", ")
+    );
+}

@@ -35,6 +35,10 @@ pub struct Analysis {
     /// (`mime::is_list_mail`).
     pub list: bool,
     pub truncated: bool,
+    /// A message too short to compare by its words that is compared near
+    /// by its pictures: its simhash is made from their perceptual hashes
+    /// (see [`fingerprint`]).
+    pub pictured: bool,
 }
 
 /// What reading a message gives: everything of it the fingerprint is made
@@ -47,8 +51,11 @@ pub struct Reading {
     /// False when the message could not be parsed (no fingerprint then).
     pub parsed: bool,
     pub normalized: Normalized,
-    /// SHA-256 of each attachment's decoded bytes, in MIME order.
+    /// A hash of each attachment, in MIME order (`mime::BodyText`).
     pub attachments: Vec<[u8; 32]>,
+    /// The perceptual hash of each attached picture that has one, in MIME
+    /// order.
+    pub pictures: Vec<u64>,
     /// Image anchors (host and path of each image source, digits folded):
     /// sorted, distinct.
     pub images: Vec<String>,
@@ -79,6 +86,7 @@ pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
         normalized,
         images: image_anchors(&body.images),
         attachments: body.attachments,
+        pictures: body.pictures,
         has_link,
         message_id: body.message_id,
         subject: body.subject,
@@ -127,6 +135,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             from_domain: None,
             list: false,
             truncated: false,
+            pictured: false,
         };
     }
     let normalized = r.normalized;
@@ -145,8 +154,13 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         // not supplied", the title in the subject) would be one text.
         exact_parts.push(Sha256::digest(normalized.subject.as_bytes()).into());
     }
+    let pictured = short && !r.pictures.is_empty();
     let fingerprint = Fingerprint {
-        simhash: simhash(&sh),
+        simhash: if pictured {
+            picture_simhash(&r.pictures, &normalized, &r.attachments, &r.images)
+        } else {
+            simhash(&sh)
+        },
         min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),
         exact: exact_hash(&normalized.text, &exact_parts),
         features: u32::try_from(sh.len()).unwrap_or(u32::MAX),
@@ -172,7 +186,56 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         from_domain: r.from_domain,
         list: r.list,
         truncated: r.truncated,
+        pictured,
     }
+}
+
+/// Pictures whose perceptual hashes make a short message's simhash.
+const MAX_SIMHASH_PICTURES: usize = 4;
+
+/// The simhash of a short message with pictures: their perceptual hashes
+/// (`mime::picture`), each rotated by its place, XORed together and with a
+/// mask made from everything else the message is compared by exactly (its
+/// text, subject, other attachments and image sources). Copies with the
+/// same text and pictures a few pixels apart are then a few bits apart, and
+/// in the near index they join as any near copies do; a message with other
+/// text or other attachments differs by about half of the 64 bits, as an
+/// unrelated text does. So a picture never links two messages by itself:
+/// a legitimate short mail with a common picture (a logo) is compared as
+/// exactly as before but for the picture's noise.
+fn picture_simhash(
+    pictures: &[u64],
+    normalized: &Normalized,
+    attachments: &[[u8; 32]],
+    images: &[String],
+) -> u64 {
+    let mut mask = Sha256::new();
+    mask.update(b"bulkwatch picture mask 1\0");
+    mask.update(normalized.text.as_bytes());
+    mask.update(b"\0");
+    mask.update(normalized.subject.as_bytes());
+    // The other attachments: those whose exact anchor is not a picture's
+    // (a picture's anchor is the hash of its perceptual hash, which the
+    // noise may move).
+    for a in attachments {
+        if !pictures
+            .iter()
+            .any(|p| crate::engine::mime::picture_anchor(*p) == *a)
+        {
+            mask.update(a);
+        }
+    }
+    for i in images {
+        mask.update(b"\0");
+        mask.update(i.as_bytes());
+    }
+    let m: [u8; 32] = mask.finalize().into();
+    let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = m;
+    let mut bits = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+    for (i, p) in pictures.iter().take(MAX_SIMHASH_PICTURES).enumerate() {
+        bits ^= p.rotate_left(17 * i as u32);
+    }
+    bits
 }
 
 /// Most image sources that count in the exact hash.

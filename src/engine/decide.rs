@@ -167,7 +167,10 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
     let Some(fp) = a.fingerprint else {
         return Err(Box::new(Verdict::skipped(SkipReason::Unparsed, 0, None)));
     };
-    let near = a.features >= cfg.fingerprint.min_features;
+    // A short message with pictures is compared near by them (its
+    // simhash is theirs: `analysis::fingerprint`), by no MinHash band: its
+    // few words say nothing.
+    let near = a.features >= cfg.fingerprint.min_features || a.pictured;
     if !near && a.anchors == 0 {
         return Err(Box::new(Verdict::skipped(
             SkipReason::TooShort,
@@ -185,7 +188,11 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         .min
         .bands
         .iter()
-        .take(cfg.window.minhash_bands)
+        .take(if a.pictured {
+            0
+        } else {
+            cfg.window.minhash_bands
+        })
         .copied()
         .collect();
     Ok(Observation {

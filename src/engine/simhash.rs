@@ -34,7 +34,9 @@ use crate::engine::shingle::Shingles;
 ///   `U P D A T E`, words reversed inside a right-to-left override); a
 ///   link's target is written into the text once per host, for at most
 ///   four hosts.
-pub const VERSION: u8 = 5;
+/// - 6: an attached picture is compared by its perceptual hash, not its
+///   bytes; a short message with pictures is compared near by them.
+pub const VERSION: u8 = 6;
 
 /// The fingerprints of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

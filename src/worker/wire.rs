@@ -21,7 +21,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -272,6 +272,11 @@ impl Reply {
                 for a in attachments {
                     w.0.extend_from_slice(a);
                 }
+                let pictures = r.pictures.iter().take(MAX_ATTACHMENTS);
+                w.u64(pictures.len() as u64);
+                for p in pictures {
+                    w.u64(*p);
+                }
                 let images = r.images.iter().take(MAX_IMAGES);
                 w.u64(images.len() as u64);
                 for i in images {
@@ -308,6 +313,11 @@ impl Reply {
                 for _ in 0..n {
                     attachments.push(r.array::<32>()?);
                 }
+                let n = r.items(MAX_ATTACHMENTS, 8)?;
+                let mut pictures = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pictures.push(r.u64()?);
+                }
                 let n = r.items(MAX_IMAGES, 8)?;
                 let mut images = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -330,6 +340,7 @@ impl Reply {
                         tokens,
                     },
                     attachments,
+                    pictures,
                     images,
                     has_link,
                     message_id,
@@ -362,6 +373,7 @@ mod tests {
                 tokens: 4,
             },
             attachments: vec![[7; 32], [9; 32]],
+            pictures: vec![0x0123_4567_89ab_cdef],
             images: vec!["img.example/#.png".into()],
             has_link: true,
             message_id: Some("a@b".into()),

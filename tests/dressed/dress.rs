@@ -1567,6 +1567,105 @@ fn html_only_alternative(text: &str, copy: usize) -> Vec<u8> {
     )
 }
 
+// ---------------------------------------------------------------- pictures
+
+/// The text as a picture: a banner, then each word a bar as long as the
+/// word, in lines as a page would wrap them, in colours made from the
+/// text. What a campaign that hides its text in a picture sends.
+fn picture_of(text: &str) -> image::RgbImage {
+    use image::{Rgb, RgbImage};
+    let mut r = rng(text, 0, "picture");
+    let mut colour = |lo: usize, span: usize| {
+        Rgb([
+            (lo + r.below(span)) as u8,
+            (lo + r.below(span)) as u8,
+            (lo + r.below(span)) as u8,
+        ])
+    };
+    let (ground, ink, banner) = (colour(200, 56), colour(0, 90), colour(0, 256));
+    let (w, h) = (480u32, 320u32);
+    let mut img = RgbImage::from_pixel(w, h, ground);
+    for y in 0..48 {
+        for x in 0..w {
+            img.put_pixel(x, y, banner);
+        }
+    }
+    let (mut x, mut y) = (12u32, 60u32);
+    for word in text.split_whitespace() {
+        let len = (word.chars().count() as u32).clamp(1, 20) * 6;
+        if x + len > w - 12 {
+            x = 12;
+            y += 14;
+        }
+        if y + 9 > h - 8 {
+            break;
+        }
+        for yy in y..y + 9 {
+            for xx in x..x + len {
+                img.put_pixel(xx, yy, ink);
+            }
+        }
+        x += len + 6;
+    }
+    img
+}
+
+/// The picture of copy `copy` with `noise` pixels set to random colours
+/// (every copy then has its own bytes), encoded as PNG, JPEG or GIF (one
+/// format per text), and its MIME type and file extension.
+pub fn picture(text: &str, copy: usize, noise: usize) -> (Vec<u8>, &'static str, &'static str) {
+    use image::{ImageFormat, Rgb};
+    let mut img = picture_of(text);
+    let mut r = rng(text, copy, "picture_noise");
+    for _ in 0..noise {
+        let (x, y) = (
+            r.below(img.width() as usize),
+            r.below(img.height() as usize),
+        );
+        let c = r.next_u64().to_le_bytes();
+        img.put_pixel(x as u32, y as u32, Rgb([c[0], c[1], c[2]]));
+    }
+    let (format, mime, ext) = match fnv(text.as_bytes()) % 3 {
+        0 => (ImageFormat::Png, "image/png", "png"),
+        1 => (ImageFormat::Jpeg, "image/jpeg", "jpg"),
+        _ => (ImageFormat::Gif, "image/gif", "gif"),
+    };
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut out), format)
+        .expect("a picture encodes");
+    (out, mime, ext)
+}
+
+/// The text in an attached picture (with `noise` pixels changed) under a
+/// one-line body, the same line in every copy.
+pub fn picture_message(text: &str, copy: usize, noise: usize) -> Vec<u8> {
+    let cover = *rng(text, 0, "picture_cover").pick(&[
+        "Please see the picture below.",
+        "Our offer is in the attached image.",
+        "Open the picture for details.",
+    ]);
+    let (bytes, mime, ext) = picture(text, copy, noise);
+    let parts = [
+        (PLAIN.to_owned(), format!("{cover}\n")),
+        (
+            format!(
+                "Content-Type: {mime}; name=\"offer_{copy}.{ext}\"\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-Disposition: attachment; filename=\"offer_{copy}.{ext}\""
+            ),
+            b64_lines(&bytes),
+        ),
+    ];
+    let bd = boundary(text, copy, "picture");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,14 +3,16 @@
 //! Input: the RFC 5322 message as received. Output: the visible text of every
 //! text/plain and text/html body part (transfer encodings and charsets
 //! decoded, HTML rendered by [`html::to_text`]), the Subject, link targets,
-//! SHA-256 of each attachment, and the header facts normalization needs
-//! (recipient names). Work is bounded by `max_parse_bytes` of input and
-//! `max_scan_bytes` of text. This module never panics on input and never
-//! fails: a message mail-parser cannot read becomes [`MimeOutcome::Unparsed`].
+//! a hash of each attachment (perceptual for pictures: [`picture`]), and
+//! the header facts normalization needs (recipient names). Work is bounded
+//! by `max_parse_bytes` of input and `max_scan_bytes` of text. This module
+//! never panics on input and never fails: a message mail-parser cannot read
+//! becomes [`MimeOutcome::Unparsed`].
 
 mod css;
 pub mod html;
 pub mod normalize;
+pub mod picture;
 
 use base64::Engine as _;
 use mail_parser::decoders::charsets::map::charset_decoder;
@@ -37,8 +39,14 @@ pub struct BodyText {
     pub urls: Vec<String>,
     /// Image sources of HTML parts (`<img src>`), in order.
     pub images: Vec<String>,
-    /// SHA-256 of each attachment's decoded bytes, in MIME order.
+    /// A hash of each attachment, in MIME order: of a picture's perceptual
+    /// hash ([`picture`]) when it has one, else SHA-256 of its decoded
+    /// bytes.
     pub attachments: Vec<[u8; 32]>,
+    /// The perceptual hash of each attached picture that has one
+    /// ([`picture`]), in MIME order: a short message is compared near by
+    /// them (`crate::engine::analysis`).
+    pub pictures: Vec<u64>,
     /// Display names and addresses of To/Cc, for stripping personalization.
     pub recipients: Vec<String>,
     pub from_domain: Option<String>,
@@ -54,6 +62,9 @@ pub struct BodyText {
 }
 
 /// Result of reading a message.
+// (Made once per message and taken apart at once: boxing the body would
+// only add an allocation.)
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MimeOutcome {
     Parsed(BodyText),
@@ -149,7 +160,13 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         .and_then(|a| a.address.as_deref())
         .and_then(|a| a.rsplit_once('@'))
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
-    collect(&message, scan.max_scan_bytes, &mut body, 0);
+    collect(
+        &message,
+        scan.max_scan_bytes,
+        &mut body,
+        &mut picture::Budget::default(),
+        0,
+    );
     MimeOutcome::Parsed(body)
 }
 
@@ -207,8 +224,15 @@ fn at_most_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// Adds the text, URLs and attachment hashes of `message` to `body`.
-fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usize) {
+/// Adds the text, URLs and attachment hashes of `message` to `body`;
+/// `pictures` is what the whole message may still decode.
+fn collect(
+    message: &Message<'_>,
+    limit: usize,
+    body: &mut BodyText,
+    pictures: &mut picture::Budget,
+    depth: usize,
+) {
     let before = body.text.len();
     for &id in &message.html_body {
         if let Some(part) = message.parts.get(id as usize) {
@@ -245,7 +269,9 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
-                body.attachments.push(attachment_hash(part, b));
+                let (hash, picture) = attachment_hash(part, b, pictures);
+                body.attachments.push(hash);
+                body.pictures.extend(picture);
             }
             // A text or HTML attachment under a short body is read as the
             // body is: a campaign must not hide its text in an attached page
@@ -258,7 +284,7 @@ fn collect(message: &Message<'_>, limit: usize, body: &mut BodyText, depth: usiz
                 add_part(message, part, limit, body);
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
-                collect(inner, limit, body, depth + 1)
+                collect(inner, limit, body, pictures, depth + 1)
             }
             _ => {}
         }
@@ -335,13 +361,35 @@ fn plain_or_html(part: &MessagePart<'_>) -> bool {
     })
 }
 
+/// What an attachment is compared by exactly: a hash of a picture's
+/// perceptual hash ([`picture`]) when it has one, or else
+/// [`attachment_sha256`]; and the perceptual hash.
+fn attachment_hash(
+    part: &MessagePart<'_>,
+    bytes: &[u8],
+    pictures: &mut picture::Budget,
+) -> ([u8; 32], Option<u64>) {
+    match picture::hash(bytes, pictures) {
+        Some(h) => (picture_anchor(h), Some(h)),
+        None => (attachment_sha256(part, bytes), None),
+    }
+}
+
+/// The exact anchor of a picture with perceptual hash `h`.
+pub fn picture_anchor(h: u64) -> [u8; 32] {
+    let mut d = Sha256::new();
+    d.update(b"bulkwatch picture dhash 1\0");
+    d.update(h.to_le_bytes());
+    d.finalize().into()
+}
+
 /// SHA-256 of an attachment's decoded bytes. Base64 carries bytes exactly;
 /// every other transfer encoding (7bit, 8bit, quoted-printable, or none
 /// declared) is made of lines, which end in CRLF on the wire and in LF in
 /// an mbox file (RFC 2045 section 2.10, RFC 5322 section 2.3), so CRLF is
 /// hashed as LF: the same attachment gives the same hash from the MTA and
 /// from a file.
-fn attachment_hash(part: &MessagePart<'_>, bytes: &[u8]) -> [u8; 32] {
+fn attachment_sha256(part: &MessagePart<'_>, bytes: &[u8]) -> [u8; 32] {
     if part.encoding == Encoding::Base64 {
         return Sha256::digest(bytes).into();
     }
