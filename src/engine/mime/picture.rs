@@ -292,6 +292,39 @@ mod tests {
         assert!(!long.pictured);
     }
 
+    /// A message of 8 pictures of a million pixels each: two are decoded
+    /// (the message's budget), the others keep their SHA-256, and every
+    /// one is still an anchor.
+    #[test]
+    fn a_message_decodes_at_most_its_budget() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(encoded(
+            1000,
+            1000,
+            1,
+            ImageFormat::Png,
+        ));
+        let mut raw = String::from(
+            "From: a@shop.example\nSubject: many\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nSee.\n",
+        );
+        for _ in 0..8 {
+            raw.push_str("--B\nContent-Type: image/png\nContent-Transfer-Encoding: base64\n\n");
+            raw.push_str(&b64);
+            raw.push('\n');
+        }
+        raw.push_str("--B--\n");
+        let mut scan = crate::config::ScanConfig::default();
+        scan.max_parse_bytes = 2 * raw.len();
+        let crate::engine::mime::MimeOutcome::Parsed(body) =
+            crate::engine::mime::extract(raw.as_bytes(), &scan)
+        else {
+            panic!("parsed");
+        };
+        assert_eq!(body.attachments.len(), 8);
+        assert_eq!(body.pictures.len(), 2);
+    }
+
     /// CRC-32 of PNG chunks (ISO 3309), bit by bit.
     fn crc32(bytes: &[u8]) -> u32 {
         let mut c = !0u32;
