@@ -314,8 +314,10 @@ mod tests {
             raw.push('\n');
         }
         raw.push_str("--B--\n");
-        let mut scan = crate::config::ScanConfig::default();
-        scan.max_parse_bytes = 2 * raw.len();
+        let scan = crate::config::ScanConfig {
+            max_parse_bytes: 2 * raw.len(),
+            ..Default::default()
+        };
         let crate::engine::mime::MimeOutcome::Parsed(body) =
             crate::engine::mime::extract(raw.as_bytes(), &scan)
         else {
