@@ -35,7 +35,8 @@ use crate::engine::shingle::Shingles;
 ///   link's target is written into the text once per host, for at most
 ///   four hosts.
 /// - 6: an attached picture is compared by its perceptual hash, not its
-///   bytes; a short message with pictures is compared near by them.
+///   bytes; a short message with pictures is compared near by them; the
+///   text of an attached PDF under a short body is read.
 pub const VERSION: u8 = 6;
 
 /// The fingerprints of one message.

@@ -1,5 +1,6 @@
 //! What bulkwatch's test-mail generators share, so that each is written
-//! once: the seedable PRNG (SplitMix64) and the Base64 they write. Used by
+//! once: the seedable PRNG (SplitMix64), the Base64 they write and a
+//! one-page PDF writer. Used by
 //! `cargo xtask gen-fixtures` (the committed fixtures), the dressed suite
 //! (`tests/dressed`), the store tests' synthetic observations
 //! (`tests/common/synthetic.rs`) and the benches. Not published.
@@ -87,6 +88,64 @@ pub fn base64_lines(data: &[u8]) -> String {
         out.extend(chunk.iter().map(|b| char::from(*b)));
         out.push('\n');
     }
+    out
+}
+
+/// A one-page PDF that shows `lines` in Helvetica, one under another
+/// (ASCII; other characters are written as `?`), with `extra` added to
+/// the font's dictionary (for hostile files).
+pub fn pdf(lines: &[&str], extra: &str) -> Vec<u8> {
+    let mut content = String::from("BT /F1 11 Tf 50 780 Td 14 TL\n");
+    for l in lines {
+        let l: String = l
+            .chars()
+            .map(|c| {
+                if c.is_ascii() && !c.is_ascii_control() {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .collect();
+        let esc = l
+            .replace('\\', "\\\\")
+            .replace('(', "\\(")
+            .replace(')', "\\)");
+        content.push_str(&format!("({esc}) Tj T*\n"));
+    }
+    content.push_str("ET\n");
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R \
+         /Resources << /Font << /F1 5 0 R >> >> >>"
+            .to_owned(),
+        format!(
+            "<< /Length {} >>\nstream\n{content}endstream",
+            content.len()
+        ),
+        format!("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica {extra}>>"),
+    ];
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
+    for o in offsets {
+        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
     out
 }
 

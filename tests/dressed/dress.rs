@@ -61,6 +61,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("split_parts", split_parts),
     ("nested_rfc822", nested_rfc822),
     ("attached_page", attached_page),
+    ("attached_pdf", attached_pdf),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -1164,6 +1165,37 @@ fn attached_page(text: &str, copy: usize) -> Vec<u8> {
         ),
     ];
     let bd = boundary(text, copy, "attached");
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+/// The text (named and numbered for the recipient) in an attached PDF,
+/// one line of the page per line of the wrapped text, under a one-line
+/// body.
+pub fn attached_pdf(text: &str, copy: usize) -> Vec<u8> {
+    let cover = *rng(text, copy, "attached_pdf").pick(&[
+        "Please see the attached document.",
+        "Your statement is attached.",
+        "Open the attachment for details.",
+    ]);
+    let page = body(text, copy);
+    let lines: Vec<&str> = page.lines().collect();
+    let parts = [
+        (PLAIN.to_owned(), format!("{cover}\n")),
+        (
+            format!(
+                "Content-Type: application/pdf; name=\"statement_{copy}.pdf\"\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-Disposition: attachment; filename=\"statement_{copy}.pdf\""
+            ),
+            b64_lines(&testkit::pdf(&lines, "")),
+        ),
+    ];
+    let bd = boundary(text, copy, "attached_pdf");
     message(
         text,
         copy,

@@ -12,6 +12,7 @@
 mod css;
 pub mod html;
 pub mod normalize;
+pub mod pdf;
 pub mod picture;
 
 use base64::Engine as _;
@@ -250,7 +251,11 @@ fn collect(
         message
             .parts
             .get(id as usize)
-            .is_some_and(|p| matches!(p.body, PartType::Text(_) | PartType::Html(_)))
+            .is_some_and(|p| match &p.body {
+                PartType::Text(_) | PartType::Html(_) => true,
+                PartType::Binary(b) | PartType::InlineBinary(b) => pdf::is_pdf(b),
+                _ => false,
+            })
     });
     let short_body = text_attachment
         && html::count_words(body.text.get(before..).unwrap_or("")) < html::MIN_VISIBLE_WORDS;
@@ -266,6 +271,10 @@ fn collect(
             continue;
         };
         match &part.body {
+            // A PDF under a short body is read as the body is, as an
+            // attached page is (below); one without text is hashed.
+            PartType::Binary(b) | PartType::InlineBinary(b)
+                if short_body && !every_text_part && add_pdf_text(b, limit, body) => {}
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
@@ -349,6 +358,30 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// Appends the text of the PDF in `bytes` ([`pdf`]) to the body, within
+/// `limit`; false when it is no PDF or has no text.
+fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText) -> bool {
+    if !pdf::is_pdf(bytes) {
+        return false;
+    }
+    if body.text.len() >= limit {
+        body.truncated = true;
+        return true;
+    }
+    let room = limit.saturating_sub(body.text.len() + 2);
+    let Some(text) = pdf::text(bytes, room) else {
+        return false;
+    };
+    if !body.text.is_empty() {
+        body.text.push_str("\n\n");
+    }
+    body.text.push_str(&text);
+    if body.text.len() >= limit {
+        body.truncated = true;
+    }
+    true
 }
 
 /// A part declared `text/plain` or `text/html` (or without a type).
