@@ -93,7 +93,12 @@ check_install() {
     [ "$key" != "$PUBLIC_KEY" ] || fail "the public key was kept"
     ok "first install made a secret key"
     grep -qF 'smtpd_milters = inet:127.0.0.1:7357' <<<"$out" || fail "no Postfix lines printed"
-    grep -qF 'milter_default_action = accept' <<<"$out" || fail "no milter_default_action printed"
+    for line in 'non_smtpd_milters = $smtpd_milters' 'milter_protocol = 6' \
+        'milter_default_action = accept' 'milter_connect_timeout = 10s' \
+        'milter_command_timeout = 10s' 'milter_content_timeout = 30s'; do
+        grep -qF "$line" <<<"$out" || fail "not printed: $line"
+    done
+    grep -qF 'see POSTFIX in bulkwatch(8)' <<<"$out" || fail "no pointer to bulkwatch(8)"
     ok "the Postfix lines were printed"
     getent passwd bulkwatch >/dev/null || fail "no user bulkwatch"
     [ "$(stat -c '%U:%G %a' "$CONF")" = "root:bulkwatch 640" ] \

@@ -11,22 +11,15 @@ use clap::CommandFactory;
 
 /// Every page: (file name, contents).
 pub fn pages(root: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let cmd = Cli::command();
+    // (`help` is clap's, not a command of its own with a page.)
+    let cmd = Cli::command().disable_help_subcommand(true);
     let mut out = Vec::new();
     let mut main = Vec::new();
     clap_mangen::Man::new(cmd.clone())
         .section("8")
         .render(&mut main)?;
-    out.push(("bulkwatch.8".to_owned(), main));
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("bulkwatch-{}", sub.get_name());
-        let mut page = Vec::new();
-        let bin = format!("bulkwatch {}", sub.get_name());
-        clap_mangen::Man::new(sub.clone().name(name.clone()).bin_name(bin))
-            .section("8")
-            .render(&mut page)?;
-        out.push((format!("{name}.8"), page));
-    }
+    out.push(("bulkwatch.8".to_owned(), with_sections(main, MAIN_SECTIONS)));
+    command_pages(&cmd, "bulkwatch", &mut out)?;
     let toml = std::fs::read_to_string(root.join("config/bulkwatch.toml"))?;
     let version = cmd.get_version().unwrap_or_default().to_owned();
     out.push((
@@ -35,6 +28,126 @@ pub fn pages(root: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     ));
     Ok(out)
 }
+
+/// A page for each command under `cmd` (whose command line starts with
+/// `bin`), and for theirs (`bulkwatch campaigns list`).
+fn command_pages(
+    cmd: &clap::Command,
+    bin: &str,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> std::io::Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let sub = sub.clone().disable_help_subcommand(true);
+        let bin = format!("{bin} {}", sub.get_name());
+        let name = bin.replace(' ', "-");
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(name.clone()).bin_name(bin.clone()))
+            .section("8")
+            .render(&mut page)?;
+        out.push((format!("{name}.8"), with_sections(page, COMMAND_SECTIONS)));
+        command_pages(&sub, &bin, out)?;
+    }
+    Ok(())
+}
+
+/// `page` with `sections` (roff) before its VERSION section, or at its end.
+fn with_sections(page: Vec<u8>, sections: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&page).into_owned();
+    let at = text.find(".SH VERSION").unwrap_or(text.len());
+    let (head, tail) = text.split_at(at);
+    format!("{head}{sections}{tail}").into_bytes()
+}
+
+/// What `bulkwatch(8)` says beyond the options: how Postfix uses it, its
+/// files, signals, exit status, environment and examples.
+const MAIN_SECTIONS: &str = r#".SH POSTFIX
+Add to \fI/etc/postfix/main.cf\fR, then run \fBpostfix reload\fR:
+.PP
+.nf
+smtpd_milters = inet:127.0.0.1:7357
+non_smtpd_milters = $smtpd_milters
+milter_protocol = 6
+milter_default_action = accept
+milter_connect_timeout = 10s
+milter_command_timeout = 10s
+milter_content_timeout = 30s
+.fi
+.PP
+The address is the \fBsocket\fR of \fBbulkwatch.toml\fR(5).
+\fBmilter_default_action = accept\fR lets mail through while the daemon is
+down, as the daemon itself does when it cannot judge a message.
+Debian runs \fBsmtpd\fR and \fBcleanup\fR (which \fBnon_smtpd_milters\fR
+uses for mail from \fBsendmail\fR) chrooted in \fI/var/spool/postfix\fR,
+where a socket under \fI/run\fR cannot be reached: keep the inet socket, or
+put the unix socket inside the chroot.
+.PP
+With \fBquarantine\fR as a level's action in \fB[policy]\fR (e.g.
+\fBbulk = "quarantine"\fR), Postfix holds the message:
+\fBmailq\fR lists it (marked \fB!\fR), \fBpostsuper \-H\fR \fIqueue_id\fR
+releases it, \fBpostsuper \-d\fR \fIqueue_id\fR deletes it.
+.SH FILES
+.TP
+\fI/etc/bulkwatch/bulkwatch.toml\fR
+The configuration (\fBbulkwatch.toml\fR(5)), read by every command given
+no \fB\-\-config\fR; without it, the built\-in defaults. Relative paths in
+it are read from its directory.
+.TP
+\fI/var/lib/bulkwatch/state/\fR
+The \fBstate_dir\fR: \fIstate.bin\fR (the window and campaigns, written
+periodically and at shutdown, read at start; one the daemon cannot use is
+moved aside as \fIstate.bin.corrupt\-\fR\fItime\fR), \fIcontrol.sock\fR
+(for \fBbulkwatch campaigns\fR), \fIfailed/\fR (copies of messages whose
+reading failed, mode 0600, at most 16).
+.SH SIGNALS
+.TP
+\fBSIGHUP\fR
+Reload the configuration. A file with an error is refused, logged with its
+key, and the running configuration stays; settings that need a restart are
+logged as such.
+.TP
+\fBSIGTERM\fR, \fBSIGINT\fR
+Stop accepting connections, let messages in progress finish, write the
+snapshot, remove the unix socket, exit.
+.SH EXIT STATUS
+.TP
+0
+Success; for \fBscan\fR and \fBreplay\fR, no bulk mail found.
+.TP
+1
+\fBscan\fR or \fBreplay\fR found bulk mail.
+.TP
+2
+An error (a bad configuration, an unreadable input, a daemon that cannot
+start or could not write its snapshot at shutdown), said on standard error.
+.SH ENVIRONMENT
+.TP
+\fBRUST_LOG\fR
+The daemon's log filter (\fBtracing\fR's syntax, e.g. \fBinfo\fR,
+\fBbulkwatch=debug\fR); \fBinfo\fR when unset.
+.SH EXAMPLES
+.nf
+bulkwatch check\-config /etc/bulkwatch/bulkwatch.toml
+bulkwatch replay \-\-format jsonl /var/mail/archive.mbox
+bulkwatch scan message.eml
+bulkwatch campaigns list
+bulkwatch campaigns allow 4f4b2704f8fb
+.fi
+.SH SEE ALSO
+\fBbulkwatch.toml\fR(5), \fBpostconf\fR(5), \fBpostsuper\fR(1),
+\fI/usr/share/doc/bulkwatch/README.md\fR
+"#;
+
+/// What every command's page says beyond its options.
+const COMMAND_SECTIONS: &str = r#".SH EXIT STATUS
+0 on success (for \fBscan\fR and \fBreplay\fR: no bulk mail found), 1 when
+\fBscan\fR or \fBreplay\fR found bulk mail, 2 on an error, said on
+standard error.
+.SH FILES
+\fI/etc/bulkwatch/bulkwatch.toml\fR, read when no \fB\-\-config\fR is
+given (\fBbulkwatch.toml\fR(5)).
+.SH SEE ALSO
+\fBbulkwatch\fR(8), \fBbulkwatch.toml\fR(5)
+"#;
 
 /// Writes every page under `dir`.
 pub fn run(root: &Path, dir: &Path) -> std::io::Result<()> {
@@ -148,6 +261,37 @@ mod tests {
                 "{} is out of date: run `cargo xtask man`",
                 path.display()
             );
+        }
+    }
+
+    /// bulkwatch(8) says how to use it, not only its options; no page
+    /// names one that does not exist.
+    #[test]
+    fn pages_have_their_sections() {
+        let pages = pages(root()).unwrap();
+        let names: Vec<String> = pages.iter().map(|(n, _)| n.clone()).collect();
+        let main = pages.iter().find(|(n, _)| n == "bulkwatch.8").unwrap();
+        let main = String::from_utf8_lossy(&main.1);
+        for section in [
+            "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "SUBCOMMANDS", "POSTFIX", "FILES",
+            "SIGNALS", "EXIT STATUS", "ENVIRONMENT", "EXAMPLES", "SEE ALSO",
+        ] {
+            assert!(main.contains(&format!(".SH {section}\n")), "bulkwatch(8) lacks {section}");
+        }
+        assert!(main.contains("non_smtpd_milters"));
+        assert!(main.contains("postsuper"));
+        for (name, page) in &pages {
+            let page = String::from_utf8_lossy(page);
+            for line in page
+                .lines()
+                .filter(|l| l.starts_with("bulkwatch\\-") && l.ends_with("(8)"))
+            {
+                let target = format!("{}.8", line.trim_end_matches("(8)").replace("\\-", "-"));
+                assert!(names.contains(&target), "{name} names {target}");
+            }
+            if name.ends_with(".8") && name != "bulkwatch.8" {
+                assert!(page.contains(".SH EXIT STATUS"), "{name}");
+            }
         }
     }
 
