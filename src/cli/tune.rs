@@ -8,11 +8,15 @@
 //! does not depend on the threshold); each threshold is then applied to the
 //! weighted campaign size every message saw when it was judged.
 //!
-//! The proposal ([`propose`]): no ham flagged, then the best recall; among
-//! settings that score the same, the built-in default, then the tightest.
-//! A threshold below the default is proposed only from enough labelled ham
+//! The running values (the configuration's) are always among those swept.
+//! The proposal ([`propose`]): no ham flagged, then the most campaigns
+//! caught, then the most of their messages; among settings that score the
+//! same, the running values, then the tightest. A threshold below the
+//! running one is proposed only from enough labelled ham
 //! ([`MIN_HAM_BELOW_DEFAULT`]): a handful of messages says little about the
-//! ham a lower threshold would flag.
+//! ham a lower threshold would flag; and nothing is proposed from fewer
+//! than [`MIN_CAMPAIGNS`] labelled campaigns, or when no setting catches
+//! one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -41,7 +45,8 @@ pub struct TuneArgs {
     /// Write a plot of the sweep to this file (SVG); no plot without it.
     #[arg(long, alias = "svg", value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Simhash radii to try (window.max_distance, 0 to 7).
+    /// Simhash radii to try (window.max_distance, 0 to 7); the running
+    /// value is always tried too, as for the three below.
     #[arg(long, value_delimiter = ',', default_value = "2,3,4")]
     pub radius: Vec<u32>,
     /// MinHash band tables to try (window.minhash_bands, 0 to 16; 0: off).
@@ -51,7 +56,7 @@ pub struct TuneArgs {
     /// 2 to 256).
     #[arg(long, value_delimiter = ',', default_value = "0,3")]
     pub corroborating: Vec<usize>,
-    /// Bulk thresholds to try.
+    /// Bulk thresholds to try (and the running one).
     #[arg(long, value_delimiter = ',', default_value = "3,5,10,20,50")]
     pub thresholds: Vec<f64>,
     /// Where each message's time comes from, as for `replay`.
@@ -68,6 +73,10 @@ pub struct TuneArgs {
 /// share of ham a setting flags is about 3/n (the rule of three): 1% at
 /// 300. Fewer labels cannot show that a lower threshold is safe.
 pub const MIN_HAM_BELOW_DEFAULT: usize = 300;
+
+/// Labelled campaigns needed before anything is proposed: with fewer, one
+/// campaign caught or missed moves campaign recall by more than a tenth.
+pub const MIN_CAMPAIGNS: usize = 10;
 
 /// The settings one row was replayed and scored with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,9 +103,18 @@ impl Setting {
         }
     }
 
-    /// How many of the swept keys are at their built-in default.
-    fn defaults_kept(&self) -> usize {
-        let d = Setting::default_values();
+    /// The running values of the swept keys: `cfg`'s.
+    pub fn running(cfg: &crate::config::Config) -> Setting {
+        Setting {
+            radius: cfg.window.max_distance,
+            bands: cfg.window.minhash_bands,
+            corroborating: cfg.window.corroborating_matches,
+            threshold: cfg.thresholds.bulk_threshold,
+        }
+    }
+
+    /// How many of the swept keys are at the values of `d`.
+    fn kept(&self, d: &Setting) -> usize {
         usize::from(self.radius == d.radius)
             + usize::from(self.bands == d.bands)
             + usize::from(self.corroborating == d.corroborating)
@@ -139,12 +157,13 @@ pub struct Row {
 }
 
 impl Row {
-    /// Rows that score the same are equal here: recall of messages, then
-    /// of campaigns, then fewer split campaigns.
+    /// Rows that score the same are equal here: recall of campaigns (a
+    /// campaign missed is mail delivered as clean), then of messages, then
+    /// fewer split campaigns.
     fn score_cmp(&self, other: &Row) -> std::cmp::Ordering {
-        self.message_recall
-            .total_cmp(&other.message_recall)
-            .then(self.campaign_recall.total_cmp(&other.campaign_recall))
+        self.campaign_recall
+            .total_cmp(&other.campaign_recall)
+            .then(self.message_recall.total_cmp(&other.message_recall))
             .then(other.split.cmp(&self.split))
     }
 }
@@ -235,32 +254,51 @@ pub fn score(
 /// What [`propose`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal<'a> {
-    /// The setting to propose, if any flags no ham.
+    /// The setting to propose, if any flags no ham and catches a campaign.
     pub best: Option<&'a Row>,
-    /// Thresholds below the default were left out: too few labelled ham.
+    /// Thresholds below the running one were left out: too few labelled
+    /// ham.
     pub held_back: bool,
+    /// The running values.
+    pub running: Setting,
+    /// Labelled campaigns, when fewer than [`MIN_CAMPAIGNS`]: nothing is
+    /// proposed.
+    pub too_few_campaigns: Option<usize>,
 }
 
-/// The setting to propose: among those that flag no ham, the best score
-/// (message recall, then campaign recall, then fewer split campaigns);
-/// among equals the one with the most keys at their built-in default,
-/// then the tightest. With fewer than
-/// [`MIN_HAM_BELOW_DEFAULT`] labelled ham, no threshold below the default
-/// is a candidate.
-pub fn propose(rows: &[Row], ham_labelled: usize) -> Proposal<'_> {
-    let floor = Setting::default_values().threshold;
+/// The setting to propose: among those that flag no ham and catch a
+/// campaign, the best score (campaign recall, then message recall, then
+/// fewer split campaigns); among equals the one with the most keys at
+/// their running values, then the tightest. With fewer than
+/// [`MIN_HAM_BELOW_DEFAULT`] labelled ham, no threshold below the running
+/// one is a candidate; with fewer than [`MIN_CAMPAIGNS`] labelled
+/// campaigns, none is.
+pub fn propose(
+    rows: &[Row],
+    ham_labelled: usize,
+    campaigns: usize,
+    running: Setting,
+) -> Proposal<'_> {
+    let floor = running.threshold;
     let few = ham_labelled < MIN_HAM_BELOW_DEFAULT;
     let held_back = few && rows.iter().any(|r| r.setting.threshold < floor);
+    let too_few_campaigns = (campaigns < MIN_CAMPAIGNS).then_some(campaigns);
     let best = rows
         .iter()
-        .filter(|r| r.ham_flagged == 0)
+        .filter(|_| too_few_campaigns.is_none())
+        .filter(|r| r.ham_flagged == 0 && r.campaign_recall > 0.0)
         .filter(|r| !few || r.setting.threshold >= floor)
         .max_by(|a, b| {
             a.score_cmp(b)
-                .then(a.setting.defaults_kept().cmp(&b.setting.defaults_kept()))
+                .then(a.setting.kept(&running).cmp(&b.setting.kept(&running)))
                 .then(a.setting.tightness(&b.setting))
         });
-    Proposal { best, held_back }
+    Proposal {
+        best,
+        held_back,
+        running,
+        too_few_campaigns,
+    }
 }
 
 /// Refuses swept values the configuration would refuse.
@@ -283,9 +321,23 @@ fn check_sweep(args: &TuneArgs) -> Result<(), CliError> {
 pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
     let base = load_config(args.config.as_ref())?;
     let truth = read_truth(&args.truth)?;
+    let running = Setting::running(&base);
+    let mut args = args;
+    // The running values are always swept: a proposal is measured against
+    // what runs now.
+    fn with<T: PartialEq>(v: &mut Vec<T>, x: T) {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    with(&mut args.radius, running.radius);
+    with(&mut args.bands, running.bands);
+    with(&mut args.corroborating, running.corroborating);
+    with(&mut args.thresholds, running.threshold);
     check_sweep(&args)?;
     let mut rows = Vec::new();
     let mut ham_labelled = 0;
+    let mut campaigns = 0;
     let mut groupings = Vec::new();
     for &radius in &args.radius {
         for &bands in &args.bands {
@@ -317,6 +369,12 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
             return Err(UsageError::NoLabels(args.truth.clone()).into());
         }
         ham_labelled = labels.iter().filter(|l| **l == Some("ham")).count();
+        campaigns = labels
+            .iter()
+            .flatten()
+            .filter(|l| !matches!(**l, "ham" | "spam" | "malformed"))
+            .collect::<HashSet<_>>()
+            .len();
         for &t in &args.thresholds {
             rows.push(score(&s.records, &labels, *g, t));
         }
@@ -355,8 +413,14 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
         )
         .map_err(w)?;
     }
-    out.write_all(proposal_text(&propose(&rows, ham_labelled), ham_labelled).as_bytes())
-        .map_err(w)?;
+    out.write_all(
+        proposal_text(
+            &propose(&rows, ham_labelled, campaigns, running),
+            ham_labelled,
+        )
+        .as_bytes(),
+    )
+    .map_err(w)?;
     if let Some(path) = &args.plot {
         std::fs::write(path, svg(&rows)).map_err(|source| CliError::Write {
             path: path.clone(),
@@ -369,11 +433,19 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
 
 /// The proposal as TOML to paste, with the reasons it rests on.
 pub fn proposal_text(p: &Proposal<'_>, ham_labelled: usize) -> String {
-    let d = Setting::default_values();
+    let d = p.running;
     let mut s = String::from("\n");
+    if let Some(n) = p.too_few_campaigns {
+        s.push_str(&format!(
+            "# nothing proposed: {n} labelled campaigns, and at least {MIN_CAMPAIGNS} are needed \
+             (with fewer,\n# one campaign caught or missed moves campaign recall by more than a \
+             tenth); keep the running values\n"
+        ));
+        return s;
+    }
     if p.held_back {
         s.push_str(&format!(
-            "# thresholds below the default ({}) are not proposed from {ham_labelled} labelled \
+            "# thresholds below the running one ({}) are not proposed from {ham_labelled} labelled \
              ham messages:\n# that needs at least {MIN_HAM_BELOW_DEFAULT} (with none of n \
              flagged, the 95% upper bound on the ham\n# flagged is 3/n, 1% at {MIN_HAM_BELOW_DEFAULT})\n",
             d.threshold
@@ -382,11 +454,12 @@ pub fn proposal_text(p: &Proposal<'_>, ham_labelled: usize) -> String {
     match p.best {
         Some(b) => {
             let b = &b.setting;
-            // The default ratio of suspect to bulk, kept.
-            let ratio = Thresholds::default().suspect_threshold / d.threshold;
+            // The built-in ratio of suspect to bulk, kept.
+            let t = Thresholds::default();
+            let ratio = t.suspect_threshold / t.bulk_threshold;
             s.push_str(&format!(
-                "# proposed (no ham flagged, best recall; among equals the default, then the \
-                 tightest):\n[window]\nmax_distance = {}\nminhash_bands = {}\n\
+                "# proposed (no ham flagged, most campaigns caught, then most of their messages; \
+                 among equals\n# the running values, then the tightest):\n[window]\nmax_distance = {}\nminhash_bands = {}\n\
                  corroborating_matches = {}\n[thresholds]\nbulk_threshold = {:.1}\n\
                  suspect_threshold = {:.1}\n",
                 b.radius,
@@ -397,7 +470,8 @@ pub fn proposal_text(p: &Proposal<'_>, ham_labelled: usize) -> String {
             ));
         }
         None => s.push_str(
-            "# no setting flags zero ham: raise the thresholds or add allow-list entries\n",
+            "# no setting flags zero ham and catches a campaign: keep the running values; \
+             raise the\n# thresholds or add allow-list entries if ham was flagged\n",
         ),
     }
     s
@@ -619,6 +693,10 @@ impl Plot {
 mod tests {
     use super::*;
 
+    fn d() -> Setting {
+        Setting::default_values()
+    }
+
     fn row(radius: u32, threshold: f64, recall: f64, ham: usize) -> Row {
         let d = Setting::default_values();
         Row {
@@ -642,7 +720,7 @@ mod tests {
             row(2, 20.0, 0.9, 0),
             row(3, 50.0, 0.8, 0),
         ];
-        let p = propose(&rows, 1000);
+        let p = propose(&rows, 1000, MIN_CAMPAIGNS, d());
         assert_eq!(p.best.map(|r| r.setting.radius), Some(3));
         // Without the default among them: the tightest, the smallest radius.
         let p = propose(
@@ -652,6 +730,8 @@ mod tests {
                 .cloned()
                 .collect::<Vec<_>>(),
             1000,
+            MIN_CAMPAIGNS,
+            d(),
         )
         .best
         .map(|r| r.setting);
@@ -659,7 +739,9 @@ mod tests {
         // Same score at two thresholds: the higher one.
         let rows = [row(3, 10.0, 1.0, 0), row(3, 50.0, 1.0, 0)];
         assert_eq!(
-            propose(&rows, 1000).best.map(|r| r.setting.threshold),
+            propose(&rows, 1000, MIN_CAMPAIGNS, d())
+                .best
+                .map(|r| r.setting.threshold),
             Some(50.0)
         );
     }
@@ -671,15 +753,73 @@ mod tests {
             row(4, 50.0, 0.9, 0),
             row(5, 50.0, 1.0, 1),
         ];
-        assert_eq!(propose(&rows, 1000).best.map(|r| r.setting.radius), Some(4));
+        assert_eq!(
+            propose(&rows, 1000, MIN_CAMPAIGNS, d())
+                .best
+                .map(|r| r.setting.radius),
+            Some(4)
+        );
         let rows = [row(3, 20.0, 1.0, 2)];
-        assert_eq!(propose(&rows, 1000).best, None);
+        assert_eq!(propose(&rows, 1000, MIN_CAMPAIGNS, d()).best, None);
+    }
+
+    /// Issue 41: on the fixtures the proposal was bulk_threshold = 50,
+    /// which caught 56% of campaigns against 100% at 20, because it ranked
+    /// by message recall; on a small mbox it proposed 50 with recall 0.
+    #[test]
+    fn campaigns_caught_come_first_and_too_little_data_proposes_nothing() {
+        let mut at20 = row(3, 20.0, 1.0, 0);
+        at20.message_recall = 0.96;
+        let mut at50 = row(3, 50.0, 0.56, 0);
+        at50.message_recall = 0.99;
+        let rows = [at20.clone(), at50];
+        let p = propose(&rows, 1000, MIN_CAMPAIGNS, d());
+        assert_eq!(p.best.map(|r| r.setting.threshold), Some(20.0));
+        // Nothing caught: nothing proposed.
+        let rows = [row(3, 50.0, 0.0, 0)];
+        let p = propose(&rows, 1000, MIN_CAMPAIGNS, d());
+        assert_eq!(p.best, None);
+        assert!(proposal_text(&p, 1000).contains("keep the running values"));
+        // Too few campaigns labelled: nothing proposed, and said why.
+        let rows = [at20];
+        let p = propose(&rows, 1000, MIN_CAMPAIGNS - 1, d());
+        assert_eq!(p.best, None);
+        let text = proposal_text(&p, 1000);
+        assert!(
+            text.contains(&format!(
+                "{} labelled campaigns, and at least {MIN_CAMPAIGNS}",
+                MIN_CAMPAIGNS - 1
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("[thresholds]"), "{text}");
+    }
+
+    /// The running values, not the built-in ones, win a tie, and bound the
+    /// thresholds proposed from few ham.
+    #[test]
+    fn the_running_values_win_among_equals() {
+        let running = Setting {
+            corroborating: 5,
+            threshold: 30.0,
+            ..d()
+        };
+        let mut r5 = row(3, 30.0, 1.0, 0);
+        r5.setting.corroborating = 5;
+        let rows = [row(3, 30.0, 1.0, 0), r5, row(3, 20.0, 1.0, 0)];
+        let p = propose(&rows, 10, MIN_CAMPAIGNS, running);
+        assert_eq!(
+            p.best
+                .map(|r| (r.setting.corroborating, r.setting.threshold)),
+            Some((5, 30.0))
+        );
+        assert!(p.held_back, "20 is below the running 30");
     }
 
     #[test]
     fn few_labelled_ham_never_propose_a_threshold_below_the_default() {
         let rows = [row(3, 5.0, 1.0, 0), row(3, 20.0, 0.6, 0)];
-        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT - 1);
+        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT - 1, MIN_CAMPAIGNS, d());
         assert!(p.held_back);
         assert_eq!(p.best.map(|r| r.setting.threshold), Some(20.0));
         let text = proposal_text(&p, 42);
@@ -692,7 +832,7 @@ mod tests {
             text.contains("bulk_threshold = 20.0\nsuspect_threshold = 5.0"),
             "{text}"
         );
-        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT);
+        let p = propose(&rows, MIN_HAM_BELOW_DEFAULT, MIN_CAMPAIGNS, d());
         assert!(!p.held_back);
         assert_eq!(p.best.map(|r| r.setting.threshold), Some(5.0));
     }

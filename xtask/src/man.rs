@@ -273,10 +273,23 @@ mod tests {
         let main = pages.iter().find(|(n, _)| n == "bulkwatch.8").unwrap();
         let main = String::from_utf8_lossy(&main.1);
         for section in [
-            "NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "SUBCOMMANDS", "POSTFIX", "FILES",
-            "SIGNALS", "EXIT STATUS", "ENVIRONMENT", "EXAMPLES", "SEE ALSO",
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "OPTIONS",
+            "SUBCOMMANDS",
+            "POSTFIX",
+            "FILES",
+            "SIGNALS",
+            "EXIT STATUS",
+            "ENVIRONMENT",
+            "EXAMPLES",
+            "SEE ALSO",
         ] {
-            assert!(main.contains(&format!(".SH {section}\n")), "bulkwatch(8) lacks {section}");
+            assert!(
+                main.contains(&format!(".SH {section}\n")),
+                "bulkwatch(8) lacks {section}"
+            );
         }
         assert!(main.contains("non_smtpd_milters"));
         assert!(main.contains("postsuper"));
