@@ -86,6 +86,32 @@ async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
         d.log_text().contains("bulk_threshold"),
         "the error names the key"
     );
+    // A syntax error is refused on one log line (the parser's own text
+    // quotes the line under a caret over several), and no key is made up.
+    fs::write(&config, "[thresholds\nbulk_threshold = 5\n").unwrap();
+    let before = d.log_text().lines().count();
+    d.signal("-HUP");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while d.log_text().matches("reload refused").count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", d.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let log = d.log_text();
+    let new: Vec<&str> = log.lines().skip(before).collect();
+    let refusal: Vec<&&str> = new
+        .iter()
+        .filter(|l| l.contains("reload refused"))
+        .collect();
+    assert_eq!(refusal.len(), 1, "{log}");
+    assert!(refusal[0].contains("line 1"), "the position is kept: {log}");
+    assert!(
+        !refusal[0].contains("key="),
+        "no key for a syntax error: {log}"
+    );
+    assert!(
+        refusal[0].contains("`[thresholds`") && !refusal[0].contains('^'),
+        "the quoted line is kept, the caret dropped: {log}"
+    );
 
     // A valid file takes effect for the next message.
     fs::write(&config, config_text(&socket, &state, "reject")).unwrap();

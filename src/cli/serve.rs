@@ -111,6 +111,26 @@ fn chain(e: &dyn std::error::Error) -> String {
     crate::cli::causes(e).join(": ")
 }
 
+/// `text` on one line, for a log: the TOML parser's errors quote the
+/// offending line under a caret over several lines; the quoted line is kept
+/// in backticks (it names the key), the caret and frame lines dropped.
+fn one_line(text: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let digits = l.trim_start_matches(|c: char| c.is_ascii_digit());
+        match digits.trim_start().strip_prefix('|') {
+            // `2 | bulk_threshold = "many"`: the quoted source line.
+            Some(source) if digits.len() < l.len() => {
+                parts.push(format!("`{}`", source.trim()));
+            }
+            // `|` and `|    ^^^^`: the frame and the caret.
+            Some(_) => {}
+            None => parts.push(l.to_owned()),
+        }
+    }
+    parts.join(" ")
+}
+
 fn notify(states: &[NotifyState<'_>]) {
     if let Err(e) = sd_notify::notify(states) {
         warn!(error = %e, "sd_notify failed");
@@ -593,8 +613,8 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
                 }
                 Err(e) => error!(
                     file = %p.display(),
-                    key = e.key().unwrap_or("-"),
-                    error = %chain(&e),
+                    key = e.key(),
+                    error = %one_line(&chain(&e)),
                     "reload refused, running configuration kept"
                 ),
             },
@@ -814,6 +834,28 @@ mod tests {
         assert_eq!(lookup_id("/nonexistent", "42"), Some(42));
         assert_eq!(lookup_id("/etc/passwd", "root"), Some(0));
         assert_eq!(lookup_id("/etc/passwd", "no-such-user-here"), None);
+    }
+
+    #[test]
+    fn a_parse_error_is_logged_on_one_line() {
+        let e = crate::config::Config::from_toml_str("[window\nmax_entries = 5\n")
+            .expect_err("refused");
+        let text = chain(&e);
+        assert!(
+            text.contains('\n'),
+            "the parser's own text has several lines"
+        );
+        let line = one_line(&text);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.contains("line 1, column 8") && line.contains("unclosed table"),
+            "{line}"
+        );
+        assert!(
+            line.contains("`[window`"),
+            "the quoted source is kept: {line}"
+        );
+        assert!(!line.contains('^'), "{line}");
     }
 
     #[test]
