@@ -4,10 +4,12 @@
 //!
 //! The hash is a difference hash: the picture in grey, cut into 9 × 8
 //! cells, one bit for each pair of neighbouring cells in a row (is the
-//! right one brighter by more than [`DEAD_ZONE`]?). Noise in a few dozen
+//! right one brighter by more than two grey levels?). Noise in a few dozen
 //! pixels moves a cell's mean by a fraction of a grey level and leaves the
-//! bits as they were. The hash takes the place of the picture's SHA-256 among the
-//! anchors a short message is compared by (`mime::attachment_hash`).
+//! bits as they were. The hash takes the place of the picture's SHA-256
+//! among the anchors a short message is compared by
+//! (`mime::attachment_hash`), and a short message with pictures is
+//! compared near by them (`analysis::picture_simhash`).
 //!
 //! Decoding is hostile-input work; it runs where the rest of reading does
 //! (a worker process, `crate::worker`) and is bounded before anything is
