@@ -65,6 +65,18 @@ async fn show_allow_and_forget_through_the_control_handler() {
     let list = handle(&reopened, "list");
     assert_eq!(list["allowed"][0], id.as_str(), "kept across a restart");
 
+    // disallow: the allowance is withdrawn (issue 41: there was no way
+    // back), the next copy is judged again, and control.json drops it.
+    assert_eq!(handle(&m.state, &format!("disallow {id}"))["ok"], true);
+    send(m.addr, &spam("grace", 7)).await;
+    let a = handle(&m.state, &format!("show {id}"));
+    assert_eq!(a["members"][0]["queue_id"], "Q7", "{a}");
+    assert_eq!(a["members"][0]["level"], "bulk", "{a}");
+    assert!(!a["allowed"].is_object(), "{a}");
+    assert_eq!(handle(&m.state, "list")["allowed"], serde_json::json!([]));
+    let saved = fs::read_to_string(file_path(dir.path())).unwrap();
+    assert!(!saved.contains(&id), "{saved}");
+
     // forget: the campaign leaves the lists and its text starts again.
     assert_eq!(handle(&m.state, &format!("forget {id}"))["ok"], true);
     assert_eq!(
@@ -96,6 +108,8 @@ async fn show_allow_and_forget_through_the_control_handler() {
         "show 12345",
         &format!("allow {id} 0"),
         &format!("allow {id} soon"),
+        "disallow",
+        "disallow 000000000000",
     ] {
         let a = handle(&m.state, bad);
         assert_eq!(a["ok"], false, "{bad:?}: {a}");

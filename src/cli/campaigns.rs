@@ -1,4 +1,4 @@
-//! `bulkwatch campaigns list|show|allow|forget`: the running daemon's
+//! `bulkwatch campaigns list|show|allow|disallow|forget`: the running daemon's
 //! campaigns, through its control socket (`control.sock` in the
 //! configuration's state directory; see `crate::milter::control`).
 
@@ -37,6 +37,9 @@ pub enum Action {
         #[arg(long = "for", value_name = "SECONDS")]
         seconds: Option<u64>,
     },
+    /// Withdraw an allowance: the campaign's later messages are judged
+    /// again.
+    Disallow { id: String },
     /// Drop the campaign: its text starts again from zero.
     Forget { id: String },
 }
@@ -58,6 +61,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
             Some(s) => format!("allow {id} {s}"),
             None => format!("allow {id}"),
         },
+        Action::Disallow { id } => format!("disallow {id}"),
         Action::Forget { id } => format!("forget {id}"),
     };
     if request.contains('\n') {
@@ -173,6 +177,9 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             ),
             None => format!("{id} allowed\n"),
         },
+        Action::Disallow { id } => {
+            format!("{id} no longer allowed: its messages are judged again\n")
+        }
         Action::Forget { id } => format!("{id} forgotten: its text starts again from zero\n"),
     }
 }

@@ -1,4 +1,4 @@
-//! Campaigns at runtime: `bulkwatch campaigns list|show|allow|forget`
+//! Campaigns at runtime: `bulkwatch campaigns list|show|allow|disallow|forget`
 //! talks to the running daemon through a unix socket in the state
 //! directory (`control.sock`, mode 0600: only the daemon's user and root
 //! can connect; nothing a remote peer can reach).
@@ -6,6 +6,7 @@
 //! - `allow ID [SECS]`: later messages of the campaign are `allowed` (for
 //!   SECS seconds, or while it lives); a merge carries the allowance to the
 //!   campaign that absorbs it ([`Engine::allow`]).
+//! - `disallow ID`: the allowance is withdrawn (an allow until the epoch).
 //! - `forget ID`: the campaign is dropped from every list and nothing joins
 //!   it any more; its text starts again from zero ([`Engine::forget`]).
 //! - `show ID`: the campaign and a sample of its members (queue id,
@@ -298,6 +299,17 @@ impl Control {
                     }
                 }
             }
+            // An allowance withdrawn: allowed until the epoch, which is
+            // no allowance (and travels the Redis log as any allow does).
+            (Some("disallow"), Some(Ok(id))) => {
+                match self.correct(state, Correction::Allow { id, until: 0 }, now) {
+                    Err(e) => error(&format!("disallow: {e}")),
+                    Ok(live) => {
+                        tracing::info!(campaign = %live, "campaign allowance withdrawn");
+                        serde_json::json!({"ok": true, "campaign": live.to_string()})
+                    }
+                }
+            }
             (Some("forget"), Some(Ok(id))) => {
                 match self.correct(state, Correction::Forget { id }, now) {
                     Err(e) => error(&format!("forget: {e}")),
@@ -311,7 +323,7 @@ impl Control {
             (Some(_), Some(Err(bad))) => {
                 error(&format!("not a campaign id: {bad:?} (12 hex digits)"))
             }
-            _ => error("usage: list | show ID | allow ID [SECONDS] | forget ID"),
+            _ => error("usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID"),
         }
     }
 
