@@ -79,6 +79,10 @@ async fn show_allow_and_forget_through_the_control_handler() {
 
     // forget: the campaign leaves the lists and its text starts again.
     assert_eq!(handle(&m.state, &format!("forget {id}"))["ok"], true);
+    // show says it was forgotten, not that it left the window (issue 41).
+    let a = handle(&m.state, &format!("show {id}"));
+    assert_eq!(a["forgotten"], true, "{a}");
+    assert!(a["campaign"].is_null(), "{a}");
     assert_eq!(
         handle(&m.state, &format!("forget {id}"))["ok"],
         false,

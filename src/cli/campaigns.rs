@@ -151,9 +151,14 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             s
         }
         Action::Show { id } => {
-            let mut s = match field(a, "campaign").is_object() {
-                true => campaign_line(field(a, "campaign")),
-                false => format!("{id}  (no longer in the window)\n"),
+            let mut s = if field(a, "campaign").is_object() {
+                campaign_line(field(a, "campaign"))
+            } else if field(a, "forgotten").as_bool() == Some(true) {
+                format!(
+                    "{id}  forgotten: nothing joins it; its messages leave the window in time\n"
+                )
+            } else {
+                format!("{id}  (no longer in the window)\n")
             };
             if field(a, "allowed").is_object() {
                 s.push_str("allowed\n");
@@ -202,5 +207,20 @@ mod tests {
         );
         assert!(human(&Action::List, &answer("host; redis unavailable"))
             .starts_with("0 active campaigns of this host only: Redis did not answer"));
+    }
+
+    #[test]
+    fn show_says_forgotten_rather_than_gone() {
+        let show = Action::Show {
+            id: "4f4b2704f8fb".to_owned(),
+        };
+        let a = serde_json::json!({"campaign": null, "forgotten": true, "members": []});
+        assert!(
+            human(&show, &a).starts_with("4f4b2704f8fb  forgotten: "),
+            "{}",
+            human(&show, &a)
+        );
+        let a = serde_json::json!({"campaign": null, "forgotten": false, "members": []});
+        assert!(human(&show, &a).contains("(no longer in the window)"));
     }
 }

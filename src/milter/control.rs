@@ -351,8 +351,14 @@ impl Control {
                     .collect()
             })
         };
+        // A forgotten campaign lives on, counted for nothing, until its
+        // messages leave the window: say so, not that it has left.
+        let forgotten = campaign.is_none()
+            && state.with_view(|e| e.root_id(id).is_some_and(|r| e.forgotten().any(|f| f == r)));
         match campaign {
-            None if members.is_empty() => error(&format!("show: no live campaign {id}")),
+            None if members.is_empty() && !forgotten => {
+                error(&format!("show: no live campaign {id}"))
+            }
             _ => {
                 let allowed = campaign
                     .as_ref()
@@ -361,6 +367,7 @@ impl Control {
                 serde_json::json!({
                     "campaign": campaign,
                     "allowed": allowed,
+                    "forgotten": forgotten,
                     "members": members,
                 })
             }
