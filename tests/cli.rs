@@ -697,3 +697,57 @@ fn commands_without_config_name_the_system_file_they_read() {
         );
     }
 }
+
+/// `check-config --postfix` reads Postfix's settings with the real
+/// postconf (from a configuration directory of the test's own): a Debian
+/// master.cf with the unix socket is a problem (exit 2, said on stdout),
+/// the inet socket passes.
+#[cfg_attr(
+    not(bulkwatch_postfix),
+    ignore = "needs postconf (apt-get install postfix)"
+)]
+#[test]
+fn check_config_postfix_finds_a_socket_postfix_cannot_reach() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pf = dir.path().join("postfix");
+    std::fs::create_dir(&pf).expect("mkdir");
+    std::fs::write(
+        pf.join("master.cf"),
+        "smtp      inet  n       -       y       -       -       smtpd\n\
+         pickup    unix  n       -       y       60      1       pickup\n\
+         cleanup   unix  n       -       y       -       0       cleanup\n",
+    )
+    .expect("master.cf");
+    let check = |socket: &str| {
+        std::fs::write(
+            pf.join("main.cf"),
+            format!(
+                "compatibility_level = 3.6\nsmtpd_milters = {socket}\n\
+                 non_smtpd_milters = $smtpd_milters\nmilter_default_action = accept\n"
+            ),
+        )
+        .expect("main.cf");
+        let conf = dir.path().join("bulkwatch.toml");
+        std::fs::write(&conf, format!("[milter]\nsocket = \"{socket}\"\n")).expect("toml");
+        run(bin()
+            .args(["check-config", "--quiet", "--postfix", "--postfix-config"])
+            .arg(&pf)
+            .arg(&conf))
+    };
+    let out = check("unix:/run/bulkwatch/bulkwatch.sock");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("problem: smtp (smtpd), cleanup (cleanup) run chrooted"),
+        "{text}"
+    );
+    let out = check("inet:127.0.0.1:7357");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("# postfix: OK"), "{text}");
+}

@@ -1,11 +1,13 @@
-//! `bulkwatch check-config [FILE]`: validate and print the effective settings
-//! as TOML, with the file's key names and units. Suspicious values that
+//! `bulkwatch check-config [FILE] [--postfix]`: validate and print the
+//! effective settings as TOML, with the file's key names and units; with
+//! `--postfix`, also check that the local Postfix sends its mail to this
+//! configuration's socket ([`postfix_problems`]). Suspicious values that
 //! load all the same are warned on stderr with their lines. The secrets
 //! (`fingerprint.hash_key`, `metrics.control_token`) are masked unless
 //! `--show-secrets` asks for them: the output is pasted into tickets and
 //! chats.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -25,6 +27,16 @@ pub struct CheckConfigArgs {
     /// (masked by default).
     #[arg(long)]
     pub show_secrets: bool,
+    /// Also check the local Postfix's settings (read with `postconf`):
+    /// that smtpd_milters and non_smtpd_milters name this file's socket,
+    /// that a chrooted smtpd or cleanup can reach it, and the milter
+    /// protocol and default action. Problems make the exit status 2.
+    #[arg(long)]
+    pub postfix: bool,
+    /// Postfix's configuration directory for --postfix (postconf -c);
+    /// default: Postfix's own.
+    #[arg(long, value_name = "DIR", requires = "postfix")]
+    pub postfix_config: Option<PathBuf>,
 }
 
 /// The keys whose values `check-config` masks.
@@ -58,8 +70,28 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     for w in warnings {
         eprintln!("bulkwatch: warning: {w}");
     }
-    if args.quiet {
+    let postfix = if args.postfix {
+        Some(check_postfix(&cfg, args.postfix_config.as_deref())?)
+    } else {
+        None
+    };
+    if args.quiet && postfix.is_none() {
         return Ok(Exit::Ok);
+    }
+    if let Some(report) = postfix {
+        print_stdout(&report.text)?;
+        if report.problems > 0 {
+            return Err(CliError::Other {
+                what: format!(
+                    "{} problem(s) in Postfix's settings (above): mail would pass unfiltered",
+                    report.problems
+                ),
+                source: "postconf".into(),
+            });
+        }
+        if args.quiet {
+            return Ok(Exit::Ok);
+        }
     }
     let (text, note) = if args.show_secrets {
         (cfg.to_toml(), "")
@@ -77,9 +109,261 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
+/// What `postconf` says of the settings the milter depends on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostfixSettings {
+    pub smtpd_milters: String,
+    pub non_smtpd_milters: String,
+    pub milter_protocol: String,
+    pub milter_default_action: String,
+    pub queue_directory: String,
+    /// master.cf services whose command is smtpd or cleanup and that run
+    /// chrooted (`y` in the chroot column).
+    pub chrooted: Vec<String>,
+}
+
+impl PostfixSettings {
+    /// From `postconf -x NAME...` (`name = value` lines) and `postconf -M`
+    /// (master.cf's columns).
+    pub fn parse(main: &str, master: &str) -> PostfixSettings {
+        let mut s = PostfixSettings::default();
+        for line in main.lines() {
+            let Some((name, value)) = line
+                .split_once(" = ")
+                .or_else(|| line.strip_suffix(" =").map(|n| (n, "")))
+            else {
+                continue;
+            };
+            let value = value.trim().to_owned();
+            match name.trim() {
+                "smtpd_milters" => s.smtpd_milters = value,
+                "non_smtpd_milters" => s.non_smtpd_milters = value,
+                "milter_protocol" => s.milter_protocol = value,
+                "milter_default_action" => s.milter_default_action = value,
+                "queue_directory" => s.queue_directory = value,
+                _ => {}
+            }
+        }
+        for line in master.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [service, _, _, _, chroot, _, _, command, ..] = f.as_slice() {
+                if *chroot == "y" && matches!(*command, "smtpd" | "cleanup") {
+                    s.chrooted.push(format!("{service} ({command})"));
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Whether a Postfix milter list names `socket`: an entry equal to it, or
+/// for an inet socket bound to every address, one on its port.
+fn names_socket(list: &str, socket: &crate::config::SocketSpec) -> bool {
+    use crate::config::SocketSpec;
+    list.split(|c: char| c == ',' || c.is_whitespace() || c == '{' || c == '}')
+        .filter(|e| !e.is_empty() && !e.contains('='))
+        .any(|e| match socket {
+            SocketSpec::Unix(path) => e
+                .strip_prefix("unix:")
+                .is_some_and(|p| Path::new(p) == path.as_path()),
+            SocketSpec::Inet(addr) => e.strip_prefix("inet:").is_some_and(|p| {
+                let port = |a: &str| a.rsplit(':').next().map(str::to_owned);
+                let host = addr.rsplit_once(':').map_or("", |(h, _)| h);
+                p == addr
+                    || (matches!(host, "0.0.0.0" | "[::]" | "::" | "*" | "")
+                        && port(p) == port(addr))
+            }),
+        })
+}
+
+/// The problems (mail that would pass unfiltered) and notes of Postfix's
+/// `settings` for a milter on `socket`.
+pub fn postfix_problems(
+    socket: &crate::config::SocketSpec,
+    settings: &PostfixSettings,
+) -> (Vec<String>, Vec<String>) {
+    use crate::config::SocketSpec;
+    let spec = match socket {
+        SocketSpec::Unix(p) => format!("unix:{}", p.display()),
+        SocketSpec::Inet(a) => format!("inet:{a}"),
+    };
+    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    if !names_socket(&settings.smtpd_milters, socket) {
+        problems.push(format!(
+            "smtpd_milters = {:?} does not name {spec}: mail received by SMTP is not filtered",
+            settings.smtpd_milters
+        ));
+    }
+    if !names_socket(&settings.non_smtpd_milters, socket) {
+        problems.push(format!(
+            "non_smtpd_milters = {:?} does not name {spec}: mail from sendmail and the \
+             pickup queue is not filtered (set non_smtpd_milters = $smtpd_milters)",
+            settings.non_smtpd_milters
+        ));
+    }
+    if let SocketSpec::Unix(path) = socket {
+        let queue = Path::new(&settings.queue_directory);
+        if !settings.chrooted.is_empty()
+            && (settings.queue_directory.is_empty() || !path.starts_with(queue))
+        {
+            problems.push(format!(
+                "{} run chrooted in {} (master.cf), where the unix socket {} cannot be \
+                 reached: use the inet socket, a socket under the queue directory, or set \
+                 their chroot column to n",
+                settings.chrooted.join(", "),
+                settings.queue_directory,
+                path.display()
+            ));
+        }
+    }
+    match settings.milter_protocol.trim().parse::<u32>() {
+        Ok(p) if p >= 6 => {}
+        _ => notes.push(format!(
+            "milter_protocol = {:?}: 6 is recommended (bulkwatch negotiates it, and \
+             skips the stages it does not need)",
+            settings.milter_protocol
+        )),
+    }
+    if settings.milter_default_action.trim() != "accept" {
+        notes.push(format!(
+            "milter_default_action = {:?}: while bulkwatch is down or unreachable Postfix \
+             does not accept mail; \"accept\" lets it through, as bulkwatch itself does",
+            settings.milter_default_action
+        ));
+    }
+    (problems, notes)
+}
+
+/// The report of `--postfix`.
+struct PostfixReport {
+    text: String,
+    problems: usize,
+}
+
+/// Runs `postconf` and reports what [`postfix_problems`] finds.
+fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliError> {
+    let run = |args: &[&str]| -> Result<String, CliError> {
+        let mut cmd = std::process::Command::new("postconf");
+        if let Some(d) = dir {
+            cmd.arg("-c").arg(d);
+        }
+        let out = cmd.args(args).output().map_err(|e| CliError::Other {
+            what: "cannot run postconf (is Postfix installed and on PATH?)".to_owned(),
+            source: Box::new(e),
+        })?;
+        if !out.status.success() {
+            return Err(CliError::Other {
+                what: format!(
+                    "postconf {} failed: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                source: "postconf".into(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let main = run(&[
+        "-x",
+        "smtpd_milters",
+        "non_smtpd_milters",
+        "milter_protocol",
+        "milter_default_action",
+        "queue_directory",
+    ])?;
+    let master = run(&["-M"])?;
+    let settings = PostfixSettings::parse(&main, &master);
+    let (problems, notes) = postfix_problems(&cfg.milter.socket, &settings);
+    let mut text = String::new();
+    for p in &problems {
+        text.push_str(&format!("# postfix: problem: {p}\n"));
+    }
+    for n in &notes {
+        text.push_str(&format!("# postfix: note: {n}\n"));
+    }
+    if problems.is_empty() {
+        text.push_str("# postfix: OK: smtpd_milters and non_smtpd_milters reach this socket\n");
+    }
+    Ok(PostfixReport {
+        text,
+        problems: problems.len(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SocketSpec;
+
+    const MASTER: &str = "smtp       inet  n       -       y       -       -       smtpd\n\
+                          pickup     unix  n       -       y       60      1       pickup\n\
+                          cleanup    unix  n       -       y       -       0       cleanup\n";
+
+    fn settings(smtpd: &str, non_smtpd: &str, master: &str) -> PostfixSettings {
+        PostfixSettings::parse(
+            &format!(
+                "smtpd_milters = {smtpd}\nnon_smtpd_milters = {non_smtpd}\n\
+                 milter_protocol = 6\nmilter_default_action = accept\n\
+                 queue_directory = /var/spool/postfix\n"
+            ),
+            master,
+        )
+    }
+
+    #[test]
+    fn postfix_settings_that_reach_the_socket_pass() {
+        let inet = SocketSpec::Inet("127.0.0.1:7357".into());
+        let s = settings("inet:127.0.0.1:7357", "inet:127.0.0.1:7357", MASTER);
+        assert_eq!(s.chrooted, ["smtp (smtpd)", "cleanup (cleanup)"]);
+        assert_eq!(postfix_problems(&inet, &s), (vec![], vec![]));
+        // Per-milter settings in braces, other milters beside it.
+        let s = settings(
+            "{ inet:127.0.0.1:7357, connect_timeout=10s }, unix:/run/other.sock",
+            "inet:127.0.0.1:7357",
+            MASTER,
+        );
+        assert!(postfix_problems(&inet, &s).0.is_empty());
+        // A daemon on every address, Postfix on localhost.
+        let any = SocketSpec::Inet("0.0.0.0:7357".into());
+        let s = settings("inet:127.0.0.1:7357", "inet:127.0.0.1:7357", MASTER);
+        assert!(postfix_problems(&any, &s).0.is_empty());
+    }
+
+    /// Issue 41 item 6: with the unix socket on Debian, cleanup (which
+    /// runs non_smtpd_milters) is chrooted and mail from sendmail passed
+    /// unfiltered; a missing non_smtpd_milters did the same.
+    #[test]
+    fn what_lets_mail_pass_unfiltered_is_a_problem() {
+        let unix = SocketSpec::Unix("/run/bulkwatch/bulkwatch.sock".into());
+        let s = settings(
+            "unix:/run/bulkwatch/bulkwatch.sock",
+            "unix:/run/bulkwatch/bulkwatch.sock",
+            MASTER,
+        );
+        let (problems, _) = postfix_problems(&unix, &s);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("cleanup (cleanup)") && problems[0].contains("chroot"));
+        // Not chrooted: fine.
+        let s = settings(
+            "unix:/run/bulkwatch/bulkwatch.sock",
+            "unix:/run/bulkwatch/bulkwatch.sock",
+            &MASTER.replace(" y ", " n "),
+        );
+        assert!(postfix_problems(&unix, &s).0.is_empty());
+        let inet = SocketSpec::Inet("127.0.0.1:7357".into());
+        let s = settings("inet:127.0.0.1:7357", "", MASTER);
+        let (problems, _) = postfix_problems(&inet, &s);
+        assert!(problems[0].contains("non_smtpd_milters"), "{problems:?}");
+        let s = settings("inet:127.0.0.1:7358", "inet:127.0.0.1:7357", MASTER);
+        assert!(postfix_problems(&inet, &s).0[0].contains("smtpd_milters"));
+        // Protocol and default action are notes, not problems.
+        let mut s = settings("inet:127.0.0.1:7357", "inet:127.0.0.1:7357", MASTER);
+        s.milter_protocol = "2".into();
+        s.milter_default_action = "tempfail".into();
+        let (problems, notes) = postfix_problems(&inet, &s);
+        assert!(problems.is_empty());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
 
     #[test]
     fn secrets_are_masked_and_the_rest_is_kept() {

@@ -79,7 +79,9 @@ down, as the daemon itself does when it cannot judge a message.
 Debian runs \fBsmtpd\fR and \fBcleanup\fR (which \fBnon_smtpd_milters\fR
 uses for mail from \fBsendmail\fR) chrooted in \fI/var/spool/postfix\fR,
 where a socket under \fI/run\fR cannot be reached: keep the inet socket, or
-put the unix socket inside the chroot.
+put the unix socket inside the chroot. \fBbulkwatch check\-config \-\-postfix\fR
+reads Postfix's settings with \fBpostconf\fR and says what would let mail
+pass unfiltered.
 .PP
 With \fBquarantine\fR as a level's action in \fB[policy]\fR (e.g.
 \fBbulk = "quarantine"\fR), Postfix holds the message:
