@@ -4,8 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The binary, pointed away from the host's /etc/bulkwatch (issue 41: a
+/// host with the package installed made these tests read its file).
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bulkwatch"));
+    c.env("BULKWATCH_CONFIG", "/nonexistent/bulkwatch/bulkwatch.toml");
+    c
 }
 
 fn root(p: &str) -> PathBuf {
@@ -750,4 +754,25 @@ fn check_config_postfix_finds_a_socket_postfix_cannot_reach() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("# postfix: OK"), "{text}");
+}
+
+/// BULKWATCH_CONFIG names the file a command reads without --config, in
+/// place of /etc/bulkwatch/bulkwatch.toml.
+#[test]
+fn bulkwatch_config_names_the_default_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("site.toml");
+    std::fs::write(&conf, "[thresholds]\nbulk_threshold = 33.0\n").expect("write");
+    let out = run(bin().arg("check-config").env("BULKWATCH_CONFIG", &conf));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("site.toml: OK") && text.contains("bulk_threshold = 33.0"),
+        "{text}"
+    );
+    // A name that does not exist: the built-in defaults, as for /etc.
+    let out = run(bin()
+        .args(["replay", "--format", "jsonl"])
+        .arg(root("fixtures/mbox/ham.mbox")));
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1));
 }

@@ -60,9 +60,7 @@ fn mask_secrets(text: &str) -> String {
 }
 
 pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
-    let file = args
-        .file
-        .unwrap_or_else(|| PathBuf::from(super::SYSTEM_CONFIG));
+    let file = args.file.unwrap_or_else(super::system_config);
     let (cfg, warnings) = Config::load_with_warnings(&file)?;
     if let Some(w) = super::keygen::public_key_warning(&cfg) {
         eprintln!("bulkwatch: warning: {w}");

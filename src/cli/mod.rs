@@ -177,6 +177,18 @@ pub fn read_in_workers() -> Result<crate::replay::ReadIn, CliError> {
 /// exists: where the Debian package installs the configuration.
 pub const SYSTEM_CONFIG: &str = "/etc/bulkwatch/bulkwatch.toml";
 
+/// The environment variable that names another file than
+/// [`SYSTEM_CONFIG`] for commands given no `--config` (a container's
+/// mounted file; tests, which must never read a host's /etc).
+pub const CONFIG_ENV: &str = "BULKWATCH_CONFIG";
+
+/// [`CONFIG_ENV`]'s file when set and not empty, else [`SYSTEM_CONFIG`].
+pub fn system_config() -> PathBuf {
+    std::env::var_os(CONFIG_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(SYSTEM_CONFIG), PathBuf::from)
+}
+
 /// The file a command runs on: `given` (`--config`), else `system` when
 /// it exists, else none (the built-in defaults). A `system` path whose
 /// existence cannot be checked (a directory that may not be searched)
@@ -188,13 +200,13 @@ pub fn config_file(given: Option<&PathBuf>, system: &Path) -> Option<PathBuf> {
         .or_else(|| (system.try_exists().unwrap_or(true)).then(|| system.to_owned()))
 }
 
-/// Loads `--config`'s file, else [`SYSTEM_CONFIG`] when it exists, else
+/// Loads `--config`'s file, else [`system_config`]'s when it exists, else
 /// the built-in defaults.
 ///
 /// # Errors
 /// The file cannot be read or is invalid.
 pub fn load_config(given: Option<&PathBuf>) -> Result<Config, CliError> {
-    match config_file(given, Path::new(SYSTEM_CONFIG)) {
+    match config_file(given, &system_config()) {
         Some(p) => Ok(Config::load(&p)?),
         None => Ok(Config::default()),
     }

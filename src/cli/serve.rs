@@ -1,7 +1,7 @@
 //! `bulkwatch serve`: the daemon around [`crate::milter::run`].
 //!
 //! Start: load the configuration (`--config`, else
-//! [`crate::cli::SYSTEM_CONFIG`] when it exists, else the built-in
+//! [`crate::cli::system_config`] when it exists, else the built-in
 //! defaults; the "bulkwatch serving" line names which),
 //! then, in this order:
 //! - lock the state directory: an exclusive `flock` on
@@ -145,7 +145,7 @@ fn notify(states: &[NotifyState<'_>]) {
 /// on, or a snapshot at shutdown that could not be written.
 pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
     init_tracing(args.log_format);
-    let path = crate::cli::config_file(args.config.as_ref(), Path::new(crate::cli::SYSTEM_CONFIG));
+    let path = crate::cli::config_file(args.config.as_ref(), &crate::cli::system_config());
     let (cfg, warnings) = match &path {
         Some(p) => Config::load_with_warnings(p)?,
         None => (Config::default(), Vec::new()),
@@ -600,7 +600,7 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
         match &path {
             None => warn!(
                 "SIGHUP: started on the built-in defaults (no --config, no {}), nothing to reload",
-                crate::cli::SYSTEM_CONFIG
+                crate::cli::system_config().display()
             ),
             Some(p) => match load_off_runtime(p).await {
                 Ok((new, warnings)) => {

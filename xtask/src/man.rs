@@ -123,6 +123,11 @@ An error (a bad configuration, an unreadable input, a daemon that cannot
 start or could not write its snapshot at shutdown), said on standard error.
 .SH ENVIRONMENT
 .TP
+\fBBULKWATCH_CONFIG\fR
+The file commands read when given no \fB\-\-config\fR, in place of
+\fI/etc/bulkwatch/bulkwatch.toml\fR (a container's mounted file, say); as
+for that one, a name that does not exist means the built\-in defaults.
+.TP
 \fBRUST_LOG\fR
 The daemon's log filter (\fBtracing\fR's syntax, e.g. \fBinfo\fR,
 \fBbulkwatch=debug\fR); \fBinfo\fR when unset.
