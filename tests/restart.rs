@@ -335,3 +335,86 @@ fn serve_logs_suspicious_values_with_their_lines_at_start_and_on_reload() {
     assert!(d.log_text().contains("line=8"), "{}", d.log_text());
     assert!(d.stop().success());
 }
+
+/// `--log-format syslog` (issue 41 item 10, hosts without systemd's
+/// journal): every line is one datagram to the syslog socket, in the form
+/// `logger` sends, with the level as the priority and no time of its own;
+/// stderr stays quiet. Bounded waits only: the daemon's own lines say
+/// when it got there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syslog_lines_are_one_datagram_each_with_their_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("bw.sock");
+    let state = dir.path().join("state");
+    let config = dir.path().join("bw.toml");
+    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+    let log_socket = dir.path().join("log.sock");
+    let syslog = std::os::unix::net::UnixDatagram::bind(&log_socket).unwrap();
+    syslog
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let stderr = dir.path().join("stderr.log");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["serve", "--log-format", "syslog", "--syslog-socket"])
+        .arg(&log_socket)
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "info")
+        .env_remove("NOTIFY_SOCKET")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let d = Daemon::adopt(child, &stderr);
+    let mut lines = Vec::new();
+    let mut buf = vec![0u8; 16384];
+    let recv = |buf: &mut Vec<u8>| {
+        let n = syslog.recv(buf).expect("a datagram within the bound");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    while !lines
+        .iter()
+        .any(|l: &String| l.contains("bulkwatch serving"))
+    {
+        lines.push(recv(&mut buf));
+    }
+    // One message: its "message judged" line comes as its own datagram.
+    let _ = deliver(&socket, 0).await;
+    loop {
+        let l = recv(&mut buf);
+        let done = l.contains("message judged");
+        lines.push(l);
+        if done {
+            break;
+        }
+    }
+    let st = d.stop();
+    assert!(st.success(), "exit status {st}");
+    for l in &lines {
+        let (pri, rest) = l
+            .strip_prefix('<')
+            .and_then(|r| r.split_once('>'))
+            .unwrap_or_else(|| panic!("no priority: {l:?}"));
+        assert!(["27", "28", "30", "31"].contains(&pri), "{l:?}");
+        assert!(rest.starts_with("bulkwatch["), "{l:?}");
+        assert!(!l.contains('\n'), "one line a datagram: {l:?}");
+        // No time of its own (the syslog daemon stamps it): the level
+        // comes first.
+        let line = rest.split_once("]: ").map_or("", |(_, m)| m).trim_start();
+        assert!(
+            ["ERROR", "WARN", "INFO", "DEBUG"]
+                .iter()
+                .any(|l| line.starts_with(l)),
+            "{l:?}"
+        );
+    }
+    let judged = lines.iter().find(|l| l.contains("message judged")).unwrap();
+    assert!(judged.starts_with("<30>bulkwatch["), "{judged}");
+    assert!(judged.contains("queue_id="), "{judged}");
+    assert_eq!(
+        fs::read_to_string(&stderr).unwrap(),
+        "",
+        "stderr stays quiet"
+    );
+}

@@ -61,6 +61,10 @@ use crate::store::RedisLayer;
 pub enum LogFormat {
     Text,
     Json,
+    /// The text lines, without their time, to the local syslog daemon
+    /// (`--syslog-socket`, facility daemon, the level as the priority):
+    /// for hosts without systemd's journal.
+    Syslog,
 }
 
 #[derive(Debug, Args)]
@@ -69,12 +73,122 @@ pub struct ServeArgs {
     /// when that exists, else the built-in defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Log format on stderr.
+    /// Log format on stderr, or syslog (to the local syslog daemon; if it
+    /// cannot be reached at start, stderr).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// The syslog daemon's socket for --log-format syslog.
+    #[arg(long, value_name = "PATH", default_value = "/dev/log")]
+    pub syslog_socket: PathBuf,
 }
 
-fn init_tracing(format: LogFormat) {
+/// Log lines as syslog datagrams (RFC 3164's form, as `logger` sends
+/// them): `<PRI>bulkwatch[PID]: LINE`, one datagram per event, the
+/// facility daemon and the event's level as the severity. A datagram that
+/// cannot be sent (the syslog daemon restarting) is sent once more on a
+/// new connection, then written to stderr: a log line is never lost
+/// silently, and logging never blocks the milter.
+#[derive(Clone)]
+struct Syslog {
+    path: PathBuf,
+    socket: Arc<std::sync::Mutex<Option<std::os::unix::net::UnixDatagram>>>,
+}
+
+/// Longest datagram sent; longer lines are cut (syslog daemons take 8 KiB
+/// or less).
+const SYSLOG_MAX: usize = 8192;
+
+impl Syslog {
+    fn connect(path: &Path) -> io::Result<std::os::unix::net::UnixDatagram> {
+        let s = std::os::unix::net::UnixDatagram::unbound()?;
+        s.connect(path)?;
+        s.set_nonblocking(true)?;
+        Ok(s)
+    }
+
+    fn open(path: &Path) -> io::Result<Syslog> {
+        Ok(Syslog {
+            path: path.to_owned(),
+            socket: Arc::new(std::sync::Mutex::new(Some(Syslog::connect(path)?))),
+        })
+    }
+
+    fn send(&self, severity: u8, line: &[u8]) {
+        let mut msg =
+            format!("<{}>bulkwatch[{}]: ", 3 * 8 + severity, std::process::id()).into_bytes();
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        msg.extend_from_slice(
+            line.get(..SYSLOG_MAX.saturating_sub(msg.len()))
+                .unwrap_or(line),
+        );
+        let mut guard = self.socket.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..2 {
+            if guard.as_ref().is_some_and(|s| s.send(&msg).is_ok()) {
+                return;
+            }
+            *guard = Syslog::connect(&self.path).ok();
+        }
+        drop(guard);
+        let mut err = io::stderr().lock();
+        let _ = err.write_all(line);
+        let _ = err.write_all(b"\n");
+    }
+}
+
+/// One event's bytes, sent as one datagram when the formatter is done.
+struct SyslogLine {
+    to: Syslog,
+    severity: u8,
+    buf: Vec<u8>,
+}
+
+impl Write for SyslogLine {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for SyslogLine {
+    fn drop(&mut self) {
+        if !self.buf.is_empty() {
+            self.to.send(self.severity, &self.buf);
+        }
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Syslog {
+    type Writer = SyslogLine;
+
+    fn make_writer(&'a self) -> SyslogLine {
+        self.line(6)
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> SyslogLine {
+        let severity = match *meta.level() {
+            tracing::Level::ERROR => 3,
+            tracing::Level::WARN => 4,
+            tracing::Level::INFO => 6,
+            _ => 7,
+        };
+        self.line(severity)
+    }
+}
+
+impl Syslog {
+    fn line(&self, severity: u8) -> SyslogLine {
+        SyslogLine {
+            to: self.clone(),
+            severity,
+            buf: Vec::new(),
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat, syslog_socket: &Path) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // The style sheet parser warns (through the `log` crate, which this
@@ -85,13 +199,31 @@ fn init_tracing(format: LogFormat) {
         Err(_) => filter,
     };
     use std::io::IsTerminal;
+    if format == LogFormat::Syslog {
+        match Syslog::open(syslog_socket) {
+            Ok(syslog) => {
+                // try_init: a subscriber set already (tests) is fine.
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_ansi(false)
+                    .without_time()
+                    .with_writer(syslog)
+                    .try_init();
+                return;
+            }
+            Err(e) => eprintln!(
+                "bulkwatch: cannot reach the syslog daemon at {}: {e}; logging to stderr",
+                syslog_socket.display()
+            ),
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     // try_init: a subscriber set already (tests) is fine.
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text | LogFormat::Syslog => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
 }
@@ -144,7 +276,7 @@ fn notify(states: &[NotifyState<'_>]) {
 /// writable, a socket that cannot be bound or that another process listens
 /// on, or a snapshot at shutdown that could not be written.
 pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
-    init_tracing(args.log_format);
+    init_tracing(args.log_format, &args.syslog_socket);
     let path = crate::cli::config_file(args.config.as_ref(), &crate::cli::system_config());
     let (cfg, warnings) = match &path {
         Some(p) => Config::load_with_warnings(p)?,
