@@ -165,7 +165,7 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         &message,
         scan.max_scan_bytes,
         &mut body,
-        &mut picture::Budget::default(),
+        &mut Spend::default(),
         0,
     );
     MimeOutcome::Parsed(body)
@@ -225,13 +225,25 @@ fn at_most_chars(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
+/// PDFs read per message, the first ones: each costs up to tens of
+/// milliseconds within its bounds ([`pdf`]), and a campaign gains nothing
+/// by attaching more.
+pub const MAX_PDFS: usize = 2;
+
+/// What one message may still spend on reading attachments.
+#[derive(Debug, Default)]
+struct Spend {
+    pictures: picture::Budget,
+    pdfs: usize,
+}
+
 /// Adds the text, URLs and attachment hashes of `message` to `body`;
-/// `pictures` is what the whole message may still decode.
+/// `spend` is what the whole message may still spend on attachments.
 fn collect(
     message: &Message<'_>,
     limit: usize,
     body: &mut BodyText,
-    pictures: &mut picture::Budget,
+    spend: &mut Spend,
     depth: usize,
 ) {
     let before = body.text.len();
@@ -274,11 +286,14 @@ fn collect(
             // A PDF under a short body is read as the body is, as an
             // attached page is (below); one without text is hashed.
             PartType::Binary(b) | PartType::InlineBinary(b)
-                if short_body && !every_text_part && add_pdf_text(b, limit, body) => {}
+                if short_body
+                    && !every_text_part
+                    && spend.pdfs < MAX_PDFS
+                    && add_pdf_text(b, limit, body, &mut spend.pdfs) => {}
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
-                let (hash, picture) = attachment_hash(part, b, pictures);
+                let (hash, picture) = attachment_hash(part, b, &mut spend.pictures);
                 body.attachments.push(hash);
                 body.pictures.extend(picture);
             }
@@ -293,7 +308,7 @@ fn collect(
                 add_part(message, part, limit, body);
             }
             PartType::Message(inner) if depth < MAX_NESTED => {
-                collect(inner, limit, body, pictures, depth + 1)
+                collect(inner, limit, body, spend, depth + 1)
             }
             _ => {}
         }
@@ -361,11 +376,13 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
 }
 
 /// Appends the text of the PDF in `bytes` ([`pdf`]) to the body, within
-/// `limit`; false when it is no PDF or has no text.
-fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText) -> bool {
+/// `limit`; false when it is no PDF or has no text. A PDF read counts in
+/// `read`, text or not.
+fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText, read: &mut usize) -> bool {
     if !pdf::is_pdf(bytes) {
         return false;
     }
+    *read += 1;
     if body.text.len() >= limit {
         body.truncated = true;
         return true;

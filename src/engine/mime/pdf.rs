@@ -88,6 +88,33 @@ mod tests {
         assert!(t.len() <= 6);
     }
 
+    /// Three PDFs under a short body: the first two are read, the third
+    /// is hashed (`mime::MAX_PDFS`).
+    #[test]
+    fn a_message_reads_at_most_two_pdfs() {
+        use base64::Engine as _;
+        let mut raw = String::from(
+            "From: a@shop.example\nSubject: docs\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nSee.\n",
+        );
+        for word in ["alpha", "bravo", "charlie"] {
+            let b64 = base64::engine::general_purpose::STANDARD
+                .encode(pdf(&[&format!("document {word}")], ""));
+            raw.push_str(&format!(
+                "--B\nContent-Type: application/pdf\nContent-Transfer-Encoding: base64\n\n{b64}\n"
+            ));
+        }
+        raw.push_str("--B--\n");
+        let crate::engine::mime::MimeOutcome::Parsed(body) =
+            crate::engine::mime::extract(raw.as_bytes(), &crate::config::ScanConfig::default())
+        else {
+            panic!("parsed");
+        };
+        assert!(body.text.contains("document alpha") && body.text.contains("document bravo"));
+        assert!(!body.text.contains("charlie"), "{}", body.text);
+        assert_eq!(body.attachments.len(), 1, "the third is hashed");
+    }
+
     #[test]
     fn hostile_files_give_no_text_or_their_text_bounded() {
         // Not a PDF, garbage after the magic, truncated, too large.
