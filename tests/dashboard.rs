@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::sync::Arc;
 
-use common::{send, spam, NAMES};
+use common::{send, spam, Mail, NAMES};
 
 /// The page as headless Chromium leaves it once its script has run.
 fn rendered(url: &str) -> String {
@@ -236,4 +236,72 @@ async fn directional_characters_of_a_sender_are_shown_not_obeyed() {
     );
     assert!(!dom.contains('\u{202e}'), "{dom}");
     assert!(dom.contains("class=\"mail\" dir=\"auto\""), "{dom}");
+}
+
+/// Issue 41 item 3, in the browser: a post to 25 recipients in one
+/// transaction is judged clean and delivered untagged, so the page must
+/// not call its campaign bulk ("1 bulk" in the header was the bug); a
+/// campaign the operator allowed reads `allowed`, not its level.
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_the_level_the_next_message_would_get() {
+    let m = common::start(common::config()).await;
+    let rcpts: Vec<String> = (0..25).map(|i| format!("<sub{i}@example.net>")).collect();
+    let (_, s) = common::send_envelope(
+        m.addr,
+        &spam("alice", 1),
+        "<list-bounces@deals.example>",
+        &rcpts,
+    )
+    .await;
+    assert_eq!(s, indymilter_test::Status::Accept);
+    let id = m.state.with_view(|e| {
+        let c = e.campaigns().next().expect("its campaign");
+        c.id.to_string()
+    });
+    let dom = dashboard(&m).await;
+    assert!(
+        dom.contains(", 0 bulk;"),
+        "the header counts no bulk: {dom}"
+    );
+    if let Some(at) = dom.find(&format!("data-campaign=\"{id}\"")) {
+        let row = &dom[at..];
+        let row = &row[..row.find("</tr>").unwrap_or(row.len())];
+        assert!(!row.contains("level-bulk"), "{row}");
+    }
+    // A campaign of six messages, bulk, then allowed by the operator.
+    for (i, name) in NAMES.iter().enumerate() {
+        send(
+            m.addr,
+            &Mail {
+                body: "Another offer altogether: refinance your mortgage at a rate you will not \
+                   believe, today only, by calling our advisers at the number below.\r\n"
+                    .into(),
+                ..spam(name, 10 + i as u32)
+            },
+        )
+        .await;
+    }
+    let bulk = m.state.with_view(|e| {
+        e.campaigns()
+            .find(|c| c.messages >= 6)
+            .map(|c| c.id)
+            .expect("the offer's campaign")
+    });
+    assert!(m.state.engine().allow(bulk, None).is_some());
+    let dom = dashboard(&m).await;
+    m.stop().await;
+    let at = dom
+        .find(&format!("data-campaign=\"{bulk}\""))
+        .unwrap_or_else(|| panic!("campaign {bulk} not on the page:\n{dom}"));
+    let row = &dom[at..];
+    let row = &row[..row.find("</tr>").unwrap_or(row.len())];
+    assert!(row.contains("level-allowed\">allowed</span>"), "{row}");
+    assert!(
+        dom.contains(", 0 bulk;"),
+        "an allowed campaign is not counted bulk: {dom}"
+    );
 }
