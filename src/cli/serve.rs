@@ -113,6 +113,15 @@ impl Syslog {
         })
     }
 
+    /// The writer of one event at `severity`.
+    fn line(&self, severity: u8) -> SyslogLine {
+        SyslogLine {
+            to: self.clone(),
+            severity,
+            buf: Vec::new(),
+        }
+    }
+
     fn send(&self, severity: u8, line: &[u8]) {
         let mut msg =
             format!("<{}>bulkwatch[{}]: ", 3 * 8 + severity, std::process::id()).into_bytes();
@@ -175,16 +184,6 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Syslog {
             _ => 7,
         };
         self.line(severity)
-    }
-}
-
-impl Syslog {
-    fn line(&self, severity: u8) -> SyslogLine {
-        SyslogLine {
-            to: self.clone(),
-            severity,
-            buf: Vec::new(),
-        }
     }
 }
 

@@ -26,7 +26,7 @@ use clap::Args;
 
 use super::replay::ClockArg;
 use super::{load_config, CliError, Exit, UsageError};
-use crate::config::{Thresholds, WindowConfig};
+use crate::config::Thresholds;
 use crate::replay::{replay_files, Record, ReplayOptions};
 
 #[derive(Debug, Args)]
@@ -92,17 +92,6 @@ pub struct Setting {
 }
 
 impl Setting {
-    /// The built-in defaults of the swept keys.
-    pub fn default_values() -> Setting {
-        let (w, t) = (WindowConfig::default(), Thresholds::default());
-        Setting {
-            radius: w.max_distance,
-            bands: w.minhash_bands,
-            corroborating: w.corroborating_matches,
-            threshold: t.bulk_threshold,
-        }
-    }
-
     /// The running values of the swept keys: `cfg`'s.
     pub fn running(cfg: &crate::config::Config) -> Setting {
         Setting {
@@ -694,11 +683,11 @@ mod tests {
     use super::*;
 
     fn d() -> Setting {
-        Setting::default_values()
+        Setting::running(&crate::config::Config::default())
     }
 
     fn row(radius: u32, threshold: f64, recall: f64, ham: usize) -> Row {
-        let d = Setting::default_values();
+        let d = d();
         Row {
             setting: Setting {
                 radius,
