@@ -50,6 +50,12 @@ async fn dashboard(m: &common::Milter) -> String {
     dom
 }
 
+/// The table row the page's script drew for campaign `id`, if any.
+fn row<'a>(dom: &'a str, id: &str) -> Option<&'a str> {
+    let row = dom.get(dom.find(&format!("data-campaign=\"{id}\""))?..)?;
+    Some(&row[..row.find("</tr>").unwrap_or(row.len())])
+}
+
 fn chromium() -> &'static str {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()
@@ -78,11 +84,7 @@ async fn a_campaign_fed_through_the_milter_appears_on_the_dashboard() {
     m.stop().await;
     // The row the script drew: the campaign, its level, its subject, its
     // size and a chart.
-    let row_start = dom
-        .find(&format!("data-campaign=\"{id}\""))
-        .unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
-    let row = &dom[row_start..];
-    let row = &row[..row.find("</tr>").unwrap_or(row.len())];
+    let row = row(&dom, &id).unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
     assert!(row.contains("level-bulk\">bulk</span>"), "{row}");
     assert!(row.contains(&*subject), "{row}");
     assert!(row.contains(">6</td>"), "six recipients: {row}");
@@ -267,11 +269,8 @@ async fn the_page_shows_the_level_the_next_message_would_get() {
         dom.contains(", 0 bulk;"),
         "the header counts no bulk: {dom}"
     );
-    if let Some(at) = dom.find(&format!("data-campaign=\"{id}\"")) {
-        let row = &dom[at..];
-        let row = &row[..row.find("</tr>").unwrap_or(row.len())];
-        assert!(!row.contains("level-bulk"), "{row}");
-    }
+    let post = row(&dom, &id).unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
+    assert!(!post.contains("level-bulk"), "{post}");
     // A campaign of six messages, bulk, then allowed by the operator.
     for (i, name) in NAMES.iter().enumerate() {
         send(
@@ -294,11 +293,8 @@ async fn the_page_shows_the_level_the_next_message_would_get() {
     assert!(m.state.engine().allow(bulk, None).is_some());
     let dom = dashboard(&m).await;
     m.stop().await;
-    let at = dom
-        .find(&format!("data-campaign=\"{bulk}\""))
+    let row = row(&dom, &bulk.to_string())
         .unwrap_or_else(|| panic!("campaign {bulk} not on the page:\n{dom}"));
-    let row = &dom[at..];
-    let row = &row[..row.find("</tr>").unwrap_or(row.len())];
     assert!(row.contains("level-allowed\">allowed</span>"), "{row}");
     assert!(
         dom.contains(", 0 bulk;"),

@@ -222,6 +222,22 @@ impl Outcome {
     }
 }
 
+/// Each message's campaign after the replay (merges followed).
+fn final_ids(r: Replayer) -> Vec<Option<CampaignId>> {
+    r.into_summary()
+        .records
+        .iter()
+        .map(|r| r.campaign)
+        .collect()
+}
+
+/// The suite's own texts, then the corpus's when `BULKWATCH_CORPUS` is set.
+fn all_bases() -> Vec<Base> {
+    let mut bases = own_texts();
+    bases.extend(corpus_texts());
+    bases
+}
+
 fn run_case(cfg: &Config, dress: dress::Dress, text: &str) -> Outcome {
     let mut r = Replayer::new(cfg, ReplayOptions::default());
     let mut verdicts = Vec::new();
@@ -235,12 +251,7 @@ fn run_case(cfg: &Config, dress: dress::Dress, text: &str) -> Outcome {
         verdicts.push(r.feed("dressed", copy + 1, &raw));
         raws.push(raw);
     }
-    let ids: Vec<Option<CampaignId>> = r
-        .into_summary()
-        .records
-        .iter()
-        .map(|r| r.campaign)
-        .collect();
+    let ids = final_ids(r);
     let plain_id = ids[0];
     let plain_ok = plain_id.is_some() && ids[..PLAIN_COPIES].iter().all(|id| *id == plain_id);
     let joined = plain_ok && ids[PLAIN_COPIES..].iter().all(|id| *id == plain_id);
@@ -442,14 +453,16 @@ fn a_campaign_cannot_hide_by_how_it_dresses_its_text() {
 /// Copies per case of a campaign that dresses every copy alike.
 const ALIKE_COPIES: usize = 7;
 
-/// A campaign whose every copy is dressed by `dress` (no plain copies):
-/// all copies must be one campaign and messages 5 to 7 bulk. Returns
-/// (passed, cases) and the failed cases' lines.
-fn alike_cases(
+/// A campaign whose every copy is dressed by `dress` (no plain copies),
+/// one case per base text: all copies must be one campaign and messages 5
+/// to 7 bulk. Prints the rate under `label` with the first failures, and
+/// returns it.
+fn alike_rate(
     cfg: &Config,
     bases: &[Base],
+    label: &str,
     dress: impl Fn(&str, usize) -> Vec<u8>,
-) -> ((usize, usize), Vec<String>) {
+) -> f64 {
     let mut passed = 0;
     let mut failures = Vec::new();
     for base in bases {
@@ -457,12 +470,7 @@ fn alike_cases(
         let verdicts: Vec<Verdict> = (0..ALIKE_COPIES)
             .map(|copy| r.feed("alike", copy + 1, &dress(&base.text, copy)))
             .collect();
-        let ids: Vec<Option<CampaignId>> = r
-            .into_summary()
-            .records
-            .iter()
-            .map(|r| r.campaign)
-            .collect();
+        let ids = final_ids(r);
         let one = ids[0].is_some() && ids.iter().all(|id| *id == ids[0]);
         let bulk = verdicts[4..].iter().all(|v| v.level == Level::Bulk);
         if one && bulk {
@@ -480,7 +488,13 @@ fn alike_cases(
             ));
         }
     }
-    ((passed, bases.len()), failures)
+    let total = bases.len();
+    let rate = passed as f64 / total.max(1) as f64;
+    eprintln!("{label}: {passed}/{total} ({:.1}%)", 100.0 * rate);
+    for f in failures.iter().take(5) {
+        eprintln!("    {f}");
+    }
+    rate
 }
 
 /// Issue 40: the same picture with 40 pixels changed per copy was 0%
@@ -490,17 +504,12 @@ fn alike_cases(
 #[test]
 fn a_picture_campaign_is_one_campaign_whatever_pixels_it_changes() {
     let cfg = threshold5();
-    let mut bases = own_texts();
-    bases.extend(corpus_texts());
+    let bases = all_bases();
     let mut failing = Vec::new();
     for (label, noise) in [("identical pictures", 0), ("40 pixels changed", 40)] {
-        let ((passed, total), failures) =
-            alike_cases(&cfg, &bases, |t, c| dress::picture_message(t, c, noise));
-        let rate = passed as f64 / total.max(1) as f64;
-        eprintln!("pictures, {label}: {passed}/{total} ({:.1}%)", 100.0 * rate);
-        for f in failures.iter().take(5) {
-            eprintln!("    {f}");
-        }
+        let rate = alike_rate(&cfg, &bases, &format!("pictures, {label}"), |t, c| {
+            dress::picture_message(t, c, noise)
+        });
         if rate < MIN_RATE {
             failing.push(format!("{label} {:.0}%", 100.0 * rate));
         }
@@ -517,14 +526,11 @@ fn a_picture_campaign_is_one_campaign_whatever_pixels_it_changes() {
 /// `attached_pdf` class mixes them with plain copies): one campaign.
 #[test]
 fn a_pdf_campaign_is_one_campaign() {
-    let cfg = threshold5();
-    let mut bases = own_texts();
-    bases.extend(corpus_texts());
-    let ((passed, total), failures) = alike_cases(&cfg, &bases, dress::attached_pdf);
-    let rate = passed as f64 / total.max(1) as f64;
-    eprintln!("PDF copies only: {passed}/{total} ({:.1}%)", 100.0 * rate);
-    for f in failures.iter().take(5) {
-        eprintln!("    {f}");
-    }
+    let rate = alike_rate(
+        &threshold5(),
+        &all_bases(),
+        "PDF copies only",
+        dress::attached_pdf,
+    );
     assert!(rate >= MIN_RATE, "PDF campaigns {:.0}%", 100.0 * rate);
 }

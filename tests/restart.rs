@@ -354,19 +354,17 @@ async fn syslog_lines_are_one_datagram_each_with_their_priority() {
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     let stderr = dir.path().join("stderr.log");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
-        .args(["serve", "--log-format", "syslog", "--syslog-socket"])
-        .arg(&log_socket)
-        .arg("--config")
-        .arg(&config)
-        .env("RUST_LOG", "info")
-        .env_remove("NOTIFY_SOCKET")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let d = Daemon::adopt(child, &stderr);
+    let d = Daemon::spawn_with(
+        &config,
+        &stderr,
+        None,
+        &[
+            "--log-format".as_ref(),
+            "syslog".as_ref(),
+            "--syslog-socket".as_ref(),
+            log_socket.as_os_str(),
+        ],
+    );
     let mut lines = Vec::new();
     let mut buf = vec![0u8; 16384];
     let recv = |buf: &mut Vec<u8>| {

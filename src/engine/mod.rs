@@ -840,6 +840,21 @@ mod tests {
         );
     }
 
+    /// Four other texts without near features, a second apart after
+    /// `after`: the exact set of an engine with `lru_capacity = 2` forgets
+    /// what it held.
+    fn crowd_out_exact(e: &mut Engine, after: u64) {
+        for n in 2..6 {
+            e.record_local(
+                &Observation {
+                    near: false,
+                    ..text(n, "x.example", "other")
+                },
+                UnixSecs(after + u64::from(n)),
+            );
+        }
+    }
+
     /// An exact copy of a campaign of one message after the exact set
     /// forgot it, with no near features: as for a campaign in a slot, the
     /// copy starts a campaign of its own, under another id (never the id
@@ -852,12 +867,7 @@ mod tests {
         let far = |o: Observation| Observation { near: false, ..o };
         let t = far(text(1, "a.example", "T"));
         let first = e.record_local(&t, UnixSecs(100)).campaign.unwrap().id;
-        for n in 2..6 {
-            e.record_local(
-                &far(text(n, "x.example", "other")),
-                UnixSecs(100 + u64::from(n)),
-            );
-        }
+        crowd_out_exact(&mut e, 100);
         let again = e.record_local(&t, UnixSecs(110));
         let second = again.campaign.unwrap().id;
         assert!(!again.exact);
@@ -883,12 +893,7 @@ mod tests {
         assert!(e.forget(first));
         let second = e.record_local(&t, UnixSecs(101)).campaign.unwrap().id;
         assert_eq!(second, campaign::next_id(first));
-        for n in 2..6 {
-            e.record_local(
-                &far(text(n, "x.example", "other")),
-                UnixSecs(101 + u64::from(n)),
-            );
-        }
+        crowd_out_exact(&mut e, 101);
         let third = e.record_local(&t, UnixSecs(110)).campaign.unwrap().id;
         assert_eq!(
             third,

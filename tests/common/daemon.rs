@@ -41,6 +41,16 @@ impl Daemon {
     /// Spawns `bulkwatch serve` without waiting for it; with `nofile`, under
     /// that open-file limit (soft and hard, set by the shell's `ulimit -n`).
     pub fn spawn(config: &Path, log: &Path, nofile: Option<u32>) -> Daemon {
+        Daemon::spawn_with(config, log, nofile, &[])
+    }
+
+    /// [`Daemon::spawn`] with more arguments for `serve`.
+    pub fn spawn_with(
+        config: &Path,
+        log: &Path,
+        nofile: Option<u32>,
+        args: &[&std::ffi::OsStr],
+    ) -> Daemon {
         let _ = fs::remove_file(log);
         let out = fs::File::create(log).unwrap();
         let mut cmd = match nofile {
@@ -56,6 +66,7 @@ impl Daemon {
         let child = cmd
             .args(["serve", "--config"])
             .arg(config)
+            .args(args)
             .env("RUST_LOG", "info")
             .env_remove("NOTIFY_SOCKET")
             .stdin(Stdio::null())

@@ -1131,6 +1131,38 @@ fn nested_rfc822(text: &str, copy: usize) -> Vec<u8> {
     )
 }
 
+/// A one-line `cover` body and one attachment of type `ctype` named
+/// `name`, in Base64: the form of the dresses that hide the text outside
+/// the body (`kind` seeds the MIME boundary).
+fn under_cover(
+    text: &str,
+    copy: usize,
+    kind: &str,
+    cover: &str,
+    ctype: &str,
+    name: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let parts = [
+        (PLAIN.to_owned(), format!("{cover}\n")),
+        (
+            format!(
+                "Content-Type: {ctype}; name=\"{name}\"\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-Disposition: attachment; filename=\"{name}\""
+            ),
+            b64_lines(bytes),
+        ),
+    ];
+    let bd = boundary(text, copy, kind);
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
 /// The text as an attachment under a one-line body: an HTML page
 /// ("invoice.html", the usual phishing form) or a text file, base64, named
 /// per recipient.
@@ -1153,23 +1185,14 @@ fn attached_page(text: &str, copy: usize) -> Vec<u8> {
         ("text/plain; charset=utf-8", "txt", body(text, copy))
     };
     let (ctype, ext, content) = attachment;
-    let parts = [
-        (PLAIN.to_owned(), format!("{cover}\n")),
-        (
-            format!(
-                "Content-Type: {ctype}; name=\"notice_{copy}.{ext}\"\n\
-                 Content-Transfer-Encoding: base64\n\
-                 Content-Disposition: attachment; filename=\"notice_{copy}.{ext}\""
-            ),
-            b64_lines(content.as_bytes()),
-        ),
-    ];
-    let bd = boundary(text, copy, "attached");
-    message(
+    under_cover(
         text,
         copy,
-        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
-        multipart(&bd, &parts).as_bytes(),
+        "attached",
+        cover,
+        ctype,
+        &format!("notice_{copy}.{ext}"),
+        content.as_bytes(),
     )
 }
 
@@ -1184,23 +1207,14 @@ pub fn attached_pdf(text: &str, copy: usize) -> Vec<u8> {
     ]);
     let page = body(text, copy);
     let lines: Vec<&str> = page.lines().collect();
-    let parts = [
-        (PLAIN.to_owned(), format!("{cover}\n")),
-        (
-            format!(
-                "Content-Type: application/pdf; name=\"statement_{copy}.pdf\"\n\
-                 Content-Transfer-Encoding: base64\n\
-                 Content-Disposition: attachment; filename=\"statement_{copy}.pdf\""
-            ),
-            b64_lines(&testkit::pdf(&lines, "")),
-        ),
-    ];
-    let bd = boundary(text, copy, "attached_pdf");
-    message(
+    under_cover(
         text,
         copy,
-        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
-        multipart(&bd, &parts).as_bytes(),
+        "attached_pdf",
+        cover,
+        "application/pdf",
+        &format!("statement_{copy}.pdf"),
+        &testkit::pdf(&lines, ""),
     )
 }
 
@@ -1678,23 +1692,14 @@ pub fn picture_message(text: &str, copy: usize, noise: usize) -> Vec<u8> {
         "Open the picture for details.",
     ]);
     let (bytes, mime, ext) = picture(text, copy, noise);
-    let parts = [
-        (PLAIN.to_owned(), format!("{cover}\n")),
-        (
-            format!(
-                "Content-Type: {mime}; name=\"offer_{copy}.{ext}\"\n\
-                 Content-Transfer-Encoding: base64\n\
-                 Content-Disposition: attachment; filename=\"offer_{copy}.{ext}\""
-            ),
-            b64_lines(&bytes),
-        ),
-    ];
-    let bd = boundary(text, copy, "picture");
-    message(
+    under_cover(
         text,
         copy,
-        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
-        multipart(&bd, &parts).as_bytes(),
+        "picture",
+        cover,
+        mime,
+        &format!("offer_{copy}.{ext}"),
+        &bytes,
     )
 }
 
