@@ -416,3 +416,38 @@ async fn syslog_lines_are_one_datagram_each_with_their_priority() {
         "stderr stays quiet"
     );
 }
+
+/// A syslog daemon that cannot be reached at start: the daemon says so on
+/// stderr and logs there (docs/admin/packaging.md), and serves.
+#[test]
+fn an_unreachable_syslog_means_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("bw.sock");
+    let config = dir.path().join("bw.toml");
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), "tag"),
+    )
+    .unwrap();
+    let stderr = dir.path().join("stderr.log");
+    let missing = dir.path().join("no-syslog.sock");
+    let mut d = Daemon::spawn_with(
+        &config,
+        &stderr,
+        None,
+        &[
+            "--log-format".as_ref(),
+            "syslog".as_ref(),
+            "--syslog-socket".as_ref(),
+            missing.as_os_str(),
+        ],
+    );
+    d.wait_log("bulkwatch serving");
+    assert!(
+        d.log_text().contains("cannot reach the syslog daemon at"),
+        "{}",
+        d.log_text()
+    );
+    let st = d.stop();
+    assert!(st.success(), "exit status {st}");
+}
