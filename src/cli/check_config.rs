@@ -181,10 +181,7 @@ pub fn postfix_problems(
     settings: &PostfixSettings,
 ) -> (Vec<String>, Vec<String>) {
     use crate::config::SocketSpec;
-    let spec = match socket {
-        SocketSpec::Unix(p) => format!("unix:{}", p.display()),
-        SocketSpec::Inet(a) => format!("inet:{a}"),
-    };
+    let spec = socket.to_string();
     let (mut problems, mut notes) = (Vec::new(), Vec::new());
     if !names_socket(&settings.smtpd_milters, socket) {
         problems.push(format!(

@@ -13,6 +13,16 @@ pub enum SocketSpec {
     Unix(PathBuf),
 }
 
+/// The file's and Postfix's form: `inet:HOST:PORT` or `unix:PATH`.
+impl std::fmt::Display for SocketSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SocketSpec::Inet(a) => write!(f, "inet:{a}"),
+            SocketSpec::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 /// What to do when the engine fails or times out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureAction {
@@ -32,10 +42,7 @@ section! {
         socket: SocketSpec = SocketSpec::Inet("127.0.0.1:7357".to_owned()),
             file socket: String,
             read |k, v| parse_socket(k, &v),
-            write |s| Some(match s {
-                SocketSpec::Inet(a) => format!("inet:{a}"),
-                SocketSpec::Unix(p) => format!("unix:{}", p.display()),
-            }),
+            write |s| Some(s.to_string()),
             restart LISTENER;
         socket_owner: Option<String> = None,
             file socket_owner: String, read |_, v| Ok(Some(v)), write |v| v.clone(),
