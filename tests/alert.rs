@@ -58,6 +58,7 @@ fn alert(id: u64) -> alert::Alert {
         sender_domains: 1,
         senders: vec!["deals.example".into()],
         sample_subject: Some("Your offer".into()),
+        list_post: false,
     };
     alert::Alert {
         campaign,

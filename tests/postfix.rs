@@ -705,10 +705,14 @@ fn send_to(
 
 /// Solicited bulk through Postfix, under `policy.bulk = "reject"`: one list post
 /// to 25 subscribers in one transaction is delivered untagged (it matched
-/// nothing); its second delivery to 25 others makes the campaign bulk,
-/// and as list mail it is delivered tagged `list=yes`, not refused; the
-/// same text from another sender domain without list headers is refused
-/// with 550; a copy to postmaster@ alone is delivered untagged.
+/// nothing); its second delivery to 80 others makes the post's 105
+/// recipients more than one transaction may have
+/// (`single_transaction_recipients`), so bulk, and as list mail it is
+/// delivered tagged `list=yes`, not refused; the same text from another
+/// sender domain without list headers is refused with 550; a copy to
+/// postmaster@ alone is delivered untagged. Another list delivers its post
+/// one transaction per member (VERP, as Mailman does): all eleven copies
+/// are delivered untagged (thresholds here: 3 and 5).
 #[cfg_attr(
     not(all(bulkwatch_postfix, bulkwatch_root)),
     ignore = "needs root and Postfix (apt-get install postfix)"
@@ -749,14 +753,15 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
              team selected the season's best products for the members of this list.\r\n"
         )
     };
-    let subscribers =
-        |p: &str| -> Vec<String> { (0..25).map(|i| format!("{p}{i}@example.net")).collect() };
+    let subscribers = |p: &str, n: usize| -> Vec<String> {
+        (0..n).map(|i| format!("{p}{i}@example.net")).collect()
+    };
     let list_from = "news-bounces@deals.example";
     let mut sent = Vec::new();
     send_to(
         smtp_port,
         list_from,
-        &subscribers("a"),
+        &subscribers("a", 25),
         &post("post-1", true),
     )
     .unwrap_or_else(|e| panic!("first delivery: {e}\n{}", maillog()));
@@ -764,7 +769,7 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
     send_to(
         smtp_port,
         list_from,
-        &subscribers("b"),
+        &subscribers("b", 80),
         &post("post-2", true),
     )
     .unwrap_or_else(|e| panic!("second delivery: {e}\n{}", maillog()));
@@ -772,7 +777,7 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
     let err = send_to(
         smtp_port,
         "x@elsewhere.example",
-        &subscribers("c"),
+        &subscribers("c", 25),
         &post("post-3", false),
     )
     .expect_err("the campaign from elsewhere is refused");
@@ -789,6 +794,25 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
     )
     .unwrap_or_else(|e| panic!("to postmaster: {e}\n{}", maillog()));
     sent.push("post-4".to_owned());
+    for i in 0..11 {
+        let id = format!("verp-{i:02}");
+        let raw = format!(
+            "From: Garden club <club@garden.example>\r\nTo: member{i}@example.net\r\n\
+             Subject: Spring planting day\r\nMessage-ID: <{id}@garden.example>\r\n\
+             List-Id: Garden club <club.garden.example>\r\n\r\n\
+             Dear member{i}, the spring planting day is on saturday at the north \
+             allotments. Bring gloves, a trowel and seedlings to swap; the club \
+             provides compost, tea and cake for everyone who helps: see you soon.\r\n"
+        );
+        send_to(
+            smtp_port,
+            &format!("club-bounces+member{i}=example.net@garden.example"),
+            &[format!("member{i}@example.net")],
+            &raw,
+        )
+        .unwrap_or_else(|e| panic!("VERP copy {i}: {e}\n{}", maillog()));
+        sent.push(id);
+    }
     wait_for(
         "the delivered posts in the sink",
         || all_captured(&dir, &sent),
@@ -807,11 +831,18 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
     assert_eq!(tag("post-1"), None, "one transaction alone: clean");
     assert!(
         tag("post-2").is_some_and(|h| h.starts_with("X-Bulkwatch: bulk;")
-            && h.contains("size=50")
+            && h.contains("size=105")
             && h.contains("list=yes")),
         "{:?}",
         tag("post-2")
     );
     assert_eq!(tag("post-4"), None, "postmaster@ is not judged");
+    for i in 0..11 {
+        assert_eq!(
+            tag(&format!("verp-{i:02}")),
+            None,
+            "VERP copy {i}: one list post"
+        );
+    }
     assert!(!files.iter().any(|f| f.contains("post-3")));
 }

@@ -76,27 +76,34 @@ async fn one_transaction_alone_is_bulk_only_past_its_own_limit() {
 }
 
 /// List mail that turns bulk is tagged `list=yes` and delivered under
-/// `policy.bulk = "reject"`, and counted; a copy of the same campaign from
-/// another sender domain without list headers is refused, and so are the
-/// list's later copies: the campaign is no longer one list's.
+/// `policy.bulk = "reject"`, and counted. Copies that all carry a List-Id
+/// from one sender domain are one list post: clean up to
+/// `single_transaction_recipients` (100) in all, as one transaction
+/// would be, and bulk past it (here the fifth copy to 25: 125). A copy
+/// of the same campaign from another sender domain without list headers
+/// is refused, and so are the list's later copies: the campaign is no
+/// longer one list's.
 #[tokio::test]
 async fn list_mail_is_tagged_not_refused_until_the_campaign_comes_from_elsewhere() {
     let mut cfg = config();
     cfg.policy.bulk = Action::Reject;
-    cfg.policy.suspect = Action::None;
+    cfg.policy.suspect = Action::Reject;
     let m = start(cfg).await;
     let list_from = "<news-bounces@deals.example>";
-    let mut last = None;
+    let mut replies = Vec::new();
     for (i, name) in NAMES.iter().enumerate().take(5) {
         let mail = with_list_headers(spam(name, 100 + i as u32));
-        let one = vec![format!("<{name}@example.net>")];
-        last = Some(send_envelope(m.addr, &mail, list_from, &one).await);
+        replies.push(send_envelope(m.addr, &mail, list_from, &rcpts(name, 25)).await);
     }
-    let (a, s) = last.unwrap();
-    assert_eq!(s, Status::Accept, "the fifth copy is bulk, but list mail");
-    let v = x_bulkwatch(&a).unwrap();
+    for (a, s) in &replies[..4] {
+        assert_eq!(*s, Status::Accept, "one list post to 100 in all");
+        assert_eq!(x_bulkwatch(a), None, "clean, untagged");
+    }
+    let (a, s) = &replies[4];
+    assert_eq!(*s, Status::Accept, "the fifth copy is bulk, but list mail");
+    let v = x_bulkwatch(a).unwrap();
     assert!(
-        v.starts_with("bulk; campaign=") && v.contains("; list=yes"),
+        v.starts_with("bulk; campaign=") && v.contains("size=125") && v.contains("; list=yes"),
         "{v}"
     );
     assert_eq!(m.state.metrics.messages(LevelKind::Bulk), 1);
@@ -112,6 +119,55 @@ async fn list_mail_is_tagged_not_refused_until_the_campaign_comes_from_elsewhere
     let one = vec!["<grace@example.net>".to_owned()];
     let (_, s) = send_envelope(m.addr, &mail, list_from, &one).await;
     assert!(is_reject(&s), "{s:?}");
+    m.stop().await;
+}
+
+/// A list that delivers one transaction per member (VERP, as Mailman
+/// does: the member's address in the envelope sender) sends one post:
+/// eleven members get it clean and untagged, under thresholds of 3 and 5
+/// whose levels would refuse it, and the views call the campaign clean
+/// too. It stays one post only while every copy is one: a copy of the
+/// same text without a List-Id, even from the list's own domain, ends
+/// that, and from then on the campaign is counted as any (the next list
+/// copy is bulk, tagged as list mail).
+#[tokio::test]
+async fn a_list_that_delivers_one_transaction_per_member_sends_one_post() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    cfg.policy.suspect = Action::Reject;
+    cfg.policy.list = Action::Tag;
+    let m = start(cfg).await;
+    let verp = |name: &str| format!("<news-bounces+{name}=example.net@deals.example>");
+    for (i, name) in NAMES.iter().cycle().take(11).enumerate() {
+        let mail = with_list_headers(spam(name, 500 + i as u32));
+        let one = vec![format!("<{name}@example.net>")];
+        let (a, s) = send_envelope(m.addr, &mail, &verp(name), &one).await;
+        assert_eq!(s, Status::Accept, "member {i}");
+        assert_eq!(x_bulkwatch(&a), None, "member {i}: clean, untagged");
+    }
+    assert_eq!(m.state.metrics.messages(LevelKind::Clean), 11);
+    let (view, _) = bulkwatch::milter::metrics::campaigns_json(&m.state);
+    let view: serde_json::Value = serde_json::from_str(&view).unwrap();
+    assert_eq!(view.as_array().map(Vec::len), Some(1), "{view}");
+    assert_eq!(
+        (view[0]["recipients"].as_u64(), view[0]["level"].as_str()),
+        (Some(11), Some("clean")),
+        "{view}"
+    );
+
+    // Without a List-Id: counted (12 recipients), and the post after it too.
+    let one = vec!["<zed@example.net>".to_owned()];
+    let (_, s) = send_envelope(m.addr, &spam("zed", 600), "<news@deals.example>", &one).await;
+    assert!(is_reject(&s), "{s:?}");
+    let mail = with_list_headers(spam("yan", 601));
+    let one = vec!["<yan@example.net>".to_owned()];
+    let (a, s) = send_envelope(m.addr, &mail, &verp("yan"), &one).await;
+    assert_eq!(s, Status::Accept);
+    let v = x_bulkwatch(&a).unwrap_or_default();
+    assert!(
+        v.starts_with("bulk; campaign=") && v.contains("size=13") && v.contains("; list=yes"),
+        "{v}"
+    );
     m.stop().await;
 }
 

@@ -34,6 +34,8 @@ pub struct Analysis {
     /// List-Id, List-Post, List-Unsubscribe or `Precedence: list|bulk`
     /// (`mime::is_list_mail`).
     pub list: bool,
+    /// A List-Id field (`mime::BodyText::list_id`).
+    pub list_id: bool,
     pub truncated: bool,
     /// A message too short to compare by its words that is compared near
     /// by its pictures: its simhash is made from their perceptual hashes
@@ -65,6 +67,7 @@ pub struct Reading {
     pub subject: Option<String>,
     pub from_domain: Option<String>,
     pub list: bool,
+    pub list_id: bool,
     pub truncated: bool,
 }
 
@@ -92,6 +95,7 @@ pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
         subject: body.subject,
         from_domain: body.from_domain,
         list: body.list,
+        list_id: body.list_id,
         truncated: body.truncated,
     }
 }
@@ -134,6 +138,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             subject: None,
             from_domain: None,
             list: false,
+            list_id: false,
             truncated: false,
             pictured: false,
         };
@@ -185,6 +190,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         subject: r.subject,
         from_domain: r.from_domain,
         list: r.list,
+        list_id: r.list_id,
         truncated: r.truncated,
         pictured,
     }

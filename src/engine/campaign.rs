@@ -65,6 +65,13 @@ pub struct Campaign {
     pub texts: Texts,
     /// Set once the campaign has been reported as bulk (alerts fire once).
     pub alerted: bool,
+    /// Every member so far was a list post ([`Member::list_post`]): with
+    /// one sender domain, the campaign is one list's delivery of one post,
+    /// however many transactions it took, and is judged as one
+    /// transaction ([`verdict::level_of`](super::verdict::level_of)).
+    /// Once false it stays false (members leaving the window do not
+    /// restore it).
+    pub list_post: bool,
     /// An operator allowed the campaign (`bulkwatch campaigns allow`):
     /// its messages are `allowed` before this time (Unix seconds;
     /// [`WHILE_LIVE`]: for as long as it lives). Merges keep the later.
@@ -94,12 +101,14 @@ impl Campaign {
             senders: Senders::default(),
             texts: Texts::default(),
             alerted: false,
+            list_post: false,
             allowed_until: None,
         }
     }
 
     /// Counts a new member in.
     fn add(&mut self, m: &Member<'_>, keep_subjects: bool) {
+        self.list_post = m.list_post && (self.messages == 0 || self.list_post);
         self.messages = self.messages.saturating_add(1);
         self.recipients = self.recipients.saturating_add(u64::from(m.recipients));
         self.score_centi = self
@@ -123,6 +132,11 @@ impl Campaign {
     /// Distinct sender domains (saturates at 64).
     pub fn sender_domains(&self) -> usize {
         self.senders.iter().filter(|(_, n)| *n > 0).count()
+    }
+
+    /// One delivery of one message ([`super::verdict::one_delivery`]).
+    pub fn one_delivery(&self) -> bool {
+        super::verdict::one_delivery(self.messages, self.list_post, self.sender_domains())
     }
 }
 
@@ -467,6 +481,9 @@ pub struct Member<'a> {
     pub sender: u16,
     pub sender_name: Option<&'a str>,
     pub subject: Option<&'a str>,
+    /// A mailing list's post: a List-Id and an envelope sender
+    /// ([`Observation::list_post`](super::Observation::list_post)).
+    pub list_post: bool,
 }
 
 /// All campaigns, by slot.
@@ -729,6 +746,7 @@ impl Campaigns {
                 t.recipients = t.recipients.saturating_add(campaign.recipients);
                 t.score_centi = t.score_centi.saturating_add(campaign.score_centi);
                 t.alerted |= campaign.alerted;
+                t.list_post &= campaign.list_post;
                 t.allowed_until = t.allowed_until.max(campaign.allowed_until);
                 for (h, n) in campaign.senders.iter() {
                     t.senders.add(h, n);
@@ -915,6 +933,7 @@ mod tests {
             sender: 1,
             sender_name: Some("a.example"),
             subject: Some("s"),
+            list_post: false,
         }
     }
 

@@ -103,6 +103,13 @@ pub struct Observation {
     /// reads it ([`verdict_of`]), never a store: the list class changes the
     /// action, not what is counted.
     pub list: bool,
+    /// A list's post: a List-Id field and a non-null envelope sender. A
+    /// campaign whose every member is one, from one sender domain, is one
+    /// list's delivery of one post and is judged as one transaction of all
+    /// its recipients ([`verdict::level_of`](super::verdict::level_of)),
+    /// however the list split it (VERP: one transaction per member).
+    /// Stores record it.
+    pub list_post: bool,
 }
 
 impl Observation {
@@ -208,6 +215,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         features: a.features,
         thresholds: cfg.thresholds.clone(),
         list: a.list,
+        list_post: a.list_id && env.mail_from.as_deref().and_then(domain_of).is_some(),
     })
 }
 

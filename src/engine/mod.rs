@@ -187,10 +187,11 @@ impl Engine {
         let member = Member {
             now: u64::from(e.time),
             recipients: e.recipients,
-            weight_pct: e.weight,
+            weight_pct: e.weight(),
             sender: e.sender,
             sender_name: None,
             subject: None,
+            list_post: e.list_post(),
         };
         let mut c = self.campaigns.alone(id, &member);
         c.texts = self.alone_texts.get(seq);
@@ -410,6 +411,7 @@ impl Engine {
             sender: obs.sender,
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
+            list_post: obs.list_post,
         };
         let join: Vec<u32> = if rides { &[][..] } else { &linked.join[..] }
             .iter()
@@ -443,7 +445,8 @@ impl Engine {
                 };
                 let id = self.campaigns.new_id(&obs.exact, &taken);
                 let mut c = self.campaigns.alone(id, &member);
-                let level = verdict::level_of(c.messages, c.recipients, c.score(), &obs.thresholds);
+                let level =
+                    verdict::level_of(c.one_delivery(), c.recipients, c.score(), &obs.thresholds);
                 if level == Level::Bulk {
                     c.alerted = true;
                     Home::Slot {
@@ -470,7 +473,8 @@ impl Engine {
             weight_pct,
             obs.near,
         )
-        .with_size(obs.features);
+        .with_size(obs.features)
+        .with_list_post(obs.list_post);
         let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &obs.bands) {
             release(&mut self.campaigns, &mut self.alone, &old);
@@ -688,7 +692,7 @@ enum Home {
 /// A window entry left the window: its share leaves its campaign.
 fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
     match e.owner() {
-        Owner::Slot(s) => campaigns.release(s, e.recipients, e.weight, e.sender),
+        Owner::Slot(s) => campaigns.release(s, e.recipients, e.weight(), e.sender),
         Owner::Alone(_) => *alone = alone.saturating_sub(1),
     }
 }
@@ -776,6 +780,7 @@ mod tests {
             features: 50,
             thresholds: cfg.thresholds.clone(),
             list: false,
+            list_post: false,
         }
     }
 

@@ -162,6 +162,8 @@ pub struct CampaignSummary {
     pub sender_domains: usize,
     pub senders: Vec<String>,
     pub sample_subject: Option<String>,
+    /// Every member was a list post ([`Campaign::list_post`]).
+    pub list_post: bool,
 }
 
 impl From<&Campaign> for CampaignSummary {
@@ -176,6 +178,7 @@ impl From<&Campaign> for CampaignSummary {
             sender_domains: c.sender_domains(),
             senders: c.texts.names_vec(),
             sample_subject: c.texts.subject().map(str::to_owned),
+            list_post: c.list_post,
         }
     }
 }
@@ -282,14 +285,26 @@ impl Verdict {
 /// Every store decides "newly bulk" by this rule too, so an alert is not
 /// spent on a message that was not bulk.
 pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
-    level_of(c.messages, c.recipients, c.score, t)
+    level_of(
+        one_delivery(c.messages, c.list_post, c.sender_domains),
+        c.recipients,
+        c.score,
+        t,
+    )
+}
+
+/// The campaign is one delivery of one message: a single transaction, or
+/// one mailing list's post delivered in several (every member a list post,
+/// all from one sender domain).
+pub fn one_delivery(messages: u32, list_post: bool, sender_domains: usize) -> bool {
+    messages <= 1 || (list_post && sender_domains <= 1)
 }
 
 /// [`campaign_level`] from a campaign's counts: what its messages got, and
-/// what the views show (a campaign of one message within
+/// what the views show (one delivery, [`one_delivery`], within
 /// `single_transaction_recipients` is clean whatever its size).
-pub fn level_of(messages: u32, recipients: u64, score: f64, t: &Thresholds) -> Level {
-    if messages <= 1 && recipients <= u64::from(t.single_transaction_recipients) {
+pub fn level_of(one_delivery: bool, recipients: u64, score: f64, t: &Thresholds) -> Level {
+    if one_delivery && recipients <= u64::from(t.single_transaction_recipients) {
         return Level::Clean;
     }
     level_for(score, t)
@@ -350,6 +365,7 @@ mod tests {
                 sender_domains: 1,
                 senders: vec![],
                 sample_subject: None,
+                list_post: false,
             }),
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };

@@ -202,6 +202,7 @@ mod tests {
             sender_domains: 2,
             senders: vec!["a.example".into(), "b.example".into()],
             sample_subject: Some("Win".into()),
+            list_post: false,
         };
         let c = Alert {
             campaign: c,

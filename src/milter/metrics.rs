@@ -513,7 +513,7 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
         CampaignJson {
             id: c.id.to_string(),
             level: crate::engine::verdict::level_of(
-                c.messages,
+                c.one_delivery(),
                 c.recipients,
                 c.score(),
                 &thresholds,

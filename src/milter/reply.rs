@@ -188,6 +188,7 @@ mod tests {
                 sender_domains: 1,
                 senders: vec![],
                 sample_subject: None,
+                list_post: false,
             }),
             ..v
         }

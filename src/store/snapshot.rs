@@ -21,7 +21,11 @@
 //! Format 2 (2026-11-27) names an entry's campaign by slot or, for a
 //! message alone in its campaign, by id; format 1 files (slots only) are
 //! refused like any other format, as are those of fingerprint version 4
-//! and older that every upgrade to format 2 comes from.
+//! and older that every upgrade to format 2 comes from. Format 3
+//! (2026-11-27) marks list posts: the high bit of an entry's weight and
+//! bit 1 of a campaign's flags byte (`alerted` is bit 0); format 2 files
+//! read as format 3 files without list posts, and builds of format 2
+//! refuse format 3 files (a downgrade starts empty).
 //! The block tables are rebuilt from the window.
 //!
 //! Reading trusts nothing: the checksum is checked first, then every count
@@ -61,7 +65,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
 /// Version of the layout described in the module docs.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
 const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
 const CHECKSUM_LEN: usize = 32;
@@ -155,7 +159,8 @@ fn write_entry(w: &mut Writer, e: &Entry) {
     }
     w.u16(e.recipients);
     w.u16(e.sender);
-    w.u8(e.weight);
+    // The high bit: a list post (older files have weights of 0 to 100).
+    w.u8(e.weight() | if e.list_post() { 0x80 } else { 0 });
     w.u8(u8::from(e.near()));
     w.u8(e.size());
 }
@@ -183,7 +188,8 @@ fn write_campaign(w: &mut Writer, c: &Campaign) {
         }
         None => w.u8(0),
     }
-    w.u8(u8::from(c.alerted));
+    // Bit 1: every member a list post (older files write 0 or 1).
+    w.u8(u8::from(c.alerted) | (u8::from(c.list_post) << 1));
 }
 
 /// Serializes the engine's state, stamped with `saved_at` (Unix seconds).
@@ -335,16 +341,20 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
             })
         }
     };
+    let recipients = r.u16()?;
+    let sender = r.u16()?;
+    let weight = r.u8()?;
     let e = Entry::new(
         simhash,
         sketch,
         time,
         owner,
-        r.u16()?,
-        r.u16()?,
-        r.u8()?,
+        recipients,
+        sender,
+        weight & 0x7F,
         r.bool()?,
-    );
+    )
+    .with_list_post(weight & 0x80 != 0);
     match r.u8()? {
         c @ 0..=63 => Ok(e.with_size_class(c)),
         c => Err(SnapshotError::Invalid {
@@ -377,7 +387,12 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
         None
     };
     let texts = Texts::new(sample_subject.as_deref(), sender_names);
-    let alerted = r.bool()?;
+    let flags = r.u8()?;
+    if flags > 3 {
+        return Err(SnapshotError::Invalid {
+            what: "campaign flags".into(),
+        });
+    }
     Ok(Campaign {
         id,
         first_seen,
@@ -387,7 +402,8 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
         score_centi,
         senders,
         texts,
-        alerted,
+        alerted: flags & 1 != 0,
+        list_post: flags & 2 != 0,
         // Allowances are kept in control.json (milter::control), which
         // is applied after the snapshot.
         allowed_until: None,
@@ -490,7 +506,8 @@ fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64), S
     let mut r = Reader::new(body, "header");
     r.take(MAGIC.len())?;
     let format = r.u16()?;
-    if format != FORMAT_VERSION {
+    // Format 2 is format 3 without list posts: read alike.
+    if !(2..=FORMAT_VERSION).contains(&format) {
         return Err(SnapshotError::Format {
             found: format,
             expected: FORMAT_VERSION,
@@ -823,6 +840,33 @@ mod tests {
             &env(),
             UnixSecs(1010),
         );
+        // A list's post in two transactions (a campaign in a slot) and
+        // another alone in its entry: both keep the list-post mark.
+        let list = Envelope {
+            mail_from: Some("news-bounces@lists.example".into()),
+            ..env()
+        };
+        let post = |text: &str| {
+            format!(
+                "From: News <news@lists.example>\nList-Id: <news.lists.example>\n\
+                 Subject: Notes\n\n{text}\n"
+            )
+        };
+        let first = post(
+            "The reading group meets on thursday evening in the library annex to \
+             discuss the second half of the novel and choose the next book for spring.",
+        );
+        e.process(first.as_bytes(), &list, UnixSecs(1011));
+        e.process(first.as_bytes(), &list, UnixSecs(1012));
+        e.process(
+            post(
+                "Volunteers for the river cleanup should bring gloves and boots on \
+                 saturday morning; the council provides bags, grabbers and hot soup.",
+            )
+            .as_bytes(),
+            &list,
+            UnixSecs(1013),
+        );
         e
     }
 
@@ -845,7 +889,7 @@ mod tests {
         let list = |e: &Engine| {
             let mut v: Vec<_> = e
                 .campaigns()
-                .map(|c| (c.id, c.messages, c.texts.clone()))
+                .map(|c| (c.id, c.messages, c.texts.clone(), c.list_post))
                 .collect();
             v.sort_by_key(|x| x.0);
             v
@@ -857,6 +901,9 @@ mod tests {
             a.campaigns.live()
         );
         assert_eq!(list(&a), list(&b));
+        let mut posts: Vec<u32> = list(&b).iter().filter(|c| c.3).map(|c| c.1).collect();
+        posts.sort_unstable();
+        assert_eq!(posts, [1, 2], "the list's campaigns, in a slot and alone");
         for (i, msg) in [
             spam("erin", 2000),
             ham(77),
@@ -969,6 +1016,23 @@ mod tests {
             decode(&reseal(v), &cfg),
             Err(SnapshotError::Format { found: 9, .. })
         ));
+    }
+
+    /// A format-2 file (before list posts: the same layout without their
+    /// bits) is read after an upgrade.
+    #[test]
+    fn format_2_files_are_read() {
+        let cfg = small_cfg();
+        let mut e = Engine::new(&cfg);
+        for (i, n) in ["alice", "bob", "carol"].iter().enumerate() {
+            e.process(spam(n, 7 + i as u32).as_bytes(), &env(), UnixSecs(1000));
+        }
+        let bytes = encode(&e, 1);
+        let mut v = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
+        assert_eq!(v[8..10], [3, 0]);
+        v[8] = 2;
+        let (back, _) = decode(&reseal(v), &cfg).unwrap();
+        assert_eq!(counts(&back), counts(&e));
     }
 
     /// Band items saved from one window size go back into another: band

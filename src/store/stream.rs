@@ -51,9 +51,12 @@ use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{BadStream, CatchUp, Store, StoreError};
 
 /// Format of an entry; entries of another format are skipped. Format 2
-/// added `thresholds.single_transaction_recipients`; format 1 entries are
-/// still read (as 0, the rule of the builds that wrote them).
-const FORMAT: u8 = 2;
+/// added `thresholds.single_transaction_recipients`, format 3 the list-post
+/// mark (`Observation::list_post`); entries of formats 1 and 2 are still
+/// read (as 0 and false, the rules of the builds that wrote them). Builds
+/// before format 3 skip its entries (and say so): during a rolling
+/// upgrade they count only their own and older hosts' mail.
+const FORMAT: u8 = 3;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -154,6 +157,7 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.u32(t.single_transaction_recipients);
     put_text(&mut w, obs.sender_name.as_deref(), MAX_NAME);
     put_text(&mut w, obs.subject.as_deref(), MAX_SUBJECT);
+    w.u8(u8::from(obs.list_post));
     w.0
 }
 
@@ -217,7 +221,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
 
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
     let format = r.u8()?;
-    if format != FORMAT && format != 1 {
+    if !(1..=FORMAT).contains(&format) {
         return Err(CodecError::Invalid {
             what: format!("format {format}, this build reads {FORMAT}"),
         });
@@ -251,6 +255,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     };
     let sender_name = get_text(r, MAX_NAME)?;
     let subject = get_text(r, MAX_SUBJECT)?;
+    let list_post = format >= 3 && r.bool()?;
     r.finish()?;
     Ok((
         Observation {
@@ -268,6 +273,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             // Not in the entry: only the verdict reads it, from the
             // daemon's own observation of its message.
             list: false,
+            list_post,
         },
         now,
     ))
@@ -1143,6 +1149,7 @@ mod tests {
             features: 77,
             thresholds: Config::default().thresholds,
             list: false,
+            list_post: true,
         }
     }
 
@@ -1240,16 +1247,37 @@ mod tests {
         o.sender_name = None;
         o.subject = None;
         let e = encode(&o, UnixSecs(7));
-        // Format 2 has the limit's 4 bytes before the two absent texts.
+        // Format 3 ends with the list-post byte, after the two absent
+        // texts; format 2 has the limit's 4 bytes before them.
         let n = e.len();
         let mut old = vec![1u8];
-        old.extend_from_slice(&e[1..n - 6]);
-        old.extend_from_slice(&e[n - 2..]);
+        old.extend_from_slice(&e[1..n - 7]);
+        old.extend_from_slice(&e[n - 3..n - 1]);
         let (back, now) = decode(&old).unwrap();
         assert_eq!(now, UnixSecs(7));
         assert_eq!(back.thresholds.single_transaction_recipients, 0);
         o.thresholds.single_transaction_recipients = 0;
+        o.list_post = false;
         assert_eq!(back, o);
+    }
+
+    /// Entries of format 2 (builds before list posts) read as no list post.
+    #[test]
+    fn format_2_entries_read_as_no_list_post() {
+        let o = obs();
+        assert!(o.list_post);
+        let mut e = encode(&o, UnixSecs(7));
+        e[0] = 2;
+        e.pop();
+        let (back, _) = decode(&e).unwrap();
+        assert!(!back.list_post);
+        assert_eq!(
+            Observation {
+                list_post: true,
+                ..back
+            },
+            o
+        );
     }
 
     #[test]
@@ -1270,7 +1298,7 @@ mod tests {
         long.push(0);
         assert!(decode(&long).is_err());
         let mut other = e.clone();
-        other[0] = 3;
+        other[0] = 4;
         assert!(decode(&other).is_err());
         // Every single byte changed: an error or some entry, never a panic.
         for i in 0..e.len() {

@@ -21,7 +21,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -288,6 +288,7 @@ impl Reply {
                     w.str(s.as_deref().unwrap_or(""), MAX_FIELD);
                 }
                 w.bool(r.list);
+                w.bool(r.list_id);
                 w.bool(r.truncated);
             }
             Reply::Panicked { message: m } => {
@@ -331,6 +332,7 @@ impl Reply {
                 };
                 let (message_id, subject_header, from_domain) = (opt()?, opt()?, opt()?);
                 let list = r.bool()?;
+                let list_id = r.bool()?;
                 let truncated = r.bool()?;
                 Reply::Read(Box::new(Reading {
                     parsed,
@@ -347,6 +349,7 @@ impl Reply {
                     subject: subject_header,
                     from_domain,
                     list,
+                    list_id,
                     truncated,
                 }))
             }
@@ -380,6 +383,7 @@ mod tests {
             subject: None,
             from_domain: Some("deals.example".into()),
             list: true,
+            list_id: true,
             truncated: false,
         }
     }

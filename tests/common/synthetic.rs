@@ -26,6 +26,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         features: 50,
         thresholds: cfg.thresholds.clone(),
         list: false,
+        list_post: false,
     }
 }
 
@@ -55,6 +56,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         features: 100,
         thresholds: cfg.thresholds.clone(),
         list: false,
+        list_post: false,
     }
 }
 

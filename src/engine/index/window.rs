@@ -31,8 +31,9 @@ pub struct Entry {
     pub sender: u16,
     /// The high 16 bits of the id of a campaign of one.
     owner_hi: u16,
-    /// Weight of the match that placed it in its campaign, in percent.
-    pub weight: u8,
+    /// Weight of the match that placed it in its campaign, in percent (0
+    /// to 100: the low seven bits), and in the high bit [`LIST_POST`].
+    weight: u8,
     /// [`NEAR`], [`ALONE`], and in the high six bits the size class of
     /// the message's features ([`size_class`]).
     flags: u8,
@@ -56,6 +57,9 @@ pub fn class_size(class: u8) -> f64 {
 const NEAR: u8 = 1;
 /// Alone in its campaign: the owner is the campaign's id, not a slot.
 const ALONE: u8 = 2;
+/// In `weight`'s high bit: the message was a list post
+/// ([`crate::engine::campaign::Member::list_post`]).
+const LIST_POST: u8 = 0x80;
 
 /// Whose message an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,11 +91,27 @@ impl Entry {
             recipients,
             sender,
             owner_hi: 0,
-            weight,
+            weight: weight.min(100),
             flags: if near { NEAR } else { 0 },
         };
         e.set_owner(owner);
         e
+    }
+
+    /// Weight of the match that placed it in its campaign, in percent.
+    pub fn weight(&self) -> u8 {
+        self.weight & !LIST_POST
+    }
+
+    /// The message was a list post.
+    pub fn list_post(&self) -> bool {
+        self.weight & LIST_POST != 0
+    }
+
+    /// Marked as a list post, or not.
+    pub fn with_list_post(mut self, list_post: bool) -> Entry {
+        self.weight = self.weight() | if list_post { LIST_POST } else { 0 };
+        self
     }
 
     /// In the near tables.

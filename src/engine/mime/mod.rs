@@ -56,6 +56,10 @@ pub struct BodyText {
     /// or is bulk: List-Id, List-Post, List-Unsubscribe, or Precedence:
     /// list or bulk.
     pub list: bool,
+    /// It has a List-Id field (RFC 2919): the mark of a list's post, which
+    /// with an envelope sender counts as one delivery however many
+    /// transactions it takes (`engine::decide::observe`).
+    pub list_id: bool,
     /// Text or input was cut at a configured bound.
     pub truncated: bool,
     /// mail-parser reported a decoding problem in some part.
@@ -138,6 +142,10 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
         message_id: message_id(&message),
         list: is_list_mail(&message),
+        list_id: message
+            .headers()
+            .iter()
+            .any(|h| h.name == HeaderName::ListId),
         truncated,
         ..BodyText::default()
     };
