@@ -66,6 +66,7 @@ fn alert(id: u64) -> alert::Alert {
         message_id: Some(format!("{id:x}.20231114@deals.example")),
         queue_id: Some("4SbCdE1xyz".into()),
         metrics_listen: Some("127.0.0.1:9357".into()),
+        judged_here: true,
     }
 }
 
@@ -86,7 +87,7 @@ async fn alert_is_mailed_and_rate_limited() {
     tx.send(alert(0xdef)).await.unwrap();
     drop(tx);
     // Returns once the queue is closed and drained.
-    alert::run(cfg, rx).await;
+    alert::run(cfg, rx, None, None, Arc::default()).await;
     server.abort();
 
     let got = got.lock().unwrap();
@@ -149,4 +150,112 @@ async fn the_message_that_makes_a_campaign_bulk_is_named_in_its_alert() {
         text.contains("  Message-ID: <copy4@deals.example>\n  queue id: Q504\n"),
         "{text}"
     );
+}
+
+/// Three hosts share Redis; host A has no alert recipients, B and C
+/// have. A campaign that turns bulk on A is alerted once for the site (B
+/// or C, whichever claims it first; the other counts it as claimed
+/// elsewhere); one that turns bulk on C is alerted once too. Before, the
+/// first was never alerted, since only the host that judged the crossing
+/// alerted.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_sharing_redis_alert_once_per_site() {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use bulkwatch::config::StoreBackend;
+    use bulkwatch::engine::Engine;
+    use bulkwatch::milter::State;
+    use bulkwatch::store::RedisLayer;
+    use common::{send, spam, start_state, Mail, NAMES};
+
+    let server = common::redis::RedisServer::start();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = listener.local_addr().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = tokio::spawn(smtp_server(listener, Arc::clone(&got)));
+
+    let mut cfg = common::config();
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = vec![server.url()];
+    cfg.store.redis.key_prefix = "alerts-site".into();
+    cfg.store.redis.timeout = Duration::from_secs(5);
+    let mut alerts = cfg.alerts.clone();
+    alerts.to = vec!["postmaster@example.org".into()];
+    alerts.from = "bulkwatch@example.org".into();
+    alerts.smtp = smtp.to_string();
+    alerts.min_interval = Duration::ZERO;
+
+    let mut hosts = Vec::new();
+    let mut counts = Vec::new();
+    for alerting in [false, true, true] {
+        let mut state = State::new(Engine::new(&cfg))
+            .with_redis(RedisLayer::from_config(&cfg).unwrap().unwrap());
+        let redis = state.redis_shared().unwrap();
+        // The replica has read the (empty) log: what it reads from now on
+        // is news.
+        redis.site().unwrap();
+        if alerting {
+            let (tx, rx) = mpsc::channel(alert::QUEUE);
+            state = state.with_alerts(tx);
+            let site = alert::Site {
+                redis,
+                every: Duration::from_millis(50),
+                grace: Duration::ZERO,
+                ttl: Duration::from_secs(3600),
+            };
+            counts.push(Arc::clone(&state.alert_counts));
+            tokio::spawn(alert::run(
+                alerts.clone(),
+                rx,
+                Some(site),
+                None,
+                Arc::clone(&state.alert_counts),
+            ));
+        }
+        hosts.push(start_state(state).await);
+    }
+    let total = |f: fn(&alert::Counts) -> u64| counts.iter().map(|c| f(c)).sum::<u64>();
+    let settled = |n: u64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        async move {
+            loop {
+                let (sent, elsewhere) = (
+                    total(|c| c.sent.load(Relaxed)),
+                    total(|c| c.elsewhere.load(Relaxed)),
+                );
+                if sent + elsewhere >= 2 * n || std::time::Instant::now() > deadline {
+                    return (sent, elsewhere);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+
+    // bulk_threshold 5: the fifth copy makes the campaign bulk, on A.
+    for (i, name) in NAMES.iter().enumerate().take(5) {
+        send(hosts[0].addr, &spam(name, 700 + i as u32)).await;
+    }
+    assert_eq!(settled(1).await, (1, 1), "one alert, one claim lost");
+    // Another text turns bulk on C, which alerts itself.
+    for (i, name) in NAMES.iter().enumerate().take(5) {
+        let mail = Mail {
+            body: format!(
+                "Hello {name}, the quarterly statement of your pension fund is ready. \
+                 Sign in to the members area before friday to review the yearly figures, \
+                 the new contribution rates and the forms for your beneficiaries.\r\n"
+            ),
+            ..spam(name, 800 + i as u32)
+        };
+        send(hosts[2].addr, &mail).await;
+    }
+    assert_eq!(settled(2).await, (2, 2), "one alert per campaign");
+    assert_eq!(got.lock().unwrap().len(), 2);
+    for h in hosts {
+        h.stop().await;
+    }
+    sink.abort();
 }

@@ -881,8 +881,17 @@ async fn build_state(
     }
     if !cfg.alerts.to.is_empty() {
         let (tx, rx) = mpsc::channel(alert::QUEUE);
+        let site = state
+            .redis_shared()
+            .map(|r| alert::Site::new(r, cfg.window.window));
         state = state.with_alerts(tx);
-        tasks.push(tokio::spawn(alert::run(cfg.alerts.clone(), rx)));
+        tasks.push(tokio::spawn(alert::run(
+            cfg.alerts.clone(),
+            rx,
+            site,
+            cfg.metrics.listen.clone(),
+            Arc::clone(&state.alert_counts),
+        )));
     }
     if let Some(t) = saved_at {
         state.metrics.snapshot_written(t);

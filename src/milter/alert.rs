@@ -6,7 +6,22 @@
 //! authentication: a local relay), at most one mail per `min_interval`.
 //! Campaigns turning bulk inside the interval are counted and named in the
 //! next alert. Failures are logged; mail flow never waits for alerts.
+//!
+//! With Redis ([`Site`]), the site alerts once per campaign, whichever host
+//! judged the message that made it bulk and whichever hosts have
+//! `alerts.to`: every host that alerts also reads the campaigns that turned
+//! bulk in the log (other hosts' messages, [`crate::store::stream::Crossing`]),
+//! and before mailing claims the campaign's alert in Redis (`SET NX`); the
+//! first claim mails, the others log that another host has it. A host
+//! claims another host's crossing only after [`Site::grace`], so the host
+//! that judged the message, which can name it, goes first when it alerts.
+//! When the claim fails (Redis down), a host mails its own crossings and
+//! drops the others': two alerts rather than none for its own mail, and no
+//! alert for another host's (that host mails its own).
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lettre::message::Mailbox;
@@ -14,7 +29,9 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::mpsc;
 
 use crate::config::AlertsConfig;
+use crate::engine::campaign::CampaignId;
 use crate::engine::verdict::CampaignSummary;
+use crate::store::RedisLayer;
 
 /// Queue length between the milter and the alert task.
 pub const QUEUE: usize = 64;
@@ -31,6 +48,46 @@ pub struct Alert {
     pub queue_id: Option<String>,
     /// `metrics.listen` when the alert was queued: where `/campaigns` is.
     pub metrics_listen: Option<String>,
+    /// This host judged that message (else another host of the site did,
+    /// and its Message-ID and queue id are in that host's log).
+    pub judged_here: bool,
+}
+
+/// The site's hosts share Redis: alert once per site (module docs).
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub redis: Arc<RedisLayer>,
+    /// How often the log is read for crossings.
+    pub every: Duration,
+    /// How long another host's crossing waits before this host claims it.
+    pub grace: Duration,
+    /// Lifetime of a claim in Redis (the window: a campaign id is not
+    /// reused within it).
+    pub ttl: Duration,
+}
+
+impl Site {
+    /// Reads every 2 s, claims other hosts' crossings after 5 s, keeps
+    /// claims for the window and an hour.
+    pub fn new(redis: Arc<RedisLayer>, window: Duration) -> Site {
+        Site {
+            redis,
+            every: Duration::from_secs(2),
+            grace: Duration::from_secs(5),
+            ttl: window + Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What the alert task did, by campaign.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Alerts mailed (a rate-limited one is counted when the next mails).
+    pub sent: AtomicU64,
+    /// Crossings another host of the site claimed.
+    pub elsewhere: AtomicU64,
+    /// Alerts that could not be built or mailed.
+    pub failed: AtomicU64,
 }
 
 impl Alert {
@@ -88,15 +145,23 @@ pub fn rfc5322_date(secs: u64) -> String {
 /// Message-ID still may.
 pub fn body(a: &Alert, held_back: usize) -> String {
     let c = &a.campaign;
+    let which = if a.judged_here {
+        format!(
+            "The message that made it bulk:\n  Message-ID: <{}>\n  queue id: {}\n",
+            a.message_id.as_deref().unwrap_or("-"),
+            a.queue_id.as_deref().unwrap_or("-"),
+        )
+    } else {
+        "Another host of the site judged the message that made it bulk:\n\
+         its log names it with the campaign.\n"
+            .to_owned()
+    };
     let mut s = format!(
-        "Campaign {} turned bulk on {}.\n\n\
-         The message that made it bulk:\n  Message-ID: <{}>\n  queue id: {}\n\n\
+        "Campaign {} turned bulk on {}.\n\n{which}\n\
          messages: {}\nrecipients: {}\nfirst seen: {}\nlast seen: {}\n\
          sample subject: {}\nsenders: {}\n\nShow the campaign:\n",
         c.id,
         rfc5322_date(a.at),
-        a.message_id.as_deref().unwrap_or("-"),
-        a.queue_id.as_deref().unwrap_or("-"),
         c.messages,
         c.recipients,
         rfc5322_date(c.first_seen),
@@ -135,8 +200,19 @@ fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, Str
     b.body(body(a, held_back)).map_err(|e| e.to_string())
 }
 
-/// Runs until the sender side is dropped.
-pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<Alert>) {
+/// Campaign ids alerted lately, so that a campaign seen both in this
+/// host's verdict and in the log is claimed once.
+const REMEMBERED: usize = 1024;
+
+/// Runs until the sender side is dropped: mails the alerts of `rx`, and
+/// with `site`, other hosts' crossings, once per site.
+pub async fn run(
+    cfg: AlertsConfig,
+    mut rx: mpsc::Receiver<Alert>,
+    site: Option<Site>,
+    metrics_listen: Option<String>,
+    counts: Arc<Counts>,
+) {
     // (Checked when the configuration was loaded.)
     let (host, port) = crate::config::parse_relay(&cfg.smtp)
         .map_or_else(|_| (cfg.smtp.clone(), 25), |(h, p)| (h.to_owned(), p));
@@ -144,26 +220,128 @@ pub async fn run(cfg: AlertsConfig, mut rx: mpsc::Receiver<Alert>) {
         .port(port)
         .timeout(Some(Duration::from_secs(10)))
         .build();
-    let mut last: Option<Instant> = None;
-    let mut held_back = 0usize;
-    while let Some(a) = rx.recv().await {
-        let c = &a.campaign;
-        if last.is_some_and(|t| t.elapsed() < cfg.min_interval) {
-            held_back += 1;
-            tracing::info!(campaign = %c.id, "alert rate-limited");
-            continue;
+    let mut mailer = Mailer {
+        cfg,
+        transport,
+        last: None,
+        held_back: 0,
+        counts,
+        recent: VecDeque::new(),
+    };
+    let mut tick =
+        tokio::time::interval(site.as_ref().map_or(Duration::from_secs(3600), |s| s.every));
+    let mut waiting: VecDeque<(Instant, Alert)> = VecDeque::new();
+    loop {
+        tokio::select! {
+            a = rx.recv() => match a {
+                Some(a) => mailer.deliver(a, site.as_ref()).await,
+                None => break,
+            },
+            _ = tick.tick(), if site.is_some() => {
+                let Some(site) = site.as_ref() else { continue };
+                let redis = Arc::clone(&site.redis);
+                let crossings = tokio::task::spawn_blocking(move || {
+                    // (An outage is logged by the mail path; the replica
+                    // then stands still and brings nothing new.)
+                    let _ = redis.site();
+                    redis.take_crossings()
+                })
+                .await
+                .unwrap_or_default();
+                let at = Instant::now() + site.grace;
+                for c in crossings {
+                    waiting.push_back((at, Alert {
+                        campaign: c.campaign,
+                        at: c.at,
+                        message_id: None,
+                        queue_id: None,
+                        metrics_listen: metrics_listen.clone(),
+                        judged_here: false,
+                    }));
+                }
+                while waiting.front().is_some_and(|(t, _)| *t <= Instant::now()) {
+                    if let Some((_, a)) = waiting.pop_front() {
+                        mailer.deliver(a, Some(site)).await;
+                    }
+                }
+            }
         }
-        last = Some(Instant::now());
-        match build(&cfg, &a, held_back) {
-            Ok(msg) => match transport.send(msg).await {
-                Ok(_) => tracing::info!(campaign = %c.id, "alert sent"),
+    }
+}
+
+/// The mailing half of [`run`].
+struct Mailer {
+    cfg: AlertsConfig,
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    last: Option<Instant>,
+    held_back: usize,
+    counts: Arc<Counts>,
+    recent: VecDeque<CampaignId>,
+}
+
+impl Mailer {
+    /// Claims `a` for this host when the site shares Redis, then mails it
+    /// (or holds it back under the rate limit).
+    async fn deliver(&mut self, a: Alert, site: Option<&Site>) {
+        let id = a.campaign.id;
+        if self.recent.contains(&id) {
+            return;
+        }
+        if self.recent.len() == REMEMBERED {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(id);
+        if let Some(site) = site {
+            let (redis, ttl) = (Arc::clone(&site.redis), site.ttl);
+            let claim = tokio::task::spawn_blocking(move || redis.claim_alert(id, ttl)).await;
+            match claim {
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => {
+                    self.counts.elsewhere.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(campaign = %id, "alert: another host of the site sends it");
+                    return;
+                }
+                Ok(Err(e)) if a.judged_here => {
+                    tracing::warn!(campaign = %id, error = %e, "alert: cannot claim it in redis; sending it");
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(campaign = %id, error = %e, "alert: cannot claim another host's crossing in redis; that host sends its own");
+                    return;
+                }
                 Err(e) => {
-                    tracing::warn!(campaign = %c.id, error = %e, smtp = %cfg.smtp, "alert not sent")
+                    tracing::warn!(campaign = %id, error = %e, "alert: the claim failed");
+                    if !a.judged_here {
+                        return;
+                    }
+                }
+            }
+        }
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < self.cfg.min_interval)
+        {
+            self.held_back += 1;
+            tracing::info!(campaign = %id, "alert rate-limited");
+            return;
+        }
+        self.last = Some(Instant::now());
+        match build(&self.cfg, &a, self.held_back) {
+            Ok(msg) => match self.transport.send(msg).await {
+                Ok(_) => {
+                    self.counts.sent.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(campaign = %id, "alert sent");
+                }
+                Err(e) => {
+                    self.counts.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(campaign = %id, error = %e, smtp = %self.cfg.smtp, "alert not sent");
                 }
             },
-            Err(e) => tracing::warn!(campaign = %c.id, error = %e, "alert not built"),
+            Err(e) => {
+                self.counts.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(campaign = %id, error = %e, "alert not built");
+            }
         }
-        held_back = 0;
+        self.held_back = 0;
     }
 }
 
@@ -210,6 +388,7 @@ mod tests {
             message_id: Some("m1@deals.example".into()),
             queue_id: Some("4XyZ".into()),
             metrics_listen: Some("127.0.0.1:9357".into()),
+            judged_here: true,
         };
         let b = body(&c, 2);
         for part in [
@@ -232,5 +411,17 @@ mod tests {
         assert!(build(&cfg, &c, 0).is_ok());
         cfg.to = vec!["not an address".into()];
         assert!(build(&cfg, &c, 0).is_err());
+        // Another host's crossing names no message of this host.
+        let b = body(
+            &Alert {
+                judged_here: false,
+                message_id: None,
+                queue_id: None,
+                ..c
+            },
+            0,
+        );
+        assert!(b.contains("Another host of the site judged"), "{b}");
+        assert!(!b.contains("queue id"), "{b}");
     }
 }

@@ -180,6 +180,7 @@ pub fn render(state: &State, now: u64) -> String {
         render_workers(&mut s, w);
     }
     render_engine_time(&mut s, m);
+    render_alerts(&mut s, &state.alert_counts);
     if let Some(sh) = state.redis() {
         render_redis(&mut s, sh);
     }
@@ -221,6 +222,24 @@ fn render_verdicts(s: &mut String, m: &Metrics) {
          # TYPE bulkwatch_list_messages_total counter\nbulkwatch_list_messages_total {}",
         m.list_messages()
     );
+}
+
+/// What the alert task did ([`crate::milter::alert::Counts`]).
+fn render_alerts(s: &mut String, c: &crate::milter::alert::Counts) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_alerts_total Campaigns turned bulk, by what this host's alert \
+         task did: sent, claimed by another host of the site (elsewhere), or failed.\n\
+         # TYPE bulkwatch_alerts_total counter"
+    );
+    for (outcome, n) in [
+        ("sent", c.sent.load(Relaxed)),
+        ("elsewhere", c.elsewhere.load(Relaxed)),
+        ("failed", c.failed.load(Relaxed)),
+    ] {
+        let _ = writeln!(s, "bulkwatch_alerts_total{{outcome=\"{outcome}\"}} {n}");
+    }
 }
 
 /// Gauges of the engine's state and the snapshot's age.

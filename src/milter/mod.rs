@@ -56,6 +56,8 @@ pub struct State {
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
     alerts: Option<mpsc::Sender<alert::Alert>>,
+    /// What the alert task did (`/metrics`).
+    pub alert_counts: Arc<alert::Counts>,
     /// The worker processes that read mail ([`crate::worker`]); `None`
     /// reads in this process (tests of the milter side only: `serve`
     /// always has workers).
@@ -110,6 +112,7 @@ impl State {
             config: RwLock::new(config),
             metrics: Metrics::new(unix_now()),
             alerts: None,
+            alert_counts: Arc::default(),
             workers: None,
             forensics: None,
             control: control::Control::default(),
@@ -148,6 +151,11 @@ impl State {
     /// The shared store, if configured.
     pub fn redis(&self) -> Option<&RedisLayer> {
         self.judge.redis()
+    }
+
+    /// The shared store, if configured, for a task of its own (alerts).
+    pub fn redis_shared(&self) -> Option<std::sync::Arc<RedisLayer>> {
+        self.judge.redis_shared()
     }
 
     /// Sends campaigns that turn bulk to `tx` (see [`alert`]).
@@ -266,6 +274,7 @@ impl State {
                     message_id: analysis.message_id.clone(),
                     queue_id: env.queue_id.clone(),
                     metrics_listen: cfg.metrics.listen.clone(),
+                    judged_here: true,
                 };
                 if tx.try_send(a).is_err() {
                     tracing::warn!(campaign = %c.id, "alert queue full, alert dropped");

@@ -142,6 +142,11 @@ impl Judge {
         self.redis.as_deref()
     }
 
+    /// The Redis store, shared.
+    pub fn redis_shared(&self) -> Option<Arc<RedisLayer>> {
+        self.redis.clone()
+    }
+
     /// Calls `f` with the engine that holds the daemon's view: the
     /// replica while Redis is up and the replica has read the log
     /// up to its messages, else the local engine (see [`RedisLayer::view`]).

@@ -31,6 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, StoreBackend};
+use crate::engine::campaign::CampaignId;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 
 pub use self::redis::Pool;
@@ -442,6 +443,21 @@ impl RedisLayer {
         self.log.refresh()?;
         *last = Some(Instant::now());
         Ok(())
+    }
+
+    /// Campaigns that turned bulk in the log since the last call
+    /// ([`LogStore::take_crossings`]).
+    pub fn take_crossings(&self) -> Vec<stream::Crossing> {
+        self.log.take_crossings()
+    }
+
+    /// Claims campaign `id`'s alert for this host
+    /// ([`LogStore::claim_alert`]).
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
+        self.log.claim_alert(id, ttl)
     }
 
     /// Forgets when the log was last read: the next [`RedisLayer::site`]

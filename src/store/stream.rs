@@ -45,6 +45,7 @@ use redis::Value;
 use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
+use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
@@ -373,6 +374,22 @@ struct Replica {
     /// For each campaign a correction applies to (its live id), Redis's
     /// clock (ms) of the last correction entry that named it.
     corrected: HashMap<CampaignId, u64>,
+    /// Campaigns that turned bulk in entries applied since the replica
+    /// answered (any host's: [`LogStore::take_crossings`]), the latest
+    /// [`MAX_CROSSINGS`].
+    crossings: VecDeque<Crossing>,
+}
+
+/// Most crossings a replica keeps until they are taken.
+const MAX_CROSSINGS: usize = 64;
+
+/// A campaign turned bulk with an entry of the log (whichever host
+/// appended it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Crossing {
+    pub campaign: CampaignSummary,
+    /// The entry's time (Unix seconds).
+    pub at: u64,
 }
 
 impl Replica {
@@ -387,6 +404,7 @@ impl Replica {
             applied: 0,
             answered: false,
             corrected: HashMap::new(),
+            crossings: VecDeque::new(),
         }
     }
 
@@ -466,6 +484,21 @@ impl Replica {
             self.now = self.now.max(now.0);
             if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
                 self.applied += 1;
+                // Crossings in the log's history, read after a start or a
+                // rebuild, are not news.
+                if let Some(c) = out
+                    .campaign
+                    .as_ref()
+                    .filter(|_| self.answered && out.newly_bulk && !out.allowed)
+                {
+                    if self.crossings.len() == MAX_CROSSINGS {
+                        self.crossings.pop_front();
+                    }
+                    self.crossings.push_back(Crossing {
+                        campaign: c.clone(),
+                        at: now.0,
+                    });
+                }
                 if self.recent.len() == RECENT {
                     self.recent.pop_front();
                 }
@@ -824,6 +857,36 @@ impl LogStore {
             );
         }
         Ok(())
+    }
+
+    /// The campaigns that turned bulk in entries the replica applied since
+    /// the last call (any host's, the latest 64), so that a host can
+    /// alert for a crossing another host judged ([`crate::milter::alert`]).
+    pub fn take_crossings(&self) -> Vec<Crossing> {
+        self.replica()
+            .map(|mut r| r.crossings.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// Claims the alert for campaign `id` for this host: true for the
+    /// first host to ask (a key `<base>:alerted:<id>`, `SET NX` with a
+    /// lifetime of `ttl`), false when another host has.
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
+        let mut conn = self.pool.take()?;
+        let key = format!("{}:alerted:{id}", self.pool.key_base());
+        let set: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(1)
+            .arg("NX")
+            .arg("EX")
+            .arg(ttl.as_secs().max(1))
+            .query(conn.like())
+            .map_err(|e| err("alert claim", e))?;
+        self.pool.give_back(conn);
+        Ok(set.is_some())
     }
 
     /// Round trips sent so far, and the messages they carried.
