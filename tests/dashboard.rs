@@ -243,14 +243,17 @@ async fn directional_characters_of_a_sender_are_shown_not_obeyed() {
 /// Issue 41 item 3, in the browser: a post to 25 recipients in one
 /// transaction is judged clean and delivered untagged, so the page must
 /// not call its campaign bulk ("1 bulk" in the header was the bug); a
-/// campaign the operator allowed reads `allowed`, not its level.
+/// campaign the operator allowed reads `allowed`, not its level, and
+/// offers `disallow` where the others offer `allow`.
 #[cfg_attr(
     not(bulkwatch_chromium),
     ignore = "needs chromium (apt-get install chromium)"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_the_level_the_next_message_would_get() {
-    let m = common::start(common::config()).await;
+    let mut cfg = common::config();
+    cfg.metrics.control_token = Some("0123456789abcdef0123".into());
+    let m = common::start(cfg).await;
     let rcpts: Vec<String> = (0..25).map(|i| format!("<sub{i}@example.net>")).collect();
     let (_, s) = common::send_envelope(
         m.addr,
@@ -271,6 +274,10 @@ async fn the_page_shows_the_level_the_next_message_would_get() {
     );
     let post = row(&dom, &id).unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
     assert!(!post.contains("level-bulk"), "{post}");
+    assert!(
+        post.contains("<button type=\"button\">allow</button>"),
+        "{post}"
+    );
     // A campaign of six messages, bulk, then allowed by the operator.
     for (i, name) in NAMES.iter().enumerate() {
         send(
@@ -296,6 +303,11 @@ async fn the_page_shows_the_level_the_next_message_would_get() {
     let row = row(&dom, &bulk.to_string())
         .unwrap_or_else(|| panic!("campaign {bulk} not on the page:\n{dom}"));
     assert!(row.contains("level-allowed\">allowed</span>"), "{row}");
+    assert!(
+        row.contains("<button type=\"button\">disallow</button>")
+            && !row.contains(">allow</button>"),
+        "{row}"
+    );
     assert!(
         dom.contains(", 0 bulk;"),
         "an allowed campaign is not counted bulk: {dom}"

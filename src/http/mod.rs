@@ -1,6 +1,6 @@
 //! The HTTP listener (`metrics.listen`): `/metrics` (Prometheus text),
 //! `/campaigns` (JSON), the dashboard at `/`, and, with a control token,
-//! `POST /campaigns/ID/allow|forget`.
+//! `POST /campaigns/ID/allow|disallow|forget`.
 //!
 //! HTTP/1.1 is read by hyper, one request per connection. Anyone who can
 //! reach the port is assumed hostile:
@@ -158,12 +158,12 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
         ("GET", _) => Reply::text(StatusCode::NOT_FOUND, "not found\n"),
         _ => Reply::text(
             StatusCode::METHOD_NOT_ALLOWED,
-            "GET, or POST /campaigns/ID/allow|forget with the control token\n",
+            "GET, or POST /campaigns/ID/allow|disallow|forget with the control token\n",
         ),
     }
 }
 
-/// `POST /campaigns/ID/allow` or `/forget`, with `Authorization: Bearer
+/// `POST /campaigns/ID/allow`, `/disallow` or `/forget`, with `Authorization: Bearer
 /// TOKEN` (`metrics.control_token`); off (404) when no token is set.
 fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
     let json = "application/json";
@@ -183,7 +183,9 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
     }
     let mut parts = path.trim_start_matches("/campaigns/").split('/');
     let request = match (parts.next(), parts.next(), parts.next()) {
-        (Some(id), Some(action @ ("allow" | "forget")), None) => format!("{action} {id}"),
+        (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => {
+            format!("{action} {id}")
+        }
         _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
     };
     let answer = state
@@ -485,6 +487,19 @@ mod tests {
         let id = v.campaign.map(|c| c.id.to_string()).unwrap();
         let (s, body) = post(&state, &format!("/campaigns/{id}/allow"), ok);
         assert_eq!(s, StatusCode::OK, "{body}");
+        let allowed = |state: &State| crate::milter::metrics::campaigns(state).campaigns[0].allowed;
+        assert!(allowed(&state));
+        let (s, body) = post(&state, &format!("/campaigns/{id}/disallow"), ok);
+        assert_eq!(s, StatusCode::OK, "{body}");
+        assert!(!allowed(&state));
+        let metrics = crate::milter::metrics::render(&state, crate::milter::unix_now());
+        for line in [
+            "bulkwatch_campaign_allows_total 1",
+            "bulkwatch_campaign_disallows_total 1",
+            "bulkwatch_campaign_forgets_total 0",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
         let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);
         assert_eq!(s, StatusCode::OK, "{body}");
         let (s, body) = post(&state, &format!("/campaigns/{id}/forget"), ok);

@@ -36,6 +36,7 @@ use tokio::net::UnixListener;
 
 use crate::engine::campaign::{CampaignId, WHILE_LIVE};
 use crate::engine::{Engine, UnixSecs};
+use crate::milter::metrics::ControlAction;
 use crate::milter::State;
 use crate::store::Correction;
 
@@ -292,7 +293,7 @@ impl Control {
                 match self.correct(state, Correction::Allow { id, until }, now) {
                     Err(e) => error(&format!("allow: {e}")),
                     Ok(live) => {
-                        state.metrics.record_control("allow");
+                        state.metrics.record_control(ControlAction::Allow);
                         tracing::info!(campaign = %live, seconds = secs, "campaign allowed");
                         let until = (until < WHILE_LIVE).then_some(until);
                         serde_json::json!({"ok": true, "campaign": live.to_string(), "until": until})
@@ -305,6 +306,7 @@ impl Control {
                 match self.correct(state, Correction::Allow { id, until: 0 }, now) {
                     Err(e) => error(&format!("disallow: {e}")),
                     Ok(live) => {
+                        state.metrics.record_control(ControlAction::Disallow);
                         tracing::info!(campaign = %live, "campaign allowance withdrawn");
                         serde_json::json!({"ok": true, "campaign": live.to_string()})
                     }
@@ -314,7 +316,7 @@ impl Control {
                 match self.correct(state, Correction::Forget { id }, now) {
                     Err(e) => error(&format!("forget: {e}")),
                     Ok(live) => {
-                        state.metrics.record_control("forget");
+                        state.metrics.record_control(ControlAction::Forget);
                         tracing::info!(campaign = %live, "campaign forgotten");
                         serde_json::json!({"ok": true, "campaign": live.to_string()})
                     }

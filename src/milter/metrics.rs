@@ -23,6 +23,14 @@ const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
+/// An operator's correction, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlAction {
+    Allow,
+    Disallow,
+    Forget,
+}
+
 /// Counters updated by the milter, read by `/metrics`.
 #[derive(Debug)]
 pub struct Metrics {
@@ -44,6 +52,7 @@ pub struct Metrics {
     http_refused: AtomicU64,
     http_evicted: AtomicU64,
     allows: AtomicU64,
+    disallows: AtomicU64,
     forgets: AtomicU64,
 }
 
@@ -64,6 +73,7 @@ impl Metrics {
             http_refused: AtomicU64::new(0),
             http_evicted: AtomicU64::new(0),
             allows: AtomicU64::new(0),
+            disallows: AtomicU64::new(0),
             forgets: AtomicU64::new(0),
         }
     }
@@ -83,13 +93,14 @@ impl Metrics {
         self.refusals.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// An HTTP connection was closed unanswered: too many were open.
-    /// An operator's `allow` or `forget` (`bulkwatch campaigns`).
-    pub fn record_control(&self, action: &str) {
+    /// An operator's correction (`bulkwatch campaigns`, the dashboard).
+    pub fn record_control(&self, action: ControlAction) {
         match action {
-            "allow" => self.allows.fetch_add(1, Ordering::Relaxed),
-            _ => self.forgets.fetch_add(1, Ordering::Relaxed),
-        };
+            ControlAction::Allow => &self.allows,
+            ControlAction::Disallow => &self.disallows,
+            ControlAction::Forget => &self.forgets,
+        }
+        .fetch_add(1, Ordering::Relaxed);
     }
 
     /// A new HTTP connection was closed unanswered: every open one had
@@ -315,6 +326,11 @@ fn render_errors(s: &mut String, m: &Metrics) {
             "bulkwatch_campaign_allows_total",
             "Campaigns allowed at runtime (bulkwatch campaigns allow).",
             m.allows.load(Ordering::Relaxed),
+        ),
+        (
+            "bulkwatch_campaign_disallows_total",
+            "Allowances withdrawn at runtime (bulkwatch campaigns disallow).",
+            m.disallows.load(Ordering::Relaxed),
         ),
         (
             "bulkwatch_campaign_forgets_total",

@@ -5,7 +5,8 @@
 
 const REFRESH_MS = 5000;
 // Set when the daemon has a control token (metrics.control_token): each
-// row then gets allow and forget buttons, sent with the token typed here.
+// row then gets allow (disallow, once allowed) and forget buttons, sent with
+// the token typed here.
 let controlEnabled = false;
 
 async function act(id, action) {
@@ -113,7 +114,8 @@ function render(list, view) {
     cell(tr, "").appendChild(chart(c.arrivals || []));
     if (controlEnabled) {
       const td = cell(tr, "", "actions");
-      td.appendChild(button("allow", c.id, "allow"));
+      const a = c.allowed ? "disallow" : "allow";
+      td.appendChild(button(a, c.id, a));
       td.appendChild(button("forget", c.id, "forget"));
     }
     return tr;
