@@ -37,7 +37,10 @@ use crate::engine::shingle::Shingles;
 /// - 6: an attached picture is compared by its perceptual hash, not its
 ///   bytes; a short message with pictures is compared near by them; the
 ///   text of an attached PDF under a short body is read.
-pub const VERSION: u8 = 6;
+/// - 7: a paragraph of more than 120 words is never taken for a list
+///   footer or a disclaimer, and paragraphs removed by themselves as such
+///   may hold at most twice the words that stay.
+pub const VERSION: u8 = 7;
 
 /// The fingerprints of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -545,7 +545,9 @@ pub(super) fn holds_marker(lines: &[Line<'_>]) -> bool {
 /// ([`small_tail`]), is cut with everything after it (the footer block of a list or
 /// company); one elsewhere (on top, in the middle of a text) is removed by
 /// itself, so a disclaimer put above or inside a text does not change its
-/// fingerprint and cannot cut it short. Disclaimers often
+/// fingerprint and cannot cut it short, unless the paragraphs so removed
+/// hold more than twice the words of the rest (then none is: that is the
+/// text itself). Disclaimers often
 /// have no rule line above them, and a 90-word disclaimer under a two-line
 /// message would otherwise make all of a company's mail look alike.
 pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
@@ -596,7 +598,10 @@ pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         let found = markers_in(&para);
         let disclaimer = (found & DISCLAIMER_BITS).count_ones() >= 2;
         let footer = (found & !DISCLAIMER_BITS).count_ones() >= 2;
-        if disclaimer || footer {
+        // A paragraph longer than any footer or disclaimer is text, whatever
+        // phrases it holds (a survey spam's "opt-out ... unsubscribe").
+        let short = count_words(&para) <= PARA_MAX_WORDS;
+        if (disclaimer || footer) && short {
             if i >= tail_start {
                 let before = words_before(i, lines, &removed);
                 let after = lines.get(end..).map_or(0, words_in);
@@ -612,6 +617,22 @@ pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         }
         i = end;
     }
+    if removed.is_empty() {
+        return;
+    }
+    // Paragraphs removed by themselves may hold at most twice the words
+    // that stay (the bound of every cut: `MIN_KEPT_SHARE`). A sender who
+    // writes two footer phrases into his text's paragraph ("opt-out",
+    // "unsubscribe") and a line of junk words above and below it had the
+    // text removed and the junk fingerprinted; the line steps' own bound
+    // did not stop it, since the junk alone made its 20 words.
+    let gone: usize = removed
+        .iter()
+        .map(|(a, b)| lines.get(*a..*b).map_or(0, words_in))
+        .sum();
+    if gone > words_in(lines).saturating_sub(gone) * (MIN_KEPT_SHARE - 1) {
+        return;
+    }
     let mut n = 0;
     lines.retain(|_| {
         let keep = !removed.iter().any(|(a, b)| (*a..*b).contains(&n));
@@ -619,6 +640,10 @@ pub(super) fn cut_disclaimer(lines: &mut Vec<Line<'_>>) {
         keep
     });
 }
+
+/// Most words of a paragraph [`cut_disclaimer`] takes for a footer or a
+/// disclaimer (the longest legal notices seen run to about 100).
+pub(super) const PARA_MAX_WORDS: usize = 120;
 
 /// Does `lines` hold a paragraph of prose: [`PROSE_WORDS`] words or more,
 /// a line of which ends in `.`, `!` or `?` (a sign-off may follow it). The text of a message, not a footer's

@@ -426,6 +426,53 @@ mod tests {
         );
     }
 
+    /// A survey spam's one paragraph holds "opt-out" and "unsubscribe",
+    /// two list-footer phrases. With a line of junk words above and below
+    /// it (hash-buster lines), the junk alone met the cutting rules' bound
+    /// and the paragraph went as a footer: the fingerprint was the junk.
+    #[test]
+    fn a_long_paragraph_with_footer_phrases_is_text_not_a_footer() {
+        let sentence = "Our panel studies how people use consumer electronics and \
+                        shares what it learns with manufacturers. ";
+        let para = |n: usize| {
+            format!(
+                "{}You may opt-out of the panel at any time. To unsubscribe from this \
+                 list simply reply to this email.",
+                sentence.repeat(n)
+            )
+        };
+        let junk_top =
+            "vessel engine dinner lantern island rabbit figure nature lantern minute option tunnel";
+        let junk_end =
+            "cheese needle wonder cheese iron enough almond fabric always cactus orange velvet";
+        // About 100 words between the junk: more than twice what stays.
+        let n = norm(&format!(
+            "{junk_top}\n\nDear John,\n\n{}\n\n{junk_end}\n",
+            para(6)
+        ));
+        assert!(
+            n.contains("manufacturers") && n.contains("unsubscribe"),
+            "{n}"
+        );
+        // Junk above only: a paragraph of 150 words ends the message, and
+        // was cut as a footer with nothing after it.
+        let n = norm(&format!("{junk_top} {junk_end}\n\n{}\n", para(10)));
+        assert!(
+            n.contains("manufacturers") && n.contains("unsubscribe"),
+            "{n}"
+        );
+        // A short footer with the same phrases under a text still goes.
+        let n = norm(&format!(
+            "{}\n\nYou are receiving this because you subscribed. To unsubscribe, \
+             reply with the word remove.\n",
+            sentence.repeat(4)
+        ));
+        assert!(
+            n.contains("manufacturers") && !n.contains("unsubscribe"),
+            "{n}"
+        );
+    }
+
     #[test]
     fn short_footer_is_cut_but_long_body_after_rule_is_kept() {
         assert_eq!(
@@ -1003,7 +1050,9 @@ mod tests {
                     let para: String = lines.get(i..end).unwrap_or(&[]).join(" ");
                     let hits =
                         |markers: &[&str]| markers.iter().filter(|m| para.contains(**m)).count();
-                    if hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2 {
+                    if (hits(&DISCLAIMER_MARKERS) >= 2 || hits(&LIST_FOOTER_MARKERS) >= 2)
+                        && count_words(&para) <= PARA_MAX_WORDS
+                    {
                         // Words before: in lines not dropped.
                         let before: usize = lines
                             .iter()
@@ -1034,6 +1083,18 @@ mod tests {
                 } else {
                     i += 1;
                 }
+            }
+            // Removed by themselves: at most twice the words that stay.
+            let words = |dropped: bool| -> usize {
+                lines
+                    .iter()
+                    .zip(&drop)
+                    .filter(|(_, d)| **d == dropped)
+                    .map(|(l, _)| count_words(l.trim()))
+                    .sum()
+            };
+            if words(true) > words(false) * (MIN_KEPT_SHARE - 1) {
+                return;
             }
             let mut d = drop.into_iter();
             lines.retain(|_| !d.next().unwrap_or(false));
