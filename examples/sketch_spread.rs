@@ -14,22 +14,13 @@
 use std::fs::File;
 
 use bulkwatch::config::Config;
-use bulkwatch::engine::minhash::{min_sketch, seeds, sketch_diff};
+use bulkwatch::engine::minhash::{fmix32, min_sketch, mix, seeds, sketch_diff};
 use bulkwatch::engine::shingle::features;
 use bulkwatch::replay::analyze_unenveloped;
 use bulkwatch::replay::mbox::read_mbox;
 
 const PLAIN: usize = 3;
 const CASE: usize = 7;
-
-/// MurmurHash3's 32-bit finalizer (as `engine::minhash`).
-fn fmix32(mut v: u32) -> u32 {
-    v ^= v >> 16;
-    v = v.wrapping_mul(0x85EB_CA6B);
-    v ^= v >> 13;
-    v = v.wrapping_mul(0xC2B2_AE35);
-    v ^ (v >> 16)
-}
 
 /// 64 two-bit minimums: the shipped 32 seeds, then 32 more from the same
 /// SplitMix64 stream.
@@ -38,10 +29,7 @@ fn sketch64(words: &[u64], key: (u64, u64)) -> [u8; 64] {
     let mut state = key.0 ^ key.1.rotate_left(32);
     for x in s.iter_mut() {
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        *x = ((z ^ (z >> 31)) >> 32) as u32;
+        *x = (mix(state) >> 32) as u32;
     }
     let mut mins = [u32::MAX; 64];
     for &h in words {

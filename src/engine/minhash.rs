@@ -30,7 +30,7 @@ pub struct MinSketch {
 
 /// SplitMix64's finalizer: a fast, well-mixed permutation of u64 (also
 /// combines shingle hashes in `crate::engine::shingle`).
-pub(crate) fn mix(mut z: u64) -> u64 {
+pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -50,7 +50,7 @@ pub fn seeds(key: (u64, u64)) -> [u32; MINHASHES] {
 
 /// MurmurHash3's 32-bit finalizer: a bijection of u32 with full
 /// avalanche.
-fn fmix32(mut v: u32) -> u32 {
+pub fn fmix32(mut v: u32) -> u32 {
     v ^= v >> 16;
     v = v.wrapping_mul(0x85EB_CA6B);
     v ^= v >> 13;
