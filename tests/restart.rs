@@ -6,13 +6,36 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bulkwatch::store::Store;
 use common::daemon::{header, Daemon};
 use common::{open_unix, spam, transact, NAMES};
 use indymilter_test::Status;
+
+/// A temporary directory and the names a daemon's test uses in it: the
+/// milter socket, the state directory, the configuration file and the
+/// daemon's log (none of them made yet).
+struct Site {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    state: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+}
+
+fn site() -> Site {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    Site {
+        socket: p.join("milter.sock"),
+        state: p.join("state"),
+        config: p.join("bulkwatch.toml"),
+        log: p.join("daemon.log"),
+        dir,
+    }
+}
 
 fn config_text(socket: &Path, state: &Path, bulk_action: &str) -> String {
     format!(
@@ -33,11 +56,13 @@ async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Statu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("milter.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bulkwatch.toml");
-    let log = dir.path().join("daemon.log");
+    let Site {
+        dir: _dir,
+        socket,
+        state,
+        config,
+        log,
+    } = site();
     fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
 
     // Three copies: suspect, not bulk yet.
@@ -126,10 +151,13 @@ async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupt_snapshot_is_moved_aside() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("milter.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bulkwatch.toml");
+    let Site {
+        dir,
+        socket,
+        state,
+        config,
+        ..
+    } = site();
     fs::create_dir_all(&state).unwrap();
     fs::write(state.join("state.bin"), b"BWSNAP\r\n not really").unwrap();
     fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
@@ -154,10 +182,13 @@ async fn corrupt_snapshot_is_moved_aside() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_never_leaves_a_broken_snapshot() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("milter.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bulkwatch.toml");
+    let Site {
+        dir,
+        socket,
+        state,
+        config,
+        ..
+    } = site();
     let text = config_text(&socket, &state, "tag").replace(
         "snapshot_interval_secs = 3600",
         "snapshot_interval_secs = 1",
@@ -212,11 +243,13 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
     use bulkwatch::engine::{Engine, Observation, UnixSecs};
     use std::time::Instant;
 
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("milter.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bulkwatch.toml");
-    let log = dir.path().join("daemon.log");
+    let Site {
+        dir: _dir,
+        socket,
+        state,
+        config,
+        log,
+    } = site();
     fs::create_dir_all(&state).unwrap();
     fs::write(
         &config,
@@ -304,11 +337,13 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
 /// start and again when a reload brings new ones; they stop nothing.
 #[test]
 fn serve_logs_suspicious_values_with_their_lines_at_start_and_on_reload() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("milter.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bulkwatch.toml");
-    let log = dir.path().join("daemon.log");
+    let Site {
+        dir: _dir,
+        socket,
+        state,
+        config,
+        log,
+    } = site();
     let text = |extra: &str| {
         format!(
             "[milter]\nsocket = \"unix:{}\"\n[state]\nstate_dir = \"{}\"\n[metrics]\nlisten = \"\"\n{extra}",
@@ -344,10 +379,13 @@ fn serve_logs_suspicious_values_with_their_lines_at_start_and_on_reload() {
 /// when it got there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn syslog_lines_are_one_datagram_each_with_their_priority() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("bw.sock");
-    let state = dir.path().join("state");
-    let config = dir.path().join("bw.toml");
+    let Site {
+        dir,
+        socket,
+        state,
+        config,
+        ..
+    } = site();
     fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
     let log_socket = dir.path().join("log.sock");
     let syslog = std::os::unix::net::UnixDatagram::bind(&log_socket).unwrap();
@@ -422,14 +460,14 @@ async fn syslog_lines_are_one_datagram_each_with_their_priority() {
 /// stderr and logs there (docs/admin/packaging.md), and serves.
 #[test]
 fn an_unreachable_syslog_means_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("bw.sock");
-    let config = dir.path().join("bw.toml");
-    fs::write(
-        &config,
-        config_text(&socket, &dir.path().join("state"), "tag"),
-    )
-    .unwrap();
+    let Site {
+        dir,
+        socket,
+        state,
+        config,
+        ..
+    } = site();
+    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
     let stderr = dir.path().join("stderr.log");
     let missing = dir.path().join("no-syslog.sock");
     let mut d = Daemon::spawn_with(
