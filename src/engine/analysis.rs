@@ -32,7 +32,7 @@ pub struct Analysis {
     /// Domain of the header From address.
     pub from_domain: Option<String>,
     /// List-Id, List-Post, List-Unsubscribe or `Precedence: list|bulk`
-    /// (`mime::is_list_mail`).
+    /// (`mime::list_marks`).
     pub list: bool,
     /// A List-Id field (`mime::BodyText::list_id`).
     pub list_id: bool,

@@ -82,7 +82,8 @@ impl Site {
 /// What the alert task did, by campaign.
 #[derive(Debug, Default)]
 pub struct Counts {
-    /// Alerts mailed (a rate-limited one is counted when the next mails).
+    /// Alert mails sent. (Campaigns held back by `min_interval` are named
+    /// in the next mail and counted in none of these.)
     pub sent: AtomicU64,
     /// Crossings another host of the site claimed.
     pub elsewhere: AtomicU64,

@@ -240,8 +240,9 @@ fn render_alerts(s: &mut String, c: &crate::milter::alert::Counts) {
     use std::sync::atomic::Ordering::Relaxed;
     let _ = writeln!(
         s,
-        "# HELP bulkwatch_alerts_total Campaigns turned bulk, by what this host's alert \
-         task did: sent, claimed by another host of the site (elsewhere), or failed.\n\
+        "# HELP bulkwatch_alerts_total Alerts by what this host's alert task did: mailed \
+         (sent), left to another host of the site that claimed it (elsewhere), or failed; \
+         campaigns held back by alerts.min_interval are named in the next mail.\n\
          # TYPE bulkwatch_alerts_total counter"
     );
     for (outcome, n) in [

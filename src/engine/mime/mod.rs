@@ -138,14 +138,12 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
     if message.headers().is_empty() && message.parts.len() <= 1 && message.raw_message.is_empty() {
         return MimeOutcome::Unparsed;
     }
+    let (list, list_id) = list_marks(&message);
     let mut body = BodyText {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
         message_id: message_id(&message),
-        list: is_list_mail(&message),
-        list_id: message
-            .headers()
-            .iter()
-            .any(|h| h.name == HeaderName::ListId),
+        list,
+        list_id,
         truncated,
         ..BodyText::default()
     };
@@ -206,22 +204,34 @@ fn message_id(message: &Message<'_>) -> Option<String> {
 /// The message's own header section says it was sent by a mailing list or
 /// as bulk: a `List-Id`, `List-Post` or `List-Unsubscribe` field (RFC 2919,
 /// RFC 2369), or `Precedence: list` or `bulk` (a convention list managers
-/// and bulk senders keep; RFC 3834 section 2 mentions it). Any sender can
-/// write these fields: the list class only changes the action taken, never
-/// whether the message counts (see `engine::verdict_of`).
-fn is_list_mail(message: &Message<'_>) -> bool {
-    message.headers().iter().any(|h| match &h.name {
-        HeaderName::ListId | HeaderName::ListPost | HeaderName::ListUnsubscribe => true,
-        HeaderName::Other(name) if name.eq_ignore_ascii_case("precedence") => message
-            .raw_message
-            .get(h.offset_start as usize..h.offset_end as usize)
-            .is_some_and(|v| {
-                let v = String::from_utf8_lossy(v);
-                let v = v.trim();
-                v.eq_ignore_ascii_case("list") || v.eq_ignore_ascii_case("bulk")
-            }),
-        _ => false,
-    })
+/// and bulk senders keep; RFC 3834 section 2 mentions it); and whether a
+/// `List-Id` is among them ([`BodyText::list_id`]). One pass over the
+/// fields. Any sender can write these fields: the list class only changes
+/// the action taken, never whether the message counts (see
+/// `engine::verdict_of`), and a list post counts as one delivery only up
+/// to the recipients one transaction may have.
+fn list_marks(message: &Message<'_>) -> (bool, bool) {
+    let (mut list, mut list_id) = (false, false);
+    for h in message.headers() {
+        let mark = match &h.name {
+            HeaderName::ListId => {
+                list_id = true;
+                true
+            }
+            HeaderName::ListPost | HeaderName::ListUnsubscribe => true,
+            HeaderName::Other(name) if name.eq_ignore_ascii_case("precedence") => message
+                .raw_message
+                .get(h.offset_start as usize..h.offset_end as usize)
+                .is_some_and(|v| {
+                    let v = String::from_utf8_lossy(v);
+                    let v = v.trim();
+                    v.eq_ignore_ascii_case("list") || v.eq_ignore_ascii_case("bulk")
+                }),
+            _ => false,
+        };
+        list |= mark;
+    }
+    (list, list_id)
 }
 
 /// The first `n` characters of `s` (all of it when its bytes are no more:
@@ -567,7 +577,10 @@ mod tests {
             "Precedence: bulk",
             "Precedence:  List ",
         ] {
-            assert!(parsed(&format!("Subject: x\n{h}\n\nhello\n")).list, "{h}");
+            let b = parsed(&format!("Subject: x\n{h}\n\nhello\n"));
+            assert!(b.list, "{h}");
+            // Only a List-Id marks a list's post.
+            assert_eq!(b.list_id, h.starts_with("List-Id"), "{h}");
         }
         for h in ["Precedence: junk", "X-List: yes", "Subject: List-Id"] {
             assert!(!parsed(&format!("Subject: x\n{h}\n\nhello\n")).list, "{h}");
@@ -575,7 +588,8 @@ mod tests {
         let nested = "Subject: fwd\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
                       Content-Type: text/plain\n\nsee below\n--B\nContent-Type: message/rfc822\n\n\
                       List-Id: <a.example.org>\nSubject: inner\n\ninner text\n--B--\n";
-        assert!(!parsed(nested).list);
+        let b = parsed(nested);
+        assert!(!b.list && !b.list_id);
     }
 
     /// A campaign's text in an attached page or text file is read after
