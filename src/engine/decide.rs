@@ -88,6 +88,11 @@ pub struct Observation {
     pub exact: [u8; 32],
     pub simhash: u64,
     pub sketch: u64,
+    /// The second and third smallest MinHash values
+    /// ([`MinSketch::deeper`](super::minhash::MinSketch::deeper)): what
+    /// the containment test compares a stored text with. Not stored in
+    /// the window.
+    pub deeper: [u64; 2],
     /// MinHash band keys, one per band table in use.
     pub bands: Vec<u64>,
     /// Enough features to look for near duplicates (else exact only).
@@ -206,6 +211,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         exact: fp.exact,
         simhash: fp.simhash,
         sketch: fp.min.sketch,
+        deeper: fp.min.deeper,
         bands,
         near,
         recipients: env.recipient_count(),

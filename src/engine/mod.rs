@@ -361,6 +361,8 @@ impl Engine {
             } else {
                 0
             },
+            sketch: obs.sketch,
+            deeper: obs.deeper,
         };
         let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
         let linked = link::link(&rule, exact_key, &matches, |k| {
@@ -769,6 +771,7 @@ mod tests {
             exact: [t; 32],
             simhash: seed,
             sketch: seed.rotate_left(13),
+            deeper: [seed.rotate_left(17), seed.rotate_left(19)],
             bands: (0..cfg.window.minhash_bands as u64)
                 .map(|b| seed ^ b)
                 .collect(),
@@ -953,10 +956,13 @@ mod tests {
         };
         // What a third again as many words do to the fingerprints: 8 of 32
         // sketch values and 12 simhash bits differ (weak: past
-        // strong_sketch_diff 5 and strong_distance 2), one band is shared.
+        // strong_sketch_diff 5 and strong_distance 2), one band is shared;
+        // where the smallest values differ, the text's are the message's
+        // second smallest.
         let diluted = |n: u8| Observation {
             features: 140,
             sketch: plain.sketch ^ 0x5555,
+            deeper: [plain.sketch, plain.deeper[1]],
             simhash: plain.simhash ^ 0xFFF,
             ..copy(&plain, n, "b.example", "parcel")
         };
@@ -1154,6 +1160,8 @@ mod tests {
                 strong_sketch_diff: 5,
                 corroboration: min,
                 features: 0,
+                sketch: 0,
+                deeper: [0; 2],
             };
             let l = link::link(&rule, None, entries, |s| c.resolve(s));
             l.closest

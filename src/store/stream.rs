@@ -53,11 +53,14 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 
 /// Format of an entry; entries of another format are skipped. Format 2
 /// added `thresholds.single_transaction_recipients`, format 3 the list-post
-/// mark (`Observation::list_post`); entries of formats 1 and 2 are still
-/// read (as 0 and false, the rules of the builds that wrote them). Builds
-/// before format 3 skip its entries (and say so): during a rolling
-/// upgrade they count only their own and older hosts' mail.
-const FORMAT: u8 = 3;
+/// mark (`Observation::list_post`), format 4 the second and third MinHash
+/// values (`Observation::deeper`, the containment test); entries of
+/// formats 1 to 3 are still read (as 0, false and the sketch itself: such
+/// an entry's message joins no campaign on containment, which is what the
+/// builds that wrote them decide but for copies diluted by little). Builds
+/// before a format skip its entries (and say so): during a rolling upgrade
+/// they count only their own and older hosts' mail.
+const FORMAT: u8 = 4;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -159,6 +162,8 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     put_text(&mut w, obs.sender_name.as_deref(), MAX_NAME);
     put_text(&mut w, obs.subject.as_deref(), MAX_SUBJECT);
     w.u8(u8::from(obs.list_post));
+    w.u64(obs.deeper[0]);
+    w.u64(obs.deeper[1]);
     w.0
 }
 
@@ -257,12 +262,18 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     let sender_name = get_text(r, MAX_NAME)?;
     let subject = get_text(r, MAX_SUBJECT)?;
     let list_post = format >= 3 && r.bool()?;
+    let deeper = if format >= 4 {
+        [r.u64()?, r.u64()?]
+    } else {
+        [sketch; 2]
+    };
     r.finish()?;
     Ok((
         Observation {
             exact,
             simhash,
             sketch,
+            deeper,
             bands,
             near,
             recipients,
@@ -1203,6 +1214,7 @@ mod tests {
             exact: [7; 32],
             simhash: 0x0123_4567_89ab_cdef,
             sketch: 42,
+            deeper: [43, 44],
             bands: vec![1, 2, 3, 4],
             near: true,
             recipients: 300,
@@ -1309,9 +1321,11 @@ mod tests {
         let mut o = obs();
         o.sender_name = None;
         o.subject = None;
-        let e = encode(&o, UnixSecs(7));
-        // Format 3 ends with the list-post byte, after the two absent
-        // texts; format 2 has the limit's 4 bytes before them.
+        let mut e = encode(&o, UnixSecs(7));
+        // Format 4 ends with the two deeper values, format 3 with the
+        // list-post byte, after the two absent texts; format 2 has the
+        // limit's 4 bytes before them.
+        e.truncate(e.len() - 16);
         let n = e.len();
         let mut old = vec![1u8];
         old.extend_from_slice(&e[1..n - 7]);
@@ -1321,6 +1335,7 @@ mod tests {
         assert_eq!(back.thresholds.single_transaction_recipients, 0);
         o.thresholds.single_transaction_recipients = 0;
         o.list_post = false;
+        o.deeper = [o.sketch; 2];
         assert_eq!(back, o);
     }
 
@@ -1331,12 +1346,33 @@ mod tests {
         assert!(o.list_post);
         let mut e = encode(&o, UnixSecs(7));
         e[0] = 2;
-        e.pop();
+        e.truncate(e.len() - 17);
         let (back, _) = decode(&e).unwrap();
         assert!(!back.list_post);
         assert_eq!(
             Observation {
                 list_post: true,
+                deeper: o.deeper,
+                ..back
+            },
+            o
+        );
+    }
+
+    /// Entries of format 3 (builds before the containment test of the
+    /// three smallest values) read with the sketch as their deeper values:
+    /// their messages join nothing on containment.
+    #[test]
+    fn format_3_entries_read_without_deeper_values() {
+        let o = obs();
+        let mut e = encode(&o, UnixSecs(7));
+        e[0] = 3;
+        e.truncate(e.len() - 16);
+        let (back, _) = decode(&e).unwrap();
+        assert_eq!(back.deeper, [o.sketch; 2]);
+        assert_eq!(
+            Observation {
+                deeper: o.deeper,
                 ..back
             },
             o
@@ -1361,7 +1397,7 @@ mod tests {
         long.push(0);
         assert!(decode(&long).is_err());
         let mut other = e.clone();
-        other[0] = 4;
+        other[0] = FORMAT + 1;
         assert!(decode(&other).is_err());
         // Every single byte changed: an error or some entry, never a panic.
         for i in 0..e.len() {

@@ -27,6 +27,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         thresholds: cfg.thresholds.clone(),
         list: false,
         list_post: false,
+        deeper: [0; 2],
     }
 }
 
@@ -57,6 +58,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         thresholds: cfg.thresholds.clone(),
         list: false,
         list_post: false,
+        deeper: [0; 2],
     }
 }
 

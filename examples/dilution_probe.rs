@@ -1,0 +1,185 @@
+//! Where diluted copies are lost (issue 40): reads the dressed suite's
+//! cases (`DRESSED_DUMP=dir DRESSED_DUMP_ALL=1 DRESSED_CLASS=poisoned,
+//! buster_lines cargo test --release --test dressed`: per class an mbox of
+//! cases of 3 plain then 4 dressed copies) and, under each of `--keys`
+//! keys (those of `DRESSED_KEY=1..`), follows every dressed copy's first
+//! hop to its plain copy: whether it shares a MinHash band, whether it is
+//! within the candidate bounds, whether the containment rule takes it
+//! (`link::Rule::contains`) and, when not, which bound refused it.
+//!
+//! Then three ceilings per class, at the worst key, of the cases whose four
+//! dressed copies all join the plain copy directly: with the engine's
+//! rule; with a perfect containment test (the copy holds 90% of the text's
+//! words, counted exactly, and any candidate) under the rule's size bounds
+//! (`MIN_CONTAINED`, `MIN_GROWTH`); and without them. A strong match (the
+//! index's radius, or a band within `max_sketch_diff` and
+//! `max_minhash_distance`, then `strong_distance` or
+//! `strong_sketch_diff`) joins in all three. The suite itself can do better
+//! than the first ceiling: a later copy also joins on two dressed texts
+//! (corroboration).
+//!
+//! Usage: cargo run --release --example dilution_probe -- [--keys N] MBOX...
+
+use std::collections::HashSet;
+use std::fs::File;
+
+use bulkwatch::config::Config;
+use bulkwatch::engine::index::window::{class_size, size_class};
+use bulkwatch::engine::index::Match;
+use bulkwatch::engine::link::{Rule, MIN_CONTAINED, MIN_GROWTH};
+use bulkwatch::engine::minhash::sketch_diff;
+use bulkwatch::engine::shingle::features;
+use bulkwatch::engine::simhash::hamming;
+use bulkwatch::replay::analyze_unenveloped;
+use bulkwatch::replay::mbox::read_mbox;
+
+const PLAIN: usize = 3;
+const CASE: usize = 7;
+
+/// The key of `DRESSED_KEY=n` (tests/dressed.rs): two SplitMix64 outputs.
+fn key(n: u64) -> (u64, u64) {
+    let mut state = n;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        bulkwatch::engine::minhash::mix(state)
+    };
+    (next(), next())
+}
+
+fn pct(n: u32, of: u32) -> f64 {
+    f64::from(n) * 100.0 / f64::from(of.max(1))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut keys = 12u64;
+    if args.first().map(String::as_str) == Some("--keys") {
+        keys = args.get(1).ok_or("--keys needs a number")?.parse()?;
+        args.drain(..2);
+    }
+    for path in &args {
+        let raws: Vec<Vec<u8>> = read_mbox(File::open(path)?)
+            .filter_map(Result::ok)
+            .collect();
+        let (mut copies, mut band, mut bounds, mut contained) = (0u32, 0u32, 0u32, 0u32);
+        let (mut small, mut growth, mut misses) = (0u32, 0u32, 0u32);
+        let mut resemblance = 0.0;
+        // Per key: cases, and cases within each ceiling.
+        let mut ceilings = vec![[0u32; 4]; keys as usize];
+        for (k, ceiling) in ceilings.iter_mut().enumerate() {
+            let mut cfg = Config::default();
+            cfg.fingerprint.hash_key = key(k as u64 + 1);
+            let w = &cfg.window;
+            for case in raws.chunks_exact(CASE) {
+                let an: Vec<_> = case.iter().map(|r| analyze_unenveloped(r, &cfg)).collect();
+                let words = |i: usize| -> HashSet<u64> {
+                    features(&an[i].normalized, &cfg.fingerprint)
+                        .words
+                        .into_iter()
+                        .collect()
+                };
+                let Some(plain) = an[0].fingerprint else {
+                    continue;
+                };
+                let plain_words = words(0);
+                let text = an[0].features;
+                let mut ok = [true; 3];
+                for (i, a) in an.iter().enumerate().skip(PLAIN) {
+                    let Some(fp) = a.fingerprint else {
+                        ok = [false; 3];
+                        continue;
+                    };
+                    copies += 1;
+                    let own = words(i);
+                    let shared = plain_words.intersection(&own).count() as f64;
+                    resemblance += shared / plain_words.union(&own).count().max(1) as f64;
+                    let held = shared / plain_words.len().max(1) as f64;
+                    let banded = plain.min.bands[..w.minhash_bands]
+                        .iter()
+                        .zip(&fp.min.bands)
+                        .any(|(x, y)| x == y);
+                    let diff = sketch_diff(plain.min.sketch, fp.min.sketch);
+                    let distance = hamming(plain.simhash, fp.simhash);
+                    let candidate = banded
+                        && diff <= w.corroborating_sketch_diff
+                        && distance <= w.corroborating_distance;
+                    let rule = Rule {
+                        strong_distance: cfg.thresholds.strong_distance,
+                        strong_sketch_diff: cfg.thresholds.strong_sketch_diff,
+                        corroboration: w.corroborating_matches,
+                        features: a.features,
+                        sketch: fp.min.sketch,
+                        deeper: fp.min.deeper,
+                    };
+                    let m = Match {
+                        seq: 0,
+                        distance,
+                        sketch_diff: diff,
+                        campaign: 0,
+                        sketch: plain.min.sketch,
+                        corroborating: false,
+                        size: size_class(text),
+                    };
+                    let takes = rule.contains(&m);
+                    band += u32::from(banded);
+                    bounds += u32::from(candidate);
+                    contained += u32::from(candidate && takes);
+                    if candidate && !takes {
+                        let size = class_size(size_class(text));
+                        if size < MIN_CONTAINED {
+                            small += 1;
+                        } else if (a.features as f64) < size * MIN_GROWTH {
+                            growth += 1;
+                        } else {
+                            misses += 1;
+                        }
+                    }
+                    let matched = distance <= w.max_distance
+                        || (banded
+                            && diff <= w.max_sketch_diff
+                            && distance <= w.max_minhash_distance);
+                    let strong = matched
+                        && (distance <= rule.strong_distance || diff <= rule.strong_sketch_diff);
+                    let size = class_size(size_class(text));
+                    let sized = size >= MIN_CONTAINED && a.features as f64 >= size * MIN_GROWTH;
+                    ok[0] &= strong || (candidate && takes);
+                    ok[1] &= strong || (held >= 0.9 && sized);
+                    ok[2] &= strong || (held >= 0.9 && a.features > text);
+                }
+                ceiling[0] += 1;
+                for (c, o) in ceiling[1..].iter_mut().zip(ok) {
+                    *c += u32::from(o);
+                }
+            }
+        }
+        println!(
+            "{path}: {copies} dressed copies over {keys} keys, mean word resemblance {:.2}",
+            resemblance / f64::from(copies.max(1))
+        );
+        println!(
+            "  share a band {:.1}%, candidates (band and corroboration bounds) {:.1}%, contained {:.1}%",
+            pct(band, copies),
+            pct(bounds, copies),
+            pct(contained, copies)
+        );
+        println!(
+            "  candidates refused: text under {MIN_CONTAINED} features {:.1}%, message under {MIN_GROWTH} times its size {:.1}%, misses {:.1}%",
+            pct(small, copies),
+            pct(growth, copies),
+            pct(misses, copies)
+        );
+        let worst = |i: usize| {
+            ceilings
+                .iter()
+                .map(|c| pct(c[i], c[0]))
+                .fold(100.0, f64::min)
+        };
+        println!(
+            "  first-hop case ceilings at the worst key: the rule {:.1}%, perfect containment with its size bounds {:.1}%, without them {:.1}%",
+            worst(1),
+            worst(2),
+            worst(3)
+        );
+    }
+    Ok(())
+}
