@@ -7,11 +7,13 @@
 //! within the candidate bounds, whether the containment rule takes it
 //! (`link::Rule::contains`) and, when not, which bound refused it.
 //!
-//! Then three ceilings per class, at the worst key, of the cases whose four
+//! Then four ceilings per class, at the worst key, of the cases whose four
 //! dressed copies all join the plain copy directly: with the engine's
 //! rule; with a perfect containment test (the copy holds 90% of the text's
 //! words, counted exactly, and any candidate) under the rule's size bounds
-//! (`MIN_CONTAINED`, `MIN_GROWTH`); and without them. A strong match (the
+//! for the copy (a dressed copy is no reply: `MIN_CONTAINED`, as large as
+//! the text); under a reply's (`MIN_QUOTED`, `MIN_GROWTH`); and without
+//! any. A strong match (the
 //! index's radius, or a band within `max_sketch_diff` and
 //! `max_minhash_distance`, then `strong_distance` or
 //! `strong_sketch_diff`) joins in all three. The suite itself can do better
@@ -26,7 +28,7 @@ use std::fs::File;
 use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
 use bulkwatch::engine::index::Match;
-use bulkwatch::engine::link::{Rule, MIN_CONTAINED, MIN_GROWTH};
+use bulkwatch::engine::link::{Rule, MIN_CONTAINED, MIN_GROWTH, MIN_QUOTED};
 use bulkwatch::engine::minhash::sketch_diff;
 use bulkwatch::engine::shingle::features;
 use bulkwatch::engine::simhash::hamming;
@@ -65,7 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut small, mut growth, mut misses) = (0u32, 0u32, 0u32);
         let mut resemblance = 0.0;
         // Per key: cases, and cases within each ceiling.
-        let mut ceilings = vec![[0u32; 4]; keys as usize];
+        let mut ceilings = vec![[0u32; 5]; keys as usize];
         for (k, ceiling) in ceilings.iter_mut().enumerate() {
             let mut cfg = Config::default();
             cfg.fingerprint.hash_key = key(k as u64 + 1);
@@ -83,10 +85,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 };
                 let plain_words = words(0);
                 let text = an[0].features;
-                let mut ok = [true; 3];
+                let mut ok = [true; 4];
                 for (i, a) in an.iter().enumerate().skip(PLAIN) {
                     let Some(fp) = a.fingerprint else {
-                        ok = [false; 3];
+                        ok = [false; 4];
                         continue;
                     };
                     copies += 1;
@@ -110,6 +112,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         features: a.features,
                         sketch: fp.min.sketch,
                         deeper: fp.min.deeper,
+                        reply: a.reply,
                     };
                     let m = Match {
                         seq: 0,
@@ -124,11 +127,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     band += u32::from(banded);
                     bounds += u32::from(candidate);
                     contained += u32::from(candidate && takes);
+                    let size = class_size(size_class(text));
+                    let bounds = |reply: bool| {
+                        if reply {
+                            (MIN_QUOTED, size * MIN_GROWTH)
+                        } else {
+                            (MIN_CONTAINED, size * (-0.125f64).exp2())
+                        }
+                    };
+                    let (least, smallest) = bounds(a.reply);
                     if candidate && !takes {
-                        let size = class_size(size_class(text));
-                        if size < MIN_CONTAINED {
+                        if size < least {
                             small += 1;
-                        } else if (a.features as f64) < size * MIN_GROWTH {
+                        } else if (a.features as f64) < smallest {
                             growth += 1;
                         } else {
                             misses += 1;
@@ -140,11 +151,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             && distance <= w.max_minhash_distance);
                     let strong = matched
                         && (distance <= rule.strong_distance || diff <= rule.strong_sketch_diff);
-                    let size = class_size(size_class(text));
-                    let sized = size >= MIN_CONTAINED && a.features as f64 >= size * MIN_GROWTH;
+                    let sized = |(least, smallest): (f64, f64)| {
+                        size >= least && a.features as f64 >= smallest
+                    };
                     ok[0] &= strong || (candidate && takes);
-                    ok[1] &= strong || (held >= 0.9 && sized);
-                    ok[2] &= strong || (held >= 0.9 && a.features > text);
+                    ok[1] &= strong || (held >= 0.9 && sized(bounds(a.reply)));
+                    ok[2] &= strong || (held >= 0.9 && sized(bounds(true)));
+                    ok[3] &= strong || (held >= 0.9 && a.features > text);
                 }
                 ceiling[0] += 1;
                 for (c, o) in ceiling[1..].iter_mut().zip(ok) {
@@ -163,7 +176,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             pct(contained, copies)
         );
         println!(
-            "  candidates refused: text under {MIN_CONTAINED} features {:.1}%, message under {MIN_GROWTH} times its size {:.1}%, misses {:.1}%",
+            "  candidates refused: text too small {:.1}%, message too small {:.1}%, misses {:.1}%",
             pct(small, copies),
             pct(growth, copies),
             pct(misses, copies)
@@ -175,10 +188,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .fold(100.0, f64::min)
         };
         println!(
-            "  first-hop case ceilings at the worst key: the rule {:.1}%, perfect containment with its size bounds {:.1}%, without them {:.1}%",
+            "  first-hop case ceilings at the worst key: the rule {:.1}%, perfect containment with the copy's size bounds {:.1}%, with a reply's {:.1}%, without any {:.1}%",
             worst(1),
             worst(2),
-            worst(3)
+            worst(3),
+            worst(4)
         );
     }
     Ok(())

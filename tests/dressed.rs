@@ -52,15 +52,17 @@ const MIN_RATE: f64 = 0.95;
 /// (64%), then 94% (100%) at 0.85: its first busted copy is offered as a
 /// candidate but the sketch's noise put its estimated share of the text
 /// under 0.9 (docs/dev/quality.md); with the test of the three smallest
-/// values instead of the estimate, poisoned 69% (93%), buster_lines 96%
-/// (100%). Most poisoned cases still lost are
+/// values instead of the estimate, poisoned 69% (100%), buster_lines 96%
+/// (100%); with the size bounds kept for replies, poisoned 76% (100%), and
+/// buster_lines (98%) left the list (81.5% at its worst of six keys, which
+/// this suite does not hold). Most poisoned cases still lost are
 /// copies the index never offers as candidates (no shared MinHash band
 /// within the corroboration bounds). attached_pdf left the list with
 /// fingerprint version 7 (93% before, 98% since, at every key: a PDF's
 /// text comes as one paragraph, which the footer rule had cut when it
 /// held two footer phrases; 96% with version 7 for buster_lines). A
 /// class leaves this list when it reaches [`MIN_RATE`].
-const OPEN: &[(&str, f64)] = &[("poisoned", 0.60), ("buster_lines", 0.90)];
+const OPEN: &[(&str, f64)] = &[("poisoned", 0.70)];
 
 /// The share a class must pass.
 fn bar(class: &str) -> f64 {

@@ -296,6 +296,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             list: false,
             list_post: false,
             deeper: [0; 2],
+            reply: false,
             thresholds: cfg.thresholds.clone(),
         };
         Store::record(&mut engine, &obs, UnixSecs(now - 3600 + i * 3600 / N)).unwrap();

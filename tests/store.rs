@@ -219,8 +219,10 @@ fn agree_on_the_fixture_stream() {
 }
 
 /// Corroboration (`window.corroborating_*`) through the Redis log: with
-/// narrow match bounds, many messages of the fixture campaigns match no
-/// entry and join on corroboration; both stores agree on every verdict.
+/// narrow match bounds and containment off, many messages of the fixture
+/// campaigns match no entry and join on corroboration; both stores agree
+/// on every verdict. With containment on, many join as copies instead,
+/// and the stores agree too.
 #[cfg_attr(
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
@@ -235,9 +237,15 @@ fn memory_and_redis_stores_agree_on_corroborated_joins() {
     cfg.window.corroborating_sketch_diff = 12;
     cfg.window.corroborating_distance = 24;
     let msgs: Vec<Vec<u8>> = stream().into_iter().take(600).collect();
+    let contained = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
+    assert_same(&contained, &shared);
+    cfg.window.containment = false;
+    cfg.store.redis.key_prefix = "corroboration-only".into();
     let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
     let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
     assert_same(&memory, &shared);
+    assert_ne!(memory, contained, "containment joined some");
     // Corroboration changed verdicts: without it, more messages start a
     // campaign of their own.
     let mut off = cfg.clone();

@@ -70,10 +70,11 @@ section! {
             file corroborating_distance: u32,
             read |k, v| in_range(k, v, 0, 64),
             restart LINKS;
-        /// A message that holds nearly all of a text of 64 features or more
-        /// and is larger (a copy diluted with other words) joins that text's
-        /// campaign with a copy's weight, merging nothing and never an
-        /// allowed campaign (`crate::engine::link`).
+        /// A message that holds nearly all of a text of 40 features or more
+        /// and is at least as large (a copy diluted with other words; a
+        /// reply or forward: 64 features and a tenth larger) joins that
+        /// text's campaign with a copy's weight, merging nothing and never
+        /// an allowed campaign (`crate::engine::link`).
         containment: bool = true, file containment: bool, restart LINKS;
     }
 }

@@ -36,6 +36,8 @@ pub struct Analysis {
     pub list: bool,
     /// A List-Id field (`mime::BodyText::list_id`).
     pub list_id: bool,
+    /// A reply or a forward (`mime::BodyText::reply`).
+    pub reply: bool,
     pub truncated: bool,
     /// A message too short to compare by its words that is compared near
     /// by its pictures: its simhash is made from their perceptual hashes
@@ -68,6 +70,7 @@ pub struct Reading {
     pub from_domain: Option<String>,
     pub list: bool,
     pub list_id: bool,
+    pub reply: bool,
     pub truncated: bool,
 }
 
@@ -96,6 +99,7 @@ pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
         from_domain: body.from_domain,
         list: body.list,
         list_id: body.list_id,
+        reply: body.reply,
         truncated: body.truncated,
     }
 }
@@ -139,6 +143,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             from_domain: None,
             list: false,
             list_id: false,
+            reply: false,
             truncated: false,
             pictured: false,
         };
@@ -191,6 +196,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         from_domain: r.from_domain,
         list: r.list,
         list_id: r.list_id,
+        reply: r.reply,
         truncated: r.truncated,
         pictured,
     }

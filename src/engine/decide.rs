@@ -115,6 +115,11 @@ pub struct Observation {
     /// however the list split it (VERP: one transaction per member).
     /// Stores record it.
     pub list_post: bool,
+    /// A reply or a forward ([`Analysis::reply`]): it may quote, so the
+    /// containment rule holds it to stricter bounds
+    /// ([`link::Rule::contains`](super::link::Rule::contains)). Stores
+    /// record it (the log entry), the window does not.
+    pub reply: bool,
 }
 
 impl Observation {
@@ -222,6 +227,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         thresholds: cfg.thresholds.clone(),
         list: a.list,
         list_post: a.list_id && env.mail_from.as_deref().and_then(domain_of).is_some(),
+        reply: a.reply,
     })
 }
 

@@ -45,6 +45,9 @@ pub struct Rule {
     /// containment rule.
     pub sketch: u64,
     pub deeper: [u64; 2],
+    /// The message is a reply or a forward (`Observation::reply`): the
+    /// containment rule holds it to the bounds of a message that quotes.
+    pub reply: bool,
 }
 
 /// Most of a matched text's 32 MinHash values that may be none of the
@@ -52,18 +55,29 @@ pub struct Rule {
 /// containment ([`Rule::contains`],
 /// [`contained_misses`]).
 pub const MAX_CONTAINED_MISSES: u32 = 2;
-/// How much larger (in features) than the matched text the message must
-/// be: a text diluted with other words, not a text of the same length
-/// that differs (nor a reply that adds a line to the message it quotes:
-/// measured against the least size of the text's size class, it joined
-/// three such pairs of the corpus's ham).
+/// How much larger (in features) than the matched text's size class a
+/// reply or forward must be: a reply that adds a line to the message it
+/// quotes is no copy of it (against the least size of the class instead,
+/// three pairs of the corpus's ham joined). Any other message need only be
+/// as large as the text (the least size of its class).
 pub const MIN_GROWTH: f64 = 1.1;
 /// Least features of a text that a message may join on containment: a
 /// short text is mostly what many messages share (a list's footer under a
-/// one-line post), and a message holding it is no copy of it; and a short
-/// message is what a reply quotes whole (at 40, nine pairs of the corpus's
-/// ham joined, each a reply and the message it quotes).
-pub const MIN_CONTAINED: f64 = 64.0;
+/// one-line post), and a message holding it is no copy of it (under 40,
+/// ham joined spam campaigns on the corpus).
+pub const MIN_CONTAINED: f64 = 40.0;
+/// Least features of a text that a reply or forward may join on
+/// containment: a short message is what a reply quotes whole (at 40, nine
+/// pairs of the corpus's ham joined, each a reply and the message it
+/// quotes).
+pub const MIN_QUOTED: f64 = 64.0;
+/// Least share of the text in a reply or forward, as its sketch
+/// difference estimates it ([`estimated_share`]), besides the test of the
+/// three smallest values: a reply whose quoted lines were kept (they are
+/// cut only within a bound) holds the message it answers. On the corpus
+/// under one key, the three smallest values alone let two such replies
+/// join the messages they answer, which this estimate refuses.
+pub const MIN_QUOTED_SHARE: f64 = 0.85;
 
 impl Rule {
     fn strong(&self, m: &Match) -> bool {
@@ -74,12 +88,17 @@ impl Rule {
     /// Whether the message holds (nearly) all of the matched text and more:
     /// a copy diluted with other words (Bayesian poison, hash-buster
     /// lines), whose resemblance is only weak because of what was added.
-    /// The text must have [`MIN_CONTAINED`] features, the message
-    /// [`MIN_GROWTH`] times as many, and at most [`MAX_CONTAINED_MISSES`]
-    /// of the text's 32 MinHash values may be none of the message's three
-    /// smallest.
+    /// At most [`MAX_CONTAINED_MISSES`] of the text's 32 MinHash values may
+    /// be none of the message's three smallest; the text must have
+    /// [`MIN_CONTAINED`] features and the message at least as many as the
+    /// text, or, for a reply or forward, [`MIN_QUOTED`] and
+    /// [`MIN_GROWTH`] times as many, and the share of the text its sketch
+    /// difference estimates must reach [`MIN_QUOTED_SHARE`]. What a sender
+    /// gains by marking copies as replies: the rule before 2026-11-27 (the
+    /// same bounds and estimate), with the test of the three smallest
+    /// values on top.
     ///
-    /// (Until 2026-11-27 the rule estimated the share of the text in the
+    /// (Until 2026-11-27 the rule estimated the share of the text in every
     /// message from the sketch difference, at least 0.85. That estimate's
     /// noise, about 0.08 for a copy diluted by half, refused 2.1% of the
     /// dressed suite's poisoned copies and 1.7% of its hash-buster copies
@@ -91,11 +110,29 @@ impl Rule {
         }
         let a = crate::engine::index::window::class_size(m.size);
         let b = self.features as f64;
-        if a < MIN_CONTAINED || b < a * MIN_GROWTH {
+        // A size class stands for sizes within 9% of its size.
+        let (least, smallest) = if self.reply {
+            (MIN_QUOTED, a * MIN_GROWTH)
+        } else {
+            (MIN_CONTAINED, a * (-0.125f64).exp2())
+        };
+        if a < least || b < smallest {
+            return false;
+        }
+        if self.reply && estimated_share(m.sketch_diff, a, b) < MIN_QUOTED_SHARE {
             return false;
         }
         contained_misses(m.sketch, self.sketch, self.deeper) <= MAX_CONTAINED_MISSES
     }
+}
+
+/// The share of a text of `a` features in a message of `b` that a
+/// sketch difference of `diff` values estimates: with J the resemblance it
+/// estimates, J (a + b) / ((1 + J) a).
+fn estimated_share(diff: u32, a: f64, b: f64) -> f64 {
+    let equal = 1.0 - f64::from(diff.min(32)) / 32.0;
+    let j = ((equal - 0.25) / 0.75).clamp(0.0, 1.0);
+    j * (a + b) / ((1.0 + j) * a)
 }
 
 /// The evidence for one campaign (a live root slot).
@@ -276,6 +313,7 @@ mod tests {
         features: 0,
         sketch: 0,
         deeper: [0; 2],
+        reply: false,
     };
 
     fn m(seq: u64, campaign: u32, distance: u32, sketch_diff: u32, sketch: u64) -> Match {
@@ -381,10 +419,12 @@ mod tests {
         assert!(l.join.is_empty() && !l.contained);
     }
 
-    /// What containment does not join: a text of about the same size (two
-    /// texts that differ, not one diluted), a smaller message, a text
-    /// under [`MIN_CONTAINED`] features, and a text of which a fifth is
-    /// not in the message.
+    /// What containment does not join: a smaller message, a text under
+    /// [`MIN_CONTAINED`] features, a text of which a fifth is not in the
+    /// message; and for a reply or forward, which may quote a message
+    /// whole, also a message under [`MIN_GROWTH`] times the text, a text
+    /// under [`MIN_QUOTED`] features and a sketch difference that
+    /// estimates less than [`MIN_QUOTED_SHARE`] of the text in it.
     #[test]
     fn texts_that_are_not_contained_do_not_join() {
         let text = words(0, 100);
@@ -399,17 +439,38 @@ mod tests {
                 .join
                 .is_empty()
         };
-        assert!(joins(&rule_for(&grown(&text, 50)), 100, t), "the control");
-        assert!(!joins(&rule_for(&grown(&text, 5)), 100, t), "same size");
-        assert!(!joins(&rule_for(&text[..80]), 100, t), "smaller");
+        let reply = |w: &[u64]| Rule {
+            reply: true,
+            ..rule_for(w)
+        };
         let short = words(0, 50);
-        assert!(
-            !joins(&rule_for(&grown(&short, 30)), 50, sketch_of(&short).sketch),
-            "short"
-        );
+        let s = sketch_of(&short).sketch;
+        for (name, rule, joined) in [
+            ("the control", rule_for(&grown(&text, 50)), true),
+            ("a reply, the control", reply(&grown(&text, 50)), true),
+            ("a few words more", rule_for(&grown(&text, 5)), true),
+            ("a reply, a few words more", reply(&grown(&text, 5)), false),
+            ("smaller", rule_for(&text[..80]), false),
+        ] {
+            assert_eq!(joins(&rule, 100, t), joined, "{name}");
+        }
+        assert!(joins(&rule_for(&grown(&short, 30)), 50, s), "short");
+        assert!(!joins(&reply(&grown(&short, 30)), 50, s), "a reply, short");
+        let shorter = words(0, 30);
+        let s = sketch_of(&shorter).sketch;
+        assert!(!joins(&rule_for(&grown(&shorter, 20)), 30, s), "shorter");
         let mut partly = text[..80].to_vec();
         partly.extend(words(2000, 70));
         assert!(!joins(&rule_for(&partly), 100, t), "a fifth missing");
+        // A reply's sketch difference must also estimate MIN_QUOTED_SHARE
+        // of the text in it (14 of 32 values: 0.70).
+        let far = |rule: &Rule| {
+            !run(rule, None, &[of_size(1, 4, 14, 100, t)])
+                .join
+                .is_empty()
+        };
+        assert!(far(&rule_for(&grown(&text, 50))), "far, a copy");
+        assert!(!far(&reply(&grown(&text, 50))), "far, a reply");
     }
 
     #[test]

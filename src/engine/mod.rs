@@ -363,6 +363,7 @@ impl Engine {
             },
             sketch: obs.sketch,
             deeper: obs.deeper,
+            reply: obs.reply,
         };
         let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
         let linked = link::link(&rule, exact_key, &matches, |k| {
@@ -772,6 +773,7 @@ mod tests {
             simhash: seed,
             sketch: seed.rotate_left(13),
             deeper: [seed.rotate_left(17), seed.rotate_left(19)],
+            reply: false,
             bands: (0..cfg.window.minhash_bands as u64)
                 .map(|b| seed ^ b)
                 .collect(),
@@ -995,6 +997,20 @@ mod tests {
         assert_eq!((out.distance, out.sketch_diff), (Some(12), Some(8)));
         assert!(out.merged.is_empty());
 
+        // A few words more: a copy joins, a reply (which may quote the
+        // text whole) does not.
+        for reply in [false, true] {
+            let mut e = Engine::new(&cfg);
+            let id = e.record_local(&plain, UnixSecs(100)).campaign.map(|c| c.id);
+            let few = Observation {
+                features: 105,
+                reply,
+                ..diluted(21)
+            };
+            let out = e.record_local(&few, UnixSecs(101));
+            assert_eq!(out.campaign.map(|c| c.id) == id, !reply, "reply {reply}");
+        }
+
         // An allowed campaign: a message that only holds its text does not
         // join it, and starts a campaign of its own; copies still do.
         let (mut e, id, rider) = run(&cfg, true);
@@ -1066,7 +1082,9 @@ mod tests {
     /// its band candidates belong to, counted by distinct text, as a weak
     /// match; fewer texts, copies of one text, or texts spread over
     /// campaigns leave it on its own. Match bounds here: simhash distance 2,
-    /// no second stage, so every other near candidate only corroborates.
+    /// no second stage, so every other near candidate only corroborates;
+    /// containment off (the variant holds nearly all of the text, and
+    /// would join as a copy).
     /// (The distances asserted are those of fingerprint version 5 under
     /// the default key.)
     #[test]
@@ -1088,6 +1106,7 @@ mod tests {
             cfg.window.corroborating_matches = min;
             cfg.window.corroborating_sketch_diff = 32;
             cfg.window.corroborating_distance = 64;
+            cfg.window.containment = false;
             let mut e = Engine::new(&cfg);
             extras
                 .iter()
@@ -1162,6 +1181,7 @@ mod tests {
                 features: 0,
                 sketch: 0,
                 deeper: [0; 2],
+                reply: false,
             };
             let l = link::link(&rule, None, entries, |s| c.resolve(s));
             l.closest

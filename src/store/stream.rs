@@ -164,6 +164,7 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.u8(u8::from(obs.list_post));
     w.u64(obs.deeper[0]);
     w.u64(obs.deeper[1]);
+    w.u8(u8::from(obs.reply));
     w.0
 }
 
@@ -262,10 +263,10 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     let sender_name = get_text(r, MAX_NAME)?;
     let subject = get_text(r, MAX_SUBJECT)?;
     let list_post = format >= 3 && r.bool()?;
-    let deeper = if format >= 4 {
-        [r.u64()?, r.u64()?]
+    let (deeper, reply) = if format >= 4 {
+        ([r.u64()?, r.u64()?], r.bool()?)
     } else {
-        [sketch; 2]
+        ([sketch; 2], true)
     };
     r.finish()?;
     Ok((
@@ -286,6 +287,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             // daemon's own observation of its message.
             list: false,
             list_post,
+            reply,
         },
         now,
     ))
@@ -1215,6 +1217,7 @@ mod tests {
             simhash: 0x0123_4567_89ab_cdef,
             sketch: 42,
             deeper: [43, 44],
+            reply: false,
             bands: vec![1, 2, 3, 4],
             near: true,
             recipients: 300,
@@ -1322,10 +1325,10 @@ mod tests {
         o.sender_name = None;
         o.subject = None;
         let mut e = encode(&o, UnixSecs(7));
-        // Format 4 ends with the two deeper values, format 3 with the
-        // list-post byte, after the two absent texts; format 2 has the
-        // limit's 4 bytes before them.
-        e.truncate(e.len() - 16);
+        // Format 4 ends with the two deeper values and the reply byte,
+        // format 3 with the list-post byte, after the two absent texts;
+        // format 2 has the limit's 4 bytes before them.
+        e.truncate(e.len() - 17);
         let n = e.len();
         let mut old = vec![1u8];
         old.extend_from_slice(&e[1..n - 7]);
@@ -1336,6 +1339,7 @@ mod tests {
         o.thresholds.single_transaction_recipients = 0;
         o.list_post = false;
         o.deeper = [o.sketch; 2];
+        o.reply = true;
         assert_eq!(back, o);
     }
 
@@ -1346,13 +1350,14 @@ mod tests {
         assert!(o.list_post);
         let mut e = encode(&o, UnixSecs(7));
         e[0] = 2;
-        e.truncate(e.len() - 17);
+        e.truncate(e.len() - 18);
         let (back, _) = decode(&e).unwrap();
         assert!(!back.list_post);
         assert_eq!(
             Observation {
                 list_post: true,
                 deeper: o.deeper,
+                reply: o.reply,
                 ..back
             },
             o
@@ -1360,23 +1365,30 @@ mod tests {
     }
 
     /// Entries of format 3 (builds before the containment test of the
-    /// three smallest values) read with the sketch as their deeper values:
-    /// their messages join nothing on containment.
+    /// three smallest values) read with the sketch as their deeper values,
+    /// as replies: their messages join nothing on containment.
     #[test]
     fn format_3_entries_read_without_deeper_values() {
         let o = obs();
         let mut e = encode(&o, UnixSecs(7));
         e[0] = 3;
-        e.truncate(e.len() - 16);
+        e.truncate(e.len() - 17);
         let (back, _) = decode(&e).unwrap();
-        assert_eq!(back.deeper, [o.sketch; 2]);
+        assert_eq!((back.deeper, back.reply), ([o.sketch; 2], true));
         assert_eq!(
             Observation {
                 deeper: o.deeper,
+                reply: o.reply,
                 ..back
             },
             o
         );
+        // A reply reads back as one.
+        let r = Observation {
+            reply: true,
+            ..obs()
+        };
+        assert!(decode(&encode(&r, UnixSecs(7))).unwrap().0.reply);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -289,6 +289,7 @@ impl Reply {
                 }
                 w.bool(r.list);
                 w.bool(r.list_id);
+                w.bool(r.reply);
                 w.bool(r.truncated);
             }
             Reply::Panicked { message: m } => {
@@ -333,6 +334,7 @@ impl Reply {
                 let (message_id, subject_header, from_domain) = (opt()?, opt()?, opt()?);
                 let list = r.bool()?;
                 let list_id = r.bool()?;
+                let reply = r.bool()?;
                 let truncated = r.bool()?;
                 Reply::Read(Box::new(Reading {
                     parsed,
@@ -350,6 +352,7 @@ impl Reply {
                     from_domain,
                     list,
                     list_id,
+                    reply,
                     truncated,
                 }))
             }
@@ -384,6 +387,7 @@ mod tests {
             from_domain: Some("deals.example".into()),
             list: true,
             list_id: true,
+            reply: true,
             truncated: false,
         }
     }

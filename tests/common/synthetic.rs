@@ -28,6 +28,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         list: false,
         list_post: false,
         deeper: [0; 2],
+        reply: false,
     }
 }
 
@@ -59,6 +60,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         list: false,
         list_post: false,
         deeper: [0; 2],
+        reply: false,
     }
 }
 

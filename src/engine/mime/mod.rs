@@ -60,6 +60,11 @@ pub struct BodyText {
     /// with an envelope sender counts as one delivery however many
     /// transactions it takes (`engine::decide::observe`).
     pub list_id: bool,
+    /// A reply or a forward: an `In-Reply-To` or `References` field, or a
+    /// subject that starts with a reply or forward prefix
+    /// ([`reply_subject`]). Such a message quotes: the containment rule
+    /// holds it to stricter bounds (`engine::link::Rule::contains`).
+    pub reply: bool,
     /// Text or input was cut at a configured bound.
     pub truncated: bool,
     /// mail-parser reported a decoding problem in some part.
@@ -138,12 +143,13 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
     if message.headers().is_empty() && message.parts.len() <= 1 && message.raw_message.is_empty() {
         return MimeOutcome::Unparsed;
     }
-    let (list, list_id) = list_marks(&message);
+    let (list, list_id, reply) = header_marks(&message);
     let mut body = BodyText {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
         message_id: message_id(&message),
         list,
         list_id,
+        reply: reply || message.subject().is_some_and(reply_subject),
         truncated,
         ..BodyText::default()
     };
@@ -205,15 +211,21 @@ fn message_id(message: &Message<'_>) -> Option<String> {
 /// as bulk: a `List-Id`, `List-Post` or `List-Unsubscribe` field (RFC 2919,
 /// RFC 2369), or `Precedence: list` or `bulk` (a convention list managers
 /// and bulk senders keep; RFC 3834 section 2 mentions it); and whether a
-/// `List-Id` is among them ([`BodyText::list_id`]). One pass over the
-/// fields. Any sender can write these fields: the list class only changes
-/// the action taken, never whether the message counts (see
-/// `engine::verdict_of`), and a list post counts as one delivery only up
-/// to the recipients one transaction may have.
-fn list_marks(message: &Message<'_>) -> (bool, bool) {
-    let (mut list, mut list_id) = (false, false);
+/// `List-Id` is among them ([`BodyText::list_id`]); and whether an
+/// `In-Reply-To` or `References` field is ([`BodyText::reply`]). One pass
+/// over the fields. Any sender can write these fields: the list class only
+/// changes the action taken, never whether the message counts (see
+/// `engine::verdict_of`), a list post counts as one delivery only up to
+/// the recipients one transaction may have, and a reply is only held to
+/// stricter bounds.
+fn header_marks(message: &Message<'_>) -> (bool, bool, bool) {
+    let (mut list, mut list_id, mut reply) = (false, false, false);
     for h in message.headers() {
         let mark = match &h.name {
+            HeaderName::InReplyTo | HeaderName::References => {
+                reply = true;
+                false
+            }
             HeaderName::ListId => {
                 list_id = true;
                 true
@@ -231,7 +243,29 @@ fn list_marks(message: &Message<'_>) -> (bool, bool) {
         };
         list |= mark;
     }
-    (list, list_id)
+    (list, list_id, reply)
+}
+
+/// Whether a subject starts with a reply or forward prefix (`Re:`,
+/// `Fwd:`, `AW:`, `SV:`, `WG:`, `Re[2]:` ...), after any `[list]` tags.
+pub fn reply_subject(subject: &str) -> bool {
+    let mut s = subject.trim_start();
+    // At most a few tags: the subject is the sender's, any length.
+    for _ in 0..4 {
+        match s.strip_prefix('[').and_then(|t| t.split_once(']')) {
+            Some((_, rest)) => s = rest.trim_start(),
+            None => break,
+        }
+    }
+    let Some((word, _)) = s.split_once(':') else {
+        return false;
+    };
+    // `Re[2]`, `Re^2`: the count of some clients.
+    let word = word.split(['[', '^']).next().unwrap_or_default().trim();
+    const PREFIXES: &[&str] = &[
+        "re", "fw", "fwd", "aw", "wg", "sv", "vs", "antw", "tr", "rv",
+    ];
+    PREFIXES.iter().any(|p| word.eq_ignore_ascii_case(p))
 }
 
 /// The first `n` characters of `s` (all of it when its bytes are no more:
@@ -590,6 +624,36 @@ mod tests {
                       List-Id: <a.example.org>\nSubject: inner\n\ninner text\n--B--\n";
         let b = parsed(nested);
         assert!(!b.list && !b.list_id);
+    }
+
+    /// In-Reply-To, References and reply or forward prefixes of the
+    /// subject mark a reply; a subject that only holds such a word does
+    /// not, nor do the fields of an attached message.
+    #[test]
+    fn reply_fields_and_prefixes_mark_a_reply() {
+        for h in [
+            "Subject: Re: lunch",
+            "Subject: [list] RE: lunch",
+            "Subject: [a] [b] Fwd: lunch",
+            "Subject: AW: Termin",
+            "Subject: Re[2]: lunch",
+            "Subject: x\nIn-Reply-To: <a@b.example>",
+            "Subject: x\nReferences: <a@b.example> <c@d.example>",
+        ] {
+            assert!(parsed(&format!("{h}\n\nhello\n")).reply, "{h}");
+        }
+        for h in [
+            "Subject: Regarding: lunch",
+            "Subject: re lunch",
+            "Subject: [re]: lunch",
+            "Subject: Offer ends: today",
+        ] {
+            assert!(!parsed(&format!("{h}\n\nhello\n")).reply, "{h}");
+        }
+        let nested = "Subject: x\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+                      Content-Type: text/plain\n\nsee below\n--B\nContent-Type: message/rfc822\n\n\
+                      In-Reply-To: <a@b.example>\nSubject: Re: inner\n\ninner text\n--B--\n";
+        assert!(!parsed(nested).reply);
     }
 
     /// A campaign's text in an attached page or text file is read after
