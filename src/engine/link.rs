@@ -72,7 +72,7 @@ pub const MIN_CONTAINED: f64 = 40.0;
 /// quotes).
 pub const MIN_QUOTED: f64 = 64.0;
 /// Least share of the text in a reply or forward, as its sketch
-/// difference estimates it ([`estimated_share`]), besides the test of the
+/// difference estimates it (`estimated_share`), besides the test of the
 /// three smallest values: a reply whose quoted lines were kept (they are
 /// cut only within a bound) holds the message it answers. On the corpus
 /// under one key, the three smallest values alone let two such replies
