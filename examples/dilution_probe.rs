@@ -5,7 +5,9 @@
 //! keys (those of `DRESSED_KEY=1..`), follows every dressed copy's first
 //! hop to its plain copy: whether it shares a MinHash band, whether it is
 //! within the candidate bounds, whether the containment rule takes it
-//! (`link::Rule::contains`) and, when not, which bound refused it.
+//! (`link::Rule::contains`) and, when not, which bound refused it; and the
+//! same if the band tables were also probed with the copy's second and
+//! third smallest values (not built).
 //!
 //! Then four ceilings per class, at the worst key, of the cases whose four
 //! dressed copies all join the plain copy directly: with the engine's
@@ -29,7 +31,7 @@ use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
 use bulkwatch::engine::index::Match;
 use bulkwatch::engine::link::{Rule, MIN_CONTAINED, MIN_GROWTH, MIN_QUOTED};
-use bulkwatch::engine::minhash::sketch_diff;
+use bulkwatch::engine::minhash::{fmix32, seeds, sketch_diff};
 use bulkwatch::engine::shingle::features;
 use bulkwatch::engine::simhash::hamming;
 use bulkwatch::replay::analyze_unenveloped;
@@ -64,6 +66,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter_map(Result::ok)
             .collect();
         let (mut copies, mut band, mut bounds, mut contained) = (0u32, 0u32, 0u32, 0u32);
+        let (mut ext_band, mut ext_contained) = (0u32, 0u32);
         let (mut small, mut growth, mut misses) = (0u32, 0u32, 0u32);
         let mut resemblance = 0.0;
         // Per key: cases, and cases within each ceiling.
@@ -72,6 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut cfg = Config::default();
             cfg.fingerprint.hash_key = key(k as u64 + 1);
             let w = &cfg.window;
+            let sd = seeds(cfg.fingerprint.hash_key);
             for case in raws.chunks_exact(CASE) {
                 let an: Vec<_> = case.iter().map(|r| analyze_unenveloped(r, &cfg)).collect();
                 let words = |i: usize| -> HashSet<u64> {
@@ -102,6 +106,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .any(|(x, y)| x == y);
                     let diff = sketch_diff(plain.min.sketch, fp.min.sketch);
                     let distance = hamming(plain.simhash, fp.simhash);
+                    // The band tables probed with every pair of the
+                    // copy's three smallest values under a band's two
+                    // seeds (9 keys a band instead of 1): whether the
+                    // plain copy's key is among them.
+                    let top = |w: &HashSet<u64>, i: usize| {
+                        let mut v: Vec<u32> = w
+                            .iter()
+                            .map(|&h| fmix32(((h ^ (h >> 32)) as u32) ^ sd[i]))
+                            .collect();
+                        v.sort_unstable();
+                        v.truncate(3);
+                        v
+                    };
+                    let ext = (0..w.minhash_bands).any(|j| {
+                        top(&own, 2 * j).contains(&top(&plain_words, 2 * j)[0])
+                            && top(&own, 2 * j + 1).contains(&top(&plain_words, 2 * j + 1)[0])
+                    });
+                    let ext_candidate = (banded || ext)
+                        && diff <= w.corroborating_sketch_diff
+                        && distance <= w.corroborating_distance;
                     let candidate = banded
                         && diff <= w.corroborating_sketch_diff
                         && distance <= w.corroborating_distance;
@@ -124,6 +148,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         size: size_class(text),
                     };
                     let takes = rule.contains(&m);
+                    ext_band += u32::from(banded || ext);
+                    ext_contained += u32::from(ext_candidate && takes);
                     band += u32::from(banded);
                     bounds += u32::from(candidate);
                     contained += u32::from(candidate && takes);
@@ -180,6 +206,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             pct(small, copies),
             pct(growth, copies),
             pct(misses, copies)
+        );
+        println!(
+            "  probing with the second and third values too: share a band {:.1}%, contained {:.1}%",
+            pct(ext_band, copies),
+            pct(ext_contained, copies)
         );
         let worst = |i: usize| {
             ceilings
