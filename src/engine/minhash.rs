@@ -77,17 +77,16 @@ pub fn fmix32(mut v: u32) -> u32 {
 /// message's features share x with probability about n² / 2^33: none in
 /// practice.)
 pub fn min_sketch(features: &[u64], seeds: &[u32; MINHASHES]) -> MinSketch {
-    // Distinct folded words: the second and third smallest must be other
-    // words than the smallest, not its repeats.
-    let mut xs: Vec<u32> = features.iter().map(|&h| (h ^ (h >> 32)) as u32).collect();
-    xs.sort_unstable();
-    xs.dedup();
     // The three smallest per seed, kept sorted by min and max alone, so
-    // that the loop stays branch-free and the compiler vectorizes it.
+    // that the loop stays branch-free and the compiler vectorizes it. A
+    // repeated word gives a value already kept (or one past the third,
+    // which stays past it): it is dropped, so the second and third are
+    // other words than the smallest, without sorting the words first.
     let mut m1 = [u32::MAX; MINHASHES];
     let mut m2 = [u32::MAX; MINHASHES];
     let mut m3 = [u32::MAX; MINHASHES];
-    for &x in &xs {
+    for &h in features {
+        let x = (h ^ (h >> 32)) as u32;
         for (((a, b), c), s) in m1
             .iter_mut()
             .zip(m2.iter_mut())
@@ -95,6 +94,11 @@ pub fn min_sketch(features: &[u64], seeds: &[u32; MINHASHES]) -> MinSketch {
             .zip(seeds)
         {
             let v = fmix32(x ^ s);
+            let v = if v == *a || v == *b || v == *c {
+                u32::MAX
+            } else {
+                v
+            };
             let up = (*a).max(v);
             *a = (*a).min(v);
             let up2 = (*b).max(up);
@@ -102,19 +106,16 @@ pub fn min_sketch(features: &[u64], seeds: &[u32; MINHASHES]) -> MinSketch {
             *c = (*c).min(up2);
         }
     }
-    if xs.len() < 3 {
-        // Fewer than three words: the missing ranks repeat the largest.
-        let last = |m: &[u32; MINHASHES], prev: &[u32; MINHASHES]| {
-            let mut out = *m;
-            for (o, p) in out.iter_mut().zip(prev) {
-                if *o == u32::MAX {
-                    *o = *p;
-                }
-            }
-            out
-        };
-        m2 = last(&m2, &m1);
-        m3 = last(&m3, &m2);
+    // Fewer than three distinct words: the missing ranks repeat the
+    // largest (each seed's values are a bijection of the words, so a rank
+    // is missing under every seed or none).
+    for ((a, b), c) in m1.iter().zip(m2.iter_mut()).zip(m3.iter_mut()) {
+        if *b == u32::MAX {
+            *b = *a;
+        }
+        if *c == u32::MAX {
+            *c = *b;
+        }
     }
     let pack = |m: &[u32; MINHASHES]| {
         m.iter()
