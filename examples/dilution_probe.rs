@@ -37,17 +37,16 @@ use bulkwatch::engine::simhash::hamming;
 use bulkwatch::replay::analyze_unenveloped;
 use bulkwatch::replay::mbox::read_mbox;
 
+#[path = "common/keys.rs"]
+mod keys;
+
 const PLAIN: usize = 3;
 const CASE: usize = 7;
 
 /// The key of `DRESSED_KEY=n` (tests/dressed.rs): two SplitMix64 outputs.
 fn key(n: u64) -> (u64, u64) {
     let mut state = n;
-    let mut next = || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        bulkwatch::engine::minhash::mix(state)
-    };
-    (next(), next())
+    (testkit::splitmix(&mut state), testkit::splitmix(&mut state))
 }
 
 fn pct(n: u32, of: u32) -> f64 {
@@ -55,12 +54,7 @@ fn pct(n: u32, of: u32) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut keys = 12u64;
-    if args.first().map(String::as_str) == Some("--keys") {
-        keys = args.get(1).ok_or("--keys needs a number")?.parse()?;
-        args.drain(..2);
-    }
+    let (keys, args) = keys::keys_and_args(12)?;
     for path in &args {
         let raws: Vec<Vec<u8>> = read_mbox(File::open(path)?)
             .filter_map(Result::ok)

@@ -19,6 +19,9 @@ use bulkwatch::engine::shingle::features;
 use bulkwatch::replay::analyze_unenveloped;
 use bulkwatch::replay::mbox::read_mbox;
 
+#[path = "common/keys.rs"]
+mod keys;
+
 const PLAIN: usize = 3;
 const CASE: usize = 7;
 
@@ -54,12 +57,7 @@ fn spread(v: &[f64]) -> (f64, f64, f64) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut keys = 12u64;
-    if args.first().map(String::as_str) == Some("--keys") {
-        keys = args.get(1).ok_or("--keys needs a number")?.parse()?;
-        args.drain(..2);
-    }
+    let (keys, args) = keys::keys_and_args(12)?;
     let dir = args.first().ok_or("usage: sketch_spread [--keys N] DIR")?;
     let mut classes: Vec<_> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
