@@ -37,6 +37,14 @@ fn site() -> Site {
     }
 }
 
+/// A site whose configuration is written, with `policy.bulk =
+/// bulk_action`.
+fn configured(bulk_action: &str) -> Site {
+    let s = site();
+    fs::write(&s.config, config_text(&s.socket, &s.state, bulk_action)).unwrap();
+    s
+}
+
 fn config_text(socket: &Path, state: &Path, bulk_action: &str) -> String {
     format!(
         "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\nsnapshot_interval_secs = 3600\n\n\
@@ -62,8 +70,7 @@ async fn campaign_survives_restart_and_bad_reload_keeps_serving() {
         state,
         config,
         log,
-    } = site();
-    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+    } = configured("tag");
 
     // Three copies: suspect, not bulk yet.
     let d = Daemon::start(&config, &log, &socket);
@@ -157,10 +164,9 @@ async fn corrupt_snapshot_is_moved_aside() {
         state,
         config,
         ..
-    } = site();
+    } = configured("tag");
     fs::create_dir_all(&state).unwrap();
     fs::write(state.join("state.bin"), b"BWSNAP\r\n not really").unwrap();
-    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
     let d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
     assert!(d.log_text().contains("moved aside"), "{}", d.log_text());
     let (_, s) = deliver(&socket, 0).await;
@@ -384,11 +390,9 @@ async fn syslog_lines_are_one_datagram_each_with_their_priority() {
     let Site {
         dir,
         socket,
-        state,
         config,
         ..
-    } = site();
-    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+    } = configured("tag");
     let log_socket = dir.path().join("log.sock");
     let syslog = std::os::unix::net::UnixDatagram::bind(&log_socket).unwrap();
     syslog
@@ -462,14 +466,7 @@ async fn syslog_lines_are_one_datagram_each_with_their_priority() {
 /// stderr and logs there (docs/admin/packaging.md), and serves.
 #[test]
 fn an_unreachable_syslog_means_stderr() {
-    let Site {
-        dir,
-        socket,
-        state,
-        config,
-        ..
-    } = site();
-    fs::write(&config, config_text(&socket, &state, "tag")).unwrap();
+    let Site { dir, config, .. } = configured("tag");
     let stderr = dir.path().join("stderr.log");
     let missing = dir.path().join("no-syslog.sock");
     let mut d = Daemon::spawn_with(
