@@ -13,9 +13,8 @@
 //! dressed copies all join the plain copy directly: with the engine's
 //! rule; with a perfect containment test (the copy holds 90% of the text's
 //! words, counted exactly, and any candidate) under the rule's size bounds
-//! for the copy (a dressed copy is no reply: `MIN_CONTAINED`, as large as
-//! the text); under a reply's (`MIN_QUOTED`, `MIN_GROWTH`); and without
-//! any. A strong match (the
+//! for the copy (`link::size_bounds`; a dressed copy is no reply); under a
+//! reply's; and without any. A strong match (the
 //! index's radius, or a band within `max_sketch_diff` and
 //! `max_minhash_distance`, then `strong_distance` or
 //! `strong_sketch_diff`) joins in all three. The suite itself can do better
@@ -30,7 +29,7 @@ use std::fs::File;
 use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
 use bulkwatch::engine::index::Match;
-use bulkwatch::engine::link::{Rule, MIN_CONTAINED, MIN_GROWTH, MIN_QUOTED};
+use bulkwatch::engine::link::{size_bounds, Rule};
 use bulkwatch::engine::minhash::{fmix32, seeds, sketch_diff};
 use bulkwatch::engine::shingle::features;
 use bulkwatch::engine::simhash::hamming;
@@ -148,13 +147,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     bounds += u32::from(candidate);
                     contained += u32::from(candidate && takes);
                     let size = class_size(size_class(text));
-                    let bounds = |reply: bool| {
-                        if reply {
-                            (MIN_QUOTED, size * MIN_GROWTH)
-                        } else {
-                            (MIN_CONTAINED, size * (-0.125f64).exp2())
-                        }
-                    };
+                    let bounds = |reply: bool| size_bounds(reply, size);
                     let (least, smallest) = bounds(a.reply);
                     if candidate && !takes {
                         if size < least {

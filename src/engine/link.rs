@@ -110,12 +110,7 @@ impl Rule {
         }
         let a = crate::engine::index::window::class_size(m.size);
         let b = self.features as f64;
-        // A size class stands for sizes within 9% of its size.
-        let (least, smallest) = if self.reply {
-            (MIN_QUOTED, a * MIN_GROWTH)
-        } else {
-            (MIN_CONTAINED, a * (-0.125f64).exp2())
-        };
+        let (least, smallest) = size_bounds(self.reply, a);
         if a < least || b < smallest {
             return false;
         }
@@ -123,6 +118,18 @@ impl Rule {
             return false;
         }
         contained_misses(m.sketch, self.sketch, self.deeper) <= MAX_CONTAINED_MISSES
+    }
+}
+
+/// The containment rule's size bounds for a text of size class size `a`:
+/// the least the text may be, and the least the message may be. A size
+/// class stands for sizes within 9% of its size, so "as large as the
+/// text" is as large as the least of them.
+pub fn size_bounds(reply: bool, a: f64) -> (f64, f64) {
+    if reply {
+        (MIN_QUOTED, a * MIN_GROWTH)
+    } else {
+        (MIN_CONTAINED, a * (-0.125f64).exp2())
     }
 }
 
