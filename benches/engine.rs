@@ -253,7 +253,8 @@ fn lookup(c: &mut Criterion) {
             w.max_sketch_diff,
             w.max_minhash_distance,
         )
-        .with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance);
+        .with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance)
+        .with_containment(w.corroborating_sketch_diff, w.corroborating_distance);
         // The longest single insertion: the one that doubles the tables
         // last (see `bulkwatch::engine::index::tables`, Growth).
         let mut longest = (Duration::ZERO, 0);
@@ -293,6 +294,10 @@ fn lookup(c: &mut Criterion) {
             .map(|_| (splitmix(&mut st), splitmix(&mut st)))
             .collect();
         let bands: Vec<u64> = (0..pool * nb).map(|_| splitmix(&mut st)).collect();
+        // The band probes' values: 8 more bucket reads a band.
+        let smallest: Vec<[u32; 3]> = (0..pool * 2 * nb)
+            .map(|_| std::array::from_fn(|_| splitmix(&mut st) as u32))
+            .collect();
         let mut i = 0usize;
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
@@ -300,11 +305,15 @@ fn lookup(c: &mut Criterion) {
                 let keys = bands
                     .get((i % pool) * nb..(i % pool + 1) * nb)
                     .unwrap_or(&[]);
+                let values = smallest
+                    .get((i % pool) * 2 * nb..(i % pool + 1) * 2 * nb)
+                    .unwrap_or(&[]);
                 i += 1;
                 black_box(idx.query(&Query {
                     simhash: h,
                     sketch: s,
                     bands: keys,
+                    smallest: values,
                 }))
             })
         });

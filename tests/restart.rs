@@ -293,6 +293,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             simhash: next(),
             sketch: next(),
             bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
+            smallest: Vec::new(),
             near: true,
             recipients: 1,
             sender: next() as u16,

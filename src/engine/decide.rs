@@ -95,6 +95,11 @@ pub struct Observation {
     pub deeper: [u64; 2],
     /// MinHash band keys, one per band table in use.
     pub bands: Vec<u64>,
+    /// The three smallest MinHash values under each band's two seeds
+    /// ([`MinSketch::smallest`](super::minhash::MinSketch::smallest)), two
+    /// per band: the keys under which the band tables are probed for
+    /// texts the message may contain. Empty: no probes.
+    pub smallest: Vec<[u32; 3]>,
     /// Enough features to look for near duplicates (else exact only).
     pub near: bool,
     pub recipients: u16,
@@ -201,23 +206,24 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         .and_then(domain_of)
         .map(str::to_ascii_lowercase)
         .or_else(|| a.from_domain.clone());
-    let bands = fp
-        .min
-        .bands
-        .iter()
-        .take(if a.pictured {
-            0
-        } else {
-            cfg.window.minhash_bands
-        })
-        .copied()
-        .collect();
+    let nbands = if a.pictured {
+        0
+    } else {
+        cfg.window.minhash_bands
+    };
+    let bands = fp.min.bands.iter().take(nbands).copied().collect();
+    let smallest = if cfg.window.containment {
+        fp.min.smallest.iter().take(2 * nbands).copied().collect()
+    } else {
+        Vec::new()
+    };
     Ok(Observation {
         exact: fp.exact,
         simhash: fp.simhash,
         sketch: fp.min.sketch,
         deeper: fp.min.deeper,
         bands,
+        smallest,
         near,
         recipients: env.recipient_count(),
         sender: sender_hash(sender_name.as_deref().unwrap_or("")),

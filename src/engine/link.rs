@@ -13,6 +13,11 @@
 //! - **Merges** need strong evidence too: the message merges the campaigns
 //!   it matches strongly (into the oldest); a campaign it matches only
 //!   weakly is never merged.
+//! - A message that **contains** a text of a campaign ([`Rule::contains`]:
+//!   a copy diluted with other words) and has no strong match joins that
+//!   campaign and merges nothing. Texts found only by probing the band
+//!   tables with the message's other smallest MinHash values (containing
+//!   entries, [`Match::containing`]) are evidence of this alone.
 //! - A campaign matched but not joined is reported as a near miss.
 //!
 //! `n = 0` restores the single-link rule of fingerprint version 4 and
@@ -55,6 +60,21 @@ pub struct Rule {
 /// containment ([`Rule::contains`],
 /// [`contained_misses`]).
 pub const MAX_CONTAINED_MISSES: u32 = 2;
+/// [`MAX_CONTAINED_MISSES`] for a text found by a band probe alone (a
+/// containing entry, [`Match::containing`]). The probes read 9 keys a band
+/// instead of 1, so they bring more texts that the message holds only in
+/// part to the test. A text a fifth of which the message lacks misses 3.3
+/// values on average (`minhash` unit test): it passes at 2 misses about a
+/// third of the time, at 1 a sixth; a text held whole by a message half as
+/// large again (0.37 on average) passes at 1 about 95% of the time. At 2,
+/// under one key of the corpus, a spam mailing joined another mailing of
+/// its sender through a probe.
+pub const MAX_PROBED_MISSES: u32 = 1;
+/// [`MIN_CONTAINED`] for a text found by a band probe alone: a text of a
+/// size class of 64 features or fewer is mostly what a sender's mailings
+/// share (a form and a legal notice, in three mailings of one insurance
+/// sender on the corpus, which joined under one key at 64).
+pub const MIN_PROBED: f64 = 72.0;
 /// How much larger (in features) than the matched text's size class a
 /// reply or forward must be: a reply that adds a line to the message it
 /// quotes is no copy of it (against the least size of the class instead,
@@ -93,7 +113,9 @@ impl Rule {
     /// [`MIN_CONTAINED`] features and the message at least as many as the
     /// text, or, for a reply or forward, [`MIN_QUOTED`] and
     /// [`MIN_GROWTH`] times as many, and the share of the text its sketch
-    /// difference estimates must reach [`MIN_QUOTED_SHARE`]. What a sender
+    /// difference estimates must reach [`MIN_QUOTED_SHARE`]. A text found
+    /// by a band probe alone (`m.containing`) is held to
+    /// [`MAX_PROBED_MISSES`] and [`MIN_PROBED`] instead. What a sender
     /// gains by marking copies as replies: the rule before 2026-11-27 (the
     /// same bounds and estimate), with the test of the three smallest
     /// values on top.
@@ -111,13 +133,18 @@ impl Rule {
         let a = crate::engine::index::window::class_size(m.size);
         let b = self.features as f64;
         let (least, smallest) = size_bounds(self.reply, a);
+        let (least, most_misses) = if m.containing {
+            (least.max(MIN_PROBED), MAX_PROBED_MISSES)
+        } else {
+            (least, MAX_CONTAINED_MISSES)
+        };
         if a < least || b < smallest {
             return false;
         }
         if self.reply && estimated_share(m.sketch_diff, a, b) < MIN_QUOTED_SHARE {
             return false;
         }
-        contained_misses(m.sketch, self.sketch, self.deeper) <= MAX_CONTAINED_MISSES
+        contained_misses(m.sketch, self.sketch, self.deeper) <= most_misses
     }
 }
 
@@ -185,8 +212,9 @@ pub struct Link {
 
 /// Applies the rule. `exact` is the live slot of an exact match, `matches`
 /// come from `NearIndex::query` (matches sorted closest first, then
-/// corroborating entries sorted the same way); `resolve` gives a slot's
-/// live root.
+/// corroborating entries sorted the same way, then containing ones);
+/// `resolve` gives a slot's live root. A containing entry is evidence of
+/// nothing but containment ([`Rule::contains`]).
 pub fn link(
     rule: &Rule,
     exact: Option<u32>,
@@ -219,6 +247,14 @@ pub fn link(
         let Some(e) = resolve(m.campaign).and_then(|r| entry(&mut per, r)) else {
             continue;
         };
+        if m.containing {
+            // Not for a reply: its quotes make it differ from the message
+            // it answers as a diluted copy differs from its text.
+            if !rule.reply && e.contained.is_none() && rule.contains(m) {
+                e.contained = Some(*m);
+            }
+            continue;
+        }
         if e.first.is_none() {
             e.first = Some(*m);
         }
@@ -304,9 +340,16 @@ pub fn link(
 }
 
 /// The order of `NearIndex::query`: matches before corroborating entries,
-/// then sketch difference, distance and sequence number.
-fn key(m: &Match) -> (bool, u32, u32, u64) {
-    (m.corroborating, m.sketch_diff, m.distance, m.seq)
+/// those before containing ones, then sketch difference, distance and
+/// sequence number.
+fn key(m: &Match) -> (bool, bool, u32, u32, u64) {
+    (
+        m.corroborating,
+        m.containing,
+        m.sketch_diff,
+        m.distance,
+        m.seq,
+    )
 }
 
 #[cfg(test)]
@@ -331,6 +374,7 @@ mod tests {
             campaign,
             sketch,
             corroborating: false,
+            containing: false,
             size: 0,
         }
     }
@@ -424,6 +468,87 @@ mod tests {
             &[of_size(1, 4, diff, 100, t)],
         );
         assert!(l.join.is_empty() && !l.contained);
+    }
+
+    /// A containing entry (found by a band probe alone) is evidence of
+    /// containment only: a message that holds its text joins, unless it
+    /// is a reply; two of another text do not corroborate anything, and
+    /// are no near miss.
+    #[test]
+    fn containing_entries_count_for_containment_only() {
+        let text = words(0, 100);
+        let t = sketch_of(&text).sketch;
+        let mut msg = text.clone();
+        msg.extend(words(1000, 50));
+        let rule = rule_for(&msg);
+        let containing = |seq: u64, sketch: u64| Match {
+            corroborating: true,
+            containing: true,
+            ..of_size(seq, 4, 12, 100, sketch)
+        };
+        let l = run(&rule, None, &[containing(1, t)]);
+        assert_eq!((l.join.clone(), l.contained), (vec![4], true));
+        let reply = Rule {
+            reply: true,
+            ..rule
+        };
+        assert!(run(&reply, None, &[containing(1, t)]).join.is_empty());
+        let other = sketch_of(&words(5000, 100)).sketch;
+        let l = run(&rule, None, &[containing(1, other), containing(2, !other)]);
+        assert!(l.join.is_empty() && l.near_miss.is_none(), "{l:?}");
+        // The same two as corroborating entries join on corroboration.
+        let corr = |seq: u64, sketch: u64| Match {
+            containing: false,
+            ..containing(seq, sketch)
+        };
+        let l = run(&rule, None, &[corr(1, other), corr(2, !other)]);
+        assert_eq!((l.join.clone(), l.weak_texts), (vec![4], 2));
+    }
+
+    /// What a text found by a probe alone must pass besides: at most
+    /// [`MAX_PROBED_MISSES`] and a size class above [`MIN_PROBED`]; the
+    /// same text found through the message's own band joins with two
+    /// misses, or at 60 features.
+    #[test]
+    fn probed_texts_are_held_to_stricter_bounds() {
+        let found = |containing: bool, size: usize, sketch: u64| Match {
+            corroborating: true,
+            containing,
+            ..of_size(1, 4, 8, size, sketch)
+        };
+        // A text the message holds but for a few words, with two misses.
+        let (text, msg) = (0..500u64)
+            .map(|k| {
+                let text = words(k * 1000, 100);
+                let mut msg = text[..93].to_vec();
+                msg.extend(words(1_000_000 + k * 1000, 60));
+                (text, msg)
+            })
+            .find(|(text, msg)| {
+                let m = sketch_of(msg);
+                contained_misses(sketch_of(text).sketch, m.sketch, m.deeper) == 2
+            })
+            .expect("a text with two misses");
+        let (t, rule) = (sketch_of(&text).sketch, rule_for(&msg));
+        assert!(run(&rule, None, &[found(false, 100, t)]).contained);
+        assert!(!run(&rule, None, &[found(true, 100, t)]).contained);
+        // A short text held whole (with at most one miss).
+        let (short, msg) = (0..500u64)
+            .map(|k| {
+                let short = words(k * 1000, 60);
+                let mut msg = short.clone();
+                msg.extend(words(1_000_000 + k * 1000, 30));
+                (short, msg)
+            })
+            .find(|(text, msg)| {
+                let m = sketch_of(msg);
+                contained_misses(sketch_of(text).sketch, m.sketch, m.deeper) <= 1
+            })
+            .expect("a text with at most one miss");
+        let (t, rule) = (sketch_of(&short).sketch, rule_for(&msg));
+        assert!(run(&rule, None, &[found(false, 60, t)]).contained);
+        assert!(!run(&rule, None, &[found(true, 60, t)]).contained);
+        assert!(run(&rule, None, &[found(true, 80, t)]).contained);
     }
 
     /// What containment does not join: a smaller message, a text under

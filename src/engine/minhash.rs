@@ -16,10 +16,12 @@
 //! - **band keys** for LSH: band j hashes minimums 2j and 2j+1; two messages
 //!   share band j with probability about J².
 //!
-//! And one more, of the message being judged only (never stored in the
+//! And two more, of the message being judged only (never stored in the
 //! window): the low 2 bits of the **second and third smallest** values
 //! under each seed ([`MinSketch::deeper`]), for the containment test
-//! ([`contained_misses`]).
+//! ([`contained_misses`]); and the three smallest values whole
+//! ([`MinSketch::smallest`]), from which [`probe_keys`] makes the other
+//! band keys under which a text the message holds may be filed.
 
 /// Number of minimums computed.
 pub const MINHASHES: usize = 32;
@@ -35,6 +37,9 @@ pub struct MinSketch {
     /// each seed (distinct words; a message of fewer words repeats its
     /// largest).
     pub deeper: [u64; 2],
+    /// The three smallest values under each seed, whole: a band's keys
+    /// for probing ([`probe_keys`]).
+    pub smallest: [[u32; 3]; MINHASHES],
 }
 
 /// SplitMix64's finalizer: a fast, well-mixed permutation of u64 (also
@@ -127,14 +132,33 @@ pub fn min_sketch(features: &[u64], seeds: &[u32; MINHASHES]) -> MinSketch {
         deeper: [pack(&m2), pack(&m3)],
         ..MinSketch::default()
     };
-    for (j, b) in out.bands.iter_mut().enumerate() {
-        let (a, c) = (
-            u64::from(m1.get(2 * j).copied().unwrap_or(0)),
-            u64::from(m1.get(2 * j + 1).copied().unwrap_or(0)),
-        );
-        *b = mix(a ^ mix(c ^ 0x6261_6e64));
+    for (b, pair) in out.bands.iter_mut().zip(m1.chunks_exact(2)) {
+        if let [a, c] = *pair {
+            *b = band_key(a, c);
+        }
+    }
+    for (s, ((a, b), c)) in out.smallest.iter_mut().zip(m1.iter().zip(&m2).zip(&m3)) {
+        *s = [*a, *b, *c];
     }
     out
+}
+
+/// The key of a band from its two seeds' minimums.
+pub fn band_key(a: u32, c: u32) -> u64 {
+    mix(u64::from(a) ^ mix(u64::from(c) ^ 0x6261_6e64))
+}
+
+/// The keys under which band `j`'s table is probed for texts the message
+/// may contain, besides the message's own band key: every pair of its
+/// three smallest values under the band's two seeds (`smallest`, per
+/// seed) but the pair of minimums. A text held whole by the message has
+/// its minimum under a seed among the message's three smallest with
+/// probability 1 - (1 - p)³ (p: the share of the message's words that
+/// are the text's), so its band key is among these 9 with the square of
+/// that ([`contained_misses`] is the same argument for the sketch).
+pub fn probe_keys(smallest: &[[u32; 3]], j: usize) -> impl Iterator<Item = u64> + '_ {
+    let (a, c) = (smallest.get(2 * j), smallest.get(2 * j + 1));
+    (1..9).filter_map(move |k| Some(band_key(*a?.get(k / 3)?, *c?.get(k % 3)?)))
 }
 
 /// Positions (of 32) where any two-bit value differs: bit 2i set.

@@ -116,6 +116,9 @@ impl Engine {
         if w.corroborating_matches > 0 {
             index = index.with_corroboration(w.corroborating_sketch_diff, w.corroborating_distance);
         }
+        if w.containment {
+            index = index.with_containment(w.corroborating_sketch_diff, w.corroborating_distance);
+        }
         Engine {
             index,
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
@@ -343,6 +346,7 @@ impl Engine {
                 simhash: obs.simhash,
                 sketch: obs.sketch,
                 bands: &obs.bands,
+                smallest: &obs.smallest,
             })
         } else {
             Vec::new()
@@ -777,6 +781,7 @@ mod tests {
             bands: (0..cfg.window.minhash_bands as u64)
                 .map(|b| seed ^ b)
                 .collect(),
+            smallest: Vec::new(),
             near: true,
             recipients: 1,
             sender: u16::from(sender.as_bytes()[0]),
@@ -1025,6 +1030,64 @@ mod tests {
         assert_ne!(out.campaign.map(|c| c.id), Some(id));
     }
 
+    /// A diluted copy that shares no band with its text (what was added
+    /// holds a minimum of each band) is found by probing the band tables
+    /// with its second and third smallest values, and joins the text's
+    /// campaign as a copy; without the probes (an entry of a build before
+    /// them: no smallest values), it starts a campaign of its own.
+    #[test]
+    fn a_diluted_copy_sharing_no_band_joins_through_a_probe() {
+        use minhash::{contained_misses, min_sketch, mix, seeds, sketch_diff};
+        let cfg = Config::default();
+        let sd = seeds(cfg.fingerprint.hash_key);
+        let nb = cfg.window.minhash_bands;
+        let of = |words: &[u64], n: u8| {
+            let m = min_sketch(words, &sd);
+            Observation {
+                features: words.len(),
+                sketch: m.sketch,
+                deeper: m.deeper,
+                bands: m.bands[..nb].to_vec(),
+                smallest: m.smallest[..2 * nb].to_vec(),
+                ..text(n, "a.example", "parcel")
+            }
+        };
+        // The first of a few hundred dilutions (a text of 100 words and
+        // 35 others) that shares no band, within the containment bounds.
+        let (plain, diluted) = (0..400u64)
+            .map(|k| {
+                let text: Vec<u64> = (k * 1000..k * 1000 + 100).map(mix).collect();
+                let mut copy = text.clone();
+                copy.extend((1_000_000 + k * 1000..1_000_000 + k * 1000 + 35).map(mix));
+                (of(&text, 1), of(&copy, 2))
+            })
+            .find(|(p, d)| {
+                p.bands.iter().zip(&d.bands).all(|(a, b)| a != b)
+                    && sketch_diff(p.sketch, d.sketch) <= cfg.window.corroborating_sketch_diff
+                    && contained_misses(p.sketch, d.sketch, d.deeper) <= link::MAX_PROBED_MISSES
+            })
+            .expect("a dilution that shares no band");
+        // Simhash: weak (past the strong distance), within the bounds.
+        let diluted = Observation {
+            simhash: plain.simhash ^ 0xFFF,
+            ..diluted
+        };
+        let mut e = Engine::new(&cfg);
+        let id = e.record_local(&plain, UnixSecs(100)).campaign.map(|c| c.id);
+        let out = e.record_local(&diluted, UnixSecs(101));
+        assert_eq!(out.campaign.map(|c| (c.id, c.messages)), id.map(|i| (i, 2)));
+        assert_eq!(out.distance, Some(12));
+
+        let mut e = Engine::new(&cfg);
+        let id = e.record_local(&plain, UnixSecs(100)).campaign.map(|c| c.id);
+        let unprobed = Observation {
+            smallest: Vec::new(),
+            ..diluted
+        };
+        let out = e.record_local(&unprobed, UnixSecs(101));
+        assert_ne!(out.campaign.map(|c| c.id), id);
+    }
+
     /// A message bulk on its own (many recipients in one transaction) is a
     /// campaign of one in a slot: it remembers that it alerted.
     #[test]
@@ -1163,6 +1226,7 @@ mod tests {
             campaign,
             sketch,
             corroborating: true,
+            containing: false,
             size: 0,
         };
         // Closest first: b once, then a with three texts (one twice).

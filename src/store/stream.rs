@@ -54,13 +54,15 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// Format of an entry; entries of another format are skipped. Format 2
 /// added `thresholds.single_transaction_recipients`, format 3 the list-post
 /// mark (`Observation::list_post`), format 4 the second and third MinHash
-/// values (`Observation::deeper`, the containment test); entries of
-/// formats 1 to 3 are still read (as 0, false and the sketch itself: such
-/// an entry's message joins no campaign on containment, which is what the
-/// builds that wrote them decide but for copies diluted by little). Builds
+/// values (`Observation::deeper`, the containment test), format 5 the
+/// band seeds' three smallest values (`Observation::smallest`, the band
+/// probes); entries of formats 1 to 4 are still read (as 0, false, the
+/// sketch itself and none: such an entry's message joins no campaign on
+/// containment, or none through a probe, which is what the builds that
+/// wrote them decide but for copies diluted by little). Builds
 /// before a format skip its entries (and say so): during a rolling upgrade
 /// they count only their own and older hosts' mail.
-const FORMAT: u8 = 4;
+const FORMAT: u8 = 5;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -81,6 +83,8 @@ const RECENT: usize = 4096;
 pub const MAX_BATCH: usize = 256;
 /// Most MinHash bands an entry may carry.
 const MAX_BANDS: usize = 64;
+/// Most seeds whose three smallest values an entry may carry (two per band).
+const MAX_SMALLEST: usize = 2 * MAX_BANDS;
 /// Longest sample subject and sender name in an entry, in characters (as
 /// the memory store keeps them).
 const MAX_SUBJECT: usize = 120;
@@ -165,6 +169,10 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.u64(obs.deeper[0]);
     w.u64(obs.deeper[1]);
     w.u8(u8::from(obs.reply));
+    w.u8(obs.smallest.len().min(MAX_SMALLEST) as u8);
+    for v in obs.smallest.iter().take(MAX_SMALLEST).flatten() {
+        w.u32(*v);
+    }
     w.0
 }
 
@@ -268,6 +276,21 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     } else {
         ([sketch; 2], true)
     };
+    let smallest = if format >= 5 {
+        let n = usize::from(r.u8()?);
+        if n > MAX_SMALLEST {
+            return Err(CodecError::TooLarge {
+                what: "log entry smallest values",
+                count: n as u64,
+                max: MAX_SMALLEST as u64,
+            });
+        }
+        (0..n)
+            .map(|_| Ok([r.u32()?, r.u32()?, r.u32()?]))
+            .collect::<Result<Vec<_>, CodecError>>()?
+    } else {
+        Vec::new()
+    };
     r.finish()?;
     Ok((
         Observation {
@@ -276,6 +299,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             sketch,
             deeper,
             bands,
+            smallest,
             near,
             recipients,
             sender,
@@ -1219,6 +1243,7 @@ mod tests {
             deeper: [43, 44],
             reply: false,
             bands: vec![1, 2, 3, 4],
+            smallest: (0..8).map(|i| [i, i + 100, u32::MAX - i]).collect(),
             near: true,
             recipients: 300,
             sender: 0xBEEF,
@@ -1325,10 +1350,11 @@ mod tests {
         o.sender_name = None;
         o.subject = None;
         let mut e = encode(&o, UnixSecs(7));
-        // Format 4 ends with the two deeper values and the reply byte,
-        // format 3 with the list-post byte, after the two absent texts;
-        // format 2 has the limit's 4 bytes before them.
-        e.truncate(e.len() - 17);
+        // Format 5 ends with the smallest values, format 4 with the two
+        // deeper values and the reply byte, format 3 with the list-post
+        // byte, after the two absent texts; format 2 has the limit's 4
+        // bytes before them.
+        e.truncate(e.len() - probe_bytes(&o) - 17);
         let n = e.len();
         let mut old = vec![1u8];
         old.extend_from_slice(&e[1..n - 7]);
@@ -1340,7 +1366,13 @@ mod tests {
         o.list_post = false;
         o.deeper = [o.sketch; 2];
         o.reply = true;
+        o.smallest.clear();
         assert_eq!(back, o);
+    }
+
+    /// The bytes of format 5's smallest values in `o`'s entry.
+    fn probe_bytes(o: &Observation) -> usize {
+        1 + 12 * o.smallest.len()
     }
 
     /// Entries of format 2 (builds before list posts) read as no list post.
@@ -1350,7 +1382,7 @@ mod tests {
         assert!(o.list_post);
         let mut e = encode(&o, UnixSecs(7));
         e[0] = 2;
-        e.truncate(e.len() - 18);
+        e.truncate(e.len() - probe_bytes(&o) - 18);
         let (back, _) = decode(&e).unwrap();
         assert!(!back.list_post);
         assert_eq!(
@@ -1358,6 +1390,7 @@ mod tests {
                 list_post: true,
                 deeper: o.deeper,
                 reply: o.reply,
+                smallest: o.smallest.clone(),
                 ..back
             },
             o
@@ -1372,13 +1405,14 @@ mod tests {
         let o = obs();
         let mut e = encode(&o, UnixSecs(7));
         e[0] = 3;
-        e.truncate(e.len() - 17);
+        e.truncate(e.len() - probe_bytes(&o) - 17);
         let (back, _) = decode(&e).unwrap();
         assert_eq!((back.deeper, back.reply), ([o.sketch; 2], true));
         assert_eq!(
             Observation {
                 deeper: o.deeper,
                 reply: o.reply,
+                smallest: o.smallest.clone(),
                 ..back
             },
             o
@@ -1389,6 +1423,30 @@ mod tests {
             ..obs()
         };
         assert!(decode(&encode(&r, UnixSecs(7))).unwrap().0.reply);
+    }
+
+    /// Entries of format 4 (builds before the band probes) read without
+    /// smallest values: their messages probe nothing.
+    #[test]
+    fn format_4_entries_read_without_probes() {
+        let o = obs();
+        let mut e = encode(&o, UnixSecs(7));
+        e[0] = 4;
+        e.truncate(e.len() - probe_bytes(&o));
+        let (back, _) = decode(&e).unwrap();
+        assert!(back.smallest.is_empty());
+        assert_eq!(
+            Observation {
+                smallest: o.smallest.clone(),
+                ..back
+            },
+            o
+        );
+        // More smallest values than any band count: refused.
+        let mut many = encode(&o, UnixSecs(7));
+        let at = many.len() - probe_bytes(&o);
+        many[at] = (MAX_SMALLEST + 1) as u8;
+        assert!(decode(&many).is_err());
     }
 
     #[test]

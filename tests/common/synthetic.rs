@@ -18,6 +18,10 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         simhash: next(),
         sketch: next(),
         bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
+        // Random values: probes that read buckets and find nothing.
+        smallest: (0..2 * cfg.window.minhash_bands)
+            .map(|_| [next() as u32, next() as u32, next() as u32])
+            .collect(),
         near: true,
         recipients: 1,
         sender: (next() & 0xFFFF) as u16,
@@ -49,6 +53,15 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         sketch: splitmix(st),
         bands: (0..cfg.window.minhash_bands)
             .map(|_| splitmix(st))
+            .collect(),
+        smallest: (0..2 * cfg.window.minhash_bands)
+            .map(|_| {
+                [
+                    splitmix(st) as u32,
+                    splitmix(st) as u32,
+                    splitmix(st) as u32,
+                ]
+            })
             .collect(),
         near: true,
         recipients: 1,

@@ -9,7 +9,11 @@
 //! stage, for pairs simhash places too far apart). Optionally it also
 //! returns *corroborating* entries: band candidates that miss those tests
 //! but pass looser ones (see [`NearIndex::with_corroboration`]); alone
-//! they are not a match, and the engine counts them per campaign.
+//! they are not a match, and the engine counts them per campaign. And
+//! *containing* entries: entries found by probing the band tables with
+//! the message's second and third smallest MinHash values, within bounds
+//! of their own ([`NearIndex::with_containment`]), for the containment
+//! test alone.
 //! [`NearIndex::query`] returns exactly those entries (a property test
 //! compares it with a brute-force scan); [`NearIndex::evict_before`] removes
 //! entries older than the window from all structures. No clock: callers pass
@@ -18,7 +22,7 @@
 pub mod tables;
 pub mod window;
 
-use crate::engine::minhash::sketch_diff;
+use crate::engine::minhash::{probe_keys, sketch_diff};
 use crate::engine::simhash::hamming;
 use tables::{Bands, Tables};
 use window::{Entry, Owner, Window};
@@ -47,6 +51,11 @@ pub struct Match {
     /// Not a match by itself: a band candidate within the corroboration
     /// bounds only (see [`NearIndex::with_corroboration`]).
     pub corroborating: bool,
+    /// Not even corroboration: found by a band probe only, within the
+    /// containment bounds (see [`NearIndex::with_containment`];
+    /// `corroborating` is set too). The linking rule only tests whether
+    /// the message contains it.
+    pub containing: bool,
     /// The entry's size class ([`window::size_class`]).
     pub size: u8,
 }
@@ -57,6 +66,10 @@ pub struct Query<'a> {
     pub simhash: u64,
     pub sketch: u64,
     pub bands: &'a [u64],
+    /// The three smallest MinHash values under each band's seeds, two per
+    /// band ([`crate::engine::minhash::probe_keys`]): the band tables are
+    /// probed with them for containing entries. Empty: no probes.
+    pub smallest: &'a [[u32; 3]],
 }
 
 /// What [`NearIndex::to_parts`] returns and [`NearIndex::restore_parts`] takes.
@@ -97,6 +110,16 @@ pub struct NearIndex {
     /// Bounds of corroborating band candidates (sketch difference,
     /// distance); `None`: none are returned.
     corroboration: Option<(u32, u32)>,
+    /// Bounds of containing entries; `None`: no probes.
+    containment: Option<(u32, u32)>,
+}
+
+/// What an accepted candidate is to the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Match,
+    Corroborating,
+    Containing,
 }
 
 impl NearIndex {
@@ -119,6 +142,7 @@ impl NearIndex {
             max_sketch_diff,
             max_minhash_distance,
             corroboration: None,
+            containment: None,
         }
     }
 
@@ -127,6 +151,19 @@ impl NearIndex {
     /// values and whose simhash is at most `max_distance` away.
     pub fn with_corroboration(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
         self.corroboration = Some((max_sketch_diff, max_distance));
+        self
+    }
+
+    /// Also probes the band tables with the query's other keys
+    /// ([`Query::smallest`]) and returns, as `containing` (and
+    /// `corroborating`) entries, those found that neither match nor
+    /// corroborate but whose sketch differs in at most `max_sketch_diff`
+    /// values and whose simhash is at most `max_distance` away. A copy
+    /// diluted with other words may share no band with its text, since
+    /// what was added holds some of its minimums; the text's minimums are
+    /// still among its three smallest values.
+    pub fn with_containment(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
+        self.containment = Some((max_sketch_diff, max_distance));
         self
     }
 
@@ -158,19 +195,33 @@ impl NearIndex {
         &self.window
     }
 
-    /// Does entry `e` match the query by the rules above, or corroborate
-    /// it? (`shares_band` is known by the caller.) Returns the distance,
-    /// the sketch difference and whether it only corroborates.
-    fn accept(&self, e: &Entry, q: &Query<'_>, shares_band: bool) -> Option<(u32, u32, bool)> {
+    /// Does entry `e` match the query by the rules above, corroborate it,
+    /// or may the query contain it? (`shares_band` and `probed`, whether
+    /// a band probe found it, are known by the caller.) Returns the
+    /// distance, the sketch difference and which.
+    fn accept(
+        &self,
+        e: &Entry,
+        q: &Query<'_>,
+        shares_band: bool,
+        probed: bool,
+    ) -> Option<(u32, u32, Kind)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
         let by_minhash =
             shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
         if d <= self.tables.radius() || by_minhash {
-            return Some((d, sd, false));
+            return Some((d, sd, Kind::Match));
         }
-        let (max_sd, max_d) = self.corroboration?;
-        (shares_band && sd <= max_sd && d <= max_d).then_some((d, sd, true))
+        let within =
+            |b: Option<(u32, u32)>| b.is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d);
+        if shares_band && within(self.corroboration) {
+            Some((d, sd, Kind::Corroborating))
+        } else if probed && within(self.containment) {
+            Some((d, sd, Kind::Containing))
+        } else {
+            None
+        }
     }
 
     /// The window, to change an entry's owner (the tables key entries by
@@ -180,7 +231,8 @@ impl NearIndex {
     }
 
     /// Every live near entry matching `q`, each once, then the
-    /// corroborating ones, each group sorted by sketch difference, then
+    /// corroborating ones, then the containing ones, each group sorted by
+    /// sketch difference, then
     /// distance, then sequence number; at most
     /// [`MAX_MATCHES`] of them (the closest), found among the newest
     /// [`tables::MAX_BUCKET_SCAN`] items of each bucket.
@@ -197,18 +249,29 @@ impl NearIndex {
         self.tables.buckets(q.simhash, &mut scans);
         let blocks = scans.len();
         self.bands.buckets(q.bands, &mut scans);
+        let banded = scans.len();
+        if self.containment.is_some() {
+            for j in 0..self.bands.count() {
+                for key in probe_keys(q.smallest, j) {
+                    self.bands.bucket(j, key, &mut scans);
+                }
+            }
+        }
         tables::warm(&scans);
-        let mut cands: Vec<(u32, bool)> = Vec::new();
+        // (low sequence number, found through the message's own band,
+        // found through a probe)
+        let mut cands: Vec<(u32, bool, bool)> = Vec::new();
         for (i, s) in scans.iter().enumerate() {
-            let band = i >= blocks;
-            s.run(|low| cands.push((low, band)));
+            let (band, probe) = (i >= blocks && i < banded, i >= banded);
+            s.run(|low| cands.push((low, band, probe)));
         }
         cands.sort_unstable();
         cands.dedup_by(|later, kept| {
             // One entry found through several tables: it shares a band if
-            // any band table found it.
+            // any band table found it, and so for probes.
             if later.0 == kept.0 {
                 kept.1 |= later.1;
+                kept.2 |= later.2;
                 true
             } else {
                 false
@@ -216,9 +279,9 @@ impl NearIndex {
         });
         let mut out: Vec<Match> = cands
             .into_iter()
-            .filter_map(|(low, shares_band)| {
+            .filter_map(|(low, shares_band, probed)| {
                 let (seq, e) = self.window.get_by_low(low)?;
-                let (d, sd, corroborating) = self.accept(e, q, shares_band)?;
+                let (d, sd, kind) = self.accept(e, q, shares_band, probed)?;
                 Some(Match {
                     seq,
                     distance: d,
@@ -228,12 +291,21 @@ impl NearIndex {
                         Owner::Alone(_) => ALONE_KEY,
                     },
                     sketch: e.sketch,
-                    corroborating,
+                    corroborating: kind != Kind::Match,
+                    containing: kind == Kind::Containing,
                     size: e.size(),
                 })
             })
             .collect();
-        out.sort_unstable_by_key(|m| (m.corroborating, m.sketch_diff, m.distance, m.seq));
+        out.sort_unstable_by_key(|m| {
+            (
+                m.corroborating,
+                m.containing,
+                m.sketch_diff,
+                m.distance,
+                m.seq,
+            )
+        });
         out.truncate(MAX_MATCHES);
         out
     }
@@ -374,6 +446,7 @@ impl NearIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::minhash::band_key;
     use proptest::prelude::*;
 
     fn entry(h: u64, time: u32) -> Entry {
@@ -396,6 +469,7 @@ mod tests {
             simhash: h,
             sketch: h.rotate_left(17),
             bands: b,
+            smallest: &[],
         }
     }
 
@@ -435,33 +509,59 @@ mod tests {
         brute_all(idx, h, bands)
             .into_iter()
             .filter(|m| !m.2)
-            .map(|(s, d, _)| (s, d))
+            .map(|(s, d, _, _)| (s, d))
             .collect()
     }
 
-    /// The oracle with corroborating entries: (seq, distance, corroborating),
-    /// in the order [`NearIndex::query`] promises.
-    fn brute_all(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32, bool)> {
-        let mut v: Vec<(bool, u32, u32, u64)> = idx
+    /// The oracle with corroborating and containing entries: (seq,
+    /// distance, corroborating, containing), in the order
+    /// [`NearIndex::query`] promises.
+    fn brute_all(idx: &NearIndex, h: u64, bands: &[u64]) -> Vec<(u64, u32, bool, bool)> {
+        oracle(idx, &q(h, bands), |e| bands_of(e).to_vec())
+    }
+
+    /// The oracle for any query, given each entry's band keys.
+    fn oracle(
+        idx: &NearIndex,
+        q: &Query<'_>,
+        bands: impl Fn(u64) -> Vec<u64>,
+    ) -> Vec<(u64, u32, bool, bool)> {
+        let mut v: Vec<(bool, bool, u32, u32, u64)> = idx
             .window()
             .iter()
             .filter_map(|(s, e)| {
-                let d = hamming(e.simhash, h);
-                let sd = sketch_diff(e.sketch, h.rotate_left(17));
-                let shares = idx.band_count() > 0
-                    && bands_of(e.simhash).iter().zip(bands).any(|(a, b)| a == b);
+                let d = hamming(e.simhash, q.simhash);
+                let sd = sketch_diff(e.sketch, q.sketch);
+                let own = bands(e.simhash);
+                let shares = own
+                    .iter()
+                    .zip(q.bands)
+                    .take(idx.band_count())
+                    .any(|(a, b)| a == b);
+                let probed = idx.containment.is_some()
+                    && own
+                        .iter()
+                        .take(idx.band_count())
+                        .enumerate()
+                        .any(|(j, a)| probe_keys(q.smallest, j).any(|k| k == *a));
                 let strict = d <= idx.radius()
                     || (shares && sd <= idx.max_sketch_diff() && d <= idx.max_minhash_distance());
-                let corroborating = !strict
-                    && shares
-                    && idx
-                        .corroboration
-                        .is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d);
-                (strict || corroborating).then_some((corroborating, sd, d, s))
+                let within = |b: Option<(u32, u32)>| {
+                    b.is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d)
+                };
+                let corroborating = !strict && shares && within(idx.corroboration);
+                let containing = !strict && !corroborating && probed && within(idx.containment);
+                (strict || corroborating || containing).then_some((
+                    corroborating || containing,
+                    containing,
+                    sd,
+                    d,
+                    s,
+                ))
             })
             .collect();
         v.sort_unstable();
-        v.into_iter().map(|(c, _, d, s)| (s, d, c)).collect()
+        v.into_iter().map(|(c, k, _, d, s)| (s, d, c, k)).collect()
     }
 
     /// Corroborating entries: band candidates that fail the match tests
@@ -483,9 +583,9 @@ mod tests {
             let b = bases[(splitmix(&mut st) as usize) % bases.len()];
             let h = flip(b, n % 13, &mut st);
             let got = idx.query(&q(h, &bands_of(h)));
-            let seen: Vec<(u64, u32, bool)> = got
+            let seen: Vec<(u64, u32, bool, bool)> = got
                 .iter()
-                .map(|m| (m.seq, m.distance, m.corroborating))
+                .map(|m| (m.seq, m.distance, m.corroborating, m.containing))
                 .collect();
             let want = brute_all(&idx, h, &bands_of(h));
             assert_eq!(seen, want, "query {n}");
@@ -497,6 +597,69 @@ mod tests {
         assert!(
             strict > 300 && corroborating > 300,
             "{strict} {corroborating}"
+        );
+    }
+
+    /// Synthetic three smallest values under four seeds (two bands): of
+    /// the fingerprint's cluster (its top 12 bits), in an order its low
+    /// bits pick, so that two fingerprints of a cluster share a band when
+    /// they pick the same first values under both its seeds, and a
+    /// probe of either finds the other.
+    fn smallest_of(h: u64) -> [[u32; 3]; 4] {
+        let cluster = (h >> 52) as u32;
+        std::array::from_fn(|i| {
+            let first = ((h >> (2 * i)) & 3) as u32 % 3;
+            std::array::from_fn(|r| (cluster << 8) | ((i as u32) << 4) | ((first + r as u32) % 3))
+        })
+    }
+
+    fn probed_bands_of(h: u64) -> Vec<u64> {
+        let m = smallest_of(h);
+        vec![band_key(m[0][0], m[1][0]), band_key(m[2][0], m[3][0])]
+    }
+
+    /// Containing entries: what a band probe finds that neither matches
+    /// nor corroborates, within the containment bounds, after the others;
+    /// none without probes; the rest of the answer unchanged by them.
+    #[test]
+    fn containing_entries_equal_brute_force() {
+        let mut st = 7;
+        let mut idx = NearIndex::new(3, 50_000, 2, 2, 6)
+            .with_corroboration(6, 12)
+            .with_containment(9, 16);
+        let mut bases = Vec::new();
+        for i in 0..30_000u32 {
+            let h = clustered(i % 8 == 0, &mut bases, 12, &mut st);
+            idx.insert(entry(h, i), &probed_bands_of(h));
+        }
+        let mut unprobed = idx.clone();
+        unprobed.containment = None;
+        let (mut corroborating, mut containing) = (0, 0);
+        for n in 0..1_000 {
+            let b = bases[(splitmix(&mut st) as usize) % bases.len()];
+            let h = flip(b, n % 17, &mut st);
+            let (bands, smallest) = (probed_bands_of(h), smallest_of(h));
+            let query = Query {
+                smallest: &smallest,
+                ..q(h, &bands)
+            };
+            let got = idx.query(&query);
+            let seen: Vec<(u64, u32, bool, bool)> = got
+                .iter()
+                .map(|m| (m.seq, m.distance, m.corroborating, m.containing))
+                .collect();
+            assert_eq!(seen, oracle(&idx, &query, probed_bands_of), "query {n}");
+            corroborating += got
+                .iter()
+                .filter(|m| m.corroborating && !m.containing)
+                .count();
+            containing += got.iter().filter(|m| m.containing).count();
+            let others: Vec<Match> = got.into_iter().filter(|m| !m.containing).collect();
+            assert_eq!(unprobed.query(&query), others);
+        }
+        assert!(
+            corroborating > 150 && containing > 150,
+            "{corroborating} {containing}"
         );
     }
 

@@ -491,16 +491,25 @@ impl Bands {
 
     /// Appends the bucket of each band key in its table to `out`.
     pub fn buckets<'a>(&'a self, bands: &[u64], out: &mut Vec<BucketScan<'a>>) {
-        for (t, key) in self.tables.iter().zip(bands) {
-            let half = Self::half(*key);
-            let (older, newer) = t.newest(half);
-            out.push(BucketScan {
-                older,
-                newer,
-                check: half as u32,
-                radius: None,
-            });
+        for (j, key) in bands.iter().enumerate() {
+            self.bucket(j, *key, out);
         }
+    }
+
+    /// Appends the bucket of `key` in table `j` to `out` (none past the
+    /// last table).
+    pub fn bucket<'a>(&'a self, j: usize, key: u64, out: &mut Vec<BucketScan<'a>>) {
+        let Some(t) = self.tables.get(j) else {
+            return;
+        };
+        let half = Self::half(key);
+        let (older, newer) = t.newest(half);
+        out.push(BucketScan {
+            older,
+            newer,
+            check: half as u32,
+            radius: None,
+        });
     }
 
     pub fn heap_bytes(&self) -> usize {
