@@ -148,6 +148,15 @@ pub fn band_key(a: u32, c: u32) -> u64 {
     mix(u64::from(a) ^ mix(u64::from(c) ^ 0x6261_6e64))
 }
 
+/// The band keys of the three smallest values under each band's two seeds
+/// (`smallest`, per seed): a message's own, as [`min_sketch`] makes them.
+pub fn band_keys(smallest: &[[u32; 3]]) -> impl Iterator<Item = u64> + '_ {
+    smallest.chunks_exact(2).filter_map(|pair| match pair {
+        [a, c] => Some(band_key(a[0], c[0])),
+        _ => None,
+    })
+}
+
 /// The keys under which band `j`'s table is probed for texts the message
 /// may contain, besides the message's own band key: every pair of its
 /// three smallest values under the band's two seeds (`smallest`, per

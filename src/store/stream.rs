@@ -45,6 +45,7 @@ use redis::Value;
 use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
+use crate::engine::minhash::band_keys;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
@@ -56,7 +57,8 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// mark (`Observation::list_post`), format 4 the second and third MinHash
 /// values (`Observation::deeper`, the containment test), format 5 the
 /// band seeds' three smallest values (`Observation::smallest`, the band
-/// probes); entries of formats 1 to 4 are still read (as 0, false, the
+/// probes), from which the reader makes the band keys (not written then);
+/// entries of formats 1 to 4 are still read (as 0, false, the
 /// sketch itself and none: such an entry's message joins no campaign on
 /// containment, or none through a probe, which is what the builds that
 /// wrote them decide but for copies diluted by little). Builds
@@ -148,8 +150,14 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.0.extend_from_slice(&obs.exact);
     w.u64(obs.simhash);
     w.u64(obs.sketch);
-    w.u8(obs.bands.len().min(MAX_BANDS) as u8);
-    for band in obs.bands.iter().take(MAX_BANDS) {
+    // Band keys that the smallest values give are not written (none, and
+    // the reader makes them): 32 bytes less an entry with four bands.
+    let derived = !obs.bands.is_empty()
+        && obs.smallest.len() <= MAX_SMALLEST
+        && band_keys(&obs.smallest).eq(obs.bands.iter().copied());
+    let bands = if derived { &[][..] } else { &obs.bands[..] };
+    w.u8(bands.len().min(MAX_BANDS) as u8);
+    for band in bands.iter().take(MAX_BANDS) {
         w.u64(*band);
     }
     w.u8(u8::from(obs.near));
@@ -173,6 +181,7 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     for v in obs.smallest.iter().take(MAX_SMALLEST).flatten() {
         w.u32(*v);
     }
+    w.u8(u8::from(derived));
     w.0
 }
 
@@ -253,7 +262,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             max: MAX_BANDS as u64,
         });
     }
-    let bands = (0..nbands)
+    let mut bands = (0..nbands)
         .map(|_| r.u64())
         .collect::<Result<Vec<_>, _>>()?;
     let near = r.bool()?;
@@ -285,9 +294,18 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
                 max: MAX_SMALLEST as u64,
             });
         }
-        (0..n)
+        let smallest = (0..n)
             .map(|_| Ok([r.u32()?, r.u32()?, r.u32()?]))
-            .collect::<Result<Vec<_>, CodecError>>()?
+            .collect::<Result<Vec<_>, CodecError>>()?;
+        if r.bool()? {
+            if !bands.is_empty() {
+                return Err(CodecError::Invalid {
+                    what: "log entry with band keys both written and derived".into(),
+                });
+            }
+            bands = band_keys(&smallest).collect();
+        }
+        smallest
     } else {
         Vec::new()
     };
@@ -1370,9 +1388,10 @@ mod tests {
         assert_eq!(back, o);
     }
 
-    /// The bytes of format 5's smallest values in `o`'s entry.
+    /// The bytes of format 5's smallest values in `o`'s entry (and its
+    /// flag of derived band keys).
     fn probe_bytes(o: &Observation) -> usize {
-        1 + 12 * o.smallest.len()
+        2 + 12 * o.smallest.len()
     }
 
     /// Entries of format 2 (builds before list posts) read as no list post.
@@ -1423,6 +1442,28 @@ mod tests {
             ..obs()
         };
         assert!(decode(&encode(&r, UnixSecs(7))).unwrap().0.reply);
+    }
+
+    /// Band keys that the smallest values give (as a message's own do)
+    /// are left out of the entry and made again by the reader.
+    #[test]
+    fn band_keys_that_the_smallest_values_give_are_not_written() {
+        use crate::engine::minhash::{min_sketch, mix, seeds};
+        let words: Vec<u64> = (0..100).map(mix).collect();
+        let m = min_sketch(&words, &seeds((1, 2)));
+        let o = Observation {
+            bands: m.bands[..4].to_vec(),
+            smallest: m.smallest[..8].to_vec(),
+            ..obs()
+        };
+        let e = encode(&o, UnixSecs(7));
+        assert_eq!(decode(&e).unwrap().0, o);
+        let other = Observation {
+            bands: vec![1, 2, 3, 4],
+            ..o.clone()
+        };
+        assert_eq!(encode(&other, UnixSecs(7)).len(), e.len() + 32);
+        assert_eq!(decode(&encode(&other, UnixSecs(7))).unwrap().0, other);
     }
 
     /// Entries of format 4 (builds before the band probes) read without

@@ -2,6 +2,7 @@
 //! benchmark (`benches/store.rs` includes this file by path).
 
 use bulkwatch::config::Config;
+use bulkwatch::engine::minhash::band_keys;
 use bulkwatch::engine::Observation;
 
 /// A random-looking observation (SplitMix64 from `i`): distinct
@@ -13,15 +14,18 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
     for c in exact.chunks_mut(8) {
         c.copy_from_slice(&next().to_le_bytes());
     }
+    let (simhash, sketch) = (next(), next());
+    // Random values, and the band keys they give (as a message's own):
+    // probes that read buckets and find nothing.
+    let smallest: Vec<[u32; 3]> = (0..2 * cfg.window.minhash_bands)
+        .map(|_| [next() as u32, next() as u32, next() as u32])
+        .collect();
     Observation {
         exact,
-        simhash: next(),
-        sketch: next(),
-        bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
-        // Random values: probes that read buckets and find nothing.
-        smallest: (0..2 * cfg.window.minhash_bands)
-            .map(|_| [next() as u32, next() as u32, next() as u32])
-            .collect(),
+        simhash,
+        sketch,
+        bands: band_keys(&smallest).collect(),
+        smallest,
         near: true,
         recipients: 1,
         sender: (next() & 0xFFFF) as u16,
