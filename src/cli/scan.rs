@@ -21,7 +21,10 @@ pub struct ScanArgs {
     /// Judge the message against a daemon's state snapshot file.
     #[arg(long)]
     pub state: Option<PathBuf>,
-    /// Characters of normalized text to show.
+    /// Characters of normalized text to show: the text as the
+    /// fingerprints read it (lower case, signs and digits that stand for
+    /// letters read as letters, and every `l` as `i`, since `1` stands
+    /// for both).
     #[arg(long, default_value_t = 400)]
     pub show: usize,
     /// The message (RFC 5322); `-` or nothing reads standard input.
