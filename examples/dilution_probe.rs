@@ -29,7 +29,7 @@ use std::fs::File;
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
-use bulkwatch::engine::index::Match;
+use bulkwatch::engine::index::{Match, MIN_PROBED_BANDS};
 use bulkwatch::engine::link::{size_bounds, Rule};
 use bulkwatch::engine::minhash::{probe_keys, sketch_diff};
 use bulkwatch::engine::shingle::features;
@@ -100,9 +100,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let diff = sketch_diff(plain.min.sketch, fp.min.sketch);
                     let distance = hamming(plain.simhash, fp.simhash);
                     // The band probes (`minhash::probe_keys`): whether the
-                    // plain copy's band key is among them.
-                    let ext = (0..w.minhash_bands)
-                        .any(|j| probe_keys(&fp.min.smallest, j).any(|k| k == plain.min.bands[j]));
+                    // plain copy's key is among the copy's own and probe
+                    // keys in enough tables (`index::MIN_PROBED_BANDS`).
+                    let tables = (0..w.minhash_bands)
+                        .filter(|&j| {
+                            fp.min.bands[j] == plain.min.bands[j]
+                                || probe_keys(&fp.min.smallest, j).any(|k| k == plain.min.bands[j])
+                        })
+                        .count();
+                    let ext = tables >= MIN_PROBED_BANDS as usize;
                     let ext_candidate = (banded || ext)
                         && diff <= w.corroborating_sketch_diff
                         && distance <= w.corroborating_distance;

@@ -1053,7 +1053,8 @@ mod tests {
             }
         };
         // The first of a few hundred dilutions (a text of 100 words and
-        // 35 others) that shares no band, within the containment bounds.
+        // 35 others) that shares no band but is found by probes in two
+        // tables, within the containment bounds.
         let (plain, diluted) = (0..400u64)
             .map(|k| {
                 let text: Vec<u64> = (k * 1000..k * 1000 + 100).map(mix).collect();
@@ -1062,7 +1063,13 @@ mod tests {
                 (of(&text, 1), of(&copy, 2))
             })
             .find(|(p, d)| {
+                let probed = (0..nb)
+                    .filter(|&j| {
+                        minhash::probe_keys(&d.smallest, j).any(|k| Some(&k) == p.bands.get(j))
+                    })
+                    .count();
                 p.bands.iter().zip(&d.bands).all(|(a, b)| a != b)
+                    && probed >= index::MIN_PROBED_BANDS as usize
                     && sketch_diff(p.sketch, d.sketch) <= cfg.window.corroborating_sketch_diff
                     && contained_misses(p.sketch, d.sketch, d.deeper) <= link::MAX_PROBED_MISSES
             })
