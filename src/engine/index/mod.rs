@@ -171,10 +171,10 @@ impl NearIndex {
     /// [`MIN_PROBED_BANDS`] tables (by probe or own band key), that neither
     /// match nor corroborate but whose sketch differs in at most
     /// `max_sketch_diff` values and whose simhash is at most
-    /// `max_distance` away. A copy
-    /// diluted with other words may share no band with its text, since
-    /// what was added holds some of its minimums; the text's minimums are
-    /// still among its three smallest values.
+    /// `max_distance` away. A copy diluted with other words may share no
+    /// band with its text, since what was added holds some of its
+    /// minimums; the text's minimums are still among its three smallest
+    /// values.
     pub fn with_containment(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
         self.containment = Some((max_sketch_diff, max_distance));
         self
@@ -211,8 +211,7 @@ impl NearIndex {
     /// Does entry `e` match the query by the rules above, corroborate it,
     /// or may the query contain it? (`shares_band` and `probed`, whether
     /// band probes found it in enough tables, are known by the caller.)
-    /// Returns the
-    /// distance, the sketch difference and which.
+    /// Returns the distance, the sketch difference and which.
     fn accept(
         &self,
         e: &Entry,
@@ -246,8 +245,7 @@ impl NearIndex {
 
     /// Every live near entry matching `q`, each once, then the
     /// corroborating ones, then the containing ones, each group sorted by
-    /// sketch difference, then
-    /// distance, then sequence number; at most
+    /// sketch difference, then distance, then sequence number; at most
     /// [`MAX_MATCHES`] of them (the closest), found among the newest
     /// [`tables::MAX_BUCKET_SCAN`] items of each bucket.
     ///
@@ -264,10 +262,12 @@ impl NearIndex {
         let blocks = scans.len();
         self.bands.buckets(q.bands, &mut scans);
         let banded = scans.len();
-        // The band table of each scan past the block tables, as a bit.
+        // With probes, the band table of each scan past the block tables,
+        // as a bit.
         let bit = |j: usize| 1u32.checked_shl(j as u32).unwrap_or(0);
-        let mut table_bits: Vec<u32> = (0..banded - blocks).map(bit).collect();
+        let mut table_bits: Vec<u32> = Vec::new();
         if self.containment.is_some() {
+            table_bits.extend((0..banded - blocks).map(bit));
             for j in 0..self.bands.count() {
                 for key in probe_keys(q.smallest, j) {
                     self.bands.bucket(j, key, &mut scans);
