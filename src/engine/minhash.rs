@@ -132,13 +132,11 @@ pub fn min_sketch(features: &[u64], seeds: &[u32; MINHASHES]) -> MinSketch {
         deeper: [pack(&m2), pack(&m3)],
         ..MinSketch::default()
     };
-    for (b, pair) in out.bands.iter_mut().zip(m1.chunks_exact(2)) {
-        if let [a, c] = *pair {
-            *b = band_key(a, c);
-        }
-    }
     for (s, ((a, b), c)) in out.smallest.iter_mut().zip(m1.iter().zip(&m2).zip(&m3)) {
         *s = [*a, *b, *c];
+    }
+    for (b, key) in out.bands.iter_mut().zip(band_keys(&out.smallest)) {
+        *b = key;
     }
     out
 }
@@ -149,7 +147,8 @@ pub fn band_key(a: u32, c: u32) -> u64 {
 }
 
 /// The band keys of the three smallest values under each band's two seeds
-/// (`smallest`, per seed): a message's own, as [`min_sketch`] makes them.
+/// (`smallest`, per seed): a message's own, as [`min_sketch`] makes them
+/// (and the log reader, from an entry's values).
 pub fn band_keys(smallest: &[[u32; 3]]) -> impl Iterator<Item = u64> + '_ {
     smallest.chunks_exact(2).filter_map(|pair| match pair {
         [a, c] => Some(band_key(a[0], c[0])),

@@ -243,6 +243,19 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
     read_entry(&mut Reader::new(bytes, "log entry")).map_err(|e| BadStream::Entry(e).into())
 }
 
+/// A one-byte count of an entry's items, refused above `max`.
+fn byte_count(r: &mut Reader<'_>, max: usize, what: &'static str) -> Result<usize, CodecError> {
+    let n = usize::from(r.u8()?);
+    if n > max {
+        return Err(CodecError::TooLarge {
+            what,
+            count: n as u64,
+            max: max as u64,
+        });
+    }
+    Ok(n)
+}
+
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
     let format = r.u8()?;
     if !(1..=FORMAT).contains(&format) {
@@ -254,14 +267,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     let exact = r.array::<32>()?;
     let simhash = r.u64()?;
     let sketch = r.u64()?;
-    let nbands = usize::from(r.u8()?);
-    if nbands > MAX_BANDS {
-        return Err(CodecError::TooLarge {
-            what: "log entry bands",
-            count: nbands as u64,
-            max: MAX_BANDS as u64,
-        });
-    }
+    let nbands = byte_count(r, MAX_BANDS, "log entry bands")?;
     let mut bands = (0..nbands)
         .map(|_| r.u64())
         .collect::<Result<Vec<_>, _>>()?;
@@ -286,14 +292,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         ([sketch; 2], true)
     };
     let smallest = if format >= 5 {
-        let n = usize::from(r.u8()?);
-        if n > MAX_SMALLEST {
-            return Err(CodecError::TooLarge {
-                what: "log entry smallest values",
-                count: n as u64,
-                max: MAX_SMALLEST as u64,
-            });
-        }
+        let n = byte_count(r, MAX_SMALLEST, "log entry smallest values")?;
         let smallest = (0..n)
             .map(|_| Ok([r.u32()?, r.u32()?, r.u32()?]))
             .collect::<Result<Vec<_>, CodecError>>()?;
