@@ -59,6 +59,7 @@ fn alert(id: u64) -> alert::Alert {
         senders: vec!["deals.example".into()],
         sample_subject: Some("Your offer".into()),
         list_post: false,
+        conversation: false,
     };
     alert::Alert {
         campaign,

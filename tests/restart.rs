@@ -295,7 +295,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
             smallest: Vec::new(),
             near: true,
-            recipients: 1,
+            parties: bulkwatch::engine::party::Parties::anonymous(1),
             sender: next() as u16,
             sender_name: None,
             subject: Some(format!("offer {i}")),

@@ -594,7 +594,8 @@ fn concurrent_calls_apply_each_entry_once() {
                     let env = Envelope::default();
                     let an = analyze(&spam(k), &env, &cfg);
                     let mut obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
-                    obs.recipients = u16::try_from(k + 1).unwrap();
+                    obs.parties =
+                        bulkwatch::engine::party::Parties::anonymous(u32::try_from(k + 1).unwrap());
                     let out = store
                         .record_shared(&obs, UnixSecs(REPLAY_EPOCH + u64::from(n)))
                         .unwrap();

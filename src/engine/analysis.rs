@@ -28,6 +28,8 @@ pub struct Analysis {
     /// is skipped as too short.
     pub anchors: usize,
     pub message_id: Option<String>,
+    /// The Message-IDs it answers (`mime::BodyText::answers`).
+    pub answers: Vec<String>,
     pub subject: Option<String>,
     /// Domain of the header From address.
     pub from_domain: Option<String>,
@@ -66,6 +68,7 @@ pub struct Reading {
     /// The body has a link (an HTML link target, `://` or `www.`).
     pub has_link: bool,
     pub message_id: Option<String>,
+    pub answers: Vec<String>,
     pub subject: Option<String>,
     pub from_domain: Option<String>,
     pub list: bool,
@@ -95,6 +98,7 @@ pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
         pictures: body.pictures,
         has_link,
         message_id: body.message_id,
+        answers: body.answers,
         subject: body.subject,
         from_domain: body.from_domain,
         list: body.list,
@@ -139,6 +143,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             attachments: 0,
             anchors: 0,
             message_id: None,
+            answers: Vec::new(),
             subject: None,
             from_domain: None,
             list: false,
@@ -192,6 +197,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         },
         normalized,
         message_id: r.message_id,
+        answers: r.answers,
         subject: r.subject,
         from_domain: r.from_domain,
         list: r.list,

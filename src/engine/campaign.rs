@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::engine::party::{Kind, Move, Parties, Talk};
 use crate::engine::simhash::hex;
 
 /// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
@@ -55,7 +56,9 @@ pub struct Campaign {
     pub last_seen: u32,
     /// Messages in the window.
     pub messages: u32,
-    /// Recipients of those messages (one message to 300 RCPT TO counts 300).
+    /// Distinct recipients of those messages: each message adds the
+    /// recipients that were no party of the campaign yet
+    /// ([`crate::engine::party`]); one message to 300 RCPT TO counts 300.
     pub recipients: u64,
     /// Recipients weighted by match strength, in hundredths.
     pub score_centi: u64,
@@ -77,6 +80,11 @@ pub struct Campaign {
     /// [`WHILE_LIVE`]: for as long as it lives). Merges keep the later.
     /// (`NonZeroU64`: 8 bytes where `Option<u64>` takes 16, in every slot.)
     pub allowed_until: Option<std::num::NonZeroU64>,
+    /// Its parties and deliveries ([`Talk`]): `None` while it is one
+    /// message alone in its window entry (the entry's record holds its
+    /// parties), or when they are not known (a snapshot of a build
+    /// before parties): such a campaign is no conversation.
+    pub talk: Option<Box<Talk>>,
 }
 
 /// Unix seconds as a campaign keeps them (saturating, as window entries do).
@@ -103,17 +111,40 @@ impl Campaign {
             alerted: false,
             list_post: false,
             allowed_until: None,
+            talk: None,
         }
     }
 
-    /// Counts a new member in.
-    fn add(&mut self, m: &Member<'_>, keep_subjects: bool) {
+    /// Counts a new member in: the recipients new to the campaign, and
+    /// its move ([`Kind`]). The first message's parties stay with the
+    /// caller (a campaign of one keeps them in its window entry's record).
+    fn add(&mut self, m: &Member<'_>, keep_subjects: bool) -> Move {
+        let mv = if self.messages == 0 {
+            Move {
+                kind: Kind::First,
+                added: m.parties.recipients(),
+                sender_known: false,
+                answers: false,
+            }
+        } else {
+            match self.talk.as_deref_mut() {
+                Some(t) => t.join(m.parties),
+                // Parties unknown: every recipient counts, as a copy.
+                None => Move {
+                    kind: Kind::Copy,
+                    added: m.parties.recipients(),
+                    sender_known: false,
+                    answers: false,
+                },
+            }
+        };
+        let counted = counted(mv.added);
         self.list_post = m.list_post && (self.messages == 0 || self.list_post);
         self.messages = self.messages.saturating_add(1);
-        self.recipients = self.recipients.saturating_add(u64::from(m.recipients));
+        self.recipients = self.recipients.saturating_add(u64::from(counted));
         self.score_centi = self
             .score_centi
-            .saturating_add(u64::from(m.recipients) * u64::from(m.weight_pct));
+            .saturating_add(u64::from(counted) * u64::from(m.weight_pct));
         self.last_seen = self.last_seen.max(secs32(m.now));
         self.senders.add(m.sender, 1);
         if let Some(name) = m.sender_name {
@@ -122,6 +153,7 @@ impl Campaign {
         if let Some(subject) = m.subject.filter(|_| keep_subjects) {
             self.texts.set_subject(subject);
         }
+        mv
     }
 
     /// Weighted recipients, the number compared with the thresholds.
@@ -134,10 +166,27 @@ impl Campaign {
         self.senders.iter().filter(|(_, n)| *n > 0).count()
     }
 
+    /// A conversation ([`Talk::conversation`]): one message, or parties
+    /// known and one delivery with few forwards.
+    pub fn conversation(&self) -> bool {
+        self.messages <= 1 || self.talk.as_deref().is_some_and(Talk::conversation)
+    }
+
     /// One delivery of one message ([`super::verdict::one_delivery`]).
     pub fn one_delivery(&self) -> bool {
-        super::verdict::one_delivery(self.messages, self.list_post, self.sender_domains())
+        super::verdict::one_delivery(
+            self.messages,
+            self.list_post,
+            self.sender_domains(),
+            self.conversation(),
+        )
     }
+}
+
+/// Recipients a window entry and a campaign count for one message (a
+/// 16-bit field in the entry, saturating).
+pub fn counted(added: u32) -> u16 {
+    u16::try_from(added).unwrap_or(u16::MAX)
 }
 
 /// (sender-domain hash, messages) of a campaign, at most 64. Most
@@ -350,7 +399,7 @@ impl Texts {
         self.names().map(str::to_owned).collect()
     }
 
-    /// The one string (layout above; "" for none), for [`AloneTexts`] and
+    /// The one string (layout above; "" for none), for [`AloneRecords`] and
     /// snapshots.
     pub fn raw(&self) -> &str {
         self.0.as_deref().unwrap_or("")
@@ -364,14 +413,20 @@ impl Texts {
     }
 }
 
-/// The texts of the messages alone in their campaign (most mail), by the
-/// sequence number of their window entry: a campaign of one keeps its
-/// sample subject and sender name here, a few dozen bytes in one shared
+/// The records of the messages alone in their campaign (most mail), by
+/// the sequence number of their window entry: a campaign of one keeps its
+/// sample subject and sender name here, and its parties (the party keys
+/// of its message, [`Parties::keys`]), a few dozen bytes in one shared
 /// buffer, until a second message joins it and they move to its slot. One
 /// record per window entry (empty for entries with a slot), freed in
 /// arrival order as entries leave the window.
+///
+/// A record is the texts' string ([`Texts::raw`], UTF-8), then, when the
+/// parties are known, a byte 0xFF (never part of UTF-8) and each key as 4
+/// little-endian bytes. A record without that byte (a snapshot of a build
+/// before parties) has unknown parties.
 #[derive(Debug, Clone, Default)]
-pub struct AloneTexts {
+pub struct AloneRecords {
     /// Sequence number of the first record.
     base: u64,
     /// Where each record starts, as a byte count since the buffer began
@@ -382,11 +437,15 @@ pub struct AloneTexts {
     bytes_base: u32,
 }
 
-impl AloneTexts {
-    /// Adds the record of entry `seq`: `texts` for a message alone in its
-    /// campaign, [`Texts::default`] for one with a slot. Entries that
-    /// left no record (none in order) read as empty.
-    pub fn push(&mut self, seq: u64, texts: &Texts) {
+/// The byte between a record's texts and its party keys.
+const PARTIES_MARK: u8 = 0xFF;
+
+impl AloneRecords {
+    /// Adds the record of entry `seq`: `texts` and the party keys `keys`
+    /// for a message alone in its campaign, [`Texts::default`] and `None`
+    /// for one with a slot. Entries that left no record (none in order)
+    /// read as empty.
+    pub fn push(&mut self, seq: u64, texts: &Texts, keys: Option<&[u32]>) {
         if self.starts.is_empty() || seq < self.base {
             self.clear_to(seq);
         }
@@ -397,6 +456,12 @@ impl AloneTexts {
         if self.base + (self.starts.len() as u64) == seq {
             self.starts.push_back(end);
             self.bytes.extend(texts.raw().as_bytes());
+            if let Some(keys) = keys {
+                self.bytes.push_back(PARTIES_MARK);
+                for k in keys {
+                    self.bytes.extend(k.to_le_bytes());
+                }
+            }
         }
     }
 
@@ -411,33 +476,52 @@ impl AloneTexts {
         self.bytes_base = 0;
     }
 
-    /// The texts recorded for entry `seq` (none when it has no record).
-    pub fn get(&self, seq: u64) -> Texts {
-        let Some(i) = seq
+    /// The bytes of entry `seq`'s record (none when it has no record).
+    fn record(&self, seq: u64) -> Option<std::collections::vec_deque::Iter<'_, u8>> {
+        let i = seq
             .checked_sub(self.base)
-            .and_then(|i| usize::try_from(i).ok())
-        else {
-            return Texts::default();
-        };
-        let (Some(start), end) = (
-            self.starts.get(i),
-            self.starts
-                .get(i + 1)
-                .copied()
-                .unwrap_or_else(|| self.end()),
-        ) else {
-            return Texts::default();
-        };
+            .and_then(|i| usize::try_from(i).ok())?;
+        let start = self.starts.get(i)?;
+        let end = self
+            .starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or_else(|| self.end());
         let from = start.wrapping_sub(self.bytes_base) as usize;
         let to = end.wrapping_sub(self.bytes_base) as usize;
-        // Offsets wrap at 4 GiB of texts held at once (a window of 10^7
-        // campaigns of one holds about 400 MB): past that a record reads
+        // Offsets wrap at 4 GiB of records held at once (a window of 10^7
+        // campaigns of one holds about 500 MB): past that a record reads
         // as empty, never out of bounds.
         if from >= to || to > self.bytes.len() {
-            return Texts::default();
+            return None;
         }
-        let raw: Vec<u8> = self.bytes.range(from..to).copied().collect();
+        Some(self.bytes.range(from..to))
+    }
+
+    /// The texts recorded for entry `seq` (none when it has no record).
+    pub fn get(&self, seq: u64) -> Texts {
+        let Some(record) = self.record(seq) else {
+            return Texts::default();
+        };
+        let raw: Vec<u8> = record
+            .take_while(|b| **b != PARTIES_MARK)
+            .copied()
+            .collect();
         Texts::from_raw(String::from_utf8(raw).unwrap_or_default())
+    }
+
+    /// The party keys recorded for entry `seq`: `None` when it has no
+    /// record or its parties are unknown.
+    pub fn keys(&self, seq: u64) -> Option<Vec<u32>> {
+        let mut record = self.record(seq)?.skip_while(|b| **b != PARTIES_MARK);
+        record.next()?;
+        let bytes: Vec<u8> = record.copied().collect();
+        Some(
+            bytes
+                .chunks_exact(4)
+                .filter_map(|c| c.try_into().ok().map(u32::from_le_bytes))
+                .collect(),
+        )
     }
 
     /// Frees the records of entries before `first` (those that left the
@@ -454,6 +538,11 @@ impl AloneTexts {
             self.bytes.drain(..n.min(self.bytes.len()));
             self.bytes_base = next;
         }
+    }
+
+    /// Heap bytes held (capacity), for the engine's statistics.
+    pub fn heap_bytes(&self) -> usize {
+        self.starts.capacity() * 4 + self.bytes.capacity()
     }
 }
 
@@ -476,7 +565,9 @@ pub enum Slot {
 #[derive(Debug, Clone, Copy)]
 pub struct Member<'a> {
     pub now: u64,
-    pub recipients: u16,
+    /// Its sender, recipients and Message-ID: what it adds to the
+    /// campaign's parties and how many recipients it counts for.
+    pub parties: &'a Parties,
     pub weight_pct: u8,
     pub sender: u16,
     pub sender_name: Option<&'a str>,
@@ -629,18 +720,19 @@ impl Campaigns {
     }
 
     /// Adds a message to the campaign behind `slot`; the caller records
-    /// `slot` in the message's window entry (one reference).
-    pub fn add_member(&mut self, slot: u32, m: Member<'_>) {
+    /// `slot` in the message's window entry (one reference). Answers what
+    /// the message added (`None`: no live campaign behind the slot).
+    pub fn add_member(&mut self, slot: u32, m: Member<'_>) -> Option<Move> {
         self.add_ref(slot);
         let keep_subjects = self.keep_subjects;
-        let Some(c) = self.get_mut(slot) else {
-            return;
-        };
-        c.add(&m, keep_subjects);
+        let c = self.get_mut(slot)?;
+        Some(c.add(&m, keep_subjects))
     }
 
     /// A campaign of one message (alone, not in a slot): what
-    /// a slot that a first message created and joined would hold.
+    /// a slot that a first message created and joined would hold, but
+    /// its parties ([`Campaign::talk`]), which its window entry's record
+    /// keeps until it gets a slot.
     pub fn alone(&self, id: CampaignId, m: &Member<'_>) -> Campaign {
         let mut c = Campaign::empty(id, m.now);
         c.add(m, self.keep_subjects);
@@ -748,6 +840,12 @@ impl Campaigns {
                 t.alerted |= campaign.alerted;
                 t.list_post &= campaign.list_post;
                 t.allowed_until = t.allowed_until.max(campaign.allowed_until);
+                // Two campaigns are two deliveries; parties unknown on
+                // either side are unknown in the whole.
+                match (t.talk.as_deref_mut(), campaign.talk.as_deref()) {
+                    (Some(mine), Some(theirs)) => mine.merge(theirs),
+                    _ => t.talk = None,
+                }
                 for (h, n) in campaign.senders.iter() {
                     t.senders.add(h, n);
                 }
@@ -854,10 +952,10 @@ mod compact_tests {
     #[test]
     fn alone_texts_are_kept_by_sequence_number_until_trimmed() {
         let t = |i: u64| Texts::new(Some(&format!("subject {i}")), [format!("s{i}.example")]);
-        let mut a = AloneTexts::default();
+        let mut a = AloneRecords::default();
         for seq in 5..10 {
             let texts = if seq == 7 { Texts::default() } else { t(seq) };
-            a.push(seq, &texts);
+            a.push(seq, &texts, None);
         }
         assert_eq!(a.get(6), t(6));
         assert_eq!(a.get(7), Texts::default());
@@ -868,15 +966,24 @@ mod compact_tests {
         assert_eq!(a.get(6), Texts::default());
         assert_eq!((a.get(8), a.get(9)), (t(8), t(9)));
         // A gap (entries with no record) reads as empty; later ones as pushed.
-        a.push(12, &t(12));
+        a.push(12, &t(12), None);
         assert_eq!(
             (a.get(10), a.get(11), a.get(12)),
             (Texts::default(), Texts::default(), t(12))
         );
         a.trim(20);
         assert_eq!(a.get(12), Texts::default());
-        a.push(20, &t(20));
+        a.push(20, &t(20), Some(&[7, 8]));
+        assert_eq!(a.keys(20), Some(vec![7, 8]));
+        assert_eq!(a.keys(12), None, "trimmed");
         assert_eq!(a.get(20), t(20));
+        // Known parties, none of them (a message with no sender and no
+        // recipient address), against unknown ones.
+        a.push(21, &Texts::default(), Some(&[]));
+        a.push(22, &t(22), None);
+        assert_eq!((a.keys(21), a.get(21)), (Some(vec![]), Texts::default()));
+        assert_eq!((a.keys(22), a.get(22)), (None, t(22)));
+        assert_eq!(a.keys(20), Some(vec![7, 8]));
     }
 
     #[test]
@@ -926,9 +1033,11 @@ mod tests {
     use super::*;
 
     fn member(now: u64, rcpt: u16) -> Member<'static> {
+        // Leaked: a few small values a test, for `Member`'s lifetime.
+        let parties: &'static Parties = Box::leak(Box::new(Parties::anonymous(rcpt.into())));
         Member {
             now,
-            recipients: rcpt,
+            parties,
             weight_pct: 100,
             sender: 1,
             sender_name: Some("a.example"),
@@ -1007,12 +1116,13 @@ mod tests {
 
 #[cfg(test)]
 mod size_tests {
-    /// Every window entry holds a campaign slot of its own while it is the
-    /// only message of its campaign: their size is memory per message
-    /// (docs/dev/performance.md). 128 bytes before 2026-11-26.
+    /// A campaign of two messages or more holds a slot (docs/dev/
+    /// performance.md). 128 bytes before 2026-11-26; 88 before its parties
+    /// (`Campaign::talk`, 2026-11-28), which a campaign of one keeps in its
+    /// window entry's record instead.
     #[test]
-    fn a_campaign_slot_takes_88_bytes() {
-        assert_eq!(std::mem::size_of::<super::Slot>(), 88);
+    fn a_campaign_slot_takes_96_bytes() {
+        assert_eq!(std::mem::size_of::<super::Slot>(), 96);
         assert_eq!(std::mem::size_of::<super::Senders>(), 16);
     }
 }

@@ -8,6 +8,7 @@ use super::analysis::Analysis;
 use super::campaign::CampaignId;
 use super::envelope::Envelope;
 use super::minhash::jaccard_estimate;
+use super::party::Parties;
 use super::verdict::{
     campaign_level, AllowReason, CampaignSummary, Level, NearMiss, SkipReason, Verdict,
 };
@@ -102,7 +103,10 @@ pub struct Observation {
     pub smallest: Vec<[u32; 3]>,
     /// Enough features to look for near duplicates (else exact only).
     pub near: bool,
-    pub recipients: u16,
+    /// Its sender, recipients and Message-IDs as party keys
+    /// ([`crate::engine::party`]): whom it reaches, and how many it counts
+    /// for (at least one).
+    pub parties: Parties,
     /// 16-bit hash of the sender domain.
     pub sender: u16,
     pub sender_name: Option<String>,
@@ -177,6 +181,9 @@ pub struct Outcome {
     /// An operator allowed the campaign, and the allowance runs
     /// ([`Engine::allow`](super::Engine::allow)).
     pub allowed: bool,
+    /// What the message was to its campaign and the recipients it added
+    /// ([`crate::engine::party`]).
+    pub step: super::party::Move,
 }
 
 /// The first half of a decision, which needs no state: allow-lists and
@@ -225,7 +232,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         bands,
         smallest,
         near,
-        recipients: env.recipient_count(),
+        parties: parties_of(cfg, a, env),
         sender: sender_hash(sender_name.as_deref().unwrap_or("")),
         sender_name,
         subject: a.subject.clone(),
@@ -235,6 +242,24 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         list_post: a.list_id && env.mail_from.as_deref().and_then(domain_of).is_some(),
         reply: a.reply,
     })
+}
+
+/// The parties of a message ([`Parties::of`]): at least one recipient,
+/// whatever the envelope says (a message was delivered to someone; a
+/// replayed one has no envelope).
+pub fn parties_of(cfg: &Config, a: &Analysis, env: &Envelope) -> Parties {
+    let mut p = Parties::of(
+        env.mail_from.as_deref(),
+        &env.rcpts,
+        env.more_rcpts,
+        a.message_id.as_deref(),
+        &a.answers,
+        cfg.fingerprint.hash_key,
+    );
+    if p.recipients() == 0 {
+        p.anonymous = u32::from(env.recipient_count());
+    }
+    p
 }
 
 /// The second half of a decision: the level from the campaign's weighted
@@ -276,5 +301,7 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         near_miss: out.near_miss,
         simhash: Some(obs.simhash),
         features: obs.features,
+        step: Some(out.step),
+        kept_cut: None,
     }
 }

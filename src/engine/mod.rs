@@ -33,21 +33,23 @@ pub mod index;
 pub mod link;
 pub mod mime;
 pub mod minhash;
+pub mod party;
 pub mod shingle;
 pub mod simhash;
 pub mod verdict;
 
 pub use self::analysis::{analyze, fingerprint, read, Analysis, ReadConfig, Reading};
-pub use self::decide::{allowed, observe, verdict_of, Observation, Outcome};
+pub use self::decide::{allowed, observe, parties_of, verdict_of, Observation, Outcome};
 pub use self::envelope::{Envelope, UnixSecs, MAX_KEPT_RCPTS};
 pub use self::verdict::NearMiss;
 
 use std::borrow::Cow;
 
-use self::campaign::{AloneTexts, Campaign, CampaignId, Campaigns, Member, WHILE_LIVE};
+use self::campaign::{AloneRecords, Campaign, CampaignId, Campaigns, Member, WHILE_LIVE};
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::{Entry, Owner};
 use self::index::{NearIndex, Query, ALONE_KEY};
+use self::party::{Kind, Move, Parties, Talk};
 use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, Verdict};
 use crate::config::Config;
 
@@ -72,7 +74,7 @@ pub struct Engine {
     pub(crate) campaigns: Campaigns,
     /// Sample subjects and sender names of the campaigns of one message,
     /// which live in their window entries ([`Owner::Alone`]).
-    pub(crate) alone_texts: AloneTexts,
+    pub(crate) alone_texts: AloneRecords,
     /// Window entries alone in their campaign.
     pub(crate) alone: usize,
     /// Campaigns an operator forgot (`bulkwatch campaigns forget`): live
@@ -123,7 +125,7 @@ impl Engine {
             index,
             exact: ExactSet::new(&cfg.exact, cfg.window.window.as_secs(), bloom_seed(cfg)),
             campaigns: Campaigns::new(cfg.campaign.keep_subjects),
-            alone_texts: AloneTexts::default(),
+            alone_texts: AloneRecords::default(),
             alone: 0,
             forgotten: std::collections::HashSet::new(),
             cfg: cfg.clone(),
@@ -185,11 +187,13 @@ impl Engine {
         }
     }
 
-    /// The campaign of one message in entry `seq` as a [`Campaign`].
+    /// The campaign of one message in entry `seq` as a [`Campaign`], with
+    /// its parties when its record has them.
     fn alone_campaign(&self, seq: u64, e: &Entry, id: CampaignId) -> Campaign {
+        let reached = Parties::anonymous(e.recipients.into());
         let member = Member {
             now: u64::from(e.time),
-            recipients: e.recipients,
+            parties: &reached,
             weight_pct: e.weight(),
             sender: e.sender,
             sender_name: None,
@@ -198,6 +202,10 @@ impl Engine {
         };
         let mut c = self.campaigns.alone(id, &member);
         c.texts = self.alone_texts.get(seq);
+        c.talk = self
+            .alone_texts
+            .keys(seq)
+            .map(|k| Box::new(Talk::from_keys(k)));
         c
     }
 
@@ -413,7 +421,7 @@ impl Engine {
         };
         let member = Member {
             now: now.0,
-            recipients: obs.recipients,
+            parties: &obs.parties,
             weight_pct,
             sender: obs.sender,
             sender_name: obs.sender_name.as_deref(),
@@ -436,9 +444,16 @@ impl Engine {
         // The campaign of this message: a slot it joined, a campaign of
         // one in its entry, or (bulk on its own: it must remember its
         // alert) a campaign of one in a slot.
+        let first = Move {
+            kind: Kind::First,
+            added: obs.parties.recipients(),
+            sender_known: false,
+            answers: false,
+        };
+        let mut step = first;
         let home = match joined {
             Some(slot) => {
-                self.campaigns.add_member(slot, member);
+                step = self.campaigns.add_member(slot, member).unwrap_or(first);
                 Home::Slot {
                     slot,
                     alerted_alone: false,
@@ -456,6 +471,7 @@ impl Engine {
                     verdict::level_of(c.one_delivery(), c.recipients, c.score(), &obs.thresholds);
                 if level == Level::Bulk {
                     c.alerted = true;
+                    c.talk = Some(Box::new(Talk::first(&obs.parties).0));
                     Home::Slot {
                         slot: self.campaigns.adopt(c),
                         alerted_alone: true,
@@ -475,7 +491,7 @@ impl Engine {
             obs.sketch,
             campaign::secs32(now.0),
             owner,
-            obs.recipients,
+            campaign::counted(step.added),
             obs.sender,
             weight_pct,
             obs.near,
@@ -487,13 +503,13 @@ impl Engine {
             release(&mut self.campaigns, &mut self.alone, &old);
         }
         let no_texts = campaign::Texts::default();
-        self.alone_texts.push(
-            seq,
-            match &home {
-                Home::Alone(c) => &c.texts,
-                Home::Slot { .. } => &no_texts,
-            },
-        );
+        match &home {
+            Home::Alone(c) => {
+                let keys: Vec<u32> = obs.parties.keys().collect();
+                self.alone_texts.push(seq, &c.texts, Some(&keys));
+            }
+            Home::Slot { .. } => self.alone_texts.push(seq, &no_texts, None),
+        }
         self.alone_texts.trim(self.index.window().first_seq());
         let lru = match owner {
             Owner::Slot(slot) => (slot, self.campaigns.slot_id(slot).map_or(0, |i| i.0)),
@@ -532,6 +548,7 @@ impl Engine {
             corroborating,
             near_miss,
             allowed,
+            step,
         }
     }
 
@@ -783,7 +800,7 @@ mod tests {
                 .collect(),
             smallest: Vec::new(),
             near: true,
-            recipients: 1,
+            parties: crate::engine::party::Parties::anonymous(1),
             sender: u16::from(sender.as_bytes()[0]),
             sender_name: Some(sender.into()),
             subject: Some(subject.into()),
@@ -1101,7 +1118,7 @@ mod tests {
     fn a_campaign_of_one_that_is_bulk_alerts_once() {
         let mut e = Engine::new(&Config::default());
         let a = Observation {
-            recipients: 300,
+            parties: crate::engine::party::Parties::anonymous(300),
             ..text(1, "a.example", "A")
         };
         let first = e.record_local(&a, UnixSecs(100));
@@ -1112,9 +1129,13 @@ mod tests {
         assert_eq!(second.campaign.unwrap().messages, 2);
     }
 
+    /// One recipient, another person each call: a campaign's copies
+    /// reach different people (recipients are counted once a campaign).
     fn env() -> Envelope {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Envelope {
-            rcpts: vec!["x@example.net".into()],
+            rcpts: vec![format!("x{n}@example.net")],
             ..Envelope::default()
         }
     }

@@ -210,6 +210,7 @@ mod tests {
             text: text.to_owned(),
             subject: String::new(),
             tokens: text.split_whitespace().count(),
+            kept_cut: None,
         };
         shingles(&n, &Config::default().fingerprint)
     }
@@ -267,6 +268,7 @@ mod tests {
                 .join(" "),
             subject: String::new(),
             tokens: 500,
+            kept_cut: None,
         };
         let mut cfg = Config::default().fingerprint;
         cfg.sample_modulus = 4;

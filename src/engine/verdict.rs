@@ -164,6 +164,9 @@ pub struct CampaignSummary {
     pub sample_subject: Option<String>,
     /// Every member was a list post ([`Campaign::list_post`]).
     pub list_post: bool,
+    /// A conversation ([`Campaign::conversation`]): one delivery and a
+    /// few forwards, every other message to its parties only.
+    pub conversation: bool,
 }
 
 impl From<&Campaign> for CampaignSummary {
@@ -179,6 +182,7 @@ impl From<&Campaign> for CampaignSummary {
             senders: c.texts.names_vec(),
             sample_subject: c.texts.subject().map(str::to_owned),
             list_post: c.list_post,
+            conversation: c.conversation(),
         }
     }
 }
@@ -216,6 +220,13 @@ pub struct Verdict {
     pub near_miss: Option<NearMiss>,
     pub simhash: Option<u64>,
     pub features: usize,
+    /// What the message was to its campaign and the recipients it added
+    /// ([`crate::engine::party`]), when it was recorded.
+    pub step: Option<crate::engine::party::Move>,
+    /// What the line rules would cut was read as the text: a short
+    /// reply fingerprinted with its quote
+    /// ([`KeptCut`](crate::engine::mime::normalize::KeptCut)).
+    pub kept_cut: Option<crate::engine::mime::normalize::KeptCut>,
 }
 
 impl Verdict {
@@ -235,6 +246,8 @@ impl Verdict {
             near_miss: None,
             simhash,
             features,
+            step: None,
+            kept_cut: None,
         }
     }
 
@@ -259,6 +272,13 @@ impl Verdict {
         }
         if self.list {
             s.push_str("; list=yes");
+        }
+        if self
+            .campaign
+            .as_ref()
+            .is_some_and(|c| c.conversation && c.messages > 1)
+        {
+            s.push_str("; conversation=yes");
         }
         if self.exact {
             s.push_str("; exact=yes");
@@ -286,18 +306,25 @@ impl Verdict {
 /// spent on a message that was not bulk.
 pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
     level_of(
-        one_delivery(c.messages, c.list_post, c.sender_domains),
+        one_delivery(c.messages, c.list_post, c.sender_domains, c.conversation),
         c.recipients,
         c.score,
         t,
     )
 }
 
-/// The campaign is one delivery of one message: a single transaction, or
+/// The campaign is one delivery of one message: a single transaction,
 /// one mailing list's post delivered in several (every member a list post,
-/// all from one sender domain).
-pub fn one_delivery(messages: u32, list_post: bool, sender_domains: usize) -> bool {
-    messages <= 1 || (list_post && sender_domains <= 1)
+/// all from one sender domain), or a conversation (its first delivery,
+/// a few forwards, and replies to its own parties:
+/// [`crate::engine::party`]).
+pub fn one_delivery(
+    messages: u32,
+    list_post: bool,
+    sender_domains: usize,
+    conversation: bool,
+) -> bool {
+    messages <= 1 || (list_post && sender_domains <= 1) || conversation
 }
 
 /// [`campaign_level`] from a campaign's counts: what its messages got, and
@@ -366,6 +393,7 @@ mod tests {
                 senders: vec![],
                 sample_subject: None,
                 list_post: false,
+                conversation: false,
             }),
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };

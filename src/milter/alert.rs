@@ -382,6 +382,7 @@ mod tests {
             senders: vec!["a.example".into(), "b.example".into()],
             sample_subject: Some("Win".into()),
             list_post: false,
+            conversation: false,
         };
         let c = Alert {
             campaign: c,

@@ -189,6 +189,7 @@ mod tests {
                 senders: vec![],
                 sample_subject: None,
                 list_post: false,
+                conversation: false,
             }),
             ..v
         }

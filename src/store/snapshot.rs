@@ -25,7 +25,13 @@
 //! (2026-11-27) marks list posts: the high bit of an entry's weight and
 //! bit 1 of a campaign's flags byte (`alerted` is bit 0); format 2 files
 //! read as format 3 files without list posts, and builds of format 2
-//! refuse format 3 files (a downgrade starts empty).
+//! refuse format 3 files (a downgrade starts empty). Format 4
+//! (2026-11-28) keeps parties (`engine::party`): after the texts of an
+//! entry alone in its campaign, its party keys (a flag, a count, the
+//! keys), and after a campaign's flags its talk (a flag, its copies and
+//! forwards, its party set exact or as bits); format 2 and 3 files read
+//! with parties unknown (their campaigns are no conversations, and count
+//! every recipient of a later message).
 //! The block tables are rebuilt from the window.
 //!
 //! Reading trusts nothing: the checksum is checked first, then every count
@@ -55,17 +61,18 @@ use bloomfilter::Bloom;
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::engine::campaign::{secs32, AloneTexts, Campaign, CampaignId, Campaigns, Slot, Texts};
+use crate::engine::campaign::{secs32, AloneRecords, Campaign, CampaignId, Campaigns, Slot, Texts};
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::{Entry, Owner};
 use crate::engine::index::IndexParts;
+use crate::engine::party::{OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS};
 use crate::engine::Engine;
 use crate::store::codec::{CodecError, Reader, Writer};
 
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
 /// Version of the layout described in the module docs.
-pub const FORMAT_VERSION: u16 = 3;
+pub const FORMAT_VERSION: u16 = 4;
 const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
 const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
 const CHECKSUM_LEN: usize = 32;
@@ -165,7 +172,7 @@ fn write_entry(w: &mut Writer, e: &Entry) {
     w.u8(e.size());
 }
 
-fn write_campaign(w: &mut Writer, c: &Campaign) {
+fn write_campaign(w: &mut Writer, c: &Campaign, format: u16) {
     w.u64(c.id.0);
     w.u64(c.first_seen.into());
     w.u64(c.last_seen.into());
@@ -190,15 +197,83 @@ fn write_campaign(w: &mut Writer, c: &Campaign) {
     }
     // Bit 1: every member a list post (older files write 0 or 1).
     w.u8(u8::from(c.alerted) | (u8::from(c.list_post) << 1));
+    if format >= 4 {
+        write_talk(w, c.talk.as_deref());
+    }
+}
+
+/// A campaign's talk (format 4): a flag, then copies, forwards and the
+/// party set (0 and the exact keys, or 1, the keys inserted and the bits).
+fn write_talk(w: &mut Writer, talk: Option<&Talk>) {
+    let Some(t) = talk else {
+        w.u8(0);
+        return;
+    };
+    w.u8(1);
+    let (copies, forwards, set) = t.to_parts();
+    w.u32(copies);
+    w.u32(forwards);
+    match set {
+        SetParts::Exact(keys) => {
+            w.u8(0);
+            w.u64(keys.len() as u64);
+            for k in keys {
+                w.u32(*k);
+            }
+        }
+        SetParts::Bits(words, n) => {
+            w.u8(1);
+            w.u32(n);
+            for x in words {
+                w.u64(*x);
+            }
+        }
+    }
+}
+
+fn read_talk(r: &mut Reader<'_>) -> Result<Option<Box<Talk>>, SnapshotError> {
+    if !r.bool()? {
+        return Ok(None);
+    }
+    let (copies, forwards) = (r.u32()?, r.u32()?);
+    let set = match r.u8()? {
+        0 => {
+            let n = r.items(MAX_EXACT, 4)?;
+            let keys = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+            OwnedSetParts::Exact(keys)
+        }
+        1 => {
+            let n = r.u32()?;
+            let words = (0..BIT_WORDS)
+                .map(|_| r.u64())
+                .collect::<Result<Vec<_>, _>>()?;
+            OwnedSetParts::Bits(words, n)
+        }
+        k => {
+            return Err(SnapshotError::Invalid {
+                what: format!("campaign party set kind {k}"),
+            })
+        }
+    };
+    let talk = Talk::from_parts(copies, forwards, set).ok_or_else(|| SnapshotError::Invalid {
+        what: "campaign party set".into(),
+    })?;
+    Ok(Some(Box::new(talk)))
 }
 
 /// Serializes the engine's state, stamped with `saved_at` (Unix seconds).
 /// Runs under the engine lock: it only copies memory.
 pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
+    encode_format(engine, saved_at, FORMAT_VERSION)
+}
+
+/// [`encode`] in the layout of format `format` (3: without parties, for
+/// the tests of reading older files).
+fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
     let cfg = engine.config();
     let mut w = Writer::default();
     w.0.extend_from_slice(MAGIC);
-    w.u16(FORMAT_VERSION);
+    w.u16(format);
     w.u8(crate::engine::simhash::VERSION);
     w.0.extend_from_slice(&shape_hash(cfg));
     w.u64(saved_at);
@@ -212,10 +287,20 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
     }
     for (i, e) in parts.entries.iter().enumerate() {
         if let Owner::Alone(_) = e.owner() {
-            s.str(
-                engine.alone_texts.get(parts.base + i as u64).raw(),
-                MAX_STRING,
-            );
+            let seq = parts.base + i as u64;
+            s.str(engine.alone_texts.get(seq).raw(), MAX_STRING);
+            match engine.alone_texts.keys(seq).filter(|_| format >= 4) {
+                Some(keys) => {
+                    s.u8(1);
+                    let keys = &keys[..keys.len().min(MAX_MESSAGE_KEYS)];
+                    s.u8(keys.len() as u8);
+                    for k in keys {
+                        s.u32(*k);
+                    }
+                }
+                None if format >= 4 => s.u8(0),
+                None => {}
+            }
         }
     }
     w.section(TAG_WINDOW, s);
@@ -262,7 +347,7 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
             Slot::Live { campaign, refs } => {
                 s.u8(1);
                 s.u32(*refs);
-                write_campaign(&mut s, campaign);
+                write_campaign(&mut s, campaign, format);
             }
             Slot::Alias { target, refs, id } => {
                 s.u8(2);
@@ -363,7 +448,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
     }
 }
 
-fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
+fn read_campaign(r: &mut Reader<'_>, format: u16) -> Result<Campaign, SnapshotError> {
     let id = CampaignId(r.u64()?);
     let first_seen = secs32(r.u64()?);
     let last_seen = secs32(r.u64()?);
@@ -393,6 +478,7 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
             what: "campaign flags".into(),
         });
     }
+    let talk = if format >= 4 { read_talk(r)? } else { None };
     Ok(Campaign {
         id,
         first_seen,
@@ -407,6 +493,7 @@ fn read_campaign(r: &mut Reader<'_>) -> Result<Campaign, SnapshotError> {
         // Allowances are kept in control.json (milter::control), which
         // is applied after the snapshot.
         allowed_until: None,
+        talk,
     })
 }
 
@@ -428,15 +515,19 @@ pub struct Loaded {
 /// fingerprint settings, checksum mismatch, truncation, counts above the
 /// configured bounds, invalid values.
 pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotError> {
-    let (mut r, saved_at) = read_header(bytes, cfg)?;
+    let (mut r, saved_at, format) = read_header(bytes, cfg)?;
     let max_entries = cfg.window.max_entries;
-    let (base, entries, alone_texts) = read_window(&mut r, max_entries)?;
+    let (base, entries, alone_texts) = read_window(&mut r, max_entries, format)?;
     let (band_bits, sweep_cursor, bands) = read_bands(&mut r, cfg)?;
     let mut engine = Engine::new(cfg);
     let (gens, lru) = read_exact(&mut r, cfg, &engine)?;
     // Slots: live campaigns plus aliases, at most two per window entry
     // (see campaign.rs), plus freed ones still in the vector.
-    let slots = read_slots(&mut r, max_entries.saturating_mul(2).saturating_add(16))?;
+    let slots = read_slots(
+        &mut r,
+        max_entries.saturating_mul(2).saturating_add(16),
+        format,
+    )?;
     r.finish()?;
 
     let nslots = slots.len();
@@ -491,7 +582,7 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
 /// Checks the length, magic, checksum, format and fingerprint versions
 /// and the configuration's shape; returns the reader past the header and
 /// the time the snapshot was saved.
-fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64), SnapshotError> {
+fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64, u16), SnapshotError> {
     if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
         return Err(SnapshotError::Truncated { what: "header" });
     }
@@ -524,16 +615,20 @@ fn read_header<'a>(bytes: &'a [u8], cfg: &Config) -> Result<(Reader<'a>, u64), S
         return Err(SnapshotError::Shape);
     }
     let saved_at = r.u64()?;
-    Ok((r, saved_at))
+    Ok((r, saved_at, format))
 }
 
 /// The window section: its base sequence number and at most
 /// `max_entries` entries.
 /// The window section: base, entries, and the texts of those alone in
 /// their campaign.
-type WindowParts = (u64, Vec<Entry>, AloneTexts);
+type WindowParts = (u64, Vec<Entry>, AloneRecords);
 
-fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<WindowParts, SnapshotError> {
+fn read_window(
+    r: &mut Reader<'_>,
+    max_entries: usize,
+    format: u16,
+) -> Result<WindowParts, SnapshotError> {
     let mut s = r.section(TAG_WINDOW, "window")?;
     let base = s.u64()?;
     // Sequence numbers count messages since the window was created and
@@ -549,13 +644,29 @@ fn read_window(r: &mut Reader<'_>, max_entries: usize) -> Result<WindowParts, Sn
     for _ in 0..n {
         entries.push(read_entry(&mut s)?);
     }
-    let mut texts = AloneTexts::default();
+    let mut texts = AloneRecords::default();
     for (i, e) in entries.iter().enumerate() {
-        let t = match e.owner() {
-            Owner::Alone(_) => Texts::from_raw(s.string(MAX_STRING)?),
-            Owner::Slot(_) => Texts::default(),
+        let (t, keys) = match e.owner() {
+            Owner::Alone(_) => {
+                let t = Texts::from_raw(s.string(MAX_STRING)?);
+                let keys = if format >= 4 && s.bool()? {
+                    let n = usize::from(s.u8()?);
+                    if n > MAX_MESSAGE_KEYS {
+                        return Err(SnapshotError::TooLarge {
+                            what: "party keys of a message",
+                            count: n as u64,
+                            max: MAX_MESSAGE_KEYS as u64,
+                        });
+                    }
+                    Some((0..n).map(|_| s.u32()).collect::<Result<Vec<_>, _>>()?)
+                } else {
+                    None
+                };
+                (t, keys)
+            }
+            Owner::Slot(_) => (Texts::default(), None),
         };
-        texts.push(base + i as u64, &t);
+        texts.push(base + i as u64, &t, keys.as_deref());
     }
     s.finish()?;
     Ok((base, entries, texts))
@@ -654,7 +765,11 @@ fn read_exact(
 }
 
 /// The campaigns section: at most `max_slots` slots.
-fn read_slots(r: &mut Reader<'_>, max_slots: usize) -> Result<Vec<Slot>, SnapshotError> {
+fn read_slots(
+    r: &mut Reader<'_>,
+    max_slots: usize,
+    format: u16,
+) -> Result<Vec<Slot>, SnapshotError> {
     let mut s = r.section(TAG_CAMPAIGNS, "campaigns")?;
     let nslots = s.items(max_slots, 1)?;
     let mut slots = Vec::with_capacity(nslots);
@@ -664,7 +779,7 @@ fn read_slots(r: &mut Reader<'_>, max_slots: usize) -> Result<Vec<Slot>, Snapsho
             1 => {
                 let refs = s.u32()?;
                 Slot::Live {
-                    campaign: read_campaign(&mut s)?,
+                    campaign: read_campaign(&mut s, format)?,
                     refs,
                 }
             }
@@ -689,9 +804,22 @@ fn read_slots(r: &mut Reader<'_>, max_slots: usize) -> Result<Vec<Slot>, Snapsho
 const MAX_CAMPAIGN_LEN: u64 = {
     let strings = (MAX_SENDER_NAMES as u64) * (8 + MAX_STRING as u64) + (1 + 8 + MAX_STRING as u64);
     // kind, refs, id, first/last seen, messages, recipients, score,
-    // senders, names, subject, alerted
-    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1
+    // senders, names, subject, alerted, talk (its larger form)
+    let talk = 1 + 4 + 4 + 1 + max_u64(8 + 4 * MAX_EXACT as u64, 4 + 8 * BIT_WORDS as u64);
+    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1 + talk
 };
+
+const fn max_u64(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Encoded size of the largest record of a message alone in its
+/// campaign: its texts and its party keys.
+const MAX_RECORD_LEN: u64 = 8 + MAX_STRING as u64 + 1 + 1 + 4 * MAX_MESSAGE_KEYS as u64;
 
 /// The largest snapshot file [`load`] reads for `cfg`: an upper bound on
 /// what [`encode`] can write for this configuration, counted section by
@@ -707,7 +835,8 @@ const MAX_CAMPAIGN_LEN: u64 = {
 pub fn max_file_len(cfg: &Config) -> u64 {
     let entries = cfg.window.max_entries as u64;
     let fixed = (HEADER_LEN + CHECKSUM_LEN) as u64 + 4 * (1 + 8);
-    let window = (8 + 8u64).saturating_add(entries.saturating_mul(ENTRY_LEN as u64));
+    let window =
+        (8 + 8u64).saturating_add(entries.saturating_mul(ENTRY_LEN as u64 + MAX_RECORD_LEN));
     // As in decode: up to 4 items per entry (plus slack) per table, each
     // in a non-empty bucket (index u32, count u64) at worst of its own.
     let items = entries.saturating_mul(4).saturating_add(1024);
@@ -804,9 +933,13 @@ mod tests {
         cfg
     }
 
+    /// One recipient, another person each call: a campaign's copies
+    /// reach different people (recipients are counted once a campaign).
     fn env() -> Envelope {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Envelope {
-            rcpts: vec!["x@example.net".into()],
+            rcpts: vec![format!("x{n}@example.net")],
             ..Envelope::default()
         }
     }
@@ -914,8 +1047,10 @@ mod tests {
         .enumerate()
         {
             let now = UnixSecs(2000 + i as u64);
-            let va = a.process(msg.as_bytes(), &env(), now);
-            let vb = b.process(msg.as_bytes(), &env(), now);
+            // The same envelope for both: the same parties.
+            let to = env();
+            let va = a.process(msg.as_bytes(), &to, now);
+            let vb = b.process(msg.as_bytes(), &to, now);
             assert_eq!(va, vb, "message {i}");
         }
         assert_eq!(list(&a), list(&b));
@@ -1019,20 +1154,37 @@ mod tests {
     }
 
     /// A format-2 file (before list posts: the same layout without their
-    /// bits) is read after an upgrade.
+    /// bits) and a format-3 file (before parties) are read after an
+    /// upgrade; their campaigns' parties are unknown: no conversation.
     #[test]
-    fn format_2_files_are_read() {
+    fn format_2_and_3_files_are_read() {
         let cfg = small_cfg();
         let mut e = Engine::new(&cfg);
         for (i, n) in ["alice", "bob", "carol"].iter().enumerate() {
             e.process(spam(n, 7 + i as u32).as_bytes(), &env(), UnixSecs(1000));
         }
-        let bytes = encode(&e, 1);
+        e.process(b"Subject: alone\n\nsomething else entirely, said once and never again by anyone at all here", &env(), UnixSecs(1001));
+        let bytes = encode_format(&e, 1, 3);
         let mut v = bytes[..bytes.len() - CHECKSUM_LEN].to_vec();
         assert_eq!(v[8..10], [3, 0]);
+        let (back, _) = decode(&reseal(v.clone()), &cfg).unwrap();
+        assert_eq!(counts(&back), counts(&e));
+        assert!(back.campaigns.iter().all(|c| c.talk.is_none()));
+        assert!(back.campaigns.iter().count() > 0);
         v[8] = 2;
         let (back, _) = decode(&reseal(v), &cfg).unwrap();
         assert_eq!(counts(&back), counts(&e));
+        // This build's own files keep them.
+        let (now, _) = decode(&encode(&e, 1), &cfg).unwrap();
+        assert!(now.campaigns.iter().all(|c| c.talk.is_some()));
+        let alone: Vec<u64> = now
+            .window()
+            .iter()
+            .filter(|(_, x)| matches!(x.owner(), Owner::Alone(_)))
+            .map(|(seq, _)| seq)
+            .collect();
+        assert!(!alone.is_empty());
+        assert!(alone.iter().all(|s| now.alone_texts.keys(*s).is_some()));
     }
 
     /// Band items saved from one window size go back into another: band

@@ -46,8 +46,10 @@ use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
 use crate::engine::minhash::band_keys;
+use crate::engine::party::{Parties, MAX_ANSWERS};
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
+use crate::engine::MAX_KEPT_RCPTS;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{BadStream, CatchUp, Store, StoreError};
@@ -57,14 +59,17 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// mark (`Observation::list_post`), format 4 the second and third MinHash
 /// values (`Observation::deeper`, the containment test), format 5 the
 /// band seeds' three smallest values (`Observation::smallest`, the band
-/// probes), from which the reader makes the band keys (not written then);
-/// entries of formats 1 to 4 are still read (as 0, false, the
+/// probes), from which the reader makes the band keys (not written then),
+/// format 6 the message's parties (`Observation::parties`: keyed hashes
+/// of its sender, recipients and Message-IDs; an entry of an older format
+/// reads as recipients of whom nothing is known, each counted, as those
+/// builds count them); entries of formats 1 to 4 are still read (as 0, false, the
 /// sketch itself and none: such an entry's message joins no campaign on
 /// containment, or none through a probe, which is what the builds that
 /// wrote them decide but for copies diluted by little). Builds
 /// before a format skip its entries (and say so): during a rolling upgrade
 /// they count only their own and older hosts' mail.
-const FORMAT: u8 = 5;
+const FORMAT: u8 = 6;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -161,7 +166,8 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
         w.u64(*band);
     }
     w.u8(u8::from(obs.near));
-    w.u16(obs.recipients);
+    // What builds before format 6 count the message for.
+    w.u16(crate::engine::campaign::counted(obs.parties.recipients()));
     w.u16(obs.sender);
     w.u32(u32::try_from(obs.features).unwrap_or(u32::MAX));
     let t = &obs.thresholds;
@@ -182,7 +188,50 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
         w.u32(*v);
     }
     w.u8(u8::from(derived));
+    put_parties(&mut w, &obs.parties);
     w.0
+}
+
+/// The parties of an entry (format 6): sender and Message-ID as a
+/// presence flag and a key, the recipients' keys, the anonymous
+/// recipients, the Message-IDs answered.
+fn put_parties(w: &mut Writer, p: &Parties) {
+    for k in [p.sender, p.message] {
+        w.u8(u8::from(k.is_some()));
+        w.u32(k.unwrap_or(0));
+    }
+    let rcpts = p.rcpts.iter().take(MAX_KEPT_RCPTS);
+    w.u8(rcpts.len() as u8);
+    for r in rcpts {
+        w.u32(*r);
+    }
+    w.u32(p.anonymous);
+    let answers = p.answers.iter().take(MAX_ANSWERS);
+    w.u8(answers.len() as u8);
+    for a in answers {
+        w.u32(*a);
+    }
+}
+
+fn get_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
+    let mut key = || -> Result<Option<u32>, CodecError> {
+        let some = r.bool()?;
+        let k = r.u32()?;
+        Ok(some.then_some(k))
+    };
+    let (sender, message) = (key()?, key()?);
+    let n = byte_count(r, MAX_KEPT_RCPTS, "log entry recipients")?;
+    let rcpts = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+    let anonymous = r.u32()?;
+    let n = byte_count(r, MAX_ANSWERS, "log entry answers")?;
+    let answers = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+    Ok(Parties {
+        sender,
+        rcpts,
+        anonymous,
+        message,
+        answers,
+    })
 }
 
 /// An optional text of at most `max_chars` characters.
@@ -308,6 +357,11 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     } else {
         Vec::new()
     };
+    let parties = if format >= 6 {
+        get_parties(r)?
+    } else {
+        Parties::anonymous(recipients.into())
+    };
     r.finish()?;
     Ok((
         Observation {
@@ -318,7 +372,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             bands,
             smallest,
             near,
-            recipients,
+            parties,
             sender,
             sender_name,
             subject,
@@ -1262,7 +1316,7 @@ mod tests {
             bands: vec![1, 2, 3, 4],
             smallest: (0..8).map(|i| [i, i + 100, u32::MAX - i]).collect(),
             near: true,
-            recipients: 300,
+            parties: crate::engine::party::Parties::anonymous(300),
             sender: 0xBEEF,
             sender_name: Some("sender.example".into()),
             subject: Some("Ünïcode subject".into()),
@@ -1388,9 +1442,51 @@ mod tests {
     }
 
     /// The bytes of format 5's smallest values in `o`'s entry (and its
-    /// flag of derived band keys).
+    /// flag of derived band keys), and of format 6's parties after them.
     fn probe_bytes(o: &Observation) -> usize {
-        2 + 12 * o.smallest.len()
+        2 + 12 * o.smallest.len() + party_bytes(o)
+    }
+
+    /// The bytes of format 6's parties in `o`'s entry.
+    fn party_bytes(o: &Observation) -> usize {
+        let p = &o.parties;
+        5 + 5 + 1 + 4 * p.rcpts.len() + 4 + 1 + 4 * p.answers.len()
+    }
+
+    /// Entries of format 5 (builds before parties) read as recipients of
+    /// whom nothing is known, as many as the entry counts.
+    #[test]
+    fn format_5_entries_read_with_anonymous_recipients() {
+        let o = Observation {
+            parties: Parties::of(
+                Some("a@x.example"),
+                &["b@example.org", "c@example.org"],
+                3,
+                Some("id@x.example"),
+                &["parent@y.example"],
+                (1, 2),
+            ),
+            ..obs()
+        };
+        let e = encode(&o, UnixSecs(7));
+        assert_eq!(decode(&e).unwrap().0, o, "format 6 reads back");
+        let mut old = e.clone();
+        old[0] = 5;
+        old.truncate(e.len() - party_bytes(&o));
+        let (back, _) = decode(&old).unwrap();
+        assert_eq!(back.parties, Parties::anonymous(5));
+        assert_eq!(
+            Observation {
+                parties: o.parties.clone(),
+                ..back
+            },
+            o
+        );
+        // More recipients or answers than a message may have: refused.
+        let mut many = e.clone();
+        let at = e.len() - party_bytes(&o) + 10;
+        many[at] = 65;
+        assert!(decode(&many).is_err());
     }
 
     /// Entries of format 2 (builds before list posts) read as no list post.

@@ -14,14 +14,15 @@
 //! (daemon side).
 
 use crate::config::{NormalizeConfig, ScanConfig};
-use crate::engine::mime::normalize::Normalized;
+use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::mime::MAX_ATTACHMENTS;
+use crate::engine::party::MAX_ANSWERS;
 use crate::engine::{ReadConfig, Reading, MAX_KEPT_RCPTS};
 use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -291,6 +292,15 @@ impl Reply {
                 w.bool(r.list_id);
                 w.bool(r.reply);
                 w.bool(r.truncated);
+                let answers = r.answers.iter().take(MAX_ANSWERS);
+                w.u64(answers.len() as u64);
+                for a in answers {
+                    w.str(a, MAX_FIELD);
+                }
+                w.bool(r.normalized.kept_cut.is_some());
+                let kept = r.normalized.kept_cut.unwrap_or_default();
+                w.u32(kept.own_words);
+                w.u32(kept.words);
             }
             Reply::Panicked { message: m } => {
                 w.u8(PANICKED);
@@ -336,18 +346,30 @@ impl Reply {
                 let list_id = r.bool()?;
                 let reply = r.bool()?;
                 let truncated = r.bool()?;
+                let n = r.items(MAX_ANSWERS, 8)?;
+                let mut answers = Vec::with_capacity(n);
+                for _ in 0..n {
+                    answers.push(r.string(MAX_FIELD)?);
+                }
+                let some_cut = r.bool()?;
+                let kept = KeptCut {
+                    own_words: r.u32()?,
+                    words: r.u32()?,
+                };
                 Reply::Read(Box::new(Reading {
                     parsed,
                     normalized: Normalized {
                         text,
                         subject,
                         tokens,
+                        kept_cut: some_cut.then_some(kept),
                     },
                     attachments,
                     pictures,
                     images,
                     has_link,
                     message_id,
+                    answers,
                     subject: subject_header,
                     from_domain,
                     list,
@@ -377,12 +399,17 @@ mod tests {
                 text: "hello world\nsecond sentence".into(),
                 subject: "offer".into(),
                 tokens: 4,
+                kept_cut: Some(KeptCut {
+                    own_words: 5,
+                    words: 80,
+                }),
             },
             attachments: vec![[7; 32], [9; 32]],
             pictures: vec![0x0123_4567_89ab_cdef],
             images: vec!["img.example/#.png".into()],
             has_link: true,
             message_id: Some("a@b".into()),
+            answers: vec!["first@b".into(), "root@b".into()],
             subject: None,
             from_domain: Some("deals.example".into()),
             list: true,

@@ -27,7 +27,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         bands: band_keys(&smallest).collect(),
         smallest,
         near: true,
-        recipients: 1,
+        parties: bulkwatch::engine::party::Parties::anonymous(1),
         sender: (next() & 0xFFFF) as u16,
         sender_name: Some("sender.example".into()),
         subject: Some("A subject of ordinary length for a message".into()),
@@ -68,7 +68,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
             })
             .collect(),
         near: true,
-        recipients: 1,
+        parties: bulkwatch::engine::party::Parties::anonymous(1),
         sender: 7,
         sender_name: Some("chain.example".into()),
         subject: None,

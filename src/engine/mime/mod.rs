@@ -52,6 +52,9 @@ pub struct BodyText {
     pub recipients: Vec<String>,
     pub from_domain: Option<String>,
     pub message_id: Option<String>,
+    /// The Message-IDs it answers ([`answers`]): the parties of a
+    /// conversation (`engine::party`).
+    pub answers: Vec<String>,
     /// The message's own header section says it comes from a mailing list
     /// or is bulk: List-Id, List-Post, List-Unsubscribe, or Precedence:
     /// list or bulk.
@@ -147,6 +150,7 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
     let mut body = BodyText {
         subject: message.subject().map(|s| at_most_chars(s, 512)),
         message_id: message_id(&message),
+        answers: answers(&message),
         list,
         list_id,
         reply: reply || message.subject().is_some_and(reply_subject),
@@ -205,6 +209,34 @@ fn message_id(message: &Message<'_>) -> Option<String> {
     let unfolded: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
     let id = unfolded.trim_start_matches('<').trim_end_matches('>');
     (!id.is_empty()).then(|| at_most_chars(id, 512))
+}
+
+/// The Message-IDs a message answers, as [`message_id`] keeps its own:
+/// those of `In-Reply-To`, then the last ones of `References` (the
+/// messages it most likely answers), at most
+/// [`crate::engine::party::MAX_ANSWERS`] in all, each once. The sender
+/// writes them: they only make a message that reaches new people a
+/// forward instead of a copy (`engine::party`).
+fn answers(message: &Message<'_>) -> Vec<String> {
+    use crate::engine::party::MAX_ANSWERS;
+    let replied = message.in_reply_to().as_text_list().unwrap_or_default();
+    let references = message.references().as_text_list().unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    for id in replied
+        .iter()
+        .take(MAX_ANSWERS)
+        .chain(references.iter().rev().take(MAX_ANSWERS))
+    {
+        let unfolded: String = id.chars().filter(|c| !c.is_whitespace()).collect();
+        let id = at_most_chars(unfolded.trim_start_matches('<').trim_end_matches('>'), 512);
+        if out.len() >= MAX_ANSWERS {
+            break;
+        }
+        if !id.is_empty() && !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
 }
 
 /// The message's own header section says it was sent by a mailing list or

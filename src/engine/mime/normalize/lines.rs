@@ -89,17 +89,40 @@ pub(super) const MIN_KEPT_SHARE: usize = 3;
 /// A text quoted with `> ` on every line, or put under an `On .. wrote:`,
 /// `-----Original Message-----` or `-- ` line, is then fingerprinted as the
 /// same words unquoted. Greetings stay cut: they are a line or two at most.
-pub(super) fn bounded_lines<'a>(text: &'a str, cfg: &NormalizeConfig) -> Vec<Line<'a>> {
+pub(super) fn bounded_lines<'a>(
+    text: &'a str,
+    cfg: &NormalizeConfig,
+) -> (Vec<Line<'a>>, Option<KeptCut>) {
     let (cut, removed) = select_lines_flagged(text, cfg);
     if !removed {
         // Most messages: no quote, footer or disclaimer; nothing to bound.
-        return cut;
+        return (cut, None);
     }
     let kept = words_in(&cut);
-    if kept >= MIN_KEPT_WORDS && kept * MIN_KEPT_SHARE >= count_words(text) {
-        return cut;
+    let words = count_words(text);
+    if kept >= MIN_KEPT_WORDS && kept * MIN_KEPT_SHARE >= words {
+        return (cut, None);
     }
-    relax(text, cfg)
+    let why = KeptCut {
+        own_words: u32::try_from(kept).unwrap_or(u32::MAX),
+        words: u32::try_from(words).unwrap_or(u32::MAX),
+    };
+    (relax(text, cfg), Some(why))
+}
+
+/// Lines the line rules would cut (quoted lines, an attribution, a
+/// forwarded message's header, a footer or a disclaimer) that were read
+/// as the text, because what the rules left was under
+/// [`MIN_KEPT_WORDS`] words or a third of the message's: a short reply is
+/// fingerprinted with what it quotes (so that a spam text under a quote
+/// line is still that text). Shown in the verdict (`quote=read`) and by
+/// `bulkwatch scan`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeptCut {
+    /// Words the rules would have left.
+    pub own_words: u32,
+    /// Words of the whole text.
+    pub words: u32,
 }
 
 /// Stages 1 and 2 of [`bounded_lines`].

@@ -31,6 +31,7 @@ mod tokens;
 
 use unicode_normalization::UnicodeNormalization;
 
+pub use self::lines::KeptCut;
 pub use self::lines::MIN_KEPT_WORDS;
 use self::lines::{bounded_lines, Line};
 pub use self::tokens::url_host;
@@ -46,6 +47,9 @@ pub struct Normalized {
     /// Normalized subject (tokens separated by ' '), empty if none.
     pub subject: String,
     pub tokens: usize,
+    /// What the line rules would cut was read as the text
+    /// ([`KeptCut`]): a short reply fingerprinted with its quote.
+    pub kept_cut: Option<KeptCut>,
 }
 
 /// Normalizes `body`. `envelope_rcpts` are the SMTP RCPT TO addresses (may be
@@ -59,9 +63,10 @@ pub fn normalize(body: &BodyText, envelope_rcpts: &[String], cfg: &NormalizeConf
     };
     let text = read_spellings(text, cfg);
     let personal = Personal::new(body, envelope_rcpts, cfg);
-    let lines = bounded_lines(&text, cfg);
+    let (lines, kept_cut) = bounded_lines(&text, cfg);
     let mut out = Normalized {
         text: String::with_capacity(text.len()),
+        kept_cut,
         ..Normalized::default()
     };
     let mut sentence_open = false;
