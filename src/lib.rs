@@ -25,6 +25,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod escape;
 pub mod file;
 pub mod http;
 pub mod milter;

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::daemon::{header, Daemon};
-use common::{open_unix, spam, transact, NAMES};
+use common::{open_unix, spam, transact};
 use indymilter_test::Status;
 
 /// A free loopback port (bound, read, released).
@@ -48,7 +48,7 @@ fn config_text(
 async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Status) {
     tokio::time::timeout(Duration::from_secs(30), async {
         let mut conn = open_unix(socket).await;
-        let r = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 7000 + i as u32)).await;
+        let r = transact(&mut conn, &spam(&common::name(i), 7000 + i as u32)).await;
         conn.close().await.unwrap();
         r
     })
@@ -254,7 +254,7 @@ async fn slow_session(socket: &Path, i: usize) -> Result<(), String> {
     use indymilter_test::{MacroStage, TestConnection};
     let pause = || tokio::time::sleep(Duration::from_millis(300));
     let step = |what: &'static str| move |e: indymilter_test::TestError| format!("{what}: {e}");
-    let m = spam(NAMES[i % NAMES.len()], 9000 + i as u32);
+    let m = spam(&common::name(i), 9000 + i as u32);
     // The flood may fill the listen queue for a moment: a connect that
     // finds it full is tried again (the guard's business is what happens
     // to accepted connections).

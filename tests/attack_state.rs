@@ -177,7 +177,7 @@ impl Drop for Serve {
 
 async fn deliver(socket: &Path, i: usize) -> Status {
     let mut conn = open_unix(socket).await;
-    let (_, st) = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 9000 + i as u32)).await;
+    let (_, st) = transact(&mut conn, &spam(&common::name(i), 9000 + i as u32)).await;
     conn.close().await.unwrap();
     st
 }

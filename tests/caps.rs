@@ -24,9 +24,13 @@ fn capped(max_entries: usize, lru: usize) -> Config {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// One recipient, another person each call: a campaign's copies reach
+/// different people (recipients are counted once a campaign).
 fn env() -> Envelope {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Envelope {
-        rcpts: vec!["x@example.net".into()],
+        rcpts: vec![format!("x{n}@example.net")],
         ..Envelope::default()
     }
 }

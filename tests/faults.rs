@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::daemon::{header, Daemon};
-use common::{open_unix, spam, transact, NAMES};
+use common::{open_unix, spam, transact};
 use indymilter_test::Status;
 
 struct Mount(std::path::PathBuf);
@@ -47,7 +47,7 @@ impl Drop for Mount {
 
 async fn deliver(socket: &Path, i: usize) -> Option<String> {
     let mut conn = open_unix(socket).await;
-    let (a, st) = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 8000 + i as u32)).await;
+    let (a, st) = transact(&mut conn, &spam(&common::name(i), 8000 + i as u32)).await;
     assert_eq!(st, Status::Accept, "message {i} accepted");
     conn.close().await.unwrap();
     header(&a)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bulkwatch::store::Store;
 use common::daemon::{header, Daemon};
-use common::{open_unix, spam, transact, NAMES};
+use common::{open_unix, spam, transact};
 use indymilter_test::Status;
 
 /// A temporary directory and the names a daemon's test uses in it: the
@@ -57,7 +57,7 @@ fn config_text(socket: &Path, state: &Path, bulk_action: &str) -> String {
 
 async fn deliver(socket: &Path, i: usize) -> (indymilter_test::EomActions, Status) {
     let mut conn = open_unix(socket).await;
-    let r = transact(&mut conn, &spam(NAMES[i % NAMES.len()], 5000 + i as u32)).await;
+    let r = transact(&mut conn, &spam(&common::name(i), 5000 + i as u32)).await;
     conn.close().await.unwrap();
     r
 }

@@ -1485,7 +1485,7 @@ async fn a_milter_on_the_log_layout_falls_back_to_a_copy_of_its_replica() {
     let shared = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let state = State::new(Engine::new(&cfg)).with_redis(shared);
     let m = common::start_state(state).await;
-    let mail = |i: usize| common::spam(common::NAMES[i % common::NAMES.len()], 700 + i as u32);
+    let mail = |i: usize| common::spam(&common::name(i), 700 + i as u32);
     // The campaign size in the verdict header ("...size=N...").
     let size = |a: &indymilter_test::EomActions| -> Option<u64> {
         let h = common::daemon::header(a)?;

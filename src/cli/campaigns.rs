@@ -53,7 +53,6 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// The configuration, the socket or the daemon's answer.
 pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
     let cfg = load_config(args.config.as_ref())?;
-    let path = socket_path(&cfg.state.state_dir);
     let request = match &args.action {
         Action::List => "list".to_owned(),
         Action::Show { id } => format!("show {id}"),
@@ -67,6 +66,24 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
     if request.contains('\n') {
         return Err(UsageError::CampaignIdOneWord.into());
     }
+    let answer = ask(&cfg, &request)?;
+    let text = if args.json {
+        format!("{answer}\n")
+    } else {
+        human(&args.action, &answer)
+    };
+    print_stdout(&text)?;
+    Ok(Exit::Ok)
+}
+
+/// Sends one request line to the daemon of `cfg` (its control socket)
+/// and answers its JSON answer; a refusal (`"ok": false`) is an error.
+///
+/// # Errors
+/// The socket (no daemon, no permission), an answer that is not JSON, or
+/// the daemon's refusal.
+pub fn ask(cfg: &crate::config::Config, request: &str) -> Result<serde_json::Value, CliError> {
+    let path = socket_path(&cfg.state.state_dir);
     let io = |source: std::io::Error| CliError::Other {
         what: format!(
             "cannot talk to the daemon at {} (is it running, and may this user open its socket?)",
@@ -95,13 +112,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
             .to_owned();
         return Err(CliError::Refused { error: why });
     }
-    let text = if args.json {
-        format!("{answer}\n")
-    } else {
-        human(&args.action, &answer)
-    };
-    print_stdout(&text)?;
-    Ok(Exit::Ok)
+    Ok(answer)
 }
 
 /// Most bytes read of the daemon's answer.

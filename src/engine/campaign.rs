@@ -739,6 +739,13 @@ impl Campaigns {
         c
     }
 
+    /// `c` as it would be with `m` added, and what `m` would add (an
+    /// explanation, which records nothing).
+    pub fn with_member(&self, mut c: Campaign, m: &Member<'_>) -> (Campaign, Move) {
+        let step = c.add(m, self.keep_subjects);
+        (c, step)
+    }
+
     /// Gives `c` a slot with one reference (a campaign of one that needs
     /// one, or that a second message joins); its id must be free.
     pub fn adopt(&mut self, c: Campaign) -> u32 {

@@ -124,6 +124,12 @@ impl ExactSet {
         self.lru.get(h).copied()
     }
 
+    /// [`ExactSet::campaign_of`] without marking the value as recently
+    /// used (an explanation, which records nothing).
+    pub fn peek_campaign_of(&self, h: &[u8; 32]) -> Option<(u32, u64)> {
+        self.lru.peek(h).copied()
+    }
+
     /// Fraction of bits set in the newest generation (for metrics).
     pub fn fill_ratio(&self) -> f64 {
         self.gens.back().map_or(0.0, |g| {

@@ -349,45 +349,7 @@ impl Engine {
         // Near: every window entry within distance k, or sharing a MinHash
         // band with a close sketch, then the corroborating entries; the
         // linking rule (`link`) picks the campaign.
-        let mut matches = if obs.near {
-            self.index.query(&Query {
-                simhash: obs.simhash,
-                sketch: obs.sketch,
-                bands: &obs.bands,
-                smallest: &obs.smallest,
-            })
-        } else {
-            Vec::new()
-        };
-        for m in &mut matches {
-            if m.campaign == ALONE_KEY {
-                m.campaign = alone.key(m.seq);
-            }
-        }
-        let rule = link::Rule {
-            strong_distance: obs.thresholds.strong_distance,
-            strong_sketch_diff: obs.thresholds.strong_sketch_diff,
-            corroboration: self.cfg.window.corroborating_matches,
-            features: if self.cfg.window.containment {
-                obs.features
-            } else {
-                0
-            },
-            sketch: obs.sketch,
-            deeper: obs.deeper,
-            reply: obs.reply,
-        };
-        let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
-        let linked = link::link(&rule, exact_key, &matches, |k| {
-            if alone.seq(k).is_some() {
-                return Some(k);
-            }
-            campaigns.resolve(k).filter(|r| {
-                campaigns
-                    .get(*r)
-                    .is_some_and(|c| !forgotten.contains(&c.id))
-            })
-        });
+        let linked = self.link(obs, exact_key, &mut alone);
         let near_miss = linked.near_miss.and_then(|m| {
             Some(NearMiss {
                 campaign: self.key_id(m.campaign, &alone)?,
@@ -573,6 +535,136 @@ impl Engine {
         (!self.forgotten.contains(&live)).then_some(slot)
     }
 
+    /// The linking rule's decision for `obs` ([`link::link`]): the
+    /// window's matches, weighed. Reads the engine only; campaigns of one
+    /// get keys of `alone`.
+    fn link(&self, obs: &Observation, exact_key: Option<u32>, alone: &mut AloneKeys) -> link::Link {
+        let mut matches = if obs.near {
+            self.index.query(&Query {
+                simhash: obs.simhash,
+                sketch: obs.sketch,
+                bands: &obs.bands,
+                smallest: &obs.smallest,
+            })
+        } else {
+            Vec::new()
+        };
+        for m in &mut matches {
+            if m.campaign == ALONE_KEY {
+                m.campaign = alone.key(m.seq);
+            }
+        }
+        let rule = link::Rule {
+            strong_distance: obs.thresholds.strong_distance,
+            strong_sketch_diff: obs.thresholds.strong_sketch_diff,
+            corroboration: self.cfg.window.corroborating_matches,
+            features: if self.cfg.window.containment {
+                obs.features
+            } else {
+                0
+            },
+            sketch: obs.sketch,
+            deeper: obs.deeper,
+            reply: obs.reply,
+        };
+        let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
+        link::link(&rule, exact_key, &matches, |k| {
+            if alone.seq(k).is_some() {
+                return Some(k);
+            }
+            campaigns.resolve(k).filter(|r| {
+                campaigns
+                    .get(*r)
+                    .is_some_and(|c| !forgotten.contains(&c.id))
+            })
+        })
+    }
+
+    /// What recording `obs` at `now` would do, without recording it: the
+    /// campaign it would join and why, what it would add to it and the
+    /// level it would get (`bulkwatch scan` through the control socket).
+    /// The window as it stands: what left it since the last message is
+    /// still counted.
+    pub fn explain(&self, obs: &Observation, now: UnixSecs) -> Explanation {
+        let mut alone = AloneKeys::default();
+        let exact_key = if self.exact.contains(&obs.exact) {
+            self.exact
+                .peek_campaign_of(&obs.exact)
+                .and_then(|v| self.exact_key(v, &mut alone))
+        } else {
+            None
+        };
+        let linked = self.link(obs, exact_key, &mut alone);
+        let campaign_of_key = |k: u32| -> Option<Campaign> {
+            match alone.seq(k) {
+                Some(seq) => {
+                    let e = self.index.window().get(seq)?;
+                    match e.owner() {
+                        Owner::Alone(id) => Some(self.alone_campaign(seq, e, id)),
+                        Owner::Slot(s) => self.campaigns.get(s).cloned(),
+                    }
+                }
+                None => self.campaigns.get(k).cloned(),
+            }
+        };
+        let near_miss = linked.near_miss.and_then(|m| {
+            Some(NearMiss {
+                campaign: self.key_id(m.campaign, &alone)?,
+                distance: m.distance,
+                sketch_diff: m.sketch_diff,
+                seq: m.seq,
+            })
+        });
+        let joined = linked.join.first().and_then(|k| campaign_of_key(*k));
+        let before = joined.as_ref().map(CampaignSummary::from);
+        let member = Member {
+            now: now.0,
+            parties: &obs.parties,
+            weight_pct: if linked.contained {
+                100
+            } else if linked.weak_texts > 0 {
+                obs.weak_weight_pct()
+            } else {
+                obs.weight_pct(exact_key.is_some(), linked.distance, linked.sketch_diff)
+            },
+            sender: obs.sender,
+            sender_name: obs.sender_name.as_deref(),
+            subject: obs.subject.as_deref(),
+            list_post: obs.list_post,
+        };
+        let (after, step) = match joined {
+            Some(c) => {
+                let (c, step) = self.campaigns.with_member(c, &member);
+                (c, step)
+            }
+            None => {
+                let id = CampaignId::from_exact(&obs.exact);
+                let c = self.campaigns.alone(id, &member);
+                let step = Move {
+                    kind: Kind::First,
+                    added: obs.parties.recipients(),
+                    sender_known: false,
+                    answers: false,
+                };
+                (c, step)
+            }
+        };
+        let after = CampaignSummary::from(&after);
+        Explanation {
+            exact: exact_key.is_some(),
+            distance: linked.distance,
+            sketch_diff: linked.sketch_diff,
+            weak_texts: linked.weak_texts,
+            contained: linked.contained,
+            merges: linked.join.len().saturating_sub(1),
+            level: verdict::campaign_level(&after, &obs.thresholds),
+            before,
+            after,
+            step,
+            near_miss,
+        }
+    }
+
     /// The id of the campaign behind a key of the rule.
     fn key_id(&self, key: u32, alone: &AloneKeys) -> Option<CampaignId> {
         match alone.seq(key) {
@@ -703,6 +795,36 @@ impl Engine {
 /// Marks an exact-set value that names a campaign of one message: (low
 /// 32 bits of its entry's sequence number, id with this bit).
 const ALONE_IN_LRU: u64 = 1 << 63;
+
+/// What recording a message would do ([`Engine::explain`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The same text (as normalized) is in the window.
+    pub exact: bool,
+    /// Smallest simhash distance and sketch difference behind the join.
+    pub distance: Option<u32>,
+    pub sketch_diff: Option<u32>,
+    /// Joined on weak evidence: the distinct texts of the campaign that
+    /// matched (`window.corroborating_matches`).
+    pub weak_texts: usize,
+    /// Joined because the message holds a text of the campaign whole (a
+    /// diluted copy).
+    pub contained: bool,
+    /// Other campaigns it would merge into the one it joins.
+    pub merges: usize,
+    /// The campaign it would join, as it stands (`None`: it would start
+    /// one of its own).
+    pub before: Option<CampaignSummary>,
+    /// Its campaign once it joined.
+    pub after: CampaignSummary,
+    /// What it would add: the kind of move and the recipients new to the
+    /// campaign ([`party`]).
+    pub step: Move,
+    /// The level it would get (before allow-lists and allowances).
+    pub level: Level,
+    /// The closest campaign it matched and would not join.
+    pub near_miss: Option<NearMiss>,
+}
 
 /// Where a message was recorded ([`Engine::record_local`]).
 enum Home {

@@ -12,6 +12,12 @@
 //! - `show ID`: the campaign and a sample of its members (queue id,
 //!   sender, subject, time) from the last [`RECENT`] messages this daemon
 //!   judged.
+//! - `explain KEY ENTRY`: what a message would be to the daemon's window,
+//!   recording nothing (`bulkwatch scan`): `ENTRY` is the message's
+//!   observation as a log entry ([`crate::store::stream::encode`]) in
+//!   Base64, `KEY` the first 16 hex digits of SHA-256 of the sender's
+//!   fingerprint key, which must be the daemon's ([`key_tag`]); the answer
+//!   is [`explanation_json`].
 //!
 //! The allowance and the forgetting are part of the store's state, so the
 //! verdict is decided in one place ([`crate::engine::verdict_of`]). With the
@@ -44,8 +50,9 @@ use crate::store::Correction;
 pub const RECENT: usize = 10_000;
 /// Members `show` lists, at most (the newest).
 pub const SHOWN: usize = 20;
-/// Longest request line.
-pub const MAX_REQUEST: usize = 256;
+/// Longest request line (an `explain` line carries a message's
+/// observation: a few hundred bytes, more with many recipients).
+pub const MAX_REQUEST: usize = 8192;
 /// How long a client may take to send its request.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest `control.json` read: its most allowances and forgotten ids
@@ -322,10 +329,16 @@ impl Control {
                     }
                 }
             }
+            (Some("explain"), Some(Err(tag))) => match extra {
+                Some(entry) => explain(state, tag, entry, now),
+                None => error("usage: explain KEY ENTRY"),
+            },
             (Some(_), Some(Err(bad))) => {
                 error(&format!("not a campaign id: {bad:?} (12 hex digits)"))
             }
-            _ => error("usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID"),
+            _ => error(
+                "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | explain KEY ENTRY",
+            ),
         }
     }
 
@@ -375,6 +388,104 @@ impl Control {
             }
         }
     }
+}
+
+/// The first 16 hex digits of SHA-256 of a fingerprint key: what
+/// `explain` compares to know that the message was fingerprinted with the
+/// daemon's key (the key itself never crosses the socket).
+pub fn key_tag(key: (u64, u64)) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"bulkwatch key tag\0");
+    h.update(key.0.to_le_bytes());
+    h.update(key.1.to_le_bytes());
+    crate::engine::simhash::hex(&h.finalize()[..8])
+}
+
+/// `explain KEY ENTRY` (module notes): the daemon's thresholds, its view
+/// (the replica with Redis), nothing recorded.
+fn explain(state: &State, tag: &str, entry: &str, now: u64) -> serde_json::Value {
+    use base64::Engine as _;
+    let cfg = state.config();
+    if tag != key_tag(cfg.fingerprint.hash_key) {
+        return error(
+            "explain: the message was fingerprinted with another fingerprint.hash_key than \
+             the daemon's (scan with the daemon's configuration)",
+        );
+    }
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(entry) else {
+        return error("explain: the entry is not Base64");
+    };
+    let mut obs = match crate::store::stream::decode(&bytes) {
+        Ok((obs, _)) => obs,
+        Err(e) => return error(&format!("explain: {e}")),
+    };
+    obs.thresholds = cfg.thresholds.clone();
+    let x = state.with_view(|e| e.explain(&obs, UnixSecs(now)));
+    let mut answer = explanation_json(&x);
+    if let Some(o) = answer.as_object_mut() {
+        o.insert("ok".into(), true.into());
+        o.insert(
+            "store".into(),
+            if state.redis().is_some() {
+                "the site's shared window (Redis)"
+            } else {
+                "the daemon's window"
+            }
+            .into(),
+        );
+    }
+    answer
+}
+
+/// An explanation as JSON (the `explain` answer; `scan` prints it).
+pub fn explanation_json(x: &crate::engine::Explanation) -> serde_json::Value {
+    let campaign = |c: &crate::engine::verdict::CampaignSummary| {
+        serde_json::json!({
+            "id": c.id.to_string(),
+            "messages": c.messages,
+            "recipients": c.recipients,
+            "score": c.score,
+            "sender_domains": c.sender_domains,
+            "senders": c.senders,
+            "sample_subject": c.sample_subject,
+            "list_post": c.list_post,
+            "conversation": c.conversation,
+            "first_seen": c.first_seen,
+            "last_seen": c.last_seen,
+        })
+    };
+    let joined_by = if x.before.is_none() {
+        "nothing: a campaign of its own"
+    } else if x.exact {
+        "the same text"
+    } else if x.contained {
+        "containment: it holds a text of the campaign whole"
+    } else if x.weak_texts > 0 {
+        "corroboration: several texts of the campaign match it weakly"
+    } else {
+        "a strong near match"
+    };
+    serde_json::json!({
+        "level": x.level.as_str(),
+        "joined_by": joined_by,
+        "exact": x.exact,
+        "distance": x.distance,
+        "resemblance": x.sketch_diff.map(crate::engine::minhash::jaccard_estimate),
+        "corroborating": x.weak_texts,
+        "merges": x.merges,
+        "campaign_before": x.before.as_ref().map(campaign),
+        "campaign_after": campaign(&x.after),
+        "move": x.step.kind.as_str(),
+        "added_recipients": x.step.added,
+        "sender_known": x.step.sender_known,
+        "answers_a_message": x.step.answers,
+        "near_miss": x.near_miss.map(|m| serde_json::json!({
+            "campaign": m.campaign.to_string(),
+            "distance": m.distance,
+            "resemblance": crate::engine::minhash::jaccard_estimate(m.sketch_diff),
+        })),
+    })
 }
 
 fn error(msg: &str) -> serde_json::Value {

@@ -103,6 +103,15 @@ pub fn spam(name: &str, n: u32) -> Mail {
 
 pub const NAMES: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "frank"];
 
+/// The `i`th recipient's name: [`NAMES`], then `alice1`, `bob1`, ...
+/// (another person each: a campaign counts each recipient once).
+pub fn name(i: usize) -> String {
+    match i / NAMES.len() {
+        0 => NAMES[i].to_owned(),
+        n => format!("{}{n}", NAMES[i % NAMES.len()]),
+    }
+}
+
 /// One message as the MTA hands it over.
 #[derive(Clone)]
 pub struct Mail {
