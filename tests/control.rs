@@ -251,3 +251,120 @@ fn silent_control_clients_do_not_hold_up_the_others() {
     drop(silent);
     assert!(d.stop().success());
 }
+
+/// `bulkwatch scan` asks the running daemon what a message would be,
+/// recording nothing: a reply-all is in the campaign of the message it
+/// quotes, adds nobody (its recipients are parties), and the campaign is a
+/// conversation; the quote was read as the text, and scan says why. With
+/// the daemon stopped, scan falls back to its snapshot and says how old
+/// it is; a message fingerprinted with another key is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_explains_a_reply_through_the_running_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state_dir = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::write(&config, config_text(&socket, &state_dir)).unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut d = Daemon::start(&config, &log, &socket);
+    d.wait_log("control socket listening");
+    let team: Vec<String> = (0..12).map(|i| format!("staff{i}@example.org")).collect();
+    let body = "Hello all,\r\n\r\nplease find below the confirmation of your order for the \
+        third quarter. We will deliver forty units of the model R7 controller and twelve spare \
+        power supplies to your warehouse in Verona on the fourteenth. Invoices follow the usual \
+        terms of sixty days.\r\n\r\nBest regards,\r\nMarco\r\n";
+    let first = common::Mail {
+        headers: vec![
+            ("From".into(), "Marco <marco@supplier.example>".into()),
+            ("Subject".into(), "Order confirmation".into()),
+            ("Message-ID".into(), "<order@supplier.example>".into()),
+        ],
+        body: body.into(),
+        rcpt: String::new(),
+        queue_id: "Q1".into(),
+    };
+    let mut conn = open_unix(&socket).await;
+    let (a, _) =
+        common::transact_envelope(&mut conn, &first, "<marco@supplier.example>", &team).await;
+    conn.close().await.unwrap();
+    assert_eq!(common::daemon::header(&a), None, "clean, untagged");
+
+    let quoted: String = body.lines().map(|l| format!("> {l}\n")).collect();
+    let reply = format!(
+        "From: staff0@example.org\nTo: marco@supplier.example\nSubject: Re: Order confirmation\n\
+         In-Reply-To: <order@supplier.example>\nMessage-ID: <r1@example.org>\n\n\
+         Thanks Marco, all correct.\n\nOn Monday, Marco wrote:\n{quoted}"
+    );
+    let file = dir.path().join("reply.eml");
+    fs::write(&file, &reply).unwrap();
+    let mut args: Vec<String> = vec![
+        "scan".into(),
+        "--config".into(),
+        config.display().to_string(),
+        "--from".into(),
+        "staff0@example.org".into(),
+        "--to".into(),
+        "marco@supplier.example".into(),
+    ];
+    for t in &team[1..] {
+        args.push("--to".into());
+        args.push(t.clone());
+    }
+    args.push(file.display().to_string());
+    let scan = |args: &[String]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, text, err) = scan(&args);
+    assert_eq!(code, Some(0), "{text}{err}");
+    assert!(text.contains("judged by:   the running daemon"), "{text}");
+    assert!(text.contains("verdict:     clean; campaign="), "{text}");
+    assert!(text.contains("conversation=yes"), "{text}");
+    assert!(
+        text.contains("this move:   within (adds 0 recipients"),
+        "{text}"
+    );
+    assert!(text.contains("sender already a party: yes"), "{text}");
+    assert!(text.contains("quote:       read as the text"), "{text}");
+    assert!(text.contains("12 distinct recipients"), "{text}");
+    // Nothing was recorded: the daemon still holds one message.
+    let (ok, out, _) = campaigns(&config, &["list", "--json"]);
+    assert!(ok);
+    let list: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list["campaigns"][0]["messages"], 1, "{list}");
+
+    // Another key: the daemon says so instead of comparing unrelated
+    // fingerprints.
+    let other = dir.path().join("other.toml");
+    fs::write(
+        &other,
+        format!(
+            "{}\n[fingerprint]\nhash_key = \"0123456789abcdef0123456789abcdef\"\n",
+            config_text(&socket, &state_dir)
+        ),
+    )
+    .unwrap();
+    let mut with_other = args.clone();
+    with_other[2] = other.display().to_string();
+    let (code, _, err) = scan(&with_other);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("another fingerprint.hash_key"), "{err}");
+
+    // Stopped: the snapshot it wrote answers, and scan says so.
+    assert!(d.stop().success());
+    let (code, text, err) = scan(&args);
+    assert_eq!(code, Some(0), "{text}{err}");
+    assert!(
+        text.contains("judged by:   the daemon did not answer: the snapshot"),
+        "{text}"
+    );
+    assert!(text.contains(" ago"), "{text}");
+    assert!(text.contains("conversation=yes"), "{text}");
+}

@@ -217,9 +217,11 @@ async fn replies_polls_and_forwards_are_never_suspect_or_bulk() {
             assert!(
                 levels[1..=replies]
                     .iter()
-                    .all(|l| l.contains("conversation=yes")),
+                    .all(|l| l.contains("conversation=yes") && l.contains("quote=read")),
                 "{levels:?}"
             );
+            // The first message quotes nothing.
+            assert!(!levels[0].contains("quote=read"), "{levels:?}");
             m.stop().await;
         }
     }

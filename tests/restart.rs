@@ -302,6 +302,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             features: 40,
             list: false,
             list_post: false,
+            kept_cut: None,
             deeper: [0; 2],
             reply: false,
             thresholds: cfg.thresholds.clone(),

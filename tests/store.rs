@@ -49,8 +49,10 @@ fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
 fn envelope(i: usize) -> Envelope {
     Envelope {
         mail_from: Some(format!("bounce{}@sender{}.example", i, (i / 40) % 5)),
+        // Other people each message (recipients are counted once a
+        // campaign).
         rcpts: (0..1 + i % 3)
-            .map(|r| format!("user{r}@example.net"))
+            .map(|r| format!("user{i}-{r}@example.net"))
             .collect(),
         ..Envelope::default()
     }

@@ -100,7 +100,7 @@ pub fn run(args: ScanArgs) -> Result<Exit, CliError> {
     print_stdout(&text)?;
     let bulk = judged.as_ref().is_some_and(|j| match &j.answer {
         Answer::Explained(x) => x.get("level").and_then(|l| l.as_str()) == Some("bulk"),
-        Answer::Decided(_) => false,
+        Answer::Decided(_) | Answer::Unjudged(_) => false,
     });
     Ok(if bulk { Exit::BulkFound } else { Exit::Ok })
 }
@@ -176,6 +176,8 @@ enum Answer {
     Explained(serde_json::Value),
     /// Not judged: allow-listed or skipped, by the configuration alone.
     Decided(Verdict),
+    /// No daemon answered and it left no snapshot: why.
+    Unjudged(String),
 }
 
 /// Asks the daemon (or reads the snapshot) what the message would be.
@@ -227,12 +229,24 @@ fn judge(
             true,
         ),
     };
+    let socket = crate::milter::control::socket_path(&cfg.state.state_dir);
+    if fallback && !path.exists() {
+        return Ok(Judged {
+            source: "nothing".into(),
+            answer: Answer::Unjudged(format!(
+                "no daemon answered on {} and there is no snapshot {} (with --state FILE, \
+                 judge against a snapshot)",
+                socket.display(),
+                path.display()
+            )),
+        });
+    }
     let (engine, loaded) =
         crate::store::snapshot::load(&path, cfg).map_err(|e| CliError::Other {
             what: if fallback {
                 format!(
                     "the daemon did not answer on {}, and its snapshot {} cannot be used",
-                    crate::milter::control::socket_path(&cfg.state.state_dir).display(),
+                    socket.display(),
                     path.display()
                 )
             } else {
@@ -324,6 +338,7 @@ fn render(
         match &j.answer {
             Answer::Decided(v) => writeln!(out, "verdict:     {}", v.header_value())?,
             Answer::Explained(x) => explained(&mut out, x)?,
+            Answer::Unjudged(why) => writeln!(out, "verdict:     - ({why})")?,
         }
     }
     Ok(out)
@@ -337,10 +352,20 @@ fn explained(out: &mut String, x: &serde_json::Value) -> std::fmt::Result {
         serde_json::Value::Null => "-".into(),
         other => other.to_string(),
     };
+    let c = f(x, "campaign_after");
+    let conversation = f(&c, "conversation").as_bool() == Some(true)
+        && f(&c, "messages").as_u64().unwrap_or(0) > 1;
     writeln!(
         out,
-        "verdict:     {} (as the window stands; nothing recorded)",
-        text(f(x, "level"))
+        "verdict:     {}; campaign={}; size={}{} (as the window stands; nothing recorded)",
+        text(f(x, "level")),
+        text(f(&c, "id")),
+        f(&c, "recipients"),
+        if conversation {
+            "; conversation=yes"
+        } else {
+            ""
+        }
     )?;
     writeln!(out, "joined by:   {}", text(f(x, "joined_by")))?;
     if let Some(d) = x.get("distance").and_then(serde_json::Value::as_u64) {
@@ -354,7 +379,6 @@ fn explained(out: &mut String, x: &serde_json::Value) -> std::fmt::Result {
             }
         )?;
     }
-    let c = f(x, "campaign_after");
     writeln!(
         out,
         "campaign:    {} {}",
@@ -372,9 +396,7 @@ fn explained(out: &mut String, x: &serde_json::Value) -> std::fmt::Result {
         f(&c, "recipients"),
         f(&c, "score"),
         f(&c, "sender_domains"),
-        if f(&c, "conversation").as_bool() == Some(true)
-            && f(&c, "messages").as_u64().unwrap_or(0) > 1
-        {
+        if conversation {
             "; a conversation: judged as one delivery"
         } else {
             ""

@@ -124,6 +124,9 @@ pub struct Observation {
     /// however the list split it (VERP: one transaction per member).
     /// Stores record it.
     pub list_post: bool,
+    /// What the line rules would cut was read as the text (a short reply
+    /// fingerprinted with its quote): shown in the verdict, never stored.
+    pub kept_cut: Option<crate::engine::mime::normalize::KeptCut>,
     /// A reply or a forward ([`Analysis::reply`]): it may quote, so the
     /// containment rule holds it to stricter bounds
     /// ([`link::Rule::contains`](super::link::Rule::contains)). Stores
@@ -241,6 +244,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         list: a.list,
         list_post: a.list_id && env.mail_from.as_deref().and_then(domain_of).is_some(),
         reply: a.reply,
+        kept_cut: a.normalized.kept_cut,
     })
 }
 
@@ -302,6 +306,6 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         simhash: Some(obs.simhash),
         features: obs.features,
         step: Some(out.step),
-        kept_cut: None,
+        kept_cut: obs.kept_cut,
     }
 }

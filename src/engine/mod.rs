@@ -929,6 +929,7 @@ mod tests {
             features: 50,
             thresholds: cfg.thresholds.clone(),
             list: false,
+            kept_cut: None,
             list_post: false,
         }
     }

@@ -292,6 +292,9 @@ impl Verdict {
         if self.corroborating > 0 {
             s.push_str(&format!("; corroborating={}", self.corroborating));
         }
+        if self.kept_cut.is_some() {
+            s.push_str("; quote=read");
+        }
         s
     }
 }

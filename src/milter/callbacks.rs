@@ -235,6 +235,12 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 size = campaign.map(|c| c.recipients),
                 distance = verdict.distance,
                 corroborating = (verdict.corroborating > 0).then_some(verdict.corroborating),
+                conversation = campaign
+                    .filter(|c| c.conversation && c.messages > 1)
+                    .map(|_| true),
+                step = verdict.step.map(|m| m.kind.as_str()),
+                added = verdict.step.map(|m| m.added),
+                quote = verdict.kept_cut.map(|_| "read"),
                 engine_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0,
                 action = decision.as_str(),
                 truncated = truncated.then_some(true),

@@ -51,6 +51,11 @@ pub struct Mbox<R> {
     /// The start of the message being read, moved out of `buf` once it
     /// passed `max_message` bytes (at most that many kept).
     kept: Vec<u8>,
+    /// The address of the last `From ` line passed over: the envelope
+    /// sender of the message after it ([`from_line_sender`]).
+    pending: Option<String>,
+    /// The envelope sender of the message last returned.
+    sender: Option<String>,
 }
 
 /// Most bytes kept of one message by [`read_mbox`]: the Maildir reader's
@@ -89,7 +94,16 @@ impl<R: Read> Mbox<R> {
             failed: false,
             max_message: MAX_MESSAGE_BYTES,
             kept: Vec::new(),
+            pending: None,
+            sender: None,
         }
+    }
+
+    /// The envelope sender of the message last returned, from its `From `
+    /// line ([`from_line_sender`]): `Some("")` for the null sender
+    /// (`MAILER-DAEMON`), `None` when the line names none.
+    pub fn sender(&self) -> Option<&str> {
+        self.sender.as_deref()
     }
 
     /// Reads one more block after the unconsumed bytes; sets `eof` at the
@@ -162,8 +176,23 @@ impl<R: Read> Mbox<R> {
     }
 
     /// Moves `pos` past the line at `pos` (a `From ` line), reading as
-    /// needed and keeping none of it.
+    /// needed and keeping none of it but the address it names (see
+    /// [`from_line_sender`]).
     fn skip_line(&mut self) {
+        // The address is in the line's first bytes; a longer line is read
+        // past.
+        while self.rest().len() < FROM_LINE_READ
+            && !self.eof
+            && memchr::memchr(b'\n', self.rest()).is_none()
+        {
+            self.fill();
+        }
+        let head = self.rest();
+        let head = head
+            .get(..FROM_LINE_READ.min(head.len()))
+            .unwrap_or_default();
+        let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        self.pending = from_line_sender(line);
         loop {
             if let Some(nl) = memchr::memchr(b'\n', self.rest()) {
                 self.pos += nl + 1;
@@ -192,6 +221,7 @@ impl<R: Read> Mbox<R> {
             self.scan = 0;
             self.line_start = true;
         }
+        self.sender = self.pending.take();
         // The message runs to the next `From ` line or the end.
         let msg = match self.find_from(true) {
             Some(at) => {
@@ -256,6 +286,27 @@ impl<R: Read> Iterator for Mbox<R> {
     }
 }
 
+/// Bytes of a `From ` line read for its address.
+const FROM_LINE_READ: usize = 1024;
+
+/// The envelope sender a `From ` line names: its first word after
+/// `From ` (`From sender@example.org  Thu Aug 22 12:36:23 2002`), as
+/// delivery agents write it; `Some("")` for `MAILER-DAEMON` or `<>` (the
+/// null sender of a bounce); `None` for a line without an address (a word
+/// without `@`, such as `-` or `???`).
+pub fn from_line_sender(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(b"From ")?;
+    let word = rest
+        .split(|b| b.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    let word = std::str::from_utf8(word).ok()?;
+    let word = word.trim_start_matches('<').trim_end_matches('>');
+    if word.is_empty() || word.eq_ignore_ascii_case("MAILER-DAEMON") {
+        return Some(String::new());
+    }
+    (word.contains('@') && word.len() <= 512).then(|| word.to_owned())
+}
+
 /// A message's bytes with mboxrd quoting undone: a line of `>`s followed
 /// by `From ` loses its first `>`.
 fn unquote(msg: &[u8]) -> Vec<u8> {
@@ -297,6 +348,40 @@ mod tests {
         MessageIterator::new(input)
             .map(|m| m.expect("in memory").unwrap_contents())
             .collect()
+    }
+
+    /// Each message's envelope sender is its `From ` line's address, read
+    /// at any block size; the null sender and a line without one are told
+    /// apart.
+    #[test]
+    fn from_lines_give_each_message_its_sender() {
+        let long = "y".repeat(5000);
+        let mbox = format!(
+            "junk\nFrom a@x.example  Thu Aug 22 12:36:23 2002\nSubject: 1\n\none\n\
+             From MAILER-DAEMON Fri Aug 23 00:00:00 2002\nSubject: 2\n\ntwo\n\
+             From -  Sat Aug 24 00:00:00 2002\nSubject: 3\n\nthree\n\
+             From <b@y.example> {long}\nSubject: 4\n\nfour\n"
+        );
+        for block in [1, 3, 7, 64, BLOCK] {
+            let mut m = Mbox::with_block(mbox.as_bytes(), block);
+            let mut got = Vec::new();
+            while let Some(msg) = m.next() {
+                assert!(msg.is_ok());
+                got.push(m.sender().map(str::to_owned));
+            }
+            assert_eq!(
+                got,
+                [
+                    Some("a@x.example".to_owned()),
+                    Some(String::new()),
+                    None,
+                    Some("b@y.example".to_owned())
+                ],
+                "block {block}"
+            );
+        }
+        assert_eq!(from_line_sender(b"From "), None);
+        assert_eq!(from_line_sender(b"From <>"), Some(String::new()));
     }
 
     /// A message past the bound is cut there and read past; the messages

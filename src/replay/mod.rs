@@ -22,9 +22,18 @@
 //!   file, or of the first one when none is before it (0 in a file with
 //!   none).
 //!
-//! An mbox has no envelope: each message counts as one recipient (it was
-//! delivered to one mailbox), and the recipient names used for stripping
-//! personalization come from its To and Cc headers.
+//! A mailbox keeps part of the envelope. The envelope sender is the
+//! address of a message's mbox `From ` line, else its `Return-Path` field
+//! (which a delivery agent writes): the list rule and the conversation
+//! rule read it as the daemon does. The recipients are not kept: each
+//! copy of a message counts as one recipient of whom nothing is known (it
+//! was delivered to one mailbox), and the recipient names used for
+//! stripping personalization come from its To and Cc headers. Copies of
+//! one message found in several inputs (the same Message-ID and the same
+//! text in two or more Maildirs or mbox files: one delivery to several
+//! mailboxes) are one message with that many recipients, as the daemon
+//! saw it in one transaction: the first copy judged counts them all, and
+//! the others are not judged again ([`ReplaySummary::copies`]).
 //!
 //! With `store.backend = "redis"` the replay on the simulated clock reads
 //! and warms the shared state, exactly as a daemon would (the local engine
@@ -297,6 +306,10 @@ pub struct ReplaySummary {
     /// from the local window because Redis failed or was skipped.
     pub redis_ok: u64,
     pub redis_fallbacks: u64,
+    /// Copies of a message in another input than the copy judged (the
+    /// same Message-ID and text): counted as its recipients, not judged
+    /// again (module notes).
+    pub copies: usize,
 }
 
 impl std::fmt::Debug for ReplaySummary {
@@ -552,7 +565,8 @@ impl Replayer {
             Clock::Simulated => None,
             Clock::Arrival => arrival_time(raw),
         };
-        self.feed_timed(mbox, index, &a, arrival)
+        let env = envelope_of(return_path(raw), 1);
+        self.feed_timed(mbox, index, &a, arrival, &env)
     }
 
     /// Feeds one message already analyzed, with its arrival time (Unix
@@ -568,11 +582,11 @@ impl Replayer {
         index: usize,
         a: &Analysis,
         arrival: Option<u64>,
+        env: &Envelope,
     ) -> Verdict {
         let n = self.summary.made + 1;
-        let env = Envelope::default();
         let now = self.time_of(n, arrival);
-        let judged = self.judge.judge(&self.cfg, a, &env, now);
+        let judged = self.judge.judge(&self.cfg, a, env, now);
         match judged.source {
             Source::Local => {}
             Source::Redis => self.summary.redis_ok += 1,
@@ -707,6 +721,7 @@ pub fn replay_files(
     let max_message = cfg.scan.max_parse_bytes.saturating_add(1);
     let inputs = Inputs::open(paths, clock, max_message)
         .map_err(|(path, source)| ReplayError::Input { path, source })?;
+    let mut copies = Copies::read(paths, max_message);
     let readers = (0..threads)
         .map(|_| Reader::new(&opts.read_in, cfg))
         .collect::<Result<Vec<_>, _>>()
@@ -727,7 +742,14 @@ pub fn replay_files(
     match clock {
         Clock::Simulated => for_each_analyzed(inputs, cfg, readers, |item, a| {
             count(&item);
-            feed_item(&mut r, &names, &item, a.as_ref(), &mut progress);
+            feed_item(
+                &mut r,
+                &names,
+                &mut copies,
+                &item,
+                a.as_ref(),
+                &mut progress,
+            );
         }),
         Clock::Arrival => {
             let mut all: Vec<(Item, Option<Analyzed>)> = Vec::new();
@@ -741,7 +763,7 @@ pub fn replay_files(
             // Stable: equal times stay in the order read.
             all.sort_by_key(|(item, _)| item.time);
             for (item, a) in &all {
-                feed_item(&mut r, &names, item, a.as_ref(), &mut progress);
+                feed_item(&mut r, &names, &mut copies, item, a.as_ref(), &mut progress);
             }
         }
     }
@@ -799,6 +821,12 @@ struct Item {
     /// date (none, or one more than a day in the future); until
     /// [`time_undated`]. `None` on the simulated clock.
     time: Option<u64>,
+    /// Its envelope sender: the mbox `From ` line's address, else its
+    /// `Return-Path` field (`Some("")`: the null sender).
+    sender: Option<String>,
+    /// A hash of its Message-ID (copies in several inputs are one
+    /// message: [`Copies`]).
+    id: Option<u64>,
 }
 
 /// The messages of a replay's files, file after file, one file open at a
@@ -815,8 +843,22 @@ struct Inputs {
     not_after: u64,
 }
 
-/// The messages of one input, read as they are needed.
-type Messages = Box<dyn Iterator<Item = std::io::Result<Vec<u8>>> + Send>;
+/// The messages of one input, read as they are needed, each with the
+/// envelope sender its mbox `From ` line names.
+type Messages = Box<dyn Iterator<Item = std::io::Result<(Vec<u8>, Option<String>)>> + Send>;
+
+/// An mbox's messages with the senders of their `From ` lines.
+struct WithSenders<R>(mbox::Mbox<R>);
+
+impl<R: std::io::Read> Iterator for WithSenders<R> {
+    type Item = std::io::Result<(Vec<u8>, Option<String>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let m = self.0.next()?;
+        let sender = self.0.sender().map(str::to_owned);
+        Some(m.map(|bytes| (bytes, sender)))
+    }
+}
 
 /// The path that names standard input (an mbox).
 pub const STDIN: &str = "-";
@@ -826,20 +868,23 @@ pub const STDIN: &str = "-";
 /// Each message is kept up to `max` bytes.
 fn open_input(path: &Path, max: usize) -> std::io::Result<Messages> {
     if path.as_os_str() == STDIN {
-        return Ok(Box::new(mbox::read_mbox_bounded(std::io::stdin(), max)));
+        return Ok(Box::new(WithSenders(mbox::read_mbox_bounded(
+            std::io::stdin(),
+            max,
+        ))));
     }
     if path.is_dir() {
         let files = maildir::files(path)?;
         return Ok(Box::new(
             files
                 .into_iter()
-                .map(move |f| maildir::read_message(&f, max)),
+                .map(move |f| maildir::read_message(&f, max).map(|m| (m, None))),
         ));
     }
-    Ok(Box::new(mbox::read_mbox_bounded(
+    Ok(Box::new(WithSenders(mbox::read_mbox_bounded(
         std::fs::File::open(path)?,
         max,
-    )))
+    ))))
 }
 
 impl Inputs {
@@ -892,6 +937,8 @@ impl Iterator for Inputs {
                                 index: 0,
                                 msg: Err(e),
                                 time: None,
+                                sender: None,
+                                id: None,
                             });
                         }
                     }
@@ -902,6 +949,10 @@ impl Iterator for Inputs {
                 self.current += 1;
                 continue;
             };
+            let (msg, line_sender) = match msg {
+                Ok((m, s)) => (Ok(m), s),
+                Err(e) => (Err(e), None),
+            };
             let time = match self.clock {
                 Clock::Simulated => None,
                 Clock::Arrival => msg
@@ -910,9 +961,12 @@ impl Iterator for Inputs {
                     .and_then(arrival_time)
                     .filter(|t| *t <= self.not_after),
             };
+            let raw = msg.as_deref().ok();
             return Some(Item {
                 file,
                 index,
+                sender: line_sender.or_else(|| raw.and_then(return_path)),
+                id: raw.and_then(message_id_hash),
                 msg,
                 time,
             });
@@ -925,6 +979,7 @@ impl Iterator for Inputs {
 fn feed_item(
     r: &mut Replayer,
     names: &[String],
+    copies: &mut Copies,
     item: &Item,
     a: Option<&Analyzed>,
     progress: &mut impl FnMut(u64),
@@ -932,7 +987,14 @@ fn feed_item(
     let name = names.get(item.file).map_or("", String::as_str);
     match a {
         Some(Ok(a)) => {
-            r.feed_timed(name, item.index + 1, a, item.time);
+            let exact = a.fingerprint.as_ref().map(|f| f.exact);
+            match copies.judge(item.id, item.file, exact) {
+                Delivery::CopyOf => r.summary.copies += 1,
+                Delivery::To(n) => {
+                    let env = envelope_of(item.sender.clone(), n);
+                    r.feed_timed(name, item.index + 1, a, item.time, &env);
+                }
+            }
         }
         Some(Err(f)) => r.analysis_failed(name, item.index + 1, f),
         None => r.read_error(),
@@ -1020,6 +1082,137 @@ fn for_each_analyzed(
             }
         }
     });
+}
+
+/// The envelope a replayed message is judged with: its sender, and `n`
+/// recipients of whom nothing is known (module notes).
+fn envelope_of(sender: Option<String>, n: u32) -> Envelope {
+    Envelope {
+        mail_from: sender,
+        more_rcpts: if n > 1 { n } else { 0 },
+        ..Envelope::default()
+    }
+}
+
+/// The value of the first `name:` field of `raw`'s header section (up to
+/// the first empty line, at most 64 KiB read), unfolded and trimmed.
+fn header_value(raw: &[u8], name: &str) -> Option<String> {
+    let head = raw.get(..raw.len().min(64 << 10)).unwrap_or(raw);
+    let mut lines = head.split(|b| *b == b'\n').peekable();
+    while let Some(line) = lines.next() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return None;
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
+            continue;
+        };
+        let (n, v) = line.split_at(colon);
+        if !n.eq_ignore_ascii_case(name.as_bytes()) {
+            continue;
+        }
+        let mut value = String::from_utf8_lossy(v.get(1..).unwrap_or_default()).into_owned();
+        while let Some(next) = lines.peek() {
+            if !next.starts_with(b" ") && !next.starts_with(b"\t") {
+                break;
+            }
+            value.push(' ');
+            value.push_str(String::from_utf8_lossy(next).trim());
+            lines.next();
+        }
+        return Some(value.trim().to_owned());
+    }
+    None
+}
+
+/// The envelope sender a delivery agent wrote into `Return-Path`
+/// (`Some("")`: the null sender).
+fn return_path(raw: &[u8]) -> Option<String> {
+    let v = header_value(raw, "Return-Path")?;
+    let v = v
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .trim();
+    (v.is_empty() || v.contains('@')).then(|| v.to_owned())
+}
+
+/// A hash of the message's Message-ID, as written between its brackets.
+fn message_id_hash(raw: &[u8]) -> Option<u64> {
+    let v = header_value(raw, "Message-ID")?;
+    let id: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+    let id = id.trim_start_matches('<').trim_end_matches('>');
+    (!id.is_empty()).then(|| xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
+}
+
+/// Copies of one message in several inputs (module notes): how many
+/// inputs hold each Message-ID, read before the replay, and the text of
+/// the copy judged.
+#[derive(Debug, Default)]
+struct Copies {
+    /// Message-ID hash: the inputs holding it (only those in two or
+    /// more).
+    inputs: HashMap<u64, u32>,
+    /// Message-ID hash: the input and the exact hash of the copy judged.
+    judged: HashMap<u64, (usize, Option<[u8; 32]>)>,
+}
+
+/// What a replayed message is ([`Copies::judge`]).
+enum Delivery {
+    /// A message delivered to this many mailboxes: judge it.
+    To(u32),
+    /// A copy of one judged from another input: not judged again.
+    CopyOf,
+}
+
+impl Copies {
+    /// Reads the Message-IDs of every input (none for a single input, or
+    /// when one is standard input, which cannot be read twice).
+    fn read(paths: &[PathBuf], max_message: usize) -> Copies {
+        let mut c = Copies::default();
+        if paths.len() < 2 || paths.iter().any(|p| p.as_os_str() == STDIN) {
+            return c;
+        }
+        // Message-ID hash: (last input seen in, inputs).
+        let mut seen: HashMap<u64, (usize, u32)> = HashMap::new();
+        for (file, p) in paths.iter().enumerate() {
+            let Ok(messages) = open_input(p, max_message) else {
+                continue;
+            };
+            for (raw, _) in messages.flatten() {
+                if let Some(h) = message_id_hash(&raw) {
+                    let e = seen.entry(h).or_insert((usize::MAX, 0));
+                    if e.0 != file {
+                        *e = (file, e.1.saturating_add(1));
+                    }
+                }
+            }
+        }
+        c.inputs = seen
+            .into_iter()
+            .filter(|(_, (_, n))| *n > 1)
+            .map(|(h, (_, n))| (h, n))
+            .collect();
+        c
+    }
+
+    /// The first copy of a message held by several inputs is judged as
+    /// delivered to all of them; a later copy from another input with the
+    /// same text is a copy of it; anything else is judged as delivered to
+    /// one mailbox.
+    fn judge(&mut self, id: Option<u64>, file: usize, exact: Option<[u8; 32]>) -> Delivery {
+        let Some((h, n)) = id.and_then(|h| self.inputs.get(&h).map(|n| (h, *n))) else {
+            return Delivery::To(1);
+        };
+        match self.judged.get(&h) {
+            None => {
+                self.judged.insert(h, (file, exact));
+                Delivery::To(n)
+            }
+            Some((f, e)) if *f != file && *e == exact => Delivery::CopyOf,
+            Some(_) => Delivery::To(1),
+        }
+    }
 }
 
 /// What the replay analyzes a message as: no envelope (see the module

@@ -383,6 +383,8 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             list: false,
             list_post,
             reply,
+            // Not in the entry: only the verdict reads it.
+            kept_cut: None,
         },
         now,
     ))
@@ -1323,6 +1325,7 @@ mod tests {
             features: 77,
             thresholds: Config::default().thresholds,
             list: false,
+            kept_cut: None,
             list_post: true,
         }
     }

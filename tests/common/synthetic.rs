@@ -35,6 +35,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         thresholds: cfg.thresholds.clone(),
         list: false,
         list_post: false,
+        kept_cut: None,
         deeper: [0; 2],
         reply: false,
     }
@@ -76,6 +77,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         thresholds: cfg.thresholds.clone(),
         list: false,
         list_post: false,
+        kept_cut: None,
         deeper: [0; 2],
         reply: false,
     }
