@@ -587,20 +587,25 @@ fn replay_reads_a_maildir_and_standard_input_as_it_reads_the_mbox() {
     assert!(want.len() > 100);
 
     // A Maildir of the same messages, one file each in new/ and cur/, named
-    // so that their order is the mbox's.
+    // so that their order is the mbox's, each with the Return-Path a
+    // delivery agent writes (the envelope sender of its From line).
     let dir = tempfile::tempdir().expect("tempdir");
     let md = dir.path().join("Maildir");
     for sub in ["cur", "new", "tmp"] {
         std::fs::create_dir_all(md.join(sub)).expect("mkdir");
     }
     let file = std::fs::File::open(&mbox).expect("open");
-    for (i, m) in bulkwatch::replay::read_mbox(file).enumerate() {
+    let mut messages = bulkwatch::replay::read_mbox(file);
+    let mut i = 0;
+    while let Some(m) = messages.next() {
         let sub = if i % 2 == 0 { "new" } else { "cur" };
-        std::fs::write(
-            md.join(sub).join(format!("{:06}.m{i}", i)),
-            m.expect("message"),
-        )
-        .expect("write");
+        let mut bytes = match messages.sender() {
+            Some(s) => format!("Return-Path: <{s}>\n").into_bytes(),
+            None => Vec::new(),
+        };
+        bytes.extend(m.expect("message"));
+        std::fs::write(md.join(sub).join(format!("{:06}.m{i}", i)), bytes).expect("write");
+        i += 1;
     }
     let got = run(bin().args(args).arg(&md));
     assert_eq!(
@@ -775,4 +780,102 @@ fn bulkwatch_config_names_the_default_file() {
         .args(["replay", "--format", "jsonl"])
         .arg(root("fixtures/mbox/ham.mbox")));
     assert!(out.status.code() == Some(0) || out.status.code() == Some(1));
+}
+
+/// A post delivered to 25 mailboxes is one message with 25 recipients, as
+/// the daemon saw it in one transaction (issue 50): given as a spool of
+/// Maildirs or as the 25 Maildirs, the replay judges it once (clean: one
+/// delivery), counts the other copies, and judges the message beside it
+/// as it would alone.
+#[test]
+fn a_post_delivered_to_many_mailboxes_is_one_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("spool").join("example.org");
+    let post = "Return-Path: <news@club.example>\nFrom: Club <news@club.example>\n\
+        Subject: Spring planting day\nMessage-ID: <planting-2026@club.example>\n\n\
+        The spring planting day is on saturday at the north allotments. Bring gloves, a \
+        trowel and seedlings to swap; the club provides compost, tea and cake for everyone \
+        who helps out during the morning.\n";
+    let mut maildirs = Vec::new();
+    for u in 0..25 {
+        let md = spool.join(format!("user{u:02}")).join("Maildir");
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(md.join(sub)).expect("mkdir");
+        }
+        std::fs::write(md.join("new").join(format!("1700000000.{u}.host")), post).expect("write");
+        maildirs.push(md);
+    }
+    std::fs::write(
+        maildirs[3].join("cur").join("1700000100.x.host:2,S"),
+        "From: friend@mail.example\nSubject: lunch\nMessage-ID: <lunch@mail.example>\n\n\
+         Shall we have lunch on thursday near the station, at the usual place at noon?\n",
+    )
+    .expect("write");
+    let args = ["replay", "--format", "jsonl", "--bulk-threshold", "5"];
+    for inputs in [vec![dir.path().join("spool")], maildirs.clone()] {
+        let out = run(bin().args(args).args(&inputs));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let post = lines
+            .iter()
+            .find(|l| l["message_id"] == "planting-2026@club.example")
+            .expect("the post");
+        assert_eq!(post["level"], "clean", "{post}");
+        assert_eq!(post["campaign_size"], 25, "{post}");
+    }
+    // The table says what became of the other copies.
+    let out = run(bin().arg("replay").arg(dir.path().join("spool")));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("copies in other mailboxes"), "{text}");
+    assert!(text.contains("): 24"), "{text}");
+    // One Maildir alone: its copy is one message to one mailbox.
+    let out = run(bin().args(args).arg(&maildirs[0]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"campaign_size\":1"), "{text}");
+}
+
+/// The mbox `From ` line is the envelope sender: a list's post (List-Id)
+/// from one sender domain, in six mailboxes' copies in one mbox, is one
+/// delivery of one post (clean at a bulk threshold of 5), as the daemon
+/// judges it; the same copies under `From -` lines (no sender) are six
+/// deliveries (bulk).
+#[test]
+fn the_mbox_from_line_is_the_envelope_sender() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = |i: usize, from: &str| {
+        format!(
+            "From {from} Mon Jan  6 10:0{i}:00 2025\nFrom: Club <news@club.example>\n\
+             To: member{i}@example.org\nSubject: Spring planting day\n\
+             Message-ID: <p{i}@club.example>\nList-Id: Club news <news.club.example>\n\n\
+             The spring planting day is on saturday at the north allotments. Bring gloves, a \
+             trowel and seedlings to swap; the club provides compost, tea and cake for \
+             everyone who helps out during the morning.\n\n"
+        )
+    };
+    let levels = |from: &str| -> Vec<String> {
+        let mbox = dir.path().join("list.mbox");
+        let text: String = (0..6).map(|i| copy(i, from)).collect();
+        std::fs::write(&mbox, text).expect("write");
+        let out = run(bin()
+            .args(["replay", "--format", "jsonl", "--bulk-threshold", "5"])
+            .arg(&mbox));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("json");
+                v["level"].as_str().unwrap_or("?").to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(levels("news-bounces@club.example"), ["clean"; 6]);
+    assert_eq!(levels("-").last().map(String::as_str), Some("bulk"));
 }

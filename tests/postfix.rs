@@ -846,3 +846,148 @@ fn list_posts_and_postmaster_pass_a_postfix_that_rejects_bulk() {
     }
     assert!(!files.iter().any(|f| f.contains("post-3")));
 }
+
+/// A thread through Postfix, under `policy.bulk = "reject"` and thresholds
+/// of 3 and 5 (issue 50): a supplier's message to twelve people, six
+/// answers to all that quote it under a line of their own, and a forward
+/// to eight new colleagues are all delivered, none tagged suspect or bulk;
+/// each answer says it was read with its quote and is part of a
+/// conversation. The same text quoted under a short line by six senders to
+/// six new people each is refused: a campaign.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn a_thread_passes_a_postfix_that_rejects_bulk() {
+    let Setup {
+        _tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    fs::write(
+        &bw_config,
+        format!(
+            "{}clean = \"tag\"\n",
+            config(milter_port, &dir.join("state"), "reject")
+        ),
+    )
+    .unwrap();
+    run(Command::new("kill").args(["-HUP", &rig.daemon.id().to_string()]));
+    wait_for("reload", || log().contains("configuration reloaded"), log);
+
+    let order = "Hello all,\r\n\r\nplease find below the confirmation of your order for the \
+        third quarter. We will deliver forty units of the model R7 controller, twelve spare \
+        power supplies and the documentation set to your warehouse in Verona on the \
+        fourteenth. Invoices follow the usual terms of sixty days.\r\n\r\nBest regards,\r\n\
+        Marco Rossi\r\n";
+    let quoted: String = order.lines().map(|l| format!("> {l}\r\n")).collect();
+    let team: Vec<String> = (0..12).map(|i| format!("staff{i}@example.net")).collect();
+    let marco = "marco@supplier.example";
+    let message = |id: &str, from: &str, subject: &str, body: &str| {
+        format!(
+            "From: {from}\r\nTo: staff@example.net\r\nSubject: {subject}\r\n\
+             Message-ID: <{id}@thread.example>\r\nIn-Reply-To: <order@thread.example>\r\n\r\n{body}"
+        )
+    };
+    let mut sent = Vec::new();
+    send_to(
+        smtp_port,
+        marco,
+        &team,
+        &message("order", marco, "Order Q3", order),
+    )
+    .unwrap_or_else(|e| panic!("the order: {e}\n{}", maillog()));
+    sent.push("order".to_owned());
+    for i in 0..6 {
+        let from = &team[i];
+        let mut to = vec![marco.to_owned()];
+        to.extend(team.iter().filter(|t| *t != from).cloned());
+        let id = format!("answer-{i}");
+        let body = format!("Thanks Marco, all correct.\r\n\r\nOn Monday, Marco wrote:\r\n{quoted}");
+        send_to(
+            smtp_port,
+            from,
+            &to,
+            &message(&id, from, "Re: Order Q3", &body),
+        )
+        .unwrap_or_else(|e| panic!("answer {i}: {e}\n{}", maillog()));
+        sent.push(id);
+    }
+    let group: Vec<String> = (0..8).map(|i| format!("store{i}@example.net")).collect();
+    let fwd = format!("FYI for the 14th.\r\n\r\n---------- Forwarded message ---------\r\nFrom: {marco}\r\nSubject: Order Q3\r\n\r\n{order}");
+    send_to(
+        smtp_port,
+        &team[4],
+        &group,
+        &message("forward", &team[4], "Fwd: Order Q3", &fwd),
+    )
+    .unwrap_or_else(|e| panic!("the forward: {e}\n{}", maillog()));
+    sent.push("forward".to_owned());
+    // Every body ends with Marco's name (his own, quoted or forwarded).
+    let captured = || {
+        let files = sink_files(&dir);
+        sent.iter().all(|id| {
+            let id = format!("<{id}@thread.example>");
+            files
+                .iter()
+                .any(|f| f.contains(&id) && f.trim_end().ends_with("Marco Rossi"))
+        })
+    };
+    wait_for("the thread in the sink", captured, || {
+        format!("{}\n{}", maillog(), log())
+    });
+    let files = sink_files(&dir);
+    let tag = |id: &str| -> String {
+        files
+            .iter()
+            .find(|f| f.contains(&format!("<{id}@thread.example>")))
+            .unwrap_or_else(|| panic!("{id} not captured"))
+            .lines()
+            .find(|l| l.starts_with("X-Bulkwatch:"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for id in &sent {
+        let t = tag(id);
+        assert!(t.starts_with("X-Bulkwatch: clean"), "{id}: {t}\n{}", log());
+    }
+    for i in 0..6 {
+        let t = tag(&format!("answer-{i}"));
+        assert!(
+            t.contains("conversation=yes") && t.contains("quote=read"),
+            "{t}"
+        );
+    }
+    assert!(
+        log().contains("step=\"within\"") || log().contains("step=within"),
+        "{}",
+        log()
+    );
+
+    // The same text under a quote, from six senders to six new people each:
+    // a campaign, refused once past the bulk threshold.
+    let mut refused = 0;
+    for i in 0..6 {
+        let from = format!("sender{i}@botnet{i}.example");
+        let to: Vec<String> = (0..6).map(|r| format!("v{i}-{r}@example.net")).collect();
+        let body = format!("see below\r\n\r\nOn Monday, Marco wrote:\r\n{quoted}");
+        if send_to(
+            smtp_port,
+            &from,
+            &to,
+            &message(&format!("spam-{i}"), &from, "Re: Order Q3", &body),
+        )
+        .is_err()
+        {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 4, "refused {refused} of 6\n{}", log());
+}

@@ -243,6 +243,14 @@ fn write_table(out: &mut impl Write, s: &mut ReplaySummary) -> std::io::Result<(
         s.read_errors,
         s.failures.len()
     )?;
+    if s.copies > 0 {
+        writeln!(
+            out,
+            "copies in other mailboxes (the same Message-ID and text; counted as recipients \
+             of the copy judged): {}",
+            s.copies
+        )?;
+    }
     let campaigns = s.campaigns_read()?;
     writeln!(out, "campaigns of 2 or more messages: {}", campaigns.len())?;
     writeln!(

@@ -714,6 +714,8 @@ pub fn replay_files(
     opts: ReplayOptions,
     mut progress: impl FnMut(u64),
 ) -> Result<ReplaySummary, ReplayError> {
+    let given = paths;
+    let paths = &expand_inputs(given);
     let threads = opts.threads();
     let clock = opts.clock;
     // What the parser reads of a message, and one byte more so that the
@@ -768,12 +770,18 @@ pub fn replay_files(
         }
     }
     // An input that holds no message is a mistake (a file that is not
-    // mail, an empty Maildir), not a mailbox of zero messages.
-    if let Some(p) = paths
-        .iter()
-        .zip(&counts)
-        .find_map(|(p, n)| (*n == 0).then_some(p))
-    {
+    // mail, an empty Maildir), not a mailbox of zero messages; in a spool
+    // an empty Maildir is a mailbox without mail, but a spool of them all
+    // empty is the same mistake.
+    let held = |p: &PathBuf| -> usize {
+        paths
+            .iter()
+            .zip(&counts)
+            .filter(|(q, _)| *q == p || (!given.contains(q) && q.starts_with(p)))
+            .map(|(_, n)| *n)
+            .sum()
+    };
+    if let Some(p) = given.iter().find(|p| held(p) == 0) {
         return Err(ReplayError::Input {
             path: p.clone(),
             source: std::io::Error::new(
@@ -1084,6 +1092,58 @@ fn for_each_analyzed(
     });
 }
 
+/// The inputs a replay reads: each path as given, but a directory that is
+/// no Maildir and holds Maildirs (a mail spool: `DOMAIN/USER/Maildir`),
+/// which stands for those Maildirs, in order of path, found up to
+/// [`MAX_SPOOL_DEPTH`] levels down without following links. A directory
+/// with none stays as given (and is refused as no Maildir).
+pub fn expand_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() != STDIN && p.is_dir() && !maildir::is_maildir(p) {
+            let mut found = Vec::new();
+            find_maildirs(p, 0, &mut found);
+            if !found.is_empty() {
+                found.sort();
+                out.extend(found);
+                continue;
+            }
+        }
+        out.push(p.clone());
+    }
+    out
+}
+
+/// Levels below a spool directory searched for Maildirs.
+pub const MAX_SPOOL_DEPTH: usize = 4;
+/// Most Maildirs one spool directory stands for.
+const MAX_SPOOL_MAILDIRS: usize = 100_000;
+
+fn find_maildirs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > MAX_SPOOL_DEPTH || out.len() >= MAX_SPOOL_MAILDIRS {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        if out.len() >= MAX_SPOOL_MAILDIRS {
+            return;
+        }
+        if maildir::is_maildir(&d) {
+            out.push(d);
+        } else {
+            find_maildirs(&d, depth + 1, out);
+        }
+    }
+}
+
 /// The envelope a replayed message is judged with: its sender, and `n`
 /// recipients of whom nothing is known (module notes).
 fn envelope_of(sender: Option<String>, n: u32) -> Envelope {
@@ -1226,7 +1286,7 @@ pub fn analyze_unenveloped(raw: &[u8], cfg: &Config) -> Analysis {
 /// read.
 pub fn count_messages(paths: &[PathBuf]) -> Option<u64> {
     let mut n = 0u64;
-    for p in paths {
+    for p in &expand_inputs(paths) {
         if p.as_os_str() == STDIN {
             return None;
         }
