@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::party::{Kind, Move, Parties, Talk};
+use crate::engine::party::{Kind, Move, Parties, Talk, KEY_BYTES};
 use crate::engine::simhash::hex;
 
 /// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
@@ -422,8 +422,8 @@ impl Texts {
 /// arrival order as entries leave the window.
 ///
 /// A record is the texts' string ([`Texts::raw`], UTF-8), then, when the
-/// parties are known, a byte 0xFF (never part of UTF-8) and each key as 4
-/// little-endian bytes. A record without that byte (a snapshot of a build
+/// parties are known, a byte 0xFF (never part of UTF-8) and each key as
+/// [`KEY_BYTES`] little-endian bytes (keys have 24 bits). A record without that byte (a snapshot of a build
 /// before parties) has unknown parties.
 #[derive(Debug, Clone, Default)]
 pub struct AloneRecords {
@@ -459,7 +459,8 @@ impl AloneRecords {
             if let Some(keys) = keys {
                 self.bytes.push_back(PARTIES_MARK);
                 for k in keys {
-                    self.bytes.extend(k.to_le_bytes());
+                    let b = k.to_le_bytes();
+                    self.bytes.extend(&b[..KEY_BYTES]);
                 }
             }
         }
@@ -518,8 +519,8 @@ impl AloneRecords {
         let bytes: Vec<u8> = record.copied().collect();
         Some(
             bytes
-                .chunks_exact(4)
-                .filter_map(|c| c.try_into().ok().map(u32::from_le_bytes))
+                .chunks_exact(KEY_BYTES)
+                .map(|c| c.iter().rev().fold(0u32, |k, b| (k << 8) | u32::from(*b)))
                 .collect(),
         )
     }
@@ -980,8 +981,8 @@ mod compact_tests {
         );
         a.trim(20);
         assert_eq!(a.get(12), Texts::default());
-        a.push(20, &t(20), Some(&[7, 8]));
-        assert_eq!(a.keys(20), Some(vec![7, 8]));
+        a.push(20, &t(20), Some(&[7, 0xFF_FFFF]));
+        assert_eq!(a.keys(20), Some(vec![7, 0xFF_FFFF]));
         assert_eq!(a.keys(12), None, "trimmed");
         assert_eq!(a.get(20), t(20));
         // Known parties, none of them (a message with no sender and no
@@ -990,7 +991,7 @@ mod compact_tests {
         a.push(22, &t(22), None);
         assert_eq!((a.keys(21), a.get(21)), (Some(vec![]), Texts::default()));
         assert_eq!((a.keys(22), a.get(22)), (None, t(22)));
-        assert_eq!(a.keys(20), Some(vec![7, 8]));
+        assert_eq!(a.keys(20), Some(vec![7, 0xFF_FFFF]));
     }
 
     #[test]

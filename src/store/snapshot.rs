@@ -65,7 +65,9 @@ use crate::engine::campaign::{secs32, AloneRecords, Campaign, CampaignId, Campai
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::{Entry, Owner};
 use crate::engine::index::IndexParts;
-use crate::engine::party::{OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS};
+use crate::engine::party::{
+    clamp_key, OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS,
+};
 use crate::engine::Engine;
 use crate::store::codec::{CodecError, Reader, Writer};
 
@@ -239,7 +241,9 @@ fn read_talk(r: &mut Reader<'_>) -> Result<Option<Box<Talk>>, SnapshotError> {
     let set = match r.u8()? {
         0 => {
             let n = r.items(MAX_EXACT, 4)?;
-            let keys = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+            let keys = (0..n)
+                .map(|_| r.u32().map(clamp_key))
+                .collect::<Result<Vec<_>, _>>()?;
             OwnedSetParts::Exact(keys)
         }
         1 => {
@@ -658,7 +662,11 @@ fn read_window(
                             max: MAX_MESSAGE_KEYS as u64,
                         });
                     }
-                    Some((0..n).map(|_| s.u32()).collect::<Result<Vec<_>, _>>()?)
+                    Some(
+                        (0..n)
+                            .map(|_| s.u32().map(clamp_key))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    )
                 } else {
                     None
                 };

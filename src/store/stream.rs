@@ -46,7 +46,7 @@ use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
 use crate::engine::minhash::band_keys;
-use crate::engine::party::{Parties, MAX_ANSWERS};
+use crate::engine::party::{clamp_key, Parties, MAX_ANSWERS};
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::MAX_KEPT_RCPTS;
@@ -216,15 +216,19 @@ fn put_parties(w: &mut Writer, p: &Parties) {
 fn get_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
     let mut key = || -> Result<Option<u32>, CodecError> {
         let some = r.bool()?;
-        let k = r.u32()?;
+        let k = clamp_key(r.u32()?);
         Ok(some.then_some(k))
     };
     let (sender, message) = (key()?, key()?);
     let n = byte_count(r, MAX_KEPT_RCPTS, "log entry recipients")?;
-    let rcpts = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+    let rcpts = (0..n)
+        .map(|_| r.u32().map(clamp_key))
+        .collect::<Result<Vec<_>, _>>()?;
     let anonymous = r.u32()?;
     let n = byte_count(r, MAX_ANSWERS, "log entry answers")?;
-    let answers = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+    let answers = (0..n)
+        .map(|_| r.u32().map(clamp_key))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Parties {
         sender,
         rcpts,
