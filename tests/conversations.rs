@@ -346,7 +346,7 @@ async fn the_best_move_reaches_no_more_than_one_transaction() {
                 &forwarding("FYI", "Desk <desk@spam-own.example>", SPAM),
             )
         };
-        for f in 0..3 {
+        for (f, from) in own.iter().enumerate().take(3) {
             let n = match extra {
                 "recipient" if f == 2 => 21,
                 // Room left under the reach bound: only the count of
@@ -356,9 +356,7 @@ async fn the_best_move_reaches_no_more_than_one_transaction() {
             };
             let to = people(&format!("new{f}-"), n);
             levels.push(level(
-                &send_envelope(m.addr, &forward(f, &to), &own[f], &to)
-                    .await
-                    .0,
+                &send_envelope(m.addr, &forward(f, &to), from, &to).await.0,
             ));
         }
         if extra == "forward" {

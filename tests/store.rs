@@ -596,8 +596,7 @@ fn concurrent_calls_apply_each_entry_once() {
                     let env = Envelope::default();
                     let an = analyze(&spam(k), &env, &cfg);
                     let mut obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
-                    obs.parties =
-                        bulkwatch::engine::party::Parties::anonymous(u32::try_from(k + 1).unwrap());
+                    obs.parties = bulkwatch::engine::party::Parties::anonymous(k + 1);
                     let out = store
                         .record_shared(&obs, UnixSecs(REPLAY_EPOCH + u64::from(n)))
                         .unwrap();

@@ -175,7 +175,7 @@ enum Answer {
     /// (`milter::control::explanation_json`).
     Explained(serde_json::Value),
     /// Not judged: allow-listed or skipped, by the configuration alone.
-    Decided(Verdict),
+    Decided(Box<Verdict>),
     /// No daemon answered and it left no snapshot: why.
     Unjudged(String),
 }
@@ -193,7 +193,7 @@ fn judge(
         Err(v) => {
             return Ok(Judged {
                 source: "the configuration".into(),
-                answer: Answer::Decided(*v),
+                answer: Answer::Decided(v),
             })
         }
     };
@@ -320,8 +320,8 @@ fn render(
             ""
         }
     )?;
-    match a.normalized.kept_cut {
-        Some(k) => writeln!(
+    if let Some(k) = a.normalized.kept_cut {
+        writeln!(
             out,
             "quote:       read as the text: what the quote, attribution, footer and \
              disclaimer rules leave is {} of {} words, under {} words or a third, so the \
@@ -330,8 +330,7 @@ fn render(
             k.own_words,
             k.words,
             crate::engine::mime::normalize::MIN_KEPT_WORDS
-        )?,
-        None => {}
+        )?;
     }
     if let Some(j) = judged {
         writeln!(out, "judged by:   {}", j.source)?;

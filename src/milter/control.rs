@@ -399,7 +399,8 @@ pub fn key_tag(key: (u64, u64)) -> String {
     h.update(b"bulkwatch key tag\0");
     h.update(key.0.to_le_bytes());
     h.update(key.1.to_le_bytes());
-    crate::engine::simhash::hex(&h.finalize()[..8])
+    let digest = h.finalize();
+    crate::engine::simhash::hex(digest.get(..8).unwrap_or_default())
 }
 
 /// `explain KEY ENTRY` (module notes): the daemon's thresholds, its view

@@ -296,7 +296,7 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
             match engine.alone_texts.keys(seq).filter(|_| format >= 4) {
                 Some(keys) => {
                     s.u8(1);
-                    let keys = &keys[..keys.len().min(MAX_MESSAGE_KEYS)];
+                    let keys = keys.get(..MAX_MESSAGE_KEYS).unwrap_or(&keys);
                     s.u8(keys.len() as u8);
                     for k in keys {
                         s.u32(*k);
