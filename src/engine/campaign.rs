@@ -429,9 +429,14 @@ impl Texts {
 pub struct AloneRecords {
     /// Sequence number of the first record.
     base: u64,
-    /// Where each record starts, as a byte count since the buffer began
-    /// (wrapping).
-    starts: VecDeque<u32>,
+    /// Each record's length in bytes (a record is at most about 1,200
+    /// bytes: [`MAX_RECORD`]). 2 bytes a window entry, where a start
+    /// offset took 4.
+    lens: VecDeque<u16>,
+    /// Where the records start, as byte counts since the buffer began
+    /// (wrapping): of the record `base`, then of each record whose
+    /// sequence number is a multiple of [`MARK_EVERY`] after it.
+    marks: VecDeque<u32>,
     bytes: VecDeque<u8>,
     /// Byte count of `bytes[0]` since the buffer began (wrapping).
     bytes_base: u32,
@@ -439,6 +444,14 @@ pub struct AloneRecords {
 
 /// The byte between a record's texts and its party keys.
 const PARTIES_MARK: u8 = 0xFF;
+/// Records between two start offsets kept ([`AloneRecords::marks`]): a
+/// lookup adds at most this many lengths.
+const MARK_EVERY: u64 = 64;
+/// The longest record kept: a record past it (never made by a message:
+/// texts are cut at 120 characters of subject and five names of 100, and
+/// a message has at most [`crate::engine::party::MAX_MESSAGE_KEYS`] keys)
+/// keeps its texts' first bytes.
+const MAX_RECORD: usize = u16::MAX as usize;
 
 impl AloneRecords {
     /// Adds the record of entry `seq`: `texts` and the party keys `keys`
@@ -446,23 +459,42 @@ impl AloneRecords {
     /// for one with a slot. Entries that left no record (none in order)
     /// read as empty.
     pub fn push(&mut self, seq: u64, texts: &Texts, keys: Option<&[u32]>) {
-        if self.starts.is_empty() || seq < self.base {
+        if self.lens.is_empty() || seq < self.base {
             self.clear_to(seq);
         }
-        let end = self.end();
-        while self.base + (self.starts.len() as u64) < seq {
-            self.starts.push_back(end);
+        while self.next_seq() < seq {
+            self.open_record();
+            self.lens.push_back(0);
         }
-        if self.base + (self.starts.len() as u64) == seq {
-            self.starts.push_back(end);
-            self.bytes.extend(texts.raw().as_bytes());
+        if self.next_seq() == seq {
+            self.open_record();
+            let before = self.bytes.len();
+            let raw = texts.raw().as_bytes();
+            self.bytes
+                .extend(raw.get(..MAX_RECORD.min(raw.len())).unwrap_or_default());
             if let Some(keys) = keys {
-                self.bytes.push_back(PARTIES_MARK);
-                for k in keys {
-                    let b = k.to_le_bytes();
-                    self.bytes.extend(&b[..KEY_BYTES]);
+                if self.bytes.len() - before + 1 + keys.len() * KEY_BYTES <= MAX_RECORD {
+                    self.bytes.push_back(PARTIES_MARK);
+                    for k in keys {
+                        let b = k.to_le_bytes();
+                        self.bytes.extend(&b[..KEY_BYTES]);
+                    }
                 }
             }
+            let len = u16::try_from(self.bytes.len() - before).unwrap_or(u16::MAX);
+            self.lens.push_back(len);
+        }
+    }
+
+    /// Sequence number the next record gets.
+    fn next_seq(&self) -> u64 {
+        self.base + self.lens.len() as u64
+    }
+
+    /// Notes where the next record starts when it begins a block.
+    fn open_record(&mut self) {
+        if self.lens.is_empty() || self.next_seq() % MARK_EVERY == 0 {
+            self.marks.push_back(self.end());
         }
     }
 
@@ -471,7 +503,8 @@ impl AloneRecords {
     }
 
     fn clear_to(&mut self, seq: u64) {
-        self.starts.clear();
+        self.lens.clear();
+        self.marks.clear();
         self.bytes.clear();
         self.base = seq;
         self.bytes_base = 0;
@@ -479,17 +512,16 @@ impl AloneRecords {
 
     /// The bytes of entry `seq`'s record (none when it has no record).
     fn record(&self, seq: u64) -> Option<std::collections::vec_deque::Iter<'_, u8>> {
-        let i = seq
-            .checked_sub(self.base)
-            .and_then(|i| usize::try_from(i).ok())?;
-        let start = self.starts.get(i)?;
-        let end = self
-            .starts
-            .get(i + 1)
-            .copied()
-            .unwrap_or_else(|| self.end());
+        let i = usize::try_from(seq.checked_sub(self.base)?).ok()?;
+        let len = usize::from(*self.lens.get(i)?);
+        // The mark of its block, and the records between that and it.
+        let block = usize::try_from(seq / MARK_EVERY - self.base / MARK_EVERY).ok()?;
+        let first = (seq / MARK_EVERY * MARK_EVERY).max(self.base);
+        let skip = usize::try_from(first - self.base).ok()?;
+        let before: usize = self.lens.range(skip..i).map(|l| usize::from(*l)).sum();
+        let start = self.marks.get(block)?.wrapping_add(before as u32);
         let from = start.wrapping_sub(self.bytes_base) as usize;
-        let to = end.wrapping_sub(self.bytes_base) as usize;
+        let to = from + len;
         // Offsets wrap at 4 GiB of records held at once (a window of 10^7
         // campaigns of one holds about 500 MB): past that a record reads
         // as empty, never out of bounds.
@@ -529,21 +561,28 @@ impl AloneRecords {
     /// window).
     pub fn trim(&mut self, first: u64) {
         while self.base < first {
-            if self.starts.pop_front().is_none() {
-                self.base = first;
-                break;
-            }
+            let Some(len) = self.lens.pop_front() else {
+                self.clear_to(first);
+                return;
+            };
+            let n = usize::from(len).min(self.bytes.len());
+            self.bytes.drain(..n);
+            self.bytes_base = self.bytes_base.wrapping_add(n as u32);
             self.base += 1;
-            let next = self.starts.front().copied().unwrap_or_else(|| self.end());
-            let n = next.wrapping_sub(self.bytes_base) as usize;
-            self.bytes.drain(..n.min(self.bytes.len()));
-            self.bytes_base = next;
+            if self.lens.is_empty() {
+                self.marks.clear();
+            } else if self.base % MARK_EVERY == 0 {
+                // The front block is gone; the next mark is this one's.
+                self.marks.pop_front();
+            } else if let Some(m) = self.marks.front_mut() {
+                *m = self.bytes_base;
+            }
         }
     }
 
     /// Heap bytes held (capacity), for the engine's statistics.
     pub fn heap_bytes(&self) -> usize {
-        self.starts.capacity() * 4 + self.bytes.capacity()
+        self.lens.capacity() * 2 + self.marks.capacity() * 4 + self.bytes.capacity()
     }
 }
 
@@ -951,6 +990,39 @@ mod compact_tests {
                 }
                 proptest::prop_assert_eq!(compact.iter().collect::<Vec<_>>(), reference.clone());
                 proptest::prop_assert_eq!(compact.len(), reference.len());
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Records read back as pushed, across gaps, trims and the marks
+        /// every 64 records: the model is a map by sequence number.
+        #[test]
+        fn alone_records_read_back_as_a_map_would(ops in proptest::collection::vec((0u8..4, 0u64..90, 0usize..40), 0..400)) {
+            let mut a = AloneRecords::default();
+            let mut model: std::collections::BTreeMap<u64, (Texts, Option<Vec<u32>>)> = Default::default();
+            let mut next = 0u64;
+            let mut first = 0u64;
+            for (op, n, size) in ops {
+                if op == 0 {
+                    first = (first + n).min(next);
+                    a.trim(first);
+                    model.retain(|k, _| *k >= first);
+                } else {
+                    let seq = next + if op == 1 { n % 70 } else { 0 };
+                    let texts = if size % 5 == 0 { Texts::default() } else {
+                        Texts::new(Some(&"s".repeat(size)), [format!("d{seq}.example")])
+                    };
+                    let keys: Option<Vec<u32>> = (op != 3).then(|| (0..size as u32 % 7).map(|k| (k * 977 + seq as u32) & 0xFF_FFFF).collect());
+                    a.push(seq, &texts, keys.as_deref());
+                    model.insert(seq, (texts, keys));
+                    next = seq + 1;
+                }
+                for seq in first.saturating_sub(2)..next + 2 {
+                    let (t, k) = model.get(&seq).cloned().unwrap_or_default();
+                    proptest::prop_assert_eq!(a.get(seq), t, "texts of {}", seq);
+                    proptest::prop_assert_eq!(a.keys(seq), k, "keys of {}", seq);
+                }
             }
         }
     }
