@@ -832,9 +832,6 @@ struct Item {
     /// Its envelope sender: the mbox `From ` line's address, else its
     /// `Return-Path` field (`Some("")`: the null sender).
     sender: Option<String>,
-    /// A hash of its Message-ID (copies in several inputs are one
-    /// message: [`Copies`]).
-    id: Option<u64>,
 }
 
 /// The messages of a replay's files, file after file, one file open at a
@@ -946,7 +943,6 @@ impl Iterator for Inputs {
                                 msg: Err(e),
                                 time: None,
                                 sender: None,
-                                id: None,
                             });
                         }
                     }
@@ -974,7 +970,6 @@ impl Iterator for Inputs {
                 file,
                 index,
                 sender: line_sender.or_else(|| raw.and_then(return_path)),
-                id: raw.and_then(message_id_hash),
                 msg,
                 time,
             });
@@ -996,7 +991,8 @@ fn feed_item(
     match a {
         Some(Ok(a)) => {
             let exact = a.fingerprint.as_ref().map(|f| f.exact);
-            match copies.judge(item.id, item.file, exact) {
+            let id = a.message_id.as_deref().and_then(id_hash);
+            match copies.judge(id, item.file, exact) {
                 Delivery::CopyOf => r.summary.copies += 1,
                 Delivery::To(n) => {
                     let env = envelope_of(item.sender.clone(), n);
@@ -1199,8 +1195,13 @@ fn return_path(raw: &[u8]) -> Option<String> {
 
 /// A hash of the message's Message-ID, as written between its brackets.
 fn message_id_hash(raw: &[u8]) -> Option<u64> {
-    let v = header_value(raw, "Message-ID")?;
-    let id: String = v.chars().filter(|c| !c.is_whitespace()).collect();
+    id_hash(&header_value(raw, "Message-ID")?)
+}
+
+/// A hash of a Message-ID unfolded, without whitespace and brackets (as
+/// the analysis keeps it: `Analysis::message_id`).
+fn id_hash(id: &str) -> Option<u64> {
+    let id: String = id.chars().filter(|c| !c.is_whitespace()).collect();
     let id = id.trim_start_matches('<').trim_end_matches('>');
     (!id.is_empty()).then(|| xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
 }
