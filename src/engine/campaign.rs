@@ -493,7 +493,7 @@ impl AloneRecords {
 
     /// Notes where the next record starts when it begins a block.
     fn open_record(&mut self) {
-        if self.lens.is_empty() || self.next_seq() % MARK_EVERY == 0 {
+        if self.lens.is_empty() || self.next_seq().is_multiple_of(MARK_EVERY) {
             self.marks.push_back(self.end());
         }
     }
@@ -571,7 +571,7 @@ impl AloneRecords {
             self.base += 1;
             if self.lens.is_empty() {
                 self.marks.clear();
-            } else if self.base % MARK_EVERY == 0 {
+            } else if self.base.is_multiple_of(MARK_EVERY) {
                 // The front block is gone; the next mark is this one's.
                 self.marks.pop_front();
             } else if let Some(m) = self.marks.front_mut() {
