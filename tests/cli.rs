@@ -879,3 +879,34 @@ fn the_mbox_from_line_is_the_envelope_sender() {
     assert_eq!(levels("news-bounces@club.example"), ["clean"; 6]);
     assert_eq!(levels("-").last().map(String::as_str), Some("bulk"));
 }
+
+/// `check-config` prints a Redis address without its password, and says
+/// an empty secret is empty rather than "set, not shown" (issues 51, 52).
+#[test]
+fn check_config_shows_no_redis_password() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("b.toml");
+    std::fs::write(
+        &cfg,
+        "[store]\nbackend = \"redis\"\n[store.redis]\n\
+         urls = [\"redis://bw:s3cret-pw@127.0.0.1:6379/0\", \"redis://:other-pw@10.0.0.2:6379/0\"]\n\
+         [metrics]\ncontrol_token = \"\"\n",
+    )
+    .expect("write");
+    let out = run(bin().arg("check-config").arg(&cfg));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.contains("s3cret-pw") && !text.contains("other-pw"),
+        "{text}"
+    );
+    assert!(text.contains("redis://bw:***@127.0.0.1:6379/0"), "{text}");
+    assert!(text.contains("control_token = \"\""), "{text}");
+    let out = run(bin().args(["check-config", "--show-secrets"]).arg(&cfg));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("s3cret-pw"));
+}

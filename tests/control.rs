@@ -368,3 +368,60 @@ async fn scan_explains_a_reply_through_the_running_daemon() {
     assert!(text.contains(" ago"), "{text}");
     assert!(text.contains("conversation=yes"), "{text}");
 }
+
+/// Terminal escapes and bidirectional controls in a subject, a sender or
+/// a Message-ID reach neither `campaigns list` and `show` nor the log
+/// raw: they are written out (issue 51).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escapes_in_mail_reach_no_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let state_dir = dir.path().join("state");
+    let config = dir.path().join("bulkwatch.toml");
+    fs::write(&config, config_text(&socket, &state_dir)).unwrap();
+    let log = dir.path().join("daemon.log");
+    let mut d = Daemon::start(&config, &log, &socket);
+    d.wait_log("control socket listening");
+    for (i, name) in NAMES.iter().take(4).enumerate() {
+        let mut m = spam(name, 40 + i as u32);
+        for (k, v) in m.headers.iter_mut() {
+            if k == "Subject" {
+                *v = "\u{1b}]0;owned\u{7}Offer \u{1b}[31mred\u{202e}txt.exe".into();
+            }
+        }
+        m.headers
+            .push(("Message-ID".into(), format!("<id{i}\u{1b}[2J@x.example>")));
+        let mut conn = open_unix(&socket).await;
+        common::transact_envelope(
+            &mut conn,
+            &m,
+            "<bad\u{1b}[5m@deals.example>",
+            &[format!("<{name}@example.net>")],
+        )
+        .await;
+        conn.close().await.unwrap();
+    }
+    let (ok, list, err) = campaigns(&config, &["list"]);
+    assert!(ok, "{err}");
+    assert!(list.contains("Offer"), "{list}");
+    assert!(
+        !list.contains('\u{1b}') && !list.contains('\u{7}') && !list.contains('\u{202e}'),
+        "{list:?}"
+    );
+    assert!(list.contains("\\u{001B}]0;owned\\u{0007}"), "{list}");
+    let id = list
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let (ok, show, _) = campaigns(&config, &["show", &id]);
+    assert!(ok);
+    assert!(!show.contains('\u{1b}'), "{show:?}");
+    assert!(d.stop().success());
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.contains("message judged"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+}

@@ -106,10 +106,7 @@ pub fn ask(cfg: &crate::config::Config, request: &str) -> Result<serde_json::Val
         source: Box::new(e),
     })?;
     if field(&answer, "ok") == false {
-        let why = field(&answer, "error")
-            .as_str()
-            .unwrap_or("refused")
-            .to_owned();
+        let why = shown(field(&answer, "error"), "refused");
         return Err(CliError::Refused { error: why });
     }
     Ok(answer)
@@ -133,13 +130,21 @@ fn campaign_line(c: &serde_json::Value) -> String {
     };
     format!(
         "{}  {:<7} recipients {:>6}  messages {:>5}  last {}  {}\n",
-        field(c, "id").as_str().unwrap_or("?"),
+        shown(field(c, "id"), "?"),
         level,
         field(c, "recipients"),
         field(c, "messages"),
         when(field(c, "last_seen")),
-        field(c, "sample_subject").as_str().unwrap_or("")
+        shown(field(c, "sample_subject"), "")
     )
+}
+
+/// A string of the answer as a terminal may show it: a sender's subject
+/// or address with its control and bidirectional characters written out
+/// (`crate::escape`); `missing` when it is not a string.
+fn shown(v: &serde_json::Value, missing: &str) -> String {
+    v.as_str()
+        .map_or_else(|| missing.to_owned(), crate::escape::printable)
 }
 
 fn human(action: &Action, a: &serde_json::Value) -> String {
@@ -178,10 +183,10 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             for m in field(a, "members").as_array().cloned().unwrap_or_default() {
                 s.push_str(&format!(
                     "  {}  {}  {}  {}\n",
-                    field(&m, "queue_id").as_str().unwrap_or("-"),
+                    shown(field(&m, "queue_id"), "-"),
                     when(field(&m, "time")),
-                    field(&m, "sender").as_str().unwrap_or("-"),
-                    field(&m, "subject").as_str().unwrap_or("")
+                    shown(field(&m, "sender"), "-"),
+                    shown(field(&m, "subject"), "")
                 ));
             }
             s

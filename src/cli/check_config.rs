@@ -48,8 +48,23 @@ fn mask_secrets(text: &str) -> String {
     text.lines()
         .map(|line| {
             let key = line.split(" = ").next().unwrap_or("");
-            if SECRETS.contains(&key) && line.contains(" = ") {
+            // An empty value is no secret (an unset control token).
+            if SECRETS.contains(&key) && line.contains(" = ") && !line.ends_with(" = \"\"") {
                 format!("{key} = \"<set, not shown: --show-secrets>\"")
+            } else if line.contains("://") {
+                // A Redis address's password (store.redis.urls): each
+                // quoted URL of the line printed without it.
+                line.split('"')
+                    .enumerate()
+                    .map(|(i, part)| {
+                        if i % 2 == 1 {
+                            crate::config::redacted_url(part)
+                        } else {
+                            part.to_owned()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\"")
             } else {
                 line.to_owned()
             }

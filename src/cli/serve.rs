@@ -870,7 +870,13 @@ async fn build_state(
     match RedisLayer::from_config(cfg) {
         Ok(Some(shared)) => {
             info!(
-                urls = ?cfg.store.redis.urls,
+                urls = ?cfg
+                    .store
+                    .redis
+                    .urls
+                    .iter()
+                    .map(|u| crate::config::redacted_url(u))
+                    .collect::<Vec<_>>(),
                 keys = shared.pool().key_base(),
                 "shared state in redis; the local window is the fallback"
             );

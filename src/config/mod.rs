@@ -52,7 +52,7 @@ pub use policy::{Action, PolicyConfig};
 pub use scan::ScanConfig;
 pub use section::Restart;
 pub use state::StateConfig;
-pub use store::{RedisConfig, RedisLayout, StoreBackend, StoreConfig};
+pub use store::{redacted_url, RedisConfig, RedisLayout, StoreBackend, StoreConfig};
 pub use thresholds::Thresholds;
 pub use warnings::ConfigWarning;
 pub use window::WindowConfig;

@@ -60,6 +60,49 @@ section! {
     }
 }
 
+/// `url` with its password (`scheme://user:PASSWORD@host...`) written as
+/// `***`: what logs and `check-config` print of a Redis address.
+pub fn redacted_url(url: &str) -> String {
+    let url = &redact_query(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The authority ends at the first '/', '?' or '#'; its credentials at
+    // its last '@'.
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some((creds, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let creds = match creds.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None if creds.is_empty() => String::new(),
+        // `redis://PASSWORD@host` is read as a password by some clients.
+        None => "***".to_owned(),
+    };
+    format!("{scheme}://{creds}@{host}{tail}")
+}
+
+/// `url` with the values of its `pass` and `password` query parameters
+/// (`redis+unix:///path?pass=...`) written as `***`.
+fn redact_query(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _))
+                if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") =>
+            {
+                format!("{k}=***")
+            }
+            _ => p.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", params.join("&"))
+}
+
 section! {
     /// `[store.redis]`: where the shared state lives and how long to wait for it.
     pub struct RedisConfig in RawRedis as "store.redis" {
@@ -296,5 +339,33 @@ mod tests {
                 },
             }
         );
+    }
+
+    #[test]
+    fn a_url_is_printed_without_its_password() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+            (
+                "redis://:s3cret@10.0.0.1:6379/0",
+                "redis://:***@10.0.0.1:6379/0",
+            ),
+            ("redis://bw:s3cret@host/0", "redis://bw:***@host/0"),
+            ("redis://s3cret@host", "redis://***@host"),
+            (
+                "redis://bw:p@ss@host:1/2?x=y",
+                "redis://bw:***@host:1/2?x=y",
+            ),
+            ("rediss://u:pw@h/0", "rediss://u:***@h/0"),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=x",
+                "redis+unix:///run/redis.sock?db=1&pass=***",
+            ),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(redacted_url(url), shown, "{url}");
+            if url.contains("s3cret") || url.contains(":pw@") || url.contains("p@ss") {
+                assert!(!redacted_url(url).contains("s3cret"));
+            }
+        }
     }
 }

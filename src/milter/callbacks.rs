@@ -226,8 +226,8 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             let campaign = verdict.campaign.as_ref();
             info!(
                 queue_id = %queue_id,
-                message_id = message_id.as_deref(),
-                sender = %sender,
+                message_id = message_id.as_deref().map(crate::escape::printable),
+                sender = %crate::escape::printable(&sender),
                 level = verdict.level.as_str(),
                 reason = verdict.level.reason(),
                 list = verdict.list.then_some(true),

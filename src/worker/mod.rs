@@ -289,7 +289,11 @@ async fn exchange(
             let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
                 Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
                     Ok(Reply::Read(r)) => Ok(*r),
-                    Ok(Reply::Panicked { message }) => Err(Failure::Panicked { message }),
+                    // The panic's text may hold the message's bytes:
+                    // shown escaped wherever it goes (the log).
+                    Ok(Reply::Panicked { message }) => Err(Failure::Panicked {
+                        message: crate::escape::printable(&message),
+                    }),
                     Err(e) => Err(Failure::Protocol(invalid_data(e))),
                 },
                 Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => Err(Failure::Protocol(e)),
