@@ -63,7 +63,7 @@ pub const MAX_FORWARDS: u32 = 3;
 pub const MAX_ANSWERS: usize = 8;
 
 /// Party keys held exactly per campaign (512 bytes at most in a vector);
-/// past it, a bit set of [`BITS`] bits (512 bytes) that may answer "a
+/// past it, a bit set of 4,096 bits (512 bytes) that may answer "a
 /// party" for a key it never held, about 2% of the time at 300 keys.
 pub const MAX_EXACT: usize = 128;
 const BITS: usize = 4096;
@@ -358,14 +358,14 @@ impl Talk {
     }
 }
 
-/// The keys of a [`PartySet`], borrowed (snapshots).
+/// The keys of a campaign's party set, borrowed (snapshots).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetParts<'a> {
     Exact(&'a [u32]),
     Bits(&'a [u64], u32),
 }
 
-/// The keys of a [`PartySet`], owned (snapshots).
+/// The keys of a campaign's party set, owned (snapshots).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedSetParts {
     Exact(Vec<u32>),
