@@ -303,6 +303,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             list: false,
             list_post: false,
             kept_cut: None,
+            partial: false,
             deeper: [0; 2],
             reply: false,
             thresholds: cfg.thresholds.clone(),

@@ -46,6 +46,7 @@ async fn an_abort_costs_one_reading_and_the_next_message_is_read() {
     let hooks = Hooks {
         abort_on: b"ABORT-HERE".to_vec(),
         hang_on: b"HANG-HERE".to_vec(),
+        ..Hooks::default()
     };
     let pool = Pool::start(program(), &cfg, 1, hooks).await.unwrap();
     let rcpts = Vec::new();
@@ -132,6 +133,7 @@ async fn a_batch_reads_as_single_messages_and_a_failure_costs_one() {
     let hooks = Hooks {
         abort_on: b"ABORT-HERE".to_vec(),
         hang_on: b"HANG-HERE".to_vec(),
+        ..Hooks::default()
     };
     let pool = Pool::start(program(), &cfg, 1, hooks).await.unwrap();
     let msgs: Vec<Vec<u8>> = (0..40)

@@ -914,7 +914,10 @@ async fn start_workers(cfg: &Config) -> Result<crate::worker::Pool, CliError> {
     let workers = crate::worker::Pool::start(
         &program,
         cfg,
-        crate::worker::default_size(),
+        match cfg.milter.workers {
+            0 => crate::worker::default_size(),
+            n => n,
+        },
         crate::worker::Hooks::from_env(),
     )
     .await

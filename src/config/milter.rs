@@ -78,6 +78,19 @@ section! {
             file engine_timeout_ms: u64,
             read |k, v| millis_in(k, v, 1, 600_000),
             write to_millis;
+        /// Longest a message waits for a free worker before its reading
+        /// starts (not counted in `engine_timeout`); past it the message
+        /// gets `failure_action`, logged and counted as a queue wait.
+        queue_timeout: Duration = Duration::from_millis(10_000),
+            file queue_timeout_ms: u64,
+            read |k, v| millis_in(k, v, 1, 600_000),
+            write to_millis;
+        /// Worker processes that read mail; 0: one per CPU, at least 2.
+        workers: usize = 0,
+            file workers: u64,
+            read |k, v| to_usize(k, v, 0, 256),
+            write to_u64,
+            restart WORKERS;
         failure_action: FailureAction = FailureAction::Accept,
             file failure_action: String,
             read |k, v| word(k, &v, FAILURE_ACTIONS),
@@ -290,6 +303,8 @@ mod tests {
             max_connections: Some(100_000),
             idle_timeout_secs: Some(10),
             engine_timeout_ms: Some(600_000),
+            queue_timeout_ms: Some(1),
+            workers: Some(256),
             failure_action: Some("tempfail".to_owned()),
             reject_text: Some("x".repeat(200)),
             tempfail_text: Some("Later".to_owned()),
@@ -306,6 +321,8 @@ mod tests {
                 max_connections: 100_000,
                 idle_timeout: Duration::from_secs(10),
                 engine_timeout: Duration::from_millis(600_000),
+                queue_timeout: Duration::from_millis(1),
+                workers: 256,
                 failure_action: FailureAction::Tempfail,
                 reject_text: "x".repeat(200),
                 tempfail_text: "Later".to_owned(),

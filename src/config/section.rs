@@ -44,6 +44,8 @@ impl std::fmt::Display for Restart {
 
 /// Why a listener's key waits for a restart.
 pub const LISTENER: &str = "listeners are opened at start";
+/// Why `milter.workers` waits for a restart.
+pub const WORKERS: &str = "the workers are started at start";
 /// Why a fingerprinting key waits for a restart.
 pub const FINGERPRINTS: &str = "fingerprints would no longer match the window";
 /// Why a sizing key waits for a restart.

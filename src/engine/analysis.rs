@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::envelope::Envelope;
 use super::mime::normalize::{normalize, Normalized};
-use super::mime::{extract, MimeOutcome};
+use super::mime::{extract_to, Depth, MimeOutcome};
 use super::minhash::{min_sketch, seeds};
 use super::shingle::features;
 use super::simhash::{exact_hash, simhash, Fingerprint, VERSION};
@@ -41,6 +41,9 @@ pub struct Analysis {
     /// A reply or a forward (`mime::BodyText::reply`).
     pub reply: bool,
     pub truncated: bool,
+    /// A reader stopped at the message's work budget: it was read partly
+    /// (`mime::BodyText::partial`).
+    pub partial: bool,
     /// A message too short to compare by its words that is compared near
     /// by its pictures: its simhash is made from their perceptual hashes
     /// (see [`fingerprint`]).
@@ -75,6 +78,11 @@ pub struct Reading {
     pub list_id: bool,
     pub reply: bool,
     pub truncated: bool,
+    pub partial: bool,
+    /// Set by the daemon, not sent by a worker: the deep reading failed
+    /// (its cause, a `worker::Failure` label) after the shallow one came,
+    /// which stands.
+    pub deep_failure: Option<&'static str>,
 }
 
 /// Parses and normalizes one message: MIME, HTML, CSS, charsets, the
@@ -82,15 +90,23 @@ pub struct Reading {
 /// worker process (`crate::worker`). Never fails: an unparseable message
 /// gives a `Reading` with `parsed` false.
 pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
-    let body = match extract(raw, &cfg.scan) {
+    read_to(raw, rcpts, cfg, Depth::Deep).0
+}
+
+/// [`read`] to `depth` ([`Depth`]), and whether a shallow reading left
+/// something to the deep one (a PDF or a picture): when it did not, the
+/// shallow reading is the whole reading.
+pub fn read_to(raw: &[u8], rcpts: &[String], cfg: &ReadConfig, depth: Depth) -> (Reading, bool) {
+    let body = match extract_to(raw, &cfg.scan, depth) {
         MimeOutcome::Parsed(b) => b,
-        MimeOutcome::Unparsed => return Reading::default(),
+        MimeOutcome::Unparsed => return (Reading::default(), false),
     };
+    let deferred = body.deferred;
     let normalized = normalize(&body, rcpts, &cfg.normalize);
     let has_link = !body.urls.is_empty()
         || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
         || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
-    Reading {
+    let r = Reading {
         parsed: true,
         normalized,
         images: image_anchors(&body.images),
@@ -105,7 +121,10 @@ pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
         list_id: body.list_id,
         reply: body.reply,
         truncated: body.truncated,
-    }
+        partial: body.partial,
+        deep_failure: None,
+    };
+    (r, deferred)
 }
 
 /// The settings [`read`] uses: none of them secret (the worker process
@@ -150,6 +169,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             list_id: false,
             reply: false,
             truncated: false,
+            partial: false,
             pictured: false,
         };
     }
@@ -204,6 +224,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         list_id: r.list_id,
         reply: r.reply,
         truncated: r.truncated,
+        partial: r.partial,
         pictured,
     }
 }

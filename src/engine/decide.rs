@@ -127,6 +127,9 @@ pub struct Observation {
     /// What the line rules would cut was read as the text (a short reply
     /// fingerprinted with its quote): shown in the verdict, never stored.
     pub kept_cut: Option<crate::engine::mime::normalize::KeptCut>,
+    /// A reader stopped at the message's work budget ([`Analysis::partial`]):
+    /// shown in the verdict, never stored.
+    pub partial: bool,
     /// A reply or a forward ([`Analysis::reply`]): it may quote, so the
     /// containment rule holds it to stricter bounds
     /// ([`link::Rule::contains`](super::link::Rule::contains)). Stores
@@ -245,6 +248,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         list_post: a.list_id && env.mail_from.as_deref().and_then(domain_of).is_some(),
         reply: a.reply,
         kept_cut: a.normalized.kept_cut,
+        partial: a.partial,
     })
 }
 
@@ -307,5 +311,6 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         features: obs.features,
         step: Some(out.step),
         kept_cut: obs.kept_cut,
+        partial: obs.partial,
     }
 }

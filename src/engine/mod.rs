@@ -38,7 +38,7 @@ pub mod shingle;
 pub mod simhash;
 pub mod verdict;
 
-pub use self::analysis::{analyze, fingerprint, read, Analysis, ReadConfig, Reading};
+pub use self::analysis::{analyze, fingerprint, read, read_to, Analysis, ReadConfig, Reading};
 pub use self::decide::{allowed, observe, parties_of, verdict_of, Observation, Outcome};
 pub use self::envelope::{Envelope, UnixSecs, MAX_KEPT_RCPTS};
 pub use self::verdict::NearMiss;
@@ -930,6 +930,7 @@ mod tests {
             thresholds: cfg.thresholds.clone(),
             list: false,
             kept_cut: None,
+            partial: false,
             list_post: false,
         }
     }

@@ -150,8 +150,11 @@ pub fn hash_tokens<'a>(tokens: impl IntoIterator<Item = &'a str>, key: (u64, u64
 /// Computes the features of a normalized message.
 pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
     let w = cfg.shingle_words.max(1);
-    let mut shingles: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
-    let mut words: Vec<u64> = Vec::with_capacity(norm.tokens + 8);
+    // (`tokens` as a reader counted them; never more than the text's
+    // bytes, whatever a caller says.)
+    let tokens = norm.tokens.min(norm.text.len());
+    let mut shingles: Vec<u64> = Vec::with_capacity(tokens + 8);
+    let mut words: Vec<u64> = Vec::with_capacity(tokens + 8);
     let mut sentence: Vec<u64> = Vec::with_capacity(64);
     let seed = token_seed(cfg.hash_key);
     let mut end_sentence = |sentence: &mut Vec<u64>| {

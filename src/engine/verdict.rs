@@ -227,6 +227,10 @@ pub struct Verdict {
     /// reply fingerprinted with its quote
     /// ([`KeptCut`](crate::engine::mime::normalize::KeptCut)).
     pub kept_cut: Option<crate::engine::mime::normalize::KeptCut>,
+    /// The message was read partly: a reader stopped at its work budget,
+    /// or the deep reading failed and what was read first stands (the
+    /// fingerprint is of what was read).
+    pub partial: bool,
 }
 
 impl Verdict {
@@ -248,6 +252,7 @@ impl Verdict {
             features,
             step: None,
             kept_cut: None,
+            partial: false,
         }
     }
 
@@ -294,6 +299,9 @@ impl Verdict {
         }
         if self.kept_cut.is_some() {
             s.push_str("; quote=read");
+        }
+        if self.partial {
+            s.push_str("; read=partial");
         }
         s
     }

@@ -351,7 +351,8 @@ fn render_workers(s: &mut String, w: &Pool) {
         s,
         "# HELP bulkwatch_analysis_failures_total Messages not judged because reading \
          them failed, by cause (the worker died, timed out, panicked, answered \
-         malformed, or none could be started); each got failure_action.\n\
+         malformed, none could be started, or none was free within \
+         milter.queue_timeout_ms: queue); each got failure_action.\n\
          # TYPE bulkwatch_analysis_failures_total counter"
     );
     for l in crate::worker::Failure::LABELS {
@@ -361,6 +362,32 @@ fn render_workers(s: &mut String, w: &Pool) {
             st.failures(l)
         );
     }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_partial_readings_total Messages judged on their shallow \
+         reading because the deep one (attached PDFs, pictures) failed after it, by \
+         cause; each was judged, read partly (read=partial).\n\
+         # TYPE bulkwatch_partial_readings_total counter"
+    );
+    for l in crate::worker::Failure::LABELS {
+        let _ = writeln!(
+            s,
+            "bulkwatch_partial_readings_total{{cause=\"{l}\"}} {}",
+            st.partial(l)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_workers_died_idle_total Workers found dead while idle, \
+         replaced before a message was given to them.\n\
+         # TYPE bulkwatch_workers_died_idle_total counter\nbulkwatch_workers_died_idle_total {}\n\
+         # HELP bulkwatch_worker_restarts_throttled_total Worker restarts held back \
+         after repeated deaths.\n\
+         # TYPE bulkwatch_worker_restarts_throttled_total counter\n\
+         bulkwatch_worker_restarts_throttled_total {}",
+        st.died_idle.load(Ordering::Relaxed),
+        st.throttled.load(Ordering::Relaxed)
+    );
     let _ = writeln!(
         s,
         "# HELP bulkwatch_workers_started_total Worker processes started (at start, \

@@ -85,6 +85,10 @@ pub struct Decided {
 pub enum AnalysisError {
     #[error(transparent)]
     Read(#[from] crate::worker::Failure),
+    /// The keyed fingerprint of a worker's reading panicked (a reading
+    /// the daemon cannot hash: it distrusts its workers as it does mail).
+    #[error("fingerprinting the worker's reading panicked")]
+    Fingerprint,
 }
 
 impl AnalysisError {
@@ -92,7 +96,25 @@ impl AnalysisError {
     pub fn label(&self) -> &'static str {
         match self {
             AnalysisError::Read(f) => f.label(),
+            AnalysisError::Fingerprint => "fingerprint",
         }
+    }
+}
+
+/// Whom a message counts against for a fair share of the workers
+/// (`worker::fair`): its envelope sender's domain, else (the null sender)
+/// its client's address.
+fn fair_key(env: &Envelope) -> String {
+    match env
+        .mail_from
+        .as_deref()
+        .and_then(|a| a.rsplit_once('@'))
+        .map(|(_, d)| d.to_ascii_lowercase())
+    {
+        Some(d) if !d.is_empty() => d,
+        _ => env
+            .client_addr
+            .map_or_else(String::new, |a| format!("[{a}]")),
     }
 }
 
@@ -214,18 +236,41 @@ impl State {
         let env = msg.envelope;
         let raw = msg.raw;
         let reading = match &self.workers {
-            Some(pool) => match pool.read(&raw, &env.rcpts, cfg.milter.engine_timeout).await {
-                Ok(r) => r,
-                Err(e) => {
-                    if let Some(f) = &self.forensics {
-                        f.keep(env.queue_id.as_deref(), raw).await;
+            Some(pool) => {
+                let sender = fair_key(&env);
+                let wait = cfg.milter.queue_timeout;
+                match pool
+                    .read_as(&raw, &env.rcpts, &sender, wait, cfg.milter.engine_timeout)
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // A wait for a worker says nothing of the message:
+                        // no copy is kept.
+                        if let Some(f) = self.forensics.as_ref().filter(|_| e.in_reading()) {
+                            f.keep(env.queue_id.as_deref(), raw).await;
+                        }
+                        return Err(e.into());
                     }
-                    return Err(e.into());
                 }
-            },
+            }
             None => read(&raw, &env.rcpts, &ReadConfig::of(cfg)),
         };
-        let analysis = fingerprint(reading, cfg);
+        if let Some(cause) = reading.deep_failure {
+            tracing::warn!(
+                cause,
+                "the deep reading (attached PDFs, pictures) failed: judged on the rest of \
+                 the message, read partly"
+            );
+            if let Some(f) = &self.forensics {
+                f.keep(env.queue_id.as_deref(), raw.clone()).await;
+            }
+        }
+        // Hashing a worker's reading is guarded as reading is: a panic
+        // costs this message its verdict, not the connection.
+        let analysis =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fingerprint(reading, cfg)))
+                .map_err(|_| AnalysisError::Fingerprint)?;
         let (verdict, elapsed) = self.judge_analysis(cfg, &analysis, &env, start).await;
         Ok(Decided {
             verdict,

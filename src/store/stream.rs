@@ -387,8 +387,9 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             list: false,
             list_post,
             reply,
-            // Not in the entry: only the verdict reads it.
+            // Not in the entry: only the verdict reads them.
             kept_cut: None,
+            partial: false,
         },
         now,
     ))
@@ -1330,6 +1331,7 @@ mod tests {
             thresholds: Config::default().thresholds,
             list: false,
             kept_cut: None,
+            partial: false,
             list_post: true,
         }
     }

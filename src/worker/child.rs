@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use super::sandbox;
 use super::wire::{Hello, Ready, Reply, Request};
-use crate::engine::{read, ReadConfig};
+use crate::engine::mime::Depth;
+use crate::engine::{read, read_to, ReadConfig};
 
 /// Longest hello frame.
 const MAX_HELLO: usize = 64 * 1024;
@@ -119,12 +120,31 @@ fn serve() -> io::Result<()> {
         let req =
             Request::decode(&buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         if cfg!(debug_assertions) {
-            test_hooks(&hello, req.raw);
+            test_hooks(&hello.hooks.abort_on, &hello.hooks.hang_on, req.raw);
         }
         let rcpts: Vec<String> = req.rcpts.iter().map(|r| (*r).to_owned()).collect();
         let cfg = &hello.read;
         let raw = req.raw;
-        match std::panic::catch_unwind(|| read(raw, &rcpts, cfg)) {
+        // Shallow first: what cannot take long or fail. When the message
+        // has nothing for the deep readers (most mail) that is its
+        // reading; else it goes out first, flushed, and the deep reading
+        // follows: if that dies or hangs, the daemon judges the message on
+        // the shallow one.
+        let shallow = std::panic::catch_unwind(|| read_to(raw, &rcpts, cfg, Depth::Shallow));
+        let result = match shallow {
+            Ok((r, false)) => Ok(r),
+            Ok((early, true)) => {
+                Reply::Early(Box::new(early)).encode_into(&mut reply);
+                write_frame(&mut out, &mut reply)?;
+                out.flush()?;
+                if cfg!(debug_assertions) {
+                    test_hooks(&hello.hooks.abort_deep_on, &hello.hooks.hang_deep_on, raw);
+                }
+                std::panic::catch_unwind(|| read(raw, &rcpts, cfg))
+            }
+            Err(e) => Err(e),
+        };
+        match result {
             Ok(r) => {
                 Reply::Read(Box::new(r)).encode_into(&mut reply);
                 write_frame(&mut out, &mut reply)?;
@@ -160,12 +180,12 @@ fn warm_up(cfg: &ReadConfig) {
 }
 
 /// Debug builds only: the test hooks of [`super::wire::Hooks`].
-fn test_hooks(hello: &Hello, raw: &[u8]) {
+fn test_hooks(abort_on: &[u8], hang_on: &[u8], raw: &[u8]) {
     let has = |needle: &[u8]| !needle.is_empty() && memchr::memmem::find(raw, needle).is_some();
-    if has(&hello.hooks.abort_on) {
+    if has(abort_on) {
         std::process::abort();
     }
-    if has(&hello.hooks.hang_on) {
+    if has(hang_on) {
         loop {
             std::hint::spin_loop();
         }

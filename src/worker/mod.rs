@@ -27,6 +27,7 @@
 //! its own thread (docs/dev/performance.md has the figures).
 
 pub mod child;
+pub mod fair;
 pub mod sandbox;
 pub mod wire;
 
@@ -77,6 +78,10 @@ pub enum Failure {
     Protocol(#[source] std::io::Error),
     #[error("no worker could be started")]
     Start(#[source] StartFailure),
+    /// No worker was free within the queue's bound: nothing was read
+    /// (not the message's doing; no copy is kept).
+    #[error("no worker was free within {0:?} (the queue's bound)")]
+    Queue(Duration),
 }
 
 /// Why a worker could not be started.
@@ -115,11 +120,20 @@ impl Failure {
             Failure::Panicked { .. } => "panicked",
             Failure::Protocol(_) => "protocol",
             Failure::Start(_) => "start",
+            Failure::Queue(_) => "queue",
         }
     }
 
     /// Every label, for metrics.
-    pub const LABELS: [&'static str; 5] = ["died", "timeout", "panicked", "protocol", "start"];
+    pub const LABELS: [&'static str; 6] =
+        ["died", "timeout", "panicked", "protocol", "start", "queue"];
+
+    /// The message's reading began and failed (not a wait for a worker,
+    /// nor a worker that could not start): the message may be the cause,
+    /// and a copy is worth keeping.
+    pub fn in_reading(&self) -> bool {
+        !matches!(self, Failure::Queue(_) | Failure::Start(_))
+    }
 }
 
 /// Counters of a pool, for metrics.
@@ -128,7 +142,26 @@ pub struct PoolStats {
     /// Workers started.
     pub started: AtomicU64,
     /// Failures by [`Failure::LABELS`].
-    pub failures: [AtomicU64; 5],
+    pub failures: [AtomicU64; 6],
+    /// Deep readings that failed after the shallow one came, by
+    /// [`Failure::LABELS`]: those messages were judged, read partly.
+    pub partial: [AtomicU64; 6],
+    /// Workers found dead while idle (and replaced before use).
+    pub died_idle: AtomicU64,
+    /// Restarts held back after repeated deaths (the throttle: five deaths
+    /// in ten seconds).
+    pub throttled: AtomicU64,
+}
+
+impl PoolStats {
+    /// Deep readings that failed with this label after the shallow one.
+    pub fn partial(&self, label: &str) -> u64 {
+        Failure::LABELS
+            .iter()
+            .position(|l| *l == label)
+            .and_then(|i| self.partial.get(i))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
 }
 
 impl PoolStats {
@@ -252,7 +285,9 @@ struct Inner {
     read: ReadConfig,
     size: usize,
     idle: Mutex<Vec<Worker>>,
-    slots: Arc<tokio::sync::Semaphore>,
+    slots: fair::Slots,
+    /// Recent deaths, for the restart throttle.
+    throttle: Mutex<Throttle>,
     stats: PoolStats,
     /// What the last worker started said of its sandbox.
     sandbox: Mutex<String>,
@@ -286,26 +321,51 @@ async fn exchange(
     let read = async {
         let mut buf = Vec::new();
         for _ in 0..n {
-            let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
-                Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
-                    Ok(Reply::Read(r)) => Ok(*r),
-                    // The panic's text may hold the message's bytes:
-                    // shown escaped wherever it goes (the log).
-                    Ok(Reply::Panicked { message }) => Err(Failure::Panicked {
-                        message: crate::escape::printable(&message),
+            // A message's shallow reading, when the worker sent one before
+            // its deep reading (`Reply::Early`).
+            let mut early: Option<Reading> = None;
+            let reply = loop {
+                let reply = match timeout(limit, read_frame(stdout, &mut buf, max_reply)).await {
+                    Ok(Ok(())) => match Reply::decode(&buf, &inner.read) {
+                        Ok(Reply::Read(r)) => Ok(*r),
+                        Ok(Reply::Early(r)) => {
+                            early = Some(*r);
+                            continue;
+                        }
+                        // The panic's text may hold the message's bytes:
+                        // shown escaped wherever it goes (the log).
+                        Ok(Reply::Panicked { message }) => Err(Failure::Panicked {
+                            message: crate::escape::printable(&message),
+                        }),
+                        Err(e) => Err(Failure::Protocol(invalid_data(e))),
+                    },
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => {
+                        Err(Failure::Protocol(e))
+                    }
+                    // End of file or a broken pipe: it died.
+                    Ok(Err(_)) => Err(Failure::Died {
+                        cause: String::new(),
                     }),
-                    Err(e) => Err(Failure::Protocol(invalid_data(e))),
-                },
-                Ok(Err(e)) if e.kind() == io::ErrorKind::InvalidData => Err(Failure::Protocol(e)),
-                // End of file or a broken pipe: it died.
-                Ok(Err(_)) => Err(Failure::Died {
-                    cause: String::new(),
-                }),
-                Err(_) => Err(Failure::Timeout(limit)),
+                    Err(_) => Err(Failure::Timeout(limit)),
+                };
+                break reply;
+            };
+            // The deep reading failed after the shallow one came: the
+            // message is judged on that, read partly, and the worker is
+            // done for.
+            let (reply, alive) = match (reply, early) {
+                (Ok(r), _) => (Ok(r), true),
+                (Err(f), Some(mut e)) => {
+                    inner.count_partial(&f);
+                    e.partial = true;
+                    e.deep_failure = Some(f.label());
+                    (Ok(e), false)
+                }
+                (Err(f), None) => (Err(f), false),
             };
             let failed = reply.is_err();
             results.push(reply);
-            if failed {
+            if failed || !alive {
                 return false;
             }
         }
@@ -318,6 +378,17 @@ async fn exchange(
 }
 
 impl Inner {
+    /// Counts a deep reading that failed after the shallow one came.
+    fn count_partial(&self, f: &Failure) {
+        if let Some(c) = Failure::LABELS
+            .iter()
+            .position(|l| *l == f.label())
+            .and_then(|i| self.stats.partial.get(i))
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     fn count(&self, f: &Failure) {
         if let Some(c) = Failure::LABELS
             .iter()
@@ -429,6 +500,8 @@ impl Hooks {
         Hooks {
             abort_on: var("BULKWATCH_TEST_ABORT_ON"),
             hang_on: var("BULKWATCH_TEST_HANG_ON"),
+            abort_deep_on: var("BULKWATCH_TEST_ABORT_DEEP_ON"),
+            hang_deep_on: var("BULKWATCH_TEST_HANG_DEEP_ON"),
         }
     }
 }
@@ -448,6 +521,11 @@ impl Pool {
         size: usize,
         hooks: Hooks,
     ) -> Result<Pool, Failure> {
+        // A descriptor this process got without close-on-exec (from its
+        // service manager, its shell, a library) is not the workers' to
+        // use: every one above standard error is marked so before the
+        // first worker starts.
+        close_fds::set_fds_cloexec_threadsafe(3, &[]);
         let read = ReadConfig::of(cfg);
         let mut hello = vec![0; 4];
         hello.extend(
@@ -464,7 +542,8 @@ impl Pool {
             read,
             size,
             idle: Mutex::new(Vec::with_capacity(size)),
-            slots: Arc::new(tokio::sync::Semaphore::new(size)),
+            slots: fair::Slots::new(size),
+            throttle: Mutex::new(Throttle::default()),
             stats: PoolStats::default(),
             sandbox: Mutex::new(String::new()),
         });
@@ -475,11 +554,25 @@ impl Pool {
         Ok(Pool { inner })
     }
 
-    /// The program that runs workers: this process's own binary.
+    /// The program that runs workers: this process's own binary, as it
+    /// was when first asked (the daemon asks at start): a descriptor of it
+    /// is kept open and workers are started from `/proc/PID/fd/N`, so a
+    /// package upgrade that replaces the file under a running daemon does
+    /// not give it workers of another build. Where `/proc` has no such
+    /// path, the binary's path.
     ///
     /// # Errors
     /// Its path cannot be found (`/proc` not mounted).
     pub fn program() -> io::Result<PathBuf> {
+        use std::os::fd::AsRawFd;
+        static EXE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+        let exe = EXE.get_or_init(|| std::fs::File::open("/proc/self/exe").ok());
+        if let Some(f) = exe {
+            let p = PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), f.as_raw_fd()));
+            if p.exists() {
+                return Ok(p);
+            }
+        }
         std::env::current_exe()
     }
 
@@ -498,8 +591,9 @@ impl Pool {
         self.inner.size
     }
 
-    /// Reads `raw` in a worker within `limit` (waiting for a free worker
-    /// included). On failure the worker is killed and replaced.
+    /// Reads `raw` in a worker within `limit`, after waiting at most
+    /// `limit` for a free one. On failure the worker is killed and
+    /// replaced.
     ///
     /// # Errors
     /// Why there is no reading: see [`Failure`].
@@ -509,10 +603,33 @@ impl Pool {
         rcpts: &[String],
         limit: Duration,
     ) -> Result<Reading, Failure> {
-        self.read_all(&[(raw, rcpts)], limit)
-            .await
-            .pop()
-            .unwrap_or(Err(Failure::Timeout(limit)))
+        self.read_as(raw, rcpts, "", limit, limit).await
+    }
+
+    /// [`Pool::read`] for `sender` (who holds the fewest workers is served
+    /// first while messages wait: [`fair`]), waiting at most `wait` for a
+    /// worker; `limit` bounds the reading itself, from when a worker takes
+    /// the message.
+    ///
+    /// # Errors
+    /// Why there is no reading: see [`Failure`] ([`Failure::Queue`] when no
+    /// worker was free in time).
+    pub async fn read_as(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        sender: &str,
+        wait: Duration,
+        limit: Duration,
+    ) -> Result<Reading, Failure> {
+        let mut results = Vec::with_capacity(1);
+        self.read_some(&[(raw, rcpts)], sender, wait, limit, &mut results)
+            .await;
+        let r = results.pop().unwrap_or(Err(Failure::Timeout(limit)));
+        if let Err(f) = &r {
+            self.inner.count(f);
+        }
+        r
     }
 
     /// Reads every message of `msgs` (without recipients: mbox mail), in
@@ -538,7 +655,7 @@ impl Pool {
         let mut results = Vec::with_capacity(msgs.len());
         while let Some(rest) = msgs.get(results.len()..).filter(|r| !r.is_empty()) {
             let before = results.len();
-            self.read_some(rest, limit, &mut results).await;
+            self.read_some(rest, "", limit, limit, &mut results).await;
             if results.len() == before {
                 // (read_some answers at least one; guard against a loop.)
                 results.push(Err(Failure::Timeout(limit)));
@@ -551,7 +668,7 @@ impl Pool {
             if rest.len() > 1 && results.last().is_some_and(Result::is_err) {
                 results.pop();
                 for msg in msgs.get(results.len()..).unwrap_or_default() {
-                    self.read_some(std::slice::from_ref(msg), limit, &mut results)
+                    self.read_some(std::slice::from_ref(msg), "", limit, limit, &mut results)
                         .await;
                     if results.last().is_none_or(Result::is_err) {
                         break;
@@ -570,17 +687,19 @@ impl Pool {
     async fn read_some(
         &self,
         msgs: &[(&[u8], &[String])],
+        sender: &str,
+        wait: Duration,
         limit: Duration,
         results: &mut Vec<Result<Reading, Failure>>,
     ) {
         let inner = &self.inner;
-        let deadline = Instant::now() + limit;
-        let Ok(Ok(permit)) = timeout_at(deadline, Arc::clone(&inner.slots).acquire_owned()).await
-        else {
-            results.push(Err(Failure::Timeout(limit)));
+        // The wait for a worker is the queue's, not the reading's.
+        let Ok(permit) = timeout(wait, inner.slots.acquire(sender)).await else {
+            results.push(Err(Failure::Queue(wait)));
             return;
         };
-        let idle = lock(&inner.idle).pop();
+        let deadline = Instant::now() + limit;
+        let idle = self.idle_worker().await;
         let mut w = match idle {
             Some(w) => w,
             None => match timeout_at(deadline, inner.spawn()).await {
@@ -634,7 +753,7 @@ impl Pool {
             if let Some(Err(Failure::Died { cause: c })) = results.last_mut() {
                 *c = cause;
             }
-            self.restart();
+            self.restart(true);
         }
         drop(permit);
     }
@@ -656,18 +775,51 @@ impl Pool {
         }
     }
 
+    /// An idle worker still alive: one that died while idle (killed from
+    /// outside, out of memory) is buried and counted, and the next tried,
+    /// so that its death costs no message its verdict.
+    async fn idle_worker(&self) -> Option<Worker> {
+        loop {
+            let mut w = lock(&self.inner.idle).pop()?;
+            match w.child.try_wait() {
+                Ok(None) => return Some(w),
+                _ => {
+                    let cause = w.bury().await;
+                    self.inner.stats.died_idle.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(cause = %cause, "a worker died while idle; replaced before use");
+                }
+            }
+        }
+    }
+
     /// Retires a worker that did its [`MAX_USES`] and starts another.
     fn replace(&self, w: Worker) {
         drop(w);
-        self.restart();
+        self.restart(false);
     }
 
-    /// Starts a worker in the background for the idle list, so that the
-    /// next message does not wait for it (when no runtime runs tasks
+    /// Starts a worker in the background for the idle list (after the
+    /// throttle's pause when the last one `died`: [`Throttle`]), so that
+    /// the next message does not wait for it (when no runtime runs tasks
     /// meanwhile, the next message starts one itself).
-    fn restart(&self) {
+    fn restart(&self, died: bool) {
         let inner = Arc::clone(&self.inner);
+        let delay = if died {
+            lock(&inner.throttle).death(std::time::Instant::now())
+        } else {
+            Duration::ZERO
+        };
+        if !delay.is_zero() {
+            inner.stats.throttled.fetch_add(1, Ordering::Relaxed);
+        }
         tokio::spawn(async move {
+            if !delay.is_zero() {
+                tracing::warn!(
+                    delay_ms = delay.as_millis() as u64,
+                    "workers keep dying: the next one is started after a pause"
+                );
+                tokio::time::sleep(delay).await;
+            }
             match inner.spawn().await {
                 Ok(w) => inner.put(w),
                 Err(e) => {
@@ -675,6 +827,43 @@ impl Pool {
                 }
             }
         });
+    }
+}
+
+/// The restart throttle: after [`Throttle::BURST`] deaths within
+/// [`Throttle::WINDOW`], each restart waits, from 1 s doubling to 30 s,
+/// until deaths stop (as Postfix's master pauses a service whose
+/// processes keep failing). A message meanwhile starts a worker itself if
+/// none is idle.
+#[derive(Debug, Default)]
+struct Throttle {
+    deaths: std::collections::VecDeque<std::time::Instant>,
+    delay: Duration,
+}
+
+impl Throttle {
+    const BURST: usize = 5;
+    const WINDOW: Duration = Duration::from_secs(10);
+    const MAX_DELAY: Duration = Duration::from_secs(30);
+
+    /// Notes a death at `now`; answers how long the restart waits.
+    fn death(&mut self, now: std::time::Instant) -> Duration {
+        self.deaths.push_back(now);
+        while self
+            .deaths
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Self::WINDOW)
+        {
+            self.deaths.pop_front();
+        }
+        if self.deaths.len() < Self::BURST {
+            self.delay = Duration::ZERO;
+        } else {
+            self.delay = (self.delay * 2)
+                .max(Duration::from_secs(1))
+                .min(Self::MAX_DELAY);
+        }
+        self.delay
     }
 }
 

@@ -22,7 +22,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -66,6 +66,9 @@ fn max_text(cfg: &ReadConfig) -> usize {
 pub struct Hooks {
     pub abort_on: Vec<u8>,
     pub hang_on: Vec<u8>,
+    /// Abort or spin in the deep reading, after the shallow one was sent.
+    pub abort_deep_on: Vec<u8>,
+    pub hang_deep_on: Vec<u8>,
 }
 
 /// The first frame, daemon to worker.
@@ -94,6 +97,11 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     Read(Box<Reading>),
+    /// The shallow reading of a message that has something for the deep
+    /// readers (`mime::Depth`): the final [`Reply::Read`] follows. If the
+    /// worker dies or hangs before it, the daemon judges the message on
+    /// this one.
+    Early(Box<Reading>),
     /// Reading panicked, after which the worker exits.
     Panicked {
         /// The panic's message, cut at `MAX_PANIC` bytes.
@@ -169,6 +177,8 @@ impl Hello {
         w.u16(normalize_bits(&self.read.normalize));
         w.bytes(&self.hooks.abort_on);
         w.bytes(&self.hooks.hang_on);
+        w.bytes(&self.hooks.abort_deep_on);
+        w.bytes(&self.hooks.hang_deep_on);
         w.0
     }
 
@@ -183,6 +193,8 @@ impl Hello {
         let normalize = normalize_of(r.u16()?);
         let abort_on = r.bytes(256)?.to_vec();
         let hang_on = r.bytes(256)?.to_vec();
+        let abort_deep_on = r.bytes(256)?.to_vec();
+        let hang_deep_on = r.bytes(256)?.to_vec();
         r.finish()?;
         Ok(Hello {
             read: ReadConfig {
@@ -192,7 +204,12 @@ impl Hello {
                 },
                 normalize,
             },
-            hooks: Hooks { abort_on, hang_on },
+            hooks: Hooks {
+                abort_on,
+                hang_on,
+                abort_deep_on,
+                hang_deep_on,
+            },
         })
     }
 }
@@ -253,6 +270,7 @@ impl<'a> Request<'a> {
 
 const READ: u8 = 1;
 const PANICKED: u8 = 2;
+const EARLY: u8 = 3;
 
 impl Reply {
     /// Writes the reply frame into `out` (cleared first): 4 bytes left for
@@ -262,8 +280,12 @@ impl Reply {
         out.extend_from_slice(&[0; 4]);
         let mut w = Writer(std::mem::take(out));
         match self {
-            Reply::Read(r) => {
-                w.u8(READ);
+            Reply::Read(r) | Reply::Early(r) => {
+                w.u8(if matches!(self, Reply::Early(_)) {
+                    EARLY
+                } else {
+                    READ
+                });
                 w.bool(r.parsed);
                 w.str(&r.normalized.text, usize::MAX);
                 w.str(&r.normalized.subject, usize::MAX);
@@ -297,6 +319,7 @@ impl Reply {
                 for a in answers {
                     w.str(a, MAX_FIELD);
                 }
+                w.bool(r.partial);
                 w.bool(r.normalized.kept_cut.is_some());
                 let kept = r.normalized.kept_cut.unwrap_or_default();
                 w.u32(kept.own_words);
@@ -315,11 +338,19 @@ impl Reply {
     pub fn decode(buf: &[u8], cfg: &ReadConfig) -> Result<Reply, CodecError> {
         let mut r = Reader::new(buf, "worker reply");
         let reply = match r.u8()? {
-            READ => {
+            kind @ (READ | EARLY) => {
                 let parsed = r.bool()?;
                 let text = r.string(max_text(cfg))?;
                 let subject = r.string(max_text(cfg))?;
                 let tokens = usize::try_from(r.u64()?).map_err(|_| invalid("token count"))?;
+                // Nothing is sized from a worker's number unchecked: a text
+                // holds fewer tokens than bytes.
+                if tokens > text.len() {
+                    return Err(invalid(format!(
+                        "{tokens} tokens in a text of {} bytes",
+                        text.len()
+                    )));
+                }
                 let n = r.items(MAX_ATTACHMENTS, 32)?;
                 let mut attachments = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -351,12 +382,13 @@ impl Reply {
                 for _ in 0..n {
                     answers.push(r.string(MAX_FIELD)?);
                 }
+                let partial = r.bool()?;
                 let some_cut = r.bool()?;
                 let kept = KeptCut {
                     own_words: r.u32()?,
                     words: r.u32()?,
                 };
-                Reply::Read(Box::new(Reading {
+                let reading = Box::new(Reading {
                     parsed,
                     normalized: Normalized {
                         text,
@@ -376,7 +408,14 @@ impl Reply {
                     list_id,
                     reply,
                     truncated,
-                }))
+                    partial,
+                    deep_failure: None,
+                });
+                if kind == EARLY {
+                    Reply::Early(reading)
+                } else {
+                    Reply::Read(reading)
+                }
             }
             PANICKED => Reply::Panicked {
                 message: r.string(MAX_PANIC)?,
@@ -416,6 +455,8 @@ mod tests {
             list_id: true,
             reply: true,
             truncated: false,
+            partial: true,
+            deep_failure: None,
         }
     }
 
@@ -437,6 +478,8 @@ mod tests {
             hooks: Hooks {
                 abort_on: b"x".to_vec(),
                 hang_on: Vec::new(),
+                abort_deep_on: b"y".to_vec(),
+                hang_deep_on: b"z".to_vec(),
             },
         };
         assert_eq!(Hello::decode(&hello.encode()), Ok(hello));

@@ -36,6 +36,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         list: false,
         list_post: false,
         kept_cut: None,
+        partial: false,
         deeper: [0; 2],
         reply: false,
     }
@@ -78,6 +79,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         list: false,
         list_post: false,
         kept_cut: None,
+        partial: false,
         deeper: [0; 2],
         reply: false,
     }

@@ -52,7 +52,7 @@ pub struct BodyText {
     pub recipients: Vec<String>,
     pub from_domain: Option<String>,
     pub message_id: Option<String>,
-    /// The Message-IDs it answers ([`answers`]): the parties of a
+    /// The Message-IDs it answers (`In-Reply-To`, `References`): the parties of a
     /// conversation (`engine::party`).
     pub answers: Vec<String>,
     /// The message's own header section says it comes from a mailing list
@@ -70,6 +70,13 @@ pub struct BodyText {
     pub reply: bool,
     /// Text or input was cut at a configured bound.
     pub truncated: bool,
+    /// A reader stopped at its share of the message's work budget (the
+    /// PDFs' pages, [`pdf::WORK_BYTES`]): what it read so far is kept, and
+    /// the verdict says the message was read partly.
+    pub partial: bool,
+    /// A shallow reading ([`Depth::Shallow`]) left a PDF or a picture to
+    /// the deep one.
+    pub deferred: bool,
     /// mail-parser reported a decoding problem in some part.
     pub encoding_problem: bool,
 }
@@ -139,6 +146,26 @@ fn parser() -> &'static MessageParser {
 
 /// Parses `raw` and extracts its text, bounded by `scan`.
 pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
+    extract_to(raw, scan, Depth::Deep)
+}
+
+/// How far [`extract_to`] reads attachments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Everything: the text of PDFs under a short body, the perceptual
+    /// hash of pictures.
+    Deep,
+    /// What cannot take long or fail: headers, text and HTML parts, and
+    /// every attachment hashed by its bytes. What the deep readers would
+    /// read is noted ([`BodyText::deferred`]).
+    Shallow,
+}
+
+/// [`extract`] to `depth`: a worker reads a message shallow first, then
+/// deep when it has something the deep readers read, so that a deep
+/// reading that dies or hangs still leaves the message judged on the
+/// rest (`crate::worker`).
+pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
     let (input, truncated) = wire_form(raw, scan.max_parse_bytes);
     let Some(message) = parser().parse(&input[..]) else {
         return MimeOutcome::Unparsed;
@@ -177,13 +204,13 @@ pub fn extract(raw: &[u8], scan: &ScanConfig) -> MimeOutcome {
         .and_then(|a| a.address.as_deref())
         .and_then(|a| a.rsplit_once('@'))
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
-    collect(
-        &message,
-        scan.max_scan_bytes,
-        &mut body,
-        &mut Spend::default(),
-        0,
-    );
+    let mut spend = Spend {
+        deep: depth == Depth::Deep,
+        ..Spend::default()
+    };
+    collect(&message, scan.max_scan_bytes, &mut body, &mut spend, 0);
+    body.partial |= spend.pictures.spent;
+    body.deferred = spend.deferred;
     MimeOutcome::Parsed(body)
 }
 
@@ -314,11 +341,31 @@ fn at_most_chars(s: &str, n: usize) -> String {
 /// by attaching more.
 pub const MAX_PDFS: usize = 2;
 
-/// What one message may still spend on reading attachments.
-#[derive(Debug, Default)]
+/// What one message may still spend on reading attachments: its work
+/// budget, shared by every part (nested messages included).
+#[derive(Debug)]
 struct Spend {
     pictures: picture::Budget,
     pdfs: usize,
+    /// Bytes of PDF page content and font maps still to parse
+    /// ([`pdf::WORK_BYTES`]).
+    pdf_work: usize,
+    /// PDFs and pictures are read ([`Depth::Deep`]); else they are hashed
+    /// and `deferred` says one was there.
+    deep: bool,
+    deferred: bool,
+}
+
+impl Default for Spend {
+    fn default() -> Self {
+        Spend {
+            pictures: picture::Budget::default(),
+            pdfs: 0,
+            pdf_work: pdf::WORK_BYTES,
+            deep: true,
+            deferred: false,
+        }
+    }
 }
 
 /// Adds the text, URLs and attachment hashes of `message` to `body`;
@@ -373,11 +420,16 @@ fn collect(
                 if short_body
                     && !every_text_part
                     && spend.pdfs < MAX_PDFS
-                    && add_pdf_text(b, limit, body, &mut spend.pdfs) => {}
+                    && add_pdf_text(b, limit, body, spend) => {}
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
-                let (hash, picture) = attachment_hash(part, b, &mut spend.pictures);
+                let (hash, picture) = if spend.deep {
+                    attachment_hash(part, b, &mut spend.pictures)
+                } else {
+                    spend.deferred |= picture::is_picture(b);
+                    (attachment_sha256(part, b), None)
+                };
                 body.attachments.push(hash);
                 body.pictures.extend(picture);
             }
@@ -460,19 +512,25 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
 }
 
 /// Appends the text of the PDF in `bytes` ([`pdf`]) to the body, within
-/// `limit`; false when it is no PDF or has no text. A PDF read counts in
-/// `read`, text or not.
-fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText, read: &mut usize) -> bool {
+/// `limit` and the PDF work left in `spend`; false when it is no PDF or
+/// has no text. A PDF read counts in `spend.pdfs`, text or not.
+fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText, spend: &mut Spend) -> bool {
     if !pdf::is_pdf(bytes) {
         return false;
     }
-    *read += 1;
+    if !spend.deep {
+        spend.deferred = true;
+        return false;
+    }
+    spend.pdfs += 1;
     if body.text.len() >= limit {
         body.truncated = true;
         return true;
     }
     let room = limit.saturating_sub(body.text.len() + 2);
-    let Some(text) = pdf::text(bytes, room) else {
+    let read = pdf::text(bytes, room, &mut spend.pdf_work);
+    body.partial |= read.cut;
+    let Some(text) = read.text else {
         return false;
     };
     if !body.text.is_empty() {

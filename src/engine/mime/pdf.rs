@@ -29,12 +29,33 @@ pub fn is_pdf(bytes: &[u8]) -> bool {
     memchr::memmem::find(bytes.get(..1024).unwrap_or(bytes), b"%PDF-").is_some()
 }
 
+/// What reading the PDFs of one message may parse, in bytes of page
+/// content and font maps (each counted as often as the parser reads it):
+/// the work budget of PDF text. lopdf builds an object per token, at about
+/// 0.3 s of CPU a MiB of the cheapest tokens (`[[]]`) on this project's
+/// machines, so this bounds a message's PDF reading to about 0.15 s
+/// whatever its files hold; the text of ordinary documents' first pages
+/// takes a few KiB to tens of KiB.
+pub const WORK_BYTES: usize = 512 << 10;
+
+/// What reading one PDF gave: its text, if any, and whether the work
+/// budget stopped it before its last page.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PdfText {
+    pub text: Option<String>,
+    pub cut: bool,
+}
+
 /// The text of the first pages of the PDF in `bytes`, at most `limit`
-/// bytes of it; `None` when it has none or is past a bound (see the
-/// module documentation).
-pub fn text(bytes: &[u8], limit: usize) -> Option<String> {
+/// bytes of it, within `budget` (bytes of content and font maps the
+/// message may still parse, [`WORK_BYTES`], drawn down here): pages whose
+/// content was read for an earlier page (a content stream shared by every
+/// page) are read once, and reading stops at the first page the budget
+/// cannot pay for. No text when the file has none or is past a bound (see
+/// the module documentation).
+pub fn text(bytes: &[u8], limit: usize, budget: &mut usize) -> PdfText {
     if !is_pdf(bytes) || bytes.len() > MAX_BYTES {
-        return None;
+        return PdfText::default();
     }
     // (`endstream` holds `stream` too: not counted.)
     let streams = memchr::memmem::find_iter(bytes, b"stream")
@@ -42,11 +63,12 @@ pub fn text(bytes: &[u8], limit: usize) -> Option<String> {
         .take(MAX_STREAMS + 1)
         .count();
     if streams > MAX_STREAMS {
-        return None;
+        return PdfText::default();
     }
     // A panic in the parser must not cost the message its verdict: the
     // file is then hashed as any attachment.
-    let read = std::panic::catch_unwind(|| {
+    let mut left = *budget;
+    let read = std::panic::catch_unwind(move || {
         let options = LoadOptions {
             max_decompressed_size: Some(MAX_STREAM_BYTES),
             ..LoadOptions::default()
@@ -55,18 +77,79 @@ pub fn text(bytes: &[u8], limit: usize) -> Option<String> {
         if doc.is_encrypted() {
             return None;
         }
-        let pages: Vec<u32> = doc.get_pages().keys().copied().take(MAX_PAGES).collect();
-        doc.extract_text_with_limit(&pages, MAX_STREAM_BYTES).ok()
+        let (pages, cut) = pages_within(&doc, &mut left);
+        let text = if pages.is_empty() {
+            None
+        } else {
+            doc.extract_text_with_limit(&pages, MAX_STREAM_BYTES).ok()
+        };
+        Some((text, cut, left))
     });
-    let mut text = read.ok().flatten()?;
-    if text.len() > limit {
-        let mut end = limit;
-        while !text.is_char_boundary(end) {
-            end -= 1;
+    let Ok(Some((text, cut, left))) = read else {
+        return PdfText::default();
+    };
+    *budget = left;
+    let text = text.map(|mut t| {
+        if t.len() > limit {
+            let mut end = limit;
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            t.truncate(end);
         }
-        text.truncate(end);
+        t
+    });
+    PdfText {
+        text: text.filter(|t| t.split_whitespace().next().is_some()),
+        cut,
     }
-    text.split_whitespace().next().is_some().then_some(text)
+}
+
+/// The first [`MAX_PAGES`] pages the budget pays for, by number, and
+/// whether it stopped before the last. A page costs the decompressed size
+/// of its content streams that no earlier page read (the parser reads a
+/// page's content once for that page), and of its fonts' `ToUnicode`
+/// maps (which it reads again for every page). A page whose content was
+/// all read before is skipped: it shows what that page showed.
+fn pages_within(doc: &Document, budget: &mut usize) -> (Vec<u32>, bool) {
+    let mut seen: std::collections::HashSet<lopdf::ObjectId> = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (number, id) in doc.get_pages().into_iter().take(MAX_PAGES) {
+        let contents = doc.get_page_contents(id);
+        if !contents.is_empty() && contents.iter().all(|c| seen.contains(c)) {
+            continue;
+        }
+        let mut cost = 0usize;
+        for c in &contents {
+            if seen.insert(*c) {
+                cost = cost.saturating_add(stream_size(doc, *c));
+            }
+        }
+        if let Ok(fonts) = doc.get_page_fonts(id) {
+            for font in fonts.values() {
+                if let Ok(lopdf::Object::Reference(r)) = font.get(b"ToUnicode") {
+                    cost = cost.saturating_add(stream_size(doc, *r));
+                }
+            }
+        }
+        if cost > *budget {
+            return (out, true);
+        }
+        *budget -= cost;
+        out.push(number);
+    }
+    (out, false)
+}
+
+/// Decompressed bytes of the stream object `id` (at most the bound a
+/// stream may decompress to; one that inflates past it costs the bound).
+fn stream_size(doc: &Document, id: lopdf::ObjectId) -> usize {
+    match doc.get_object(id) {
+        Ok(lopdf::Object::Stream(s)) => s
+            .decompressed_content_with_limit(MAX_STREAM_BYTES)
+            .map_or(MAX_STREAM_BYTES, |c| c.len()),
+        _ => 0,
+    }
 }
 
 #[cfg(test)]
@@ -79,12 +162,20 @@ mod tests {
         let t = text(
             &pdf(&["Verify your account", "at secure-bank.example"], ""),
             1 << 20,
+            &mut WORK_BYTES.clone(),
         )
+        .text
         .expect("text");
         assert!(t.contains("Verify your account"), "{t:?}");
         assert!(t.contains("secure-bank.example"), "{t:?}");
         // Cut at the limit.
-        let t = text(&pdf(&["Verify your account"], ""), 6).expect("text");
+        let t = text(
+            &pdf(&["Verify your account"], ""),
+            6,
+            &mut WORK_BYTES.clone(),
+        )
+        .text
+        .expect("text");
         assert!(t.len() <= 6);
     }
 
@@ -115,31 +206,60 @@ mod tests {
         assert_eq!(body.attachments.len(), 1, "the third is hashed");
     }
 
+    /// The text of `bytes` within a fresh budget.
+    fn read(bytes: &[u8], limit: usize) -> Option<String> {
+        text(bytes, limit, &mut WORK_BYTES.clone()).text
+    }
+
     #[test]
     fn hostile_files_give_no_text_or_their_text_bounded() {
         // Not a PDF, garbage after the magic, truncated, too large.
-        assert_eq!(text(b"hello", 100), None);
-        assert_eq!(text(b"%PDF-1.4\n garbage", 100), None);
+        assert_eq!(read(b"hello", 100), None);
+        assert_eq!(read(b"%PDF-1.4\n garbage", 100), None);
         let whole = pdf(&["Verify your account"], "");
-        assert_eq!(text(&whole[..whole.len() / 3], 100), None);
+        assert_eq!(read(&whole[..whole.len() / 3], 100), None);
         let mut big = whole.clone();
         big.resize(MAX_BYTES + 1, b' ');
-        assert_eq!(text(&big, 100), None);
+        assert_eq!(read(&big, 100), None);
         // Nesting 100,000 deep in a dictionary: read without recursing
         // that deep (the test's thread has a small stack).
         let deep = format!("/X {}{} ", "[".repeat(100_000), "]".repeat(100_000));
-        let _ = text(&pdf(&["Verify your account"], &deep), 100);
+        let _ = read(&pdf(&["Verify your account"], &deep), 100);
         let deep = format!("/X {}{} ", "<< /A ".repeat(50_000), ">>".repeat(50_000));
-        let _ = text(&pdf(&["Verify your account"], &deep), 100);
+        let _ = read(&pdf(&["Verify your account"], &deep), 100);
         // More streams than the bound.
         let many = "stream\nx\nendstream\n".repeat(MAX_STREAMS + 1);
         let mut f = whole.clone();
         f.extend_from_slice(many.as_bytes());
-        assert_eq!(text(&f, 100), None);
+        assert_eq!(read(&f, 100), None);
         // A stream that inflates past its bound (a page of 60,000 lines).
         let lines: Vec<String> = (0..60_000).map(|i| format!("word{i}")).collect();
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let huge = pdf(&lines, "");
-        assert!(text(&huge, usize::MAX).is_none_or(|t| t.len() <= MAX_STREAM_BYTES));
+        assert!(read(&huge, usize::MAX).is_none_or(|t| t.len() <= MAX_STREAM_BYTES));
+    }
+
+    /// The file: 16 pages that share one content stream of 512 KiB
+    /// of `[[]]`. Each page once read it again (2.2 s for two such files);
+    /// now the stream is paid for once, and the second file finds the
+    /// budget spent and stops, saying so. What a page shows is read once
+    /// however many pages show it.
+    #[test]
+    fn pages_sharing_a_stream_are_read_once_within_the_budget() {
+        let junk = "[[]]".repeat(128 * 1024);
+        let file = testkit::pdf_shared_pages(16, junk.as_bytes());
+        assert!(file.len() < 8 * 1024, "{} bytes", file.len());
+        let mut budget = WORK_BYTES;
+        let first = text(&file, 1 << 20, &mut budget);
+        assert!(!first.cut, "one read of the stream fits");
+        assert_eq!(budget, WORK_BYTES - junk.len());
+        let second = text(&file, 1 << 20, &mut budget);
+        assert!(second.cut && second.text.is_none(), "{second:?}");
+        assert_eq!(budget, WORK_BYTES - junk.len());
+        // Real text on shared pages: read once, not sixteen times.
+        let shown = b"BT /F1 11 Tf 50 780 Td (Verify your account) Tj ET\n";
+        let file = testkit::pdf_shared_pages(16, shown);
+        let t = read(&file, 1 << 20).expect("text");
+        assert_eq!(t.matches("Verify your account").count(), 1, "{t:?}");
     }
 }

@@ -54,14 +54,24 @@ const DEAD_ZONE: f64 = 2.0;
 #[derive(Debug, Clone)]
 pub struct Budget {
     pixels: u64,
+    /// A picture was refused for want of pixels (the message was read
+    /// partly).
+    pub spent: bool,
 }
 
 impl Default for Budget {
     fn default() -> Budget {
         Budget {
             pixels: MAX_MESSAGE_PIXELS,
+            spent: false,
         }
     }
+}
+
+/// Whether `bytes` are a picture this module reads (by their first
+/// bytes): what a shallow reading leaves for the deep one.
+pub fn is_picture(bytes: &[u8]) -> bool {
+    bytes.len() <= MAX_BYTES && reader(bytes).is_some()
 }
 
 /// A reader of `bytes` when they are a PNG, JPEG or GIF picture (by their
@@ -95,7 +105,11 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
         return None;
     }
     let pixels = u64::from(w) * u64::from(h);
-    budget.pixels = budget.pixels.checked_sub(pixels)?;
+    let Some(left) = budget.pixels.checked_sub(pixels) else {
+        budget.spent = true;
+        return None;
+    };
+    budget.pixels = left;
     let picture = reader(bytes)?.decode().ok()?;
     // (A GIF's first frame.)
     let grey = picture.into_luma8();
