@@ -448,3 +448,87 @@ fn slowloris_cannot_starve_the_metrics_port() {
     assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
     assert!(d.stop().success());
 }
+
+/// The hold: a local client opens `max_connections` (32) milter
+/// connections, sends MAIL once and then one RCPT a second, forever. Its
+/// transactions were never silent long enough to be evicted, and 75 of
+/// 75 ordinary sessions were refused at connect. Now a transaction still
+/// in its envelope two seconds after its MAIL may be evicted when the
+/// server is full: ten ordinary sessions, once the holds are that old,
+/// are judged (at least nine, the bar; here all).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_transactions_trickling_rcpt_cannot_keep_postfix_out() {
+    use indymilter_test::{MacroStage, TestConnection};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 32),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("daemon.log"), Some(1024));
+    d.wait_log("bulkwatch serving");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut holds = Vec::new();
+    for i in 0..32 {
+        let (socket, stop) = (socket.clone(), stop.clone());
+        holds.push(tokio::spawn(async move {
+            let Ok(mut c) = TestConnection::configure().open_unix(&socket).await else {
+                return;
+            };
+            let _ = c
+                .connect("attacker.local", ([127, 0, 0, 1], 40000 + i))
+                .await;
+            let _ = c.helo("attacker.local").await;
+            let _ = c.macros(MacroStage::Mail, [("i", "HOLD")]).await;
+            let _ = c.mail(["<x@attacker.example>"]).await;
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                if c.rcpt([format!("<v{n}@example.net>")]).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }));
+    }
+    // The holds are all in their envelope, past the bound.
+    tokio::time::sleep(guard_envelope_stall() + Duration::from_millis(500)).await;
+    let mut judged = 0;
+    for i in 0..10 {
+        let r = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut conn = TestConnection::configure().open_unix(&socket).await.ok()?;
+            conn.connect("mx.example", ([192, 0, 2, 7], 40000))
+                .await
+                .ok()?;
+            conn.helo("mx.example").await.ok()?;
+            let m = spam(&common::name(100 + i), 300 + i as u32);
+            let rcpts = vec![m.rcpt.clone()];
+            let (_, status) =
+                common::transact_envelope(&mut conn, &m, "<offers@deals.example>", &rcpts).await;
+            let _ = conn.close().await;
+            Some(status)
+        })
+        .await;
+        if matches!(r, Ok(Some(Status::Accept))) {
+            judged += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in holds {
+        let _ = h.await;
+    }
+    assert!(judged >= 9, "{judged} of 10 judged\n{}", d.log_text());
+    let text = metrics_text(metrics);
+    assert!(
+        counter(&text, "bulkwatch_connections_evicted_total") >= 1,
+        "{text}"
+    );
+    assert!(d.stop().success());
+}
+
+fn guard_envelope_stall() -> Duration {
+    bulkwatch::milter::guard::ENVELOPE_STALL
+}

@@ -197,3 +197,167 @@ async fn a_reading_that_aborts_costs_one_verdict() {
         d.stop();
     }
 }
+
+/// The issue's mail: a short text and two small PDFs whose 16 pages share
+/// one 512 KiB FlateDecode content stream of `[[]]` (7.6 KB in all), sent
+/// to ten recipients in each of three transactions. It took 2.2 s of CPU
+/// to read, past `engine_timeout_ms`: the three copies were "not judged"
+/// and the campaign invisible. Now the shared stream is read once and the
+/// second file stops at the budget: every copy is judged (read partly, as
+/// the header says) and the campaign counts its thirty recipients.
+fn slow_pdf_mail(n: usize) -> Mail {
+    use base64::Engine as _;
+    let junk = "[[]]".repeat(128 * 1024);
+    let pdf = testkit::pdf_shared_pages(16, junk.as_bytes());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&pdf);
+    let mut body = String::from(
+        "--B\r\nContent-Type: text/plain\r\n\r\nYour invoice is attached, please pay today.\r\n",
+    );
+    for f in 0..2 {
+        body.push_str(&format!(
+            "--B\r\nContent-Type: application/pdf; name=\"invoice{f}.pdf\"\r\n\
+             Content-Transfer-Encoding: base64\r\n\r\n{b64}\r\n"
+        ));
+    }
+    body.push_str("--B--\r\n");
+    Mail {
+        headers: vec![
+            ("From".into(), "billing@invoices.example".into()),
+            ("Subject".into(), "Invoice".into()),
+            ("MIME-Version".into(), "1.0".into()),
+            ("Content-Type".into(), "multipart/mixed; boundary=B".into()),
+        ],
+        body,
+        rcpt: String::new(),
+        queue_id: format!("QPDF{n}"),
+    }
+}
+
+#[tokio::test]
+async fn a_campaign_of_slow_pdfs_is_judged_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("m.sock");
+    let config = dir.path().join("c.toml");
+    let addr = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), addr, ""),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("log"), None);
+    d.wait_log("bulkwatch serving");
+    let mut headers = Vec::new();
+    for n in 0..3 {
+        let m = slow_pdf_mail(n);
+        let rcpts: Vec<String> = (0..10).map(|r| format!("<u{n}-{r}@example.net>")).collect();
+        let (actions, status) = tokio::time::timeout(Duration::from_secs(60), async {
+            let mut conn = open_unix(&socket).await;
+            let r = common::transact_envelope(&mut conn, &m, "<billing@invoices.example>", &rcpts)
+                .await;
+            conn.close().await.unwrap();
+            r
+        })
+        .await
+        .expect("a final reply");
+        assert_eq!(status, Status::Accept);
+        headers.push(header(&actions).unwrap_or_default());
+    }
+    assert!(
+        headers[0].starts_with("clean"),
+        "{headers:?}\n{}",
+        d.log_text()
+    );
+    assert!(
+        headers[1].starts_with("bulk") && headers[2].starts_with("bulk"),
+        "{headers:?}"
+    );
+    assert!(
+        headers.iter().all(|h| h.contains("read=partial")),
+        "{headers:?}"
+    );
+    assert!(headers[2].contains("size=30"), "{headers:?}");
+    let m = metrics(addr);
+    assert!(
+        m.contains("bulkwatch_analysis_failures_total{cause=\"timeout\"} 0"),
+        "{m}"
+    );
+    d.stop();
+
+    // scan reads it too (it exited 2, the reading timed out).
+    let file = dir.path().join("pdf.eml");
+    let m = slow_pdf_mail(9);
+    let mut raw = String::new();
+    for (k, v) in &m.headers {
+        raw.push_str(&format!("{k}: {v}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(&m.body);
+    fs::write(&file, raw).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["scan", "--offline"])
+        .arg(&file)
+        .env("BULKWATCH_CONFIG", "/nonexistent/bulkwatch.toml")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("simhash:"));
+}
+
+/// A deep reading that dies after the shallow one came (the debug builds'
+/// hook in the deep reading): the message is judged on the shallow one,
+/// read partly, counted by cause; the next message is judged too.
+#[tokio::test]
+async fn a_deep_reading_that_dies_leaves_the_message_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("m.sock");
+    let config = dir.path().join("c.toml");
+    let state = dir.path().join("state");
+    let addr = free_port();
+    fs::write(&config, config_text(&socket, &state, addr, "")).unwrap();
+    let log = dir.path().join("log");
+    let mut d = {
+        let out = fs::File::create(&log).unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env("RUST_LOG", "info")
+            .env("BULKWATCH_TEST_ABORT_DEEP_ON", "KILL-MY-DEEP-READER")
+            .env_remove("NOTIFY_SOCKET")
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        common::daemon::Daemon::adopt(child, &log)
+    };
+    d.wait_log("bulkwatch serving");
+    // A PDF under a short body: something for the deep reader.
+    let mut m = slow_pdf_mail(0);
+    m.body = m
+        .body
+        .replace("please pay today.", "please pay today. KILL-MY-DEEP-READER");
+    m.queue_id = "QDEEP1".into();
+    let (actions, status) = deliver(&socket, &m).await;
+    assert_eq!(status, Status::Accept);
+    let h = header(&actions).unwrap_or_default();
+    assert!(
+        h.starts_with("clean") && h.contains("read=partial"),
+        "{h}\n{}",
+        d.log_text()
+    );
+    let (actions, _) = deliver(&socket, &spam("dora", 3)).await;
+    assert!(header(&actions).is_some_and(|h| h.starts_with("clean")));
+    let m = metrics(addr);
+    assert!(
+        m.contains("bulkwatch_partial_readings_total{cause=\"died\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("bulkwatch_analysis_failures_total{cause=\"died\"} 0"),
+        "{m}"
+    );
+    d.stop();
+}

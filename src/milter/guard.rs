@@ -21,7 +21,13 @@
 //!      fresh: the guard looks (a peek) before it closes one;
 //!   2. a connection between transactions silent for [`QUIET`] or more,
 //!      the longest silent first;
-//!   3. a connection in a transaction silent for [`STALLED`] or more, the
+//!   3. a transaction still in its envelope (MAIL and RCPT, no header yet)
+//!      [`ENVELOPE_STALL`] after its MAIL, the oldest first: a client that
+//!      sends MAIL and then one RCPT every few seconds holds a connection
+//!      without ever reaching its message, and is no longer safe from
+//!      eviction by its trickle;
+//!   4. a transaction older than [`SLOW_TRANSACTION`], the oldest first;
+//!   5. a connection in a transaction silent for [`STALLED`] or more, the
 //!      longest silent first;
 //!
 //!   and when none is, the new connection itself is closed: it is the
@@ -65,6 +71,13 @@ pub const QUIET: Duration = Duration::from_secs(10);
 /// slower than this is rare, and Postfix then applies its
 /// `milter_default_action` to that message only).
 pub const STALLED: Duration = Duration::from_secs(60);
+/// A transaction that has not reached its header this long after its MAIL
+/// may be evicted when the server is full (Postfix hands the milter MAIL
+/// and RCPT as its client sends them; an envelope seldom takes a second).
+pub const ENVELOPE_STALL: Duration = Duration::from_secs(2);
+/// A transaction older than this may be evicted when the server is full
+/// (a message trickled a header or a line at a time).
+pub const SLOW_TRANSACTION: Duration = Duration::from_secs(30);
 
 /// Where a connection is in the milter protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,6 +121,10 @@ struct Conn {
     /// Nanoseconds after `base` of the last read that brought bytes.
     last_read: AtomicU64,
     phase: AtomicU8,
+    /// Nanoseconds after `base` of the open transaction's MAIL; 0: none.
+    tx_started: AtomicU64,
+    /// The open transaction reached its header (or body).
+    tx_in_message: AtomicBool,
     evicted: AtomicBool,
     /// The task waiting to read from it, woken on eviction.
     reader: Mutex<Option<Waker>>,
@@ -206,18 +223,40 @@ impl Registry {
             let age = now.saturating_duration_since(c.accepted);
             return Some((Arc::clone(c), Phase::Fresh, age));
         }
-        for (p, bound) in [(Phase::Between, QUIET), (Phase::InTransaction, STALLED)] {
-            let longest = live
+        let quiet = live
+            .iter()
+            .filter(|c| phase(c) == Phase::Between)
+            .map(|c| (c, self.silence(c, now)))
+            .filter(|(_, silent)| *silent >= QUIET)
+            .max_by_key(|(_, silent)| *silent);
+        if let Some((c, silent)) = quiet {
+            return Some((Arc::clone(c), Phase::Between, silent));
+        }
+        // Transactions by age: first those still in their envelope, then
+        // any that is old.
+        let age = |c: &Conn| -> Option<Duration> {
+            let started = c.tx_started.load(Ordering::Relaxed);
+            (phase(c) == Phase::InTransaction && started > 0)
+                .then(|| Duration::from_nanos(self.nanos(now).saturating_sub(started)))
+        };
+        for (envelope_only, bound) in [(true, ENVELOPE_STALL), (false, SLOW_TRANSACTION)] {
+            let oldest = live
                 .iter()
-                .filter(|c| phase(c) == p)
-                .map(|c| (c, self.silence(c, now)))
-                .filter(|(_, silent)| *silent >= bound)
-                .max_by_key(|(_, silent)| *silent);
-            if let Some((c, silent)) = longest {
-                return Some((Arc::clone(c), p, silent));
+                .filter(|c| !envelope_only || !c.tx_in_message.load(Ordering::Relaxed))
+                .filter_map(|c| Some((c, age(c)?)))
+                .filter(|(_, a)| *a >= bound)
+                .max_by_key(|(_, a)| *a);
+            if let Some((c, a)) = oldest {
+                return Some((Arc::clone(c), Phase::InTransaction, a));
             }
         }
-        None
+        let stalled = live
+            .iter()
+            .filter(|c| phase(c) == Phase::InTransaction)
+            .map(|c| (c, self.silence(c, now)))
+            .filter(|(_, silent)| *silent >= STALLED)
+            .max_by_key(|(_, silent)| *silent);
+        stalled.map(|(c, silent)| (Arc::clone(c), Phase::InTransaction, silent))
     }
 
     fn live(&self) -> usize {
@@ -340,7 +379,7 @@ impl Guarded {
                             match phase {
                                 Phase::Fresh => "fresh (never sent a command)",
                                 Phase::Between => "quiet",
-                                Phase::InTransaction => "stalled",
+                                Phase::InTransaction => "stalled or slow transaction",
                             }
                         );
                     });
@@ -355,6 +394,8 @@ impl Guarded {
             accepted: now,
             last_read: AtomicU64::new(r.nanos(now)),
             phase: AtomicU8::new(Phase::Fresh as u8),
+            tx_started: AtomicU64::new(0),
+            tx_in_message: AtomicBool::new(false),
             evicted: AtomicBool::new(refused),
             reader: Mutex::new(None),
         });
@@ -420,10 +461,29 @@ impl Tracked {
     fn note(&mut self, read: &[u8]) {
         let conn = &self.conn;
         let mut phase = Phase::of(conn.phase.load(Ordering::Relaxed));
-        self.frames.feed(read, |cmd| phase = phase.after(cmd));
-        conn.phase.store(phase as u8, Ordering::Relaxed);
         let since = Instant::now().saturating_duration_since(conn.base);
-        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
+        let nanos = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.frames.feed(read, |cmd| {
+            let before = phase;
+            phase = phase.after(cmd);
+            match cmd {
+                // MAIL opens a transaction (and one opened by RCPT or a
+                // header without MAIL starts then too).
+                b'M' => {
+                    conn.tx_started.store(nanos, Ordering::Relaxed);
+                    conn.tx_in_message.store(false, Ordering::Relaxed);
+                }
+                b'L' | b'N' | b'B' | b'T' => conn.tx_in_message.store(true, Ordering::Relaxed),
+                _ => {}
+            }
+            if phase != Phase::InTransaction {
+                conn.tx_started.store(0, Ordering::Relaxed);
+            } else if before != Phase::InTransaction && conn.tx_started.load(Ordering::Relaxed) == 0
+            {
+                conn.tx_started.store(nanos, Ordering::Relaxed);
+            }
+        });
+        conn.phase.store(phase as u8, Ordering::Relaxed);
         conn.last_read.store(nanos, Ordering::Relaxed);
     }
 }
