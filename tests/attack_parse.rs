@@ -361,3 +361,86 @@ async fn a_deep_reading_that_dies_leaves_the_message_judged() {
     );
     d.stop();
 }
+
+/// Two slow mails a second (the PDF above, from one sender) beside
+/// ordinary mail: with two workers and the wait for a worker counted
+/// apart (and fairly: the flooder's next mail waits behind others), every
+/// ordinary message is judged within `engine_timeout_ms` (1.5 s here, a
+/// failure bound), none gets `failure_action`. Before, half of ordinary
+/// mail went unjudged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_slow_mail_leaves_ordinary_mail_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("m.sock");
+    let config = dir.path().join("c.toml");
+    let addr = free_port();
+    fs::write(
+        &config,
+        config_text(
+            &socket,
+            &dir.path().join("state"),
+            addr,
+            "queue_timeout_ms = 1500\nworkers = 2\n",
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("log"), None);
+    d.wait_log("bulkwatch serving");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let (socket, stop) = (socket.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0;
+            let mut sent = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let socket = socket.clone();
+                sent.push(tokio::spawn(async move {
+                    let m = slow_pdf_mail(100 + n);
+                    let rcpts = vec![format!("<f{n}@example.net>")];
+                    let mut conn = open_unix(&socket).await;
+                    let r = common::transact_envelope(
+                        &mut conn,
+                        &m,
+                        "<billing@invoices.example>",
+                        &rcpts,
+                    )
+                    .await;
+                    let _ = conn.close().await;
+                    r
+                }));
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            for s in sent {
+                let _ = s.await;
+            }
+            n
+        })
+    };
+    let mut unjudged = Vec::new();
+    for i in 0..12 {
+        let (actions, status) = deliver(&socket, &spam(&common::name(i), 500 + i as u32)).await;
+        if status != Status::Accept || header(&actions).is_none() {
+            unjudged.push(i);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let slow = flood.await.unwrap();
+    assert!(slow >= 6, "{slow} slow mails");
+    assert!(
+        unjudged.is_empty(),
+        "not judged: {unjudged:?}\n{}",
+        d.log_text()
+    );
+    let m = metrics(addr);
+    for cause in ["timeout", "queue"] {
+        assert!(
+            m.contains(&format!(
+                "bulkwatch_analysis_failures_total{{cause=\"{cause}\"}} 0"
+            )),
+            "{m}"
+        );
+    }
+    d.stop();
+}

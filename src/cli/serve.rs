@@ -634,8 +634,8 @@ pub enum SnapshotOf {
     View,
 }
 
-/// Writes a snapshot of `state` into `dir`: encoded under the engine's
-/// lock, written on the blocking pool.
+/// Writes a snapshot of `state` into `dir`: copied under the engine's
+/// lock, encoded and written on the blocking pool.
 ///
 /// # Errors
 /// The file could not be written; the previous snapshot is intact.
@@ -644,10 +644,18 @@ pub async fn write_snapshot(
     dir: &Path,
     of: SnapshotOf,
 ) -> Result<PathBuf, snapshot::SnapshotError> {
-    let bytes = match of {
-        SnapshotOf::Local => state.snapshot_bytes(),
-        SnapshotOf::View => state.view_snapshot_bytes(),
-    };
+    // Copied and encoded on the blocking pool: no runtime thread waits on
+    // it (the engine's lock is held for the copy alone, see
+    // `State::snapshot_bytes`).
+    let st = Arc::clone(state);
+    let bytes = tokio::task::spawn_blocking(move || match of {
+        SnapshotOf::Local => st.snapshot_bytes(),
+        SnapshotOf::View => st.view_snapshot_bytes(),
+    })
+    .await
+    .map_err(|e| snapshot::SnapshotError::Invalid {
+        what: format!("snapshot task failed: {e}"),
+    })?;
     // The memory store's corrections, with the ids of this snapshot (a
     // merge since the last correction moved an allowance to another id).
     if state.redis().is_none() {
