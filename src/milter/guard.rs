@@ -31,7 +31,16 @@
 //!      longest silent first;
 //!
 //!   and when none is, the new connection itself is closed: it is the
-//!   one at the back of the line. A flood of fresh, empty connections
+//!   one at the back of the line.
+//! - **One peer cannot take every slot.** A peer (the user of a Unix
+//!   socket's client process, by `SO_PEERCRED`, or a TCP client's
+//!   address) may hold at most `max_connections` less an eighth
+//!   ([`peer_cap`]); a connection past that evicts one of that peer's own
+//!   in the order above, or is closed. Another peer (Postfix, when a local
+//!   user floods the socket) always finds room. Two peers of one identity
+//!   (Postfix and a local user both on TCP from 127.0.0.1, or both as
+//!   root) share the cap: a Unix socket of mode 0660 for group postfix
+//!   keeps every other local user out (docs/admin/security.md). A flood of fresh, empty connections
 //!   therefore only ever evicts itself, and a Postfix session waiting on
 //!   a slow SMTP client keeps its connection. Evictions and refusals are
 //!   counted (`bulkwatch_connections_evicted_total`,
@@ -56,7 +65,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-use crate::milter::listener::{Listener, Socket, Waiting};
+use crate::milter::listener::{Listener, Peer, Socket, Waiting};
 use crate::milter::State;
 
 /// First wait after a failed accept; it doubles up to [`MAX_BACKOFF`].
@@ -115,6 +124,7 @@ impl Phase {
 #[derive(Debug)]
 struct Conn {
     sock: Socket,
+    peer: Peer,
     /// The registry's time origin (the same for every connection).
     base: Instant,
     accepted: Instant,
@@ -199,12 +209,14 @@ impl Registry {
     }
 
     /// The connection to close to make room at `now` (module
-    /// documentation), or `None`: close the newcomer.
-    fn victim(&self, now: Instant) -> Option<(Arc<Conn>, Phase, Duration)> {
+    /// documentation), among those of `peer` when given, or `None`: close
+    /// the newcomer.
+    fn victim(&self, now: Instant, peer: Option<Peer>) -> Option<(Arc<Conn>, Phase, Duration)> {
         let live: Vec<&Arc<Conn>> = self
             .conns
             .iter()
             .filter(|c| !c.evicted.load(Ordering::Relaxed))
+            .filter(|c| peer.is_none_or(|p| c.peer == p))
             .collect();
         let phase = |c: &Conn| Phase::of(c.phase.load(Ordering::Relaxed));
         let mut fresh: Vec<&Arc<Conn>> = live
@@ -264,6 +276,24 @@ impl Registry {
             .iter()
             .filter(|c| !c.evicted.load(Ordering::Relaxed))
             .count()
+    }
+
+    /// Live connections of `peer`.
+    fn live_of(&self, peer: Peer) -> usize {
+        self.conns
+            .iter()
+            .filter(|c| c.peer == peer && !c.evicted.load(Ordering::Relaxed))
+            .count()
+    }
+}
+
+/// The most live connections one peer may hold under a cap of `cap`:
+/// an eighth (at least one) is left to others. With a cap of 1, that one.
+pub fn peer_cap(cap: usize) -> usize {
+    if cap <= 1 {
+        1
+    } else {
+        cap - (cap / 8).max(1)
     }
 }
 
@@ -360,10 +390,13 @@ impl Guarded {
     fn accepted(&mut self, sock: Socket) -> Tracked {
         self.delay = MIN_BACKOFF;
         let now = Instant::now();
+        let peer = sock.peer();
         let mut r = lock(&self.registry);
         let mut refused = false;
-        if r.live() >= self.cap {
-            match r.victim(now) {
+        // A peer at its own cap makes room among its own connections.
+        let own = (peer != Peer::Unknown && r.live_of(peer) >= peer_cap(self.cap)).then_some(peer);
+        if own.is_some() || r.live() >= self.cap {
+            match r.victim(now, own) {
                 Some((victim, phase, silence)) => {
                     evict(&victim);
                     drop(r);
@@ -390,6 +423,7 @@ impl Guarded {
         }
         let conn = Arc::new(Conn {
             sock,
+            peer,
             base: r.base,
             accepted: now,
             last_read: AtomicU64::new(r.nanos(now)),
@@ -599,13 +633,87 @@ mod tests {
         let sock = Socket::Unix(tokio::net::UnixStream::from_std(sock).unwrap());
         Arc::new(Conn {
             sock,
+            peer: Peer::Uid(0),
             base: r.base,
             accepted,
             last_read: AtomicU64::new(r.nanos(last)),
             phase: AtomicU8::new(phase as u8),
+            tx_started: AtomicU64::new(0),
+            tx_in_message: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             reader: Mutex::new(None),
         })
+    }
+
+    /// A transaction that MAIL opened at `mail`, in its message when
+    /// `in_message`, for `peer`.
+    fn transaction(
+        r: &Registry,
+        mail: Instant,
+        last: Instant,
+        in_message: bool,
+        peer: Peer,
+    ) -> Arc<Conn> {
+        let c = conn(r, mail, last, Phase::InTransaction);
+        c.tx_started.store(r.nanos(mail).max(1), Ordering::Relaxed);
+        c.tx_in_message.store(in_message, Ordering::Relaxed);
+        let mut c = Arc::try_unwrap(c).unwrap();
+        c.peer = peer;
+        Arc::new(c)
+    }
+
+    /// Transactions that trickle (never silent, so never "stalled"): one
+    /// still in its envelope 2 s after MAIL goes first, the oldest first;
+    /// then one older than 30 s; a young one and one in its message under
+    /// 30 s never. A peer at its own cap loses its own connection, not
+    /// another peer's.
+    #[tokio::test]
+    async fn held_transactions_go_by_age_and_a_peer_pays_for_its_own() {
+        let t0 = Instant::now();
+        let s = |n: u64| t0 + Duration::from_secs(n);
+        let mut r = Registry {
+            base: t0,
+            conns: Vec::new(),
+        };
+        let now = s(1000);
+        let just = now - Duration::from_millis(100);
+        let young = transaction(&r, now - Duration::from_secs(1), just, false, Peer::Uid(7));
+        let body = transaction(&r, now - Duration::from_secs(20), just, true, Peer::Uid(7));
+        let held_old = transaction(&r, now - Duration::from_secs(40), just, false, Peer::Uid(7));
+        let held = transaction(&r, now - Duration::from_secs(5), just, false, Peer::Uid(7));
+        let slow = transaction(&r, now - Duration::from_secs(31), just, true, Peer::Uid(7));
+        let postfix = transaction(
+            &r,
+            now - Duration::from_secs(9),
+            just,
+            false,
+            Peer::Uid(107),
+        );
+        for c in [&young, &body, &held_old, &held, &slow, &postfix] {
+            r.conns.push(Arc::clone(c));
+        }
+        // The attacker's own, for a newcomer of the attacker's.
+        let (c, _, _) = r.victim(now, Some(Peer::Uid(7))).unwrap();
+        assert!(Arc::ptr_eq(&c, &held_old));
+        evict(&c);
+        assert_eq!(r.live_of(Peer::Uid(7)), 4);
+        // Any, for a newcomer when the server is full: the envelope held
+        // longest (Postfix's, 9 s, before the attacker's 5 s).
+        let order: Vec<Arc<Conn>> = (0..3)
+            .filter_map(|_| {
+                let (c, _, _) = r.victim(now, None)?;
+                evict(&c);
+                Some(c)
+            })
+            .collect();
+        assert_eq!(order.len(), 3);
+        assert!(Arc::ptr_eq(&order[0], &postfix));
+        assert!(Arc::ptr_eq(&order[1], &held));
+        assert!(Arc::ptr_eq(&order[2], &slow));
+        assert!(r.victim(now, None).is_none(), "young and in-message stay");
+        assert_eq!(peer_cap(32), 28);
+        assert_eq!(peer_cap(256), 224);
+        assert_eq!((peer_cap(1), peer_cap(2)), (1, 1));
     }
 
     #[tokio::test]
@@ -634,7 +742,7 @@ mod tests {
         r.conns
             .push(conn(&r, s(0), now - Duration::from_secs(5), Phase::Between));
         assert!(
-            r.victim(now).is_none(),
+            r.victim(now, None).is_none(),
             "nothing to evict: refuse the newcomer"
         );
         let stalled = conn(
@@ -652,7 +760,7 @@ mod tests {
         r.conns.push(Arc::clone(&old_fresh));
         let order: Vec<Arc<Conn>> = (0..4)
             .filter_map(|_| {
-                let (c, _, _) = r.victim(now)?;
+                let (c, _, _) = r.victim(now, None)?;
                 evict(&c);
                 Some(c)
             })
@@ -662,7 +770,7 @@ mod tests {
         assert!(Arc::ptr_eq(&order[1], &young_fresh));
         assert!(Arc::ptr_eq(&order[2], &quiet));
         assert!(Arc::ptr_eq(&order[3], &stalled));
-        assert!(r.victim(now).is_none());
+        assert!(r.victim(now, None).is_none());
         assert_eq!(r.live(), 3);
     }
 
@@ -688,10 +796,13 @@ mod tests {
         let make = |r: &Registry, sock: Socket, at: u64| {
             Arc::new(Conn {
                 sock,
+                peer: Peer::Uid(0),
                 base: r.base,
                 accepted: t0 + Duration::from_secs(at),
                 last_read: AtomicU64::new(0),
                 phase: AtomicU8::new(Phase::Fresh as u8),
+                tx_started: AtomicU64::new(0),
+                tx_in_message: AtomicBool::new(false),
                 evicted: AtomicBool::new(false),
                 reader: Mutex::new(None),
             })
@@ -707,15 +818,18 @@ mod tests {
         r.conns
             .extend([Arc::clone(&spoke), Arc::clone(&silent), Arc::clone(&gone)]);
         let now = t0 + Duration::from_secs(10);
-        let (first, _, _) = r.victim(now).unwrap();
+        let (first, _, _) = r.victim(now, None).unwrap();
         assert!(Arc::ptr_eq(&first, &gone), "a closed one first");
         evict(&first);
-        let (second, _, _) = r.victim(now).unwrap();
+        let (second, _, _) = r.victim(now, None).unwrap();
         assert!(
             Arc::ptr_eq(&second, &silent),
             "then the silent one, though younger"
         );
         evict(&second);
-        assert!(r.victim(now).is_none(), "never the one that has spoken");
+        assert!(
+            r.victim(now, None).is_none(),
+            "never the one that has spoken"
+        );
     }
 }

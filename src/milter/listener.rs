@@ -67,7 +67,25 @@ impl AsFd for Socket {
     }
 }
 
+/// Who is at the other end of a connection, for the guard's per-peer
+/// cap: the user of a Unix socket's peer process (`SO_PEERCRED`), or a
+/// TCP peer's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Peer {
+    Uid(u32),
+    Addr(std::net::IpAddr),
+    Unknown,
+}
+
 impl Socket {
+    /// The peer ([`Peer`]), read once at accept.
+    pub fn peer(&self) -> Peer {
+        match self {
+            Socket::Tcp(s) => s.peer_addr().map_or(Peer::Unknown, |a| Peer::Addr(a.ip())),
+            Socket::Unix(s) => s.peer_cred().map_or(Peer::Unknown, |c| Peer::Uid(c.uid())),
+        }
+    }
+
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self {
             Socket::Tcp(s) => s.poll_read_ready(cx),
