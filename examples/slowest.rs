@@ -1,0 +1,346 @@
+//! The slowest messages for each reader, searched for (issue 51: "find the
+//! worst inputs by searching for them, with time as the objective"). Each
+//! reader has a generator of hostile mail shaped by a few numbers (a
+//! genome: pages that share a stream, tokens of a content stream, font
+//! maps; nesting, attributes and style rules of HTML; sides and count of
+//! pictures; parts and nesting of MIME); the search times
+//! `bulkwatch::engine::read` (what a worker runs) on random genomes, then
+//! climbs from the slowest by doubling, halving and redrawing one number
+//! at a time, keeping what is slower, within a time budget per reader.
+//! Every message is at most `scan.max_parse_bytes` (8 MiB) and would be
+//! accepted by Postfix's default `message_size_limit` (10 MB).
+//!
+//! Prints, per reader, the slowest reading found (the least of three
+//! timings, in-process CPU of one core) and writes that message to
+//! DIR/slowest-READER.eml, to be read again by any build (`bulkwatch scan
+//! --offline FILE`, or an older build's `scan FILE`).
+//!
+//!   cargo run --release --example slowest -- DIR [SECONDS_PER_READER]
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bulkwatch::engine::{read, ReadConfig};
+
+/// SplitMix64, as the project's generators use.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A reader's generator: each gene's range, and the message of a genome.
+struct Reader {
+    name: &'static str,
+    genes: &'static [(&'static str, u64, u64)],
+    make: fn(&[u64]) -> Vec<u8>,
+}
+
+const MAX_MESSAGE: usize = 8 << 20;
+
+fn b64(bytes: &[u8]) -> String {
+    let s = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut out = String::with_capacity(s.len() + s.len() / 76 + 2);
+    for chunk in s.as_bytes().chunks(76) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or(""));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+/// A message with a short body and `files` attached.
+fn with_attachments(files: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut m = String::from(
+        "From: a@sender.example\r\nTo: b@example.net\r\nSubject: see attached\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=BB\r\n\r\n\
+         --BB\r\nContent-Type: text/plain\r\n\r\nPlease see the attached file.\r\n",
+    );
+    for (ctype, bytes) in files {
+        let _ = write!(
+            m,
+            "--BB\r\nContent-Type: {ctype}\r\nContent-Transfer-Encoding: base64\r\n\r\n{}",
+            b64(bytes)
+        );
+    }
+    m.push_str("--BB--\r\n");
+    m.into_bytes()
+}
+
+fn pdf(g: &[u64]) -> Vec<u8> {
+    let (pages, shared, kind, kib, fonts, map_kib, files) =
+        (g[0], g[1], g[2], g[3], g[4], g[5], g[6]);
+    let token: &[u8] = match kind {
+        0 => b"[[]]",
+        1 => b"q Q ",
+        2 => b"(x) Tj ",
+        3 => b"1 0 0 1 0 0 cm ",
+        4 => b"<< /A [1 2] >> ",
+        _ => b"BT /F1 1 Tf ET ",
+    };
+    let content: Vec<u8> = token.repeat((kib as usize * 1024) / token.len().max(1));
+    let map = format!(
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n{}endcmap\n",
+        "1 beginbfchar <01> <0041> endbfchar\n".repeat((map_kib as usize * 1024) / 36)
+    );
+    let mut objects: Vec<Vec<u8>> = Vec::new();
+    let page_base = 4 + fonts as usize * 2;
+    let kids: Vec<String> = (0..pages as usize)
+        .map(|i| format!("{} 0 R", page_base + i * 2))
+        .collect();
+    objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
+    objects.push(format!("<< /Type /Pages /Kids [{}] /Count {pages} >>", kids.join(" ")).into_bytes());
+    objects.push(compressed_stream(&content));
+    let mut font_refs = String::new();
+    for f in 0..fonts as usize {
+        let font = 4 + f * 2;
+        let _ = write!(font_refs, "/F{f} {font} 0 R ");
+        objects.push(
+            format!(
+                "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode {} 0 R >>",
+                font + 1
+            )
+            .into_bytes(),
+        );
+        objects.push(compressed_stream(map.as_bytes()));
+    }
+    for p in 0..pages as usize {
+        let contents = if shared == 1 || p == 0 {
+            3
+        } else {
+            page_base + p * 2 + 1
+        };
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {contents} 0 R \
+                 /Resources << /Font << {font_refs}>> >> >>"
+            )
+            .into_bytes(),
+        );
+        objects.push(compressed_stream(&content));
+    }
+    let file = testkit::pdf_file(&objects);
+    let files: Vec<(&str, Vec<u8>)> = (0..files).map(|_| ("application/pdf", file.clone())).collect();
+    with_attachments(&files)
+}
+
+fn compressed_stream(content: &[u8]) -> Vec<u8> {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    let _ = z.write_all(content);
+    let packed = z.finish().unwrap_or_default();
+    let mut o = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", packed.len()).into_bytes();
+    o.extend_from_slice(&packed);
+    o.extend_from_slice(b"\nendstream");
+    o
+}
+
+fn html(g: &[u64]) -> Vec<u8> {
+    let (depth, attrs, repeat, rules, entities, inline) = (g[0], g[1], g[2], g[3], g[4], g[5]);
+    let mut h = String::from("<html><head><style>");
+    for r in 0..rules {
+        let _ = write!(h, ".c{r} p span:not(.x{r}) > b ~ i {{ display: none; color: red }}\n");
+    }
+    h.push_str("</style></head><body>");
+    for _ in 0..depth {
+        h.push_str("<div class=c1><span>");
+    }
+    let mut tag = String::from("<b ");
+    for a in 0..attrs {
+        let _ = write!(tag, "a{a}=\"x\" ");
+    }
+    tag.push_str(">word</b>");
+    for i in 0..repeat {
+        h.push_str(&tag);
+        for _ in 0..entities {
+            h.push_str("&amp;&#x41;&nbsp;");
+        }
+        for _ in 0..inline {
+            h.push_str("<span>w</span>");
+        }
+        if i % 50 == 0 {
+            h.push_str("<p>Text of the offer here.</p>");
+        }
+        if h.len() > MAX_MESSAGE / 2 {
+            break;
+        }
+    }
+    h.push_str("</body></html>");
+    let mut m = String::from(
+        "From: a@sender.example\r\nTo: b@example.net\r\nSubject: page\r\nMIME-Version: 1.0\r\n\
+         Content-Type: text/html\r\n\r\n",
+    );
+    m.push_str(&h);
+    let mut bytes = m.into_bytes();
+    bytes.truncate(MAX_MESSAGE);
+    bytes
+}
+
+fn picture(g: &[u64]) -> Vec<u8> {
+    let (side, aspect, format, count) = (g[0], g[1], g[2], g[3]);
+    let (w, h) = (side as u32, ((side * aspect) / 8).max(16) as u32);
+    let img = image::GrayImage::from_fn(w, h, |x, y| image::Luma([((x * 7 + y * 13) % 251) as u8]));
+    let mut bytes = Vec::new();
+    let (fmt, ctype) = match format {
+        0 => (image::ImageFormat::Png, "image/png"),
+        1 => (image::ImageFormat::Gif, "image/gif"),
+        _ => (image::ImageFormat::Jpeg, "image/jpeg"),
+    };
+    let _ = image::DynamicImage::ImageLuma8(img).write_to(&mut std::io::Cursor::new(&mut bytes), fmt);
+    let files: Vec<(&str, Vec<u8>)> = (0..count).map(|_| (ctype, bytes.clone())).collect();
+    let mut m = with_attachments(&files);
+    m.truncate(MAX_MESSAGE);
+    m
+}
+
+fn mime(g: &[u64]) -> Vec<u8> {
+    let (parts, nested, size, broken) = (g[0], g[1], g[2], g[3]);
+    let mut inner = String::from("Subject: inner\r\n\r\nThe offer text itself, nested.\r\n");
+    for n in 0..nested {
+        inner = format!(
+            "Subject: level {n}\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=N{n}\r\n\r\n\
+             --N{n}\r\nContent-Type: message/rfc822\r\n\r\n{inner}\r\n--N{n}--\r\n"
+        );
+    }
+    let mut m = String::from(
+        "From: a@sender.example\r\nTo: b@example.net\r\nSubject: parts\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=PP\r\n\r\n",
+    );
+    let body = if broken == 1 { "%%%%=?==\r\n" } else { "QUJDREVG\r\n" }.repeat(size as usize);
+    for p in 0..parts {
+        if p == 0 {
+            let _ = write!(m, "--PP\r\nContent-Type: message/rfc822\r\n\r\n{inner}\r\n");
+        }
+        let _ = write!(
+            m,
+            "--PP\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n{body}"
+        );
+        if m.len() > MAX_MESSAGE {
+            break;
+        }
+    }
+    m.push_str("--PP--\r\n");
+    let mut bytes = m.into_bytes();
+    bytes.truncate(MAX_MESSAGE);
+    bytes
+}
+
+const READERS: &[Reader] = &[
+    Reader {
+        name: "pdf",
+        genes: &[
+            ("pages", 1, 64),
+            ("shared", 0, 1),
+            ("token", 0, 5),
+            ("content_kib", 1, 512),
+            ("fonts", 0, 6),
+            ("font_map_kib", 0, 512),
+            ("files", 1, 3),
+        ],
+        make: pdf,
+    },
+    Reader {
+        name: "html",
+        genes: &[
+            ("depth", 0, 200_000),
+            ("attributes", 0, 40_000),
+            ("repeat", 1, 20_000),
+            ("style_rules", 0, 20_000),
+            ("entities", 0, 50),
+            ("inline_spans", 0, 50),
+        ],
+        make: html,
+    },
+    Reader {
+        name: "picture",
+        genes: &[("side", 16, 8192), ("aspect", 1, 64), ("format", 0, 2), ("count", 1, 32)],
+        make: picture,
+    },
+    Reader {
+        name: "mime",
+        genes: &[("parts", 1, 20_000), ("nested", 0, 60), ("part_lines", 1, 20_000), ("broken", 0, 1)],
+        make: mime,
+    },
+];
+
+/// The least of three timings of reading `raw`.
+fn cost(raw: &[u8], cfg: &ReadConfig) -> Duration {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let r = read(raw, &["b@example.net".to_owned()], cfg);
+            std::hint::black_box(r);
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "slowest".into()));
+    let budget = Duration::from_secs(args.next().and_then(|a| a.parse().ok()).unwrap_or(60));
+    let _ = std::fs::create_dir_all(&dir);
+    let cfg = ReadConfig::default();
+    let mut rng = Rng(0x5eed);
+    for r in READERS {
+        let draw = |rng: &mut Rng, (_, lo, hi): &(&str, u64, u64)| lo + rng.below(hi - lo + 1);
+        let start = Instant::now();
+        let mut best: Option<(Duration, Vec<u64>)> = None;
+        let mut tried = 0u64;
+        while start.elapsed() < budget {
+            tried += 1;
+            let genome: Vec<u64> = match &best {
+                // A third of the time a fresh draw, else one gene of the
+                // slowest moved.
+                Some((_, g)) if rng.below(3) > 0 => {
+                    let mut g = g.clone();
+                    let i = rng.below(g.len() as u64) as usize;
+                    let (_, lo, hi) = r.genes[i];
+                    g[i] = match rng.below(3) {
+                        0 => (g[i] * 2).clamp(lo, hi),
+                        1 => (g[i] / 2).clamp(lo, hi),
+                        _ => draw(&mut rng, &r.genes[i]),
+                    };
+                    g
+                }
+                _ => r.genes.iter().map(|gene| draw(&mut rng, gene)).collect(),
+            };
+            let raw = (r.make)(&genome);
+            let c = cost(&raw, &cfg);
+            if best.as_ref().is_none_or(|(b, _)| c > *b) {
+                best = Some((c, genome));
+            }
+        }
+        if let Some((c, g)) = best {
+            let shape: Vec<String> = r
+                .genes
+                .iter()
+                .zip(&g)
+                .map(|((n, _, _), v)| format!("{n}={v}"))
+                .collect();
+            let raw = (r.make)(&g);
+            let path = dir.join(format!("slowest-{}.eml", r.name));
+            let _ = std::fs::write(&path, &raw);
+            println!(
+                "{:<8} {:>8.3} s  {} tried  {} KB  {}  -> {}",
+                r.name,
+                c.as_secs_f64(),
+                tried,
+                raw.len() / 1024,
+                shape.join(" "),
+                path.display()
+            );
+        }
+    }
+}
