@@ -100,7 +100,13 @@ fn pdf(g: &[u64]) -> Vec<u8> {
         .map(|i| format!("{} 0 R", page_base + i * 2))
         .collect();
     objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
-    objects.push(format!("<< /Type /Pages /Kids [{}] /Count {pages} >>", kids.join(" ")).into_bytes());
+    objects.push(
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
+    );
     objects.push(compressed_stream(&content));
     let mut font_refs = String::new();
     for f in 0..fonts as usize {
@@ -131,7 +137,9 @@ fn pdf(g: &[u64]) -> Vec<u8> {
         objects.push(compressed_stream(&content));
     }
     let file = testkit::pdf_file(&objects);
-    let files: Vec<(&str, Vec<u8>)> = (0..files).map(|_| ("application/pdf", file.clone())).collect();
+    let files: Vec<(&str, Vec<u8>)> = (0..files)
+        .map(|_| ("application/pdf", file.clone()))
+        .collect();
     with_attachments(&files)
 }
 
@@ -139,7 +147,11 @@ fn compressed_stream(content: &[u8]) -> Vec<u8> {
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
     let _ = z.write_all(content);
     let packed = z.finish().unwrap_or_default();
-    let mut o = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", packed.len()).into_bytes();
+    let mut o = format!(
+        "<< /Length {} /Filter /FlateDecode >>\nstream\n",
+        packed.len()
+    )
+    .into_bytes();
     o.extend_from_slice(&packed);
     o.extend_from_slice(b"\nendstream");
     o
@@ -149,7 +161,10 @@ fn html(g: &[u64]) -> Vec<u8> {
     let (depth, attrs, repeat, rules, entities, inline) = (g[0], g[1], g[2], g[3], g[4], g[5]);
     let mut h = String::from("<html><head><style>");
     for r in 0..rules {
-        let _ = write!(h, ".c{r} p span:not(.x{r}) > b ~ i {{ display: none; color: red }}\n");
+        let _ = writeln!(
+            h,
+            ".c{r} p span:not(.x{r}) > b ~ i {{ display: none; color: red }}"
+        );
     }
     h.push_str("</style></head><body>");
     for _ in 0..depth {
@@ -196,7 +211,8 @@ fn picture(g: &[u64]) -> Vec<u8> {
         1 => (image::ImageFormat::Gif, "image/gif"),
         _ => (image::ImageFormat::Jpeg, "image/jpeg"),
     };
-    let _ = image::DynamicImage::ImageLuma8(img).write_to(&mut std::io::Cursor::new(&mut bytes), fmt);
+    let _ =
+        image::DynamicImage::ImageLuma8(img).write_to(&mut std::io::Cursor::new(&mut bytes), fmt);
     let files: Vec<(&str, Vec<u8>)> = (0..count).map(|_| (ctype, bytes.clone())).collect();
     let mut m = with_attachments(&files);
     m.truncate(MAX_MESSAGE);
@@ -216,7 +232,12 @@ fn mime(g: &[u64]) -> Vec<u8> {
         "From: a@sender.example\r\nTo: b@example.net\r\nSubject: parts\r\nMIME-Version: 1.0\r\n\
          Content-Type: multipart/mixed; boundary=PP\r\n\r\n",
     );
-    let body = if broken == 1 { "%%%%=?==\r\n" } else { "QUJDREVG\r\n" }.repeat(size as usize);
+    let body = if broken == 1 {
+        "%%%%=?==\r\n"
+    } else {
+        "QUJDREVG\r\n"
+    }
+    .repeat(size as usize);
     for p in 0..parts {
         if p == 0 {
             let _ = write!(m, "--PP\r\nContent-Type: message/rfc822\r\n\r\n{inner}\r\n");
@@ -263,12 +284,22 @@ const READERS: &[Reader] = &[
     },
     Reader {
         name: "picture",
-        genes: &[("side", 16, 8192), ("aspect", 1, 64), ("format", 0, 2), ("count", 1, 32)],
+        genes: &[
+            ("side", 16, 8192),
+            ("aspect", 1, 64),
+            ("format", 0, 2),
+            ("count", 1, 32),
+        ],
         make: picture,
     },
     Reader {
         name: "mime",
-        genes: &[("parts", 1, 20_000), ("nested", 0, 60), ("part_lines", 1, 20_000), ("broken", 0, 1)],
+        genes: &[
+            ("parts", 1, 20_000),
+            ("nested", 0, 60),
+            ("part_lines", 1, 20_000),
+            ("broken", 0, 1),
+        ],
         make: mime,
     },
 ];
