@@ -991,3 +991,81 @@ fn a_thread_passes_a_postfix_that_rejects_bulk() {
     }
     assert!(refused >= 4, "refused {refused} of 6\n{}", log());
 }
+
+/// The issue's slow PDF through Postfix (issue 51): three copies of one
+/// short text carrying two PDFs whose 16 pages share 512 KiB of `[[]]`,
+/// ten recipients each. Before, each took 2.2 s to read, past
+/// `engine_timeout_ms`: all three passed untagged and the campaign was
+/// invisible. Now the second and third are tagged bulk, read partly.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn a_campaign_of_slow_pdfs_through_postfix_is_flagged() {
+    use base64::Engine as _;
+    let Setup {
+        _tmp,
+        dir,
+        rig: _rig,
+        smtp_port,
+        milter_port: _,
+        bw_config: _,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let junk = "[[]]".repeat(128 * 1024);
+    let pdf = base64::engine::general_purpose::STANDARD
+        .encode(testkit::pdf_shared_pages(16, junk.as_bytes()));
+    let mut sent = Vec::new();
+    for n in 0..3 {
+        let id = format!("slowpdf-{n}");
+        let mut raw = format!(
+            "From: billing@invoices.example\r\nTo: staff@example.net\r\nSubject: Invoice\r\n\
+             Message-ID: <{id}@invoices.example>\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+             Your invoice is attached, please pay today.\r\n"
+        );
+        for f in 0..2 {
+            raw.push_str(&format!(
+                "--B\r\nContent-Type: application/pdf; name=\"i{f}.pdf\"\r\n\
+                 Content-Transfer-Encoding: base64\r\n\r\n{pdf}\r\n"
+            ));
+        }
+        raw.push_str("--B--\r\n");
+        let rcpts: Vec<String> = (0..10).map(|r| format!("p{n}-{r}@example.net")).collect();
+        send_to(smtp_port, "billing@invoices.example", &rcpts, &raw)
+            .unwrap_or_else(|e| panic!("copy {n}: {e}\n{}", maillog()));
+        sent.push(id);
+    }
+    let captured = || {
+        let files = sink_files(&dir);
+        sent.iter().all(|id| {
+            files
+                .iter()
+                .any(|f| f.contains(id.as_str()) && f.contains("--B--"))
+        })
+    };
+    wait_for("the copies in the sink", captured, || {
+        format!("{}\n{}", maillog(), log())
+    });
+    let files = sink_files(&dir);
+    let tag = |id: &str| -> String {
+        files
+            .iter()
+            .find(|f| f.contains(id))
+            .and_then(|f| f.lines().find(|l| l.starts_with("X-Bulkwatch:")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for n in 1..3 {
+        let t = tag(&format!("slowpdf-{n}"));
+        assert!(
+            t.starts_with("X-Bulkwatch: bulk;") && t.contains("read=partial"),
+            "copy {n}: {t:?}\n{}",
+            log()
+        );
+    }
+    assert!(!log().contains("not judged"), "{}", log());
+}
