@@ -62,9 +62,45 @@ pub enum LogFormat {
     Text,
     Json,
     /// The text lines, without their time, to the local syslog daemon
-    /// (`--syslog-socket`, facility daemon, the level as the priority):
-    /// for hosts without systemd's journal.
+    /// (`--syslog-socket`, facility `--syslog-facility`, the level as the
+    /// priority): for hosts without systemd's journal.
     Syslog,
+}
+
+/// The syslog facility of `--log-format syslog`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Facility {
+    /// Beside Postfix's lines (mail.log on Debian), as OpenDKIM logs.
+    Mail,
+    Daemon,
+    User,
+    Local0,
+    Local1,
+    Local2,
+    Local3,
+    Local4,
+    Local5,
+    Local6,
+    Local7,
+}
+
+impl Facility {
+    /// The facility's code (RFC 5424 section 6.2.1).
+    pub fn code(self) -> u8 {
+        match self {
+            Facility::User => 1,
+            Facility::Mail => 2,
+            Facility::Daemon => 3,
+            Facility::Local0 => 16,
+            Facility::Local1 => 17,
+            Facility::Local2 => 18,
+            Facility::Local3 => 19,
+            Facility::Local4 => 20,
+            Facility::Local5 => 21,
+            Facility::Local6 => 22,
+            Facility::Local7 => 23,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -80,17 +116,23 @@ pub struct ServeArgs {
     /// The syslog daemon's socket for --log-format syslog.
     #[arg(long, value_name = "PATH", default_value = "/dev/log")]
     pub syslog_socket: PathBuf,
+    /// The syslog facility for --log-format syslog: mail puts the verdicts
+    /// beside Postfix's lines for the same queue id (mail.log).
+    #[arg(long, value_enum, default_value = "mail")]
+    pub syslog_facility: Facility,
 }
 
 /// Log lines as syslog datagrams (RFC 3164's form, as `logger` sends
 /// them): `<PRI>bulkwatch[PID]: LINE`, one datagram per event, the
-/// facility daemon and the event's level as the severity. A datagram that
+/// configured facility (mail by default) and the event's level as the
+/// severity. A datagram that
 /// cannot be sent (the syslog daemon restarting) is sent once more on a
 /// new connection, then written to stderr: a log line is never lost
 /// silently, and logging never blocks the milter.
 #[derive(Clone)]
 struct Syslog {
     path: PathBuf,
+    facility: u8,
     socket: Arc<std::sync::Mutex<Option<std::os::unix::net::UnixDatagram>>>,
 }
 
@@ -106,9 +148,10 @@ impl Syslog {
         Ok(s)
     }
 
-    fn open(path: &Path) -> io::Result<Syslog> {
+    fn open(path: &Path, facility: Facility) -> io::Result<Syslog> {
         Ok(Syslog {
             path: path.to_owned(),
+            facility: facility.code(),
             socket: Arc::new(std::sync::Mutex::new(Some(Syslog::connect(path)?))),
         })
     }
@@ -124,7 +167,8 @@ impl Syslog {
 
     fn send(&self, severity: u8, line: &[u8]) {
         let mut msg =
-            format!("<{}>bulkwatch[{}]: ", 3 * 8 + severity, std::process::id()).into_bytes();
+            format!("<{}>bulkwatch[{}]: ", self.facility * 8 + severity, std::process::id())
+                .into_bytes();
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         msg.extend_from_slice(
             line.get(..SYSLOG_MAX.saturating_sub(msg.len()))
@@ -187,7 +231,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Syslog {
     }
 }
 
-fn init_tracing(format: LogFormat, syslog_socket: &Path) {
+fn init_tracing(format: LogFormat, syslog_socket: &Path, facility: Facility) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // The style sheet parser warns (through the `log` crate, which this
@@ -199,7 +243,7 @@ fn init_tracing(format: LogFormat, syslog_socket: &Path) {
     };
     use std::io::IsTerminal;
     if format == LogFormat::Syslog {
-        match Syslog::open(syslog_socket) {
+        match Syslog::open(syslog_socket, facility) {
             Ok(syslog) => {
                 // try_init: a subscriber set already (tests) is fine.
                 let _ = tracing_subscriber::fmt()
@@ -275,7 +319,7 @@ fn notify(states: &[NotifyState<'_>]) {
 /// writable, a socket that cannot be bound or that another process listens
 /// on, or a snapshot at shutdown that could not be written.
 pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
-    init_tracing(args.log_format, &args.syslog_socket);
+    init_tracing(args.log_format, &args.syslog_socket, args.syslog_facility);
     let path = crate::cli::config_file(args.config.as_ref(), &crate::cli::system_config());
     let (cfg, warnings) = match &path {
         Some(p) => Config::load_with_warnings(p)?,
