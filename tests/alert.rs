@@ -68,6 +68,7 @@ fn alert(id: u64) -> alert::Alert {
         queue_id: Some("4SbCdE1xyz".into()),
         metrics_listen: Some("127.0.0.1:9357".into()),
         judged_here: true,
+        logs: alert::LogPlace::Journal,
     }
 }
 
@@ -88,7 +89,8 @@ async fn alert_is_mailed_and_rate_limited() {
     tx.send(alert(0xdef)).await.unwrap();
     drop(tx);
     // Returns once the queue is closed and drained.
-    alert::run(cfg, rx, None, None, Arc::default()).await;
+    let (_cfg_tx, cfg_rx) = tokio::sync::watch::channel(cfg);
+    alert::run(cfg_rx, rx, None, None, Arc::default()).await;
     server.abort();
 
     let got = got.lock().unwrap();
@@ -130,7 +132,8 @@ async fn the_message_that_makes_a_campaign_bulk_is_named_in_its_alert() {
 
     let cfg = config();
     let (tx, mut rx) = mpsc::channel(alert::QUEUE);
-    let m = start_state(State::new(Engine::new(&cfg)).with_alerts(tx)).await;
+    let (cfg_tx, _cfg_rx) = tokio::sync::watch::channel(cfg.alerts.clone());
+    let m = start_state(State::new(Engine::new(&cfg)).with_alerts(tx, cfg_tx)).await;
     for (i, name) in NAMES.iter().enumerate() {
         let mut mail = spam(name, 500 + i as u32);
         mail.headers
@@ -201,7 +204,8 @@ async fn hosts_sharing_redis_alert_once_per_site() {
         redis.site().unwrap();
         if alerting {
             let (tx, rx) = mpsc::channel(alert::QUEUE);
-            state = state.with_alerts(tx);
+            let (cfg_tx, cfg_rx) = tokio::sync::watch::channel(alerts.clone());
+            state = state.with_alerts(tx, cfg_tx);
             let site = alert::Site {
                 redis,
                 every: Duration::from_millis(50),
@@ -210,7 +214,7 @@ async fn hosts_sharing_redis_alert_once_per_site() {
             };
             counts.push(Arc::clone(&state.alert_counts));
             tokio::spawn(alert::run(
-                alerts.clone(),
+                cfg_rx,
                 rx,
                 Some(site),
                 None,
@@ -259,4 +263,65 @@ async fn hosts_sharing_redis_alert_once_per_site() {
         h.stop().await;
     }
     sink.abort();
+}
+
+/// `[alerts]` set by a reload applies at once (issue 52): a daemon started
+/// without `alerts.to`, given one by SIGHUP, mails the next campaign that
+/// turns bulk; the reload's log line names the keys it changed. Before,
+/// the alert task started only at start, and the reload said only
+/// "configuration reloaded".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alerts_set_by_a_reload_are_sent() {
+    use common::daemon::Daemon;
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = listener.local_addr().unwrap();
+    let server = tokio::spawn(smtp_server(listener, Arc::clone(&got)));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let base = format!(
+        "[milter]\nsocket = \"unix:{}\"\n\n[state]\nstate_dir = \"{}\"\n\n[metrics]\nlisten = \"\"\n\n\
+         [thresholds]\nbulk_threshold = 3.0\nsuspect_threshold = 2.0\n",
+        socket.display(),
+        dir.path().join("state").display()
+    );
+    std::fs::write(&config, &base).unwrap();
+    let mut d = Daemon::start(&config, &dir.path().join("daemon.log"), &socket);
+    std::fs::write(
+        &config,
+        format!(
+            "{base}\n[alerts]\nto = [\"postmaster@example.org\"]\nfrom = \"bulkwatch@example.org\"\nsmtp = \"{smtp}\"\n"
+        ),
+    )
+    .unwrap();
+    d.signal("-HUP");
+    d.wait_log("configuration reloaded");
+    let text = d.log_text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("configuration reloaded"))
+        .unwrap();
+    assert!(
+        line.contains("alerts.to") && line.contains("alerts.smtp"),
+        "{line}"
+    );
+    for i in 0..4 {
+        let mut conn = common::open_unix(&socket).await;
+        common::transact(&mut conn, &common::spam(&common::name(i), 70 + i as u32)).await;
+        conn.close().await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while got.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(d.stop().success());
+    server.abort();
+    let got = got.lock().unwrap();
+    assert_eq!(got.len(), 1, "{got:?}\n{}", text);
+    assert!(
+        got[0].contains("Subject: bulkwatch: bulk campaign"),
+        "{}",
+        got[0]
+    );
 }

@@ -85,6 +85,23 @@ pub enum Facility {
 }
 
 impl Facility {
+    /// The facility's name, as syslog.conf writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Facility::Mail => "mail",
+            Facility::Daemon => "daemon",
+            Facility::User => "user",
+            Facility::Local0 => "local0",
+            Facility::Local1 => "local1",
+            Facility::Local2 => "local2",
+            Facility::Local3 => "local3",
+            Facility::Local4 => "local4",
+            Facility::Local5 => "local5",
+            Facility::Local6 => "local6",
+            Facility::Local7 => "local7",
+        }
+    }
+
     /// The facility's code (RFC 5424 section 6.2.1).
     pub fn code(self) -> u8 {
         match self {
@@ -166,9 +183,12 @@ impl Syslog {
     }
 
     fn send(&self, severity: u8, line: &[u8]) {
-        let mut msg =
-            format!("<{}>bulkwatch[{}]: ", self.facility * 8 + severity, std::process::id())
-                .into_bytes();
+        let mut msg = format!(
+            "<{}>bulkwatch[{}]: ",
+            self.facility * 8 + severity,
+            std::process::id()
+        )
+        .into_bytes();
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         msg.extend_from_slice(
             line.get(..SYSLOG_MAX.saturating_sub(msg.len()))
@@ -241,10 +261,12 @@ fn init_tracing(format: LogFormat, syslog_socket: &Path, facility: Facility) {
         Ok(d) => filter.add_directive(d),
         Err(_) => filter,
     };
+    use crate::milter::alert::LogPlace;
     use std::io::IsTerminal;
     if format == LogFormat::Syslog {
         match Syslog::open(syslog_socket, facility) {
             Ok(syslog) => {
+                LogPlace::set(LogPlace::Syslog(facility.name()));
                 // try_init: a subscriber set already (tests) is fine.
                 let _ = tracing_subscriber::fmt()
                     .with_env_filter(filter)
@@ -260,6 +282,12 @@ fn init_tracing(format: LogFormat, syslog_socket: &Path, facility: Facility) {
             ),
         }
     }
+    // systemd names the journal stream it gave as standard error.
+    LogPlace::set(if std::env::var_os("JOURNAL_STREAM").is_some() {
+        LogPlace::Journal
+    } else {
+        LogPlace::Stderr
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
@@ -787,8 +815,16 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
             ),
             Some(p) => match load_off_runtime(p).await {
                 Ok((new, warnings)) => {
-                    let keys = state.reload(&new);
-                    info!(file = %p.display(), "configuration reloaded");
+                    let (keys, changed) = state.reload(&new);
+                    info!(
+                        file = %p.display(),
+                        changed = %if changed.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            changed.join(",")
+                        },
+                        "configuration reloaded"
+                    );
                     log_warnings(&p.display().to_string(), &warnings);
                     for k in keys {
                         warn!(file = %p.display(), key = k.key, why = k.why, "restart needed: this key keeps its running value until restart");
@@ -937,14 +973,17 @@ async fn build_state(
         Ok(None) => {}
         Err(e) => return Err(other("cannot set up the redis store", e)),
     }
-    if !cfg.alerts.to.is_empty() {
+    // The alert task runs whatever `alerts.to` holds, so that a reload
+    // that sets it (or clears it) applies at once.
+    {
         let (tx, rx) = mpsc::channel(alert::QUEUE);
+        let (cfg_tx, cfg_rx) = tokio::sync::watch::channel(cfg.alerts.clone());
         let site = state
             .redis_shared()
             .map(|r| alert::Site::new(r, cfg.window.window));
-        state = state.with_alerts(tx);
+        state = state.with_alerts(tx, cfg_tx);
         tasks.push(tokio::spawn(alert::run(
-            cfg.alerts.clone(),
+            cfg_rx,
             rx,
             site,
             cfg.metrics.listen.clone(),

@@ -51,6 +51,37 @@ pub struct Alert {
     /// This host judged that message (else another host of the site did,
     /// and its Message-ID and queue id are in that host's log).
     pub judged_here: bool,
+    /// Where this daemon's log lines go: what the alert says to search.
+    pub logs: LogPlace,
+}
+
+/// Where the daemon's log lines go (`serve --log-format`, and whether
+/// systemd's journal keeps its standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogPlace {
+    /// The journal (`JOURNAL_STREAM` names the daemon's stderr).
+    #[default]
+    Journal,
+    /// The syslog daemon, under this facility (`mail`: mail.log on
+    /// Debian).
+    Syslog(&'static str),
+    /// Standard error, kept by whatever supervises the daemon.
+    Stderr,
+}
+
+static LOG_PLACE: std::sync::OnceLock<LogPlace> = std::sync::OnceLock::new();
+
+impl LogPlace {
+    /// Where this process logs, as `serve` set it at start (the journal
+    /// when it did not).
+    pub fn current() -> LogPlace {
+        LOG_PLACE.get().copied().unwrap_or_default()
+    }
+
+    /// Set once, by `serve`, when its logging starts.
+    pub fn set(place: LogPlace) {
+        let _ = LOG_PLACE.set(place);
+    }
 }
 
 /// The site's hosts share Redis: alert once per site (module docs).
@@ -103,7 +134,16 @@ impl Alert {
                 "curl -s http://{listen}/campaigns \\\n    | grep -o '{{\"id\":\"{id}\"[^}}]*}}'"
             ));
         }
-        out.push(format!("journalctl -u bulkwatch | grep {id}"));
+        out.push(match self.logs {
+            LogPlace::Journal => format!("journalctl -u bulkwatch | grep {id}"),
+            LogPlace::Syslog("mail") => format!("grep {id} /var/log/mail.log"),
+            LogPlace::Syslog(f) => {
+                format!("grep {id} in the syslog daemon's file for facility {f}")
+            }
+            LogPlace::Stderr => {
+                format!("grep {id} in the daemon's standard error (its supervisor's log)")
+            }
+        });
         out
     }
 }
@@ -205,25 +245,35 @@ fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, Str
 /// host's verdict and in the log is claimed once.
 const REMEMBERED: usize = 1024;
 
+/// The transport to `cfg.smtp`.
+fn transport(cfg: &AlertsConfig) -> AsyncSmtpTransport<Tokio1Executor> {
+    // (Checked when the configuration was loaded.)
+    let (host, port) = crate::config::parse_relay(&cfg.smtp)
+        .map_or_else(|_| (cfg.smtp.clone(), 25), |(h, p)| (h.to_owned(), p));
+    AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+        .port(port)
+        .timeout(Some(Duration::from_secs(10)))
+        .build()
+}
+
 /// Runs until the sender side is dropped: mails the alerts of `rx`, and
-/// with `site`, other hosts' crossings, once per site.
+/// with `site`, other hosts' crossings, once per site. `cfg` is the
+/// `[alerts]` section in force, which a reload changes live: with no
+/// `alerts.to` nothing is mailed (and no crossing of the site is claimed,
+/// so that a host that does mail them sends them).
 pub async fn run(
-    cfg: AlertsConfig,
+    mut cfg: tokio::sync::watch::Receiver<AlertsConfig>,
     mut rx: mpsc::Receiver<Alert>,
     site: Option<Site>,
     metrics_listen: Option<String>,
     counts: Arc<Counts>,
 ) {
-    // (Checked when the configuration was loaded.)
-    let (host, port) = crate::config::parse_relay(&cfg.smtp)
-        .map_or_else(|_| (cfg.smtp.clone(), 25), |(h, p)| (h.to_owned(), p));
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
-        .port(port)
-        .timeout(Some(Duration::from_secs(10)))
-        .build();
+    let log_place = LogPlace::current();
+    let first = cfg.borrow_and_update().clone();
+    let mut cfg_open = true;
     let mut mailer = Mailer {
-        cfg,
-        transport,
+        transport: transport(&first),
+        cfg: first,
         last: None,
         held_back: 0,
         counts,
@@ -234,6 +284,18 @@ pub async fn run(
     let mut waiting: VecDeque<(Instant, Alert)> = VecDeque::new();
     loop {
         tokio::select! {
+            changed = cfg.changed(), if cfg_open => {
+                if changed.is_err() {
+                    // (The state is gone: no reload will come.)
+                    cfg_open = false;
+                    continue;
+                }
+                let new = cfg.borrow_and_update().clone();
+                if new.smtp != mailer.cfg.smtp {
+                    mailer.transport = transport(&new);
+                }
+                mailer.cfg = new;
+            }
             a = rx.recv() => match a {
                 Some(a) => mailer.deliver(a, site.as_ref()).await,
                 None => break,
@@ -258,6 +320,7 @@ pub async fn run(
                         queue_id: None,
                         metrics_listen: metrics_listen.clone(),
                         judged_here: false,
+                        logs: log_place,
                     }));
                 }
                 while waiting.front().is_some_and(|(t, _)| *t <= Instant::now()) {
@@ -285,6 +348,11 @@ impl Mailer {
     /// (or holds it back under the rate limit).
     async fn deliver(&mut self, a: Alert, site: Option<&Site>) {
         let id = a.campaign.id;
+        if self.cfg.to.is_empty() {
+            // Alerts off (`alerts.to` empty): nothing mailed, nothing
+            // claimed from the site's other hosts.
+            return;
+        }
         if self.recent.contains(&id) {
             return;
         }
@@ -391,6 +459,7 @@ mod tests {
             queue_id: Some("4XyZ".into()),
             metrics_listen: Some("127.0.0.1:9357".into()),
             judged_here: true,
+            logs: LogPlace::Journal,
         };
         let b = body(&c, 2);
         for part in [
@@ -425,5 +494,38 @@ mod tests {
         );
         assert!(b.contains("Another host of the site judged"), "{b}");
         assert!(!b.contains("queue id"), "{b}");
+    }
+
+    /// The alert says where to search the log: the journal, mail.log on a
+    /// host that logs to syslog under facility mail, or the supervisor's log.
+    #[test]
+    fn the_log_to_search_is_the_one_the_daemon_writes() {
+        let mut a = Alert {
+            campaign: crate::engine::verdict::CampaignSummary {
+                id: CampaignId(0xabc),
+                messages: 2,
+                recipients: 40,
+                score: 40.0,
+                first_seen: 0,
+                last_seen: 0,
+                sender_domains: 1,
+                senders: Vec::new(),
+                sample_subject: None,
+                list_post: false,
+                conversation: false,
+            },
+            at: 0,
+            message_id: None,
+            queue_id: None,
+            metrics_listen: None,
+            judged_here: true,
+            logs: LogPlace::Syslog("mail"),
+        };
+        let last = |a: &Alert| a.show_commands().pop().unwrap_or_default();
+        assert_eq!(last(&a), "grep 000000000abc /var/log/mail.log");
+        a.logs = LogPlace::Stderr;
+        assert!(!last(&a).contains("journalctl"), "{}", last(&a));
+        a.logs = LogPlace::Journal;
+        assert!(last(&a).starts_with("journalctl -u bulkwatch"));
     }
 }

@@ -56,6 +56,9 @@ pub struct State {
     /// Campaigns that just turned bulk, for the alert task (bounded; a full
     /// queue drops the alert rather than delay mail).
     alerts: Option<mpsc::Sender<alert::Alert>>,
+    /// The `[alerts]` section the alert task mails with: a reload changes
+    /// it live.
+    alerts_cfg: Option<tokio::sync::watch::Sender<crate::config::AlertsConfig>>,
     /// What the alert task did (`/metrics`).
     pub alert_counts: Arc<alert::Counts>,
     /// The worker processes that read mail ([`crate::worker`]); `None`
@@ -134,6 +137,7 @@ impl State {
             config: RwLock::new(config),
             metrics: Metrics::new(unix_now()),
             alerts: None,
+            alerts_cfg: None,
             alert_counts: Arc::default(),
             workers: None,
             forensics: None,
@@ -180,9 +184,15 @@ impl State {
         self.judge.redis_shared()
     }
 
-    /// Sends campaigns that turn bulk to `tx` (see [`alert`]).
-    pub fn with_alerts(mut self, tx: mpsc::Sender<alert::Alert>) -> State {
+    /// Sends campaigns that turn bulk to `tx` (see [`alert`]), and the
+    /// `[alerts]` section of each reload to `cfg`.
+    pub fn with_alerts(
+        mut self,
+        tx: mpsc::Sender<alert::Alert>,
+        cfg: tokio::sync::watch::Sender<crate::config::AlertsConfig>,
+    ) -> State {
         self.alerts = Some(tx);
+        self.alerts_cfg = Some(cfg);
         self
     }
 
@@ -209,15 +219,21 @@ impl State {
 
     /// Applies a reloaded configuration ([`Config::reloaded`]: what
     /// changes live and what waits for a restart). Returns the keys whose
-    /// new values wait for a restart.
-    pub fn reload(&self, new: &Config) -> Vec<crate::config::Restart> {
-        let (merged, keys) = self.config().reloaded(new);
+    /// new values wait for a restart, and the keys whose values changed
+    /// now.
+    pub fn reload(&self, new: &Config) -> (Vec<crate::config::Restart>, Vec<String>) {
+        let old = self.config();
+        let (merged, keys) = old.reloaded(new);
+        let changed = old.changed_keys(&merged);
         self.engine().reconfigure(&merged);
+        if let Some(tx) = &self.alerts_cfg {
+            tx.send_replace(merged.alerts.clone());
+        }
         match self.config.write() {
             Ok(mut c) => *c = Arc::new(merged),
             Err(p) => *p.into_inner() = Arc::new(merged),
         }
-        keys
+        (keys, changed)
     }
 
     /// Reads a message (in a worker process when the state has workers,
@@ -320,6 +336,7 @@ impl State {
                     queue_id: env.queue_id.clone(),
                     metrics_listen: cfg.metrics.listen.clone(),
                     judged_here: true,
+                    logs: alert::LogPlace::current(),
                 };
                 if tx.try_send(a).is_err() {
                     tracing::warn!(campaign = %c.id, "alert queue full, alert dropped");
@@ -435,9 +452,11 @@ mod tests {
         new.thresholds.bulk_threshold = 7.0;
         new.policy.bulk = Action::Reject;
         new.milter.socket = SocketSpec::Inet("127.0.0.1:1".into());
-        let keys = state.reload(&new);
+        let (keys, mut changed) = state.reload(&new);
         let keys: Vec<&str> = keys.iter().map(|r| r.key).collect();
         assert_eq!(keys, vec!["milter.socket"]);
+        changed.sort();
+        assert_eq!(changed, ["policy.bulk", "thresholds.bulk_threshold"]);
         let cfg = state.config();
         assert_eq!(cfg.thresholds.bulk_threshold, 7.0);
         assert_eq!(cfg.policy.bulk, Action::Reject);
