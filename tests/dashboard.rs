@@ -40,8 +40,13 @@ fn rendered(url: &str) -> String {
 /// The dashboard of `m` as Chromium renders it, served on a free
 /// loopback port for the time of the rendering.
 async fn dashboard(m: &common::Milter) -> String {
+    dashboard_at(m, "/").await
+}
+
+/// [`dashboard`] at `path` (a filter in its query).
+async fn dashboard_at(m: &common::Milter, path: &str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
     let http = tokio::spawn(bulkwatch::http::serve(listener, Arc::clone(&m.state)));
     let dom = tokio::task::spawn_blocking(move || rendered(&url))
         .await
@@ -312,4 +317,72 @@ async fn the_page_shows_the_level_the_next_message_would_get() {
         dom.contains(", 0 bulk;"),
         "an allowed campaign is not counted bulk: {dom}"
     );
+}
+
+/// The dashboard's filter (issue 52): the page's address carries it
+/// (`/?level=bulk`, `/?q=…`), the form and `/campaigns` read it, and the
+/// status says how many of how many are shown; a list's post is marked as
+/// such.
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_filters_by_level_and_text() {
+    let m = common::start(common::config()).await;
+    for (i, name) in NAMES.iter().enumerate() {
+        send(m.addr, &spam(name, i as u32)).await;
+    }
+    let notes = [
+        ("Allotment rota", "the allotment rota changes next week because the water tank is being repaired by the council and the hoses must stay coiled"),
+        ("Choir practice", "choir practice moves to the library hall on thursday since the church roof leaks again and the organ needs tuning"),
+        ("Bake sale", "the bake sale raised enough for new goal nets and the referees asked for lemon cake at the final of the junior league"),
+    ];
+    for (i, (subject, text)) in notes.iter().enumerate() {
+        let mut mail = Mail {
+            headers: vec![
+                ("From".into(), format!("club{i}@village.example")),
+                ("Subject".into(), (*subject).into()),
+            ],
+            body: format!("{text}.\r\n"),
+            rcpt: format!("<member{i}@example.net>"),
+            queue_id: format!("QN{i}"),
+        };
+        if i == 2 {
+            mail.headers.push((
+                "List-Id".into(),
+                "Village news <news.village.example>".into(),
+            ));
+        }
+        send(m.addr, &mail).await;
+    }
+    let bulk_id = m.state.with_view(|e| {
+        e.campaigns()
+            .find(|c| c.messages == 6)
+            .map(|c| c.id.to_string())
+            .unwrap()
+    });
+    let dom = dashboard_at(&m, "/?level=bulk").await;
+    assert!(row(&dom, &bulk_id).is_some(), "{dom}");
+    assert_eq!(dom.matches("data-campaign=").count(), 1, "{dom}");
+    assert!(
+        dom.contains("1 of 4 campaigns in the window (1 match the filter)"),
+        "{dom}"
+    );
+    let dom = dashboard_at(&m, "/?q=choir").await;
+    assert_eq!(dom.matches("data-campaign=").count(), 1, "{dom}");
+    assert!(
+        dom.contains("Choir practice") && row(&dom, &bulk_id).is_none(),
+        "{dom}"
+    );
+    let dom = dashboard_at(&m, "/?limit=2").await;
+    assert_eq!(dom.matches("data-campaign=").count(), 2, "{dom}");
+    assert!(dom.contains("2 of 4 campaigns in the window"), "{dom}");
+    // Bulk first, whatever the sizes.
+    let first = dom.find("data-campaign=").unwrap();
+    assert!(
+        dom[first..].starts_with(&format!("data-campaign=\"{bulk_id}\"")),
+        "{dom}"
+    );
+    m.stop().await;
 }

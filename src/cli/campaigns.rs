@@ -24,10 +24,65 @@ pub struct CampaignsArgs {
     pub json: bool,
 }
 
+/// `campaigns list`'s filter (`crate::milter::metrics::Filter`).
+#[derive(Debug, Args, Default)]
+pub struct ListArgs {
+    /// Only campaigns at these levels (bulk, suspect, clean, allowed);
+    /// repeat or separate with commas.
+    #[arg(long, value_delimiter = ',', value_parser = ["bulk", "suspect", "clean", "allowed"])]
+    pub level: Vec<String>,
+    /// Only campaigns with at least this many recipients.
+    #[arg(long, value_name = "N")]
+    pub min_recipients: Option<u64>,
+    /// At most this many (default 500, at most 10000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub limit: Option<u64>,
+    /// Only campaigns whose sample subject or a sender domain holds this
+    /// text (without regard to case).
+    #[arg(long, value_name = "TEXT")]
+    pub search: Option<String>,
+}
+
+impl ListArgs {
+    /// The control socket's request line.
+    fn request(&self) -> String {
+        let mut r = String::from("list");
+        if !self.level.is_empty() {
+            r.push_str(&format!(" level={}", self.level.join(",")));
+        }
+        if let Some(n) = self.min_recipients {
+            r.push_str(&format!(" min_recipients={n}"));
+        }
+        if let Some(n) = self.limit {
+            r.push_str(&format!(" limit={n}"));
+        }
+        if let Some(q) = &self.search {
+            r.push_str(&format!(" q={}", percent_encoded(q)));
+        }
+        r
+    }
+}
+
+/// `s` with every byte but letters, digits and `-._~` written as `%XX`
+/// (one word of a request line, whatever it holds).
+fn percent_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Action {
-    /// The active campaigns, largest first.
-    List,
+    /// The active campaigns: bulk first, then suspect, clean and allowed
+    /// ones, the most recipients first within each; the first 500 unless
+    /// --limit says otherwise, and how many there are in all.
+    List(ListArgs),
     /// One campaign and a sample of its recent members.
     Show { id: String },
     /// Let the campaign's later messages through as `allowed`.
@@ -54,7 +109,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
     let cfg = load_config(args.config.as_ref())?;
     let request = match &args.action {
-        Action::List => "list".to_owned(),
+        Action::List(l) => l.request(),
         Action::Show { id } => format!("show {id}"),
         Action::Allow { id, seconds } => match seconds {
             Some(s) => format!("allow {id} {s}"),
@@ -128,8 +183,14 @@ fn campaign_line(c: &serde_json::Value) -> String {
     } else {
         field(c, "level").as_str().unwrap_or("?")
     };
+    // A list's post (`list=yes`): its action is `policy.list` at most.
+    let level = if field(c, "list").as_bool() == Some(true) {
+        format!("{level} list")
+    } else {
+        level.to_owned()
+    };
     format!(
-        "{}  {:<7} recipients {:>6}  messages {:>5}  last {}  {}\n",
+        "{}  {:<12} recipients {:>6}  messages {:>5}  last {}  {}\n",
         shown(field(c, "id"), "?"),
         level,
         field(c, "recipients"),
@@ -149,17 +210,28 @@ fn shown(v: &serde_json::Value, missing: &str) -> String {
 
 fn human(action: &Action, a: &serde_json::Value) -> String {
     match action {
-        Action::List => {
+        Action::List(_) => {
             let list = field(a, "campaigns")
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
+            let active = field(a, "active").as_u64().unwrap_or(list.len() as u64);
+            let matched = field(a, "matched").as_u64().unwrap_or(active);
+            // "500 of 618 active campaigns", never a cut list called the
+            // total; "(12 match the filter)" when one was given.
+            let mut counts = if list.len() as u64 == active {
+                format!("{active} active campaigns")
+            } else {
+                format!("{} of {active} active campaigns", list.len())
+            };
+            if matched != active {
+                counts.push_str(&format!(" ({matched} match the filter)"));
+            }
             let mut s = match field(a, "view").as_str() {
                 Some(v) if v.contains("unavailable") => format!(
-                    "{} active campaigns of this host only: Redis did not answer, the site's are not shown\n",
-                    list.len()
+                    "{counts} of this host only: Redis did not answer, the site's are not shown\n"
                 ),
-                _ => format!("{} active campaigns\n", list.len()),
+                _ => format!("{counts}\n"),
             };
             for c in &list {
                 s.push_str(&campaign_line(c));
@@ -217,12 +289,31 @@ mod tests {
     #[test]
     fn a_list_says_when_it_is_this_host_s_only() {
         let answer = |view: &str| serde_json::json!({"campaigns": [], "allowed": [], "view": view});
-        assert_eq!(
-            human(&Action::List, &answer("site")),
-            "0 active campaigns\n"
-        );
-        assert!(human(&Action::List, &answer("host; redis unavailable"))
+        let list = Action::List(ListArgs::default());
+        assert_eq!(human(&list, &answer("site")), "0 active campaigns\n");
+        assert!(human(&list, &answer("host; redis unavailable"))
             .starts_with("0 active campaigns of this host only: Redis did not answer"));
+        // A list cut at its limit says so.
+        let cut = serde_json::json!({
+            "campaigns": [], "allowed": [], "view": "host", "active": 618, "matched": 618
+        });
+        assert!(human(&list, &cut).starts_with("0 of 618 active campaigns\n"));
+        let filtered = serde_json::json!({
+            "campaigns": [], "allowed": [], "view": "host", "active": 618, "matched": 12
+        });
+        assert!(
+            human(&list, &filtered).starts_with("0 of 618 active campaigns (12 match the filter)")
+        );
+        let args = ListArgs {
+            level: vec!["bulk".into(), "suspect".into()],
+            min_recipients: Some(10),
+            limit: Some(20),
+            search: Some("your offer".into()),
+        };
+        assert_eq!(
+            args.request(),
+            "list level=bulk,suspect min_recipients=10 limit=20 q=your%20offer"
+        );
     }
 
     #[test]

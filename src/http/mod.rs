@@ -37,7 +37,7 @@ use hyper::StatusCode;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use crate::milter::metrics::{campaigns_json, render, View};
+use crate::milter::metrics::{campaigns_filtered, render, Filter, View};
 use crate::milter::State;
 
 /// Most HTTP connections served at once (module documentation).
@@ -74,6 +74,8 @@ pub struct Request<'a> {
     pub method: &'a str,
     /// Without its query.
     pub path: &'a str,
+    /// The query, after `?` (`/campaigns`'s filter), still encoded.
+    pub query: Option<&'a str>,
     pub host: Option<&'a str>,
     pub authorization: Option<&'a str>,
 }
@@ -86,6 +88,9 @@ pub struct Reply {
     pub content_type: &'static str,
     pub body: String,
     pub view: Option<View>,
+    /// `/campaigns`: (live campaigns in all, those the filter admits),
+    /// sent as `X-Bulkwatch-Total` and `X-Bulkwatch-Matched`.
+    pub counts: Option<(usize, usize)>,
 }
 
 impl Reply {
@@ -95,6 +100,7 @@ impl Reply {
             content_type,
             body: body.into(),
             view: None,
+            counts: None,
         }
     }
 
@@ -121,6 +127,46 @@ pub fn host_allowed(host: Option<&str>) -> bool {
     name.parse::<std::net::Ipv4Addr>().is_ok() || name.eq_ignore_ascii_case("localhost")
 }
 
+/// The `key=value` pairs of a URL query, decoded (`%XX`, `+` for a
+/// space); at most 16 pairs of 256 bytes (a filter holds four).
+pub fn query_pairs(query: &str) -> Vec<(&str, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .take(16)
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k, percent_decoded(v.get(..256).unwrap_or(v)))
+        })
+        .collect()
+}
+
+/// `s` with `%XX` decoded and `+` read as a space (bytes that do not make
+/// UTF-8 are replaced).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
+        match (c, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The answer to `req` (blocking: `/campaigns` and control may make a
 /// Redis round trip).
 pub fn respond(state: &State, req: &Request<'_>) -> Reply {
@@ -134,9 +180,15 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
     let (ok, json) = (StatusCode::OK, "application/json");
     match (req.method, req.path) {
         ("GET", "/campaigns") => {
-            let (body, view) = campaigns_json(state);
+            let filter = match Filter::parse(query_pairs(req.query.unwrap_or(""))) {
+                Ok(f) => f,
+                Err(e) => return Reply::text(StatusCode::BAD_REQUEST, &format!("{e}\n")),
+            };
+            let list = campaigns_filtered(state, &filter);
+            let body = serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned());
             Reply {
-                view: Some(view),
+                view: Some(list.view),
+                counts: Some((list.active, list.matched)),
                 ..Reply::new(ok, json, body)
             }
         }
@@ -250,6 +302,7 @@ async fn answer(
     slot.answered.store(true, Ordering::Relaxed);
     let method = req.method().as_str().to_owned();
     let path = req.uri().path().to_owned();
+    let query = req.uri().query().map(str::to_owned);
     let header = |name| {
         req.headers()
             .get(name)
@@ -265,6 +318,7 @@ async fn answer(
             &Request {
                 method: &method,
                 path: &path,
+                query: query.as_deref(),
                 host: host.as_deref(),
                 authorization: authorization.as_deref(),
             },
@@ -277,6 +331,11 @@ async fn answer(
         .header(CONTENT_TYPE, reply.content_type);
     if let Some(v) = reply.view {
         builder = builder.header("x-bulkwatch-view", v.as_str());
+    }
+    if let Some((total, matched)) = reply.counts {
+        builder = builder
+            .header("x-bulkwatch-total", total)
+            .header("x-bulkwatch-matched", matched);
     }
     for (name, value) in SECURITY_HEADERS {
         builder = builder.header(name, value);
@@ -349,6 +408,7 @@ mod tests {
         let mut parts = first.split_whitespace();
         let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let path = target.split('?').next().unwrap_or("");
+        let query = target.split_once('?').map(|(_, q)| q);
         let header = |want: &str| {
             head.lines().skip(1).find_map(|l| {
                 let (n, v) = l.split_once(':')?;
@@ -360,6 +420,7 @@ mod tests {
             &Request {
                 method,
                 path,
+                query,
                 host: header("host"),
                 authorization: header("authorization"),
             },

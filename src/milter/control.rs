@@ -274,21 +274,25 @@ impl Control {
         let mut words = line.split_whitespace();
         let (cmd, arg, extra) = (words.next(), words.next(), words.next());
         let id = arg.map(|a| parse_id(a).ok_or(a));
-        match (cmd, id) {
-            (Some("list"), None) => {
-                let list = crate::milter::metrics::campaigns(state);
-                let allowed: Vec<String> = list
-                    .campaigns
-                    .iter()
-                    .filter(|c| c.allowed)
-                    .map(|c| c.id.clone())
-                    .collect();
-                serde_json::json!({
-                    "campaigns": list.campaigns,
-                    "allowed": allowed,
-                    "view": list.view.as_str(),
+        if cmd == Some("list") {
+            // `list [level=…] [min_recipients=…] [q=…] [limit=…]`
+            let pairs = line
+                .split_whitespace()
+                .skip(1)
+                .map(|w| {
+                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
+                    let decoded = crate::http::query_pairs(&format!("v={v}"))
+                        .pop()
+                        .map_or_else(String::new, |(_, v)| v);
+                    (k, decoded)
                 })
-            }
+                .collect::<Vec<_>>();
+            return match crate::milter::metrics::Filter::parse(pairs) {
+                Ok(filter) => self.list(state, &filter),
+                Err(e) => error(&format!("list: {e}")),
+            };
+        }
+        match (cmd, id) {
             (Some("show"), Some(Ok(id))) => self.show(state, id),
             (Some("allow"), Some(Ok(id))) => {
                 let secs = match extra.map(str::parse::<u64>) {
@@ -340,6 +344,25 @@ impl Control {
                 "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | explain KEY ENTRY",
             ),
         }
+    }
+
+    /// `list` through `filter`: the campaigns, how many are live and how
+    /// many the filter admits.
+    fn list(&self, state: &State, filter: &crate::milter::metrics::Filter) -> serde_json::Value {
+        let list = crate::milter::metrics::campaigns_filtered(state, filter);
+        let allowed: Vec<String> = list
+            .campaigns
+            .iter()
+            .filter(|c| c.allowed)
+            .map(|c| c.id.clone())
+            .collect();
+        serde_json::json!({
+            "campaigns": list.campaigns,
+            "allowed": allowed,
+            "view": list.view.as_str(),
+            "active": list.active,
+            "matched": list.matched,
+        })
     }
 
     fn show(&self, state: &State, id: CampaignId) -> serde_json::Value {

@@ -512,13 +512,111 @@ pub struct CampaignJson {
     /// When the allowance ends (Unix seconds); absent while it lives.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed_until: Option<u64>,
+    /// Every message of it was a list's post from one sender domain: mail
+    /// of a list (`list=yes`, `policy.list`).
+    pub list: bool,
 }
 
 /// Parts of the window in a campaign's `arrivals`.
 pub const ARRIVAL_BUCKETS: usize = 24;
-/// Most campaigns `/campaigns` lists (the largest): the answer stays small
-/// whatever the window holds.
+/// Campaigns a list shows unless asked for another number (`limit`).
 pub const MAX_LISTED: usize = 500;
+/// The most any list shows: the answer stays bounded whatever the window
+/// holds.
+pub const MAX_LIMIT: usize = 10_000;
+
+/// Which campaigns a list shows (`/campaigns?…`, `campaigns list …`): by
+/// level, by recipients, by a text in the subject or a sender domain, and
+/// how many. Lists are in order of concern: bulk, then suspect, then
+/// clean, then allowed ones; the most recipients first within each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    /// Levels shown (`bulk`, `suspect`, `clean`, `allowed`); empty: all.
+    pub levels: Vec<String>,
+    pub min_recipients: u64,
+    /// Shown when the subject or a sender domain holds it (without
+    /// regard to case).
+    pub search: Option<String>,
+    /// At most this many ([`MAX_LIMIT`] at most).
+    pub limit: usize,
+}
+
+impl Default for Filter {
+    fn default() -> Self {
+        Filter {
+            levels: Vec::new(),
+            min_recipients: 0,
+            search: None,
+            limit: MAX_LISTED,
+        }
+    }
+}
+
+impl Filter {
+    /// A filter from `key=value` pairs (a URL's query, the control
+    /// socket's words): `level` (comma-separated), `min_recipients`,
+    /// `q`, `limit`. Unknown keys are errors, as are values that do not
+    /// read.
+    pub fn parse<'a>(pairs: impl IntoIterator<Item = (&'a str, String)>) -> Result<Filter, String> {
+        let mut f = Filter::default();
+        for (k, v) in pairs {
+            match k {
+                "level" => {
+                    for l in v.split(',').filter(|l| !l.is_empty()) {
+                        let l = l.to_ascii_lowercase();
+                        if !["bulk", "suspect", "clean", "allowed"].contains(&l.as_str()) {
+                            return Err(format!("level `{l}`: bulk, suspect, clean or allowed"));
+                        }
+                        f.levels.push(l);
+                    }
+                }
+                "min_recipients" => {
+                    f.min_recipients = v
+                        .parse()
+                        .map_err(|_| format!("min_recipients `{v}`: a whole number"))?;
+                }
+                "limit" => {
+                    let n: usize = v
+                        .parse()
+                        .map_err(|_| format!("limit `{v}`: a whole number"))?;
+                    f.limit = n.clamp(1, MAX_LIMIT);
+                }
+                "q" => f.search = Some(v).filter(|s| !s.is_empty()),
+                _ => {
+                    return Err(format!(
+                        "unknown filter `{k}` (level, min_recipients, q, limit)"
+                    ))
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    fn admits(&self, c: &CampaignJson) -> bool {
+        let shown_level = if c.allowed { "allowed" } else { c.level };
+        (self.levels.is_empty() || self.levels.iter().any(|l| l == shown_level))
+            && c.recipients >= self.min_recipients
+            && self.search.as_ref().is_none_or(|q| {
+                let q = q.to_lowercase();
+                c.sample_subject
+                    .as_deref()
+                    .is_some_and(|s| s.to_lowercase().contains(&q))
+                    || c.sender_domains
+                        .iter()
+                        .any(|d| d.to_lowercase().contains(&q))
+            })
+    }
+}
+
+/// A campaign's place in a list: bulk, suspect, clean, then allowed.
+fn concern(c: &CampaignJson) -> u8 {
+    match (c.allowed, c.level) {
+        (true, _) => 3,
+        (_, "bulk") => 0,
+        (_, "suspect") => 1,
+        _ => 2,
+    }
+}
 
 /// Whose campaigns a list shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -544,31 +642,39 @@ impl View {
     }
 }
 
-/// The campaigns a list shows and whose they are.
+/// The campaigns a list shows, whose they are, and how many there are.
 pub struct CampaignList {
     pub view: View,
     pub campaigns: Vec<CampaignJson>,
+    /// Live campaigns in all.
+    pub active: usize,
+    /// Those the filter admits (of which `campaigns` are the first).
+    pub matched: usize,
 }
 
-/// The live campaigns as JSON, largest first, at most [`MAX_LISTED`],
-/// and whose they are.
+/// The live campaigns as JSON ([`Filter::default`]), and whose they are.
 pub fn campaigns_json(state: &State) -> (String, View) {
     campaigns_json_at(state, crate::milter::unix_now())
 }
 
 fn campaigns_json_at(state: &State, now: u64) -> (String, View) {
-    let list = campaigns_at(state, now);
+    let list = campaigns_at(state, now, &Filter::default());
     let body = serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned());
     (body, list.view)
 }
 
-/// The live campaigns, largest first, at most [`MAX_LISTED`] (what
-/// `/campaigns` and the control socket show).
+/// The live campaigns `filter` admits, in order of concern, at most its
+/// limit (what `/campaigns` and the control socket show).
 pub fn campaigns(state: &State) -> CampaignList {
-    campaigns_at(state, crate::milter::unix_now())
+    campaigns_filtered(state, &Filter::default())
 }
 
-fn campaigns_at(state: &State, now: u64) -> CampaignList {
+/// [`campaigns`] through `filter`.
+pub fn campaigns_filtered(state: &State, filter: &Filter) -> CampaignList {
+    campaigns_at(state, crate::milter::unix_now(), filter)
+}
+
+fn campaigns_at(state: &State, now: u64, filter: &Filter) -> CampaignList {
     use crate::engine::campaign::{Campaign, WHILE_LIVE};
     let thresholds = state.config().thresholds.clone();
     let json = |c: &Campaign, arrivals: Vec<u32>| {
@@ -595,6 +701,7 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
                 .allowed_until
                 .map(std::num::NonZeroU64::get)
                 .filter(|u| allowed && *u < WHILE_LIVE),
+            list: c.list_post && c.sender_domains() <= 1,
         }
     };
     // With Redis, the site's campaigns: the replica brought up to now.
@@ -619,15 +726,21 @@ fn campaigns_at(state: &State, now: u64) -> CampaignList {
             })
             .collect()
     });
+    let active = list.len();
+    list.retain(|c| filter.admits(c));
+    let matched = list.len();
     list.sort_by(|a, b| {
-        b.recipients
-            .cmp(&a.recipients)
+        concern(a)
+            .cmp(&concern(b))
+            .then_with(|| b.recipients.cmp(&a.recipients))
             .then_with(|| a.id.cmp(&b.id))
     });
-    list.truncate(MAX_LISTED);
+    list.truncate(filter.limit.clamp(1, MAX_LIMIT));
     CampaignList {
         view,
         campaigns: list,
+        active,
+        matched,
     }
 }
 
@@ -705,6 +818,94 @@ mod tests {
             .collect();
         assert_eq!(arrivals.len(), ARRIVAL_BUCKETS);
         assert_eq!(arrivals.last(), Some(&3), "all three just arrived");
+    }
+
+    /// Lists come in order of concern (bulk first, whatever the sizes),
+    /// say how many there are when cut, and filter by level, size and a
+    /// text of the subject or a sender (issue 52: "500 active campaigns"
+    /// while 618 were, a clean list post above a bulk campaign).
+    #[test]
+    fn lists_put_bulk_first_say_how_many_and_filter() {
+        let mut cfg = Config::default();
+        cfg.thresholds.bulk_threshold = 3.0;
+        cfg.thresholds.suspect_threshold = 2.0;
+        let mut engine = Engine::new(&cfg);
+        let to = |n: usize, tag: &str| crate::engine::Envelope {
+            rcpts: (0..n).map(|i| format!("{tag}{i}@example.net")).collect(),
+            ..crate::engine::Envelope::default()
+        };
+        // A bulk campaign of three copies, one recipient each.
+        for i in 0..3 {
+            engine.process(
+                crate::engine::testutil::spam("bob", i).as_bytes(),
+                &to(1, &format!("b{i}-")),
+                crate::engine::UnixSecs(10_000 + u64::from(i)),
+            );
+        }
+        // Ten ham messages, alone, the largest to 40 people in one
+        // transaction (clean: one delivery).
+        const WORDS: [&str; 40] = [
+            "tomatoes", "bicycle", "harbour", "violin", "glacier", "lantern", "orchard", "tunnel",
+            "meadow", "compass", "pepper", "window", "castle", "rabbit", "forest", "marble",
+            "candle", "ribbon", "saddle", "pillow", "anchor", "basket", "copper", "dragon",
+            "engine", "falcon", "garlic", "hammer", "island", "jacket", "kettle", "ladder",
+            "mirror", "needle", "oyster", "pencil", "quiver", "rocket", "silver", "tulip",
+        ];
+        for i in 0..10u64 {
+            let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let w: Vec<&str> = (0..30)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    WORDS[(x % 40) as usize]
+                })
+                .collect();
+            let raw = format!(
+                "From: f{i}@friends.example\nSubject: garden notes {}\n\n{}.\n",
+                WORDS[i as usize],
+                w.join(" ")
+            );
+            let n = if i == 0 { 40 } else { 1 };
+            engine.process(
+                raw.as_bytes(),
+                &to(n, &format!("h{i}-")),
+                crate::engine::UnixSecs(10_010),
+            );
+        }
+        let state = State::new(engine);
+        let all = campaigns_at(&state, 10_020, &Filter::default());
+        assert_eq!((all.active, all.matched, all.campaigns.len()), (11, 11, 11));
+        assert_eq!(all.campaigns[0].level, "bulk", "bulk first");
+        assert_eq!(
+            all.campaigns[1].recipients, 40,
+            "then the largest clean one"
+        );
+        let cut = campaigns_at(
+            &state,
+            10_020,
+            &Filter {
+                limit: 4,
+                ..Filter::default()
+            },
+        );
+        assert_eq!((cut.active, cut.matched, cut.campaigns.len()), (11, 11, 4));
+        let parse = |q: &str| Filter::parse(crate::http::query_pairs(q)).unwrap();
+        let bulk = campaigns_at(&state, 10_020, &parse("level=bulk"));
+        assert_eq!((bulk.matched, bulk.campaigns[0].level), (1, "bulk"));
+        let big = campaigns_at(&state, 10_020, &parse("min_recipients=10"));
+        assert_eq!(big.matched, 1);
+        let q = campaigns_at(&state, 10_020, &parse("q=GARDEN+notes+VIOLIN"));
+        assert_eq!(q.matched, 1);
+        let q = campaigns_at(
+            &state,
+            10_020,
+            &parse("q=friends.example&level=clean&limit=2"),
+        );
+        assert_eq!((q.matched, q.campaigns.len()), (10, 2));
+        assert!(Filter::parse(crate::http::query_pairs("level=loud")).is_err());
+        assert!(Filter::parse(crate::http::query_pairs("color=red")).is_err());
+        assert_eq!(parse("limit=999999").limit, MAX_LIMIT);
     }
 
     /// The views give a campaign the level its message got: one list post

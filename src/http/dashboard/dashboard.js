@@ -93,7 +93,28 @@ function chart(counts) {
   return svg;
 }
 
-function render(list, view) {
+// The filter of the page (its form), as `/campaigns` reads it and as the
+// page's own address keeps it (a filtered view can be bookmarked).
+const FILTER = ["level", "min_recipients", "q", "limit"];
+
+function filterParams() {
+  const p = new URLSearchParams();
+  for (const name of FILTER) {
+    const v = document.querySelector('#filter [name="' + name + '"]').value.trim();
+    if (v !== "") p.set(name, v);
+  }
+  return p;
+}
+
+function filterFromAddress() {
+  const p = new URLSearchParams(window.location.search);
+  for (const name of FILTER) {
+    const v = p.get(name);
+    if (v !== null) document.querySelector('#filter [name="' + name + '"]').value = v;
+  }
+}
+
+function render(list, view, total, matched) {
   const body = document.querySelector("#campaigns tbody");
   const rows = list.map((c) => {
     const tr = document.createElement("tr");
@@ -103,6 +124,14 @@ function render(list, view) {
     lv.className = "level level-" + (c.allowed ? "allowed" : c.level);
     const td = document.createElement("td");
     td.appendChild(lv);
+    if (c.list) {
+      // A list's post: its action is policy.list at most (list=yes).
+      const ls = document.createElement("span");
+      ls.textContent = "list";
+      ls.className = "list";
+      ls.title = "mail of a list (list=yes): policy.list applies";
+      td.appendChild(ls);
+    }
     tr.appendChild(td);
     cell(tr, c.id, "id");
     cell(tr, String(c.recipients), "num");
@@ -125,18 +154,30 @@ function render(list, view) {
   // X-Bulkwatch-View: "site" (Redis, every host), "host", or "host;
   // redis unavailable" (this host's campaigns only, for now).
   const partial = (view || "").indexOf("unavailable") >= 0;
+  // "500 of 618 campaigns": a list cut at its limit never reads as all.
+  const shownCount = total !== null && total !== list.length
+    ? list.length + " of " + total + " campaigns in the window"
+    : list.length + " campaigns in the window";
+  const filtered = matched !== null && total !== null && matched !== total
+    ? " (" + matched + " match the filter)" : "";
   document.getElementById("status").textContent =
     (partial ? "Redis did not answer: this host's campaigns only. " : "") +
-    list.length + " campaigns in the window, " + bulk + " bulk; updated " +
+    shownCount + filtered + ", " + bulk + " bulk shown; updated " +
     new Date().toLocaleTimeString();
   document.getElementById("status").classList.toggle("partial", partial);
 }
 
 async function refresh() {
   try {
-    const r = await fetch("/campaigns", { cache: "no-store" });
-    if (!r.ok) throw new Error("HTTP " + r.status);
-    render(await r.json(), r.headers.get("X-Bulkwatch-View"));
+    const q = filterParams().toString();
+    const r = await fetch("/campaigns" + (q ? "?" + q : ""), { cache: "no-store" });
+    if (!r.ok) throw new Error("HTTP " + r.status + ": " + (await r.text()).trim());
+    const count = (h) => {
+      const v = r.headers.get(h);
+      return v === null ? null : Number(v);
+    };
+    render(await r.json(), r.headers.get("X-Bulkwatch-View"),
+      count("X-Bulkwatch-Total"), count("X-Bulkwatch-Matched"));
   } catch (e) {
     document.getElementById("status").textContent = "cannot read /campaigns: " + e.message;
   }
@@ -149,6 +190,13 @@ async function start() {
   } catch (e) {
     controlEnabled = false;
   }
+  filterFromAddress();
+  document.getElementById("filter").addEventListener("input", () => {
+    const q = filterParams().toString();
+    window.history.replaceState(null, "", q ? "?" + q : window.location.pathname);
+    refresh();
+  });
+  document.getElementById("filter").addEventListener("submit", (e) => e.preventDefault());
   document.getElementById("control").hidden = !controlEnabled;
   document.querySelectorAll("th.actions").forEach((th) => { th.hidden = !controlEnabled; });
   refresh();
