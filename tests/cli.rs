@@ -710,7 +710,8 @@ fn commands_without_config_name_the_system_file_they_read() {
 /// `check-config --postfix` reads Postfix's settings with the real
 /// postconf (from a configuration directory of the test's own): a Debian
 /// master.cf with the unix socket is a problem (exit 2, said on stdout),
-/// the inet socket passes.
+/// so is an inet socket nothing listens on; the inet socket passes once
+/// something answers there.
 #[cfg_attr(
     not(bulkwatch_postfix),
     ignore = "needs postconf (apt-get install postfix)"
@@ -750,7 +751,28 @@ fn check_config_postfix_finds_a_socket_postfix_cannot_reach() {
         text.contains("problem: smtp (smtpd), cleanup (cleanup) run chrooted"),
         "{text}"
     );
-    let out = check("inet:127.0.0.1:7357");
+    // The inet socket Postfix can reach, but nothing listens there yet: a
+    // problem, said as one between Postfix and bulkwatch, not as postconf's.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let socket = format!("inet:{}", listener.local_addr().expect("addr"));
+    drop(listener);
+    let out = check(&socket);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}{err}");
+    assert!(
+        text.contains(&format!("problem: nothing answers on {socket}"))
+            && !text.contains("# postfix: OK"),
+        "{text}"
+    );
+    assert!(
+        err.contains("between Postfix and bulkwatch") && err.contains("postconf itself ran fine"),
+        "{err}"
+    );
+    // Something listens: OK.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let socket = format!("inet:{}", listener.local_addr().expect("addr"));
+    let out = check(&socket);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -758,7 +780,10 @@ fn check_config_postfix_finds_a_socket_postfix_cannot_reach() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("# postfix: OK"), "{text}");
+    assert!(
+        text.contains("# postfix: OK") && text.contains("bulkwatch answers on it"),
+        "{text}"
+    );
 }
 
 /// BULKWATCH_CONFIG names the file a command reads without --config, in

@@ -1069,3 +1069,133 @@ fn a_campaign_of_slow_pdfs_through_postfix_is_flagged() {
     }
     assert!(!log().contains("not judged"), "{}", log());
 }
+
+/// Quarantined mail through Postfix, released as bulkwatch(8) says: under
+/// `policy.bulk = "quarantine"` a campaign's copies past the threshold are
+/// put on hold (never delivered meanwhile), the verdict's log line names
+/// each one's queue id, and `postsuper -H` followed by `postqueue -i`
+/// delivers it, tagged as judged. The queue manager's scan of the deferred
+/// queue is made an hour here, so only `postqueue -i` can deliver it.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn quarantined_mail_is_released_by_postsuper_h_and_postqueue_i() {
+    let Setup {
+        _tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let conf = dir.join("conf");
+    fs::write(
+        &bw_config,
+        config(milter_port, &dir.join("state"), "quarantine"),
+    )
+    .unwrap();
+    run(Command::new("kill").args(["-HUP", &rig.daemon.id().to_string()]));
+    wait_for("reload", || log().contains("configuration reloaded"), log);
+    let mut main = fs::read_to_string(conf.join("main.cf")).unwrap();
+    main = main.replace("queue_run_delay = 2s", "queue_run_delay = 3600s");
+    main = main.replace("minimal_backoff_time = 2s", "minimal_backoff_time = 3600s");
+    main = main.replace("maximal_backoff_time = 4s", "maximal_backoff_time = 3600s");
+    fs::write(conf.join("main.cf"), main).unwrap();
+    run(Command::new("/usr/sbin/postfix")
+        .arg("-c")
+        .arg(&conf)
+        .arg("reload"));
+
+    let mut sent = Vec::new();
+    for i in 0..8 {
+        sent.push(send(smtp_port, i, true).unwrap_or_else(|e| panic!("copy {i}: {e}")));
+    }
+    // The copies judged bulk are held: their verdict lines say quarantine
+    // and name the queue id.
+    let held = || -> Vec<String> {
+        log()
+            .lines()
+            .filter(|l| l.contains("level=\"bulk\"") && l.contains("action=\"quarantine"))
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix("queue_id="))
+                    .map(|q| q.trim_matches('"').to_owned())
+            })
+            .collect()
+    };
+    let in_hold = |q: &str| {
+        fs::read_dir(dir.join("queue/hold"))
+            .map(|rd| rd.flatten().any(|e| e.file_name().to_string_lossy() == q))
+            .unwrap_or(false)
+    };
+    wait_for(
+        "a held copy",
+        || held().iter().any(|q| in_hold(q)),
+        || format!("{}\n{}", log(), maillog()),
+    );
+    let q = held().into_iter().find(|q| in_hold(q)).unwrap();
+    let id_of = |q: &str| -> String {
+        let out = Command::new("/usr/sbin/postcat")
+            .arg("-c")
+            .arg(&conf)
+            .args(["-h", "-q", q])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("Message-ID: <"))
+            .and_then(|l| l.split('@').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let id = id_of(&q);
+    assert!(id.starts_with("msg-"), "{q}: {id:?}");
+    // The copies judged below bulk are delivered; the held one is not.
+    let others: Vec<String> = sent.iter().filter(|s| **s != id).cloned().collect();
+    let delivered_or_held = || {
+        let files = sink_files(&dir);
+        others.iter().all(|s| {
+            files
+                .iter()
+                .any(|f| f.contains(s.as_str()) && f.contains("every order"))
+                || held().iter().any(|h| in_hold(h) && id_of(h) == *s)
+        })
+    };
+    wait_for(
+        "the other copies delivered or held",
+        delivered_or_held,
+        || format!("{}\n{}", log(), maillog()),
+    );
+    assert!(
+        !sink_files(&dir).iter().any(|f| f.contains(id.as_str())),
+        "{id} was delivered while held"
+    );
+    run(Command::new("/usr/sbin/postsuper")
+        .arg("-c")
+        .arg(&conf)
+        .args(["-H", &q]));
+    run(Command::new("/usr/sbin/postqueue")
+        .arg("-c")
+        .arg(&conf)
+        .args(["-i", &q]));
+    let delivered = || {
+        sink_files(&dir)
+            .into_iter()
+            .find(|f| f.contains(id.as_str()) && f.contains("every order"))
+    };
+    wait_for(
+        "the released copy",
+        || delivered().is_some(),
+        || format!("{}\n{}", log(), maillog()),
+    );
+    let copy = delivered().unwrap();
+    assert!(
+        copy.lines().any(|l| l.starts_with("X-Bulkwatch: bulk;")),
+        "the released copy is not tagged as judged:\n{copy}"
+    );
+}

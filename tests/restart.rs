@@ -494,3 +494,66 @@ fn an_unreachable_syslog_means_stderr() {
     let st = d.stop();
     assert!(st.success(), "exit status {st}");
 }
+
+/// A daemon that cannot start (here: its milter port is taken) tells a
+/// supervisor waiting for READY=1 (systemd, or the init script's
+/// `start-stop-daemon --notify-await`) at once, with ERRNO= (the system's
+/// error: EADDRINUSE), instead of leaving it to a timeout; and with
+/// `--log-format syslog` the reason reaches syslog, where a daemon started
+/// in the background has its only log.
+#[test]
+fn a_daemon_that_cannot_start_says_errno_to_its_supervisor_and_why_to_syslog() {
+    let s = site();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    fs::write(
+        &s.config,
+        format!(
+            "[milter]\nsocket = \"inet:{}\"\n\n[state]\nstate_dir = \"{}\"\n\n\
+             [metrics]\nlisten = \"\"\n",
+            taken.local_addr().unwrap(),
+            s.state.display()
+        ),
+    )
+    .unwrap();
+    let notify_path = s.dir.path().join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    let log_path = s.dir.path().join("log.sock");
+    let syslog = std::os::unix::net::UnixDatagram::bind(&log_path).unwrap();
+    for sock in [&notify, &syslog] {
+        sock.set_nonblocking(true).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["serve", "--log-format", "syslog", "--config"])
+        .arg(&s.config)
+        .arg("--syslog-socket")
+        .arg(&log_path)
+        .env("NOTIFY_SOCKET", &notify_path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // The process has exited: whatever it sent is queued on the sockets.
+    let drain = |sock: &std::os::unix::net::UnixDatagram| {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 16384];
+        while let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        got
+    };
+    let notes = drain(&notify);
+    assert!(
+        notes.iter().any(|n| n.contains("ERRNO=98"))
+            && !notes.iter().any(|n| n.contains("READY=1")),
+        "{notes:?}"
+    );
+    let lines = drain(&syslog);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("ERROR") && l.contains("cannot go on") && l.contains("in use")),
+        "{lines:?}"
+    );
+    // And on stderr, for whoever started it in the foreground.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bulkwatch: error:"));
+    drop(taken);
+}

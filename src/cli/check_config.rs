@@ -29,8 +29,10 @@ pub struct CheckConfigArgs {
     pub show_secrets: bool,
     /// Also check the local Postfix's settings (read with `postconf`):
     /// that smtpd_milters and non_smtpd_milters name this file's socket,
-    /// that a chrooted smtpd or cleanup can reach it, and the milter
-    /// protocol and default action. Problems make the exit status 2.
+    /// that a chrooted smtpd or cleanup can reach it, the milter
+    /// protocol and default action, and that bulkwatch answers on the
+    /// socket (it connects, as Postfix will). Problems make the exit
+    /// status 2.
     #[arg(long)]
     pub postfix: bool,
     /// Postfix's configuration directory for --postfix (postconf -c);
@@ -96,10 +98,11 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
         if report.problems > 0 {
             return Err(CliError::Other {
                 what: format!(
-                    "{} problem(s) in Postfix's settings (above): mail would pass unfiltered",
+                    "{} problem(s) between Postfix and bulkwatch, each on a \"# postfix: \
+                     problem:\" line above (postconf itself ran fine)",
                     report.problems
                 ),
-                source: "postconf".into(),
+                source: "until they are fixed, mail is not filtered".into(),
             });
         }
         if args.quiet {
@@ -250,6 +253,30 @@ struct PostfixReport {
     problems: usize,
 }
 
+/// Connects to the milter socket, as Postfix will, and hangs up: an error
+/// when nothing listens (or answers within two seconds).
+fn probe_socket(socket: &crate::config::SocketSpec) -> std::io::Result<()> {
+    use crate::config::SocketSpec;
+    use std::net::ToSocketAddrs;
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+    match socket {
+        SocketSpec::Unix(path) => std::os::unix::net::UnixStream::connect(path).map(drop),
+        SocketSpec::Inet(addr) => {
+            let mut last = std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the address resolves to nothing",
+            );
+            for a in addr.to_socket_addrs()? {
+                match std::net::TcpStream::connect_timeout(&a, WAIT) {
+                    Ok(_) => return Ok(()),
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        }
+    }
+}
+
 /// Runs `postconf` and reports what [`postfix_problems`] finds.
 fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliError> {
     let run = |args: &[&str]| -> Result<String, CliError> {
@@ -283,7 +310,20 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     ])?;
     let master = run(&["-M"])?;
     let settings = PostfixSettings::parse(&main, &master);
-    let (problems, notes) = postfix_problems(&cfg.milter.socket, &settings);
+    let (mut problems, notes) = postfix_problems(&cfg.milter.socket, &settings);
+    if let Err(e) = probe_socket(&cfg.milter.socket) {
+        problems.push(format!(
+            "nothing answers on {} ({e}): bulkwatch serve is not running there, so Postfix \
+             applies milter_default_action = {} to every message (start it: systemctl start \
+             bulkwatch, or /etc/init.d/bulkwatch start)",
+            cfg.milter.socket,
+            if settings.milter_default_action.is_empty() {
+                "tempfail"
+            } else {
+                &settings.milter_default_action
+            }
+        ));
+    }
     let mut text = String::new();
     for p in &problems {
         text.push_str(&format!("# postfix: problem: {p}\n"));
@@ -292,7 +332,10 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
         text.push_str(&format!("# postfix: note: {n}\n"));
     }
     if problems.is_empty() {
-        text.push_str("# postfix: OK: smtpd_milters and non_smtpd_milters reach this socket\n");
+        text.push_str(
+            "# postfix: OK: smtpd_milters and non_smtpd_milters name this socket, \
+             and bulkwatch answers on it\n",
+        );
     }
     Ok(PostfixReport {
         text,

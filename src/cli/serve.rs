@@ -267,6 +267,7 @@ fn init_tracing(format: LogFormat, syslog_socket: &Path, facility: Facility) {
         match Syslog::open(syslog_socket, facility) {
             Ok(syslog) => {
                 LogPlace::set(LogPlace::Syslog(facility.name()));
+                LOGS_ELSEWHERE.store(true, std::sync::atomic::Ordering::Relaxed);
                 // try_init: a subscriber set already (tests) is fine.
                 let _ = tracing_subscriber::fmt()
                     .with_env_filter(filter)
@@ -349,15 +350,59 @@ fn notify(states: &[NotifyState<'_>]) {
 pub fn run(args: ServeArgs) -> Result<Exit, CliError> {
     init_tracing(args.log_format, &args.syslog_socket, args.syslog_facility);
     let path = crate::cli::config_file(args.config.as_ref(), &crate::cli::system_config());
-    let (cfg, warnings) = match &path {
-        Some(p) => Config::load_with_warnings(p)?,
-        None => (Config::default(), Vec::new()),
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| other("cannot start the async runtime", e))?;
-    rt.block_on(serve(path, cfg, warnings))
+    let served = (|| {
+        let (cfg, warnings) = match &path {
+            Some(p) => Config::load_with_warnings(p)?,
+            None => (Config::default(), Vec::new()),
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| other("cannot start the async runtime", e))?;
+        rt.block_on(serve(path, cfg, warnings))
+    })();
+    if let Err(e) = &served {
+        report_failure(e);
+    }
+    served
+}
+
+/// Whether READY=1 was sent: after it, a failure is one of stopping.
+static READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A daemon that stops on an error says so where its lines go (syslog, the
+/// journal: `main` prints it to stderr as well, which a daemon started in
+/// the background has not got), and, if it never became ready, tells the
+/// supervisor waiting for READY=1 (systemd, `start-stop-daemon
+/// --notify-await` in the init script) with ERRNO=, so that the start
+/// fails at once, naming the system's error, instead of at a timeout.
+fn report_failure(e: &CliError) {
+    if LOGS_ELSEWHERE.load(std::sync::atomic::Ordering::Relaxed) {
+        error!("cannot go on: {}", crate::cli::causes(e).join(": "));
+    }
+    if !READY.load(std::sync::atomic::Ordering::Relaxed) {
+        notify(&[NotifyState::Errno(errno_of(e))]);
+    }
+}
+
+/// Whether the log goes somewhere other than stderr (syslog).
+static LOGS_ELSEWHERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The first system error number in `e`'s chain; EINVAL (a bad file, a bad
+/// value) when there is none.
+fn errno_of(e: &(dyn std::error::Error + 'static)) -> u32 {
+    const EINVAL: u32 = 22;
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(code) = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return u32::try_from(code).unwrap_or(EINVAL);
+        }
+        cur = err.source();
+    }
+    EINVAL
 }
 
 /// The lock file in `state_dir`: locked (`flock`, exclusive) by the daemon
@@ -898,6 +943,7 @@ async fn serve(
         notify(&[NotifyState::Stopping]);
     };
     notify(&[NotifyState::Ready]);
+    READY.store(true, std::sync::atomic::Ordering::Relaxed);
     info!(version = env!("CARGO_PKG_VERSION"), config = %file, "bulkwatch serving");
     if let Some(w) = crate::cli::keygen::public_key_warning(&state.config()) {
         warn!("{w}");

@@ -30,6 +30,7 @@ check_contents() {
     }
     expect "-rwxr-xr-x 0/0 ./usr/bin/bulkwatch"
     expect "-rw-r----- 0/0 ./etc/bulkwatch/bulkwatch.toml"
+    expect "-rwxr-xr-x 0/0 ./etc/init.d/bulkwatch"
     grep -qE '^-rw-r--r-- 0/0 \./(usr/)?lib/systemd/system/bulkwatch\.service$' <<<"$list" \
         || fail "no systemd unit in the package"
     ok "the systemd unit"
@@ -44,7 +45,7 @@ check_contents() {
     # Nothing of the build leaks in (a target/ path, the sources): every
     # file is under one of the package's places.
     if grep -v '^d' <<<"$list" \
-        | grep -vE ' \./(usr/bin|usr/share/man|usr/share/doc/bulkwatch|etc/bulkwatch|usr/share/lintian/overrides|(usr/)?lib/systemd/system)/'; then
+        | grep -vE ' \./(usr/bin|usr/share/man|usr/share/doc/bulkwatch|etc/bulkwatch|etc/init\.d|usr/share/lintian/overrides|(usr/)?lib/systemd/system)/'; then
         fail "unexpected paths in the package (above)"
     fi
     ok "no other paths"
@@ -52,9 +53,27 @@ check_contents() {
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' RETURN
     dpkg-deb -e "$deb" "$tmp"
-    [ "$(cat "$tmp/conffiles")" = "$CONF" ] \
-        || fail "conffiles is not exactly $CONF: $(cat "$tmp/conffiles")"
-    ok "conffiles: $CONF"
+    [ "$(sort "$tmp/conffiles")" = "/etc/bulkwatch/bulkwatch.toml
+/etc/init.d/bulkwatch" ] \
+        || fail "conffiles is not exactly $CONF and the init script: $(cat "$tmp/conffiles")"
+    ok "conffiles: $CONF, /etc/init.d/bulkwatch"
+    # The synopsis whole (under 80 characters, not cut by the packager),
+    # and the long description starting with its first sentence.
+    local synopsis long
+    synopsis=$(dpkg-deb -f "$deb" Description | head -1)
+    long=$(dpkg-deb -f "$deb" Description | sed -n 2p)
+    [ "${#synopsis}" -lt 80 ] || fail "the synopsis has ${#synopsis} characters: $synopsis"
+    grep -qE 'campaigns$' <<<"$synopsis" || fail "the synopsis is cut: '$synopsis'"
+    grep -qE '^ bulkwatch is a Postfix milter' <<<"$long" \
+        || fail "the long description starts elsewhere: '$long'"
+    ok "synopsis '$synopsis', and the long description after it"
+    sh -n "$tmp/prerm" || fail "prerm is not valid sh"
+    grep -q 'start-stop-daemon --stop' "$tmp/prerm" || fail "prerm does not stop the daemon without systemd"
+    dpkg-deb --fsys-tarfile "$deb" | tar -xO ./etc/init.d/bulkwatch > "$tmp/init"
+    sh -n "$tmp/init" || fail "the init script is not valid sh"
+    grep -q '^### BEGIN INIT INFO' "$tmp/init" || fail "the init script has no LSB header"
+    grep -q 'update-rc.d bulkwatch defaults' "$tmp/postinst" || fail "postinst does not register the init script"
+    ok "init script, prerm"
     grep -q '^Depends:.*adduser' "$tmp/control" || fail "Depends lacks adduser"
     # debian/changelog's entry is this version (bump both together).
     local version
@@ -76,6 +95,17 @@ check_contents() {
         || fail "postinst starts the service before it makes the key"
     ok "maintainer scripts"
 }
+
+# The pid of the daemon the init script started, if it runs.
+daemon_pid() {
+    local pid
+    pid=$(cat /run/bulkwatch.pid 2>/dev/null) || return 1
+    gone "$pid" && return 1
+    echo "$pid"
+}
+
+# Whether process $1 has ended (a zombie not yet reaped has).
+gone() { [ ! -d "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status"; }
 
 key_of() { sed -n 's/^hash_key = "\(.*\)"$/\1/p' "$CONF"; }
 
@@ -100,6 +130,22 @@ check_install() {
     done
     grep -qF 'see POSTFIX in bulkwatch(8)' <<<"$out" || fail "no pointer to bulkwatch(8)"
     ok "the Postfix lines were printed"
+    # Without systemd the init script is registered and started; where the
+    # init system refuses (a container's policy-rc.d), dpkg's output says
+    # the daemon is not running and how to start it.
+    [ -L /etc/rc2.d/S01bulkwatch ] || ls /etc/rc2.d/S*bulkwatch >/dev/null 2>&1 \
+        || fail "the init script is not linked for runlevel 2"
+    if [ ! -d /run/systemd/system ]; then
+        if daemon_pid >/dev/null; then
+            ok "the init system started the daemon"
+            /etc/init.d/bulkwatch stop >/dev/null || fail "init script stop"
+        else
+            grep -qF 'bulkwatch: the daemon is NOT running' <<<"$out" \
+                && grep -qF 'service bulkwatch start' <<<"$out" \
+                || fail "not started, and dpkg's output does not say so: $out"
+            ok "dpkg's output says the daemon is not running and how to start it"
+        fi
+    fi
     getent passwd bulkwatch >/dev/null || fail "no user bulkwatch"
     [ "$(stat -c '%U:%G %a' "$CONF")" = "root:bulkwatch 640" ] \
         || fail "$CONF is $(stat -c '%U:%G %a' "$CONF")"
@@ -126,13 +172,41 @@ check_install() {
     [ -f /var/lib/bulkwatch/state/state.bin ] || fail "no snapshot in /var/lib/bulkwatch/state"
     ok "serve without --config runs on $CONF as bulkwatch, state in /var/lib/bulkwatch/state"
 
+    # The init script, as on a host without systemd (in a network namespace
+    # of its own, as above): start waits for the daemon's readiness, status
+    # sees it, it runs as bulkwatch; stop stops it; a start refused by the
+    # daemon fails at once, saying why.
+    local pid
+    out=$(unshare -n sh -c 'ip link set lo up && exec /etc/init.d/bulkwatch start' 2>&1) \
+        || fail "init script start: $out"
+    pid=$(daemon_pid) || fail "init script start: no daemon running: $out"
+    [ "$(ps -o user= -p "$pid")" = bulkwatch ] || fail "the daemon runs as $(ps -o user= -p "$pid")"
+    /etc/init.d/bulkwatch status >/dev/null || fail "init script status: not running"
+    /etc/init.d/bulkwatch reload >/dev/null || fail "init script reload"
+    /etc/init.d/bulkwatch stop >/dev/null || fail "init script stop"
+    ! daemon_pid >/dev/null || fail "init script stop left pid $(daemon_pid) running"
+    ! /etc/init.d/bulkwatch status >/dev/null || fail "status says running after stop"
+    cp -p "$CONF" "$CONF.keep"
+    echo 'this is = not toml' >> "$CONF"
+    out=$(unshare -n sh -c 'ip link set lo up && exec /etc/init.d/bulkwatch start' 2>&1) \
+        && fail "a broken file started: $out"
+    grep -q 'TOML parse error' <<<"$out" || fail "a refused start does not say why: $out"
+    mv "$CONF.keep" "$CONF"
+    ok "init script: start (as bulkwatch), status, reload, stop; a bad file refused, said"
+    out=$(unshare -n sh -c 'ip link set lo up && exec /etc/init.d/bulkwatch start' 2>&1) \
+        || fail "init script start: $out"
+    pid=$(daemon_pid) || fail "no daemon after the second start: $out"
+
     # An upgrade (here: the same version again) keeps the key.
     dpkg -i "$deb" >/dev/null 2>&1 || fail "reinstall"
     [ "$(key_of)" = "$key" ] || fail "reinstall changed the key"
     [ "$(stat -c '%U:%G %a' "$CONF")" = "root:bulkwatch 640" ] || fail "reinstall changed the mode"
     ok "reinstall keeps the key and the mode"
 
+    pid=$(daemon_pid) || fail "the daemon did not survive the reinstall"
     dpkg --purge bulkwatch >/dev/null 2>&1 || fail "dpkg --purge"
+    gone "$pid" || fail "the daemon (pid $pid) outlived the purge"
+    ok "the purge stopped the daemon (no systemd; the init system refused to)"
     ! getent passwd bulkwatch >/dev/null || fail "user bulkwatch left after purge"
     ! getent group bulkwatch >/dev/null || fail "group bulkwatch left after purge"
     [ ! -e /var/lib/bulkwatch ] || fail "/var/lib/bulkwatch left after purge"

@@ -44,7 +44,12 @@ fn command_pages(
         clap_mangen::Man::new(sub.clone().name(name.clone()).bin_name(bin.clone()))
             .section("8")
             .render(&mut page)?;
-        out.push((format!("{name}.8"), with_sections(page, COMMAND_SECTIONS)));
+        let sections = if name == "bulkwatch-serve" {
+            SERVE_SECTIONS
+        } else {
+            COMMAND_SECTIONS
+        };
+        out.push((format!("{name}.8"), with_sections(page, sections)));
         command_pages(&sub, &bin, out)?;
     }
     Ok(())
@@ -58,9 +63,27 @@ fn with_sections(page: Vec<u8>, sections: &str) -> Vec<u8> {
     format!("{head}{sections}{tail}").into_bytes()
 }
 
+/// The daemon's signals, in bulkwatch(8) and bulkwatch-serve(8).
+macro_rules! signals {
+    () => {
+        r#".SH SIGNALS
+.TP
+\fBSIGHUP\fR
+Reload the configuration. A file with an error is refused, logged with its
+key, and the running configuration stays; settings that need a restart are
+logged as such, and the reload's log line names the keys it changed.
+.TP
+\fBSIGTERM\fR, \fBSIGINT\fR
+Stop accepting connections, let messages in progress finish, write the
+snapshot, remove the unix socket, exit.
+"#
+    };
+}
+
 /// What `bulkwatch(8)` says beyond the options: how Postfix uses it, its
 /// files, signals, exit status, environment and examples.
-const MAIN_SECTIONS: &str = r#".SH POSTFIX
+const MAIN_SECTIONS: &str = concat!(
+    r#".SH POSTFIX
 Add to \fI/etc/postfix/main.cf\fR, then run \fBpostfix reload\fR:
 .PP
 .nf
@@ -85,8 +108,20 @@ pass unfiltered.
 .PP
 With \fBquarantine\fR as a level's action in \fB[policy]\fR (e.g.
 \fBbulk = "quarantine"\fR), Postfix holds the message:
-\fBmailq\fR lists it (marked \fB!\fR), \fBpostsuper \-H\fR \fIqueue_id\fR
-releases it, \fBpostsuper \-d\fR \fIqueue_id\fR deletes it.
+\fBmailq\fR lists it (marked \fB!\fR) and the log line of its verdict names
+its queue id. To deliver it:
+.PP
+.nf
+postsuper \-H \fIqueue_id\fR
+postqueue \-i \fIqueue_id\fR
+.fi
+.PP
+\fBpostsuper \-H\fR moves it from the hold queue to the deferred queue,
+where it would wait for the queue manager's next scan of that queue (up to
+\fBqueue_run_delay\fR, and longer for a message long in the queue);
+\fBpostqueue \-i\fR delivers it now. \fBpostsuper \-d\fR \fIqueue_id\fR
+deletes it instead. A quarantined message is tagged \fBX\-Bulkwatch\fR: a
+release delivers it as judged.
 .SH FILES
 .TP
 \fI/etc/bulkwatch/bulkwatch.toml\fR
@@ -100,17 +135,9 @@ periodically and at shutdown, read at start; one the daemon cannot use is
 moved aside as \fIstate.bin.corrupt\-\fR\fItime\fR), \fIcontrol.sock\fR
 (for \fBbulkwatch campaigns\fR), \fIfailed/\fR (copies of messages whose
 reading failed, mode 0600, at most 16).
-.SH SIGNALS
-.TP
-\fBSIGHUP\fR
-Reload the configuration. A file with an error is refused, logged with its
-key, and the running configuration stays; settings that need a restart are
-logged as such.
-.TP
-\fBSIGTERM\fR, \fBSIGINT\fR
-Stop accepting connections, let messages in progress finish, write the
-snapshot, remove the unix socket, exit.
-.SH EXIT STATUS
+"#,
+    signals!(),
+    r#".SH EXIT STATUS
 .TP
 0
 Success; for \fBscan\fR and \fBreplay\fR, no bulk mail found.
@@ -142,7 +169,38 @@ bulkwatch campaigns allow 4f4b2704f8fb
 .SH SEE ALSO
 \fBbulkwatch.toml\fR(5), \fBpostconf\fR(5), \fBpostsuper\fR(1),
 \fI/usr/share/doc/bulkwatch/README.md\fR
-"#;
+"#
+);
+
+/// What `bulkwatch serve`'s page says beyond its options: how it is
+/// started and stopped, its signals and exit status.
+const SERVE_SECTIONS: &str = concat!(
+    r#".SH STARTING AND STOPPING
+The daemon runs in the foreground and never forks. The Debian package
+starts it with systemd (\fBbulkwatch.service\fR) or, on a host without
+systemd, with \fI/etc/init.d/bulkwatch\fR (\fBservice bulkwatch
+start\fR): that script runs it as the user \fBbulkwatch\fR in
+\fI/var/lib/bulkwatch\fR with \fB\-\-log\-format syslog\fR, and waits for
+it to say it is ready, so a daemon that cannot start fails the start,
+naming the reason. It says it is ready (and why it stopped, as ERRNO=)
+through \fBNOTIFY_SOCKET\fR when that is set (\fBsd_notify\fR(3)).
+"#,
+    signals!(),
+    r#".SH EXIT STATUS
+0 after a clean stop; 2 when it could not start (a bad configuration, a
+state directory another daemon holds, a socket in use) or could not write
+its snapshot at shutdown, said on standard error and, with
+\fB\-\-log\-format syslog\fR, to syslog.
+.SH FILES
+\fI/etc/bulkwatch/bulkwatch.toml\fR, read when no \fB\-\-config\fR is
+given (\fBbulkwatch.toml\fR(5)); \fI/etc/init.d/bulkwatch\fR, the init
+script; \fI/etc/default/bulkwatch\fR, read by it (\fBDAEMON_OPTS\fR:
+more options, \fBCONF\fR: another file).
+.SH SEE ALSO
+\fBbulkwatch\fR(8), \fBbulkwatch.toml\fR(5), \fBbulkwatch\-check\-config\fR(8),
+\fBstart\-stop\-daemon\fR(8)
+"#
+);
 
 /// What every command's page says beyond its options.
 const COMMAND_SECTIONS: &str = r#".SH EXIT STATUS
@@ -299,7 +357,18 @@ mod tests {
             );
         }
         assert!(main.contains("non_smtpd_milters"));
-        assert!(main.contains("postsuper"));
+        assert!(main.contains("postsuper \\-H") && main.contains("postqueue \\-i"));
+        let serve = pages
+            .iter()
+            .find(|(n, _)| n == "bulkwatch-serve.8")
+            .unwrap();
+        let serve = String::from_utf8_lossy(&serve.1);
+        for section in ["SIGNALS", "EXIT STATUS", "STARTING AND STOPPING"] {
+            assert!(
+                serve.contains(&format!(".SH {section}\n")),
+                "bulkwatch-serve(8) lacks {section}"
+            );
+        }
         for (name, page) in &pages {
             let page = String::from_utf8_lossy(page);
             for line in page
