@@ -935,3 +935,85 @@ fn check_config_shows_no_redis_password() {
     let out = run(bin().args(["check-config", "--show-secrets"]).arg(&cfg));
     assert!(String::from_utf8_lossy(&out.stdout).contains("s3cret-pw"));
 }
+
+/// With `allow.authserv_ids` set, `check-config --postfix` asks Postfix
+/// (`postmap -q`) whether its header_checks drop an Authentication-Results
+/// header of each trusted id arriving from outside: none is a problem,
+/// naming the line to add; with that very line in a regexp table, no
+/// problem.
+#[cfg_attr(
+    not(bulkwatch_postfix),
+    ignore = "needs postconf and postmap (apt-get install postfix)"
+)]
+#[test]
+fn check_config_postfix_asks_that_forged_authentication_results_be_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pf = dir.path().join("postfix");
+    std::fs::create_dir(&pf).expect("mkdir");
+    std::fs::write(pf.join("master.cf"), "smtp inet n - n - - smtpd\n").expect("master.cf");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let socket = format!("inet:{}", listener.local_addr().expect("addr"));
+    let conf = dir.path().join("bulkwatch.toml");
+    std::fs::write(
+        &conf,
+        format!("[milter]\nsocket = \"{socket}\"\n[allow]\nauthserv_ids = [\"mx.example.org\"]\n"),
+    )
+    .expect("toml");
+    let check = |header_checks: &str| {
+        std::fs::write(
+            pf.join("main.cf"),
+            format!(
+                "compatibility_level = 3.6\nsmtpd_milters = {socket}\n\
+                 non_smtpd_milters = $smtpd_milters\nmilter_default_action = accept\n\
+                 header_checks = {header_checks}\n"
+            ),
+        )
+        .expect("main.cf");
+        run(bin()
+            .args(["check-config", "--quiet", "--postfix", "--postfix-config"])
+            .arg(&pf)
+            .arg(&conf))
+    };
+    let out = check("");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("allow.authserv_ids trusts mx.example.org"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let rule = line
+        .split("header_checks table: ")
+        .nth(1)
+        .expect("the line to add")
+        .trim();
+    assert_eq!(
+        rule,
+        "/^Authentication-Results:[[:space:]]*mx\\.example\\.org([[:space:];]|$)/ IGNORE"
+    );
+    // A table that drops another id's headers only: still a problem.
+    let table = dir.path().join("header_checks");
+    std::fs::write(
+        &table,
+        "/^Authentication-Results:[[:space:]]*other\\.example/ IGNORE\n",
+    )
+    .expect("table");
+    let out = check(&format!("regexp:{}", table.display()));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The line it asked for: no problem.
+    std::fs::write(&table, format!("{rule}\n")).expect("table");
+    let out = check(&format!("regexp:{}", table.display()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("# postfix: OK"), "{text}");
+    drop(listener);
+}

@@ -1199,3 +1199,203 @@ fn quarantined_mail_is_released_by_postsuper_h_and_postqueue_i() {
         "the released copy is not tagged as judged:\n{copy}"
     );
 }
+
+/// A stand-in for the site's DKIM verifier (OpenDKIM) as a milter before
+/// bulkwatch: it writes `Authentication-Results: mx.test.example;
+/// dkim=pass header.d=DOMAIN` at the top of a message that carries a
+/// `DKIM-Signature: d=DOMAIN` (it verifies nothing: the test's own mail
+/// only), `dkim=none` otherwise. Runs until the returned sender is dropped.
+fn start_authenticator(port: u16) -> std::sync::mpsc::Sender<()> {
+    use indymilter::{Callbacks, ContextActions, Status};
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .unwrap();
+            let _ = ready_tx.send(());
+            let callbacks: Callbacks<Option<String>> = Callbacks::new()
+                .on_negotiate(|cx, _, _| {
+                    Box::pin(async move {
+                        cx.requested_actions = indymilter::Actions::ADD_HEADER;
+                        Status::Continue
+                    })
+                })
+                .on_header(|cx, name, value| {
+                    let signed = name.to_bytes().eq_ignore_ascii_case(b"DKIM-Signature");
+                    let d = value
+                        .to_string_lossy()
+                        .split(';')
+                        .find_map(|t| t.trim().strip_prefix("d=").map(str::to_owned));
+                    Box::pin(async move {
+                        if signed {
+                            cx.data = Some(d);
+                        }
+                        Status::Continue
+                    })
+                })
+                .on_eom(|cx| {
+                    Box::pin(async move {
+                        let v = match cx.data.take().flatten() {
+                            Some(d) => format!("mx.test.example; dkim=pass header.d={d}"),
+                            None => "mx.test.example; dkim=none".to_owned(),
+                        };
+                        let _ = cx
+                            .actions
+                            .insert_header(1, "Authentication-Results", v)
+                            .await;
+                        Status::Accept
+                    })
+                });
+            let shutdown = async move {
+                let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+            };
+            let _ =
+                indymilter::run(listener, callbacks, indymilter::Config::default(), shutdown).await;
+        });
+    });
+    ready_rx.recv().unwrap();
+    stop_tx
+}
+
+/// A newsletter allowed by its domain through Postfix (issue 52 item 6),
+/// the whole chain: Postfix drops Authentication-Results headers of the
+/// site's authserv-id arriving from outside (header_checks, as
+/// `check-config --postfix` asks), the site's verifier (a milter before
+/// bulkwatch) writes its own, and `bulkwatch campaigns allow-domain`,
+/// given on the command line, lets the authenticated issues through under
+/// `policy.bulk = "reject"`. A sender who writes the same From and a
+/// forged pass of that authserv-id, unsigned, is refused as bulk.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn an_authenticated_newsletter_passes_by_its_domain_and_a_forged_pass_does_not() {
+    let Setup {
+        _tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let conf = dir.join("conf");
+    let auth_port = free_port();
+    let _authenticator = start_authenticator(auth_port);
+    let mut bw = config(milter_port, &dir.join("state"), "reject");
+    bw.push_str("\n[allow]\nauthserv_ids = [\"mx.test.example\"]\n");
+    fs::write(&bw_config, bw).unwrap();
+    run(Command::new("kill").args(["-HUP", &rig.daemon.id().to_string()]));
+    wait_for("reload", || log().contains("configuration reloaded"), log);
+    fs::write(
+        conf.join("header_checks"),
+        "/^Authentication-Results:[[:space:]]*mx\\.test\\.example([[:space:];]|$)/ IGNORE\n",
+    )
+    .unwrap();
+    let mut main = fs::read_to_string(conf.join("main.cf")).unwrap();
+    main = main.replace(
+        &format!("smtpd_milters = inet:127.0.0.1:{milter_port}"),
+        &format!(
+            "smtpd_milters = inet:127.0.0.1:{auth_port}, inet:127.0.0.1:{milter_port}\n\
+             header_checks = regexp:{}/header_checks",
+            conf.display()
+        ),
+    );
+    fs::write(conf.join("main.cf"), main).unwrap();
+    run(Command::new("/usr/sbin/postfix")
+        .arg("-c")
+        .arg(&conf)
+        .arg("reload"));
+    // The operator allows the newsletter's domain from the command line.
+    let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["campaigns", "allow-domain", "news.shop.example", "--config"])
+        .arg(&bw_config)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && said.contains("news.shop.example allowed")
+            && said.contains("mx.test.example"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let letter = |n: usize, signed: bool, forged: bool| {
+        let mut h = String::new();
+        if forged {
+            h.push_str(
+                "Authentication-Results: mx.test.example; dkim=pass header.d=news.shop.example\r\n",
+            );
+        }
+        if signed {
+            h.push_str("DKIM-Signature: v=1; a=rsa-sha256; d=news.shop.example; s=s1; b=AAAA\r\n");
+        }
+        format!(
+            "{h}From: Shop news <letter@news.shop.example>\r\nTo: reader{n}@example.net\r\n\
+             Subject: This week at the shop\r\nMessage-ID: <letter-{n}-{signed}-{forged}@news.shop.example>\r\n\r\n\
+             This week at the shop: the spring collection is in, the garden tools are half \
+             price until sunday, and the cafe serves strawberry cake again. Reader {n}, see \
+             you soon in every order.\r\n"
+        )
+    };
+    // Eight issues, signed: all delivered, none tagged or refused.
+    let mut sent = Vec::new();
+    for n in 0..8 {
+        send_to(
+            smtp_port,
+            "bounces@news.shop.example",
+            &[format!("reader{n}@example.net")],
+            &letter(n, true, false),
+        )
+        .unwrap_or_else(|e| panic!("letter {n}: {e}\n{}\n{}", log(), maillog()));
+        sent.push(format!("letter-{n}-true-false"));
+    }
+    wait_for(
+        "the letters",
+        || all_captured(&dir, &sent),
+        || format!("{}\n{}", log(), maillog()),
+    );
+    for f in sink_files(&dir) {
+        assert!(!f.contains("X-Bulkwatch:"), "{f}");
+    }
+    assert_eq!(
+        log().matches("reason=\"domain_allowance\"").count(),
+        8,
+        "{}",
+        log()
+    );
+    // The same text from a forger: unsigned, with the pass written in.
+    let mut refused = 0;
+    for n in 10..18 {
+        if send_to(
+            smtp_port,
+            "bounces@news.shop.example",
+            &[format!("reader{n}@example.net")],
+            &letter(n, false, true),
+        )
+        .is_err()
+        {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused > 0,
+        "a forged pass let a campaign through\n{}",
+        log()
+    );
+    assert_eq!(
+        log().matches("reason=\"domain_allowance\"").count(),
+        8,
+        "{}",
+        log()
+    );
+}

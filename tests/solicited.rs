@@ -7,7 +7,7 @@ mod common;
 
 use bulkwatch::config::{Action, Config};
 use bulkwatch::engine::verdict::{AllowReason, LevelKind};
-use common::{config, send_envelope, spam, start, Mail, NAMES};
+use common::{config, send, send_envelope, spam, start, Mail, NAMES};
 use indymilter_test::{EomAction, EomActions, Status};
 
 fn x_bulkwatch(actions: &EomActions) -> Option<String> {
@@ -241,4 +241,134 @@ fn defaults_exempt_postmaster_and_abuse_and_tag_lists() {
     assert_eq!(c.allow.recipients, vec!["postmaster@", "abuse@"]);
     assert_eq!(c.policy.list, Action::Tag);
     assert_eq!(c.thresholds.single_transaction_recipients, 100);
+}
+
+/// A newsletter allowed by its domain (issue 52 item 6): `allow-domain`
+/// lets every issue through, campaign after campaign, but only mail whose
+/// From domain a trusted Authentication-Results header (the site's own
+/// authenticator: `allow.authserv_ids`) says passed DKIM or DMARC. The
+/// same text with the same From and no header, with a header of another
+/// authserv-id, with a pass for another domain, a failed one, or one
+/// hidden in a comment, is judged as any mail: a campaign of it is
+/// refused.
+#[tokio::test]
+async fn a_domain_allowance_lets_authenticated_issues_through_and_nothing_forged() {
+    let mut cfg = config();
+    cfg.policy.bulk = Action::Reject;
+    cfg.allow.authserv_ids = vec!["mx.example.org".into()];
+    let m = start(cfg).await;
+    let now = bulkwatch::milter::unix_now();
+    let answer = m
+        .state
+        .control
+        .handle(&m.state, "allow-domain News.Shop.Example", now);
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["domain"], "news.shop.example");
+    let issue = |n: u32, name: &str, ar: Option<&str>| {
+        let mut mail = spam(name, n);
+        mail.headers[0] = ("From".into(), "Shop news <letter@news.shop.example>".into());
+        mail.headers[2] = ("Subject".into(), format!("Issue {n}"));
+        mail.body = format!("Issue {n}: {}", mail.body);
+        if n.is_multiple_of(2) {
+            mail.body = mail.body.replace("premium savings", "spring garden");
+        }
+        if let Some(v) = ar {
+            mail.headers
+                .insert(0, ("Authentication-Results".into(), v.to_owned()));
+        }
+        mail
+    };
+    let genuine = "mx.example.org; dkim=pass (2048-bit key) header.d=shop.example header.s=s1; \
+                   dmarc=pass header.from=news.shop.example";
+    // Two issues of different text, to twelve people each: all through.
+    for n in [1u32, 2] {
+        for i in 0..12 {
+            let (a, s) = send(m.addr, &issue(n, &common::name(i), Some(genuine))).await;
+            assert_eq!(s, Status::Accept, "issue {n}, copy {i}");
+            assert_eq!(x_bulkwatch(&a), None, "issue {n}, copy {i}");
+        }
+    }
+    assert_eq!(m.state.metrics.allowed(AllowReason::Domain), 24);
+    // What a forger can write, each in a campaign of its own text: judged,
+    // and refused once bulk.
+    let forged = [
+        None,
+        Some("evil.example; dkim=pass header.d=shop.example"),
+        Some("mx.example.org; dkim=pass header.d=mailer.example"),
+        Some("mx.example.org; dkim=fail header.d=shop.example"),
+        Some("mx.example.org; dkim=pass (header.d=shop.example)"),
+        Some("mx.example.org; spf=pass smtp.mailfrom=news.shop.example"),
+    ];
+    for (k, ar) in forged.iter().enumerate() {
+        let n = 100 + k as u32 * 2 + 1;
+        let mut refused = 0;
+        for i in 0..8 {
+            let mut mail = issue(n, &common::name(i), *ar);
+            mail.body = format!(
+                "{k} {k} {k} forged {}",
+                mail.body.replace("Issue", &"x".repeat(k + 1))
+            );
+            let (_, s) = send(m.addr, &mail).await;
+            refused += usize::from(is_reject(&s));
+        }
+        assert!(refused > 0, "{ar:?}: nothing refused");
+    }
+    assert_eq!(m.state.metrics.allowed(AllowReason::Domain), 24);
+    // Withdrawn: the next issue is judged again.
+    let answer = m
+        .state
+        .control
+        .handle(&m.state, "disallow-domain news.shop.example", now);
+    assert_eq!(answer["ok"], true, "{answer}");
+    let mut refused = 0;
+    for i in 0..8 {
+        let (_, s) = send(m.addr, &issue(3, &common::name(i), Some(genuine))).await;
+        refused += usize::from(is_reject(&s));
+    }
+    assert!(refused > 0);
+    assert_eq!(m.state.metrics.allowed(AllowReason::Domain), 24);
+    m.stop().await;
+}
+
+/// Without `allow.authserv_ids` no header is trusted: an allowance is
+/// accepted, says so, and lets nothing through.
+#[tokio::test]
+async fn without_trusted_authserv_ids_a_domain_allowance_lets_nothing_through() {
+    let m = start(config()).await;
+    let now = bulkwatch::milter::unix_now();
+    let answer = m
+        .state
+        .control
+        .handle(&m.state, "allow-domain deals.example", now);
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert!(
+        answer["note"]
+            .as_str()
+            .unwrap()
+            .contains("allow.authserv_ids is empty"),
+        "{answer}"
+    );
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut mail = spam(name, i as u32);
+        mail.headers.insert(
+            0,
+            (
+                "Authentication-Results".into(),
+                "mx.example.org; dkim=pass header.d=deals.example".into(),
+            ),
+        );
+        send(m.addr, &mail).await;
+    }
+    assert_eq!(m.state.metrics.allowed(AllowReason::Domain), 0);
+    assert!(m.state.metrics.messages(LevelKind::Bulk) > 0);
+    // Bad names are refused, saying why.
+    for bad in [
+        "allow-domain com",
+        "allow-domain a..b",
+        "allow-domain x y z",
+    ] {
+        let answer = m.state.control.handle(&m.state, bad, now);
+        assert_eq!(answer["ok"], false, "{bad}: {answer}");
+    }
+    m.stop().await;
 }

@@ -1,5 +1,6 @@
-//! `bulkwatch campaigns list|show|allow|disallow|forget`: the running daemon's
-//! campaigns, through its control socket (`control.sock` in the
+//! `bulkwatch campaigns list|show|allow|disallow|forget|allow-domain|
+//! disallow-domain|domains`: the running daemon's campaigns and
+//! corrections, through its control socket (`control.sock` in the
 //! configuration's state directory; see `crate::milter::control`).
 
 use std::io::{BufRead, BufReader, Write};
@@ -97,6 +98,22 @@ pub enum Action {
     Disallow { id: String },
     /// Drop the campaign: its text starts again from zero.
     Forget { id: String },
+    /// Let a sender domain's mail through as `allowed`, campaign after
+    /// campaign (a newsletter's next issue too), and its subdomains'; only
+    /// mail whose From domain the site's own authenticators say passed
+    /// DKIM or DMARC (an Authentication-Results header of one of
+    /// allow.authserv_ids), since anyone can write a From. Shared by every
+    /// daemon of a Redis store.
+    AllowDomain {
+        domain: String,
+        /// For this many seconds (default: until withdrawn).
+        #[arg(long = "for", value_name = "SECONDS")]
+        seconds: Option<u64>,
+    },
+    /// Withdraw a domain allowance.
+    DisallowDomain { domain: String },
+    /// The domain allowances in force, and the authserv-ids trusted.
+    Domains,
 }
 
 /// How long the daemon may take to answer.
@@ -117,7 +134,18 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         },
         Action::Disallow { id } => format!("disallow {id}"),
         Action::Forget { id } => format!("forget {id}"),
+        Action::AllowDomain { domain, seconds } => match seconds {
+            Some(s) => format!("allow-domain {domain} {s}"),
+            None => format!("allow-domain {domain}"),
+        },
+        Action::DisallowDomain { domain } => format!("disallow-domain {domain}"),
+        Action::Domains => "domains".to_owned(),
     };
+    if let Action::AllowDomain { domain, .. } | Action::DisallowDomain { domain } = &args.action {
+        if crate::engine::allowance::domain(domain).is_none() {
+            return Err(UsageError::NotADomain(domain.clone()).into());
+        }
+    }
     if request.contains('\n') {
         return Err(UsageError::CampaignIdOneWord.into());
     }
@@ -274,6 +302,34 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             format!("{id} no longer allowed: its messages are judged again\n")
         }
         Action::Forget { id } => format!("{id} forgotten: its text starts again from zero\n"),
+        Action::AllowDomain { .. } => {
+            let d = shown(field(a, "domain"), "?");
+            let until = match field(a, "until").as_u64() {
+                Some(u) => format!(" until {}", crate::milter::alert::rfc5322_date(u)),
+                None => String::new(),
+            };
+            format!("{d} allowed{until}: {}\n", shown(field(a, "note"), ""))
+        }
+        Action::DisallowDomain { .. } => format!(
+            "{} no longer allowed: its mail is judged again\n",
+            shown(field(a, "domain"), "?")
+        ),
+        Action::Domains => {
+            let list = field(a, "domains").as_array().cloned().unwrap_or_default();
+            let mut s = format!(
+                "{} allowed domains; {}\n",
+                list.len(),
+                shown(field(a, "note"), "")
+            );
+            for d in &list {
+                let until = match field(d, "until").as_u64() {
+                    Some(u) => format!("until {}", crate::milter::alert::rfc5322_date(u)),
+                    None => "until withdrawn".to_owned(),
+                };
+                s.push_str(&format!("  {}  {until}\n", shown(field(d, "domain"), "?")));
+            }
+            s
+        }
     }
 }
 

@@ -125,6 +125,19 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
+/// `text` with the characters a Postfix regexp table reads specially
+/// written with a backslash.
+fn regex_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if "\\.^$*+?()[]{}|/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// What `postconf` says of the settings the milter depends on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PostfixSettings {
@@ -133,6 +146,8 @@ pub struct PostfixSettings {
     pub milter_protocol: String,
     pub milter_default_action: String,
     pub queue_directory: String,
+    /// The `header_checks` tables (their `type:name`s).
+    pub header_checks: Vec<String>,
     /// master.cf services whose command is smtpd or cleanup and that run
     /// chrooted (`y` in the chroot column).
     pub chrooted: Vec<String>,
@@ -157,6 +172,13 @@ impl PostfixSettings {
                 "milter_protocol" => s.milter_protocol = value,
                 "milter_default_action" => s.milter_default_action = value,
                 "queue_directory" => s.queue_directory = value,
+                "header_checks" => {
+                    s.header_checks = value
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                }
                 _ => {}
             }
         }
@@ -307,10 +329,44 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
         "milter_protocol",
         "milter_default_action",
         "queue_directory",
+        "header_checks",
     ])?;
     let master = run(&["-M"])?;
     let settings = PostfixSettings::parse(&main, &master);
     let (mut problems, notes) = postfix_problems(&cfg.milter.socket, &settings);
+    // Each trusted authserv-id: a header of it arriving from outside must
+    // be dropped before any milter (and bulkwatch) sees the message, or a
+    // sender could write the pass that a domain allowance asks for.
+    for id in &cfg.allow.authserv_ids {
+        let sample = format!("Authentication-Results: {id}; dkim=pass header.d=example.com");
+        let ignored = settings.header_checks.iter().any(|table| {
+            let mut cmd = std::process::Command::new("postmap");
+            if let Some(d) = dir {
+                cmd.arg("-c").arg(d);
+            }
+            cmd.arg("-q")
+                .arg(&sample)
+                .arg(table)
+                .output()
+                .is_ok_and(|o| {
+                    o.status.success()
+                        && String::from_utf8_lossy(&o.stdout)
+                            .trim_start()
+                            .to_ascii_uppercase()
+                            .starts_with("IGNORE")
+                })
+        });
+        if !ignored {
+            problems.push(format!(
+                "allow.authserv_ids trusts {id}, but header_checks (= {:?}) does not drop an \
+                 Authentication-Results header of {id} arriving from outside: a sender could \
+                 write one and have a domain allowance let its mail through. Add to a \
+                 header_checks table: /^Authentication-Results:[[:space:]]*{}([[:space:];]|$)/ IGNORE",
+                settings.header_checks.join(", "),
+                regex_escaped(id)
+            ));
+        }
+    }
     if let Err(e) = probe_socket(&cfg.milter.socket) {
         problems.push(format!(
             "nothing answers on {} ({e}): bulkwatch serve is not running there, so Postfix \

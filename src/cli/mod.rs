@@ -61,6 +61,8 @@ pub enum CliError {
 pub enum UsageError {
     #[error("a campaign id is one word")]
     CampaignIdOneWord,
+    #[error("`{0}` is not a domain name (letters, digits, '-', '_', two labels at least)")]
+    NotADomain(String),
     #[error("{}: line {line} has too few columns", .path.display())]
     TruthColumns { path: PathBuf, line: usize },
     #[error("{}: no message of the input is labelled", .0.display())]

@@ -1095,6 +1095,9 @@ async fn start_tasks(
         Arc::clone(state),
         dir.to_owned(),
     )));
+    if state.redis().is_some() {
+        tasks.push(tokio::spawn(domains_loop(Arc::clone(state))));
+    }
     let control_socket = crate::milter::control::socket_path(dir);
     match bind_control(&control_socket) {
         Ok(l) => {
@@ -1109,6 +1112,26 @@ async fn start_tasks(
         Err(e) => warn!(socket = %control_socket.display(), error = %e, "no control socket"),
     }
     Ok(control_socket)
+}
+
+/// How often a daemon on Redis reads the site's domain allowances: one
+/// set on another host applies here within this.
+const DOMAINS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// With Redis: reads the site's domain allowances now and every
+/// [`DOMAINS_EVERY`], off the runtime's threads (a round trip, bounded by
+/// the store's timeouts).
+async fn domains_loop(state: Arc<crate::milter::State>) {
+    let mut tick = tokio::time::interval(DOMAINS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let st = Arc::clone(&state);
+        let _ = tokio::task::spawn_blocking(move || {
+            st.control.refresh_domains(&st, crate::milter::unix_now());
+        })
+        .await;
+    }
 }
 
 #[cfg(test)]

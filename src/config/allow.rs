@@ -22,6 +22,15 @@ section! {
             file client_networks: Vec<String>,
             read |k, v| v.iter().map(|s| network(k, s)).collect(),
             write |v| Some(v.iter().map(ToString::to_string).collect());
+        /// Lower-case authserv-ids of this site's authenticators (OpenDKIM,
+        /// OpenDMARC, rspamd), whose Authentication-Results headers say for
+        /// which domains DKIM or DMARC passed: a domain allowance
+        /// (`campaigns allow-domain`) is honoured only for mail they
+        /// authenticate. Postfix must remove such headers arriving from
+        /// outside (header_checks; `check-config --postfix` checks it).
+        authserv_ids: Vec<String> = Vec::new(),
+            file authserv_ids: Vec<String>,
+            read |k, v| v.into_iter().map(|r| authserv_id(k, r)).collect();
         /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
         authenticated: bool = true, file authenticated: bool;
         /// Lower-case recipients whose mail is never judged: `local@` (that
@@ -38,6 +47,26 @@ fn network(key: &str, s: &str) -> Result<IpNet, ConfigError> {
     s.parse::<IpNet>()
         .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
         .map_err(|_| ConfigError::invalid(key, format!("`{s}` is not an address or CIDR network")))
+}
+
+/// An authserv-id: one word, lower-cased (RFC 8601 compares them without
+/// regard to case).
+fn authserv_id(key: &str, id: String) -> Result<String, ConfigError> {
+    let id = id.trim().to_ascii_lowercase();
+    if id.is_empty()
+        || id.len() > 255
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b';' | b'(' | b')' | b'"' | b'\\'))
+    {
+        return Err(ConfigError::invalid(
+            key,
+            format!(
+                "`{id}` is not an authserv-id (one word, as in Authentication-Results: ID; ...)"
+            ),
+        ));
+    }
+    Ok(id)
 }
 
 /// `local@` or `local@domain`, lower-cased.
@@ -98,6 +127,7 @@ mod tests {
             client_networks: Some(vec!["2001:db8::1".to_owned()]),
             authenticated: Some(false),
             recipients: Some(vec!["Abuse@".to_owned(), " Ops@Example.ORG".to_owned()]),
+            authserv_ids: Some(vec![" MX.Example.ORG ".to_owned()]),
         })
         .unwrap();
         assert_eq!(c.sender_domains, vec!["example.org"]);
@@ -107,6 +137,7 @@ mod tests {
         );
         assert!(!c.authenticated);
         assert_eq!(c.recipients, vec!["abuse@", "ops@example.org"]);
+        assert_eq!(c.authserv_ids, vec!["mx.example.org"]);
     }
 
     #[test]

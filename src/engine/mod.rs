@@ -24,6 +24,7 @@
 //! store: window, exact set, campaigns), `link.rs` the linking rule,
 //! `verdict.rs` what a verdict holds.
 
+pub mod allowance;
 mod analysis;
 pub mod campaign;
 mod decide;

@@ -126,6 +126,10 @@ pub enum AllowReason {
     Campaign,
     /// Every recipient is in `allow.recipients` (postmaster@, abuse@).
     Recipient,
+    /// An operator allowed the sender's domain (`bulkwatch campaigns
+    /// allow-domain`), and a trusted Authentication-Results header says
+    /// the From domain passed DKIM or DMARC ([`crate::engine::allowance`]).
+    Domain,
 }
 
 impl AllowReason {
@@ -136,16 +140,18 @@ impl AllowReason {
             AllowReason::Authenticated => "authenticated",
             AllowReason::Campaign => "campaign",
             AllowReason::Recipient => "recipient",
+            AllowReason::Domain => "domain_allowance",
         }
     }
 
     /// All reasons, for metrics.
-    pub const ALL: [AllowReason; 5] = [
+    pub const ALL: [AllowReason; 6] = [
         AllowReason::SenderDomain,
         AllowReason::ClientNetwork,
         AllowReason::Authenticated,
         AllowReason::Campaign,
         AllowReason::Recipient,
+        AllowReason::Domain,
     ];
 }
 

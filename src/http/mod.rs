@@ -1,6 +1,7 @@
 //! The HTTP listener (`metrics.listen`): `/metrics` (Prometheus text),
-//! `/campaigns` (JSON), the dashboard at `/`, and, with a control token,
-//! `POST /campaigns/ID/allow|disallow|forget`.
+//! `/campaigns` and `/domains` (JSON), the dashboard at `/`, and, with a
+//! control token, `POST /campaigns/ID/allow|disallow|forget` and `POST
+//! /domains/DOMAIN/allow|disallow`.
 //!
 //! HTTP/1.1 is read by hyper, one request per connection. Anyone who can
 //! reach the port is assumed hostile:
@@ -206,11 +207,20 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
             serde_json::json!({"enabled": state.config().metrics.control_token.is_some()})
                 .to_string(),
         ),
-        ("POST", p) if p.starts_with("/campaigns/") => control(state, p, req.authorization),
+        ("GET", "/domains") => {
+            let answer = state
+                .control
+                .handle(state, "domains", crate::milter::unix_now());
+            Reply::new(ok, json, answer.to_string())
+        }
+        ("POST", p) if p.starts_with("/campaigns/") || p.starts_with("/domains/") => {
+            control(state, p, req.authorization)
+        }
         ("GET", _) => Reply::text(StatusCode::NOT_FOUND, "not found\n"),
         _ => Reply::text(
             StatusCode::METHOD_NOT_ALLOWED,
-            "GET, or POST /campaigns/ID/allow|disallow|forget with the control token\n",
+            "GET, or POST /campaigns/ID/allow|disallow|forget or /domains/DOMAIN/allow|disallow \
+             with the control token\n",
         ),
     }
 }
@@ -233,12 +243,25 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
         let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
         return Reply::new(StatusCode::UNAUTHORIZED, json, body.to_string());
     }
-    let mut parts = path.trim_start_matches("/campaigns/").split('/');
-    let request = match (parts.next(), parts.next(), parts.next()) {
-        (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => {
-            format!("{action} {id}")
+    let request = if let Some(rest) = path.strip_prefix("/domains/") {
+        // `/domains/DOMAIN/allow|disallow`: a domain allowance.
+        let mut parts = rest.split('/');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(d), Some(action @ ("allow" | "disallow")), None)
+                if crate::engine::allowance::domain(d).is_some() =>
+            {
+                format!("{action}-domain {d}")
+            }
+            _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
         }
-        _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
+    } else {
+        let mut parts = path.trim_start_matches("/campaigns/").split('/');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => {
+                format!("{action} {id}")
+            }
+            _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
+        }
     };
     let answer = state
         .control

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 
+use crate::engine::allowance::DomainAllowances;
 use crate::engine::campaign::{CampaignId, WHILE_LIVE};
 use crate::engine::{Engine, UnixSecs};
 use crate::milter::metrics::ControlAction;
@@ -83,6 +84,9 @@ struct Saved {
     /// (campaign id, allowed until: Unix seconds, or none while it lives).
     allowed: Vec<(String, Option<u64>)>,
     forgotten: Vec<String>,
+    /// (domain, allowed until: Unix seconds, or none until withdrawn).
+    #[serde(default)]
+    domains: Vec<(String, Option<u64>)>,
 }
 
 /// Most ids of `control.json` that are not live campaigns looked up among
@@ -105,6 +109,9 @@ pub struct Control {
     file: Option<PathBuf>,
     /// What `control.json` was last written with.
     written: Mutex<Vec<u8>>,
+    /// Sender domains allowed at runtime ([`DomainAllowances`]): with
+    /// Redis, the site's, as last read ([`Control::refresh_domains`]).
+    domains: Mutex<DomainAllowances>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,6 +155,17 @@ impl Control {
                             engine.forget(id);
                         }
                     }
+                    let mut d = DomainAllowances::default();
+                    for (domain, until) in &saved.domains {
+                        // (A name that is no domain, or one too many, is
+                        // dropped: the file is the daemon's own.)
+                        let _ = d.allow(domain, until.unwrap_or(u64::MAX));
+                    }
+                    return Control {
+                        file: Some(file),
+                        domains: Mutex::new(d),
+                        ..Control::default()
+                    };
                 }
                 Err(e) => {
                     tracing::warn!(file = %file.display(), error = %e, "control file unreadable, ignored");
@@ -206,9 +224,17 @@ impl Control {
                 .map(|(id, until)| (id.to_string(), (until < WHILE_LIVE).then_some(until)))
                 .collect(),
             forgotten: engine.forgotten().map(|id| id.to_string()).collect(),
+            domains: lock(&self.domains)
+                .iter()
+                .map(|(d, until)| (d.to_owned(), (until < u64::MAX).then_some(until)))
+                .collect(),
         };
         // (No file for a daemon that was never corrected.)
-        if saved.allowed.is_empty() && saved.forgotten.is_empty() && !path.exists() {
+        if saved.allowed.is_empty()
+            && saved.forgotten.is_empty()
+            && saved.domains.is_empty()
+            && !path.exists()
+        {
             return None;
         }
         serde_json::to_vec(&saved).ok()
@@ -268,6 +294,158 @@ impl Control {
         }
     }
 
+    /// The domain allowance that lets a message through at `now`, if one
+    /// does ([`DomainAllowances::allows`]).
+    pub fn domain_allowance(
+        &self,
+        from_domain: Option<&str>,
+        authenticated: &[String],
+        now: u64,
+    ) -> Option<String> {
+        if authenticated.is_empty() {
+            return None;
+        }
+        lock(&self.domains)
+            .allows(from_domain, authenticated, now)
+            .map(str::to_owned)
+    }
+
+    /// The domain allowances in force at `now`: (domain, until; `None`
+    /// until withdrawn).
+    pub fn domain_allowances(&self, now: u64) -> Vec<(String, Option<u64>)> {
+        lock(&self.domains)
+            .iter()
+            .filter(|(_, until)| *until > now)
+            .map(|(d, until)| (d.to_owned(), (until < u64::MAX).then_some(until)))
+            .collect()
+    }
+
+    /// Allows `domain` until `until` (`u64::MAX`: until withdrawn), or
+    /// withdraws its allowance (`until` 0): in the site's Redis when there
+    /// is one (every daemon reads it, [`Control::refresh_domains`]), and
+    /// here, saved in `control.json`. Answers the domain as kept.
+    fn set_domain(
+        &self,
+        state: &State,
+        domain: &str,
+        until: u64,
+        now: u64,
+    ) -> Result<String, String> {
+        let d = crate::engine::allowance::domain(domain).ok_or_else(|| {
+            crate::engine::allowance::AllowanceError::NotADomain(domain.chars().take(80).collect())
+                .to_string()
+        })?;
+        {
+            let mut mine = lock(&self.domains);
+            mine.expire(now);
+            if until == 0 {
+                if !mine.withdraw(&d) && state.redis().is_none() {
+                    return Err(format!("{d} is not allowed"));
+                }
+            } else {
+                mine.allow(&d, until).map_err(|e| e.to_string())?;
+            }
+        }
+        if let Some(shared) = state.redis() {
+            shared
+                .set_domain_allowance(&d, (until > 0).then_some(until))
+                .map_err(|e| format!("the site's state: {e}"))?;
+        }
+        let saved = self.saved(&state.engine());
+        if let Some(bytes) = saved {
+            self.write(&bytes);
+        }
+        Ok(d)
+    }
+
+    /// With Redis: replaces the domain allowances with the site's (read
+    /// bounded, [`crate::store::RedisLayer::domain_allowances`]). Blocks for
+    /// a round trip: call it off the runtime.
+    pub fn refresh_domains(&self, state: &State, now: u64) {
+        let Some(shared) = state.redis() else {
+            return;
+        };
+        match shared.domain_allowances() {
+            Ok(list) => {
+                let mut d = DomainAllowances::default();
+                for (domain, until) in list {
+                    if until > now {
+                        let _ = d.allow(&domain, until);
+                    }
+                }
+                *lock(&self.domains) = d;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "redis: domain allowances not read, kept as they were")
+            }
+        }
+    }
+
+    /// `allow-domain DOMAIN [SECONDS]`, `disallow-domain DOMAIN`, `domains`.
+    fn domain_command(
+        &self,
+        state: &State,
+        cmd: &str,
+        arg: Option<&str>,
+        extra: Option<&str>,
+        now: u64,
+    ) -> serde_json::Value {
+        let trusted = state.config().allow.authserv_ids.clone();
+        let note = if trusted.is_empty() {
+            "allow.authserv_ids is empty: no Authentication-Results header is trusted, so \
+             no message is allowed by its domain until it names this site's authenticators"
+                .to_owned()
+        } else {
+            format!(
+                "honoured for mail whose From domain an Authentication-Results header of {} \
+                 says passed DKIM or DMARC",
+                trusted.join(", ")
+            )
+        };
+        match (cmd, arg) {
+            ("domains", None) => serde_json::json!({
+                "ok": true,
+                "domains": self
+                    .domain_allowances(now)
+                    .into_iter()
+                    .map(|(d, until)| serde_json::json!({"domain": d, "until": until}))
+                    .collect::<Vec<_>>(),
+                "authserv_ids": trusted,
+                "note": note,
+            }),
+            ("allow-domain", Some(domain)) => {
+                let secs = match extra.map(str::parse::<u64>) {
+                    None => None,
+                    Some(Ok(s)) if s > 0 => Some(s),
+                    Some(_) => return error("allow-domain: the duration is whole seconds above 0"),
+                };
+                let until = secs.map_or(u64::MAX, |s| now.saturating_add(s));
+                match self.set_domain(state, domain, until, now) {
+                    Err(e) => error(&format!("allow-domain: {e}")),
+                    Ok(d) => {
+                        state.metrics.record_control(ControlAction::Allow);
+                        tracing::info!(domain = %d, seconds = secs, "sender domain allowed");
+                        serde_json::json!({
+                            "ok": true,
+                            "domain": d,
+                            "until": (until < u64::MAX).then_some(until),
+                            "note": note,
+                        })
+                    }
+                }
+            }
+            ("disallow-domain", Some(domain)) => match self.set_domain(state, domain, 0, now) {
+                Err(e) => error(&format!("disallow-domain: {e}")),
+                Ok(d) => {
+                    state.metrics.record_control(ControlAction::Disallow);
+                    tracing::info!(domain = %d, "sender domain allowance withdrawn");
+                    serde_json::json!({"ok": true, "domain": d})
+                }
+            },
+            _ => error("usage: domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN"),
+        }
+    }
+
     /// Answers one request line (module notes). Blocks for a Redis round
     /// trip at most (its timeouts) with Redis: call it off the runtime.
     pub fn handle(&self, state: &State, line: &str, now: u64) -> serde_json::Value {
@@ -291,6 +469,14 @@ impl Control {
                 Ok(filter) => self.list(state, &filter),
                 Err(e) => error(&format!("list: {e}")),
             };
+        }
+        if let Some(c @ ("domains" | "allow-domain" | "disallow-domain")) = cmd {
+            if words.next().is_some() {
+                return error(
+                    "usage: domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN",
+                );
+            }
+            return self.domain_command(state, c, arg, extra, now);
         }
         match (cmd, id) {
             (Some("show"), Some(Ok(id))) => self.show(state, id),
@@ -341,7 +527,8 @@ impl Control {
                 error(&format!("not a campaign id: {bad:?} (12 hex digits)"))
             }
             _ => error(
-                "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | explain KEY ENTRY",
+                "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | \
+                 explain KEY ENTRY | domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN",
             ),
         }
     }

@@ -251,6 +251,8 @@ impl State {
         let start = Instant::now();
         let env = msg.envelope;
         let raw = msg.raw;
+        let authenticated =
+            crate::engine::allowance::authenticated(&msg.auth_results, &cfg.allow.authserv_ids);
         let reading = match &self.workers {
             Some(pool) => {
                 let sender = fair_key(&env);
@@ -287,7 +289,9 @@ impl State {
         let analysis =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fingerprint(reading, cfg)))
                 .map_err(|_| AnalysisError::Fingerprint)?;
-        let (verdict, elapsed) = self.judge_analysis(cfg, &analysis, &env, start).await;
+        let (verdict, elapsed) = self
+            .judge_analysis(cfg, &analysis, &env, &authenticated, start)
+            .await;
         Ok(Decided {
             verdict,
             elapsed,
@@ -305,10 +309,24 @@ impl State {
         cfg: &Arc<Config>,
         analysis: &Analysis,
         env: &Envelope,
+        authenticated: &[String],
         start: Instant,
     ) -> (Verdict, Duration) {
         let now = UnixSecs(unix_now());
-        let judged = match self.judge.begin(cfg, analysis, env, now) {
+        // A sender domain the operator allowed, authenticated by the
+        // site's own authenticators: no store has a say, as for the
+        // configuration's allow-lists.
+        let allowed =
+            self.control
+                .domain_allowance(analysis.from_domain.as_deref(), authenticated, now.0);
+        let judged = match allowed {
+            Some(_) => Step::Done(crate::store::judge::Judged {
+                verdict: Verdict::allowed(crate::engine::verdict::AllowReason::Domain),
+                source: crate::store::judge::Source::Local,
+            }),
+            None => self.judge.begin(cfg, analysis, env, now),
+        };
+        let judged = match judged {
             Step::Done(j) => j,
             Step::Ask(ask) => {
                 let ask = Arc::new(ask);

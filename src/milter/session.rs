@@ -56,6 +56,11 @@ pub struct Message {
     pub raw: Vec<u8>,
     /// Copies of this milter's headers that arrived with the message.
     pub forged: Forged,
+    /// What its `Authentication-Results` headers say (the first
+    /// [`MAX_HEADERS`](crate::engine::allowance::MAX_HEADERS)); whether
+    /// to trust them is the configuration's
+    /// ([`crate::engine::allowance::authenticated`]).
+    pub auth_results: Vec<crate::engine::allowance::AuthResult>,
     /// Bytes offered beyond the bound and dropped.
     pub dropped_bytes: usize,
 }
@@ -161,6 +166,13 @@ impl Session {
             self.message.forged.headers += 1;
         } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
             self.message.forged.scores += 1;
+        } else if name.eq_ignore_ascii_case(b"Authentication-Results")
+            && self.message.auth_results.len() < crate::engine::allowance::MAX_HEADERS
+            && value.len() <= crate::engine::allowance::MAX_HEADER_LEN
+        {
+            if let Some(r) = crate::engine::allowance::parse(&String::from_utf8_lossy(value)) {
+                self.message.auth_results.push(r);
+            }
         }
         let mut line = Vec::with_capacity(name.len() + value.len() + 4);
         line.extend_from_slice(name);

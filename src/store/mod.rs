@@ -420,6 +420,29 @@ impl RedisLayer {
         done
     }
 
+    /// Sets or withdraws a domain allowance in the site's state
+    /// ([`LogStore::set_domain_allowance`]).
+    ///
+    /// # Errors
+    /// Redis is down or failed.
+    pub fn set_domain_allowance(&self, domain: &str, until: Option<u64>) -> Result<(), StoreError> {
+        if !self.stats.up.load(Ordering::Relaxed) {
+            return Err(StoreError::Down);
+        }
+        self.log.set_domain_allowance(domain, until)
+    }
+
+    /// The site's domain allowances ([`LogStore::domain_allowances`]).
+    ///
+    /// # Errors
+    /// Redis is down or failed.
+    pub fn domain_allowances(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        if !self.stats.up.load(Ordering::Relaxed) {
+            return Err(StoreError::Down);
+        }
+        self.log.domain_allowances()
+    }
+
     /// Brings this daemon's view of the site's campaigns up to now: has the
     /// replica read the log (an idle daemon's replica is otherwise as old
     /// as its last message), at most once per [`SITE_EVERY`]; then

@@ -697,6 +697,12 @@ impl Drop for Turn<'_> {
 /// Redis's time and the host's. Trips out at once read overlapping parts
 /// of the log; whichever comes back first applies them, and the others
 /// apply only what follows the replica's last entry.
+/// A field and its value, as `HSCAN` answers them.
+type Pair = (Vec<u8>, Vec<u8>);
+
+/// Most `HSCAN` round trips one read of the domain allowances makes.
+pub const MAX_DOMAIN_PAGES: usize = 20;
+
 pub struct LogStore {
     /// Connections.
     pool: Pool,
@@ -1002,6 +1008,76 @@ impl LogStore {
             .map_err(|e| err("alert claim", e))?;
         self.pool.give_back(conn);
         Ok(set.is_some())
+    }
+
+    /// Allows `domain` until `until` (Unix seconds; `u64::MAX`: until
+    /// withdrawn), or withdraws it (`None`), in the site's hash of domain
+    /// allowances (`<base>:domains`, domain -> until).
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub fn set_domain_allowance(&self, domain: &str, until: Option<u64>) -> Result<(), StoreError> {
+        let mut conn = self.pool.take()?;
+        let key = format!("{}:domains", self.pool.key_base());
+        let cmd = match until {
+            Some(u) => {
+                let mut c = redis::cmd("HSET");
+                c.arg(&key).arg(domain).arg(u);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("HDEL");
+                c.arg(&key).arg(domain);
+                c
+            }
+        };
+        let _: i64 = cmd
+            .query(conn.like())
+            .map_err(|e| err("domain allowance", e))?;
+        self.pool.give_back(conn);
+        Ok(())
+    }
+
+    /// The site's domain allowances, read with `HSCAN` a page at a time:
+    /// at most [`MAX_DOMAINS`](crate::engine::allowance::MAX_DOMAINS)
+    /// entries and [`MAX_DOMAIN_PAGES`] round trips, whatever the hash
+    /// holds; a field that is no domain or a value that is no number is
+    /// skipped (Redis is trusted no more than it must be).
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub fn domain_allowances(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        use crate::engine::allowance::{domain, MAX_DOMAINS};
+        let mut conn = self.pool.take()?;
+        let key = format!("{}:domains", self.pool.key_base());
+        let mut out = Vec::new();
+        let mut cursor = "0".to_owned();
+        for _ in 0..MAX_DOMAIN_PAGES {
+            let (next, page): (String, Vec<Pair>) = redis::cmd("HSCAN")
+                .arg(&key)
+                .arg(&cursor)
+                .arg("COUNT")
+                .arg(100)
+                .query(conn.like())
+                .map_err(|e| err("domain allowances", e))?;
+            for (field, value) in page {
+                let until = std::str::from_utf8(&value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok());
+                let name = std::str::from_utf8(&field).ok().and_then(domain);
+                if let (Some(d), Some(u)) = (name, until) {
+                    if out.len() < MAX_DOMAINS {
+                        out.push((d, u));
+                    }
+                }
+            }
+            if next == "0" || out.len() >= MAX_DOMAINS {
+                break;
+            }
+            cursor = next;
+        }
+        self.pool.give_back(conn);
+        Ok(out)
     }
 
     /// Round trips sent so far, and the messages they carried.

@@ -9,11 +9,13 @@ const REFRESH_MS = 5000;
 // the token typed here.
 let controlEnabled = false;
 
-async function act(id, action) {
+// `kind` is "campaigns" (id: a campaign) or "domains" (id: a sender
+// domain, allowed with allow/disallow).
+async function act(id, action, kind = "campaigns") {
   const result = document.getElementById("result");
   const token = document.getElementById("token").value;
   try {
-    const r = await fetch("/campaigns/" + encodeURIComponent(id) + "/" + action, {
+    const r = await fetch("/" + kind + "/" + encodeURIComponent(id) + "/" + action, {
       method: "POST",
       headers: { Authorization: "Bearer " + token },
     });
@@ -25,12 +27,39 @@ async function act(id, action) {
   refresh();
 }
 
-function button(label, id, action) {
+function button(label, id, action, kind) {
   const b = document.createElement("button");
   b.type = "button";
   b.textContent = label;
-  b.addEventListener("click", () => act(id, action));
+  b.addEventListener("click", () => act(id, action, kind));
   return b;
+}
+
+// The domain allowances (GET /domains): each with a disallow button.
+async function refreshDomains() {
+  try {
+    const r = await fetch("/domains", { cache: "no-store" });
+    if (!r.ok) throw new Error("HTTP " + r.status);
+    const a = await r.json();
+    const list = document.getElementById("domain-list");
+    const items = (a.domains || []).map((d) => {
+      const li = document.createElement("li");
+      li.dataset.domain = d.domain;
+      const name = document.createElement("span");
+      name.className = "mail";
+      name.textContent = shown(d.domain);
+      li.appendChild(name);
+      li.appendChild(document.createTextNode(
+        d.until ? " until " + when(d.until) : " until withdrawn"));
+      if (controlEnabled) li.appendChild(button("disallow", d.domain, "disallow", "domains"));
+      return li;
+    });
+    list.replaceChildren(...items);
+    document.getElementById("domains-note").textContent =
+      (items.length ? "" : "None. ") + (a.note || "");
+  } catch (e) {
+    document.getElementById("domains-note").textContent = "cannot read /domains: " + e.message;
+  }
 }
 
 // Directional formatting characters (U+202A-U+202E, U+2066-U+2069, the
@@ -146,6 +175,12 @@ function render(list, view, total, matched) {
       const a = c.allowed ? "disallow" : "allow";
       td.appendChild(button(a, c.id, a));
       td.appendChild(button("forget", c.id, "forget"));
+      // A campaign of one sender domain (a newsletter): allow the domain,
+      // for its next issues too (honoured for authenticated mail only).
+      const domains = c.sender_domains || [];
+      if (domains.length === 1) {
+        td.appendChild(button("allow domain", domains[0], "allow", "domains"));
+      }
     }
     return tr;
   });
@@ -181,6 +216,7 @@ async function refresh() {
   } catch (e) {
     document.getElementById("status").textContent = "cannot read /campaigns: " + e.message;
   }
+  refreshDomains();
 }
 
 async function start() {
