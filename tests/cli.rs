@@ -1017,3 +1017,15 @@ fn check_config_postfix_asks_that_forged_authentication_results_be_dropped() {
     assert!(text.contains("# postfix: OK"), "{text}");
     drop(listener);
 }
+
+/// `campaigns allow-domain` refuses what is no domain name before it
+/// talks to any daemon, saying why.
+#[test]
+fn allow_domain_refuses_what_is_no_domain() {
+    for bad in ["com", "a..example", "*.example"] {
+        let out = run(bin().args(["campaigns", "allow-domain", bad]));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("is not a domain name"), "{bad}: {err}");
+    }
+}

@@ -386,3 +386,49 @@ async fn the_dashboard_filters_by_level_and_text() {
     );
     m.stop().await;
 }
+
+/// The dashboard's domain allowances (issue 52 item 6): with a control
+/// token, a campaign of one sender domain offers **allow domain**, and the
+/// allowed domains are listed with a **disallow** button each, with what
+/// makes them honoured (the trusted authserv-ids).
+#[cfg_attr(
+    not(bulkwatch_chromium),
+    ignore = "needs chromium (apt-get install chromium)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_allows_a_sender_domain_and_lists_the_allowed() {
+    let mut cfg = common::config();
+    cfg.metrics.control_token = Some("0123456789abcdef0123".into());
+    cfg.allow.authserv_ids = vec!["mx.example.org".into()];
+    let m = common::start(cfg).await;
+    send(m.addr, &spam("alice", 1)).await;
+    let answer = m.state.control.handle(
+        &m.state,
+        "allow-domain news.shop.example",
+        bulkwatch::milter::unix_now(),
+    );
+    assert_eq!(answer["ok"], true, "{answer}");
+    let id = m
+        .state
+        .with_view(|e| e.campaigns().next().unwrap().id.to_string());
+    let dom = dashboard(&m).await;
+    m.stop().await;
+    let row = row(&dom, &id).unwrap_or_else(|| panic!("campaign {id} not on the page:\n{dom}"));
+    assert!(
+        row.contains("<button type=\"button\">allow domain</button>"),
+        "{row}"
+    );
+    let listed = dom
+        .find("data-domain=\"news.shop.example\"")
+        .map(|i| &dom[i..])
+        .unwrap_or_else(|| panic!("the allowed domain is not listed:\n{dom}"));
+    let item = &listed[..listed.find("</li>").unwrap_or(listed.len())];
+    assert!(
+        item.contains("until withdrawn") && item.contains(">disallow</button>"),
+        "{item}"
+    );
+    assert!(
+        dom.contains("Authentication-Results header of mx.example.org"),
+        "{dom}"
+    );
+}

@@ -372,3 +372,82 @@ async fn without_trusted_authserv_ids_a_domain_allowance_lets_nothing_through() 
     }
     m.stop().await;
 }
+
+/// With Redis a domain allowance is the site's: set through one daemon,
+/// read by another (`refresh_domains`, which `serve` runs every 10 s) and
+/// honoured there; withdrawn through the second, gone from the first. A
+/// field in the hash that is no domain, or a value that is no number, is
+/// skipped.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_allowance_is_shared_over_redis() {
+    use bulkwatch::config::StoreBackend;
+    use bulkwatch::engine::Engine;
+    use bulkwatch::milter::State;
+    use bulkwatch::store::RedisLayer;
+    let server = common::redis::RedisServer::start();
+    let mut cfg = config();
+    cfg.store.backend = StoreBackend::Redis;
+    cfg.store.redis.urls = vec![server.url()];
+    cfg.store.redis.timeout = std::time::Duration::from_secs(5);
+    cfg.allow.authserv_ids = vec!["mx.example.org".into()];
+    let milter = |cfg: &Config| {
+        let layer = RedisLayer::from_config(cfg).unwrap().unwrap();
+        common::start_state(State::new(Engine::new(cfg)).with_redis(layer))
+    };
+    let a = milter(&cfg).await;
+    let b = milter(&cfg).await;
+    let now = bulkwatch::milter::unix_now();
+    let answer = a
+        .state
+        .control
+        .handle(&a.state, "allow-domain deals.example", now);
+    assert_eq!(answer["ok"], true, "{answer}");
+    // Junk a hostile or careless writer left in the hash.
+    let key = format!(
+        "{}:domains",
+        bulkwatch::store::redis::key_base(&cfg.store.redis)
+    );
+    server.cli(&["HSET", &key, "not a domain", "1"]).unwrap();
+    server.cli(&["HSET", &key, "junk.example", "soon"]).unwrap();
+    let st = std::sync::Arc::clone(&b.state);
+    tokio::task::spawn_blocking(move || st.control.refresh_domains(&st, now))
+        .await
+        .unwrap();
+    let listed: Vec<String> = b
+        .state
+        .control
+        .domain_allowances(now)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+    assert_eq!(listed, vec!["deals.example".to_owned()]);
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut mail = spam(name, i as u32);
+        mail.headers.insert(
+            0,
+            (
+                "Authentication-Results".into(),
+                "mx.example.org; dkim=pass header.d=deals.example".into(),
+            ),
+        );
+        let (_, s) = send(b.addr, &mail).await;
+        assert_eq!(s, Status::Accept);
+    }
+    assert_eq!(b.state.metrics.allowed(AllowReason::Domain), 6);
+    let answer = b
+        .state
+        .control
+        .handle(&b.state, "disallow-domain deals.example", now);
+    assert_eq!(answer["ok"], true, "{answer}");
+    let st = std::sync::Arc::clone(&a.state);
+    tokio::task::spawn_blocking(move || st.control.refresh_domains(&st, now))
+        .await
+        .unwrap();
+    assert!(a.state.control.domain_allowances(now).is_empty());
+    a.stop().await;
+    b.stop().await;
+}

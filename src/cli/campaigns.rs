@@ -124,6 +124,11 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// # Errors
 /// The configuration, the socket or the daemon's answer.
 pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
+    if let Action::AllowDomain { domain, .. } | Action::DisallowDomain { domain } = &args.action {
+        if crate::engine::allowance::domain(domain).is_none() {
+            return Err(UsageError::NotADomain(domain.clone()).into());
+        }
+    }
     let cfg = load_config(args.config.as_ref())?;
     let request = match &args.action {
         Action::List(l) => l.request(),
@@ -141,11 +146,6 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         Action::DisallowDomain { domain } => format!("disallow-domain {domain}"),
         Action::Domains => "domains".to_owned(),
     };
-    if let Action::AllowDomain { domain, .. } | Action::DisallowDomain { domain } = &args.action {
-        if crate::engine::allowance::domain(domain).is_none() {
-            return Err(UsageError::NotADomain(domain.clone()).into());
-        }
-    }
     if request.contains('\n') {
         return Err(UsageError::CampaignIdOneWord.into());
     }
