@@ -1399,3 +1399,75 @@ fn an_authenticated_newsletter_passes_by_its_domain_and_a_forged_pass_does_not()
         log()
     );
 }
+
+/// Verdicts beside Postfix's own lines (issue 52 item 3): the daemon under
+/// `--log-format syslog` (facility mail by default, as Postfix logs) sends
+/// its verdict for a message received through Postfix to the syslog
+/// socket as a datagram of priority mail.info (`<22>`), naming the queue
+/// id that Postfix's own log names for that message: one `grep QUEUE_ID
+/// /var/log/mail.log` finds both.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn verdicts_go_to_the_mail_facility_beside_postfix_s_lines() {
+    let Setup {
+        _tmp,
+        dir,
+        mut rig,
+        smtp_port,
+        milter_port: _,
+        bw_config,
+        bw_log,
+    } = setup();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    // The daemon again, logging to a syslog socket of the test's own.
+    let _ = rig.daemon.kill();
+    let _ = rig.daemon.wait();
+    let socket = dir.join("syslog.sock");
+    let syslog = std::os::unix::net::UnixDatagram::bind(&socket).unwrap();
+    syslog
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    rig.daemon = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+        .args(["serve", "--log-format", "syslog", "--syslog-socket"])
+        .arg(&socket)
+        .arg("--config")
+        .arg(&bw_config)
+        .env("RUST_LOG", "info")
+        .env_remove("NOTIFY_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&bw_log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut buf = vec![0u8; 16384];
+    let mut recv = || {
+        let n = syslog.recv(&mut buf).expect("a datagram within the bound");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    while !recv().contains("bulkwatch serving") {}
+    let id = send(smtp_port, 1, false).unwrap_or_else(|e| panic!("{e}\n{}", maillog()));
+    let judged = loop {
+        let l = recv();
+        if l.contains("message judged") {
+            break l;
+        }
+    };
+    assert!(judged.starts_with("<22>bulkwatch["), "{judged}");
+    let queue_id = judged
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("queue_id="))
+        .map(|q| q.trim_matches('"').to_owned())
+        .unwrap_or_else(|| panic!("{judged}"));
+    assert_ne!(queue_id, "NOQUEUE", "{judged}");
+    wait_for(
+        "Postfix's line for the message",
+        || {
+            maillog()
+                .lines()
+                .any(|l| l.contains(&format!("{queue_id}: message-id=<{id}@")))
+        },
+        maillog,
+    );
+}
