@@ -993,6 +993,10 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
                 .expect("the replica read the log")
         };
         assert_eq!(listed(&b), [(id, 4)], "the idle daemon lists the site's");
+        // A message the other host judged just after that read is listed
+        // at once: a list is never answered from a read older than itself.
+        judge(&a, 100);
+        assert_eq!(listed(&b), [(id, 5)], "the message just judged on a");
 
         let until = bulkwatch::engine::campaign::WHILE_LIVE;
         assert_eq!(

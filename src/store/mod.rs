@@ -186,16 +186,11 @@ pub struct RedisLayer {
     retry: Duration,
     retry_at: Mutex<Option<Instant>>,
     copying: Mutex<Copying>,
-    /// When the replica last read the log for a view of the site's
-    /// campaigns ([`RedisLayer::site`]): not again within [`SITE_EVERY`].
+    /// When the replica's last read of the log for a view of the site's
+    /// campaigns began ([`RedisLayer::site`]).
     site: Mutex<Option<Instant>>,
     pub stats: RedisStats,
 }
-
-/// How long [`RedisLayer::site`] reuses its last read of the log:
-/// `/campaigns` is answered to anyone who can reach the HTTP listener, and
-/// each read is a round trip to Redis.
-pub const SITE_EVERY: Duration = Duration::from_secs(1);
 
 impl RedisLayer {
     /// The shared store `cfg` asks for, if any.
@@ -445,8 +440,16 @@ impl RedisLayer {
 
     /// Brings this daemon's view of the site's campaigns up to now: has the
     /// replica read the log (an idle daemon's replica is otherwise as old
-    /// as its last message), at most once per [`SITE_EVERY`]; then
-    /// [`RedisLayer::view`] shows the site.
+    /// as its last message); then [`RedisLayer::view`] shows the site,
+    /// every message any host judged before this call included.
+    ///
+    /// Requests that come together share a read: one reads at a time, and
+    /// a read that began after a request came answers it (a request that
+    /// came during a read waits for the next). So however many requests
+    /// come, one read of what is new is out at a time, and none is answered
+    /// from a read older than itself: a host's list never misses the
+    /// message another host judged just before (a read limited to once a
+    /// second did, when another reader had just read).
     ///
     /// # Errors
     /// Redis failed or is being retried: show the local view.
@@ -454,17 +457,17 @@ impl RedisLayer {
         if !self.stats.up.load(Ordering::Relaxed) {
             return Err(StoreError::Down);
         }
-        // One request at a time reads the log; the others wait for it
-        // (within SITE_EVERY).
+        let asked = Instant::now();
         let mut last = self
             .site
             .lock()
             .map_err(|_| StoreError::Poisoned("site view"))?;
-        if last.is_some_and(|at| at.elapsed() < SITE_EVERY) {
+        if last.is_some_and(|began| began > asked) {
             return Ok(());
         }
+        let began = Instant::now();
         self.log.refresh()?;
-        *last = Some(Instant::now());
+        *last = Some(began);
         Ok(())
     }
 
