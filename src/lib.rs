@@ -32,3 +32,6 @@ pub mod milter;
 pub mod replay;
 pub mod store;
 pub mod worker;
+
+#[cfg(test)]
+mod pinned;

@@ -69,7 +69,7 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// wrote them decide but for copies diluted by little). Builds
 /// before a format skip its entries (and say so): during a rolling upgrade
 /// they count only their own and older hosts' mail.
-const FORMAT: u8 = 6;
+pub(crate) const FORMAT: u8 = 6;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -276,7 +276,7 @@ pub fn encode_correction(c: Correction, now: UnixSecs) -> Vec<u8> {
 }
 
 /// Reads a correction's entry (see [`encode_correction`]).
-fn decode_correction(bytes: &[u8]) -> Result<(Correction, UnixSecs), CodecError> {
+pub(crate) fn decode_correction(bytes: &[u8]) -> Result<(Correction, UnixSecs), CodecError> {
     let mut r = Reader::new(bytes, "log correction");
     let _ = r.u8()?;
     let now = UnixSecs(r.u64()?);

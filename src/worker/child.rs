@@ -16,45 +16,26 @@ use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use super::sandbox;
-use super::wire::{Hello, Ready, Reply, Request};
+use super::wire::{body_len, Hello, Ready, Reply, Request, HEAD, MAX_HELLO};
 use crate::engine::mime::Depth;
 use crate::engine::{read, read_to, ReadConfig};
 
-/// Longest hello frame.
-const MAX_HELLO: usize = 64 * 1024;
 /// Bytes read or written at a time on the pipes.
 const IO_BUFFER: usize = 256 * 1024;
 
-/// Reads one frame into `buf`: `Ok(false)` at a clean end of input.
+/// Reads one frame's body into `buf`: `Ok(false)` at a clean end of input.
 fn read_frame(input: &mut impl Read, buf: &mut Vec<u8>, max: usize) -> io::Result<bool> {
-    let mut len = [0u8; 4];
-    match input.read_exact(&mut len) {
+    let mut head = [0u8; HEAD];
+    match input.read_exact(&mut head) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
         Err(e) => return Err(e),
     }
-    let len = u32::from_le_bytes(len) as usize;
-    if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes, at most {max}"),
-        ));
-    }
+    let len = body_len(head, max)?;
     buf.clear();
     buf.resize(len, 0);
     input.read_exact(buf)?;
     Ok(true)
-}
-
-/// Writes `frame` (its first 4 bytes left for the length) in one write.
-fn write_frame(out: &mut impl Write, frame: &mut [u8]) -> io::Result<()> {
-    let len = frame.len().saturating_sub(4);
-    let len = u32::try_from(len)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
-    if let Some(head) = frame.get_mut(..4) {
-        head.copy_from_slice(&len.to_le_bytes());
-    }
-    out.write_all(frame)
 }
 
 thread_local! {
@@ -105,14 +86,11 @@ fn serve() -> io::Result<()> {
     }));
     warm_up(&hello.read);
     let status = sandbox::apply(&hello.read);
-    let mut ready = vec![0; 4];
-    ready.extend(
-        Ready {
-            sandbox: status.to_string(),
-        }
-        .encode(),
-    );
-    write_frame(&mut out, &mut ready)?;
+    let ready = Ready {
+        sandbox: status.to_string(),
+    }
+    .frame();
+    out.write_all(&ready)?;
     out.flush()?;
     let max = super::wire::max_request(&hello.read);
     let mut reply = Vec::new();
@@ -134,8 +112,8 @@ fn serve() -> io::Result<()> {
         let result = match shallow {
             Ok((r, false)) => Ok(r),
             Ok((early, true)) => {
-                Reply::Early(Box::new(early)).encode_into(&mut reply);
-                write_frame(&mut out, &mut reply)?;
+                Reply::Early(Box::new(early)).frame_into(&mut reply);
+                out.write_all(&reply)?;
                 out.flush()?;
                 if cfg!(debug_assertions) {
                     test_hooks(&hello.hooks.abort_deep_on, &hello.hooks.hang_deep_on, raw);
@@ -146,8 +124,8 @@ fn serve() -> io::Result<()> {
         };
         match result {
             Ok(r) => {
-                Reply::Read(Box::new(r)).encode_into(&mut reply);
-                write_frame(&mut out, &mut reply)?;
+                Reply::Read(Box::new(r)).frame_into(&mut reply);
+                out.write_all(&reply)?;
                 if input.buffer().is_empty() {
                     out.flush()?;
                 }
@@ -156,10 +134,10 @@ fn serve() -> io::Result<()> {
                 let msg = PANIC
                     .with(|p| p.borrow_mut().take())
                     .unwrap_or_else(|| "panic".into());
-                Reply::Panicked { message: msg }.encode_into(&mut reply);
+                Reply::Panicked { message: msg }.frame_into(&mut reply);
                 // A panic may have left a parser's shared state half
                 // built: report it and end; the daemon starts another.
-                write_frame(&mut out, &mut reply)?;
+                out.write_all(&reply)?;
                 return out.flush();
             }
         }

@@ -189,27 +189,11 @@ struct Worker {
     buf: Vec<u8>,
 }
 
-/// Writes `frame` (its first 4 bytes left for the length) in one write.
-async fn write_frame(w: &mut ChildStdin, frame: &mut [u8]) -> io::Result<()> {
-    let len = frame.len().saturating_sub(4);
-    let len = u32::try_from(len)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "frame too large"))?;
-    if let Some(head) = frame.get_mut(..4) {
-        head.copy_from_slice(&len.to_le_bytes());
-    }
-    w.write_all(frame).await
-}
-
+/// Reads one frame's body into `buf` ([`wire::body_len`]).
 async fn read_frame(r: &mut Stdout, buf: &mut Vec<u8>, max: usize) -> io::Result<()> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len).await?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("a frame of {len} bytes, at most {max} expected"),
-        ));
-    }
+    let mut head = [0u8; wire::HEAD];
+    r.read_exact(&mut head).await?;
+    let len = wire::body_len(head, max)?;
     buf.clear();
     buf.resize(len, 0);
     r.read_exact(buf).await?;
@@ -280,7 +264,7 @@ impl Worker {
 
 struct Inner {
     program: PathBuf,
-    /// The hello frame, its length left out.
+    /// The hello frame, sealed.
     hello: Vec<u8>,
     read: ReadConfig,
     size: usize,
@@ -421,10 +405,9 @@ impl Inner {
         };
         let mut stdout = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
         let mut buf = Vec::new();
-        let mut hello = self.hello.clone();
         let started = timeout(START_TIMEOUT, async {
-            write_frame(&mut stdin, &mut hello).await?;
-            read_frame(&mut stdout, &mut buf, 64 * 1024).await
+            stdin.write_all(&self.hello).await?;
+            read_frame(&mut stdout, &mut buf, wire::MAX_HELLO).await
         })
         .await;
         let worker = Worker {
@@ -527,14 +510,11 @@ impl Pool {
         // first worker starts.
         close_fds::set_fds_cloexec_threadsafe(3, &[]);
         let read = ReadConfig::of(cfg);
-        let mut hello = vec![0; 4];
-        hello.extend(
-            Hello {
-                read: read.clone(),
-                hooks,
-            }
-            .encode(),
-        );
+        let hello = Hello {
+            read: read.clone(),
+            hooks,
+        }
+        .frame();
         let size = size.max(1);
         let inner = Arc::new(Inner {
             program: program.to_owned(),
@@ -725,11 +705,7 @@ impl Pool {
                 rcpts: rcpts.iter().map(String::as_str).collect(),
                 raw: raw.get(..max).unwrap_or(raw),
             }
-            .encode_into(&mut one);
-            let len = u32::try_from(one.len().saturating_sub(4)).unwrap_or(u32::MAX);
-            if let Some(head) = one.get_mut(..4) {
-                head.copy_from_slice(&len.to_le_bytes());
-            }
+            .frame_into(&mut one);
             frames.extend_from_slice(&one);
         }
         let before = results.len();

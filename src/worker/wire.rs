@@ -1,6 +1,9 @@
 //! What the daemon and a worker process say to each other over the
 //! worker's standard input and output: frames of a 32-bit length (little
-//! endian) and a body, written with [`crate::store::codec`].
+//! endian) and a body, written with [`crate::store::codec`]. The framing
+//! is here and only here: each kind of frame is built whole, its length
+//! sealed in its head ([`Hello::frame`], [`Request::frame_into`], …), and
+//! a reader learns a body's length, bounded, from [`body_len`].
 //!
 //! - The daemon opens with a [`Hello`]: the protocol version and the
 //!   reading settings (nothing secret). The worker answers [`Ready`], with
@@ -109,6 +112,48 @@ pub enum Reply {
     },
 }
 
+/// Bytes of a frame's head: the body's length.
+pub const HEAD: usize = 4;
+
+/// Longest hello or ready frame (their strings are bounded far below).
+pub const MAX_HELLO: usize = 64 * 1024;
+
+/// A writer for a frame in `out` (cleared first), its head left for
+/// [`seal`].
+fn begin(out: &mut Vec<u8>) -> Writer {
+    out.clear();
+    out.extend_from_slice(&[0; HEAD]);
+    Writer(std::mem::take(out))
+}
+
+/// Writes the body's length into the head and hands the frame back in
+/// `out`. No frame built here passes `u32::MAX` (each is bounded by the
+/// configuration, at most 1 GiB); one that did would be announced as
+/// `u32::MAX`, which every reader refuses ([`body_len`]).
+fn seal(w: Writer, out: &mut Vec<u8>) {
+    *out = w.0;
+    let len = u32::try_from(out.len() - HEAD).unwrap_or(u32::MAX);
+    if let Some(head) = out.get_mut(..HEAD) {
+        head.copy_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// The length of the body a frame's `head` announces, refused past `max`
+/// (before anything is allocated for it).
+///
+/// # Errors
+/// The announced length passes `max`.
+pub fn body_len(head: [u8; HEAD], max: usize) -> std::io::Result<usize> {
+    let len = u32::from_le_bytes(head) as usize;
+    if len > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes, at most {max} expected"),
+        ));
+    }
+    Ok(len)
+}
+
 fn invalid(what: impl Into<String>) -> CodecError {
     CodecError::Invalid { what: what.into() }
 }
@@ -169,8 +214,10 @@ fn check_header(r: &mut Reader<'_>) -> Result<(), CodecError> {
 }
 
 impl Hello {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::default();
+    /// The hello frame, sealed.
+    pub fn frame(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = begin(&mut out);
         header(&mut w);
         w.u64(self.read.scan.max_scan_bytes as u64);
         w.u64(self.read.scan.max_parse_bytes as u64);
@@ -179,9 +226,12 @@ impl Hello {
         w.bytes(&self.hooks.hang_on);
         w.bytes(&self.hooks.abort_deep_on);
         w.bytes(&self.hooks.hang_deep_on);
-        w.0
+        seal(w, &mut out);
+        out
     }
 
+    /// Reads a hello frame's body.
+    ///
     /// # Errors
     /// Another version, or a malformed frame.
     pub fn decode(buf: &[u8]) -> Result<Hello, CodecError> {
@@ -215,13 +265,18 @@ impl Hello {
 }
 
 impl Ready {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::default();
+    /// The ready frame, sealed.
+    pub fn frame(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut w = begin(&mut out);
         header(&mut w);
         w.str(&self.sandbox, MAX_FIELD);
-        w.0
+        seal(w, &mut out);
+        out
     }
 
+    /// Reads a ready frame's body.
+    ///
     /// # Errors
     /// Another version, or a malformed frame.
     pub fn decode(buf: &[u8]) -> Result<Ready, CodecError> {
@@ -234,22 +289,21 @@ impl Ready {
 }
 
 impl<'a> Request<'a> {
-    /// Writes the request frame into `out` (cleared first): 4 bytes left
-    /// for the frame's length, then the request, recipients cut to what
-    /// the worker accepts.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&[0; 4]);
-        let mut w = Writer(std::mem::take(out));
+    /// Writes the request frame, sealed, into `out` (cleared first),
+    /// recipients cut to what the worker accepts.
+    pub fn frame_into(&self, out: &mut Vec<u8>) {
+        let mut w = begin(out);
         let rcpts = self.rcpts.iter().take(MAX_KEPT_RCPTS);
         w.u16(rcpts.len() as u16);
         for r in rcpts {
             w.str(r, MAX_RCPT);
         }
         w.0.extend_from_slice(self.raw);
-        *out = w.0;
+        seal(w, out);
     }
 
+    /// Reads a request frame's body.
+    ///
     /// # Errors
     /// A malformed frame.
     pub fn decode(buf: &'a [u8]) -> Result<Request<'a>, CodecError> {
@@ -273,12 +327,9 @@ const PANICKED: u8 = 2;
 const EARLY: u8 = 3;
 
 impl Reply {
-    /// Writes the reply frame into `out` (cleared first): 4 bytes left for
-    /// the frame's length, then the reply.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&[0; 4]);
-        let mut w = Writer(std::mem::take(out));
+    /// Writes the reply frame, sealed, into `out` (cleared first).
+    pub fn frame_into(&self, out: &mut Vec<u8>) {
+        let mut w = begin(out);
         match self {
             Reply::Read(r) | Reply::Early(r) => {
                 w.u8(if matches!(self, Reply::Early(_)) {
@@ -330,9 +381,11 @@ impl Reply {
                 w.str(m, MAX_PANIC);
             }
         }
-        *out = w.0;
+        seal(w, out);
     }
 
+    /// Reads a reply frame's body.
+    ///
     /// # Errors
     /// A malformed frame, or one past the bounds `cfg` implies.
     pub fn decode(buf: &[u8], cfg: &ReadConfig) -> Result<Reply, CodecError> {
@@ -431,6 +484,13 @@ impl Reply {
 mod tests {
     use super::*;
 
+    /// A frame's body, after checking that its head says its length.
+    fn body(frame: &[u8]) -> &[u8] {
+        let head: [u8; HEAD] = frame[..HEAD].try_into().unwrap();
+        assert_eq!(body_len(head, usize::MAX).unwrap(), frame.len() - HEAD);
+        &frame[HEAD..]
+    }
+
     fn reading() -> Reading {
         Reading {
             parsed: true,
@@ -482,18 +542,18 @@ mod tests {
                 hang_deep_on: b"z".to_vec(),
             },
         };
-        assert_eq!(Hello::decode(&hello.encode()), Ok(hello));
+        assert_eq!(Hello::decode(body(&hello.frame())), Ok(hello));
         let ready = Ready {
             sandbox: "seccomp".into(),
         };
-        assert_eq!(Ready::decode(&ready.encode()), Ok(ready));
+        assert_eq!(Ready::decode(body(&ready.frame())), Ok(ready));
         let req = Request {
             rcpts: vec!["a@x", "b@y"],
             raw: b"Subject: t\r\n\r\nbody",
         };
         let mut buf = Vec::new();
-        req.encode_into(&mut buf);
-        assert_eq!(Request::decode(&buf[4..]), Ok(req));
+        req.frame_into(&mut buf);
+        assert_eq!(Request::decode(body(&buf)), Ok(req));
         for reply in [
             Reply::Read(Box::new(reading())),
             Reply::Read(Box::default()),
@@ -501,8 +561,8 @@ mod tests {
                 message: "index out of bounds".into(),
             },
         ] {
-            reply.encode_into(&mut buf);
-            assert_eq!(Reply::decode(&buf[4..], &cfg), Ok(reply));
+            reply.frame_into(&mut buf);
+            assert_eq!(Reply::decode(body(&buf), &cfg), Ok(reply));
         }
     }
 
@@ -510,8 +570,8 @@ mod tests {
     fn cut_or_padded_frames_and_other_versions_are_refused() {
         let cfg = ReadConfig::default();
         let mut buf = Vec::new();
-        Reply::Read(Box::new(reading())).encode_into(&mut buf);
-        buf.drain(..4);
+        Reply::Read(Box::new(reading())).frame_into(&mut buf);
+        buf.drain(..HEAD);
         for n in 0..buf.len() {
             assert!(Reply::decode(&buf[..n], &cfg).is_err(), "cut at {n}");
         }
@@ -521,9 +581,9 @@ mod tests {
             read: cfg.clone(),
             hooks: Hooks::default(),
         }
-        .encode();
-        hello[4] ^= 1;
-        let e = Hello::decode(&hello).unwrap_err().to_string();
+        .frame();
+        hello[HEAD + 4] ^= 1;
+        let e = Hello::decode(&hello[HEAD..]).unwrap_err().to_string();
         assert!(e.contains("worker protocol version"), "{e}");
     }
 
@@ -539,9 +599,9 @@ mod tests {
         let mut r = reading();
         r.normalized.text = "x".repeat(max_text(&cfg) + 1);
         let mut buf = Vec::new();
-        Reply::Read(Box::new(r)).encode_into(&mut buf);
+        Reply::Read(Box::new(r)).frame_into(&mut buf);
         assert!(matches!(
-            Reply::decode(&buf[4..], &cfg),
+            Reply::decode(body(&buf), &cfg),
             Err(CodecError::TooLarge { .. })
         ));
         let mut w = Writer::default();
