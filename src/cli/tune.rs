@@ -373,35 +373,7 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
         path: "stdout".into(),
         source: e,
     };
-    writeln!(
-        out,
-        "{:>6} {:>5} {:>5} {:>9} {:>15} {:>14} {:>11} {:>6}",
-        "radius",
-        "bands",
-        "corr",
-        "threshold",
-        "campaign_recall",
-        "message_recall",
-        "ham_flagged",
-        "split"
-    )
-    .map_err(w)?;
-    for r in &rows {
-        let s = &r.setting;
-        writeln!(
-            out,
-            "{:>6} {:>5} {:>5} {:>9} {:>15.3} {:>14.3} {:>11} {:>6}",
-            s.radius,
-            s.bands,
-            s.corroborating,
-            s.threshold,
-            r.campaign_recall,
-            r.message_recall,
-            r.ham_flagged,
-            r.split
-        )
-        .map_err(w)?;
-    }
+    write_table(&mut out, &rows).map_err(w)?;
     out.write_all(
         proposal_text(
             &propose(&rows, ham_labelled, campaigns, running),
@@ -418,6 +390,38 @@ pub fn run(args: TuneArgs) -> Result<Exit, CliError> {
         writeln!(out, "# plot written to {}", path.display()).map_err(w)?;
     }
     Ok(Exit::Ok)
+}
+
+/// The sweep's rows as a table, a line each.
+fn write_table(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>6} {:>5} {:>5} {:>9} {:>15} {:>14} {:>11} {:>6}",
+        "radius",
+        "bands",
+        "corr",
+        "threshold",
+        "campaign_recall",
+        "message_recall",
+        "ham_flagged",
+        "split"
+    )?;
+    for r in rows {
+        let s = &r.setting;
+        writeln!(
+            out,
+            "{:>6} {:>5} {:>5} {:>9} {:>15.3} {:>14.3} {:>11} {:>6}",
+            s.radius,
+            s.bands,
+            s.corroborating,
+            s.threshold,
+            r.campaign_recall,
+            r.message_recall,
+            r.ham_flagged,
+            r.split
+        )?;
+    }
+    Ok(())
 }
 
 /// The proposal as TOML to paste, with the reasons it rests on.

@@ -187,7 +187,6 @@ mod tests {
     #[test]
     fn bad_values_are_refused_naming_their_key() {
         let mode = "must be an octal mode such as \"0660\"";
-        let text = "must be 1 to 200 printable ASCII characters";
         for (raw, key, message) in [
             (
                 raw(|r| r.socket = Some("tcp:7357".to_owned())),
@@ -264,6 +263,18 @@ mod tests {
                 "milter.failure_action",
                 "`reject` is not accept or tempfail",
             ),
+        ] {
+            assert_eq!(
+                refusal(MilterConfig::try_from(raw)),
+                (key.to_owned(), message.to_owned())
+            );
+        }
+    }
+
+    #[test]
+    fn bad_reply_texts_are_refused_naming_their_key() {
+        let text = "must be 1 to 200 printable ASCII characters";
+        for (raw, key, message) in [
             (
                 raw(|r| r.reject_text = Some(String::new())),
                 "milter.reject_text",

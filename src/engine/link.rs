@@ -221,6 +221,17 @@ pub fn link(
     matches: &[Match],
     resolve: impl Fn(u32) -> Option<u32>,
 ) -> Link {
+    choose(rule, &gather(rule, exact, matches, resolve))
+}
+
+/// The evidence for each campaign the matches reach (by live root), in
+/// the order first reached.
+fn gather(
+    rule: &Rule,
+    exact: Option<u32>,
+    matches: &[Match],
+    resolve: impl Fn(u32) -> Option<u32>,
+) -> Vec<Evidence> {
     // At most MAX_MATCHES entries and a handful of campaigns: a short list
     // beats a map.
     let mut per: Vec<Evidence> = Vec::new();
@@ -273,7 +284,14 @@ pub fn link(
             }
         }
     }
+    per
+}
 
+/// The rule's choice over the campaigns' evidence `per`: the campaigns
+/// with strong evidence (most strong texts first), else the contained
+/// text's, else the one with enough corroborating texts; and the closest
+/// match of a campaign not joined.
+fn choose(rule: &Rule, per: &[Evidence]) -> Link {
     let mut out = Link::default();
     let strong_of = |e: &Evidence| e.strong.len() + usize::from(e.exact);
     let chosen = per
@@ -284,7 +302,7 @@ pub fn link(
         .map(|e| e.root);
     if let Some(first) = chosen {
         out.join.push(first);
-        for e in &per {
+        for e in per {
             if e.root != first && strong_of(e) > 0 {
                 out.join.push(e.root);
             }

@@ -330,7 +330,11 @@ impl Engine {
 
     /// The memory store: exact set, near index and campaigns (the store
     /// layer's `Store` for an engine, which is how callers outside the
-    /// crate reach it).
+    /// crate reach it). Four steps: look the message up (the exact set,
+    /// then the window through the linking rule), weigh what was found
+    /// ([`Engine::weigh`], reading the engine only), place the message in
+    /// its campaign ([`Engine::place`]), enter it in the window and the
+    /// exact set ([`Engine::enter`]); then say where it went.
     pub(crate) fn record_local(&mut self, obs: &Observation, now: UnixSecs) -> Outcome {
         self.expire(now);
 
@@ -359,9 +363,39 @@ impl Engine {
                 seq: m.seq,
             })
         });
+        let weighed = self.weigh(obs, &linked, exact, &alone, now);
+        let mut merged = Vec::new();
+        let (home, step) = self.place(obs, &weighed, &alone, seen, now, &mut merged);
+        let seq = self.enter(obs, &home, step.added, weighed.weight_pct, now);
+        let (campaign, newly_bulk, allowed) = self.placed(home, obs, now);
+        Outcome {
+            exact,
+            distance: linked.distance,
+            sketch_diff: linked.sketch_diff,
+            nearest: linked.closest.map(|m| m.seq),
+            seq,
+            merged,
+            campaign,
+            newly_bulk,
+            corroborating: weighed.corroborating,
+            near_miss,
+            allowed,
+            step,
+        }
+    }
+
+    /// What the linking rule's choice `linked` weighs: the message's
+    /// weight in its campaign and the campaigns it joins (keys, campaigns
+    /// of one by their `alone` keys). Reads the engine only.
+    fn weigh(
+        &self,
+        obs: &Observation,
+        linked: &link::Link,
+        exact: bool,
+        alone: &AloneKeys,
+        now: UnixSecs,
+    ) -> Weighed {
         let corroborating = u32::try_from(linked.weak_texts).unwrap_or(u32::MAX);
-        let (best, best_sketch) = (linked.distance, linked.sketch_diff);
-        let nearest = linked.closest.map(|m| m.seq);
         // A message that holds a text of an allowed campaign may hold
         // anything besides (a spam riding on a newsletter the site
         // allowed): containment never joins an allowed campaign, and such a
@@ -380,72 +414,102 @@ impl Engine {
         } else if corroborating > 0 {
             obs.weak_weight_pct()
         } else {
-            obs.weight_pct(exact, best, best_sketch)
+            obs.weight_pct(exact, linked.distance, linked.sketch_diff)
         };
+        Weighed {
+            weight_pct,
+            join: if rides {
+                Vec::new()
+            } else {
+                linked.join.clone()
+            },
+            corroborating,
+        }
+    }
+
+    /// Puts the message in its campaign: the campaigns it joins merged
+    /// (into `merged`), or a campaign of one in its entry, or (bulk on its
+    /// own: it must remember its alert) a campaign of one in a slot.
+    /// Answers where, and what the message added.
+    fn place(
+        &mut self,
+        obs: &Observation,
+        weighed: &Weighed,
+        alone: &AloneKeys,
+        seen: bool,
+        now: UnixSecs,
+        merged: &mut Vec<CampaignId>,
+    ) -> (Home, Move) {
         let member = Member {
             now: now.0,
             parties: &obs.parties,
-            weight_pct,
+            weight_pct: weighed.weight_pct,
             sender: obs.sender,
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
         };
-        let join: Vec<u32> = if rides { &[][..] } else { &linked.join[..] }
+        let join: Vec<u32> = weighed
+            .join
             .iter()
             .filter_map(|k| match alone.seq(*k) {
                 Some(seq) => self.slot_of_alone(seq),
                 None => Some(*k),
             })
             .collect();
-        let mut merged = Vec::new();
         let joined = if join.is_empty() {
             None
         } else {
-            self.campaigns.merge(&join, &mut merged)
+            self.campaigns.merge(&join, merged)
         };
-        // The campaign of this message: a slot it joined, a campaign of
-        // one in its entry, or (bulk on its own: it must remember its
-        // alert) a campaign of one in a slot.
         let first = Move {
             kind: Kind::First,
             added: obs.parties.recipients(),
             sender_known: false,
             answers: false,
         };
-        let mut step = first;
-        let home = match joined {
-            Some(slot) => {
-                step = self.campaigns.add_member(slot, member).unwrap_or(first);
-                Home::Slot {
-                    slot,
-                    alerted_alone: false,
-                }
-            }
-            None => {
-                let taken = if seen {
-                    self.alone_ids_from(&obs.exact)
-                } else {
-                    Vec::new()
-                };
-                let id = self.campaigns.new_id(&obs.exact, &taken);
-                let mut c = self.campaigns.alone(id, &member);
-                let level =
-                    verdict::level_of(c.one_delivery(), c.recipients, c.score(), &obs.thresholds);
-                if level == Level::Bulk {
-                    c.alerted = true;
-                    c.talk = Some(Box::new(Talk::first(&obs.parties).0));
-                    Home::Slot {
-                        slot: self.campaigns.adopt(c),
-                        alerted_alone: true,
-                    }
-                } else {
-                    self.alone += 1;
-                    Home::Alone(c)
-                }
-            }
+        if let Some(slot) = joined {
+            let step = self.campaigns.add_member(slot, member).unwrap_or(first);
+            let home = Home::Slot {
+                slot,
+                alerted_alone: false,
+            };
+            return (home, step);
+        }
+        let taken = if seen {
+            self.alone_ids_from(&obs.exact)
+        } else {
+            Vec::new()
         };
-        let owner = match &home {
+        let id = self.campaigns.new_id(&obs.exact, &taken);
+        let mut c = self.campaigns.alone(id, &member);
+        let level = verdict::level_of(c.one_delivery(), c.recipients, c.score(), &obs.thresholds);
+        if level == Level::Bulk {
+            c.alerted = true;
+            c.talk = Some(Box::new(Talk::first(&obs.parties).0));
+            let home = Home::Slot {
+                slot: self.campaigns.adopt(c),
+                alerted_alone: true,
+            };
+            (home, first)
+        } else {
+            self.alone += 1;
+            (Home::Alone(c), first)
+        }
+    }
+
+    /// Enters the message in the window (an entry leaving it releases its
+    /// share), its texts where it is alone, and its exact hash; answers its
+    /// sequence number.
+    fn enter(
+        &mut self,
+        obs: &Observation,
+        home: &Home,
+        added: u32,
+        weight_pct: u8,
+        now: UnixSecs,
+    ) -> u64 {
+        let owner = match home {
             Home::Slot { slot, .. } => Owner::Slot(*slot),
             Home::Alone(c) => Owner::Alone(c.id),
         };
@@ -454,7 +518,7 @@ impl Engine {
             obs.sketch,
             campaign::secs32(now.0),
             owner,
-            campaign::counted(step.added),
+            campaign::counted(added),
             obs.sender,
             weight_pct,
             obs.near,
@@ -466,7 +530,7 @@ impl Engine {
             release(&mut self.campaigns, &mut self.alone, &old);
         }
         let no_texts = campaign::Texts::default();
-        match &home {
+        match home {
             Home::Alone(c) => {
                 let keys: Vec<u32> = obs.parties.keys().collect();
                 self.alone_texts.push(seq, &c.texts, Some(&keys));
@@ -479,8 +543,18 @@ impl Engine {
             Owner::Alone(id) => (seq as u32, id.0 | ALONE_IN_LRU),
         };
         self.exact.insert(obs.exact, lru, now.0);
+        seq
+    }
 
-        let (campaign, newly_bulk, allowed) = match home {
+    /// The campaign the message was placed in, whether it just turned bulk
+    /// (its alert is this message's), and whether it is allowed.
+    fn placed(
+        &mut self,
+        home: Home,
+        obs: &Observation,
+        now: UnixSecs,
+    ) -> (Option<CampaignSummary>, bool, bool) {
+        match home {
             Home::Alone(c) => (Some(CampaignSummary::from(&c)), false, false),
             Home::Slot {
                 slot,
@@ -498,20 +572,6 @@ impl Engine {
                     .is_some_and(|u| u.get() > now.0);
                 (campaign, newly_bulk, allowed)
             }
-        };
-        Outcome {
-            exact,
-            distance: best,
-            sketch_diff: best_sketch,
-            nearest,
-            seq,
-            merged,
-            campaign,
-            newly_bulk,
-            corroborating,
-            near_miss,
-            allowed,
-            step,
         }
     }
 
@@ -828,6 +888,16 @@ pub struct Explanation {
 }
 
 /// Where a message was recorded ([`Engine::record_local`]).
+/// What the linking rule's choice weighs ([`Engine::weigh`]).
+struct Weighed {
+    /// The message's weight in its campaign, in percent.
+    weight_pct: u8,
+    /// The campaigns it joins (rule keys); empty: a campaign of its own.
+    join: Vec<u32>,
+    /// Distinct texts behind a join on weak evidence.
+    corroborating: u32,
+}
+
 enum Home {
     /// A campaign slot; `alerted_alone`: a campaign of one that is bulk on
     /// its own, given a slot to remember its alert.
