@@ -71,7 +71,7 @@ pub struct Campaign {
     /// Every member so far was a list post ([`Member::list_post`]): with
     /// one sender domain, the campaign is one list's delivery of one post,
     /// however many transactions it took, and is judged as one
-    /// transaction ([`verdict::level_of`](super::verdict::level_of)).
+    /// transaction (`verdict::level_of`).
     /// Once false it stays false (members leaving the window do not
     /// restore it).
     pub list_post: bool,
@@ -172,15 +172,29 @@ impl Campaign {
         self.messages <= 1 || self.talk.as_deref().is_some_and(Talk::conversation)
     }
 
-    /// One delivery of one message ([`super::verdict::one_delivery`]).
+    /// One delivery of one message ([`one_delivery`]).
     pub fn one_delivery(&self) -> bool {
-        super::verdict::one_delivery(
+        one_delivery(
             self.messages,
             self.list_post,
             self.sender_domains(),
             self.conversation(),
         )
     }
+}
+
+/// The campaign is one delivery of one message: a single transaction,
+/// one mailing list's post delivered in several (every member a list post,
+/// all from one sender domain), or a conversation (its first delivery,
+/// a few forwards, and replies to its own parties:
+/// [`crate::engine::party`]).
+pub fn one_delivery(
+    messages: u32,
+    list_post: bool,
+    sender_domains: usize,
+    conversation: bool,
+) -> bool {
+    messages <= 1 || (list_post && sender_domains <= 1) || conversation
 }
 
 /// Recipients a window entry and a campaign count for one message (a

@@ -22,7 +22,7 @@
 //! A campaign is a **conversation** while it holds at most one delivery
 //! that is not a forward (its first message) and at most
 //! [`MAX_FORWARDS`] forwards: it is then judged as one delivery, as a
-//! list's post is (`verdict::one_delivery`): clean while its distinct
+//! list's post is (`campaign::one_delivery`): clean while its distinct
 //! recipients stay within `thresholds.single_transaction_recipients`.
 //!
 //! What a sender gains by shaping a campaign as a conversation (forging

@@ -323,29 +323,16 @@ impl Verdict {
 /// spent on a message that was not bulk.
 pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
     level_of(
-        one_delivery(c.messages, c.list_post, c.sender_domains, c.conversation),
+        super::campaign::one_delivery(c.messages, c.list_post, c.sender_domains, c.conversation),
         c.recipients,
         c.score,
         t,
     )
 }
 
-/// The campaign is one delivery of one message: a single transaction,
-/// one mailing list's post delivered in several (every member a list post,
-/// all from one sender domain), or a conversation (its first delivery,
-/// a few forwards, and replies to its own parties:
-/// [`crate::engine::party`]).
-pub fn one_delivery(
-    messages: u32,
-    list_post: bool,
-    sender_domains: usize,
-    conversation: bool,
-) -> bool {
-    messages <= 1 || (list_post && sender_domains <= 1) || conversation
-}
-
 /// [`campaign_level`] from a campaign's counts: what its messages got, and
-/// what the views show (one delivery, [`one_delivery`], within
+/// what the views show (one delivery,
+/// [`one_delivery`](super::campaign::one_delivery), within
 /// `single_transaction_recipients` is clean whatever its size).
 pub fn level_of(one_delivery: bool, recipients: u64, score: f64, t: &Thresholds) -> Level {
     if one_delivery && recipients <= u64::from(t.single_transaction_recipients) {

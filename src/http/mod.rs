@@ -38,7 +38,7 @@ use hyper::StatusCode;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use crate::milter::metrics::{campaigns_filtered, render, Filter, View};
+use crate::milter::metrics::{campaigns_filtered, query_pairs, render, Filter, View};
 use crate::milter::State;
 
 /// Most HTTP connections served at once (module documentation).
@@ -126,46 +126,6 @@ pub fn host_allowed(host: Option<&str>) -> bool {
         None => host.rsplit_once(':').map_or(host, |(n, _)| n),
     };
     name.parse::<std::net::Ipv4Addr>().is_ok() || name.eq_ignore_ascii_case("localhost")
-}
-
-/// The `key=value` pairs of a URL query, decoded (`%XX`, `+` for a
-/// space); at most 16 pairs of 256 bytes (a filter holds four).
-pub fn query_pairs(query: &str) -> Vec<(&str, String)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .take(16)
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (k, percent_decoded(v.get(..256).unwrap_or(v)))
-        })
-        .collect()
-}
-
-/// `s` with `%XX` decoded and `+` read as a space (bytes that do not make
-/// UTF-8 are replaced).
-fn percent_decoded(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
-        match (c, hex(i + 1), hex(i + 2)) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b'+', _, _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The answer to `req` (blocking: `/campaigns` and control may make a

@@ -459,7 +459,7 @@ impl Control {
                 .skip(1)
                 .map(|w| {
                     let (k, v) = w.split_once('=').unwrap_or((w, ""));
-                    let decoded = crate::http::query_pairs(&format!("v={v}"))
+                    let decoded = crate::milter::metrics::query_pairs(&format!("v={v}"))
                         .pop()
                         .map_or_else(String::new, |(_, v)| v);
                     (k, decoded)

@@ -525,6 +525,46 @@ pub const MAX_LISTED: usize = 500;
 /// holds.
 pub const MAX_LIMIT: usize = 10_000;
 
+/// The `key=value` pairs of a URL query, decoded (`%XX`, `+` for a
+/// space); at most 16 pairs of 256 bytes (a filter holds four).
+pub fn query_pairs(query: &str) -> Vec<(&str, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .take(16)
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k, percent_decoded(v.get(..256).unwrap_or(v)))
+        })
+        .collect()
+}
+
+/// `s` with `%XX` decoded and `+` read as a space (bytes that do not make
+/// UTF-8 are replaced).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let hex = |j: usize| b.get(j).and_then(|h| (*h as char).to_digit(16));
+        match (c, hex(i + 1), hex(i + 2)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Which campaigns a list shows (`/campaigns?…`, `campaigns list …`): by
 /// level, by recipients, by a text in the subject or a sender domain, and
 /// how many. Lists are in order of concern: bulk, then suspect, then
@@ -890,7 +930,7 @@ mod tests {
             },
         );
         assert_eq!((cut.active, cut.matched, cut.campaigns.len()), (11, 11, 4));
-        let parse = |q: &str| Filter::parse(crate::http::query_pairs(q)).unwrap();
+        let parse = |q: &str| Filter::parse(query_pairs(q)).unwrap();
         let bulk = campaigns_at(&state, 10_020, &parse("level=bulk"));
         assert_eq!((bulk.matched, bulk.campaigns[0].level), (1, "bulk"));
         let big = campaigns_at(&state, 10_020, &parse("min_recipients=10"));
@@ -903,8 +943,8 @@ mod tests {
             &parse("q=friends.example&level=clean&limit=2"),
         );
         assert_eq!((q.matched, q.campaigns.len()), (10, 2));
-        assert!(Filter::parse(crate::http::query_pairs("level=loud")).is_err());
-        assert!(Filter::parse(crate::http::query_pairs("color=red")).is_err());
+        assert!(Filter::parse(query_pairs("level=loud")).is_err());
+        assert!(Filter::parse(query_pairs("color=red")).is_err());
         assert_eq!(parse("limit=999999").limit, MAX_LIMIT);
     }
 

@@ -47,7 +47,7 @@
 //! bounded: the output by `limit` bytes, the element stack by
 //! `MAX_STACK` elements, returned targets by [`MAX_URLS`] and [`MAX_IMAGES`].
 
-mod entities;
+pub(crate) mod entities;
 mod style;
 
 use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};

@@ -167,7 +167,7 @@ fn strip_markup(text: &str) -> String {
     let mut rest = text;
     while let Some(lt) = rest.find('<') {
         let (before, after) = rest.split_at(lt);
-        super::html::decode_entities(before, &mut out, before.len() * 4);
+        super::html::entities::decode_entities(before, &mut out, before.len() * 4);
         let tag_end = after
             .char_indices()
             .take(200)
@@ -192,7 +192,7 @@ fn strip_markup(text: &str) -> String {
             }
         }
     }
-    super::html::decode_entities(rest, &mut out, rest.len() * 4);
+    super::html::entities::decode_entities(rest, &mut out, rest.len() * 4);
     out
 }
 
