@@ -126,17 +126,18 @@ fn stages(c: &mut Criterion) {
     let bytes = std::fs::read(mbox_path()).expect("mbox");
     let raws: Vec<Vec<u8>> = read_mbox(&bytes[..]).map(|m| m.expect("read")).collect();
     let cfg = Config::default();
+    let read = bulkwatch::engine::read_config(&cfg);
     let env = Envelope::default();
     let bodies: Vec<_> = raws
         .iter()
-        .filter_map(|r| match extract(r, &cfg.scan) {
+        .filter_map(|r| match extract(r, &read.scan) {
             MimeOutcome::Parsed(b) => Some(b),
             MimeOutcome::Unparsed => None,
         })
         .collect();
     let norms: Vec<_> = bodies
         .iter()
-        .map(|b| normalize(b, &env.rcpts, &cfg.normalize))
+        .map(|b| normalize(b, &env.rcpts, &read.normalize))
         .collect();
     let feats: Vec<_> = norms
         .iter()
@@ -166,7 +167,7 @@ fn stages(c: &mut Criterion) {
     g.bench_function("extract", |b| {
         b.iter(|| {
             raws.iter()
-                .for_each(|r| drop(black_box(extract(r, &cfg.scan))))
+                .for_each(|r| drop(black_box(extract(r, &read.scan))))
         })
     });
     g.throughput(Throughput::Elements(bodies.len() as u64));
@@ -174,7 +175,7 @@ fn stages(c: &mut Criterion) {
         b.iter(|| {
             bodies
                 .iter()
-                .map(|x| normalize(x, &env.rcpts, &cfg.normalize).tokens)
+                .map(|x| normalize(x, &env.rcpts, &read.normalize).tokens)
                 .sum::<usize>()
         })
     });

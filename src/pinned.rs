@@ -19,13 +19,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Config, NormalizeConfig, ScanConfig};
+use crate::config::Config;
 use crate::engine::campaign::CampaignId;
 use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::party::Parties;
 use crate::engine::{Correction, Engine, Observation, ReadConfig, Reading, UnixSecs};
 use crate::store::{snapshot, stream};
 use crate::worker::wire::{self, Hello, Hooks, Ready, Reply, Request, HEAD};
+use bulkwatch_read::config::{NormalizeConfig, ScanConfig};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/formats")

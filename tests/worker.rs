@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bulkwatch::config::Config;
-use bulkwatch::engine::{read, ReadConfig};
+use bulkwatch::engine::{read, read_config, ReadConfig};
 use bulkwatch::worker::{Failure, Hooks, Pool};
 
 fn program() -> &'static Path {
@@ -35,7 +35,7 @@ async fn a_worker_reads_as_the_engine_does() {
     let rcpts = vec!["ann@example.net".to_owned()];
     for m in [message("one"), b"not a message at all".to_vec(), Vec::new()] {
         let got = pool.read(&m, &rcpts, LIMIT).await.unwrap();
-        assert_eq!(got, read(&m, &rcpts, &ReadConfig::of(&cfg)));
+        assert_eq!(got, read(&m, &rcpts, &read_config(&cfg)));
     }
     assert!(pool.sandbox().contains("seccomp=on"), "{}", pool.sandbox());
 }
@@ -157,7 +157,7 @@ async fn a_batch_reads_as_single_messages_and_a_failure_costs_one() {
             23 => assert!(matches!(r, Err(Failure::Timeout(_))), "{r:?}"),
             _ => assert_eq!(
                 r.as_ref().unwrap(),
-                &read(&msgs[i], &[], &ReadConfig::of(&cfg)),
+                &read(&msgs[i], &[], &read_config(&cfg)),
                 "message {i}"
             ),
         }

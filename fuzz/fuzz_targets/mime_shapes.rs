@@ -10,11 +10,11 @@
 mod shapes;
 
 use bulkwatch::config::Config;
-use bulkwatch::engine::{read, ReadConfig};
+use bulkwatch::engine::{read, read_config};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let raw = shapes::message(&mut shapes::Program::new(data), 1 << 20);
-    let cfg = ReadConfig::of(&Config::default());
+    let cfg = read_config(&Config::default());
     std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || read(&raw, &["ann@example.net".to_owned()], &cfg))

@@ -1,14 +1,15 @@
 //! The stateless half: raw message and envelope to [`Analysis`]. [`read`]
-//! is the part that parses the sender's bytes (MIME, charsets, HTML, CSS,
-//! normalization) and runs in a worker process; [`fingerprint`] is the
-//! keyed part (shingle hashes, simhash, MinHash) and runs in the daemon,
-//! which holds the key. [`analyze`] is the two in one process.
+//! (the `bulkwatch-read` crate) is the part that parses the sender's bytes
+//! (MIME, charsets, HTML, CSS, PDFs, pictures, normalization) and runs in
+//! a worker process; [`fingerprint`] is the keyed part (shingle hashes,
+//! simhash, MinHash) and runs in the daemon, which holds the key.
+//! [`analyze`] is the two in one process.
 
+use bulkwatch_read::mime::normalize::Normalized;
+pub use bulkwatch_read::{read, read_to, ReadConfig, Reading};
 use sha2::{Digest, Sha256};
 
 use super::envelope::Envelope;
-use super::mime::normalize::{normalize, Normalized};
-use super::mime::{extract_to, Depth, MimeOutcome};
 use super::minhash::{min_sketch, seeds};
 use super::shingle::features;
 use super::simhash::{exact_hash, simhash, Fingerprint, VERSION};
@@ -50,98 +51,28 @@ pub struct Analysis {
     pub pictured: bool,
 }
 
-/// What reading a message gives: everything of it the fingerprint is made
-/// from, before any keyed hash. [`read`] makes it from the raw bytes (the
-/// part that parses hostile input and runs in a contained worker process,
-/// `crate::worker`); [`fingerprint`] makes the [`Analysis`] from it with
-/// the configured key (the part that holds the key, in the daemon).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reading {
-    /// False when the message could not be parsed (no fingerprint then).
-    pub parsed: bool,
-    pub normalized: Normalized,
-    /// A hash of each attachment, in MIME order (`mime::BodyText`).
-    pub attachments: Vec<[u8; 32]>,
-    /// The perceptual hash of each attached picture that has one, in MIME
-    /// order.
-    pub pictures: Vec<u64>,
-    /// Image anchors (host and path of each image source, digits folded):
-    /// sorted, distinct.
-    pub images: Vec<String>,
-    /// The body has a link (an HTML link target, `://` or `www.`).
-    pub has_link: bool,
-    pub message_id: Option<String>,
-    pub answers: Vec<String>,
-    pub subject: Option<String>,
-    pub from_domain: Option<String>,
-    pub list: bool,
-    pub list_id: bool,
-    pub reply: bool,
-    pub truncated: bool,
-    pub partial: bool,
-    /// Set by the daemon, not sent by a worker: the deep reading failed
-    /// (its cause, a `worker::Failure` label) after the shallow one came,
-    /// which stands.
-    pub deep_failure: Option<&'static str>,
-}
-
-/// Parses and normalizes one message: MIME, HTML, CSS, charsets, the
-/// normalizer. Pure and without keys: the daemon runs it in a contained
-/// worker process (`crate::worker`). Never fails: an unparseable message
-/// gives a `Reading` with `parsed` false.
-pub fn read(raw: &[u8], rcpts: &[String], cfg: &ReadConfig) -> Reading {
-    read_to(raw, rcpts, cfg, Depth::Deep).0
-}
-
-/// [`read`] to `depth` ([`Depth`]), and whether a shallow reading left
-/// something to the deep one (a PDF or a picture): when it did not, the
-/// shallow reading is the whole reading.
-pub fn read_to(raw: &[u8], rcpts: &[String], cfg: &ReadConfig, depth: Depth) -> (Reading, bool) {
-    let body = match extract_to(raw, &cfg.scan, depth) {
-        MimeOutcome::Parsed(b) => b,
-        MimeOutcome::Unparsed => return (Reading::default(), false),
-    };
-    let deferred = body.deferred;
-    let normalized = normalize(&body, rcpts, &cfg.normalize);
-    let has_link = !body.urls.is_empty()
-        || memchr::memmem::find(body.text.as_bytes(), b"://").is_some()
-        || memchr::memmem::find(body.text.as_bytes(), b"www.").is_some();
-    let r = Reading {
-        parsed: true,
-        normalized,
-        images: image_anchors(&body.images),
-        attachments: body.attachments,
-        pictures: body.pictures,
-        has_link,
-        message_id: body.message_id,
-        answers: body.answers,
-        subject: body.subject,
-        from_domain: body.from_domain,
-        list: body.list,
-        list_id: body.list_id,
-        reply: body.reply,
-        truncated: body.truncated,
-        partial: body.partial,
-        deep_failure: None,
-    };
-    (r, deferred)
-}
-
-/// The settings [`read`] uses: none of them secret (the worker process
-/// that reads hostile mail is given these and nothing else).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadConfig {
-    pub scan: crate::config::ScanConfig,
-    pub normalize: crate::config::NormalizeConfig,
-}
-
-impl ReadConfig {
-    /// The reading part of `cfg`.
-    pub fn of(cfg: &Config) -> ReadConfig {
-        ReadConfig {
-            scan: cfg.scan.clone(),
-            normalize: cfg.normalize.clone(),
-        }
+/// The reading part of `cfg`: what a worker is given, nothing secret.
+pub fn read_config(cfg: &Config) -> ReadConfig {
+    let (s, n) = (&cfg.scan, &cfg.normalize);
+    ReadConfig {
+        scan: bulkwatch_read::config::ScanConfig {
+            max_scan_bytes: s.max_scan_bytes,
+            max_parse_bytes: s.max_parse_bytes,
+        },
+        normalize: bulkwatch_read::config::NormalizeConfig {
+            nfkc: n.nfkc,
+            case_fold: n.case_fold,
+            strip_markup: n.strip_markup,
+            read_spellings: n.read_spellings,
+            urls_to_host: n.urls_to_host,
+            fold_digits: n.fold_digits,
+            drop_random_tokens: n.drop_random_tokens,
+            strip_greetings: n.strip_greetings,
+            strip_recipient: n.strip_recipient,
+            strip_quotes: n.strip_quotes,
+            strip_signatures: n.strip_signatures,
+            stop_words: n.stop_words,
+        },
     }
 }
 
@@ -149,7 +80,7 @@ impl ReadConfig {
 /// [`read`], then [`fingerprint`]. Never fails: an unparseable message
 /// gives an `Analysis` without fingerprint.
 pub fn analyze(raw: &[u8], env: &Envelope, cfg: &Config) -> Analysis {
-    fingerprint(read(raw, &env.rcpts, &ReadConfig::of(cfg)), cfg)
+    fingerprint(read(raw, &env.rcpts, &read_config(cfg)), cfg)
 }
 
 /// Shingles, hashes and sketches a [`Reading`] with the configured key.
@@ -277,47 +208,104 @@ fn picture_simhash(
     bits
 }
 
-/// Most image sources that count in the exact hash.
-const MAX_IMAGE_ANCHORS: usize = 16;
 /// Fewest normalized tokens (the link's host among them) for a short
 /// message with a link and nothing else to be compared.
 const MIN_LINKED_TOKENS: usize = 3;
 
-/// The image sources of a message as anchors of its exact hash: host and
-/// path, lower-cased, without query or fragment, digit runs folded to `#`
-/// (per-recipient tracking numbers), sorted and distinct, at most
-/// [`MAX_IMAGE_ANCHORS`]. Inline images (`cid:`) and data URLs are the
-/// attachments' business and are left out.
-fn image_anchors(images: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for src in images {
-        let src = src.trim();
-        let Some(host) = crate::engine::mime::normalize::url_host(src) else {
-            continue;
-        };
-        let after_host = src
-            .find("://")
-            .and_then(|i| src.get(i + 3..))
-            .and_then(|r| r.find('/').and_then(|j| r.get(j..)))
-            .unwrap_or("");
-        let path = after_host.split(['?', '#']).next().unwrap_or("");
-        let mut anchor = String::with_capacity(host.len() + path.len());
-        let mut digits = false;
-        for c in host.chars().chain(path.chars()).take(512) {
-            if c.is_ascii_digit() {
-                if !digits {
-                    anchor.push('#');
-                }
-                digits = true;
-                continue;
-            }
-            digits = false;
-            anchor.extend(c.to_lowercase());
-        }
-        out.push(anchor);
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
+
+    use super::*;
+
+    /// A picture with shapes and gradients, as a PNG (as the reading
+    /// crate's tests draw it).
+    fn encoded(w: u32, h: u32, seed: u32, format: ImageFormat) -> Vec<u8> {
+        let img = RgbImage::from_fn(w, h, |x, y| {
+            let band = (x / 37 + y / 23 + seed) % 3;
+            Rgb([
+                (x * 255 / w) as u8,
+                (y * 255 / h) as u8,
+                [30, 140, 230][band as usize],
+            ])
+        });
+        let mut out = Vec::new();
+        DynamicImage::ImageRgb8(img)
+            .write_to(&mut Cursor::new(&mut out), format)
+            .expect("encodes");
+        out
     }
-    out.sort_unstable();
-    out.dedup();
-    out.truncate(MAX_IMAGE_ANCHORS);
-    out
+
+    /// `encoded` with `noise` pixels changed (seeded by `seed`), as a PNG.
+    fn noisy(seed: u64, noise: usize) -> Vec<u8> {
+        let png = encoded(300, 200, 1, ImageFormat::Png);
+        let mut img = image::load_from_memory(&png).expect("decodes").into_rgb8();
+        let mut st = seed;
+        for _ in 0..noise {
+            let r = testkit_like(&mut st);
+            let (x, y) = ((r % 300) as u32, ((r >> 16) % 200) as u32);
+            img.put_pixel(
+                x,
+                y,
+                Rgb([(r >> 32) as u8, (r >> 40) as u8, (r >> 48) as u8]),
+            );
+        }
+        let mut out = Vec::new();
+        DynamicImage::ImageRgb8(img)
+            .write_to(&mut Cursor::new(&mut out), ImageFormat::Png)
+            .expect("encodes");
+        out
+    }
+
+    fn testkit_like(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn analysed(text: &str, picture: &[u8]) -> Analysis {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(picture);
+        let raw = format!(
+            "From: a@shop.example\nSubject: Your offer\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\n\
+             {text}\n--B\nContent-Type: image/png\nContent-Transfer-Encoding: base64\n\n\
+             {b64}\n--B--\n"
+        );
+        analyze(raw.as_bytes(), &Envelope::default(), &Config::default())
+    }
+
+    #[test]
+    fn a_picture_links_short_messages_only_with_the_same_text() {
+        let a = analysed("See the picture.", &noisy(1, 40));
+        let b = analysed("See the picture.", &noisy(2, 40));
+        let other = analysed("Look at this one.", &noisy(2, 40));
+        let (fa, fb, fo) = (
+            a.fingerprint.expect("parsed"),
+            b.fingerprint.expect("parsed"),
+            other.fingerprint.expect("parsed"),
+        );
+        assert!(a.pictured && b.pictured && other.pictured);
+        assert_ne!(fa.exact, fb.exact, "each copy its own bytes");
+        assert!((fa.simhash ^ fb.simhash).count_ones() <= 3);
+        assert!((fa.simhash ^ fo.simhash).count_ones() >= 12);
+        // A message long enough to compare by its words is compared by
+        // them, whatever it carries.
+        let long = analysed(
+            &"word after word of a long enough letter ".repeat(20),
+            &noisy(1, 40),
+        );
+        assert!(!long.pictured);
+    }
+
+    /// The reading settings the daemon's defaults give are the reading
+    /// crate's own defaults.
+    #[test]
+    fn the_default_configuration_reads_as_the_reader_s_defaults() {
+        assert_eq!(read_config(&Config::default()), ReadConfig::default());
+    }
 }

@@ -32,14 +32,17 @@ mod envelope;
 pub mod exact;
 pub mod index;
 pub mod link;
-pub mod mime;
+/// The readers (the `bulkwatch-read` crate), under the path they had.
+pub use bulkwatch_read::mime;
 pub mod minhash;
 pub mod party;
 pub mod shingle;
 pub mod simhash;
 pub mod verdict;
 
-pub use self::analysis::{analyze, fingerprint, read, read_to, Analysis, ReadConfig, Reading};
+pub use self::analysis::{
+    analyze, fingerprint, read, read_config, read_to, Analysis, ReadConfig, Reading,
+};
 pub use self::decide::{allowed, observe, parties_of, verdict_of, Observation, Outcome};
 pub use self::envelope::{Envelope, UnixSecs, MAX_KEPT_RCPTS};
 pub use self::verdict::NearMiss;

@@ -58,9 +58,8 @@ const ROLES: u32 = 3;
 pub const MAX_FORWARDS: u32 = 3;
 
 /// Message-IDs of `In-Reply-To` and `References` a message is looked up
-/// by (the sender writes them, any number: the first of `In-Reply-To` and
-/// the last of `References` are the ones a reply names).
-pub const MAX_ANSWERS: usize = 8;
+/// by (the reader keeps at most these).
+pub use bulkwatch_read::mime::MAX_ANSWERS;
 
 /// Party keys held exactly per campaign (512 bytes at most in a vector);
 /// past it, a bit set of 4,096 bits (512 bytes) that may answer "a

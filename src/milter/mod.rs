@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::engine::verdict::Verdict;
-use crate::engine::{fingerprint, read, Analysis, Engine, Envelope, ReadConfig, UnixSecs};
+use crate::engine::{fingerprint, read, read_config, Analysis, Engine, Envelope, UnixSecs};
 use crate::store::judge::{Answer, Judge, Late, Step, Warming};
 use crate::store::RedisLayer;
 pub use listener::Listener;
@@ -272,7 +272,7 @@ impl State {
                     }
                 }
             }
-            None => read(&raw, &env.rcpts, &ReadConfig::of(cfg)),
+            None => read(&raw, &env.rcpts, &read_config(cfg)),
         };
         if let Some(cause) = reading.deep_failure {
             tracing::warn!(

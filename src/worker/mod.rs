@@ -43,7 +43,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{timeout, timeout_at, Instant};
 
 use crate::config::Config;
-use crate::engine::{ReadConfig, Reading};
+use crate::engine::{read_config, ReadConfig, Reading};
 pub use wire::Hooks;
 use wire::{Hello, Ready, Reply, Request};
 
@@ -509,7 +509,7 @@ impl Pool {
         // use: every one above standard error is marked so before the
         // first worker starts.
         close_fds::set_fds_cloexec_threadsafe(3, &[]);
-        let read = ReadConfig::of(cfg);
+        let read = read_config(cfg);
         let hello = Hello {
             read: read.clone(),
             hooks,

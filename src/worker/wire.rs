@@ -16,12 +16,12 @@
 //! not decode ends the worker (worker side) or is that worker's failure
 //! (daemon side).
 
-use crate::config::{NormalizeConfig, ScanConfig};
 use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::mime::MAX_ATTACHMENTS;
 use crate::engine::party::MAX_ANSWERS;
 use crate::engine::{ReadConfig, Reading, MAX_KEPT_RCPTS};
 use crate::store::codec::{CodecError, Reader, Writer};
+use bulkwatch_read::config::{NormalizeConfig, ScanConfig};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.

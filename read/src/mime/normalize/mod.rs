@@ -340,10 +340,16 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 mod tests {
     use std::collections::HashSet;
 
+    /// SplitMix64's finalizer (as the daemon's MinHash mixes).
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
     use super::lines::*;
     use super::tokens::*;
     use super::*;
-    use crate::config::Config;
 
     /// The other steps' output, without the reading of spellings (tested
     /// in `reading.rs`; its folding of `l` into `i` would show in every
@@ -356,7 +362,7 @@ mod tests {
         };
         let cfg = NormalizeConfig {
             read_spellings: false,
-            ..Config::default().normalize
+            ..NormalizeConfig::default()
         };
         normalize(&body, &[], &cfg).text
     }
@@ -615,7 +621,7 @@ mod tests {
         assert!(norm("write to <support@example.org> now").contains("example org"));
         let cfg = NormalizeConfig {
             strip_markup: false,
-            ..Config::default().normalize
+            ..NormalizeConfig::default()
         };
         let body = BodyText {
             text: "great<br>offer".into(),
@@ -692,11 +698,11 @@ mod tests {
         ];
         let mut st = 99u64;
         for _ in 0..2000 {
-            let n = (crate::engine::minhash::mix(st) % 40) as usize;
+            let n = (mix(st) % 40) as usize;
             let lines: Vec<&str> = (0..n)
                 .map(|_| {
                     st = st.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                    pool[(crate::engine::minhash::mix(st) % pool.len() as u64) as usize]
+                    pool[(mix(st) % pool.len() as u64) as usize]
                 })
                 .collect();
             let mut a: Vec<Line<'_>> = lines
@@ -724,7 +730,7 @@ mod tests {
     /// times.
     #[test]
     fn rule_lines_and_long_recipient_names() {
-        let cfg = Config::default().normalize;
+        let cfg = NormalizeConfig::default();
         let rules = BodyText {
             text: format!("some text here\n{}", "--\n".repeat(85_000)),
             ..BodyText::default()
@@ -857,7 +863,7 @@ mod tests {
             ]), 0..40)
         ) {
             let text: String = parts.concat();
-            proptest::prop_assert_eq!(fold(&text, &Config::default().normalize), fold_whole(&text));
+            proptest::prop_assert_eq!(fold(&text, &NormalizeConfig::default()), fold_whole(&text));
         }
     }
 
@@ -879,10 +885,12 @@ mod tests {
             switches in 0u8..8,
         ) {
             let text = parts.join("\n");
-            let mut cfg = Config::default().normalize;
-            cfg.strip_quotes = switches & 1 == 0;
-            cfg.strip_signatures = switches & 2 == 0;
-            cfg.strip_greetings = switches & 4 == 0;
+            let cfg = NormalizeConfig {
+                strip_quotes: switches & 1 == 0,
+                strip_signatures: switches & 2 == 0,
+                strip_greetings: switches & 4 == 0,
+                ..NormalizeConfig::default()
+            };
             let got: Vec<&str> = select_lines(&text, &cfg).iter().map(|l| l.text).collect();
             proptest::prop_assert_eq!(got, reference::select_lines(&text, &cfg));
         }
@@ -894,7 +902,7 @@ mod tests {
         fn ascii_lines_equal_their_chunks(
             lines in proptest::collection::vec("[abZ59 \t\x0b\x0c\r\x00.,;:!?@w()<>'-]{0,30}", 1..6)
         ) {
-            let cfg = Config::default().normalize;
+            let cfg = NormalizeConfig::default();
             let personal = Personal::new(&BodyText::default(), &[], &cfg);
             let (mut a, mut b) = (Normalized::default(), Normalized::default());
             let (mut open_a, mut open_b) = (false, false);

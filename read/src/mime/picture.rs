@@ -12,7 +12,7 @@
 //! compared near by them (`analysis::picture_simhash`).
 //!
 //! Decoding is hostile-input work; it runs where the rest of reading does
-//! (a worker process, `crate::worker`) and is bounded before anything is
+//! (a worker process, the daemon's `worker`) and is bounded before anything is
 //! decoded: the encoded size, the dimensions the header declares, the
 //! pixels one message may have decoded in all ([`Budget`]), and the
 //! decoder's allocations. A picture outside the bounds, one that does not
@@ -230,51 +230,6 @@ mod tests {
         assert_eq!(hash(&huge, &mut b), None);
     }
 
-    /// `encoded` with `noise` pixels changed (seeded by `seed`), as a PNG.
-    fn noisy(seed: u64, noise: usize) -> Vec<u8> {
-        let png = encoded(300, 200, 1, ImageFormat::Png);
-        let mut img = image::load_from_memory(&png).expect("decodes").into_rgb8();
-        let mut st = seed;
-        for _ in 0..noise {
-            let r = testkit_like(&mut st);
-            let (x, y) = ((r % 300) as u32, ((r >> 16) % 200) as u32);
-            img.put_pixel(
-                x,
-                y,
-                Rgb([(r >> 32) as u8, (r >> 40) as u8, (r >> 48) as u8]),
-            );
-        }
-        let mut out = Vec::new();
-        DynamicImage::ImageRgb8(img)
-            .write_to(&mut Cursor::new(&mut out), ImageFormat::Png)
-            .expect("encodes");
-        out
-    }
-
-    fn testkit_like(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn analysed(text: &str, picture: &[u8]) -> crate::engine::Analysis {
-        use base64::Engine as _;
-        let b64 = base64::engine::general_purpose::STANDARD.encode(picture);
-        let raw = format!(
-            "From: a@shop.example\nSubject: Your offer\nMIME-Version: 1.0\n\
-             Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\n\
-             {text}\n--B\nContent-Type: image/png\nContent-Transfer-Encoding: base64\n\n\
-             {b64}\n--B--\n"
-        );
-        crate::engine::analyze(
-            raw.as_bytes(),
-            &crate::engine::Envelope::default(),
-            &crate::config::Config::default(),
-        )
-    }
-
     /// The hash of a fixed picture, pinned: a change is a fingerprint
     /// version change (`simhash::VERSION`).
     #[test]
@@ -284,29 +239,6 @@ mod tests {
             &mut Budget::default(),
         );
         assert_eq!(h, Some(PINNED), "{h:016x?}");
-    }
-
-    #[test]
-    fn a_picture_links_short_messages_only_with_the_same_text() {
-        let a = analysed("See the picture.", &noisy(1, 40));
-        let b = analysed("See the picture.", &noisy(2, 40));
-        let other = analysed("Look at this one.", &noisy(2, 40));
-        let (fa, fb, fo) = (
-            a.fingerprint.expect("parsed"),
-            b.fingerprint.expect("parsed"),
-            other.fingerprint.expect("parsed"),
-        );
-        assert!(a.pictured && b.pictured && other.pictured);
-        assert_ne!(fa.exact, fb.exact, "each copy its own bytes");
-        assert!((fa.simhash ^ fb.simhash).count_ones() <= 3);
-        assert!((fa.simhash ^ fo.simhash).count_ones() >= 12);
-        // A message long enough to compare by its words is compared by
-        // them, whatever it carries.
-        let long = analysed(
-            &"word after word of a long enough letter ".repeat(20),
-            &noisy(1, 40),
-        );
-        assert!(!long.pictured);
     }
 
     /// A message of 8 pictures of a million pixels each: two are decoded
@@ -335,8 +267,7 @@ mod tests {
             max_parse_bytes: 2 * raw.len(),
             ..Default::default()
         };
-        let crate::engine::mime::MimeOutcome::Parsed(body) =
-            crate::engine::mime::extract(raw.as_bytes(), &scan)
+        let crate::mime::MimeOutcome::Parsed(body) = crate::mime::extract(raw.as_bytes(), &scan)
         else {
             panic!("parsed");
         };

@@ -27,6 +27,11 @@ use crate::config::ScanConfig;
 
 /// Most attachments hashed per message.
 pub const MAX_ATTACHMENTS: usize = 32;
+
+/// Message-IDs of `In-Reply-To` and `References` a message is looked up
+/// by (the sender writes them, any number: the first of `In-Reply-To` and
+/// the last of `References` are the ones a reply names).
+pub const MAX_ANSWERS: usize = 8;
 /// Nested message/rfc822 parts followed this deep.
 const MAX_NESTED: usize = 3;
 
@@ -46,7 +51,7 @@ pub struct BodyText {
     pub attachments: Vec<[u8; 32]>,
     /// The perceptual hash of each attached picture that has one
     /// ([`picture`]), in MIME order: a short message is compared near by
-    /// them (`crate::engine::analysis`).
+    /// them (the daemon's `engine::analysis`).
     pub pictures: Vec<u64>,
     /// Display names and addresses of To/Cc, for stripping personalization.
     pub recipients: Vec<String>,
@@ -164,7 +169,7 @@ pub enum Depth {
 /// [`extract`] to `depth`: a worker reads a message shallow first, then
 /// deep when it has something the deep readers read, so that a deep
 /// reading that dies or hangs still leaves the message judged on the
-/// rest (`crate::worker`).
+/// rest (the daemon's `worker`).
 pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
     let (input, truncated) = wire_form(raw, scan.max_parse_bytes);
     let Some(message) = parser().parse(&input[..]) else {
@@ -241,11 +246,10 @@ fn message_id(message: &Message<'_>) -> Option<String> {
 /// The Message-IDs a message answers, as [`message_id`] keeps its own:
 /// those of `In-Reply-To`, then the last ones of `References` (the
 /// messages it most likely answers), at most
-/// [`crate::engine::party::MAX_ANSWERS`] in all, each once. The sender
+/// [`MAX_ANSWERS`] in all, each once. The sender
 /// writes them: they only make a message that reaches new people a
-/// forward instead of a copy (`engine::party`).
+/// forward instead of a copy (the daemon's `engine::party`).
 fn answers(message: &Message<'_>) -> Vec<String> {
-    use crate::engine::party::MAX_ANSWERS;
     let replied = message.in_reply_to().as_text_list().unwrap_or_default();
     let references = message.references().as_text_list().unwrap_or_default();
     let mut out: Vec<String> = Vec::new();
@@ -657,7 +661,7 @@ mod tests {
     use super::*;
 
     fn scan() -> ScanConfig {
-        crate::config::Config::default().scan
+        crate::config::ScanConfig::default()
     }
 
     fn parsed(raw: &str) -> BodyText {

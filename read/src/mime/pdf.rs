@@ -4,7 +4,7 @@
 //!
 //! Parsing is lopdf's (hardened for hostile files: nesting and
 //! decompression bounds of its own), run where the rest of reading runs (a
-//! worker process, `crate::worker`), with bounds set here first: the file's
+//! worker process, the daemon's `worker`), with bounds set here first: the file's
 //! size, the number of streams it may hold (each may decompress to at most
 //! [`MAX_STREAM_BYTES`], so together they bound the work), the pages read
 //! and the text kept. A file past a bound, an encrypted one, one lopdf
@@ -196,8 +196,8 @@ mod tests {
             ));
         }
         raw.push_str("--B--\n");
-        let crate::engine::mime::MimeOutcome::Parsed(body) =
-            crate::engine::mime::extract(raw.as_bytes(), &crate::config::ScanConfig::default())
+        let crate::mime::MimeOutcome::Parsed(body) =
+            crate::mime::extract(raw.as_bytes(), &crate::config::ScanConfig::default())
         else {
             panic!("parsed");
         };

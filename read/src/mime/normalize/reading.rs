@@ -551,7 +551,7 @@ mod tests {
     /// its plain text give the same normalized text.
     #[test]
     fn dressed_text_normalizes_as_plain_text() {
-        let cfg = crate::config::Config::default().normalize;
+        let cfg = crate::config::NormalizeConfig::default();
         let norm = |t: &str| {
             let body = super::super::super::BodyText {
                 text: t.to_owned(),
