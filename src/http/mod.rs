@@ -168,9 +168,11 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
                 .to_string(),
         ),
         ("GET", "/domains") => {
-            let answer = state
-                .control
-                .handle(state, "domains", crate::milter::unix_now());
+            let answer = state.control.run(
+                state,
+                crate::milter::control::Command::Domains,
+                crate::milter::unix_now(),
+            );
             Reply::new(ok, json, answer.to_string())
         }
         ("POST", p) if p.starts_with("/campaigns/") || p.starts_with("/domains/") => {
@@ -203,29 +205,44 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
         let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
         return Reply::new(StatusCode::UNAUTHORIZED, json, body.to_string());
     }
-    let request = if let Some(rest) = path.strip_prefix("/domains/") {
+    use crate::milter::control::{parse_id, Command};
+    let command = if let Some(rest) = path.strip_prefix("/domains/") {
         // `/domains/DOMAIN/allow|disallow`: a domain allowance.
         let mut parts = rest.split('/');
         match (parts.next(), parts.next(), parts.next()) {
             (Some(d), Some(action @ ("allow" | "disallow")), None)
                 if crate::engine::allowance::domain(d).is_some() =>
             {
-                format!("{action}-domain {d}")
+                if action == "allow" {
+                    Command::AllowDomain {
+                        domain: d.to_owned(),
+                        secs: None,
+                    }
+                } else {
+                    Command::DisallowDomain(d.to_owned())
+                }
             }
             _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
         }
     } else {
         let mut parts = path.trim_start_matches("/campaigns/").split('/');
-        match (parts.next(), parts.next(), parts.next()) {
-            (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => {
-                format!("{action} {id}")
-            }
+        let (id, action) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => (id, action),
             _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
+        };
+        let Some(id) = parse_id(id) else {
+            let answer = crate::milter::control::error(&format!(
+                "not a campaign id: {id:?} (12 hex digits)"
+            ));
+            return Reply::new(StatusCode::BAD_REQUEST, json, answer.to_string());
+        };
+        match action {
+            "allow" => Command::Allow { id, secs: None },
+            "disallow" => Command::Disallow(id),
+            _ => Command::Forget(id),
         }
     };
-    let answer = state
-        .control
-        .handle(state, &request, crate::milter::unix_now());
+    let answer = state.control.run(state, command, crate::milter::unix_now());
     let status = if answer.get("ok") == Some(&serde_json::Value::Bool(true)) {
         StatusCode::OK
     } else {

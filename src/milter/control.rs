@@ -114,11 +114,118 @@ pub struct Control {
     domains: Mutex<DomainAllowances>,
 }
 
+/// A request to the control socket, parsed ([`Command::parse`]); the
+/// HTTP control builds one directly ([`Control::run`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// The campaigns the filter admits.
+    List(crate::milter::metrics::Filter),
+    Show(CampaignId),
+    /// Allowed for `secs` seconds, or while the campaign lives.
+    Allow {
+        id: CampaignId,
+        secs: Option<u64>,
+    },
+    Disallow(CampaignId),
+    Forget(CampaignId),
+    /// What recording a message would do (`bulkwatch scan` through the
+    /// daemon): the entry's tag and its bytes.
+    Explain {
+        tag: String,
+        entry: String,
+    },
+    Domains,
+    /// Allowed for `secs` seconds, or until withdrawn.
+    AllowDomain {
+        domain: String,
+        secs: Option<u64>,
+    },
+    DisallowDomain(String),
+}
+
+const USAGE: &str = "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | \
+     explain KEY ENTRY | domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN";
+const DOMAIN_USAGE: &str =
+    "usage: domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN";
+
+/// A duration in whole seconds above 0, if given.
+fn seconds(word: Option<&str>) -> Result<Option<u64>, ()> {
+    match word.map(str::parse::<u64>) {
+        None => Ok(None),
+        Some(Ok(s)) if s > 0 => Ok(Some(s)),
+        Some(_) => Err(()),
+    }
+}
+
+impl Command {
+    /// Reads a request line (module notes).
+    ///
+    /// # Errors
+    /// What is wrong with the line, in words (the usage when the command
+    /// is unknown).
+    pub fn parse(line: &str) -> Result<Command, String> {
+        let mut words = line.split_whitespace();
+        let (cmd, arg, extra) = (words.next(), words.next(), words.next());
+        if cmd == Some("list") {
+            // `list [level=…] [min_recipients=…] [q=…] [limit=…]`
+            let pairs = line
+                .split_whitespace()
+                .skip(1)
+                .map(|w| {
+                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
+                    let decoded = crate::milter::metrics::query_pairs(&format!("v={v}"))
+                        .pop()
+                        .map_or_else(String::new, |(_, v)| v);
+                    (k, decoded)
+                })
+                .collect::<Vec<_>>();
+            return crate::milter::metrics::Filter::parse(pairs)
+                .map(Command::List)
+                .map_err(|e| format!("list: {e}"));
+        }
+        if let Some(c @ ("domains" | "allow-domain" | "disallow-domain")) = cmd {
+            if words.next().is_some() {
+                return Err(DOMAIN_USAGE.to_owned());
+            }
+            return match (c, arg) {
+                ("domains", None) => Ok(Command::Domains),
+                ("allow-domain", Some(d)) => Ok(Command::AllowDomain {
+                    domain: d.to_owned(),
+                    secs: seconds(extra).map_err(|()| {
+                        "allow-domain: the duration is whole seconds above 0".to_owned()
+                    })?,
+                }),
+                ("disallow-domain", Some(d)) => Ok(Command::DisallowDomain(d.to_owned())),
+                _ => Err(DOMAIN_USAGE.to_owned()),
+            };
+        }
+        match (cmd, arg.map(|a| parse_id(a).ok_or(a))) {
+            (Some("show"), Some(Ok(id))) => Ok(Command::Show(id)),
+            (Some("allow"), Some(Ok(id))) => Ok(Command::Allow {
+                id,
+                secs: seconds(extra)
+                    .map_err(|()| "allow: the duration is whole seconds above 0".to_owned())?,
+            }),
+            (Some("disallow"), Some(Ok(id))) => Ok(Command::Disallow(id)),
+            (Some("forget"), Some(Ok(id))) => Ok(Command::Forget(id)),
+            (Some("explain"), Some(Err(tag))) => match extra {
+                Some(entry) => Ok(Command::Explain {
+                    tag: tag.to_owned(),
+                    entry: entry.to_owned(),
+                }),
+                None => Err("usage: explain KEY ENTRY".to_owned()),
+            },
+            (Some(_), Some(Err(bad))) => Err(format!("not a campaign id: {bad:?} (12 hex digits)")),
+            _ => Err(USAGE.to_owned()),
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn parse_id(s: &str) -> Option<CampaignId> {
+pub fn parse_id(s: &str) -> Option<CampaignId> {
     (s.len() == 12 && s.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| u64::from_str_radix(s, 16).ok().map(CampaignId))
         .flatten()
@@ -381,15 +488,9 @@ impl Control {
         }
     }
 
-    /// `allow-domain DOMAIN [SECONDS]`, `disallow-domain DOMAIN`, `domains`.
-    fn domain_command(
-        &self,
-        state: &State,
-        cmd: &str,
-        arg: Option<&str>,
-        extra: Option<&str>,
-        now: u64,
-    ) -> serde_json::Value {
+    /// The allowances of sender domains: what `domains`, `allow-domain`
+    /// and `disallow-domain` answer.
+    fn domain_command(&self, state: &State, cmd: Command, now: u64) -> serde_json::Value {
         let trusted = state.config().allow.authserv_ids.clone();
         let note = if trusted.is_empty() {
             "allow.authserv_ids is empty: no Authentication-Results header is trusted, so \
@@ -402,25 +503,10 @@ impl Control {
                 trusted.join(", ")
             )
         };
-        match (cmd, arg) {
-            ("domains", None) => serde_json::json!({
-                "ok": true,
-                "domains": self
-                    .domain_allowances(now)
-                    .into_iter()
-                    .map(|(d, until)| serde_json::json!({"domain": d, "until": until}))
-                    .collect::<Vec<_>>(),
-                "authserv_ids": trusted,
-                "note": note,
-            }),
-            ("allow-domain", Some(domain)) => {
-                let secs = match extra.map(str::parse::<u64>) {
-                    None => None,
-                    Some(Ok(s)) if s > 0 => Some(s),
-                    Some(_) => return error("allow-domain: the duration is whole seconds above 0"),
-                };
+        match cmd {
+            Command::AllowDomain { domain, secs } => {
                 let until = secs.map_or(u64::MAX, |s| now.saturating_add(s));
-                match self.set_domain(state, domain, until, now) {
+                match self.set_domain(state, &domain, until, now) {
                     Err(e) => error(&format!("allow-domain: {e}")),
                     Ok(d) => {
                         state.metrics.record_control(ControlAction::Allow);
@@ -434,7 +520,7 @@ impl Control {
                     }
                 }
             }
-            ("disallow-domain", Some(domain)) => match self.set_domain(state, domain, 0, now) {
+            Command::DisallowDomain(domain) => match self.set_domain(state, &domain, 0, now) {
                 Err(e) => error(&format!("disallow-domain: {e}")),
                 Ok(d) => {
                     state.metrics.record_control(ControlAction::Disallow);
@@ -442,50 +528,35 @@ impl Control {
                     serde_json::json!({"ok": true, "domain": d})
                 }
             },
-            _ => error("usage: domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN"),
+            _ => serde_json::json!({
+                "ok": true,
+                "domains": self
+                    .domain_allowances(now)
+                    .into_iter()
+                    .map(|(d, until)| serde_json::json!({"domain": d, "until": until}))
+                    .collect::<Vec<_>>(),
+                "authserv_ids": trusted,
+                "note": note,
+            }),
         }
     }
 
     /// Answers one request line (module notes). Blocks for a Redis round
     /// trip at most (its timeouts) with Redis: call it off the runtime.
     pub fn handle(&self, state: &State, line: &str, now: u64) -> serde_json::Value {
-        let mut words = line.split_whitespace();
-        let (cmd, arg, extra) = (words.next(), words.next(), words.next());
-        let id = arg.map(|a| parse_id(a).ok_or(a));
-        if cmd == Some("list") {
-            // `list [level=…] [min_recipients=…] [q=…] [limit=…]`
-            let pairs = line
-                .split_whitespace()
-                .skip(1)
-                .map(|w| {
-                    let (k, v) = w.split_once('=').unwrap_or((w, ""));
-                    let decoded = crate::milter::metrics::query_pairs(&format!("v={v}"))
-                        .pop()
-                        .map_or_else(String::new, |(_, v)| v);
-                    (k, decoded)
-                })
-                .collect::<Vec<_>>();
-            return match crate::milter::metrics::Filter::parse(pairs) {
-                Ok(filter) => self.list(state, &filter),
-                Err(e) => error(&format!("list: {e}")),
-            };
+        match Command::parse(line) {
+            Ok(cmd) => self.run(state, cmd, now),
+            Err(e) => error(&e),
         }
-        if let Some(c @ ("domains" | "allow-domain" | "disallow-domain")) = cmd {
-            if words.next().is_some() {
-                return error(
-                    "usage: domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN",
-                );
-            }
-            return self.domain_command(state, c, arg, extra, now);
-        }
-        match (cmd, id) {
-            (Some("show"), Some(Ok(id))) => self.show(state, id),
-            (Some("allow"), Some(Ok(id))) => {
-                let secs = match extra.map(str::parse::<u64>) {
-                    None => None,
-                    Some(Ok(s)) if s > 0 => Some(s),
-                    Some(_) => return error("allow: the duration is whole seconds above 0"),
-                };
+    }
+
+    /// Carries out one command ([`Control::handle`] without the line):
+    /// what the HTTP control calls.
+    pub fn run(&self, state: &State, cmd: Command, now: u64) -> serde_json::Value {
+        match cmd {
+            Command::List(filter) => self.list(state, &filter),
+            Command::Show(id) => self.show(state, id),
+            Command::Allow { id, secs } => {
                 let until = secs.map_or(WHILE_LIVE, |s| now.saturating_add(s).min(WHILE_LIVE));
                 match self.correct(state, Correction::Allow { id, until }, now) {
                     Err(e) => error(&format!("allow: {e}")),
@@ -499,7 +570,7 @@ impl Control {
             }
             // An allowance withdrawn: allowed until the epoch, which is
             // no allowance (and travels the Redis log as any allow does).
-            (Some("disallow"), Some(Ok(id))) => {
+            Command::Disallow(id) => {
                 match self.correct(state, Correction::Allow { id, until: 0 }, now) {
                     Err(e) => error(&format!("disallow: {e}")),
                     Ok(live) => {
@@ -509,27 +580,18 @@ impl Control {
                     }
                 }
             }
-            (Some("forget"), Some(Ok(id))) => {
-                match self.correct(state, Correction::Forget { id }, now) {
-                    Err(e) => error(&format!("forget: {e}")),
-                    Ok(live) => {
-                        state.metrics.record_control(ControlAction::Forget);
-                        tracing::info!(campaign = %live, "campaign forgotten");
-                        serde_json::json!({"ok": true, "campaign": live.to_string()})
-                    }
+            Command::Forget(id) => match self.correct(state, Correction::Forget { id }, now) {
+                Err(e) => error(&format!("forget: {e}")),
+                Ok(live) => {
+                    state.metrics.record_control(ControlAction::Forget);
+                    tracing::info!(campaign = %live, "campaign forgotten");
+                    serde_json::json!({"ok": true, "campaign": live.to_string()})
                 }
-            }
-            (Some("explain"), Some(Err(tag))) => match extra {
-                Some(entry) => explain(state, tag, entry, now),
-                None => error("usage: explain KEY ENTRY"),
             },
-            (Some(_), Some(Err(bad))) => {
-                error(&format!("not a campaign id: {bad:?} (12 hex digits)"))
+            Command::Explain { tag, entry } => explain(state, &tag, &entry, now),
+            cmd @ (Command::Domains | Command::AllowDomain { .. } | Command::DisallowDomain(_)) => {
+                self.domain_command(state, cmd, now)
             }
-            _ => error(
-                "usage: list | show ID | allow ID [SECONDS] | disallow ID | forget ID | \
-                 explain KEY ENTRY | domains | allow-domain DOMAIN [SECONDS] | disallow-domain DOMAIN",
-            ),
         }
     }
 
@@ -699,7 +761,7 @@ pub fn explanation_json(x: &crate::engine::Explanation) -> serde_json::Value {
     })
 }
 
-fn error(msg: &str) -> serde_json::Value {
+pub fn error(msg: &str) -> serde_json::Value {
     serde_json::json!({"ok": false, "error": msg})
 }
 
@@ -773,4 +835,77 @@ pub fn socket_path(state_dir: &Path) -> PathBuf {
 /// See [`socket_path`].
 pub fn file_path(state_dir: &Path) -> PathBuf {
     state_dir.join("control.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every request line reads as the command it names, or as the
+    /// refusal an operator sees.
+    #[test]
+    fn request_lines_read_as_commands() {
+        let id = CampaignId(0x0123_4567_89ab);
+        for (line, want) in [
+            ("show 0123456789ab", Ok(Command::Show(id))),
+            ("allow 0123456789ab", Ok(Command::Allow { id, secs: None })),
+            (
+                "allow 0123456789ab 600",
+                Ok(Command::Allow {
+                    id,
+                    secs: Some(600),
+                }),
+            ),
+            ("disallow 0123456789ab", Ok(Command::Disallow(id))),
+            ("forget 0123456789ab", Ok(Command::Forget(id))),
+            (
+                "explain mem AAAA",
+                Ok(Command::Explain {
+                    tag: "mem".into(),
+                    entry: "AAAA".into(),
+                }),
+            ),
+            ("domains", Ok(Command::Domains)),
+            (
+                "allow-domain news.example 60",
+                Ok(Command::AllowDomain {
+                    domain: "news.example".into(),
+                    secs: Some(60),
+                }),
+            ),
+            (
+                "disallow-domain news.example",
+                Ok(Command::DisallowDomain("news.example".into())),
+            ),
+            (
+                "allow 0123456789ab 0",
+                Err("allow: the duration is whole seconds above 0".to_owned()),
+            ),
+            (
+                "allow-domain news.example soon",
+                Err("allow-domain: the duration is whole seconds above 0".to_owned()),
+            ),
+            ("domains news.example", Err(DOMAIN_USAGE.to_owned())),
+            (
+                "allow-domain a.example 60 more",
+                Err(DOMAIN_USAGE.to_owned()),
+            ),
+            (
+                "forget xyz",
+                Err("not a campaign id: \"xyz\" (12 hex digits)".to_owned()),
+            ),
+            ("explain mem", Err("usage: explain KEY ENTRY".to_owned())),
+            ("", Err(USAGE.to_owned())),
+            ("frobnicate", Err(USAGE.to_owned())),
+        ] {
+            assert_eq!(Command::parse(line), want, "{line:?}");
+        }
+        assert!(matches!(
+            Command::parse("list level=bulk limit=5"),
+            Ok(Command::List(_))
+        ));
+        assert!(Command::parse("list level=loud")
+            .unwrap_err()
+            .starts_with("list: "));
+    }
 }

@@ -1306,8 +1306,43 @@ fn content_type(mime: &str, cs: &str, quoted: bool) -> String {
 
 /// Build one campaign message. Returns (envelope sender, Message-ID, message bytes).
 fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String, String, Vec<u8>) {
+    let (first, email, name) = campaign_recipient(rng);
+    let (vars, url2) = campaign_vars(c, t, first, &email, &name, rng);
+    let w = campaign_words(c, &vars, &url2, (first, &email, &name), rng);
+    let plain = render_plain(&w);
+    let non_ascii = !plain.is_ascii();
+    let latin1 = non_ascii && rng.chance(50);
+    let cs = if non_ascii {
+        if latin1 {
+            rng.pick(&["iso-8859-1", "ISO-8859-1"])
+        } else {
+            rng.pick(&["utf-8", "UTF-8"])
+        }
+    } else {
+        rng.pick(&["us-ascii", "utf-8", "iso-8859-1"])
+    };
+    let structure = rng.below(10); // 0-3 plain, 4-5 html, 6-9 alternative
+    let need_html = structure >= 4;
+
+    let html = if need_html {
+        render_html(c, &w, cs, rng)
+    } else {
+        String::new()
+    };
+    let text = Rendered {
+        plain: &plain,
+        html: &html,
+        latin1,
+        cs,
+        structure,
+    };
+    campaign_message(c, k, t, &vars, (&name, &email), &text, rng)
+}
+
+/// A campaign's recipient: first name, address and whole name.
+fn campaign_recipient(rng: &mut Rng) -> (&'static str, String, String) {
     // Recipient.
-    let first = rng.pick(FIRST_NAMES);
+    let first: &'static str = rng.pick(FIRST_NAMES);
     let last = rng.pick(LAST_NAMES);
     let rdom = rng.pick(RCPT_DOMAINS);
     let lf = first.to_ascii_lowercase();
@@ -1321,7 +1356,19 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
     };
     let name = format!("{} {}", first, last);
 
-    // Per-recipient variables.
+    (first, email, name)
+}
+
+/// The per-recipient variables of a campaign's templates, and its
+/// unsubscribe link.
+fn campaign_vars(
+    c: &Campaign,
+    t: i64,
+    first: &str,
+    email: &str,
+    name: &str,
+    rng: &mut Rng,
+) -> (Vec<(&'static str, String)>, String) {
     let id = format!("{}{}", c.id_prefix, rng.range(100_000, 9_999_999));
     let code = rng.code(8);
     let amount = format!(
@@ -1351,9 +1398,9 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
         base64url_nopad(email.as_bytes())
     );
     let vars: Vec<(&str, String)> = vec![
-        ("name", name.clone()),
+        ("name", name.to_owned()),
         ("first", first.to_string()),
-        ("email", email.clone()),
+        ("email", email.to_owned()),
         ("id", id),
         ("code", code),
         ("amount", amount),
@@ -1361,6 +1408,29 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
         ("url", url),
     ];
 
+    (vars, url2)
+}
+
+/// The words of one campaign message, before rendering.
+struct Words {
+    greeting: String,
+    paras: Vec<String>,
+    sig: Vec<String>,
+    footer: String,
+    tail: Vec<String>,
+    width: usize,
+}
+
+/// The message's words: greeting, paragraphs with the campaign's dress
+/// (sentences dropped or swapped, dictionary words and random tokens),
+/// signature, footer and tail.
+fn campaign_words(
+    c: &Campaign,
+    vars: &[(&str, String)],
+    url2: &str,
+    (first, email, name): (&str, &str, &str),
+    rng: &mut Rng,
+) -> Words {
     let greeting = match rng.below(6) {
         0 => format!("Dear {},", name),
         1 => format!("Hello {},", email),
@@ -1373,7 +1443,7 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
     let mut paras: Vec<Vec<String>> = c
         .paras
         .iter()
-        .map(|p| p.iter().map(|s| subst(s, &vars)).collect())
+        .map(|p| p.iter().map(|s| subst(s, vars)).collect())
         .collect();
 
     // Heavy: drop one sentence or swap two adjacent sentences.
@@ -1434,136 +1504,158 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
     }
 
     let para_text: Vec<String> = paras.iter().map(|p| p.join(" ")).collect();
-    let sig: Vec<String> = c.sig.iter().map(|s| subst(s, &vars)).collect();
+    let sig: Vec<String> = c.sig.iter().map(|s| subst(s, vars)).collect();
     let footer = format!("{} {}", rng.pick(UNSUB_PHRASES), url2);
 
     let width = rng.pick(&[0usize, 60, 72, 78]);
 
+    Words {
+        greeting,
+        paras: para_text,
+        sig,
+        footer,
+        tail,
+        width,
+    }
+}
+
+/// The plain-text rendering of `w`.
+fn render_plain(w: &Words) -> String {
     // Plain text rendering.
     let mut plain = String::new();
-    plain.push_str(&greeting);
+    plain.push_str(&w.greeting);
     plain.push_str("\n\n");
-    for p in &para_text {
-        plain.push_str(&wrap(p, width));
+    for p in &w.paras {
+        plain.push_str(&wrap(p, w.width));
         plain.push_str("\n\n");
     }
-    plain.push_str(&sig.join("\n"));
+    plain.push_str(&w.sig.join("\n"));
     plain.push_str("\n\n");
-    plain.push_str(&wrap(&footer, width));
+    plain.push_str(&wrap(&w.footer, w.width));
     plain.push('\n');
-    if !tail.is_empty() {
+    if !w.tail.is_empty() {
         plain.push('\n');
-        for l in &tail {
-            plain.push_str(&wrap(l, width));
+        for l in &w.tail {
+            plain.push_str(&wrap(l, w.width));
             plain.push('\n');
         }
     }
 
-    let non_ascii = !plain.is_ascii();
-    let latin1 = non_ascii && rng.chance(50);
-    let cs = if non_ascii {
-        if latin1 {
-            rng.pick(&["iso-8859-1", "ISO-8859-1"])
+    plain
+}
+
+/// The HTML rendering of `w`, dressed as the campaign's intensity says
+/// (comments inside words, hidden elements).
+fn render_html(c: &Campaign, w: &Words, cs: &str, rng: &mut Rng) -> String {
+    // Blocks: (kind, tokens). kind: 'p' paragraph, 's' signature, 't' tail.
+    let mut blocks: Vec<(char, Vec<(String, bool)>)> = Vec::new();
+    blocks.push(('p', html_tokens(&w.greeting)));
+    for p in &w.paras {
+        blocks.push(('p', html_tokens(p)));
+    }
+    let mut stoks: Vec<(String, bool)> = Vec::new();
+    for (i, l) in w.sig.iter().enumerate() {
+        let mut lt = html_tokens(l);
+        if i + 1 < w.sig.len() {
+            if let Some(last_tok) = lt.last_mut() {
+                last_tok.0.push_str("<br>");
+                last_tok.1 = false;
+            }
+        }
+        stoks.extend(lt);
+    }
+    blocks.push(('s', stoks));
+    blocks.push(('p', html_tokens(&w.footer)));
+    for l in &w.tail {
+        blocks.push(('t', html_tokens(l)));
+    }
+
+    let (ncomments, nhidden) = match c.intensity {
+        0 => (rng.below(2), rng.below(2)),
+        1 => (rng.range(1, 2), rng.range(1, 3)),
+        _ => (rng.range(2, 6), rng.range(3, 6)),
+    };
+    // Comments inside words: va<!---->lued.
+    for _ in 0..ncomments {
+        let cands: Vec<(usize, usize)> = blocks
+            .iter()
+            .enumerate()
+            .flat_map(|(bi, b)| {
+                b.1.iter()
+                    .enumerate()
+                    .filter(|(_, tk)| tk.1)
+                    .map(move |(ti, _)| (bi, ti))
+            })
+            .collect();
+        if cands.is_empty() {
+            break;
+        }
+        let (bi, ti) = cands[rng.below(cands.len())];
+        let chars: Vec<char> = blocks[bi].1[ti].0.chars().collect();
+        let mid = chars.len() / 2;
+        let a: String = chars[..mid].iter().collect();
+        let b: String = chars[mid..].iter().collect();
+        let cm = html_comment(rng);
+        blocks[bi].1[ti] = (format!("{}{}{}", a, cm, b), false);
+    }
+    // Hidden elements between words of paragraphs.
+    for _ in 0..nhidden {
+        let pblocks: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].0 == 'p').collect();
+        let bi = pblocks[rng.below(pblocks.len())];
+        let pos = rng.range(0, blocks[bi].1.len());
+        let el = hidden_element(rng);
+        blocks[bi].1.insert(pos, (el, false));
+    }
+
+    let mut body = String::new();
+    for (kind, toks) in &blocks {
+        let inner = toks
+            .iter()
+            .map(|t| t.0.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let line = if *kind == 't' {
+            format!("<p style=\"color:#999999;font-size:11px\">{}</p>", inner)
         } else {
-            rng.pick(&["utf-8", "UTF-8"])
-        }
-    } else {
-        rng.pick(&["us-ascii", "utf-8", "iso-8859-1"])
-    };
-    let structure = rng.below(10); // 0-3 plain, 4-5 html, 6-9 alternative
-    let need_html = structure >= 4;
-
-    let html = if need_html {
-        // Blocks: (kind, tokens). kind: 'p' paragraph, 's' signature, 't' tail.
-        let mut blocks: Vec<(char, Vec<(String, bool)>)> = Vec::new();
-        blocks.push(('p', html_tokens(&greeting)));
-        for p in &para_text {
-            blocks.push(('p', html_tokens(p)));
-        }
-        let mut stoks: Vec<(String, bool)> = Vec::new();
-        for (i, l) in sig.iter().enumerate() {
-            let mut lt = html_tokens(l);
-            if i + 1 < sig.len() {
-                if let Some(last_tok) = lt.last_mut() {
-                    last_tok.0.push_str("<br>");
-                    last_tok.1 = false;
-                }
-            }
-            stoks.extend(lt);
-        }
-        blocks.push(('s', stoks));
-        blocks.push(('p', html_tokens(&footer)));
-        for l in &tail {
-            blocks.push(('t', html_tokens(l)));
-        }
-
-        let (ncomments, nhidden) = match c.intensity {
-            0 => (rng.below(2), rng.below(2)),
-            1 => (rng.range(1, 2), rng.range(1, 3)),
-            _ => (rng.range(2, 6), rng.range(3, 6)),
+            format!("<p>{}</p>", inner)
         };
-        // Comments inside words: va<!---->lued.
-        for _ in 0..ncomments {
-            let cands: Vec<(usize, usize)> = blocks
-                .iter()
-                .enumerate()
-                .flat_map(|(bi, b)| {
-                    b.1.iter()
-                        .enumerate()
-                        .filter(|(_, tk)| tk.1)
-                        .map(move |(ti, _)| (bi, ti))
-                })
-                .collect();
-            if cands.is_empty() {
-                break;
-            }
-            let (bi, ti) = cands[rng.below(cands.len())];
-            let chars: Vec<char> = blocks[bi].1[ti].0.chars().collect();
-            let mid = chars.len() / 2;
-            let a: String = chars[..mid].iter().collect();
-            let b: String = chars[mid..].iter().collect();
-            let cm = html_comment(rng);
-            blocks[bi].1[ti] = (format!("{}{}{}", a, cm, b), false);
-        }
-        // Hidden elements between words of paragraphs.
-        for _ in 0..nhidden {
-            let pblocks: Vec<usize> = (0..blocks.len()).filter(|&i| blocks[i].0 == 'p').collect();
-            let bi = pblocks[rng.below(pblocks.len())];
-            let pos = rng.range(0, blocks[bi].1.len());
-            let el = hidden_element(rng);
-            blocks[bi].1.insert(pos, (el, false));
-        }
+        body.push_str(&wrap(&line, w.width));
+        body.push('\n');
+    }
+    match rng.below(3) {
+        0 => format!(
+            "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html; charset={}\">\n<title></title>\n</head>\n<body>\n{}</body>\n</html>\n",
+            cs, body
+        ),
+        1 => format!(
+            "<!DOCTYPE html>\n<html><body style=\"font-family:Arial,sans-serif;font-size:14px\">\n{}</body></html>\n",
+            body
+        ),
+        _ => format!("<div>\n{}</div>\n", body),
+    }
+}
 
-        let mut body = String::new();
-        for (kind, toks) in &blocks {
-            let inner = toks
-                .iter()
-                .map(|t| t.0.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
-            let line = if *kind == 't' {
-                format!("<p style=\"color:#999999;font-size:11px\">{}</p>", inner)
-            } else {
-                format!("<p>{}</p>", inner)
-            };
-            body.push_str(&wrap(&line, width));
-            body.push('\n');
-        }
-        match rng.below(3) {
-            0 => format!(
-                "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html; charset={}\">\n<title></title>\n</head>\n<body>\n{}</body>\n</html>\n",
-                cs, body
-            ),
-            1 => format!(
-                "<!DOCTYPE html>\n<html><body style=\"font-family:Arial,sans-serif;font-size:14px\">\n{}</body></html>\n",
-                body
-            ),
-            _ => format!("<div>\n{}</div>\n", body),
-        }
-    } else {
-        String::new()
-    };
+/// The texts of a message and how they are sent.
+struct Rendered<'a> {
+    plain: &'a str,
+    html: &'a str,
+    latin1: bool,
+    cs: &'a str,
+    structure: usize,
+}
 
+/// Headers and body of a campaign message: (envelope sender, Message-ID,
+/// bytes).
+fn campaign_message(
+    c: &Campaign,
+    k: usize,
+    t: i64,
+    vars: &[(&str, String)],
+    (name, email): (&str, &str),
+    text: &Rendered<'_>,
+    rng: &mut Rng,
+) -> (String, String, Vec<u8>) {
+    let (latin1, cs, structure) = (text.latin1, text.cs, text.structure);
     // Headers.
     let domain = rng.pick(c.sender_domains);
     let local = rng.pick(c.from_locals);
@@ -1574,7 +1666,7 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
         format!("{}@{}", local, domain)
     };
     let msgid = format!("{}.{}.{}@{}", c.label, k + 1, rng.hex(4, 4), domain);
-    let subj_plain = subst(rng.pick(c.subjects), &vars);
+    let subj_plain = subst(rng.pick(c.subjects), vars);
     let subject = if !subj_plain.is_ascii() {
         rfc2047(&subj_plain, rng.chance(30))
     } else if rng.chance(12) {
@@ -1615,9 +1707,9 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
     match structure {
         0..=5 => {
             let (mime, text) = if structure <= 3 {
-                ("text/plain", &plain)
+                ("text/plain", text.plain)
             } else {
-                ("text/html", &html)
+                ("text/html", text.html)
             };
             let (cte, body) = encode_part(text, latin1, rng.below(3));
             hdr(&mut m, "Content-Type", &content_type(mime, cs, q));
@@ -1640,7 +1732,7 @@ fn build_campaign_msg(c: &Campaign, k: usize, t: i64, rng: &mut Rng) -> (String,
             if rng.chance(50) {
                 m.extend_from_slice(b"This is a multi-part message in MIME format.\n\n");
             }
-            for (mime, text) in [("text/plain", &plain), ("text/html", &html)] {
+            for (mime, text) in [("text/plain", text.plain), ("text/html", text.html)] {
                 let (cte, body) = encode_part(text, latin1, rng.below(3));
                 m.extend_from_slice(format!("--{}\n", boundary).as_bytes());
                 hdr(&mut m, "Content-Type", &content_type(mime, cs, q));
@@ -2383,21 +2475,44 @@ fn mal_headers(m: &mut Vec<u8>, subject: &str, msgid: &str, t: i64) {
     hdr(m, "Message-ID", &format!("<{}>", msgid));
 }
 
-fn gen_malformed(mbox: &mut Mbox) {
-    let mut rng = Rng::new(0xBAD_0000_0BAD);
-    let mut t = base_time() + 10 * DAY;
-    let mut n = 0usize;
-    let mut next_id = |rng: &mut Rng| {
-        n += 1;
-        format!("mal.{}.{}@broken.test", n, rng.hex(6, 6))
-    };
-    let env = "MAILER-DAEMON@broken.test";
+/// The state the malformed messages are made with: the PRNG, the clock
+/// and how many have a Message-ID.
+struct Mal {
+    rng: Rng,
+    t: i64,
+    n: usize,
+}
 
+impl Mal {
+    fn next_id(&mut self) -> String {
+        self.n += 1;
+        format!("mal.{}.{}@broken.test", self.n, self.rng.hex(6, 6))
+    }
+
+    /// Adds `m` to `mbox`; the next message comes ten minutes later.
+    fn add(&mut self, mbox: &mut Mbox, m: &[u8], id: Option<&str>) {
+        mbox.add("MAILER-DAEMON@broken.test", self.t, m, id, "malformed");
+        self.t += 600;
+    }
+}
+
+fn gen_malformed(mbox: &mut Mbox) {
+    let mut g = Mal {
+        rng: Rng::new(0xBAD_0000_0BAD),
+        t: base_time() + 10 * DAY,
+        n: 0,
+    };
+    malformed_mime(&mut g, mbox);
+    malformed_shapes(&mut g, mbox);
+}
+
+/// Malformed MIME: boundaries, transfer encodings, charsets, NUL bytes.
+fn malformed_mime(g: &mut Mal, mbox: &mut Mbox) {
     // 1. Missing closing boundary.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Missing closing boundary", &id, t);
+        mal_headers(&mut m, "Missing closing boundary", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2405,14 +2520,13 @@ fn gen_malformed(mbox: &mut Mbox) {
             "multipart/alternative; boundary=\"=_missing_close_01\"",
         );
         m.extend_from_slice(b"\n--=_missing_close_01\nContent-Type: text/plain; charset=us-ascii\n\nThe plain part is here and the closing boundary never comes.\n--=_missing_close_01\nContent-Type: text/html; charset=us-ascii\n\n<p>The html part is here and the closing boundary never comes.</p>\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 2. Boundary declared but never used.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Boundary declared but never used", &id, t);
+        mal_headers(&mut m, "Boundary declared but never used", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2420,60 +2534,55 @@ fn gen_malformed(mbox: &mut Mbox) {
             "multipart/mixed; boundary=\"never-used-42\"",
         );
         m.extend_from_slice(b"\nThis body claims to be multipart but contains no boundary lines at all.\nA parser should fall back to treating it as a single text part,\nor at least not crash.\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 3. Multipart without a boundary parameter.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Multipart without boundary parameter", &id, t);
+        mal_headers(&mut m, "Multipart without boundary parameter", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "multipart/related");
         m.extend_from_slice(b"\n--\nContent-Type: text/plain\n\nThere is no boundary parameter, so these dashes mean nothing.\n----\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 4. Bad base64: invalid characters.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Base64 with invalid characters", &id, t);
+        mal_headers(&mut m, "Base64 with invalid characters", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "text/plain; charset=utf-8");
         hdr(&mut m, "Content-Transfer-Encoding", "base64");
         m.extend_from_slice(b"\nVGhpcyBzdGFydHMgYXMgdmFsaWQgYmFzZTY0*&^%$#@!!\nYnV0IHRoZW4gaGFz IHNwYWNlcyBhbmQ???\n\xe2\x82\xac\xc3\xa9 not base64 at all \x01\x02\nQUJD\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 5. Bad base64: wrong padding and truncated quanta.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Base64 with wrong padding", &id, t);
+        mal_headers(&mut m, "Base64 with wrong padding", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"pad\"");
         m.extend_from_slice(b"\n--pad\nContent-Type: text/plain; charset=us-ascii\nContent-Transfer-Encoding: base64\n\nSGVsbG8gd29ybGQ===\nSGk\nQ=Q=\n====\nV2hvb3BzIQ\n--pad\nContent-Type: text/html; charset=us-ascii\nContent-Transfer-Encoding: base64\n\nPHA+dHJ1bmNhdGVk\nPC9w\n--pad--\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 6. Bad quoted-printable.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Broken quoted-printable", &id, t);
+        mal_headers(&mut m, "Broken quoted-printable", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "text/plain; charset=iso-8859-1");
         hdr(&mut m, "Content-Transfer-Encoding", "quoted-printable");
         m.extend_from_slice(b"\nThis line has a bad escape =ZZ in the middle and =G1 another.\nLowercase hex =e9t=e9 and a truncated escape at line end =4\nA very long line that never uses soft line breaks even though it is far longer than seventy-six characters, which QP forbids.\nTrailing spaces before the hard break   \nThe body ends with a lone equals sign =");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 7. Unknown charset.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "=?x-unknown-42?Q?caf=E9_du_march=E9?=", &id, t);
+        mal_headers(&mut m, "=?x-unknown-42?Q?caf=E9_du_march=E9?=", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2482,28 +2591,30 @@ fn gen_malformed(mbox: &mut Mbox) {
         );
         hdr(&mut m, "Content-Transfer-Encoding", "8bit");
         m.extend_from_slice(b"\nThis part declares a charset nobody knows.\nHigh bytes follow: caf\xe9, na\xefve, \x8f\x90\x9d\xff\xfe.\nA decoder should fall back rather than fail.\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 8. NUL bytes in headers and body.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "NUL\0bytes in the subject", &id, t);
+        mal_headers(&mut m, "NUL\0bytes in the subject", &id, g.t);
         hdr(&mut m, "X-Nul-Test", "before\0after\0\0end");
         hdr(&mut m, "Content-Type", "text/plain; charset=us-ascii");
         m.extend_from_slice(b"\nThis body contains NUL bytes: \0 here,\n\0\0\0 at the start of a line,\nand one at the very end.\0\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
+}
+
+/// Malformed shapes: huge header lines, deep nesting, missing parts.
+fn malformed_shapes(g: &mut Mal, mbox: &mut Mbox) {
     // 9. A header line of exactly 1 MiB (1,048,576 bytes, excluding the LF).
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Header line of one mebibyte", &id, t);
+        mal_headers(&mut m, "Header line of one mebibyte", &id, g.t);
         let prefix = b"X-Huge-Header: ";
         let mut line = prefix.to_vec();
-        let chunk = rng.from_alphabet(B64URL, 4096, 4096);
+        let chunk = g.rng.from_alphabet(B64URL, 4096, 4096);
         while line.len() < 1_048_576 {
             let need = (1_048_576 - line.len()).min(chunk.len());
             line.extend_from_slice(&chunk.as_bytes()[..need]);
@@ -2512,14 +2623,13 @@ fn gen_malformed(mbox: &mut Mbox) {
         m.push(b'\n');
         hdr(&mut m, "Content-Type", "text/plain; charset=us-ascii");
         m.extend_from_slice(b"\nThe header above is a single line of 1,048,576 bytes.\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 10. Multipart nested 100 levels deep.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Multipart nested 100 levels deep", &id, t);
+        mal_headers(&mut m, "Multipart nested 100 levels deep", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2544,30 +2654,33 @@ fn gen_malformed(mbox: &mut Mbox) {
         for level in (0..100).rev() {
             m.extend_from_slice(format!("--lvl{:03}--\n", level).as_bytes());
         }
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 11. Only headers, no body (not even the blank separator line).
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Headers only, no body", &id, t);
+        mal_headers(&mut m, "Headers only, no body", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "text/plain; charset=us-ascii");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 12. No headers at all.
     {
         let m = b"\nThis message has no headers at all: the separator line is followed\ndirectly by the empty line and then this body text.\n".to_vec();
-        mbox.add(env, t, &m, None, "malformed");
-        t += 600;
+        g.add(mbox, &m, None);
     }
+    malformed_syntax(g, mbox);
+}
+
+/// Malformed syntax: binary declared as text, broken headers and encoded
+/// words, mismatched boundaries, unknown encodings.
+fn malformed_syntax(g: &mut Mal, mbox: &mut Mbox) {
     // 13. Binary attachment declared as text.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Binary data declared as text/plain", &id, t);
+        mal_headers(&mut m, "Binary data declared as text/plain", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2577,16 +2690,15 @@ fn gen_malformed(mbox: &mut Mbox) {
         m.extend_from_slice(b"\n--bin-as-text\nContent-Type: text/plain; charset=us-ascii\n\nSee the attached report.\n--bin-as-text\nContent-Type: text/plain; charset=us-ascii; name=\"report.txt\"\nContent-Disposition: attachment; filename=\"report.txt\"\nContent-Transfer-Encoding: 8bit\n\n");
         m.extend_from_slice(b"\x89PNG\x1a\n\0\0\0\rIHDR");
         for _ in 0..2048 {
-            let b = (rng.next_u64() & 0xff) as u8;
+            let b = (g.rng.next_u64() & 0xff) as u8;
             m.push(if b == b'\r' { 0 } else { b });
         }
         m.extend_from_slice(b"\n--bin-as-text--\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 14. Broken header syntax and bad encoded words.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
         m.extend_from_slice(b" leading continuation line before any header\n");
         hdr(&mut m, "From", "=?UTF-8?B?!!!notbase64?= <odd@broken.test>");
@@ -2607,14 +2719,13 @@ fn gen_malformed(mbox: &mut Mbox) {
         hdr(&mut m, "Content-Type", "text/html; charset=utf-8");
         hdr(&mut m, "Content-Transfer-Encoding", "7bit");
         m.extend_from_slice(b"\nBody after broken headers.\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 15. Mismatched nested boundaries (inner part never closed, outer closes early).
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Mismatched nested boundaries", &id, t);
+        mal_headers(&mut m, "Mismatched nested boundaries", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(
             &mut m,
@@ -2622,18 +2733,17 @@ fn gen_malformed(mbox: &mut Mbox) {
             "multipart/mixed; boundary=\"outer\"",
         );
         m.extend_from_slice(b"\n--outer\nContent-Type: multipart/alternative; boundary=\"inner\"\n\n--inner\nContent-Type: text/plain\n\ninner plain part\n--inner\nContent-Type: text/html\n\n<p>inner html part, inner boundary never closed</p>\n--outer--\n--inner--\ntrailing text after both terminators\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
-        t += 600;
+        g.add(mbox, &m, Some(&id));
     }
     // 16. Unknown transfer encoding, truncated content type, empty charset.
     {
-        let id = next_id(&mut rng);
+        let id = g.next_id();
         let mut m = Vec::new();
-        mal_headers(&mut m, "Unknown transfer encoding", &id, t);
+        mal_headers(&mut m, "Unknown transfer encoding", &id, g.t);
         hdr(&mut m, "MIME-Version", "1.0");
         hdr(&mut m, "Content-Type", "multipart/mixed; boundary=\"enc\"");
         m.extend_from_slice(b"\n--enc\nContent-Type: text/\nContent-Transfer-Encoding: x-rot13\n\nGuvf obql vf ebg13 rapbqrq.\n--enc\nContent-Type: text/plain; charset=\nContent-Transfer-Encoding: base65\n\nempty charset and a transfer encoding that does not exist\n--enc--\n");
-        mbox.add(env, t, &m, Some(&id), "malformed");
+        g.add(mbox, &m, Some(&id));
     }
 }
 
