@@ -29,7 +29,7 @@ use std::fs::File;
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
-use bulkwatch::engine::index::{Match, MIN_PROBED_BANDS};
+use bulkwatch::engine::index::{Match, MatchKind, MIN_PROBED_BANDS};
 use bulkwatch::engine::link::{size_bounds, Rule};
 use bulkwatch::engine::minhash::{probe_keys, sketch_diff};
 use bulkwatch::engine::shingle::features;
@@ -130,15 +130,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         sketch_diff: diff,
                         campaign: 0,
                         sketch: plain.min.sketch,
-                        corroborating: false,
-                        containing: false,
+                        kind: MatchKind::Near,
                         size: size_class(text),
                     };
                     let takes = rule.contains(&m);
                     // Found by a probe alone: a containing entry.
                     let ext_takes = rule.contains(&Match {
-                        containing: !banded,
-                        corroborating: !banded,
+                        kind: if banded {
+                            MatchKind::Near
+                        } else {
+                            MatchKind::Containing
+                        },
                         ..m
                     });
                     ext_band += u32::from(banded || ext);

@@ -17,7 +17,7 @@
 //!   a copy diluted with other words) and has no strong match joins that
 //!   campaign and merges nothing. Texts found only by probing the band
 //!   tables with the message's other smallest MinHash values (containing
-//!   entries, [`Match::containing`]) are evidence of this alone.
+//!   entries, [`MatchKind::Containing`]) are evidence of this alone.
 //! - A campaign matched but not joined is reported as a near miss.
 //!
 //! `n = 0` restores the single-link rule of fingerprint version 4 and
@@ -32,7 +32,7 @@
 //! This is the only implementation of the rule: with Redis, every daemon
 //! applies the site's log to an engine of its own (`store::stream`).
 
-use super::index::Match;
+use super::index::{Match, MatchKind};
 use super::minhash::contained_misses;
 
 /// What the linking rule needs of the configuration.
@@ -61,7 +61,7 @@ pub struct Rule {
 /// [`contained_misses`]).
 pub const MAX_CONTAINED_MISSES: u32 = 2;
 /// [`MAX_CONTAINED_MISSES`] for a text found by a band probe alone (a
-/// containing entry, [`Match::containing`]). The probes read 9 keys a band
+/// containing entry, [`MatchKind::Containing`]). The probes read 9 keys a band
 /// instead of 1, so they bring more texts that the message holds only in
 /// part to the test. A text a fifth of which the message lacks misses 3.3
 /// values on average (`minhash` unit test): it passes at 2 misses about a
@@ -101,7 +101,7 @@ pub const MIN_QUOTED_SHARE: f64 = 0.85;
 
 impl Rule {
     fn strong(&self, m: &Match) -> bool {
-        !m.corroborating
+        !m.corroborating()
             && (m.distance <= self.strong_distance || m.sketch_diff <= self.strong_sketch_diff)
     }
 
@@ -114,7 +114,7 @@ impl Rule {
     /// text, or, for a reply or forward, [`MIN_QUOTED`] and
     /// [`MIN_GROWTH`] times as many, and the share of the text its sketch
     /// difference estimates must reach [`MIN_QUOTED_SHARE`]. A text found
-    /// by a band probe alone (`m.containing`) is held to
+    /// by a band probe alone (`m.containing()`) is held to
     /// [`MAX_PROBED_MISSES`] and [`MIN_PROBED`] instead. What a sender
     /// gains by marking copies as replies: the rule before 2026-11-27 (the
     /// same bounds and estimate), with the test of the three smallest
@@ -133,7 +133,7 @@ impl Rule {
         let a = crate::engine::index::window::class_size(m.size);
         let b = self.features as f64;
         let (least, smallest) = size_bounds(self.reply, a);
-        let (least, most_misses) = if m.containing {
+        let (least, most_misses) = if m.containing() {
             (least.max(MIN_PROBED), MAX_PROBED_MISSES)
         } else {
             (least, MAX_CONTAINED_MISSES)
@@ -258,7 +258,7 @@ fn gather(
         let Some(e) = resolve(m.campaign).and_then(|r| entry(&mut per, r)) else {
             continue;
         };
-        if m.containing {
+        if m.containing() {
             // Not for a reply: its quotes make it differ from the message
             // it answers as a diluted copy differs from its text.
             if !rule.reply && e.contained.is_none() && rule.contains(m) {
@@ -269,7 +269,7 @@ fn gather(
         if e.first.is_none() {
             e.first = Some(*m);
         }
-        let strong = rule.strong(m) || (rule.corroboration == 0 && !m.corroborating);
+        let strong = rule.strong(m) || (rule.corroboration == 0 && !m.corroborating());
         let texts = if strong { &mut e.strong } else { &mut e.weak };
         if !texts.contains(&m.sketch) {
             texts.push(m.sketch);
@@ -360,14 +360,8 @@ fn choose(rule: &Rule, per: &[Evidence]) -> Link {
 /// The order of `NearIndex::query`: matches before corroborating entries,
 /// those before containing ones, then sketch difference, distance and
 /// sequence number.
-fn key(m: &Match) -> (bool, bool, u32, u32, u64) {
-    (
-        m.corroborating,
-        m.containing,
-        m.sketch_diff,
-        m.distance,
-        m.seq,
-    )
+fn key(m: &Match) -> (MatchKind, u32, u32, u64) {
+    (m.kind, m.sketch_diff, m.distance, m.seq)
 }
 
 #[cfg(test)]
@@ -391,15 +385,14 @@ mod tests {
             sketch_diff,
             campaign,
             sketch,
-            corroborating: false,
-            containing: false,
+            kind: MatchKind::Near,
             size: 0,
         }
     }
 
     fn corr(seq: u64, campaign: u32, sketch: u64) -> Match {
         Match {
-            corroborating: true,
+            kind: MatchKind::Corroborating,
             ..m(seq, campaign, 18, 9, sketch)
         }
     }
@@ -500,8 +493,7 @@ mod tests {
         msg.extend(words(1000, 50));
         let rule = rule_for(&msg);
         let containing = |seq: u64, sketch: u64| Match {
-            corroborating: true,
-            containing: true,
+            kind: MatchKind::Containing,
             ..of_size(seq, 4, 12, 100, sketch)
         };
         let l = run(&rule, None, &[containing(1, t)]);
@@ -516,7 +508,7 @@ mod tests {
         assert!(l.join.is_empty() && l.near_miss.is_none(), "{l:?}");
         // The same two as corroborating entries join on corroboration.
         let corr = |seq: u64, sketch: u64| Match {
-            containing: false,
+            kind: MatchKind::Corroborating,
             ..containing(seq, sketch)
         };
         let l = run(&rule, None, &[corr(1, other), corr(2, !other)]);
@@ -530,8 +522,11 @@ mod tests {
     #[test]
     fn probed_texts_are_held_to_stricter_bounds() {
         let found = |containing: bool, size: usize, sketch: u64| Match {
-            corroborating: true,
-            containing,
+            kind: if containing {
+                MatchKind::Containing
+            } else {
+                MatchKind::Corroborating
+            },
             ..of_size(1, 4, 8, size, sketch)
         };
         // A text the message holds but for a few words, with two misses.

@@ -1451,8 +1451,7 @@ mod tests {
             sketch_diff: 9,
             campaign,
             sketch,
-            corroborating: true,
-            containing: false,
+            kind: crate::engine::index::MatchKind::Corroborating,
             size: 0,
         };
         // Closest first: b once, then a with three texts (one twice).

@@ -60,14 +60,8 @@ pub struct Match {
     pub campaign: u32,
     /// The entry's MinHash sketch.
     pub sketch: u64,
-    /// Not a match by itself: a band candidate within the corroboration
-    /// bounds only (see [`NearIndex::with_corroboration`]).
-    pub corroborating: bool,
-    /// Not even corroboration: found by a band probe only, within the
-    /// containment bounds (see [`NearIndex::with_containment`];
-    /// `corroborating` is set too). The linking rule only tests whether
-    /// the message contains it.
-    pub containing: bool,
+    /// What the entry is to the message ([`MatchKind`]).
+    pub kind: MatchKind,
     /// The entry's size class ([`window::size_class`]).
     pub size: u8,
 }
@@ -126,12 +120,31 @@ pub struct NearIndex {
     containment: Option<(u32, u32)>,
 }
 
-/// What an accepted candidate is to the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Match,
+/// What a window entry found by a query is to the message, in the order
+/// the query lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MatchKind {
+    /// A match: within the window's radius or MinHash bounds.
+    Near,
+    /// Not a match by itself: a band candidate within the corroboration
+    /// bounds only (see [`NearIndex::with_corroboration`]).
     Corroborating,
+    /// Not even corroboration: found by a band probe only, within the
+    /// containment bounds (see [`NearIndex::with_containment`]). The
+    /// linking rule only tests whether the message contains it.
     Containing,
+}
+
+impl Match {
+    /// Not a match by itself (corroborating or containing).
+    pub fn corroborating(&self) -> bool {
+        self.kind != MatchKind::Near
+    }
+
+    /// Found by a band probe only ([`MatchKind::Containing`]).
+    pub fn containing(&self) -> bool {
+        self.kind == MatchKind::Containing
+    }
 }
 
 impl NearIndex {
@@ -219,20 +232,20 @@ impl NearIndex {
         q: &Query<'_>,
         shares_band: bool,
         probed: bool,
-    ) -> Option<(u32, u32, Kind)> {
+    ) -> Option<(u32, u32, MatchKind)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
         let by_minhash =
             shares_band && sd <= self.max_sketch_diff && d <= self.max_minhash_distance;
         if d <= self.tables.radius() || by_minhash {
-            return Some((d, sd, Kind::Match));
+            return Some((d, sd, MatchKind::Near));
         }
         let within =
             |b: Option<(u32, u32)>| b.is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d);
         if shares_band && within(self.corroboration) {
-            Some((d, sd, Kind::Corroborating))
+            Some((d, sd, MatchKind::Corroborating))
         } else if probed && within(self.containment) {
-            Some((d, sd, Kind::Containing))
+            Some((d, sd, MatchKind::Containing))
         } else {
             None
         }
@@ -317,16 +330,15 @@ impl NearIndex {
                         Owner::Alone(_) => ALONE_KEY,
                     },
                     sketch: e.sketch,
-                    corroborating: kind != Kind::Match,
-                    containing: kind == Kind::Containing,
+                    kind,
                     size: e.size(),
                 })
             })
             .collect();
         out.sort_unstable_by_key(|m| {
             (
-                m.corroborating,
-                m.containing,
+                m.corroborating(),
+                m.containing(),
                 m.sketch_diff,
                 m.distance,
                 m.seq,
@@ -621,13 +633,13 @@ mod tests {
             let got = idx.query(&q(h, &bands_of(h)));
             let seen: Vec<(u64, u32, bool, bool)> = got
                 .iter()
-                .map(|m| (m.seq, m.distance, m.corroborating, m.containing))
+                .map(|m| (m.seq, m.distance, m.corroborating(), m.containing()))
                 .collect();
             let want = brute_all(&idx, h, &bands_of(h));
             assert_eq!(seen, want, "query {n}");
-            strict += got.iter().filter(|m| !m.corroborating).count();
-            corroborating += got.iter().filter(|m| m.corroborating).count();
-            let without: Vec<Match> = got.into_iter().filter(|m| !m.corroborating).collect();
+            strict += got.iter().filter(|m| !m.corroborating()).count();
+            corroborating += got.iter().filter(|m| m.corroborating()).count();
+            let without: Vec<Match> = got.into_iter().filter(|m| !m.corroborating()).collect();
             assert_eq!(plain.query(&q(h, &bands_of(h))), without);
         }
         assert!(
@@ -700,15 +712,15 @@ mod tests {
             let got = idx.query(&query);
             let seen: Vec<(u64, u32, bool, bool)> = got
                 .iter()
-                .map(|m| (m.seq, m.distance, m.corroborating, m.containing))
+                .map(|m| (m.seq, m.distance, m.corroborating(), m.containing()))
                 .collect();
             assert_eq!(seen, oracle(&idx, &query, probed_bands_of), "query {n}");
             corroborating += got
                 .iter()
-                .filter(|m| m.corroborating && !m.containing)
+                .filter(|m| m.corroborating() && !m.containing())
                 .count();
-            containing += got.iter().filter(|m| m.containing).count();
-            let others: Vec<Match> = got.into_iter().filter(|m| !m.containing).collect();
+            containing += got.iter().filter(|m| m.containing()).count();
+            let others: Vec<Match> = got.into_iter().filter(|m| !m.containing()).collect();
             assert_eq!(unprobed.query(&query), others);
         }
         assert!(
