@@ -397,6 +397,216 @@ mod tests {
         }
     }
 
+    /// Evidence for campaign `root`, empty.
+    fn ev(root: u32) -> Evidence {
+        Evidence {
+            root,
+            exact: false,
+            strong: Vec::new(),
+            weak: Vec::new(),
+            first_strong: None,
+            first: None,
+            strong_pos: usize::MAX,
+            contained: None,
+        }
+    }
+
+    /// `ev(root)` with strong texts `sketches`, its first strong match
+    /// `first` at position `pos` of the query's list.
+    fn strong(root: u32, sketches: &[u64], first: Match, pos: usize) -> Evidence {
+        Evidence {
+            strong: sketches.to_vec(),
+            first_strong: Some(first),
+            first: Some(first),
+            strong_pos: pos,
+            ..ev(root)
+        }
+    }
+
+    /// `ev(root)` with weak texts `sketches`, the first of them `first`.
+    fn weak(root: u32, sketches: &[u64], first: Match) -> Evidence {
+        Evidence {
+            weak: sketches.to_vec(),
+            first: Some(first),
+            ..ev(root)
+        }
+    }
+
+    /// A match of sequence number `seq` (and sketch `seq`) at sketch
+    /// difference `sd`.
+    fn near(seq: u64, sd: u32) -> Match {
+        m(seq, 0, 4, sd, seq)
+    }
+
+    /// `ev(root)`, the message containing its text found as `seq`.
+    fn contained(root: u32, seq: u64, sd: u32) -> Evidence {
+        Evidence {
+            contained: Some(Match {
+                kind: MatchKind::Containing,
+                ..near(seq, sd)
+            }),
+            ..ev(root)
+        }
+    }
+
+    /// A row of the choice's table: the branch, the evidence, the
+    /// corroboration, then what is joined (the chosen campaign first),
+    /// whether on containment, on how many weak texts, and the near
+    /// miss's sequence number.
+    type Row = (
+        &'static str,
+        Vec<Evidence>,
+        usize,
+        Vec<u32>,
+        bool,
+        usize,
+        Option<u64>,
+    );
+
+    /// The rows where strong evidence decides.
+    fn strong_rows() -> Vec<Row> {
+        let exact = Evidence {
+            exact: true,
+            strong_pos: 0,
+            ..ev(7)
+        };
+        vec![
+            ("nothing found", vec![], 2, vec![], false, 0, None),
+            (
+                "the exact text alone",
+                vec![exact.clone()],
+                2,
+                vec![7],
+                false,
+                0,
+                None,
+            ),
+            (
+                "most strong texts is chosen, the other strong merged",
+                vec![
+                    strong(1, &[1], near(1, 2), 1),
+                    strong(2, &[2, 3], near(2, 3), 2),
+                ],
+                2,
+                vec![2, 1],
+                false,
+                0,
+                None,
+            ),
+            (
+                "a tie goes to the closest strong match",
+                vec![
+                    strong(1, &[1], near(5, 2), 5),
+                    strong(2, &[2], near(3, 3), 3),
+                ],
+                2,
+                vec![2, 1],
+                false,
+                0,
+                None,
+            ),
+            (
+                "the exact text counts as one strong text, first",
+                vec![strong(1, &[1], near(1, 2), 1), exact],
+                2,
+                vec![7, 1],
+                false,
+                0,
+                None,
+            ),
+            (
+                "a weak campaign is never merged: its match is the near miss",
+                vec![
+                    strong(1, &[1], near(1, 2), 1),
+                    weak(2, &[4, 5, 6], near(4, 9)),
+                ],
+                2,
+                vec![1],
+                false,
+                0,
+                Some(4),
+            ),
+        ]
+    }
+
+    /// The rows without strong evidence: containment, corroboration.
+    fn weak_rows() -> Vec<Row> {
+        vec![
+            (
+                "no strong evidence: the contained text's campaign, the closer",
+                vec![contained(3, 8, 12), contained(4, 9, 10)],
+                2,
+                vec![4],
+                true,
+                0,
+                None,
+            ),
+            (
+                "containment before corroboration",
+                vec![weak(2, &[4, 5], near(4, 9)), contained(3, 8, 12)],
+                2,
+                vec![3],
+                true,
+                0,
+                Some(4),
+            ),
+            (
+                "enough weak texts corroborate: the campaign with the most",
+                vec![
+                    weak(2, &[4, 5], near(4, 9)),
+                    weak(3, &[6, 7, 8], near(6, 10)),
+                ],
+                2,
+                vec![3],
+                false,
+                3,
+                Some(4),
+            ),
+            (
+                "too few weak texts: a near miss only",
+                vec![weak(2, &[4], near(4, 9))],
+                2,
+                vec![],
+                false,
+                0,
+                Some(4),
+            ),
+            (
+                "single link (corroboration 0) joins on nothing weak",
+                vec![weak(2, &[4, 5, 6], near(4, 9))],
+                0,
+                vec![],
+                false,
+                0,
+                Some(4),
+            ),
+        ]
+    }
+
+    /// The choice over typed evidence, a row a branch.
+    #[test]
+    fn the_choice_over_evidence_covers_every_branch() {
+        for (branch, per, corroboration, join, contained, weak_texts, miss) in
+            strong_rows().into_iter().chain(weak_rows())
+        {
+            let rule = Rule {
+                corroboration,
+                ..RULE
+            };
+            let l = choose(&rule, &per);
+            assert_eq!(
+                (
+                    l.join.clone(),
+                    l.contained,
+                    l.weak_texts,
+                    l.near_miss.map(|m| m.seq)
+                ),
+                (join, contained, weak_texts, miss),
+                "{branch}: {l:?}"
+            );
+        }
+    }
+
     fn run(rule: &Rule, exact: Option<u32>, ms: &[Match]) -> Link {
         let mut sorted = ms.to_vec();
         sorted.sort_by_key(key);
