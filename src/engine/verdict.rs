@@ -11,7 +11,11 @@ pub enum Level {
     Clean,
     Suspect,
     Bulk,
-    /// Allow-listed: not judged, not recorded.
+    /// Let through whatever its campaign: by an allow-list or a domain
+    /// allowance, before any store is asked (not judged, not recorded),
+    /// or because an operator allowed its campaign
+    /// ([`AllowReason::Campaign`]: judged and recorded, so the campaign
+    /// goes on counting).
     Allowed(AllowReason),
     /// Not judged.
     Skipped(SkipReason),
@@ -240,9 +244,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub(crate) fn skipped(reason: SkipReason, features: usize, simhash: Option<u64>) -> Verdict {
+    /// A verdict of `level` and nothing else: no campaign, no match.
+    fn bare(level: Level) -> Verdict {
         Verdict {
-            level: Level::Skipped(reason),
+            level,
             list: false,
             exact: false,
             distance: None,
@@ -254,19 +259,26 @@ impl Verdict {
             nearest: None,
             corroborating: 0,
             near_miss: None,
-            simhash,
-            features,
+            simhash: None,
+            features: 0,
             step: None,
             kept_cut: None,
             partial: false,
         }
     }
 
-    pub(crate) fn allowed(reason: AllowReason) -> Verdict {
+    pub(crate) fn skipped(reason: SkipReason, features: usize, simhash: Option<u64>) -> Verdict {
         Verdict {
-            level: Level::Allowed(reason),
-            ..Verdict::skipped(SkipReason::TooShort, 0, None)
+            simhash,
+            features,
+            ..Verdict::bare(Level::Skipped(reason))
         }
+    }
+
+    /// Let through before any store is asked (an allow-list, a domain
+    /// allowance).
+    pub(crate) fn allowed(reason: AllowReason) -> Verdict {
+        Verdict::bare(Level::Allowed(reason))
     }
 
     /// The value of an `X-Bulkwatch` header: level first, then what a Sieve
