@@ -31,6 +31,32 @@
 //!
 //! This is the only implementation of the rule: with Redis, every daemon
 //! applies the site's log to an engine of its own (`store::stream`).
+//!
+//! # Settings and constants
+//!
+//! Every bound the rule reads, and where it is set. A setting is the
+//! operator's (`bulkwatch.toml`, checked and documented there); a
+//! constant is the code's, each documented at its definition with the
+//! evidence it rests on (most of it pairs of the SpamAssassin corpus under
+//! one key: docs/dev/quality.md).
+//!
+//! | bound | kind | where |
+//! | --- | --- | --- |
+//! | strong match: distance, sketch difference | setting | `thresholds.strong_distance`, `thresholds.strong_sketch_diff` |
+//! | weak match: radius, MinHash bound | setting | `window.max_distance`, `window.max_sketch_diff` |
+//! | weight of a weak match | setting | `thresholds.weak_match_weight` |
+//! | distinct texts that corroborate | setting | `window.corroborating_matches` |
+//! | corroborating and containing candidates' bounds | setting | `window.corroborating_sketch_diff`, `window.corroborating_distance` |
+//! | containment on or off | setting | `window.containment` |
+//! | misses of a contained text | constant | [`MAX_CONTAINED_MISSES`], [`MAX_PROBED_MISSES`] |
+//! | least size of a contained text | constant | [`MIN_CONTAINED`], [`MIN_PROBED`], [`MIN_QUOTED`] |
+//! | a reply's growth and its quote's share | constant | [`MIN_GROWTH`], [`MIN_QUOTED_SHARE`] |
+//! | band tables a containing entry needs | constant | [`MIN_PROBED_BANDS`](super::index::MIN_PROBED_BANDS) |
+//! | matches a query returns | constant | [`MAX_MATCHES`](super::index::MAX_MATCHES) |
+//!
+//! The rule's decision itself (`choose`) reads only the evidence per
+//! campaign that `gather` collects and the corroboration setting: it is
+//! a pure function, tested as a table of its branches.
 
 use super::index::{Match, MatchKind};
 use super::minhash::contained_misses;

@@ -180,8 +180,8 @@ impl NearIndex {
     }
 
     /// Also probes the band tables with the query's other keys
-    /// ([`Query::smallest`]) and returns, as `containing` (and
-    /// `corroborating`) entries, those found by a probe, in at least
+    /// ([`Query::smallest`]) and returns, as [`MatchKind::Containing`]
+    /// entries, those found by a probe, in at least
     /// [`MIN_PROBED_BANDS`] tables (by probe or own band key), that neither
     /// match nor corroborate but whose sketch differs in at most
     /// `max_sketch_diff` values and whose simhash is at most
