@@ -29,7 +29,7 @@ use std::fs::File;
 
 use bulkwatch::config::Config;
 use bulkwatch::engine::index::window::{class_size, size_class};
-use bulkwatch::engine::index::{Match, MatchKind, MIN_PROBED_BANDS};
+use bulkwatch::engine::index::{CampaignRef, Match, MatchKind, MIN_PROBED_BANDS};
 use bulkwatch::engine::link::{size_bounds, Rule};
 use bulkwatch::engine::minhash::{probe_keys, sketch_diff};
 use bulkwatch::engine::shingle::features;
@@ -128,7 +128,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         seq: 0,
                         distance,
                         sketch_diff: diff,
-                        campaign: 0,
+                        campaign: CampaignRef::Slot(0),
                         sketch: plain.min.sketch,
                         kind: MatchKind::Near,
                         size: size_class(text),

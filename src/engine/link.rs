@@ -58,7 +58,7 @@
 //! campaign that `gather` collects and the corroboration setting: it is
 //! a pure function, tested as a table of its branches.
 
-use super::index::{Match, MatchKind};
+use super::index::{CampaignRef, Match, MatchKind};
 use super::minhash::contained_misses;
 
 /// What the linking rule needs of the configuration.
@@ -195,10 +195,11 @@ fn estimated_share(diff: u32, a: f64, b: f64) -> f64 {
     j * (a + b) / ((1.0 + j) * a)
 }
 
-/// The evidence for one campaign (a live root slot).
+/// The evidence for one campaign (its live root, `K`: a
+/// [`CampaignRef`] in the engine).
 #[derive(Debug, Clone, PartialEq)]
-struct Evidence {
-    root: u32,
+struct Evidence<K> {
+    root: K,
     exact: bool,
     /// Distinct sketches of its strong matches.
     strong: Vec<u64>,
@@ -215,12 +216,12 @@ struct Evidence {
 }
 
 /// The rule's decision for one message.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Link {
-    /// Live slots to join: the first is the campaign chosen, the others
-    /// are merged with it (into the oldest, see `Campaigns::merge`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link<K> {
+    /// Live campaigns to join: the first is the campaign chosen, the
+    /// others are merged with it (into the oldest, see `Campaigns::merge`).
     /// Empty: a new campaign.
-    pub join: Vec<u32>,
+    pub join: Vec<K>,
     /// Joined on weak evidence: the number of distinct texts that matched.
     pub weak_texts: usize,
     /// Joined because the message contains a text of the campaign
@@ -236,32 +237,48 @@ pub struct Link {
     pub near_miss: Option<Match>,
 }
 
-/// Applies the rule. `exact` is the live slot of an exact match, `matches`
-/// come from `NearIndex::query` (matches sorted closest first, then
-/// corroborating entries sorted the same way, then containing ones);
-/// `resolve` gives a slot's live root. A containing entry is evidence of
+impl<K> Link<K> {
+    /// No campaign joined, nothing missed.
+    fn none() -> Link<K> {
+        Link {
+            join: Vec::new(),
+            weak_texts: 0,
+            contained: false,
+            closest: None,
+            distance: None,
+            sketch_diff: None,
+            near_miss: None,
+        }
+    }
+}
+
+/// Applies the rule. `exact` is the live campaign of an exact match,
+/// `matches` come from `NearIndex::query` (matches sorted closest first,
+/// then corroborating entries sorted the same way, then containing ones);
+/// `resolve` gives a match's campaign's live root, `None` for one that
+/// counts for nothing (forgotten). A containing entry is evidence of
 /// nothing but containment ([`Rule::contains`]).
-pub fn link(
+pub fn link<K: Copy + Eq>(
     rule: &Rule,
-    exact: Option<u32>,
+    exact: Option<CampaignRef>,
     matches: &[Match],
-    resolve: impl Fn(u32) -> Option<u32>,
-) -> Link {
+    resolve: impl Fn(CampaignRef) -> Option<K>,
+) -> Link<K> {
     choose(rule, &gather(rule, exact, matches, resolve))
 }
 
 /// The evidence for each campaign the matches reach (by live root), in
 /// the order first reached.
-fn gather(
+fn gather<K: Copy + Eq>(
     rule: &Rule,
-    exact: Option<u32>,
+    exact: Option<CampaignRef>,
     matches: &[Match],
-    resolve: impl Fn(u32) -> Option<u32>,
-) -> Vec<Evidence> {
+    resolve: impl Fn(CampaignRef) -> Option<K>,
+) -> Vec<Evidence<K>> {
     // At most MAX_MATCHES entries and a handful of campaigns: a short list
     // beats a map.
-    let mut per: Vec<Evidence> = Vec::new();
-    fn entry(per: &mut Vec<Evidence>, root: u32) -> Option<&mut Evidence> {
+    let mut per: Vec<Evidence<K>> = Vec::new();
+    fn entry<K: Copy + Eq>(per: &mut Vec<Evidence<K>>, root: K) -> Option<&mut Evidence<K>> {
         if !per.iter().any(|e| e.root == root) {
             per.push(Evidence {
                 root,
@@ -317,9 +334,9 @@ fn gather(
 /// with strong evidence (most strong texts first), else the contained
 /// text's, else the one with enough corroborating texts; and the closest
 /// match of a campaign not joined.
-fn choose(rule: &Rule, per: &[Evidence]) -> Link {
-    let mut out = Link::default();
-    let strong_of = |e: &Evidence| e.strong.len() + usize::from(e.exact);
+fn choose<K: Copy + Eq>(rule: &Rule, per: &[Evidence<K>]) -> Link<K> {
+    let mut out = Link::none();
+    let strong_of = |e: &Evidence<K>| e.strong.len() + usize::from(e.exact);
     let chosen = per
         .iter()
         .filter(|e| strong_of(e) > 0)
@@ -409,7 +426,7 @@ mod tests {
             seq,
             distance,
             sketch_diff,
-            campaign,
+            campaign: CampaignRef::Slot(campaign),
             sketch,
             kind: MatchKind::Near,
             size: 0,
@@ -424,7 +441,7 @@ mod tests {
     }
 
     /// Evidence for campaign `root`, empty.
-    fn ev(root: u32) -> Evidence {
+    fn ev(root: u32) -> Evidence<u32> {
         Evidence {
             root,
             exact: false,
@@ -439,7 +456,7 @@ mod tests {
 
     /// `ev(root)` with strong texts `sketches`, its first strong match
     /// `first` at position `pos` of the query's list.
-    fn strong(root: u32, sketches: &[u64], first: Match, pos: usize) -> Evidence {
+    fn strong(root: u32, sketches: &[u64], first: Match, pos: usize) -> Evidence<u32> {
         Evidence {
             strong: sketches.to_vec(),
             first_strong: Some(first),
@@ -450,7 +467,7 @@ mod tests {
     }
 
     /// `ev(root)` with weak texts `sketches`, the first of them `first`.
-    fn weak(root: u32, sketches: &[u64], first: Match) -> Evidence {
+    fn weak(root: u32, sketches: &[u64], first: Match) -> Evidence<u32> {
         Evidence {
             weak: sketches.to_vec(),
             first: Some(first),
@@ -465,7 +482,7 @@ mod tests {
     }
 
     /// `ev(root)`, the message containing its text found as `seq`.
-    fn contained(root: u32, seq: u64, sd: u32) -> Evidence {
+    fn contained(root: u32, seq: u64, sd: u32) -> Evidence<u32> {
         Evidence {
             contained: Some(Match {
                 kind: MatchKind::Containing,
@@ -481,7 +498,7 @@ mod tests {
     /// miss's sequence number.
     type Row = (
         &'static str,
-        Vec<Evidence>,
+        Vec<Evidence<u32>>,
         usize,
         Vec<u32>,
         bool,
@@ -633,10 +650,14 @@ mod tests {
         }
     }
 
-    fn run(rule: &Rule, exact: Option<u32>, ms: &[Match]) -> Link {
+    /// The rule over `ms`, campaigns named by slot.
+    fn run(rule: &Rule, exact: Option<u32>, ms: &[Match]) -> Link<u32> {
         let mut sorted = ms.to_vec();
         sorted.sort_by_key(key);
-        link(rule, exact, &sorted, Some)
+        link(rule, exact.map(CampaignRef::Slot), &sorted, |r| match r {
+            CampaignRef::Slot(s) => Some(s),
+            CampaignRef::Alone(_) => None,
+        })
     }
 
     #[test]
@@ -858,7 +879,10 @@ mod tests {
     fn one_weak_match_does_not_join_and_is_a_near_miss() {
         let l = run(&RULE, None, &[m(7, 3, 3, 7, 10)]);
         assert!(l.join.is_empty());
-        assert_eq!(l.near_miss.map(|n| (n.seq, n.campaign)), Some((7, 3)));
+        assert_eq!(
+            l.near_miss.map(|n| (n.seq, n.campaign)),
+            Some((7, CampaignRef::Slot(3)))
+        );
         assert_eq!(l.distance, None);
     }
 
@@ -906,7 +930,7 @@ mod tests {
             (l.distance, l.sketch_diff, l.weak_texts),
             (Some(1), Some(2), 0)
         );
-        assert_eq!(l.near_miss.map(|n| n.campaign), Some(2));
+        assert_eq!(l.near_miss.map(|n| n.campaign), Some(CampaignRef::Slot(2)));
         // An exact match is strong evidence; first on a tie.
         let l = run(&RULE, Some(1), &[m(1, 0, 1, 2, 10)]);
         assert_eq!(l.join, vec![1, 0]);

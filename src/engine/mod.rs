@@ -52,7 +52,7 @@ use std::borrow::Cow;
 use self::campaign::{AloneRecords, Campaign, CampaignId, Campaigns, Member, WHILE_LIVE};
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::{Entry, Owner};
-use self::index::{NearIndex, Query, ALONE_KEY};
+use self::index::{CampaignRef, NearIndex, Query};
 use self::party::{Kind, Move, Parties, Talk};
 use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, Verdict};
 use crate::config::Config;
@@ -344,12 +344,11 @@ impl Engine {
         // Exact: Bloom first, then the LRU for the campaign. A campaign of
         // one message has no slot: the rule sees it under a key of its own
         // (`Alone`), and it gets a slot only if this message joins it.
-        let mut alone = AloneKeys::default();
         let seen = self.exact.contains(&obs.exact);
         let exact_key = if seen {
             self.exact
                 .campaign_of(&obs.exact)
-                .and_then(|v| self.exact_key(v, &mut alone))
+                .and_then(|v| self.exact_key(v))
         } else {
             None
         };
@@ -357,18 +356,18 @@ impl Engine {
         // Near: every window entry within distance k, or sharing a MinHash
         // band with a close sketch, then the corroborating entries; the
         // linking rule (`link`) picks the campaign.
-        let linked = self.link(obs, exact_key, &mut alone);
+        let linked = self.link(obs, exact_key);
         let near_miss = linked.near_miss.and_then(|m| {
             Some(NearMiss {
-                campaign: self.key_id(m.campaign, &alone)?,
+                campaign: self.key_id(m.campaign)?,
                 distance: m.distance,
                 sketch_diff: m.sketch_diff,
                 seq: m.seq,
             })
         });
-        let weighed = self.weigh(obs, &linked, exact, &alone, now);
+        let weighed = self.weigh(obs, &linked, exact, now);
         let mut merged = Vec::new();
-        let (home, step) = self.place(obs, &weighed, &alone, seen, now, &mut merged);
+        let (home, step) = self.place(obs, &weighed, seen, now, &mut merged);
         let seq = self.enter(obs, &home, step.added, weighed.weight_pct, now);
         let (campaign, newly_bulk, allowed) = self.placed(home, obs, now);
         Outcome {
@@ -388,14 +387,13 @@ impl Engine {
     }
 
     /// What the linking rule's choice `linked` weighs: the message's
-    /// weight in its campaign and the campaigns it joins (keys, campaigns
-    /// of one by their `alone` keys). Reads the engine only.
+    /// weight in its campaign and the campaigns it joins. Reads the engine
+    /// only.
     fn weigh(
         &self,
         obs: &Observation,
-        linked: &link::Link,
+        linked: &link::Link<CampaignRef>,
         exact: bool,
-        alone: &AloneKeys,
         now: UnixSecs,
     ) -> Weighed {
         let corroborating = u32::try_from(linked.weak_texts).unwrap_or(u32::MAX);
@@ -404,13 +402,13 @@ impl Engine {
         // allowed): containment never joins an allowed campaign, and such a
         // message starts a campaign of its own.
         let rides = linked.contained
-            && linked.join.iter().any(|k| {
-                alone.seq(*k).is_none()
-                    && self
-                        .campaigns
-                        .get(*k)
-                        .and_then(|c| c.allowed_until)
-                        .is_some_and(|u| u.get() > now.0)
+            && linked.join.iter().any(|k| match k {
+                CampaignRef::Slot(s) => self
+                    .campaigns
+                    .get(*s)
+                    .and_then(|c| c.allowed_until)
+                    .is_some_and(|u| u.get() > now.0),
+                CampaignRef::Alone(_) => false,
             });
         let weight_pct = if linked.contained && !rides {
             100
@@ -438,7 +436,6 @@ impl Engine {
         &mut self,
         obs: &Observation,
         weighed: &Weighed,
-        alone: &AloneKeys,
         seen: bool,
         now: UnixSecs,
         merged: &mut Vec<CampaignId>,
@@ -455,9 +452,9 @@ impl Engine {
         let join: Vec<u32> = weighed
             .join
             .iter()
-            .filter_map(|k| match alone.seq(*k) {
-                Some(seq) => self.slot_of_alone(seq),
-                None => Some(*k),
+            .filter_map(|k| match *k {
+                CampaignRef::Alone(seq) => self.slot_of_alone(seq),
+                CampaignRef::Slot(s) => Some(s),
             })
             .collect();
         let joined = if join.is_empty() {
@@ -578,14 +575,16 @@ impl Engine {
         }
     }
 
-    /// The rule's key for the campaign an exact-set value names, if it is
-    /// live and not forgotten: a slot, or an [`AloneKeys`] key.
-    fn exact_key(&self, (slot, id): (u32, u64), alone: &mut AloneKeys) -> Option<u32> {
+    /// The campaign an exact-set value names, if it is live and not
+    /// forgotten. (The stored value is a slot and the campaign's id, or,
+    /// for a campaign of one, the low bits of its entry's sequence number
+    /// and the id with [`ALONE_IN_LRU`] set: read here into a reference.)
+    fn exact_key(&self, (slot, id): (u32, u64)) -> Option<CampaignRef> {
         let slot = if id & ALONE_IN_LRU != 0 {
             let id = CampaignId(id & !ALONE_IN_LRU);
             let (seq, e) = self.index.window().get_by_low(slot)?;
             match e.owner() {
-                Owner::Alone(a) if a == id => return Some(alone.key(seq)),
+                Owner::Alone(a) if a == id => return Some(CampaignRef::Alone(seq)),
                 // Given a slot since: the slot must still be that campaign's.
                 Owner::Slot(s) if self.campaigns.slot_id(s) == Some(id) => s,
                 _ => return None,
@@ -596,14 +595,13 @@ impl Engine {
             return None;
         };
         let live = self.campaigns.get(slot)?.id;
-        (!self.forgotten.contains(&live)).then_some(slot)
+        (!self.forgotten.contains(&live)).then_some(CampaignRef::Slot(slot))
     }
 
     /// The linking rule's decision for `obs` ([`link::link`]): the
-    /// window's matches, weighed. Reads the engine only; campaigns of one
-    /// get keys of `alone`.
-    fn link(&self, obs: &Observation, exact_key: Option<u32>, alone: &mut AloneKeys) -> link::Link {
-        let mut matches = if obs.near {
+    /// window's matches, weighed. Reads the engine only.
+    fn link(&self, obs: &Observation, exact_key: Option<CampaignRef>) -> link::Link<CampaignRef> {
+        let matches = if obs.near {
             self.index.query(&Query {
                 simhash: obs.simhash,
                 sketch: obs.sketch,
@@ -613,11 +611,6 @@ impl Engine {
         } else {
             Vec::new()
         };
-        for m in &mut matches {
-            if m.campaign == ALONE_KEY {
-                m.campaign = alone.key(m.seq);
-            }
-        }
         let rule = link::Rule {
             strong_distance: obs.thresholds.strong_distance,
             strong_sketch_diff: obs.thresholds.strong_sketch_diff,
@@ -632,15 +625,18 @@ impl Engine {
             reply: obs.reply,
         };
         let (campaigns, forgotten) = (&self.campaigns, &self.forgotten);
-        link::link(&rule, exact_key, &matches, |k| {
-            if alone.seq(k).is_some() {
-                return Some(k);
-            }
-            campaigns.resolve(k).filter(|r| {
-                campaigns
-                    .get(*r)
-                    .is_some_and(|c| !forgotten.contains(&c.id))
-            })
+        // A campaign of one is never forgotten (forgetting gives it a
+        // slot first); a slot counts as its live root, unless forgotten.
+        link::link(&rule, exact_key, &matches, |k| match k {
+            CampaignRef::Alone(_) => Some(k),
+            CampaignRef::Slot(s) => campaigns
+                .resolve(s)
+                .filter(|r| {
+                    campaigns
+                        .get(*r)
+                        .is_some_and(|c| !forgotten.contains(&c.id))
+                })
+                .map(CampaignRef::Slot),
         })
     }
 
@@ -650,30 +646,29 @@ impl Engine {
     /// The window as it stands: what left it since the last message is
     /// still counted.
     pub fn explain(&self, obs: &Observation, now: UnixSecs) -> Explanation {
-        let mut alone = AloneKeys::default();
         let exact_key = if self.exact.contains(&obs.exact) {
             self.exact
                 .peek_campaign_of(&obs.exact)
-                .and_then(|v| self.exact_key(v, &mut alone))
+                .and_then(|v| self.exact_key(v))
         } else {
             None
         };
-        let linked = self.link(obs, exact_key, &mut alone);
-        let campaign_of_key = |k: u32| -> Option<Campaign> {
-            match alone.seq(k) {
-                Some(seq) => {
+        let linked = self.link(obs, exact_key);
+        let campaign_of_key = |k: CampaignRef| -> Option<Campaign> {
+            match k {
+                CampaignRef::Alone(seq) => {
                     let e = self.index.window().get(seq)?;
                     match e.owner() {
                         Owner::Alone(id) => Some(self.alone_campaign(seq, e, id)),
                         Owner::Slot(s) => self.campaigns.get(s).cloned(),
                     }
                 }
-                None => self.campaigns.get(k).cloned(),
+                CampaignRef::Slot(s) => self.campaigns.get(s).cloned(),
             }
         };
         let near_miss = linked.near_miss.and_then(|m| {
             Some(NearMiss {
-                campaign: self.key_id(m.campaign, &alone)?,
+                campaign: self.key_id(m.campaign)?,
                 distance: m.distance,
                 sketch_diff: m.sketch_diff,
                 seq: m.seq,
@@ -729,14 +724,14 @@ impl Engine {
         }
     }
 
-    /// The id of the campaign behind a key of the rule.
-    fn key_id(&self, key: u32, alone: &AloneKeys) -> Option<CampaignId> {
-        match alone.seq(key) {
-            Some(seq) => match self.index.window().get(seq)?.owner() {
+    /// The id of the campaign `key` names.
+    fn key_id(&self, key: CampaignRef) -> Option<CampaignId> {
+        match key {
+            CampaignRef::Alone(seq) => match self.index.window().get(seq)?.owner() {
                 Owner::Alone(id) => Some(id),
                 Owner::Slot(s) => self.campaigns.get(s).map(|c| c.id),
             },
-            None => self.campaigns.get(key).map(|c| c.id),
+            CampaignRef::Slot(s) => self.campaigns.get(s).map(|c| c.id),
         }
     }
 
@@ -896,7 +891,7 @@ struct Weighed {
     /// The message's weight in its campaign, in percent.
     weight_pct: u8,
     /// The campaigns it joins (rule keys); empty: a campaign of its own.
-    join: Vec<u32>,
+    join: Vec<CampaignRef>,
     /// Distinct texts behind a join on weak evidence.
     corroborating: u32,
 }
@@ -914,30 +909,6 @@ fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
     match e.owner() {
         Owner::Slot(s) => campaigns.release(s, e.recipients, e.weight(), e.sender),
         Owner::Alone(_) => *alone = alone.saturating_sub(1),
-    }
-}
-
-/// Keys for the linking rule of the campaigns of one message a message
-/// matched: [`ALONE_KEY`] counting down, one per entry (the rule keys
-/// campaigns by slot; these have none yet). At most `MAX_MATCHES` plus
-/// the exact match.
-#[derive(Debug, Default)]
-struct AloneKeys(Vec<u64>);
-
-impl AloneKeys {
-    fn key(&mut self, seq: u64) -> u32 {
-        let i = match self.0.iter().position(|s| *s == seq) {
-            Some(i) => i,
-            None => {
-                self.0.push(seq);
-                self.0.len() - 1
-            }
-        };
-        ALONE_KEY - i as u32
-    }
-
-    fn seq(&self, key: u32) -> Option<u64> {
-        self.0.get(ALONE_KEY.checked_sub(key)? as usize).copied()
     }
 }
 
@@ -1449,7 +1420,7 @@ mod tests {
             seq,
             distance: 18,
             sketch_diff: 9,
-            campaign,
+            campaign: CampaignRef::Slot(campaign),
             sketch,
             kind: crate::engine::index::MatchKind::Corroborating,
             size: 0,
@@ -1472,7 +1443,10 @@ mod tests {
                 deeper: [0; 2],
                 reply: false,
             };
-            let l = link::link(&rule, None, entries, |s| c.resolve(s));
+            let l = link::link(&rule, None, entries, |r| match r {
+                CampaignRef::Slot(s) => c.resolve(s),
+                CampaignRef::Alone(_) => None,
+            });
             l.closest
                 .filter(|_| !l.join.is_empty())
                 .map(|m| (m, l.weak_texts))
@@ -1499,7 +1473,7 @@ mod tests {
             m(5, x, 32),
         ];
         let (first, n) = corroborated(&c, &merged, 2).unwrap();
-        assert_eq!((first.seq, first.campaign, n), (3, x, 3));
+        assert_eq!((first.seq, first.campaign, n), (3, CampaignRef::Slot(x), 3));
     }
 
     #[test]

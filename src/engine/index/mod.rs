@@ -44,8 +44,18 @@ pub const MAX_MATCHES: usize = 256;
 /// as at 1. (With one band table no entry qualifies.)
 pub const MIN_PROBED_BANDS: u32 = 2;
 
-/// [`Match::campaign`] of an entry alone in its campaign (no slot).
-pub const ALONE_KEY: u32 = u32::MAX;
+/// A live campaign as the engine and the linking rule name it: by its
+/// slot, or, for a campaign of one message (which has no slot until a
+/// second message joins it or an operator corrects it), by the window
+/// entry of that message. The one reference to a campaign in memory;
+/// the stored forms (a window entry's owner, the exact set's value) are
+/// read into it where they are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CampaignRef {
+    Slot(u32),
+    /// The sequence number of the entry whose message is the campaign.
+    Alone(u64),
+}
 
 /// A match found in the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,9 +65,8 @@ pub struct Match {
     pub distance: u32,
     /// Differing 2-bit MinHash values (0..=32).
     pub sketch_diff: u32,
-    /// The entry's campaign slot; [`ALONE_KEY`] for an entry alone in its
-    /// campaign (the caller tells those apart by `seq`).
-    pub campaign: u32,
+    /// The entry's campaign.
+    pub campaign: CampaignRef,
     /// The entry's MinHash sketch.
     pub sketch: u64,
     /// What the entry is to the message ([`MatchKind`]).
@@ -326,8 +335,8 @@ impl NearIndex {
                     distance: d,
                     sketch_diff: sd,
                     campaign: match e.owner() {
-                        Owner::Slot(s) => s,
-                        Owner::Alone(_) => ALONE_KEY,
+                        Owner::Slot(s) => CampaignRef::Slot(s),
+                        Owner::Alone(_) => CampaignRef::Alone(seq),
                     },
                     sketch: e.sketch,
                     kind,
