@@ -38,7 +38,8 @@
 //! operator's (`bulkwatch.toml`, checked and documented there); a
 //! constant is the code's, each documented at its definition with the
 //! evidence it rests on (most of it pairs of the SpamAssassin corpus under
-//! one key: docs/dev/quality.md).
+//! one key: docs/dev/quality.md, which also says which of them reappear on
+//! held-out halves under another key: `benches/heldout_constants.py`).
 //!
 //! | bound | kind | where |
 //! | --- | --- | --- |
