@@ -1028,6 +1028,93 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
     }
 }
 
+/// The least-privilege user docs/admin/redis.md tells sites to create
+/// (its `ACL SETUSER bulkwatch` line, read from the page) is enough for
+/// everything a daemon does: two hosts share a campaign, the idle one
+/// lists it, a correction applies, an alert is claimed once, a domain
+/// allowance is set and read. A user without those commands is refused,
+/// so the ACL is enforced, not ignored.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn a_least_privilege_acl_user_is_enough() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/admin/redis.md"),
+    )
+    .unwrap();
+    let line = doc
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("ACL SETUSER bulkwatch "))
+        .expect("redis.md gives the ACL line");
+    let server = RedisServer::start();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        server.cli(&words).as_deref().map(str::trim),
+        Some("OK"),
+        "{line}"
+    );
+    let url = format!("redis://bulkwatch:CHANGE-ME@127.0.0.1:{}/0", server.port);
+    // The documented prefix, so that the line's key pattern applies.
+    let mut cfg = redis_config(vec![url.clone()], "bulkwatch");
+    cfg.thresholds.bulk_threshold = 3.0;
+    cfg.thresholds.suspect_threshold = 2.0;
+    let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let judge = |layer: &RedisLayer, n: u32| {
+        let env = Envelope {
+            rcpts: vec![format!("r{n}@example.net")],
+            ..Envelope::default()
+        };
+        let an = analyze(&spam(n), &env, &cfg);
+        let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
+        let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
+        let RedisResult::Judged(out) = layer.record(&obs, now) else {
+            panic!("redis refused the documented user");
+        };
+        verdict_of(&cfg, &obs, out)
+    };
+    let mut last = None;
+    for n in 0..4 {
+        last = Some(judge(if n % 2 == 0 { &a } else { &b }, n));
+    }
+    let v = last.unwrap();
+    assert_eq!(v.level, Level::Bulk);
+    let id = v.campaign.unwrap().id;
+    b.site().unwrap();
+    let listed: Vec<(CampaignId, u32)> = b
+        .view(|e| e.campaigns().map(|c| (c.id, c.messages)).collect())
+        .unwrap();
+    assert_eq!(listed, [(id, 4)]);
+    let now = UnixSecs(REPLAY_EPOCH + 10);
+    let until = bulkwatch::engine::campaign::WHILE_LIVE;
+    assert_eq!(
+        b.correct(Correction::Allow { id, until }, now).unwrap(),
+        Some(id)
+    );
+    assert_eq!(judge(&a, 4).level, Level::Allowed(AllowReason::Campaign));
+    assert!(a.claim_alert(id, Duration::from_secs(60)).unwrap());
+    assert!(!b.claim_alert(id, Duration::from_secs(60)).unwrap());
+    a.set_domain_allowance("news.example", Some(u64::MAX))
+        .unwrap();
+    assert_eq!(
+        b.domain_allowances().unwrap(),
+        [("news.example".to_owned(), u64::MAX)]
+    );
+    // A user without the commands is refused: the ACL is in force.
+    let bare = "ACL SETUSER bare on >x resetkeys ~* -@all +ping";
+    let words: Vec<&str> = bare.split_whitespace().collect();
+    assert_eq!(server.cli(&words).as_deref().map(str::trim), Some("OK"));
+    let bare = redis_config(
+        vec![format!("redis://bare:x@127.0.0.1:{}/0", server.port)],
+        "bulkwatch",
+    );
+    let c = RedisLayer::from_config(&bare).unwrap().unwrap();
+    assert!(c.set_domain_allowance("other.example", None).is_err());
+}
+
 #[cfg_attr(
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
