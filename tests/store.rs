@@ -948,6 +948,22 @@ fn agree_on_corrections() {
         .all(|s| s.campaign.as_ref().is_none_or(|c| c.0 != forgotten)));
 }
 
+/// Spam message `n` to one person of its own, judged through `layer` at
+/// `REPLAY_EPOCH + n` (Redis must answer).
+fn judged_on(layer: &RedisLayer, cfg: &Config, n: u32) -> Verdict {
+    let env = Envelope {
+        rcpts: vec![format!("r{n}@example.net")],
+        ..Envelope::default()
+    };
+    let an = analyze(&spam(n), &env, cfg);
+    let obs = bulkwatch::engine::observe(cfg, &an, &env).unwrap();
+    let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
+    let RedisResult::Judged(out) = layer.record(&obs, now) else {
+        panic!("redis did not judge message {n}");
+    };
+    verdict_of(cfg, &obs, out)
+}
+
 /// Corrections and the campaign list are the site's: a campaign fed
 /// through one daemon is listed with its counts by the other, idle one;
 /// allowed there, its next copy through the first is allowed; forgotten
@@ -965,19 +981,7 @@ fn two_daemons_share_corrections_and_the_campaign_list() {
         cfg.thresholds.suspect_threshold = 2.0;
         let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
         let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
-        let judge = |layer: &RedisLayer, n: u32| {
-            let env = Envelope {
-                rcpts: vec![format!("r{n}@example.net")],
-                ..Envelope::default()
-            };
-            let an = analyze(&spam(n), &env, &cfg);
-            let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
-            let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
-            let RedisResult::Judged(out) = layer.record(&obs, now) else {
-                panic!("redis failed");
-            };
-            verdict_of(&cfg, &obs, out)
-        };
+        let judge = |layer: &RedisLayer, n: u32| judged_on(layer, &cfg, n);
         let mut last = None;
         for n in 0..4 {
             last = Some(judge(&a, n));
@@ -1063,19 +1067,7 @@ fn a_least_privilege_acl_user_is_enough() {
     cfg.thresholds.suspect_threshold = 2.0;
     let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
     let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let judge = |layer: &RedisLayer, n: u32| {
-        let env = Envelope {
-            rcpts: vec![format!("r{n}@example.net")],
-            ..Envelope::default()
-        };
-        let an = analyze(&spam(n), &env, &cfg);
-        let obs = bulkwatch::engine::observe(&cfg, &an, &env).unwrap();
-        let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
-        let RedisResult::Judged(out) = layer.record(&obs, now) else {
-            panic!("redis refused the documented user");
-        };
-        verdict_of(&cfg, &obs, out)
-    };
+    let judge = |layer: &RedisLayer, n: u32| judged_on(layer, &cfg, n);
     let mut last = None;
     for n in 0..4 {
         last = Some(judge(if n % 2 == 0 { &a } else { &b }, n));

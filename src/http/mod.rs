@@ -205,7 +205,7 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
         let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
         return Reply::new(StatusCode::UNAUTHORIZED, json, body.to_string());
     }
-    use crate::milter::control::{parse_id, Command};
+    use crate::milter::control::{campaign_id, Command};
     let command = if let Some(rest) = path.strip_prefix("/domains/") {
         // `/domains/DOMAIN/allow|disallow`: a domain allowance.
         let mut parts = rest.split('/');
@@ -230,11 +230,12 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
             (Some(id), Some(action @ ("allow" | "disallow" | "forget")), None) => (id, action),
             _ => return Reply::text(StatusCode::NOT_FOUND, "not found\n"),
         };
-        let Some(id) = parse_id(id) else {
-            let answer = crate::milter::control::error(&format!(
-                "not a campaign id: {id:?} (12 hex digits)"
-            ));
-            return Reply::new(StatusCode::BAD_REQUEST, json, answer.to_string());
+        let id = match campaign_id(id) {
+            Ok(id) => id,
+            Err(refusal) => {
+                let answer = crate::milter::control::error(&refusal);
+                return Reply::new(StatusCode::BAD_REQUEST, json, answer.to_string());
+            }
         };
         match action {
             "allow" => Command::Allow { id, secs: None },

@@ -199,7 +199,7 @@ impl Command {
                 _ => Err(DOMAIN_USAGE.to_owned()),
             };
         }
-        match (cmd, arg.map(|a| parse_id(a).ok_or(a))) {
+        match (cmd, arg.map(campaign_id)) {
             (Some("show"), Some(Ok(id))) => Ok(Command::Show(id)),
             (Some("allow"), Some(Ok(id))) => Ok(Command::Allow {
                 id,
@@ -208,14 +208,14 @@ impl Command {
             }),
             (Some("disallow"), Some(Ok(id))) => Ok(Command::Disallow(id)),
             (Some("forget"), Some(Ok(id))) => Ok(Command::Forget(id)),
-            (Some("explain"), Some(Err(tag))) => match extra {
-                Some(entry) => Ok(Command::Explain {
+            (Some("explain"), Some(Err(_))) => match (arg, extra) {
+                (Some(tag), Some(entry)) => Ok(Command::Explain {
                     tag: tag.to_owned(),
                     entry: entry.to_owned(),
                 }),
-                None => Err("usage: explain KEY ENTRY".to_owned()),
+                _ => Err("usage: explain KEY ENTRY".to_owned()),
             },
-            (Some(_), Some(Err(bad))) => Err(format!("not a campaign id: {bad:?} (12 hex digits)")),
+            (Some(_), Some(Err(refusal))) => Err(refusal),
             _ => Err(USAGE.to_owned()),
         }
     }
@@ -225,7 +225,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub fn parse_id(s: &str) -> Option<CampaignId> {
+/// A campaign id as an operator writes it (12 hex digits), or the
+/// refusal they see.
+///
+/// # Errors
+/// `s` is not 12 hex digits.
+pub fn campaign_id(s: &str) -> Result<CampaignId, String> {
+    parse_id(s).ok_or_else(|| format!("not a campaign id: {s:?} (12 hex digits)"))
+}
+
+fn parse_id(s: &str) -> Option<CampaignId> {
     (s.len() == 12 && s.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| u64::from_str_radix(s, 16).ok().map(CampaignId))
         .flatten()
