@@ -366,8 +366,14 @@ impl Engine {
             })
         });
         let weighed = self.weigh(obs, &linked, exact, now);
+        // A message riding on an allowed campaign starts its own.
+        let join = if weighed.rides {
+            &[][..]
+        } else {
+            &linked.join[..]
+        };
         let mut merged = Vec::new();
-        let (home, step) = self.place(obs, &weighed, seen, now, &mut merged);
+        let (home, step) = self.place(obs, weighed.weight_pct, join, seen, now, &mut merged);
         let seq = self.enter(obs, &home, step.added, weighed.weight_pct, now);
         let (campaign, newly_bulk, allowed) = self.placed(home, obs, now);
         Outcome {
@@ -387,8 +393,8 @@ impl Engine {
     }
 
     /// What the linking rule's choice `linked` weighs: the message's
-    /// weight in its campaign and the campaigns it joins. Reads the engine
-    /// only.
+    /// weight in its campaign, and whether it rides on an allowed campaign
+    /// (then it joins none of `linked.join`). Reads the engine only.
     fn weigh(
         &self,
         obs: &Observation,
@@ -419,11 +425,7 @@ impl Engine {
         };
         Weighed {
             weight_pct,
-            join: if rides {
-                Vec::new()
-            } else {
-                linked.join.clone()
-            },
+            rides,
             corroborating,
         }
     }
@@ -435,7 +437,8 @@ impl Engine {
     fn place(
         &mut self,
         obs: &Observation,
-        weighed: &Weighed,
+        weight_pct: u8,
+        join: &[CampaignRef],
         seen: bool,
         now: UnixSecs,
         merged: &mut Vec<CampaignId>,
@@ -443,14 +446,13 @@ impl Engine {
         let member = Member {
             now: now.0,
             parties: &obs.parties,
-            weight_pct: weighed.weight_pct,
+            weight_pct,
             sender: obs.sender,
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
         };
-        let join: Vec<u32> = weighed
-            .join
+        let join: Vec<u32> = join
             .iter()
             .filter_map(|k| match *k {
                 CampaignRef::Alone(seq) => self.slot_of_alone(seq),
@@ -890,8 +892,9 @@ pub struct Explanation {
 struct Weighed {
     /// The message's weight in its campaign, in percent.
     weight_pct: u8,
-    /// The campaigns it joins (rule keys); empty: a campaign of its own.
-    join: Vec<CampaignRef>,
+    /// It holds a text of an allowed campaign and may hold anything
+    /// besides: it joins nothing ([`Engine::weigh`]).
+    rides: bool,
     /// Distinct texts behind a join on weak evidence.
     corroborating: u32,
 }
