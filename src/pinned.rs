@@ -107,7 +107,7 @@ fn body(frame: &[u8]) -> &[u8] {
     &frame[HEAD..]
 }
 
-fn read_config() -> ReadConfig {
+fn reading_settings() -> ReadConfig {
     ReadConfig {
         scan: ScanConfig {
             max_scan_bytes: 256 * 1024,
@@ -162,7 +162,7 @@ fn worker_frames() -> Vec<(&'static str, Vec<u8>)> {
         (
             "hello",
             Hello {
-                read: read_config(),
+                read: reading_settings(),
                 hooks: Hooks::default(),
             }
             .frame(),
@@ -195,7 +195,7 @@ fn worker_frames() -> Vec<(&'static str, Vec<u8>)> {
 
 /// Decodes a worker frame of kind `name` and encodes it again.
 fn worker_again(name: &str, frame: &[u8]) -> Result<Vec<u8>, String> {
-    let cfg = read_config();
+    let cfg = reading_settings();
     let b = body(frame);
     let e = |e: crate::store::codec::CodecError| e.to_string();
     Ok(match name {
