@@ -202,6 +202,8 @@ pub fn pdf_shared_pages(pages: usize, content: &[u8]) -> Vec<u8> {
     pdf_file(&objects)
 }
 
+pub mod documents;
+
 #[cfg(test)]
 mod tests {
     use super::*;

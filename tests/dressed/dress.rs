@@ -62,6 +62,23 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("nested_rfc822", nested_rfc822),
     ("attached_page", attached_page),
     ("attached_pdf", attached_pdf),
+    // Issue 54's dresses.
+    ("zipped_page", zipped_page),
+    ("svg_text", svg_text),
+    ("calendar_invite", calendar_invite),
+    ("word_document", word_document),
+    ("rtl_override_css", rtl_override_css),
+    // Classes of our own (issue 54, item 6), each a document or page a
+    // client or desktop opens from current campaigns.
+    ("excel_sheet", excel_sheet),
+    ("slides", slides),
+    ("opendocument", opendocument),
+    ("rtf_as_word", rtf_as_word),
+    ("mhtml_page", mhtml_page),
+    ("gzipped_page", gzipped_page),
+    ("zip_in_zip", zip_in_zip),
+    ("eml_as_octets", eml_as_octets),
+    ("contact_card", contact_card),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -1701,6 +1718,264 @@ pub fn picture_message(text: &str, copy: usize, noise: usize) -> Vec<u8> {
         &format!("offer_{copy}.{ext}"),
         &bytes,
     )
+}
+
+// --------------------------------------------------------------- documents
+
+/// The paragraphs of what the recipient reads ([`body`]), each a list of
+/// lines.
+fn paragraphs(text: &str, copy: usize) -> Vec<Vec<String>> {
+    body(text, copy)
+        .split("\n\n")
+        .map(|p| p.lines().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// One of the one-line bodies a document travels under.
+fn cover_line(text: &str, copy: usize, kind: &str) -> &'static str {
+    const COVERS: [&str; 4] = [
+        "Please see the attached document.",
+        "Your statement is attached.",
+        "Open the attachment for details.",
+        "Kindly review the attached file and revert.",
+    ];
+    COVERS[rng(text, copy, kind).below(COVERS.len())]
+}
+
+/// A document under a one-line body, named for the recipient.
+fn attached_document(
+    text: &str,
+    copy: usize,
+    kind: &str,
+    ctype: &str,
+    ext: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let name = format!("{kind}_{}{copy}.{ext}", tracking(text, copy).len());
+    under_cover(
+        text,
+        copy,
+        kind,
+        cover_line(text, copy, kind),
+        ctype,
+        &name,
+        bytes,
+    )
+}
+
+/// The page of [`attached_page`] as `invoice.html` in a zip archive (what
+/// mail filters that block .html attachments let through).
+fn zipped_page(text: &str, copy: usize) -> Vec<u8> {
+    let mut pr = rng(text, copy, "zipped_html");
+    let paras = html_paragraphs(&body(text, copy), &mut pr, 0.0, |w, _| esc(w));
+    let page = html_doc(&p_elements(&paras));
+    let zip = testkit::documents::zip(&[(&format!("invoice_{copy}.html"), page.as_bytes())]);
+    attached_document(text, copy, "zipped", "application/zip", "zip", &zip)
+}
+
+/// The text as `<text>` lines of an SVG picture (attached SVGs are shown
+/// as pictures, and run scripts when opened in a browser).
+fn svg_text(text: &str, copy: usize) -> Vec<u8> {
+    let svg = testkit::documents::svg(&paragraphs(text, copy));
+    attached_document(text, copy, "svg", "image/svg+xml", "svg", &svg)
+}
+
+/// The text as the DESCRIPTION of a meeting invitation: a one-line body
+/// and a `text/calendar; method=REQUEST` part, as calendar phishing sends
+/// it (the calendar puts the meeting in the recipient's agenda).
+fn calendar_invite(text: &str, copy: usize) -> Vec<u8> {
+    let description = body(text, copy);
+    let ics = testkit::documents::ics(
+        &subject(text),
+        &description,
+        &format!("info@{}", host(text)),
+        &format!("{:016x}-{copy}", rng(text, copy, "uid").next_u64()),
+    );
+    let bd = boundary(text, copy, "calendar");
+    let parts = [
+        (
+            PLAIN.to_owned(),
+            "You have been invited to a meeting.\n".to_owned(),
+        ),
+        (
+            "Content-Type: text/calendar; charset=utf-8; method=REQUEST\n\
+             Content-Transfer-Encoding: base64\n\
+             Content-Disposition: attachment; filename=\"invite.ics\""
+                .to_owned(),
+            b64_lines(&ics),
+        ),
+    ];
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/mixed; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+/// The text in a Word document (.docx).
+fn word_document(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::docx(&paragraphs(text, copy));
+    attached_document(
+        text,
+        copy,
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "docx",
+        &doc,
+    )
+}
+
+/// Every line written backwards in the source and shown forwards by CSS
+/// (`direction: rtl; unicode-bidi: bidi-override`), inline or from the
+/// page's style sheet by class; some copies use `<bdo dir="rtl">`.
+fn rtl_override_css(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "rtl_css");
+    let way = r.below(3);
+    let class = format!("r{}", r.below(1000));
+    let mut out = String::new();
+    if way == 1 {
+        out.push_str(&format!(
+            "<style>.{class} {{ direction: rtl; unicode-bidi: bidi-override; text-align: left; }}</style>\n"
+        ));
+    }
+    for lines in paragraphs(text, copy) {
+        out.push_str("<p>");
+        for (i, line) in lines.iter().enumerate() {
+            if i > 0 {
+                out.push_str("<br>\n");
+            }
+            let backwards: String = line.chars().rev().collect();
+            let backwards = esc(&backwards);
+            out.push_str(&match way {
+                0 => format!(
+                    "<span style=\"direction:rtl; unicode-bidi:bidi-override; display:inline-block\">{backwards}</span>"
+                ),
+                1 => format!("<span class=\"{class}\">{backwards}</span>"),
+                _ => format!("<bdo dir=\"rtl\">{backwards}</bdo>"),
+            });
+        }
+        out.push_str("</p>\n");
+    }
+    html_message(text, copy, &html_doc(&out))
+}
+
+/// The text in an Excel workbook, a cell a line.
+fn excel_sheet(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::xlsx(&paragraphs(text, copy));
+    attached_document(
+        text,
+        copy,
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "xlsx",
+        &doc,
+    )
+}
+
+/// The text on PowerPoint slides, a slide a paragraph.
+fn slides(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::pptx(&paragraphs(text, copy));
+    attached_document(
+        text,
+        copy,
+        "pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "pptx",
+        &doc,
+    )
+}
+
+/// The text in an OpenDocument text (.odt).
+fn opendocument(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::odt(&paragraphs(text, copy));
+    attached_document(
+        text,
+        copy,
+        "odt",
+        "application/vnd.oasis.opendocument.text",
+        "odt",
+        &doc,
+    )
+}
+
+/// The text in an RTF file named and declared as a Word document (`.doc`,
+/// `application/msword`), which Word opens by its bytes.
+fn rtf_as_word(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::rtf(&paragraphs(text, copy));
+    attached_document(text, copy, "rtf", "application/msword", "doc", &doc)
+}
+
+/// The page saved as a web archive (.mht: a multipart/related message of
+/// the page, quoted-printable), declared as `application/octet-stream`.
+fn mhtml_page(text: &str, copy: usize) -> Vec<u8> {
+    let mut pr = rng(text, copy, "mhtml");
+    let paras = html_paragraphs(&body(text, copy), &mut pr, 0.0, |w, _| esc(w));
+    let page = html_doc(&p_elements(&paras));
+    let bd = format!("----=_NextPart_{:08x}", pr.next_u64() as u32);
+    let mht = crlf(&format!(
+        "From: <Saved by Blink>\nSnapshot-Content-Location: https://{}/view\nSubject: Statement\nMIME-Version: 1.0\nContent-Type: multipart/related; type=\"text/html\"; boundary=\"{bd}\"\n\n--{bd}\nContent-Type: text/html\nContent-Transfer-Encoding: base64\nContent-Location: https://{}/view\n\n{}\n--{bd}--\n",
+        host(text),
+        host(text),
+        b64_lines(page.as_bytes())
+    ));
+    attached_document(
+        text,
+        copy,
+        "mhtml",
+        "application/octet-stream",
+        "mht",
+        mht.as_bytes(),
+    )
+}
+
+/// The page gzip-compressed (`statement.html.gz`).
+fn gzipped_page(text: &str, copy: usize) -> Vec<u8> {
+    let mut pr = rng(text, copy, "gzipped");
+    let paras = html_paragraphs(&body(text, copy), &mut pr, 0.0, |w, _| esc(w));
+    let gz = testkit::documents::gzip(html_doc(&p_elements(&paras)).as_bytes());
+    attached_document(text, copy, "gzip", "application/gzip", "html.gz", &gz)
+}
+
+/// A Word document in a zip in a zip (archives nested to get past
+/// filters that open one level).
+fn zip_in_zip(text: &str, copy: usize) -> Vec<u8> {
+    let doc = testkit::documents::docx(&paragraphs(text, copy));
+    let inner = testkit::documents::zip(&[(&format!("Statement_{copy}.docx"), &doc)]);
+    let outer = testkit::documents::zip(&[
+        ("Statement.zip", &inner),
+        ("readme.txt", b"Password: none\n"),
+    ]);
+    attached_document(
+        text,
+        copy,
+        "zipzip",
+        "application/x-zip-compressed",
+        "zip",
+        &outer,
+    )
+}
+
+/// The plain message as an attached `.eml` declared
+/// `application/octet-stream` (not message/rfc822: a mail client opens it
+/// by its name).
+fn eml_as_octets(text: &str, copy: usize) -> Vec<u8> {
+    let inner = crlf(&String::from_utf8(plain(text, copy)).unwrap());
+    attached_document(
+        text,
+        copy,
+        "eml",
+        "application/octet-stream",
+        "eml",
+        inner.as_bytes(),
+    )
+}
+
+/// The text as the NOTE of an attached contact card (.vcf).
+fn contact_card(text: &str, copy: usize) -> Vec<u8> {
+    let card = testkit::documents::vcard("Customer Service", &body(text, copy));
+    attached_document(text, copy, "vcard", "text/vcard", "vcf", &card)
 }
 
 #[cfg(test)]

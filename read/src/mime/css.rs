@@ -76,6 +76,8 @@ const READ: &[&str] = &[
     "width",
     "max-width",
     "line-height",
+    "direction",
+    "unicode-bidi",
 ];
 
 /// What a selector sees of an element: its name, `class` and `id`, lower

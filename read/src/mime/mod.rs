@@ -10,6 +10,7 @@
 //! becomes [`MimeOutcome::Unparsed`].
 
 mod css;
+pub mod document;
 pub mod html;
 pub mod normalize;
 pub mod pdf;
@@ -354,8 +355,10 @@ struct Spend {
     /// Bytes of PDF page content and font maps still to parse
     /// ([`pdf::WORK_BYTES`]).
     pdf_work: usize,
-    /// PDFs and pictures are read ([`Depth::Deep`]); else they are hashed
-    /// and `deferred` says one was there.
+    /// Documents' share ([`document::Budget`]).
+    docs: document::Budget,
+    /// PDFs, documents and pictures are read ([`Depth::Deep`]); else they
+    /// are hashed and `deferred` says one was there.
     deep: bool,
     deferred: bool,
 }
@@ -366,6 +369,7 @@ impl Default for Spend {
             pictures: picture::Budget::default(),
             pdfs: 0,
             pdf_work: pdf::WORK_BYTES,
+            docs: document::Budget::default(),
             deep: true,
             deferred: false,
         }
@@ -400,7 +404,7 @@ fn collect(
             .get(id as usize)
             .is_some_and(|p| match &p.body {
                 PartType::Text(_) | PartType::Html(_) => true,
-                PartType::Binary(b) | PartType::InlineBinary(b) => pdf::is_pdf(b),
+                PartType::Binary(b) | PartType::InlineBinary(b) => document::sniff(b).is_some(),
                 _ => false,
             })
     });
@@ -418,13 +422,13 @@ fn collect(
             continue;
         };
         match &part.body {
-            // A PDF under a short body is read as the body is, as an
-            // attached page is (below); one without text is hashed.
+            // A document (a PDF, an archive, an Office file, a page, ...:
+            // [`document`]) under a short body is read as the body is, as
+            // an attached page is (below); one without text is hashed.
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if short_body
                     && !every_text_part
-                    && spend.pdfs < MAX_PDFS
-                    && add_pdf_text(b, limit, body, spend) => {}
+                    && add_document(b, limit, body, spend, 0, depth) => {}
             PartType::Binary(b) | PartType::InlineBinary(b)
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
@@ -447,6 +451,13 @@ fn collect(
             {
                 add_part(message, part, limit, body);
             }
+            // Other attached text a client or desktop opens (a calendar
+            // invitation, a vCard, an SVG or RTF declared as text), told by
+            // its bytes.
+            PartType::Text(t)
+                if !every_text_part
+                    && short_body
+                    && add_document(t.as_bytes(), limit, body, spend, 0, depth) => {}
             PartType::Message(inner) if depth < MAX_NESTED => {
                 collect(inner, limit, body, spend, depth + 1)
             }
@@ -488,31 +499,112 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     // Real spam declares HTML as text/plain; a reader's client renders it.
     let content = content.map(|(is_html, t)| (is_html || looks_like_html(t), t));
     match content {
-        Some((true, html)) => {
-            let mut targets = html::Targets {
-                urls: std::mem::take(&mut body.urls),
-                images: std::mem::take(&mut body.images),
-            };
-            html::to_text(html, &mut body.text, &mut targets, limit);
-            body.urls = targets.urls;
-            body.images = targets.images;
-        }
-        Some((false, text)) => {
-            let room = limit.saturating_sub(body.text.len());
-            let mut end = room.min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            if end < text.len() {
-                body.truncated = true;
-            }
-            body.text.push_str(text.get(..end).unwrap_or(""));
-        }
+        Some((true, html)) => add_html(html, limit, body),
+        Some((false, text)) => push_plain(text, limit, body),
         _ => {}
     }
     if body.text.len() >= limit {
         body.truncated = true;
     }
+}
+
+/// Renders `html` onto the body's text, its links and pictures onto the
+/// body's.
+fn add_html(html: &str, limit: usize, body: &mut BodyText) {
+    let mut targets = html::Targets {
+        urls: std::mem::take(&mut body.urls),
+        images: std::mem::take(&mut body.images),
+    };
+    html::to_text(html, &mut body.text, &mut targets, limit);
+    body.urls = targets.urls;
+    body.images = targets.images;
+}
+
+/// Appends `text` to the body's, cut at `limit`.
+fn push_plain(text: &str, limit: usize, body: &mut BodyText) {
+    let room = limit.saturating_sub(body.text.len());
+    let mut end = room.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() {
+        body.truncated = true;
+    }
+    body.text.push_str(text.get(..end).unwrap_or(""));
+}
+
+/// Appends the text of the document in `bytes` ([`document`]: its format
+/// told by its bytes) to the body, within `limit` and the message's work
+/// budget in `spend`; false when it is no document or gave no text.
+/// `depth` is the archive depth, `nested` the message depth.
+fn add_document(
+    bytes: &[u8],
+    limit: usize,
+    body: &mut BodyText,
+    spend: &mut Spend,
+    depth: usize,
+    nested: usize,
+) -> bool {
+    let Some(format) = document::sniff(bytes) else {
+        return false;
+    };
+    if !spend.deep {
+        spend.deferred = true;
+        return false;
+    }
+    if body.text.len() >= limit {
+        body.truncated = true;
+        return true;
+    }
+    let before = body.text.len();
+    let separate = |body: &mut BodyText| {
+        if !body.text.is_empty() && !body.text.ends_with("\n\n") {
+            body.text.push_str("\n\n");
+        }
+    };
+    match format {
+        document::Format::Pdf => {
+            return spend.pdfs < MAX_PDFS && add_pdf_text(bytes, limit, body, spend);
+        }
+        document::Format::Html if spend.docs.take(bytes.len()) => {
+            separate(body);
+            add_html(&String::from_utf8_lossy(bytes), limit, body);
+        }
+        document::Format::Message if nested < MAX_NESTED && spend.docs.take(bytes.len()) => {
+            if let Some(inner) = parser().parse(bytes) {
+                collect(&inner, limit, body, spend, nested + 1);
+            }
+        }
+        _ => {
+            for piece in document::read(bytes, format, depth, &mut spend.docs) {
+                match piece {
+                    document::Piece::Text(t) => {
+                        separate(body);
+                        push_plain(&t, limit, body);
+                    }
+                    document::Piece::Html(h) => {
+                        separate(body);
+                        add_html(&h, limit, body);
+                    }
+                    document::Piece::Link(u) => {
+                        if body.urls.len() < html::MAX_URLS {
+                            body.urls.push(u.chars().take(2048).collect());
+                        }
+                    }
+                    document::Piece::Inner { bytes, depth } => {
+                        add_document(&bytes, limit, body, spend, depth, nested);
+                    }
+                }
+            }
+        }
+    }
+    body.partial |= spend.docs.cut;
+    if body.text.len() >= limit {
+        body.truncated = true;
+    }
+    let read = body.text.get(before..).unwrap_or("");
+    read.trim().is_empty().then(|| body.text.truncate(before));
+    body.text.len() > before
 }
 
 /// Appends the text of the PDF in `bytes` ([`pdf`]) to the body, within

@@ -123,6 +123,9 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
             break;
         }
     }
+    // Elements left open end with the document (a reversed run among
+    // them is put in order).
+    r.truncate(0);
     // (Words are counted only where text was hidden: most documents hide
     // none.)
     *out = match r.all {
@@ -186,6 +189,16 @@ struct Open {
     never: bool,
     /// Inside `<pre>`: whitespace is kept.
     pre: bool,
+    /// `direction: rtl` in force (inherited).
+    rtl: bool,
+    /// This element or an ancestor shows its text right to left in
+    /// reverse order (`unicode-bidi: bidi-override` under `direction:
+    /// rtl`, `<bdo dir=rtl>`).
+    reversed: bool,
+    /// This element starts such a reversed run: where its text starts in
+    /// the visible and the full text (reversed, line by line, when it
+    /// closes).
+    reverse_from: Option<(usize, usize)>,
     fg: Rgb,
     bg: Rgb,
 }
@@ -210,6 +223,10 @@ struct StartTag {
     tiny: Option<bool>,
     fg: Option<Rgb>,
     bg: Option<Rgb>,
+    /// `direction` set: rtl (`Some(true)`) or ltr; from CSS or `dir`.
+    rtl: Option<bool>,
+    /// `unicode-bidi` set: an override (`Some(true)`) or not; `<bdo>` is one.
+    bidi_override: Option<bool>,
     href: Option<String>,
     src: Option<String>,
     attributes: usize,
@@ -230,6 +247,7 @@ enum Attr {
     BgColor,
     Href,
     Src,
+    Dir,
     Class,
     Id,
     Other,
@@ -281,6 +299,8 @@ impl Renderer<'_, '_> {
                     tiny: None,
                     fg: None,
                     bg: None,
+                    rtl: None,
+                    bidi_override: (name == b"bdo").then_some(true),
                     href: None,
                     src: None,
                     attributes: 0,
@@ -334,6 +354,11 @@ impl Renderer<'_, '_> {
                         Attr::Color => tag.fg = tag.fg.or(parse_colour(value.trim())),
                         Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
                         Attr::Href => set_target(&mut tag.href, &value),
+                        Attr::Dir => match value.trim().to_ascii_lowercase().as_str() {
+                            "rtl" => tag.rtl = Some(true),
+                            "ltr" => tag.rtl = Some(false),
+                            _ => {}
+                        },
                         Attr::Src => set_target(&mut tag.src, &value),
                         Attr::Hidden | Attr::Other => {}
                     }
@@ -370,6 +395,9 @@ impl Renderer<'_, '_> {
             tiny: false,
             never: false,
             pre: false,
+            rtl: false,
+            reversed: false,
+            reverse_from: None,
             fg: BLACK,
             bg: WHITE,
         })
@@ -446,6 +474,12 @@ impl Renderer<'_, '_> {
         if let Some(info) = tag.info {
             self.infos.push(info);
         }
+        let rtl = tag.rtl.unwrap_or(parent.rtl);
+        let reverses = !parent.reversed && rtl && tag.bidi_override == Some(true);
+        let reverse_from = reverses.then(|| {
+            let v = self.visible.len();
+            (v, self.all.as_ref().map_or(v, String::len))
+        });
         self.stack.push(Open {
             kind,
             name: tag.name,
@@ -454,6 +488,9 @@ impl Renderer<'_, '_> {
             tiny,
             never,
             pre: parent.pre || kind == Kind::Pre,
+            rtl,
+            reversed: parent.reversed || reverses,
+            reverse_from,
             fg: tag.fg.unwrap_or(parent.fg),
             bg: tag.bg.unwrap_or(parent.bg),
         });
@@ -496,8 +533,21 @@ impl Renderer<'_, '_> {
         }
     }
 
-    /// Closes the open elements from `len` on.
+    /// Closes the open elements from `len` on; a reversed run among them
+    /// is put in the order it is shown.
     fn truncate(&mut self, len: usize) {
+        let from = self
+            .stack
+            .get(len..)
+            .unwrap_or_default()
+            .iter()
+            .find_map(|o| o.reverse_from);
+        if let Some((visible, all)) = from {
+            reverse_lines(&mut self.visible, visible);
+            if let Some(a) = self.all.as_mut() {
+                reverse_lines(a, all);
+            }
+        }
         self.stack.truncate(len);
         self.infos.truncate(len);
     }
@@ -683,6 +733,28 @@ impl Renderer<'_, '_> {
     }
 }
 
+/// Reverses the characters of each line of `text` from byte `from` on
+/// (from the start of the line `from` is in, when it is no character
+/// boundary): text shown right to left in reverse order
+/// (`bidi-override`), lines kept top to bottom.
+fn reverse_lines(text: &mut String, mut from: usize) {
+    while from > 0 && !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let Some(tail) = text.get(from..) else {
+        return;
+    };
+    if tail.is_empty() {
+        return;
+    }
+    let reversed: Vec<String> = tail
+        .split('\n')
+        .map(|line| line.chars().rev().collect())
+        .collect();
+    text.truncate(from);
+    text.push_str(&reversed.join("\n"));
+}
+
 /// Keeps the first non-empty value of a link or image attribute, cut to
 /// [`MAX_TARGET_CHARS`].
 fn set_target(slot: &mut Option<String>, value: &str) {
@@ -712,6 +784,7 @@ fn attr_of(name: &[u8], kind: Kind) -> Attr {
         b"color" if kind == Kind::Font => Attr::Color,
         b"bgcolor" => Attr::BgColor,
         b"href" if kind == Kind::A => Attr::Href,
+        b"dir" => Attr::Dir,
         b"src" if kind == Kind::Img => Attr::Src,
         b"class" => Attr::Class,
         b"id" => Attr::Id,
@@ -1043,6 +1116,28 @@ mod tests {
 
     /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
     /// bounded like any hiding, so it cannot blank out a message.
+    #[test]
+    fn text_shown_right_to_left_by_an_override_is_read_in_the_order_shown() {
+        let inline = "<p>Dear <span style=\"direction:rtl;unicode-bidi:bidi-override\">tnuocca ruoy</span> is locked</p>";
+        assert_eq!(shown(inline), "Dear your account is locked");
+        let sheet = "<style>.r{direction: rtl; unicode-bidi: bidi-override}</style><div class=r>enil tsrif<br>enil dnoces</div><p>after</p>";
+        assert_eq!(shown(sheet), "first line\nsecond line\n\nafter");
+        assert_eq!(shown("<bdo dir=rtl>olleh</bdo> world"), "hello world");
+        // Unclosed, and nested: the outermost run is reversed once.
+        assert_eq!(
+            shown("<p dir=rtl style='unicode-bidi:bidi-override'>cba <b dir=rtl style='unicode-bidi:bidi-override'>fed"),
+            "def abc"
+        );
+        // Right to left without an override is logical order (Hebrew,
+        // Arabic): kept as written.
+        assert_eq!(shown("<p dir=rtl>shalom</p>"), "shalom");
+        assert_eq!(shown("<bdo>olleh</bdo>"), "olleh");
+    }
+
+    fn shown(html: &str) -> String {
+        text(html).trim().to_owned()
+    }
+
     #[test]
     fn ruby_fallback_text_is_hidden() {
         let t = text(&format!(

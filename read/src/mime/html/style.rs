@@ -104,6 +104,10 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
                 }
             }
             "overflow" if val == "hidden" => overflow_hidden = true,
+            "direction" if val == "rtl" || val == "ltr" => tag.rtl = Some(val == "rtl"),
+            "unicode-bidi" => {
+                tag.bidi_override = Some(matches!(val, "bidi-override" | "isolate-override"))
+            }
             "height" | "max-height" | "width" | "max-width" | "line-height" if tiny_length(val) => {
                 zero_size = true
             }

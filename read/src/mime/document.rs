@@ -1,0 +1,1024 @@
+//! Documents a mail client or a desktop opens from an attachment, read as
+//! text: what a campaign that writes "see the attached file" under a
+//! one-line body really says.
+//!
+//! The format is told by the bytes ([`sniff`]), never by the declared type
+//! or the file name, which the sender writes. One table of formats
+//! ([`Format`]), each with its reader:
+//!
+//! | format | reader |
+//! |---|---|
+//! | zip (and what is built on it: Office Open XML, OpenDocument, EPUB, ...) | the `zip` crate; entries read in order, nested to [`MAX_DEPTH`] |
+//! | gzip | `flate2`, then the content is sniffed again |
+//! | Word, Excel, PowerPoint (`word/document.xml`, `xl/sharedStrings.xml`, `ppt/slides/*.xml`) | [`xml_text`] over the zip's entries |
+//! | OpenDocument (`content.xml`) | [`xml_text`] |
+//! | SVG and other XML | [`xml_text`] (`quick-xml`) |
+//! | RTF | [`rtf_text`] (by hand: see there) |
+//! | calendar and contact files (iCalendar, vCard) | [`card_text`] |
+//! | HTML, MHTML, attached messages, PDF | the caller's own readers (`mime::html`, the message walk, `mime::pdf`): [`Format::Html`], [`Format::Message`], [`Format::Pdf`] |
+//!
+//! **Work budget.** Every byte a reader decompresses or parses is taken
+//! from the message's document budget ([`WORK_BYTES`], shared by all its
+//! attachments and their nested entries): a zip bomb, a gzip of zeros or a
+//! thousand entries stop there, and what was read so far is kept (`cut`).
+//! At most [`MAX_ENTRIES`] entries of all archives of a message are
+//! opened, archives are followed [`MAX_DEPTH`] deep, and encrypted entries
+//! are skipped.
+//!
+//! **What a viewer hides.** Word's hidden runs (`w:vanish`), deleted
+//! revisions (`w:delText`) and field codes; SVG elements with
+//! `display="none"`, `visibility="hidden"` or zero opacity, and SVG's
+//! `<title>`, `<desc>`, `<metadata>`, `<style>` and `<script>`. Where this
+//! stops: fonts, colours and positions inside documents are not read (a
+//! white-on-white run in a Word file is read as text), as a PDF's are not.
+
+use std::io::{Cursor, Read};
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+/// Bytes of decompressed and parsed document content one message may
+/// spend, over all its attachments.
+pub const WORK_BYTES: usize = 2 * 1024 * 1024;
+/// Most archive entries opened per message.
+pub const MAX_ENTRIES: usize = 64;
+/// Archives in archives followed this deep (an attachment is depth 0).
+pub const MAX_DEPTH: usize = 2;
+/// Most bytes of a document looked at to tell its format.
+const SNIFF_BYTES: usize = 2048;
+
+/// A document format, told by its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Zip,
+    Gzip,
+    Pdf,
+    Rtf,
+    /// SVG or another XML document.
+    Xml,
+    /// iCalendar or vCard.
+    Card,
+    Html,
+    /// A message: an attached `.eml`, or MHTML (a web page saved as a
+    /// message).
+    Message,
+}
+
+/// The format of `bytes`, or `None` when it is none of [`Format`]'s
+/// (a picture, plain text, an executable, ...).
+pub fn sniff(bytes: &[u8]) -> Option<Format> {
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        return Some(Format::Zip);
+    }
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return Some(Format::Gzip);
+    }
+    if super::pdf::is_pdf(bytes) {
+        return Some(Format::Pdf);
+    }
+    let head = bytes.get(..SNIFF_BYTES).unwrap_or(bytes);
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let head = head.get(start..).unwrap_or_default();
+    let lower = head.to_ascii_lowercase();
+    if lower.starts_with(b"{\\rtf") {
+        return Some(Format::Rtf);
+    }
+    if lower.starts_with(b"begin:vcalendar") || lower.starts_with(b"begin:vcard") {
+        return Some(Format::Card);
+    }
+    if lower.starts_with(b"<") {
+        let has = |s: &[u8]| lower.windows(s.len()).any(|w| w == s);
+        if has(b"<html") || has(b"<body") || has(b"<!doctype html") {
+            return Some(Format::Html);
+        }
+        if lower.starts_with(b"<?xml") || has(b"<svg") {
+            return Some(Format::Xml);
+        }
+        return None;
+    }
+    looks_like_message(&lower).then_some(Format::Message)
+}
+
+/// A header section: the first line is a header field, and a field every
+/// message or MHTML file has (`From`, `MIME-Version`, `Content-Type`,
+/// `Received`, `Subject`) starts a line of the head.
+fn looks_like_message(lower: &[u8]) -> bool {
+    let first = lower.split(|&b| b == b'\n').next().unwrap_or_default();
+    let field = first
+        .iter()
+        .position(|&b| b == b':')
+        .and_then(|colon| first.get(..colon))
+        .is_some_and(|name| {
+            !name.is_empty() && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        });
+    field
+        && lower.split(|&b| b == b'\n').any(|line| {
+            [
+                &b"from:"[..],
+                b"mime-version:",
+                b"content-type:",
+                b"received:",
+                b"subject:",
+            ]
+            .iter()
+            .any(|f| line.starts_with(f))
+        })
+}
+
+/// What one message may still spend on documents.
+#[derive(Debug)]
+pub struct Budget {
+    /// Bytes still to decompress or parse ([`WORK_BYTES`]).
+    pub bytes: usize,
+    /// Archive entries still to open ([`MAX_ENTRIES`]).
+    pub entries: usize,
+    /// A reader stopped at the budget.
+    pub cut: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            bytes: WORK_BYTES,
+            entries: MAX_ENTRIES,
+            cut: false,
+        }
+    }
+}
+
+impl Budget {
+    /// Takes `n` bytes of the budget; false (and `cut`) when it has fewer.
+    pub fn take(&mut self, n: usize) -> bool {
+        match self.bytes.checked_sub(n) {
+            Some(left) => {
+                self.bytes = left;
+                true
+            }
+            None => {
+                self.bytes = 0;
+                self.cut = true;
+                false
+            }
+        }
+    }
+}
+
+/// A piece of a document, as its reader gives it to the caller.
+#[derive(Debug, PartialEq)]
+pub enum Piece {
+    /// Text, paragraphs separated by blank lines.
+    Text(String),
+    /// A link target the document holds (SVG and Office hyperlinks,
+    /// calendar and contact URLs).
+    Link(String),
+    /// Bytes of another document (an archive's entry, a gzip's content),
+    /// for the caller to sniff and read at `depth`.
+    Inner { bytes: Vec<u8>, depth: usize },
+    /// HTML the caller renders (a calendar's `X-ALT-DESC`).
+    Html(String),
+}
+
+/// Reads a document of `format` (not [`Format::Html`], [`Format::Message`]
+/// or [`Format::Pdf`], which the caller reads) at archive depth `depth`,
+/// giving its pieces to `out` in order.
+pub fn read(bytes: &[u8], format: Format, depth: usize, budget: &mut Budget) -> Vec<Piece> {
+    let mut out = Vec::new();
+    match format {
+        Format::Zip if depth <= MAX_DEPTH => read_zip(bytes, depth, budget, &mut out),
+        Format::Gzip if depth <= MAX_DEPTH => {
+            if let Some(inner) = gunzip(bytes, budget) {
+                out.push(Piece::Inner {
+                    bytes: inner,
+                    depth: depth + 1,
+                });
+            }
+        }
+        Format::Xml if budget.take(bytes.len()) => xml_text(bytes, &mut out),
+        Format::Rtf if budget.take(bytes.len()) => out.push(Piece::Text(rtf_text(bytes))),
+        Format::Card if budget.take(bytes.len()) => card_text(bytes, &mut out),
+        _ => {}
+    }
+    out
+}
+
+/// The content of a gzip member, within the budget.
+fn gunzip(bytes: &[u8], budget: &mut Budget) -> Option<Vec<u8>> {
+    let mut inner = Vec::new();
+    let mut decoder = flate2::read::GzDecoder::new(bytes).take(budget.bytes as u64 + 1);
+    // A broken stream keeps what was decompressed before the damage.
+    let _ = decoder.read_to_end(&mut inner);
+    let room = budget.bytes;
+    if !budget.take(inner.len()) {
+        inner.truncate(room);
+    }
+    (!inner.is_empty()).then_some(inner)
+}
+
+/// How an archive entry is read, by its name: the text parts of Office
+/// documents are XML; other entries are sniffed by the caller; an Office
+/// document's other parts (styles, settings, pictures) are not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum EntryKind {
+    /// The text of an Office Open XML or OpenDocument file.
+    OfficeText,
+    /// A relationships part: its external targets are the links.
+    Relations,
+    /// Anything else, sniffed.
+    Other,
+}
+
+fn entry_kind(name: &str) -> Option<EntryKind> {
+    let lower = name.to_ascii_lowercase();
+    let office = lower == "word/document.xml"
+        || lower == "xl/sharedstrings.xml"
+        || (lower.starts_with("ppt/slides/slide") && lower.ends_with(".xml"))
+        || lower == "content.xml";
+    if office {
+        return Some(EntryKind::OfficeText);
+    }
+    if lower.ends_with(".rels") {
+        return lower
+            .starts_with("word/_rels/document")
+            .then_some(EntryKind::Relations)
+            .or_else(|| {
+                lower
+                    .starts_with("ppt/slides/_rels/")
+                    .then_some(EntryKind::Relations)
+            });
+    }
+    // An Office package's other parts and an EPUB's or ODF's manifests.
+    let package_part = lower.starts_with("word/")
+        || lower.starts_with("xl/")
+        || lower.starts_with("ppt/")
+        || lower.starts_with("docprops/")
+        || lower.starts_with("meta-inf/")
+        || lower.starts_with("_rels/")
+        || lower == "[content_types].xml"
+        || lower == "mimetype"
+        || lower == "styles.xml"
+        || lower == "meta.xml"
+        || lower == "settings.xml"
+        || lower.ends_with('/');
+    (!package_part).then_some(EntryKind::Other)
+}
+
+/// A name's order: numbers compared as numbers (`slide10` after `slide9`).
+type NaturalKey = Vec<(u64, String)>;
+
+fn natural_key(name: &str) -> NaturalKey {
+    let mut key = Vec::new();
+    let mut text = String::new();
+    let mut number: Option<u64> = None;
+    for c in name.chars() {
+        match (c.to_digit(10), number) {
+            (Some(d), n) => {
+                number = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(d.into()))
+            }
+            (None, Some(n)) => {
+                key.push((n, std::mem::take(&mut text)));
+                number = None;
+                text.push(c);
+            }
+            (None, None) => text.push(c),
+        }
+    }
+    key.push((number.unwrap_or(0), text));
+    key
+}
+
+fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece>) {
+    let config = zip::read::Config {
+        archive_offset: zip::read::ArchiveOffset::Known(0),
+    };
+    let Ok(mut archive) = zip::ZipArchive::with_config(config, Cursor::new(bytes)) else {
+        return;
+    };
+    // The entries to read, text parts first (an Office file's), each
+    // kind in name order.
+    let mut chosen: Vec<(EntryKind, NaturalKey, usize)> = (0..archive.len())
+        .take(MAX_ENTRIES * 16)
+        .filter_map(|i| {
+            let name = archive.name_for_index(i)?.ok()?;
+            let kind = entry_kind(&name)?;
+            Some((kind, natural_key(&name), i))
+        })
+        .collect();
+    chosen.sort();
+    for (kind, _, i) in chosen {
+        if budget.entries == 0 || budget.bytes == 0 {
+            budget.cut = true;
+            return;
+        }
+        budget.entries -= 1;
+        let Ok(file) = archive.by_index(i) else {
+            continue;
+        };
+        if file.encrypted() || file.is_dir() {
+            continue;
+        }
+        let mut content = Vec::new();
+        // A broken or unsupported entry keeps what was read before.
+        let room = budget.bytes;
+        let _ = file.take(room as u64 + 1).read_to_end(&mut content);
+        if !budget.take(content.len()) {
+            content.truncate(room);
+        }
+        match kind {
+            EntryKind::OfficeText => xml_text(&content, out),
+            EntryKind::Relations => relation_links(&content, out),
+            EntryKind::Other => out.push(Piece::Inner {
+                bytes: content,
+                depth: depth + 1,
+            }),
+        }
+    }
+}
+
+/// XML elements whose content a viewer never shows.
+const NOT_SHOWN: &[&str] = &[
+    "title",
+    "desc",
+    "metadata",
+    "style",
+    "script",
+    "delText",
+    "instrText",
+    "defs",
+];
+/// XML elements that end a paragraph or a line of text: Word's,
+/// PowerPoint's and OpenDocument's paragraphs and headings, Excel's shared
+/// strings, table rows, SVG's text lines.
+const BREAKS: &[&str] = &[
+    "p",
+    "h",
+    "si",
+    "tr",
+    "text",
+    "br",
+    "cr",
+    "line-break",
+    "li",
+    "div",
+];
+/// XML elements that stand for a space (tabs, table cells, OpenDocument's
+/// `text:s`).
+const SPACES: &[&str] = &["ta", "tc", "s", "td", "table-cell"];
+
+/// The text of an XML document (Office parts, SVG), paragraphs separated
+/// by blank lines, with its links, what a viewer hides left out (see the
+/// module doc). Reading stops at the first XML error, keeping the text
+/// before it.
+pub fn xml_text(bytes: &[u8], out: &mut Vec<Piece>) {
+    let mut reader = Reader::from_reader(bytes);
+    let config = reader.config_mut();
+    config.check_end_names = false;
+    config.allow_unmatched_ends = true;
+    let mut text = String::new();
+    // Depth inside a hidden element (0: shown), and whether the current
+    // Word run is hidden (`w:vanish`).
+    let mut hidden_depth = 0usize;
+    let mut hidden_run = false;
+    let mut links = 0usize;
+    loop {
+        let event = match reader.read_event() {
+            Ok(Event::Eof) | Err(_) => break,
+            Ok(e) => e,
+        };
+        match event {
+            Event::Start(e) => {
+                if hidden_depth > 0 || hides(&e) {
+                    hidden_depth += 1;
+                    continue;
+                }
+                let name = e.local_name();
+                let name = name.as_ref();
+                if name == "r" {
+                    hidden_run = false;
+                }
+                if name == "tspan" && starts_a_line(&e) {
+                    line_break(&mut text);
+                }
+                link_of(&e, &mut links, out);
+            }
+            Event::Empty(e) => {
+                let name = e.local_name();
+                let name = name.as_ref();
+                if hidden_depth > 0 {
+                    continue;
+                }
+                if name == "vanish" || name == "webHidden" {
+                    hidden_run = !e.attributes().flatten().any(|a| {
+                        a.key.local_name().as_ref() == "val"
+                            && matches!(a.value.as_ref(), "0" | "false" | "off")
+                    });
+                } else if BREAKS.contains(&name) {
+                    line_break(&mut text);
+                } else if SPACES.contains(&name) {
+                    text.push(' ');
+                }
+                link_of(&e, &mut links, out);
+            }
+            Event::End(e) => {
+                if hidden_depth > 0 {
+                    hidden_depth -= 1;
+                    continue;
+                }
+                let name = e.local_name();
+                let name = name.as_ref();
+                if matches!(name, "p" | "h" | "si" | "text") {
+                    paragraph_break(&mut text);
+                } else if BREAKS.contains(&name) {
+                    line_break(&mut text);
+                } else if SPACES.contains(&name) {
+                    text.push(' ');
+                } else if name == "r" {
+                    hidden_run = false;
+                }
+            }
+            Event::Text(t) if hidden_depth == 0 && !hidden_run => {
+                push_collapsed(&mut text, &t.xml10_content());
+            }
+            Event::CData(t) if hidden_depth == 0 && !hidden_run => {
+                push_collapsed(&mut text, &t.xml10_content());
+            }
+            Event::GeneralRef(r) if hidden_depth == 0 && !hidden_run => {
+                match r.resolve_char_ref() {
+                    Ok(Some(c)) => text.push(c),
+                    _ => match r.as_ref() {
+                        "amp" => text.push('&'),
+                        "lt" => text.push('<'),
+                        "gt" => text.push('>'),
+                        "quot" => text.push('"'),
+                        "apos" => text.push('\''),
+                        _ => {}
+                    },
+                }
+            }
+            _ => {}
+        }
+    }
+    let text = text.trim();
+    if !text.is_empty() {
+        out.push(Piece::Text(text.to_owned()));
+    }
+}
+
+/// An element a viewer does not show, with its content: one of
+/// [`NOT_SHOWN`], or one hidden by its attributes (SVG's `display`,
+/// `visibility`, `opacity`).
+fn hides(e: &BytesStart<'_>) -> bool {
+    let name = e.local_name();
+    if NOT_SHOWN.contains(&name.as_ref()) {
+        return true;
+    }
+    e.attributes().flatten().any(|a| {
+        let v = a.value.as_ref();
+        match a.key.local_name().as_ref() {
+            "display" => v.trim().eq_ignore_ascii_case("none"),
+            "visibility" => v.trim().eq_ignore_ascii_case("hidden"),
+            "opacity" | "fill-opacity" => v.trim().parse::<f32>().is_ok_and(|o| o < 0.1),
+            "style" => {
+                let s: String = v
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .map(|c| c.to_ascii_lowercase())
+                    .collect();
+                s.contains("display:none") || s.contains("visibility:hidden") || {
+                    s.split(';').any(|d| {
+                        d.strip_prefix("opacity:")
+                            .and_then(|o| o.parse::<f32>().ok())
+                            .is_some_and(|o| o < 0.1)
+                    })
+                }
+            }
+            _ => false,
+        }
+    })
+}
+
+/// An SVG `<tspan>` placed on a line of its own (`x`, `y` or `dy`).
+fn starts_a_line(e: &BytesStart<'_>) -> bool {
+    e.attributes()
+        .flatten()
+        .any(|a| matches!(a.key.local_name().as_ref(), "x" | "y" | "dy"))
+}
+
+/// Most links taken from one XML document.
+const MAX_LINKS: usize = 16;
+
+/// A hyperlink's target on an element (SVG `<a href>`, `xlink:href`).
+fn link_of(e: &BytesStart<'_>, links: &mut usize, out: &mut Vec<Piece>) {
+    if e.local_name().as_ref() != "a" || *links >= MAX_LINKS {
+        return;
+    }
+    for a in e.attributes().flatten() {
+        if a.key.local_name().as_ref() == "href" {
+            if let Ok(v) = a.normalized_value(quick_xml::XmlVersion::Implicit1_0) {
+                *links += 1;
+                out.push(Piece::Link(v.trim().to_owned()));
+                return;
+            }
+        }
+    }
+}
+
+/// The external targets of an Office relationships part: its hyperlinks.
+fn relation_links(bytes: &[u8], out: &mut Vec<Piece>) {
+    let mut reader = Reader::from_reader(bytes);
+    let mut links = 0;
+    while links < MAX_LINKS {
+        let e = match reader.read_event() {
+            Ok(Event::Empty(e)) | Ok(Event::Start(e)) => e,
+            Ok(Event::Eof) | Err(_) => break,
+            Ok(_) => continue,
+        };
+        let mut target = None;
+        let mut external = false;
+        for a in e.attributes().flatten() {
+            match a.key.local_name().as_ref() {
+                "Target" => {
+                    target = a
+                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .ok()
+                        .map(|v| v.into_owned())
+                }
+                "TargetMode" => external = a.value.as_ref() == "External",
+                _ => {}
+            }
+        }
+        if let (Some(t), true) = (target, external) {
+            links += 1;
+            out.push(Piece::Link(t));
+        }
+    }
+}
+
+/// Appends `s` with its runs of whitespace as one space, and none at the
+/// start of a line (the layout of the XML source is no text).
+fn push_collapsed(text: &mut String, s: &str) {
+    for c in s.chars() {
+        if c.is_whitespace() {
+            if !text.is_empty() && !text.ends_with([' ', '\n']) {
+                text.push(' ');
+            }
+        } else {
+            text.push(c);
+        }
+    }
+}
+
+fn line_break(text: &mut String) {
+    while text.ends_with(' ') {
+        text.pop();
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+}
+
+fn paragraph_break(text: &mut String) {
+    line_break(text);
+    if !text.is_empty() && !text.ends_with("\n\n") {
+        text.push('\n');
+    }
+}
+
+/// RTF destinations whose text is not the document's (font and colour
+/// tables, style sheets, document information, pictures, headers' field
+/// instructions).
+const RTF_SKIPPED: &[&[u8]] = &[
+    b"fonttbl",
+    b"colortbl",
+    b"stylesheet",
+    b"info",
+    b"pict",
+    b"object",
+    b"fldinst",
+    b"themedata",
+    b"colorschememapping",
+    b"datastore",
+    b"latentstyles",
+    b"listtable",
+    b"listoverridetable",
+    b"rsidtbl",
+    b"generator",
+    b"xmlnstbl",
+    b"header",
+    b"footer",
+];
+
+/// The text of an RTF document: text outside the skipped destinations
+/// ([`RTF_SKIPPED`], and every `{\*...}` one), `\par` and `\line` as line
+/// breaks, `\'hh` as a Windows-1252 character, `\uN` as a Unicode one
+/// (its fallback character skipped), hidden text (`\v`) left out.
+///
+/// Written by hand: the crates that read RTF build a document model with
+/// styles for an editor; this needs only its text, in one bounded pass
+/// (linear in the input, group depth capped) that cannot fail.
+pub fn rtf_text(bytes: &[u8]) -> String {
+    /// Deepest group tracked.
+    const MAX_GROUPS: usize = 256;
+    let mut text = String::new();
+    // Per open group: skipped, hidden (`\v`).
+    let mut groups: Vec<(bool, bool)> = vec![(false, false)];
+    let mut skip_fallback = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let (skipped, hidden) = groups.last().copied().unwrap_or((false, false));
+        i += 1;
+        match b {
+            b'{' => {
+                if groups.len() < MAX_GROUPS {
+                    groups.push((skipped, hidden));
+                }
+            }
+            b'}' => {
+                if groups.len() > 1 {
+                    groups.pop();
+                }
+            }
+            b'\\' => {
+                let (word, param, next) = control_word(bytes, i);
+                i = next;
+                let quiet = skipped || hidden;
+                match (word, param) {
+                    (b"*", _) => set_top(&mut groups, |g| g.0 = true),
+                    (w, _) if RTF_SKIPPED.contains(&w) => set_top(&mut groups, |g| g.0 = true),
+                    (b"v", p) => set_top(&mut groups, |g| g.1 = p != Some(0)),
+                    (b"par" | b"line" | b"sect" | b"page" | b"row", _) if !quiet => {
+                        line_break(&mut text)
+                    }
+                    (b"tab" | b"cell", _) if !quiet => text.push(' '),
+                    (b"'", _) => {
+                        let hex = bytes
+                            .get(i..i + 2)
+                            .and_then(|h| std::str::from_utf8(h).ok());
+                        if let Some(byte) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                            i += 2;
+                            if !quiet && skip_fallback == 0 {
+                                text.push(windows_1252(byte));
+                            }
+                        }
+                        skip_fallback = skip_fallback.saturating_sub(1);
+                    }
+                    (b"u", Some(n)) => {
+                        let code = if n < 0 { n + 65536 } else { n };
+                        if !quiet {
+                            text.extend(u32::try_from(code).ok().and_then(char::from_u32));
+                        }
+                        skip_fallback = 1;
+                    }
+                    // An escaped symbol: `\\`, `\{`, `\}`, `\~`.
+                    ([b'~'], _) if !quiet => text.push(' '),
+                    ([c @ (b'\\' | b'{' | b'}')], _) if !quiet => text.push(char::from(*c)),
+                    _ => {}
+                }
+            }
+            b'\r' | b'\n' => {}
+            _ => {
+                if skip_fallback > 0 {
+                    skip_fallback -= 1;
+                } else if !skipped && !hidden {
+                    text.push(char::from(b));
+                }
+            }
+        }
+    }
+    text.trim().to_owned()
+}
+
+fn set_top(groups: &mut [(bool, bool)], f: impl FnOnce(&mut (bool, bool))) {
+    if let Some(g) = groups.last_mut() {
+        f(g);
+    }
+}
+
+/// The control word at `i` (just after a backslash): its letters (or one
+/// symbol), its numeric parameter, and where the text after it starts.
+fn control_word(bytes: &[u8], i: usize) -> (&[u8], Option<i32>, usize) {
+    let letters = bytes
+        .get(i..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|b| b.is_ascii_alphabetic())
+        .count()
+        .min(32);
+    if letters == 0 {
+        let sym = bytes.get(i..i + 1).unwrap_or_default();
+        return (sym, None, i + sym.len());
+    }
+    let word = bytes.get(i..i + letters).unwrap_or_default();
+    let mut j = i + letters;
+    let neg = bytes.get(j) == Some(&b'-');
+    if neg {
+        j += 1;
+    }
+    let digits = bytes
+        .get(j..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count()
+        .min(10);
+    let param = std::str::from_utf8(bytes.get(j..j + digits).unwrap_or_default())
+        .ok()
+        .and_then(|d| d.parse::<i64>().ok())
+        .map(|n| if neg { -n } else { n })
+        .and_then(|n| i32::try_from(n).ok());
+    if digits == 0 && neg {
+        j -= 1;
+    }
+    j += digits;
+    // One space ends a control word and is part of it.
+    if bytes.get(j) == Some(&b' ') {
+        j += 1;
+    }
+    (word, param, j)
+}
+
+/// A Windows-1252 byte as a character (RTF's `\'hh` under `\ansi`).
+fn windows_1252(b: u8) -> char {
+    const HIGH: [char; 32] = [
+        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž',
+        '\u{8f}', '\u{90}', '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}',
+        'ž', 'Ÿ',
+    ];
+    match b {
+        0x80..=0x9f => HIGH.get(usize::from(b - 0x80)).copied().unwrap_or('?'),
+        _ => char::from(b),
+    }
+}
+
+/// Calendar and contact properties whose values a reader sees.
+const CARD_TEXT: &[&str] = &[
+    "SUMMARY",
+    "DESCRIPTION",
+    "LOCATION",
+    "COMMENT",
+    "CONTACT",
+    "FN",
+    "ORG",
+    "TITLE",
+    "NOTE",
+    "ROLE",
+];
+/// Properties whose values are links.
+const CARD_LINKS: &[&str] = &["URL", "ATTACH", "SOURCE"];
+
+/// The text of an iCalendar (RFC 5545) or vCard (RFC 6350) file: the
+/// values of the properties a calendar or address book shows
+/// ([`CARD_TEXT`]), unfolded and unescaped; `X-ALT-DESC` (HTML) for the
+/// caller to render; URLs as links.
+pub fn card_text(bytes: &[u8], out: &mut Vec<Piece>) {
+    let content = String::from_utf8_lossy(bytes);
+    // Unfolding: a line break followed by a space or tab continues the line.
+    let unfolded = content
+        .replace("\r\n ", "")
+        .replace("\r\n\t", "")
+        .replace("\n ", "")
+        .replace("\n\t", "");
+    let mut text = String::new();
+    for line in unfolded.lines() {
+        let Some((head, value)) = split_property(line) else {
+            continue;
+        };
+        let name = head.split(';').next().unwrap_or("").to_ascii_uppercase();
+        let value = unescape_card(value);
+        if CARD_TEXT.contains(&name.as_str()) {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(value.trim());
+        } else if name == "X-ALT-DESC" {
+            out.push(Piece::Html(value));
+        } else if CARD_LINKS.contains(&name.as_str()) && value.contains("://") {
+            out.push(Piece::Link(value.trim().to_owned()));
+        }
+    }
+    if !text.trim().is_empty() {
+        out.insert(0, Piece::Text(text));
+    }
+}
+
+/// A content line's name and parameters, and its value: split at the
+/// first colon outside a quoted parameter value.
+fn split_property(line: &str) -> Option<(&str, &str)> {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ':' if !quoted => return Some((line.get(..i)?, line.get(i + 1..)?)),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn unescape_card(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n' | 'N') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, content) in entries {
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(content).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    fn texts(pieces: &[Piece]) -> String {
+        pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    #[test]
+    fn formats_are_told_by_their_bytes() {
+        assert_eq!(sniff(&zip_of(&[("a.txt", b"x")])), Some(Format::Zip));
+        assert_eq!(sniff(b"\x1f\x8b\x08\0"), Some(Format::Gzip));
+        assert_eq!(sniff(b"%PDF-1.4\n"), Some(Format::Pdf));
+        assert_eq!(sniff(b"{\\rtf1\\ansi hello}"), Some(Format::Rtf));
+        assert_eq!(sniff(b"BEGIN:VCALENDAR\r\n"), Some(Format::Card));
+        assert_eq!(sniff(b"\xef\xbb\xbf  begin:vcard\n"), Some(Format::Card));
+        assert_eq!(sniff(b"<?xml version=\"1.0\"?><svg/>"), Some(Format::Xml));
+        assert_eq!(
+            sniff(b"<svg xmlns=\"x\"><text>a</text></svg>"),
+            Some(Format::Xml)
+        );
+        assert_eq!(sniff(b"<!DOCTYPE html><p>x"), Some(Format::Html));
+        assert_eq!(
+            sniff(b"From: a@b\r\nMIME-Version: 1.0\r\nContent-Type: multipart/related\r\n"),
+            Some(Format::Message)
+        );
+        assert_eq!(sniff(b"Hello: this is text\nand more"), None);
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n"), None);
+        assert_eq!(sniff(b"just some words"), None);
+    }
+
+    #[test]
+    fn a_word_document_is_read_without_its_hidden_runs() {
+        let doc = br#"<?xml version="1.0"?><w:document xmlns:w="w"><w:body>
+<w:p><w:r><w:t>Your account</w:t></w:r><w:r><w:t xml:space="preserve"> is lo</w:t></w:r><w:r><w:t>cked</w:t></w:r></w:p>
+<w:p><w:r><w:rPr><w:vanish/></w:rPr><w:t>junk words here</w:t></w:r><w:r><w:t>Call &amp; pay</w:t></w:r></w:p>
+<w:p><w:del><w:r><w:delText>deleted</w:delText></w:r></w:del><w:r><w:tab/><w:t>now</w:t></w:r></w:p>
+</w:body></w:document>"#;
+        let rels = br#"<Relationships><Relationship Id="r1" Target="http://evil.example/x" TargetMode="External"/><Relationship Id="r2" Target="styles.xml"/></Relationships>"#;
+        let docx = zip_of(&[
+            ("[Content_Types].xml", b"<Types/>"),
+            (
+                "word/styles.xml",
+                b"<w:styles><w:t>style text</w:t></w:styles>",
+            ),
+            ("word/_rels/document.xml.rels", rels),
+            ("word/document.xml", doc),
+        ]);
+        let pieces = read(&docx, Format::Zip, 0, &mut Budget::default());
+        assert_eq!(
+            texts(&pieces),
+            "Your account is locked\n\nCall & pay\n\nnow"
+        );
+        assert!(pieces.contains(&Piece::Link("http://evil.example/x".into())));
+        assert_eq!(pieces.len(), 2, "{pieces:?}");
+    }
+
+    #[test]
+    fn slides_are_read_in_their_order_and_other_entries_handed_back() {
+        let slide = |t: &str| format!("<p:sld><a:p><a:r><a:t>{t}</a:t></a:r></a:p></p:sld>");
+        let (s2, s10) = (slide("second"), slide("tenth"));
+        let z = zip_of(&[
+            ("ppt/slides/slide10.xml", s10.as_bytes()),
+            ("ppt/slides/slide2.xml", s2.as_bytes()),
+            ("page.html", b"<html><p>inner</p>"),
+        ]);
+        let pieces = read(&z, Format::Zip, 0, &mut Budget::default());
+        assert_eq!(texts(&pieces), "second\n\ntenth");
+        assert_eq!(
+            pieces.last(),
+            Some(&Piece::Inner {
+                bytes: b"<html><p>inner</p>".to_vec(),
+                depth: 1
+            })
+        );
+        // Past the depth, an archive is not opened.
+        assert!(read(&z, Format::Zip, MAX_DEPTH + 1, &mut Budget::default()).is_empty());
+    }
+
+    #[test]
+    fn svg_text_lines_are_read_and_hidden_ones_not() {
+        let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><title>tip</title>
+<text x="1" y="10">Claim your</text><text x="1" y="20">prize <tspan>today</tspan></text>
+<text display="none">hidden junk</text><g opacity="0"><text>more junk</text></g>
+<a href="https://phish.example/">link</a></svg>"#;
+        let pieces = read(svg, Format::Xml, 0, &mut Budget::default());
+        assert_eq!(texts(&pieces), "Claim your\n\nprize today\n\nlink");
+        assert!(pieces.contains(&Piece::Link("https://phish.example/".into())));
+    }
+
+    #[test]
+    fn calendar_descriptions_are_unfolded_and_unescaped() {
+        let ics = b"BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:123@x\r\nSUMMARY:Payroll upd\r\n ate\r\nDESCRIPTION;LANGUAGE=en:Dear user\\, your\\nmailbox is full\\; act now.\r\nURL:https://x.example/a\r\nX-ALT-DESC;FMTTYPE=text/html:<p>hi</p>\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+        let pieces = read(ics, Format::Card, 0, &mut Budget::default());
+        assert_eq!(
+            texts(&pieces),
+            "Payroll update\n\nDear user, your\nmailbox is full; act now."
+        );
+        assert!(pieces.contains(&Piece::Link("https://x.example/a".into())));
+        assert!(pieces.contains(&Piece::Html("<p>hi</p>".into())));
+    }
+
+    #[test]
+    fn rtf_text_skips_tables_hidden_text_and_fallbacks() {
+        let rtf = br"{\rtf1\ansi{\fonttbl{\f0 Arial;}}{\colortbl;\red0;}{\*\generator x;}\f0 Dear caf\'e9 owner,\par {\v secret }you won \u8364? 100\par}";
+        assert_eq!(rtf_text(rtf), "Dear caf\u{e9} owner,\nyou won \u{20ac} 100");
+        // Unbalanced and deep groups, stray backslashes: no panic.
+        let hostile: Vec<u8> = b"{\\rtf1"
+            .iter()
+            .chain(&[b'{'; 10_000])
+            .chain(b"\\u-99999999999\\'zz\\")
+            .copied()
+            .collect();
+        let _ = rtf_text(&hostile);
+    }
+
+    #[test]
+    fn a_zip_bomb_stops_at_the_budget() {
+        let zeros = vec![0u8; 8 * 1024 * 1024];
+        let z = zip_of(&[("a.txt", &zeros), ("b.txt", &zeros)]);
+        assert!(z.len() < 100_000);
+        let mut budget = Budget::default();
+        let pieces = read(&z, Format::Zip, 0, &mut budget);
+        assert!(budget.cut);
+        let total: usize = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Inner { bytes, .. } => bytes.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(total <= WORK_BYTES, "{total}");
+        // A gzip of zeros too.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&zeros).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut budget = Budget::default();
+        let pieces = read(&gz, Format::Gzip, 0, &mut budget);
+        assert!(budget.cut);
+        assert!(
+            matches!(&pieces[..], [Piece::Inner { bytes, depth: 1 }] if bytes.len() == WORK_BYTES)
+        );
+    }
+
+    #[test]
+    fn thousands_of_entries_open_at_most_the_bound() {
+        let names: Vec<String> = (0..5000).map(|i| format!("f{i}.txt")).collect();
+        let entries: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
+        let z = zip_of(&entries);
+        let mut budget = Budget::default();
+        let pieces = read(&z, Format::Zip, 0, &mut budget);
+        assert_eq!(pieces.len(), MAX_ENTRIES);
+        assert!(budget.cut);
+    }
+
+    #[test]
+    fn broken_inputs_give_what_was_read() {
+        let z = zip_of(&[("word/document.xml", b"<w:p><w:t>half a doc</w:t></w:p>")]);
+        for cut in [0, 4, 30, z.len() / 2, z.len() - 1] {
+            let _ = read(&z[..cut], Format::Zip, 0, &mut Budget::default());
+        }
+        let mut out = Vec::new();
+        xml_text(b"<a><p>kept</p><b attr=\"unclosed></a>", &mut out);
+        assert_eq!(texts(&out), "kept");
+        let mut out = Vec::new();
+        xml_text(&[0xff, 0xfe, b'<', 0], &mut out);
+        card_text(b"BEGIN:VCARD\nNOTE:\\", &mut out);
+    }
+}
