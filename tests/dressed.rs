@@ -528,6 +528,16 @@ fn a_picture_campaign_is_one_campaign_whatever_pixels_it_changes() {
     );
 }
 
+/// QR-code phishing (issue 54, item 2): a short line and a QR code of the
+/// campaign's link, each copy's picture its own (another number in the
+/// link, another size and place, speckles). The link read from the code
+/// is the message's: one campaign.
+#[test]
+fn a_qr_code_campaign_is_one_campaign() {
+    let rate = alike_rate(&threshold5(), &all_bases(), "QR codes", dress::qr_message);
+    assert!(rate >= MIN_RATE, "QR-code campaigns {:.0}%", 100.0 * rate);
+}
+
 /// A campaign that sends every copy as a PDF under a one-line body (the
 /// `attached_pdf` class mixes them with plain copies): one campaign.
 #[test]

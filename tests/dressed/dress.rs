@@ -1720,6 +1720,51 @@ pub fn picture_message(text: &str, copy: usize, noise: usize) -> Vec<u8> {
     )
 }
 
+/// QR-code phishing: a line of text and a picture of a QR code that holds
+/// the campaign's link with the recipient's number in it, drawn at its
+/// own size and place in each copy, with speckles: no two copies share a
+/// picture, and the line is too short to be a campaign's text.
+pub fn qr_message(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "qr");
+    let cover = *rng(text, 0, "qr_cover").pick(&[
+        "Scan the code below to keep your mailbox.",
+        "Your document is waiting: scan to open it.",
+        "Scan with your phone camera to confirm.",
+    ]);
+    let url = format!("https://{}/verify?id={}", host(text), tracking(text, copy));
+    let code = qrcode::QrCode::new(url.as_bytes()).expect("encodes");
+    let modules = code.width() as u32;
+    let colors = code.to_colors();
+    let scale = 4 + r.below(5) as u32;
+    // The quiet zone of four modules a QR code is drawn with, and more.
+    let (dx, dy) = (
+        4 * scale + r.below(60) as u32,
+        4 * scale + r.below(60) as u32,
+    );
+    let (w, h) = (
+        modules * scale + 8 * scale + 60,
+        modules * scale + 8 * scale + 80,
+    );
+    let mut img = image::GrayImage::from_pixel(w, h, image::Luma([240 + r.below(16) as u8]));
+    for y in 0..modules * scale {
+        for x in 0..modules * scale {
+            let i = ((y / scale) * modules + x / scale) as usize;
+            if colors[i] == qrcode::Color::Dark {
+                img.put_pixel(x + dx, y + dy, image::Luma([r.below(40) as u8]));
+            }
+        }
+    }
+    for _ in 0..60 {
+        let (x, y) = (r.below(w as usize) as u32, r.below(h as usize) as u32);
+        img.put_pixel(x, y, image::Luma([128]));
+    }
+    let mut png = Vec::new();
+    image::DynamicImage::ImageLuma8(img)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("encodes");
+    under_cover(text, copy, "qr", cover, "image/png", "code.png", &png)
+}
+
 // --------------------------------------------------------------- documents
 
 /// The paragraphs of what the recipient reads ([`body`]), each a list of

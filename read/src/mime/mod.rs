@@ -408,8 +408,10 @@ fn collect(
                 _ => false,
             })
     });
-    let short_body = text_attachment
+    // (Words are counted only when there are attachments.)
+    let short_text = !message.attachments.is_empty()
         && html::count_words(body.text.get(before..).unwrap_or("")) < html::MIN_VISIBLE_WORDS;
+    let short_body = text_attachment && short_text;
     if every_text_part {
         for part in &message.parts {
             if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
@@ -433,7 +435,19 @@ fn collect(
                 if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
             {
                 let (hash, picture) = if spend.deep {
-                    attachment_hash(part, b, &mut spend.pictures)
+                    // The QR codes of pictures under a short text: a
+                    // QR-code phishing message's link.
+                    let (hash, picture, codes) =
+                        attachment_hash(part, b, &mut spend.pictures, short_text);
+                    if codes.is_empty() {
+                        (hash, picture)
+                    } else {
+                        // A QR code is compared by what it says, not by
+                        // its pixels (each copy draws its own link).
+                        let anchor = code_anchor(&codes);
+                        add_codes(codes, limit, body);
+                        (anchor, None)
+                    }
                 } else {
                     spend.deferred |= picture::is_picture(b);
                     (attachment_sha256(part, b), None)
@@ -652,14 +666,45 @@ fn plain_or_html(part: &MessagePart<'_>) -> bool {
 /// What an attachment is compared by exactly: a hash of a picture's
 /// perceptual hash ([`picture`]) when it has one, or else
 /// [`attachment_sha256`]; and the perceptual hash.
+/// With `codes`, also the QR codes of a picture ([`picture::read`]).
 fn attachment_hash(
     part: &MessagePart<'_>,
     bytes: &[u8],
     pictures: &mut picture::Budget,
-) -> ([u8; 32], Option<u64>) {
-    match picture::hash(bytes, pictures) {
-        Some(h) => (picture_anchor(h), Some(h)),
-        None => (attachment_sha256(part, bytes), None),
+    codes: bool,
+) -> ([u8; 32], Option<u64>, Vec<String>) {
+    let read = picture::read(bytes, pictures, codes);
+    match read.hash {
+        Some(h) => (picture_anchor(h), Some(h), read.codes),
+        None => (attachment_sha256(part, bytes), None, read.codes),
+    }
+}
+
+/// The exact anchor of a picture of QR codes: the hosts of their links
+/// (the rest of a link is the recipient's number as often as not), or the
+/// content of a code that holds no link.
+fn code_anchor(codes: &[String]) -> [u8; 32] {
+    let mut d = Sha256::new();
+    d.update(b"bulkwatch qr code 1\0");
+    for code in codes {
+        let host = normalize::url_host(code).filter(|_| code.contains("://"));
+        d.update(host.unwrap_or(code).to_ascii_lowercase().as_bytes());
+        d.update(b"\0");
+    }
+    d.finalize().into()
+}
+
+/// The content of QR codes read from a picture, as a link the message
+/// shows: in the text, a line each, and among the links.
+fn add_codes(codes: Vec<String>, limit: usize, body: &mut BodyText) {
+    for code in codes {
+        if !body.text.is_empty() {
+            body.text.push_str("\n\n");
+        }
+        push_plain(&code, limit, body);
+        if body.urls.len() < html::MAX_URLS && code.contains("://") {
+            body.urls.push(code);
+        }
     }
 }
 

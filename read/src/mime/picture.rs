@@ -50,12 +50,37 @@ const MIN_CONTRAST: f64 = 16.0;
 /// would set or clear such a pair's bit at random.
 const DEAD_ZONE: f64 = 2.0;
 
+/// Pictures of one message searched for QR codes.
+pub const MAX_CODE_PICTURES: usize = 2;
+/// A picture is searched for QR codes at this size at most (its longer
+/// side, scaled down): a QR code drawn to be scanned from a screen has
+/// modules of several pixels at that size, and the search's work is
+/// bounded by it whatever the picture's size (it grows with the square of
+/// the finder patterns found, at most about one per 49 pixels).
+pub const CODE_SIDE: u32 = 512;
+/// Most QR codes read from one picture.
+pub const MAX_CODES: usize = 4;
+/// Most finder-pattern crossings ([`finder_patterns`]: the three squares
+/// in a QR code's corners, and the look-alikes in its data) a picture may
+/// hold to be searched. rqrr tries the patterns in pairs and copies the
+/// picture for each pair it tries, so a picture tiled with patterns took
+/// minutes (1,024 of them: 4 s at 256 pixels a side; 4,096: 394 s at
+/// 512); 64 tiled patterns take 57 ms at 512, 9 take 8 ms. A QR code of a
+/// 250-character URL counts up to 46 (its data holds look-alikes). A
+/// picture with more is not searched, and its message says it was read
+/// partly.
+pub const MAX_FINDERS: usize = 64;
+/// Longest QR code content kept (a URL).
+const MAX_CODE_CHARS: usize = 2048;
+
 /// What one message may still decode.
 #[derive(Debug, Clone)]
 pub struct Budget {
     pixels: u64,
-    /// A picture was refused for want of pixels (the message was read
-    /// partly).
+    /// Pictures still to search for QR codes ([`MAX_CODE_PICTURES`]).
+    code_pictures: usize,
+    /// A picture was refused for want of pixels, or not searched for QR
+    /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
 }
 
@@ -63,9 +88,20 @@ impl Default for Budget {
     fn default() -> Budget {
         Budget {
             pixels: MAX_MESSAGE_PIXELS,
+            code_pictures: MAX_CODE_PICTURES,
             spent: false,
         }
     }
+}
+
+/// What is read from a picture.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Read {
+    /// Its difference hash ([`hash`]).
+    pub hash: Option<u64>,
+    /// The content of the QR codes in it (when asked for): a QR-code
+    /// phishing message's link.
+    pub codes: Vec<String>,
 }
 
 /// Whether `bytes` are a picture this module reads (by their first
@@ -97,6 +133,34 @@ fn reader(bytes: &[u8]) -> Option<ImageReader<Cursor<&[u8]>>> {
 /// module documentation for when). The picture's pixels count against
 /// `budget` before it is decoded, whether it decodes or not.
 pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
+    read(bytes, budget, false).hash
+}
+
+/// The difference hash of the picture in `bytes` ([`hash`]) and, when
+/// `codes` and the message's budget has pictures left for it
+/// ([`MAX_CODE_PICTURES`]), the QR codes in it.
+pub fn read(bytes: &[u8], budget: &mut Budget, codes: bool) -> Read {
+    let Some(grey) = decode(bytes, budget) else {
+        return Read::default();
+    };
+    let codes = if codes && budget.code_pictures > 0 {
+        budget.code_pictures -= 1;
+        let codes = qr_codes(&grey);
+        budget.spent |= codes.is_none();
+        codes.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    Read {
+        hash: dhash(&grey),
+        codes,
+    }
+}
+
+/// The picture in `bytes` in grey, within the bounds (see the module
+/// documentation); its pixels count against `budget` before it is
+/// decoded.
+fn decode(bytes: &[u8], budget: &mut Budget) -> Option<image::GrayImage> {
     if bytes.len() > MAX_BYTES {
         return None;
     }
@@ -112,7 +176,137 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
     budget.pixels = left;
     let picture = reader(bytes)?.decode().ok()?;
     // (A GIF's first frame.)
-    let grey = picture.into_luma8();
+    Some(picture.into_luma8())
+}
+
+/// The content of the QR codes in `grey` (rqrr), searched at
+/// [`CODE_SIDE`] at most, then, when none is found, at half that size
+/// (speckles that break a code's modules fade into them); `None` when it
+/// holds more than [`MAX_FINDERS`] finder patterns.
+fn qr_codes(grey: &image::GrayImage) -> Option<Vec<String>> {
+    let (w, h) = grey.dimensions();
+    let first = qr_codes_at(grey, CODE_SIDE)?;
+    if !first.is_empty() || w.max(h) < 2 * MIN_SIDE {
+        return Some(first);
+    }
+    qr_codes_at(grey, (w.max(h) / 2).min(CODE_SIDE / 2))
+}
+
+/// [`qr_codes`] at `side` pixels at most, in black and white at the
+/// midpoint of its darkest and brightest grey.
+fn qr_codes_at(grey: &image::GrayImage, side: u32) -> Option<Vec<String>> {
+    let (w, h) = grey.dimensions();
+    let scaled;
+    let grey = if w.max(h) > side {
+        let f = f64::from(side) / f64::from(w.max(h));
+        let (sw, sh) = (
+            ((f64::from(w) * f).round() as u32).max(1),
+            ((f64::from(h) * f).round() as u32).max(1),
+        );
+        scaled = image::imageops::thumbnail(grey, sw, sh);
+        &scaled
+    } else {
+        grey
+    };
+    let (w, h) = grey.dimensions();
+    let (lo, hi) = grey
+        .pixels()
+        .fold((255u8, 0u8), |(lo, hi), p| (lo.min(p.0[0]), hi.max(p.0[0])));
+    let mid = (u16::from(lo) + u16::from(hi)) / 2;
+    let black = |x: usize, y: usize| {
+        grey.get_pixel_checked(x as u32, y as u32)
+            .is_some_and(|p| u16::from(p.0[0]) <= mid)
+    };
+    if finder_patterns(w as usize, h as usize, &black, MAX_FINDERS + 1) > MAX_FINDERS {
+        return None;
+    }
+    let mut prepared = rqrr::PreparedImage::prepare_from_bitmap(w as usize, h as usize, black);
+    Some(
+        prepared
+            .detect_grids()
+            .into_iter()
+            .take(MAX_CODES)
+            .filter_map(|grid| grid.decode().ok())
+            .map(|(_, content)| {
+                content
+                    .trim()
+                    .chars()
+                    .take(MAX_CODE_CHARS)
+                    .collect::<String>()
+            })
+            .filter(|c| !c.is_empty())
+            .collect(),
+    )
+}
+
+/// How many finder patterns the picture of `w` × `h` pixels (`black`)
+/// may hold, counted up to `stop`: at least as many as rqrr finds in it.
+/// A row crosses a pattern's middle as black, white, black (three times
+/// as long), white, black; rqrr looks for a pattern only where a row
+/// does, with the tolerance written here. Rows that cross the middle block
+/// of one pattern are counted once: a crossing is merged with one on the
+/// row above whose middle block overlaps its own (the same black region).
+/// Counted by linked crossings, never fewer than rqrr's patterns, each of
+/// which has its own middle block.
+fn finder_patterns(
+    w: usize,
+    h: usize,
+    black: &impl Fn(usize, usize) -> bool,
+    stop: usize,
+) -> usize {
+    let mut count = 0;
+    // The middle blocks crossed on the row above and on this row.
+    let mut above: Vec<(usize, usize)> = Vec::new();
+    let mut here: Vec<(usize, usize)> = Vec::new();
+    for y in 0..h {
+        here.clear();
+        // Lengths of the last five runs, the colour and length of the
+        // current one (a virtual white pixel ends the row).
+        let mut runs = [0usize; 5];
+        let mut colour = black(0, y);
+        let mut run = 1;
+        let mut changes = 0usize;
+        for x in 1..=w {
+            let c = x < w && black(x, y);
+            if c == colour {
+                run += 1;
+                continue;
+            }
+            colour = c;
+            runs.rotate_left(1);
+            runs[4] = run;
+            run = 1;
+            changes += 1;
+            if !c && changes >= 5 && crossing(&runs) {
+                let start = x - runs[4] - runs[3] - runs[2];
+                here.push((start, start + runs[2]));
+                let linked = above.iter().any(|&(a, b)| a < start + runs[2] && start < b);
+                if !linked {
+                    count += 1;
+                    if count >= stop {
+                        return count;
+                    }
+                }
+            }
+        }
+        std::mem::swap(&mut above, &mut here);
+    }
+    count
+}
+
+/// Five runs in the ratio 1:1:3:1:1 within rqrr's tolerance (a quarter of
+/// the mean run on either side, three quarters of it wide).
+fn crossing(runs: &[usize; 5]) -> bool {
+    let avg = (runs[0] + runs[1] + runs[3] + runs[4]) / 4;
+    let err = avg * 3 / 4;
+    runs.iter()
+        .zip([1usize, 1, 3, 1, 1])
+        .all(|(&r, k)| r + err >= k * avg && r <= k * avg + err)
+}
+
+/// The difference hash of `grey` (see the module documentation), or
+/// `None` when it has too little contrast.
+fn dhash(grey: &image::GrayImage) -> Option<u64> {
     let (w, h) = grey.dimensions();
     // Each cell's mean grey level, from whole sums: no rounding of a
     // cell to a level that one changed pixel could tip.
@@ -178,6 +372,96 @@ mod tests {
             .write_to(&mut Cursor::new(&mut out), format)
             .expect("encodes");
         out
+    }
+
+    /// `data` as a QR code drawn `scale` pixels a module at (`dx`, `dy`) on
+    /// a `w` × `h` grey picture, with `speckles` random dark pixels, PNG.
+    pub(crate) fn qr_png(
+        data: &str,
+        w: u32,
+        h: u32,
+        scale: u32,
+        dx: u32,
+        dy: u32,
+        speckles: u32,
+    ) -> Vec<u8> {
+        let code = qrcode::QrCode::new(data.as_bytes()).expect("encodes");
+        let modules = code.width() as u32;
+        let colors = code.to_colors();
+        let mut state = u64::from(speckles) * 7919 + u64::from(dx);
+        let mut img = image::GrayImage::from_pixel(w, h, image::Luma([250]));
+        for y in 0..modules * scale {
+            for x in 0..modules * scale {
+                let i = ((y / scale) * modules + x / scale) as usize;
+                if colors[i] == qrcode::Color::Dark && x + dx < w && y + dy < h {
+                    img.put_pixel(x + dx, y + dy, image::Luma([20]));
+                }
+            }
+        }
+        for _ in 0..speckles {
+            let r = testkit::splitmix(&mut state);
+            img.put_pixel(
+                (r % u64::from(w)) as u32,
+                ((r >> 32) % u64::from(h)) as u32,
+                image::Luma([90]),
+            );
+        }
+        let mut out = Vec::new();
+        DynamicImage::ImageLuma8(img)
+            .write_to(&mut Cursor::new(&mut out), ImageFormat::Png)
+            .expect("encodes");
+        out
+    }
+
+    #[test]
+    fn qr_codes_are_read_when_asked_within_the_bound() {
+        let url = "https://login.example.net/verify?u=48213&t=9f2c";
+        // Drawn large (scaled down before the search), offset, speckled.
+        let big = qr_png(url, 1400, 1000, 16, 300, 120, 400);
+        let mut b = Budget::default();
+        assert_eq!(read(&big, &mut b, true).codes, vec![url.to_owned()]);
+        let small = qr_png(url, 300, 300, 5, 20, 40, 50);
+        assert_eq!(read(&small, &mut b, true).codes, vec![url.to_owned()]);
+        // Not asked: not searched; past the message's pictures: not searched.
+        assert!(read(&small, &mut Budget::default(), false).codes.is_empty());
+        assert!(read(&small, &mut b, true).codes.is_empty());
+        // The hash is the same whether codes are searched or not.
+        assert_eq!(
+            read(&small, &mut Budget::default(), true).hash,
+            hash(&small, &mut Budget::default())
+        );
+    }
+
+    #[test]
+    fn a_picture_full_of_finder_patterns_is_searched_within_its_bound() {
+        // The QR finder pattern (a 7-module ring around a 3-module block)
+        // tiled over a picture at the smallest size the search sees: the
+        // worst case of its grouping of patterns.
+        let mut img = image::GrayImage::from_pixel(CODE_SIDE, CODE_SIDE, image::Luma([255]));
+        for (x, y, p) in img.enumerate_pixels_mut() {
+            let (mx, my) = (x % 8, y % 8);
+            let ring = mx < 7 && my < 7 && (mx == 0 || mx == 6 || my == 0 || my == 6);
+            let block = (2..=4).contains(&mx) && (2..=4).contains(&my);
+            if ring || block {
+                *p = image::Luma([0]);
+            }
+        }
+        let mut png = Vec::new();
+        DynamicImage::ImageLuma8(img)
+            .write_to(&mut Cursor::new(&mut png), ImageFormat::Png)
+            .expect("encodes");
+        let mut budget = Budget::default();
+        let read = read(&png, &mut budget, true);
+        assert!(read.codes.is_empty());
+        assert!(budget.spent, "not searched, and said so");
+        // A real code's three patterns are counted as three, however
+        // large it is drawn.
+        let grey = image::load_from_memory(&qr_png("https://a.example/", 512, 512, 16, 10, 10, 0))
+            .expect("decodes")
+            .into_luma8();
+        let black = |x: usize, y: usize| grey.get_pixel(x as u32, y as u32).0[0] < 128;
+        let found = finder_patterns(512, 512, &black, 1000);
+        assert!((3..=MAX_FINDERS).contains(&found), "{found}");
     }
 
     #[test]
