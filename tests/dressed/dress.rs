@@ -79,6 +79,8 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("zip_in_zip", zip_in_zip),
     ("eml_as_octets", eml_as_octets),
     ("contact_card", contact_card),
+    ("html_smuggling", html_smuggling),
+    ("alt_text_pictures", alt_text_pictures),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2015,6 +2017,65 @@ fn eml_as_octets(text: &str, copy: usize) -> Vec<u8> {
         "eml",
         inner.as_bytes(),
     )
+}
+
+/// HTML smuggling: an attached page whose source holds the page only
+/// encoded, written out by script when it is opened (`atob` of Base64 cut
+/// in pieces joined by `+`, or `unescape` of percent escapes), each copy
+/// cut in other places.
+fn html_smuggling(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "smuggling");
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.0, |w, _| esc(w));
+    let page = html_doc(&p_elements(&paras));
+    let script = if r.chance(0.5) {
+        let b64 = base64(page.as_bytes());
+        let mut pieces = Vec::new();
+        let mut rest = b64.as_str();
+        while !rest.is_empty() {
+            let n = (40 + r.below(80)).min(rest.len());
+            let (a, b) = rest.split_at(n);
+            pieces.push(format!("\"{a}\""));
+            rest = b;
+        }
+        format!(
+            "var d = atob({});\ndocument.open(); document.write(d); document.close();",
+            pieces.join(" +\n  ")
+        )
+    } else {
+        let pct: String = page.bytes().map(|b| format!("%{b:02x}")).collect();
+        format!("document.write(unescape('{pct}'));")
+    };
+    let shell = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Document</title></head>\n<body>\n<script>\n{script}\n</script>\n</body></html>\n"
+    );
+    attached_document(
+        text,
+        copy,
+        "smuggled",
+        "text/html",
+        "html",
+        shell.as_bytes(),
+    )
+}
+
+/// A message that is a column of remote pictures (an image-only
+/// newsletter), the text only in their `alt` attributes: what a client
+/// that blocks remote pictures shows, a line a picture.
+fn alt_text_pictures(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "alt_text");
+    let cdn = format!("https://cdn{}.example", r.below(1000));
+    let mut out = String::from("<table width=\"600\" cellpadding=\"0\" cellspacing=\"0\">\n");
+    for (p, lines) in paragraphs(text, copy).iter().enumerate() {
+        for (l, line) in lines.iter().enumerate() {
+            out.push_str(&format!(
+                "<tr><td><img src=\"{cdn}/i/{p}_{l}_{}.png\" width=\"600\" height=\"24\" alt=\"{}\" style=\"display:block\"></td></tr>\n",
+                r.below(1_000_000),
+                esc(line)
+            ));
+        }
+    }
+    out.push_str("</table>\n");
+    html_message(text, copy, &html_doc(&out))
 }
 
 /// The text as the NOTE of an attached contact card (.vcf).

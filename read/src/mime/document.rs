@@ -753,6 +753,140 @@ fn windows_1252(b: u8) -> char {
     }
 }
 
+/// Decodes a smuggled blob.
+type Decoder = fn(&str) -> Option<Vec<u8>>;
+
+/// Most smuggled documents taken from one page.
+const MAX_SMUGGLED: usize = 4;
+/// Shortest encoded blob looked at (a page's worth; shorter ones are
+/// tracking tokens and icons).
+const MIN_SMUGGLED: usize = 64;
+
+/// Documents smuggled in an attached page (HTML smuggling): what a browser
+/// shows when the page is opened, though its source holds none of it as
+/// text: a string decoded by script (`atob("...")`, `unescape("%3C...")`,
+/// `decodeURIComponent(...)`, string pieces joined by `+`) or a `data:`
+/// URL of a page (`data:text/html;base64,...`). Each decoded document that
+/// is text (UTF-8 without control bytes) is returned for the caller to
+/// render; the decoded bytes count against `budget`. Script is not run:
+/// what it computes otherwise (keys, XOR, fetched content) is not seen.
+pub fn smuggled(html: &str, budget: &mut Budget) -> Vec<String> {
+    let mut out = Vec::new();
+    let lower = html.to_ascii_lowercase();
+    let calls: [(&str, Decoder); 4] = [
+        ("atob(", base64_blob),
+        ("unescape(", percent_blob),
+        ("decodeuricomponent(", percent_blob),
+        ("data:text/html;base64,", base64_blob),
+    ];
+    for (marker, decode) in calls {
+        let mut from = 0;
+        while let Some(at) = lower.get(from..).and_then(|l| l.find(marker)) {
+            let start = from + at + marker.len();
+            if out.len() >= MAX_SMUGGLED {
+                return out;
+            }
+            let rest = html.get(start..).unwrap_or("");
+            let (encoded, used) = if marker.starts_with("data:") {
+                let run = rest
+                    .bytes()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+                    .count();
+                (rest.get(..run).unwrap_or("").to_owned(), run)
+            } else {
+                string_literals(rest)
+            };
+            // The next call is looked for after this one's argument: each
+            // byte is read once, however the calls nest.
+            from = start + used;
+            if encoded.len() < MIN_SMUGGLED {
+                continue;
+            }
+            let Some(bytes) = decode(&encoded) else {
+                continue;
+            };
+            if !budget.take(bytes.len()) {
+                return out;
+            }
+            if let Ok(text) = String::from_utf8(bytes) {
+                if !text.chars().any(|c| c.is_control() && !c.is_whitespace()) {
+                    out.push(text);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The string literals at the start of `s` (a call's argument), joined
+/// (`"ab" + 'cd'` is `abcd`; a backslash keeps the character after it),
+/// and the bytes of `s` they take.
+fn string_literals(s: &str) -> (String, usize) {
+    let mut out = String::new();
+    let mut chars = s.char_indices().peekable();
+    let mut used = 0;
+    loop {
+        while chars
+            .peek()
+            .is_some_and(|(_, c)| c.is_whitespace() || *c == '+')
+        {
+            chars.next();
+        }
+        let Some((_, quote)) = chars.next_if(|(_, c)| matches!(c, '"' | '\'' | '`')) else {
+            return (out, used);
+        };
+        used = s.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => out.extend(chars.next().map(|(_, c)| c)),
+                c if c == quote => {
+                    used = i + 1;
+                    break;
+                }
+                c => out.push(c),
+            }
+        }
+    }
+}
+
+fn base64_blob(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let clean: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    engine.decode(clean.trim_end_matches('=')).ok()
+}
+
+fn percent_blob(s: &str) -> Option<Vec<u8>> {
+    if !s.contains('%') {
+        return None;
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (c, hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Calendar and contact properties whose values a reader sees.
 const CARD_TEXT: &[&str] = &[
     "SUMMARY",
@@ -1006,6 +1140,41 @@ mod tests {
         let pieces = read(&z, Format::Zip, 0, &mut budget);
         assert_eq!(pieces.len(), MAX_ENTRIES);
         assert!(budget.cut);
+    }
+
+    #[test]
+    fn smuggled_pages_are_decoded() {
+        use base64::Engine as _;
+        let page = "<html><body><h1>Your mailbox is full</h1><p>Sign in to keep your messages.</p></body></html>";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(page);
+        let (a, b) = b64.split_at(b64.len() / 2);
+        let atob =
+            format!("<html><script>document.write(atob(\"{a}\" +\n '{b}'));</script></html>");
+        assert_eq!(
+            smuggled(&atob, &mut Budget::default()),
+            vec![page.to_owned()]
+        );
+        let pct: String = page.bytes().map(|c| format!("%{c:02X}")).collect();
+        let unescape = format!("<script>document.write(unescape('{pct}'))</script>");
+        assert_eq!(
+            smuggled(&unescape, &mut Budget::default()),
+            vec![page.to_owned()]
+        );
+        let data = format!("<iframe src=\"data:text/html;base64,{b64}\"></iframe>");
+        assert_eq!(
+            smuggled(&data, &mut Budget::default()),
+            vec![page.to_owned()]
+        );
+        // Short strings, binaries and broken blobs are not documents.
+        assert!(smuggled("<script>atob('aGVsbG8=')</script>", &mut Budget::default()).is_empty());
+        let binary = base64::engine::general_purpose::STANDARD.encode([0u8, 1, 2, 3].repeat(40));
+        assert!(smuggled(&format!("atob('{binary}')"), &mut Budget::default()).is_empty());
+        let _ = smuggled("atob('\\", &mut Budget::default());
+        let _ = smuggled(&"atob(".repeat(10_000), &mut Budget::default());
+        // Calls nested in one argument are read once (a scan from each
+        // call to the argument's end would read 1.4 MB 200,000 times).
+        let nested = format!("atob('{}'", "atob('x".repeat(200_000));
+        assert!(smuggled(&nested, &mut Budget::default()).is_empty());
     }
 
     #[test]

@@ -460,10 +460,13 @@ fn collect(
             // under a one-line body ("see the attached invoice"). Its text
             // follows the body's, within the same `max_scan_bytes`. Only
             // text/plain and text/html: a client shows those.
-            PartType::Text(_) | PartType::Html(_)
+            PartType::Text(t) | PartType::Html(t)
                 if !every_text_part && short_body && plain_or_html(part) =>
             {
                 add_part(message, part, limit, body);
+                if spend.deep {
+                    add_smuggled(t, limit, body, spend);
+                }
             }
             // Other attached text a client or desktop opens (a calendar
             // invitation, a vCard, an SVG or RTF declared as text), told by
@@ -534,6 +537,29 @@ fn add_html(html: &str, limit: usize, body: &mut BodyText) {
     body.images = targets.images;
 }
 
+/// Renders the pages smuggled in an attached page
+/// ([`document::smuggled`]), as its browser would show them, and those
+/// smuggled in them, two deep.
+fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend) {
+    let mut pages = document::smuggled(page, &mut spend.docs);
+    for _ in 0..2 {
+        let mut inner = Vec::new();
+        for p in &pages {
+            if !body.text.is_empty() && !body.text.ends_with("\n\n") {
+                body.text.push_str("\n\n");
+            }
+            if looks_like_html(p) || p.trim_start().starts_with('<') {
+                add_html(p, limit, body);
+            } else {
+                push_plain(p, limit, body);
+            }
+            inner.extend(document::smuggled(p, &mut spend.docs));
+        }
+        pages = inner;
+    }
+    body.partial |= spend.docs.cut;
+}
+
 /// Appends `text` to the body's, cut at `limit`.
 fn push_plain(text: &str, limit: usize, body: &mut BodyText) {
     let room = limit.saturating_sub(body.text.len());
@@ -582,7 +608,9 @@ fn add_document(
         }
         document::Format::Html if spend.docs.take(bytes.len()) => {
             separate(body);
-            add_html(&String::from_utf8_lossy(bytes), limit, body);
+            let page = String::from_utf8_lossy(bytes);
+            add_html(&page, limit, body);
+            add_smuggled(&page, limit, body, spend);
         }
         document::Format::Message if nested < MAX_NESTED && spend.docs.take(bytes.len()) => {
             if let Some(inner) = parser().parse(bytes) {

@@ -229,6 +229,8 @@ struct StartTag {
     bidi_override: Option<bool>,
     href: Option<String>,
     src: Option<String>,
+    /// An image's `alt` text.
+    alt: Option<String>,
     attributes: usize,
     /// With a sheet: the inline style (applied with the sheet's
     /// declarations when the tag closes) and what selectors see.
@@ -247,6 +249,7 @@ enum Attr {
     BgColor,
     Href,
     Src,
+    Alt,
     Dir,
     Class,
     Id,
@@ -303,6 +306,7 @@ impl Renderer<'_, '_> {
                     bidi_override: (name == b"bdo").then_some(true),
                     href: None,
                     src: None,
+                    alt: None,
                     attributes: 0,
                     style: None,
                     seen_style: false,
@@ -360,6 +364,7 @@ impl Renderer<'_, '_> {
                             _ => {}
                         },
                         Attr::Src => set_target(&mut tag.src, &value),
+                        Attr::Alt => set_target(&mut tag.alt, &value),
                         Attr::Hidden | Attr::Other => {}
                     }
                 }
@@ -436,6 +441,23 @@ impl Renderer<'_, '_> {
             Kind::Br => self.push_break("\n", !gone && !never),
             Kind::Td => self.push_space(),
             Kind::Img => {
+                // The text a client shows in place of a picture it does
+                // not load (most block remote ones): read as hidden text
+                // is, so it counts only when the visible text is short
+                // (the bound on hiding, see `to_text`), as in a message
+                // that is a column of pictures.
+                if let Some(alt) = tag.alt.as_deref().filter(|_| shown) {
+                    let remote = tag.src.as_deref().is_some_and(|s| {
+                        let s = s.trim_start().to_ascii_lowercase();
+                        s.starts_with("http:") || s.starts_with("https:") || s.starts_with("//")
+                    });
+                    if remote && alt.chars().any(char::is_alphanumeric) {
+                        self.push_space_in(false);
+                        self.push_text(alt, false);
+                        self.push_space_in(false);
+                        self.hidden_words += count_words(alt);
+                    }
+                }
                 if let Some(src) = tag.src {
                     if !never && self.targets.images.len() < MAX_IMAGES {
                         self.targets.images.push(src);
@@ -786,6 +808,7 @@ fn attr_of(name: &[u8], kind: Kind) -> Attr {
         b"href" if kind == Kind::A => Attr::Href,
         b"dir" => Attr::Dir,
         b"src" if kind == Kind::Img => Attr::Src,
+        b"alt" if kind == Kind::Img => Attr::Alt,
         b"class" => Attr::Class,
         b"id" => Attr::Id,
         _ => Attr::Other,
@@ -1132,6 +1155,28 @@ mod tests {
         // Arabic): kept as written.
         assert_eq!(shown("<p dir=rtl>shalom</p>"), "shalom");
         assert_eq!(shown("<bdo>olleh</bdo>"), "olleh");
+    }
+
+    #[test]
+    fn alt_text_of_remote_pictures_counts_under_a_short_text() {
+        let pictures = "<p><img src=\"https://cdn.example/1.png\" alt=\"Your mailbox is full\"><br>\
+            <img src=\"http://cdn.example/2.png\" alt=\"Click below to keep your messages\"></p>\
+            <img src=\"cid:logo\" alt=\"attached logo\"><img style=\"display:none\" src=\"https://x/y\" alt=\"gone\">";
+        let shown = text(pictures);
+        let words = words_of(&shown);
+        assert_eq!(
+            words,
+            "Your mailbox is full Click below to keep your messages"
+                .split(' ')
+                .collect::<Vec<_>>()
+        );
+        // Beside a text long enough to be the message, alt text is not read.
+        let long = format!("<p>{}</p>{pictures}", "word ".repeat(40));
+        assert!(!text(&long).contains("mailbox"));
+    }
+
+    fn words_of(s: &str) -> Vec<&str> {
+        s.split_whitespace().collect()
     }
 
     fn shown(html: &str) -> String {
