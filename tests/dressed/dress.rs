@@ -81,6 +81,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("contact_card", contact_card),
     ("html_smuggling", html_smuggling),
     ("alt_text_pictures", alt_text_pictures),
+    ("css_generated_text", css_generated_text),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2076,6 +2077,32 @@ fn alt_text_pictures(text: &str, copy: usize) -> Vec<u8> {
     }
     out.push_str("</table>\n");
     html_message(text, copy, &html_doc(&out))
+}
+
+/// Every line of the text written by the style sheet (`::before` or
+/// `::after { content: "..." }` of an empty element, a class of its own
+/// per line and copy): the page's source holds no word of it.
+fn css_generated_text(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "generated");
+    let mut sheet = String::from("<style>\n");
+    let mut page = String::new();
+    for (p, lines) in paragraphs(text, copy).iter().enumerate() {
+        page.push_str("<div>");
+        for (l, line) in lines.iter().enumerate() {
+            let class = format!("g{}{p}x{l}", r.below(100_000));
+            let pseudo = if r.chance(0.5) { "::before" } else { ":after" };
+            let quoted = line.replace('\\', "\\\\").replace('"', "\\\"");
+            sheet.push_str(&format!(".{class}{pseudo} {{ content: \"{quoted}\"; }}\n"));
+            page.push_str(&format!("<span class=\"{class}\"></span><br>\n"));
+        }
+        page.push_str("</div><br>\n");
+    }
+    sheet.push_str("</style>\n");
+    html_message(
+        text,
+        copy,
+        &format!("<html><head>{sheet}</head><body>{page}</body></html>"),
+    )
 }
 
 /// The text as the NOTE of an attached contact card (.vcf).

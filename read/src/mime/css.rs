@@ -78,7 +78,70 @@ const READ: &[&str] = &[
     "line-height",
     "direction",
     "unicode-bidi",
+    "content",
 ];
+
+/// A pseudo-element whose generated content (`content`) is shown before
+/// or after an element's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pseudo {
+    Before,
+    After,
+}
+
+/// The selector `sel` without a trailing `::before`, `::after` (or their
+/// CSS 2 one-colon forms) and which it was (`::before` alone, or after a
+/// combinator, is on any element: `*`).
+fn pseudo_element(sel: &str) -> (String, Option<Pseudo>) {
+    let sel = sel.trim();
+    for (suffix, p) in [
+        ("::before", Pseudo::Before),
+        (":before", Pseudo::Before),
+        ("::after", Pseudo::After),
+        (":after", Pseudo::After),
+    ] {
+        if let Some(base) = sel.strip_suffix(suffix) {
+            let any = base.is_empty() || base.ends_with([' ', '>']);
+            return (format!("{base}{}", if any { "*" } else { "" }), Some(p));
+        }
+    }
+    (sel.to_owned(), None)
+}
+
+/// The text of a `content` value: its strings, joined, with CSS escapes
+/// (`\201C`, `\"`) read; `None` for `none`, `normal` or no string.
+pub fn content_text(value: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = value.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c != '"' && c != '\'' {
+            continue;
+        }
+        any = true;
+        while let Some(d) = chars.next() {
+            match d {
+                '\\' => {
+                    let mut hex = String::new();
+                    while hex.len() < 6 && chars.peek().is_some_and(char::is_ascii_hexdigit) {
+                        hex.extend(chars.next());
+                    }
+                    if hex.is_empty() {
+                        out.extend(chars.next().filter(|c| *c != '\n'));
+                    } else {
+                        if chars.peek() == Some(&' ') {
+                            chars.next();
+                        }
+                        out.extend(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32));
+                    }
+                }
+                d if d == c => break,
+                d => out.push(d),
+            }
+        }
+    }
+    any.then_some(out)
+}
 
 /// What a selector sees of an element: its name, `class` and `id`, lower
 /// case and cut; and, once it is open, the rules' first parts it and its
@@ -112,6 +175,9 @@ struct Decl {
 /// One kept rule: its last compound, the first one with the combinator
 /// between them (if two), and its declarations.
 struct Kept {
+    /// The pseudo-element the rule styles, if any: its declarations
+    /// (`content`) are the generated text, not the element's style.
+    pseudo: Option<Pseudo>,
     last: Compound,
     /// The first part, its combinator, and its bit in `ElemInfo::own`
     /// and `ElemInfo::any`.
@@ -137,6 +203,7 @@ pub struct Sheet {
 /// A rule as parsed, before the bounds: its selector's text, specificity,
 /// place in the sheet and declarations of properties read here.
 struct Parsed {
+    pseudo: Option<Pseudo>,
     text: String,
     specificity: [u8; 3],
     order: usize,
@@ -149,9 +216,48 @@ struct Parsed {
 /// sheet of broken rules is quadratic.
 fn parse_rules(css: &str) -> Vec<Parsed> {
     let mut parsed: Vec<Parsed> = Vec::new();
-    let mut same: HashMap<String, usize> = HashMap::new();
+    let mut same: HashMap<(Option<Pseudo>, String), usize> = HashMap::new();
     for (order, chunk) in rule_texts(css).enumerate() {
-        for rule in StyleSheet::parse(&chunk).rules {
+        for (pseudo, chunk) in split_pseudo(&chunk) {
+            parse_chunk(&chunk, pseudo, order, &mut parsed, &mut same);
+        }
+    }
+    parsed
+}
+
+/// A rule's text, its selectors for pseudo-elements (`p.x::before`) apart
+/// from the others: each its own rule on the element it is on.
+fn split_pseudo(chunk: &str) -> Vec<(Option<Pseudo>, std::borrow::Cow<'_, str>)> {
+    let Some((selectors, block)) = chunk.split_once('{') else {
+        return vec![(None, chunk.into())];
+    };
+    if !selectors.contains(":before") && !selectors.contains(":after") {
+        return vec![(None, chunk.into())];
+    }
+    let mut plain: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for sel in selectors.split(',') {
+        match pseudo_element(sel) {
+            (base, Some(p)) => out.push((Some(p), format!("{base} {{{block}").into())),
+            (base, None) => plain.push(base),
+        }
+    }
+    if !plain.is_empty() {
+        out.push((None, format!("{} {{{block}", plain.join(",")).into()));
+    }
+    out
+}
+
+/// The rules of one rule text ([`parse_rules`]).
+fn parse_chunk(
+    chunk: &str,
+    pseudo: Option<Pseudo>,
+    order: usize,
+    parsed: &mut Vec<Parsed>,
+    same: &mut HashMap<(Option<Pseudo>, String), usize>,
+) {
+    {
+        for rule in StyleSheet::parse(chunk).rules {
             let read: Vec<Decl> = rule
                 .declarations
                 .iter()
@@ -160,6 +266,9 @@ fn parse_rules(css: &str) -> Vec<Parsed> {
                     // `html::style::apply_style`: such a value is not CSS.
                     d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
                 })
+                // A pseudo-element's rule gives its content; an element's,
+                // the rest.
+                .filter(|d| (d.name == "content") == pseudo.is_some())
                 .filter_map(|d| {
                     Some(Decl {
                         prop: READ.iter().position(|p| *p == d.name)?,
@@ -177,8 +286,9 @@ fn parse_rules(css: &str) -> Vec<Parsed> {
             // One rule per selector: a later one with the same
             // selector adds to it (and takes its place in the order),
             // so repeating a selector cannot crowd out a rule below.
-            let at = *same.entry(text.clone()).or_insert_with(|| {
+            let at = *same.entry((pseudo, text.clone())).or_insert_with(|| {
                 parsed.push(Parsed {
+                    pseudo,
                     text,
                     specificity: rule.selector.specificity(),
                     order,
@@ -195,7 +305,6 @@ fn parse_rules(css: &str) -> Vec<Parsed> {
             }
         }
     }
-    parsed
 }
 
 /// The rules kept, within [`MAX_RULES`], [`MAX_PER_KEY`] and
@@ -245,6 +354,7 @@ fn keep(mut parsed: Vec<Parsed>) -> Vec<(Kept, String, Option<String>)> {
         }
         kept.push((
             Kept {
+                pseudo: p.pseudo,
                 last: last_c,
                 first,
                 declarations: p.declarations,
@@ -336,6 +446,42 @@ impl Sheet {
         cur.any = own | parent.map_or(0, |p| p.any);
     }
 
+    /// The text generated before and after `cur` (under `parent`, opened
+    /// with [`Sheet::open`]): the `content` of its `::before` and
+    /// `::after` rules in force, `!important` last.
+    pub fn generated(&self, parent: Option<&ElemInfo>, cur: &ElemInfo) -> [Option<String>; 2] {
+        let mut out: [Option<(bool, &str)>; 2] = [None, None];
+        let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
+        for i in self.candidates(&self.by_last, cur) {
+            let Some(rule) = self.rules.get(i) else {
+                continue;
+            };
+            let Some(pseudo) = rule.pseudo else {
+                continue;
+            };
+            let context = match rule.first {
+                None => true,
+                Some((_, Combinator::Descendant, bit)) => p_any & (1 << bit) != 0,
+                Some((_, Combinator::Child, bit)) => p_own & (1 << bit) != 0,
+            };
+            if !context || !rule.last.matches(cur) {
+                continue;
+            }
+            let [before, after] = &mut out;
+            let slot = if pseudo == Pseudo::After {
+                after
+            } else {
+                before
+            };
+            for d in &rule.declarations {
+                if d.important || !slot.is_some_and(|(important, _)| important) {
+                    *slot = Some((d.important, d.value.as_str()));
+                }
+            }
+        }
+        out.map(|v| v.and_then(|(_, value)| content_text(value)))
+    }
+
     /// The declarations for `cur` (under `parent`, opened with
     /// [`Sheet::open`]) with its inline style, as one style text in cascade
     /// order.
@@ -358,7 +504,7 @@ impl Sheet {
                 Some((_, Combinator::Descendant, bit)) => p_any & (1 << bit) != 0,
                 Some((_, Combinator::Child, bit)) => p_own & (1 << bit) != 0,
             };
-            if !context || !rule.last.matches(cur) {
+            if rule.pseudo.is_some() || !context || !rule.last.matches(cur) {
                 continue;
             }
             for d in &rule.declarations {
