@@ -66,7 +66,16 @@ const MIN_RATE: f64 = 0.95;
 /// text comes as one paragraph, which the footer rule had cut when it
 /// held two footer phrases; 96% with version 7 for buster_lines). A
 /// class leaves this list when it reaches [`MIN_RATE`].
-const OPEN: &[(&str, f64)] = &[("poisoned", 0.75)];
+///
+/// signs_for_letters (issue 54: "letters written as signs", 66% in the
+/// issue's hidden set; our own rendering of it: every a, s, t of half the
+/// words as @, $, 7, at the start of a word too, and e, o, i as digits in
+/// half of those) read 74% with the spelling rules of issue 40, 93% with
+/// their bounds widened (a digit may open a word, one letter in three
+/// characters is enough, two substitutes a letter and one more a sign,
+/// three digits in a row beside a sign); the copies it still loses are
+/// near misses (distance 6 to 8 from the plain copies).
+const OPEN: &[(&str, f64)] = &[("poisoned", 0.75), ("signs_for_letters", 0.88)];
 
 /// The share a class must pass.
 fn bar(class: &str) -> f64 {

@@ -82,6 +82,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("html_smuggling", html_smuggling),
     ("alt_text_pictures", alt_text_pictures),
     ("css_generated_text", css_generated_text),
+    ("signs_for_letters", signs_for_letters),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -743,6 +744,36 @@ fn digits_for_letters(text: &str, copy: usize) -> Vec<u8> {
             chars[i] = *r.pick(subs);
         }
         let mut out: String = chars.into_iter().collect();
+        out.push_str(rest);
+        out
+    });
+    plain_message(text, copy, &b)
+}
+
+/// Signs for letters, harder than [`digits_for_letters`]: in half of the
+/// words every `a`, `s` and `t` written as `@`, `$` and `7` (at the start
+/// of a word too: `7he`, `@ccount`, `$ecure`), and in half of those every
+/// `e`, `o` and `i` as `3`, `0` and `1`.
+fn signs_for_letters(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "signs");
+    let b = dress_words(&body(text, copy), &mut r, 0.5, |w, r| {
+        let (word, rest) = letters_and_rest(w);
+        if !word.chars().all(|c| c.is_ascii_alphabetic()) {
+            return w.to_owned();
+        }
+        let digits = r.chance(0.5);
+        let mut out: String = word
+            .chars()
+            .map(|c| match (c, digits) {
+                ('a' | 'A', _) => '@',
+                ('s' | 'S', _) => '$',
+                ('t' | 'T', _) => '7',
+                ('e' | 'E', true) => '3',
+                ('o' | 'O', true) => '0',
+                ('i' | 'I', true) => '1',
+                (c, _) => c,
+            })
+            .collect();
         out.push_str(rest);
         out
     });

@@ -12,11 +12,14 @@
 //!   three single letters or digits or more, two of them letters, with one
 //!   and the same sign between each two (`e.g.` and `1.2.3` stay);
 //! - digits and signs become letters only inside a word of ASCII letters
-//!   with at least as many letters as substitutes, that does not start
-//!   with a digit (`4th`, `10am`, `3days` are numbers with a unit), holds
-//!   no run of three digits, has a substitute between two letters, opens
-//!   with a sign (`$ecure`) or ends in one sign or digit (`thi$`, `th3`),
-//!   and reads as a word (no four consonants in a row). Two digits or more
+//!   of three characters or more with a letter at least and at most two
+//!   substitutes a letter and one more a sign (`7h3`, `$7@7emen7`), that
+//!   does not start with two digits (`10am`; one digit before a letter is
+//!   read: `7he`, `4ccount`), holds no run of three digits but beside a
+//!   sign (`$3771ng$`) and none of five, has a substitute between two
+//!   letters, opens with a sign or a digit (`$ecure`, `7ime`) or ends in
+//!   one sign or digit (`thi$`, `th3`), and reads as a word (no four
+//!   consonants in a row). Two digits or more
 //!   after the last letter (`win10`, `covid19`) count only with a
 //!   substitute inside; a word of eight characters or more with a single
 //!   digit is not read (`b7ypeang` is a hash-buster as often as `secur1ty`
@@ -329,10 +332,15 @@ fn is_opening_sign(b: u8) -> bool {
 /// [`read_substitutes`] of one word (no separator inside).
 fn read_word(word: &str) -> Option<String> {
     let b = word.as_bytes();
-    if b.first().is_none_or(u8::is_ascii_digit) {
-        return None;
+    // A word may open with one digit before a letter (`7he`, `4ccount`),
+    // never with two (`10am`, `2026th`).
+    match b {
+        [] => return None,
+        [d, l, ..] if d.is_ascii_digit() && !l.is_ascii_lowercase() => return None,
+        _ => {}
     }
     let (mut letters, mut subs, mut run) = (0usize, 0usize, 0usize);
+    let mut longest_run = 0usize;
     let mut hex_letters = true;
     for (i, &c) in b.iter().enumerate() {
         // `|` stands for a letter only between two (`he|p`).
@@ -347,16 +355,25 @@ fn read_word(word: &str) -> Option<String> {
         } else if is_substitute(c) || pipe {
             subs += 1;
             run = if c.is_ascii_digit() { run + 1 } else { 0 };
-            if run >= 3 {
-                return None;
-            }
+            longest_run = longest_run.max(run);
         } else if c != b'\'' {
             return None;
         }
     }
     // (Hex identifiers are long; `fac3` is a word.)
     let hex = hex_letters && b.len() >= 6;
-    if subs == 0 || letters < 2 || subs > letters || hex {
+    // Up to two substitutes a letter, and one more a sign (`7h3`, `n07`,
+    // `$7@y`, `$7@7emen7`); a word of three characters or more with one
+    // letter at least. Random identifiers of that shape read as runs of
+    // consonants (below).
+    let signs = b.iter().filter(|c| matches!(c, b'$' | b'@' | b'!')).count();
+    let too_many = subs > 2 * letters + signs;
+    // Three digits in a row are a number (`mp3`, `a380`), but beside a
+    // sign a word's letters (`$3771ng$`); five never.
+    if longest_run >= 5 || (longest_run >= 3 && signs == 0) {
+        return None;
+    }
+    if subs == 0 || letters == 0 || b.len() < 3 || too_many || hex {
         return None;
     }
     // A long word with a single digit (`b7ypeang`) is as likely a random
@@ -373,9 +390,18 @@ fn read_word(word: &str) -> Option<String> {
     let inside = b
         .get(first_letter..last_letter)
         .is_some_and(|m| m.iter().any(|c| is_substitute(*c) || *c == b'|'));
-    let opening = match first_letter {
-        0 => false,
-        1 | 2 if b.first().copied().is_some_and(is_opening_sign) => true,
+    // Substitutes before the first letter: one sign or digit (`$ecure`,
+    // `7he`), or a run of them that opens with a sign (`$3cure`,
+    // `$7@7emen7`), five at most.
+    let lead = b.get(..first_letter).unwrap_or_default();
+    let opening = match lead {
+        [] => false,
+        [c] if is_opening_sign(*c) || c.is_ascii_digit() => true,
+        [c, rest @ ..]
+            if lead.len() <= 5 && is_opening_sign(*c) && rest.iter().all(|r| is_substitute(*r)) =>
+        {
+            true
+        }
         _ => return None,
     };
     let trailing = b.get(last_letter + 1..).unwrap_or_default();
@@ -493,6 +519,13 @@ mod tests {
                 "don't 24-hour income secure face",
             ),
             ("x wi7h\r\nnext", "x with\r\nnext"),
+            // Every a, s and t a sign, at the start of a word too.
+            // (`n07` stays: two digits closing a word are a number, as in
+            // `win10`.)
+            (
+                "7he $7@7emen7 7h@n @r3 $7@y $3771ng$ 7w0 @cc0un7",
+                "the statement than are stay settings two account",
+            ),
         ] {
             assert_eq!(seen(dressed), seen(plain), "{dressed}");
         }
