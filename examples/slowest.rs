@@ -3,7 +3,9 @@
 //! reader has a generator of hostile mail shaped by a few numbers (a
 //! genome: pages that share a stream, tokens of a content stream, font
 //! maps; nesting, attributes and style rules of HTML; sides and count of
-//! pictures; parts and nesting of MIME); the search times
+//! pictures; parts and nesting of MIME; archives, Office XML, SVG, RTF,
+//! calendars and smuggled pages; pictures tiled with QR finder patterns);
+//! the search times
 //! `bulkwatch::engine::read` (what a worker runs) on random genomes, then
 //! climbs from the slowest by doubling, halving and redrawing one number
 //! at a time, keeping what is slower, within a time budget per reader.
@@ -15,7 +17,7 @@
 //! DIR/slowest-READER.eml, to be read again by any build (`bulkwatch scan
 //! --offline FILE`, or an older build's `scan FILE`).
 //!
-//!   cargo run --release --example slowest -- DIR [SECONDS_PER_READER]
+//!   cargo run --release --example slowest -- DIR [SECONDS_PER_READER [READER...]]
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -219,6 +221,96 @@ fn picture(g: &[u64]) -> Vec<u8> {
     m
 }
 
+/// Documents (issue 54): zip bombs and archives of many entries nested,
+/// Office XML nested deep with many attributes, SVG, RTF groups,
+/// calendars of many folded lines, pages of smuggled blobs.
+fn document(g: &[u64]) -> Vec<u8> {
+    let (kind, entries, kib, nesting, depth, attrs) = (g[0], g[1], g[2], g[3], g[4], g[5]);
+    let filler = vec![b'a'; (kib as usize) << 10];
+    let xml = |root: &str, open: &str, close: &str| {
+        let attributes: String = (0..attrs).map(|i| format!(" a{i}=\"{i}\"")).collect();
+        let mut x = format!("<{root}{attributes}>");
+        x.push_str(&open.repeat(depth as usize));
+        x.push_str("<w:t>text</w:t><text>text</text>");
+        x.push_str(&close.repeat(depth as usize));
+        x.push_str(&format!("</{root}>"));
+        x.into_bytes()
+    };
+    let (ctype, mut bytes) = match kind {
+        0 => {
+            let names: Vec<String> = (0..entries.min(20_000))
+                .map(|i| format!("f{i}.txt"))
+                .collect();
+            let files: Vec<(&str, &[u8])> = names
+                .iter()
+                .map(|n| (n.as_str(), filler.as_slice()))
+                .collect();
+            ("application/zip", testkit::documents::zip(&files))
+        }
+        1 => (
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            testkit::documents::zip(&[(
+                "word/document.xml",
+                &xml("w:document", "<w:p>", "</w:p>"),
+            )]),
+        ),
+        2 => ("image/svg+xml", xml("svg", "<g opacity=\"1\">", "</g>")),
+        3 => {
+            let mut r = b"{\\rtf1 ".to_vec();
+            r.extend("{\\b\\u8364?\\'e9 ".repeat(depth as usize).bytes());
+            r.extend(std::iter::repeat_n(b'}', depth as usize));
+            ("application/rtf", r)
+        }
+        4 => {
+            let mut c = String::from("BEGIN:VCALENDAR\r\n");
+            for i in 0..entries.min(100_000) {
+                let _ = write!(c, "DESCRIPTION:line {i}\\, more\r\n \\n folded\r\n");
+            }
+            ("text/calendar", c.into_bytes())
+        }
+        _ => {
+            let blob = base64::engine::general_purpose::STANDARD.encode(&filler);
+            let mut page = String::from("<html><script>");
+            for _ in 0..entries.min(10_000) {
+                let _ = write!(page, "document.write(atob('{blob}'));");
+                if page.len() > MAX_MESSAGE / 2 {
+                    break;
+                }
+            }
+            ("text/html", page.into_bytes())
+        }
+    };
+    for n in 0..nesting {
+        bytes = testkit::documents::zip(&[(&format!("inner{n}.zip"), &bytes)]);
+    }
+    bytes.truncate(MAX_MESSAGE * 3 / 4);
+    let mut m = with_attachments(&[(ctype, bytes)]);
+    m.truncate(MAX_MESSAGE);
+    m
+}
+
+/// Pictures for the QR-code search (issue 54): tiled with finder patterns
+/// of `module` pixels, under a short text.
+fn qr(g: &[u64]) -> Vec<u8> {
+    let (side, module, count) = (g[0] as u32, g[1].max(1) as u32, g[2]);
+    let cell = 8 * module;
+    let img = image::GrayImage::from_fn(side, side, |x, y| {
+        let (mx, my) = ((x % cell) / module, (y % cell) / module);
+        let ring = mx < 7 && my < 7 && (mx == 0 || mx == 6 || my == 0 || my == 6);
+        let block = (2..=4).contains(&mx) && (2..=4).contains(&my);
+        image::Luma([if ring || block { 0 } else { 255 }])
+    });
+    let mut bytes = Vec::new();
+    let _ = image::DynamicImage::ImageLuma8(img).write_to(
+        &mut std::io::Cursor::new(&mut bytes),
+        image::ImageFormat::Png,
+    );
+    let files: Vec<(&str, Vec<u8>)> = (0..count).map(|_| ("image/png", bytes.clone())).collect();
+    let mut m = with_attachments(&files);
+    m.truncate(MAX_MESSAGE);
+    m
+}
+
 fn mime(g: &[u64]) -> Vec<u8> {
     let (parts, nested, size, broken) = (g[0], g[1], g[2], g[3]);
     let mut inner = String::from("Subject: inner\r\n\r\nThe offer text itself, nested.\r\n");
@@ -302,6 +394,23 @@ const READERS: &[Reader] = &[
         ],
         make: mime,
     },
+    Reader {
+        name: "document",
+        genes: &[
+            ("kind", 0, 5),
+            ("entries", 1, 20_000),
+            ("entry_kib", 1, 4096),
+            ("nesting", 0, 3),
+            ("depth", 0, 100_000),
+            ("attributes", 0, 20_000),
+        ],
+        make: document,
+    },
+    Reader {
+        name: "qr",
+        genes: &[("side", 16, 4096), ("module", 1, 64), ("count", 1, 8)],
+        make: qr,
+    },
 ];
 
 /// The least of three timings of reading `raw`.
@@ -321,10 +430,15 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "slowest".into()));
     let budget = Duration::from_secs(args.next().and_then(|a| a.parse().ok()).unwrap_or(60));
+    // (Further arguments: the readers to search, by name; all by default.)
+    let only: Vec<String> = args.collect();
     let _ = std::fs::create_dir_all(&dir);
     let cfg = ReadConfig::default();
     let mut rng = Rng(0x5eed);
-    for r in READERS {
+    for r in READERS
+        .iter()
+        .filter(|r| only.is_empty() || only.iter().any(|o| o == r.name))
+    {
         let draw = |rng: &mut Rng, (_, lo, hi): &(&str, u64, u64)| lo + rng.below(hi - lo + 1);
         let start = Instant::now();
         let mut best: Option<(Duration, Vec<u64>)> = None;

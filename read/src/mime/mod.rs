@@ -419,71 +419,96 @@ fn collect(
             }
         }
     }
+    let read = Reading {
+        limit,
+        short_text,
+        short_body: short_body && !every_text_part,
+        depth,
+    };
     for &id in &message.attachments {
         let Some(part) = message.parts.get(id as usize) else {
             continue;
         };
-        match &part.body {
-            // A document (a PDF, an archive, an Office file, a page, ...:
-            // [`document`]) under a short body is read as the body is, as
-            // an attached page is (below); one without text is hashed.
-            PartType::Binary(b) | PartType::InlineBinary(b)
-                if short_body
-                    && !every_text_part
-                    && add_document(b, limit, body, spend, 0, depth) => {}
-            PartType::Binary(b) | PartType::InlineBinary(b)
-                if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
-            {
-                let (hash, picture) = if spend.deep {
-                    // The QR codes of pictures under a short text: a
-                    // QR-code phishing message's link.
-                    let (hash, picture, codes) =
-                        attachment_hash(part, b, &mut spend.pictures, short_text);
-                    if codes.is_empty() {
-                        (hash, picture)
-                    } else {
-                        // A QR code is compared by what it says, not by
-                        // its pixels (each copy draws its own link).
-                        let anchor = code_anchor(&codes);
-                        add_codes(codes, limit, body);
-                        (anchor, None)
-                    }
-                } else {
-                    spend.deferred |= picture::is_picture(b);
-                    (attachment_sha256(part, b), None)
-                };
-                body.attachments.push(hash);
-                body.pictures.extend(picture);
-            }
-            // A text or HTML attachment under a short body is read as the
-            // body is: a campaign must not hide its text in an attached page
-            // under a one-line body ("see the attached invoice"). Its text
-            // follows the body's, within the same `max_scan_bytes`. Only
-            // text/plain and text/html: a client shows those.
-            PartType::Text(t) | PartType::Html(t)
-                if !every_text_part && short_body && plain_or_html(part) =>
-            {
-                add_part(message, part, limit, body);
-                if spend.deep {
-                    add_smuggled(t, limit, body, spend);
-                }
-            }
-            // Other attached text a client or desktop opens (a calendar
-            // invitation, a vCard, an SVG or RTF declared as text), told by
-            // its bytes.
-            PartType::Text(t)
-                if !every_text_part
-                    && short_body
-                    && add_document(t.as_bytes(), limit, body, spend, 0, depth) => {}
-            PartType::Message(inner) if depth < MAX_NESTED => {
-                collect(inner, limit, body, spend, depth + 1)
-            }
-            _ => {}
-        }
+        add_attachment(message, part, &read, body, spend);
         body.encoding_problem |= part.is_encoding_problem;
     }
     for part in &message.parts {
         body.encoding_problem |= part.is_encoding_problem;
+    }
+}
+
+/// What [`add_attachment`] needs of the message around the attachment.
+struct Reading {
+    limit: usize,
+    /// The message's own text is short: its pictures are searched for QR
+    /// codes.
+    short_text: bool,
+    /// Its body is too short to be the message: attached documents and
+    /// pages are read as the body.
+    short_body: bool,
+    /// Nesting of the message the attachment is in.
+    depth: usize,
+}
+
+/// Reads or hashes one attachment of `message` (see [`collect`]).
+fn add_attachment(
+    message: &Message<'_>,
+    part: &MessagePart<'_>,
+    read: &Reading,
+    body: &mut BodyText,
+    spend: &mut Spend,
+) {
+    let (limit, short_text, depth) = (read.limit, read.short_text, read.depth);
+    match &part.body {
+        // A document (a PDF, an archive, an Office file, a page, ...:
+        // [`document`]) under a short body is read as the body is, as
+        // an attached page is (below); one without text is hashed.
+        PartType::Binary(b) | PartType::InlineBinary(b)
+            if read.short_body && add_document(b, limit, body, spend, 0, depth) => {}
+        PartType::Binary(b) | PartType::InlineBinary(b)
+            if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
+        {
+            let (hash, picture) = if spend.deep {
+                // The QR codes of pictures under a short text: a
+                // QR-code phishing message's link.
+                let (hash, picture, codes) =
+                    attachment_hash(part, b, &mut spend.pictures, short_text);
+                if codes.is_empty() {
+                    (hash, picture)
+                } else {
+                    // A QR code is compared by what it says, not by
+                    // its pixels (each copy draws its own link).
+                    let anchor = code_anchor(&codes);
+                    add_codes(codes, limit, body);
+                    (anchor, None)
+                }
+            } else {
+                spend.deferred |= picture::is_picture(b);
+                (attachment_sha256(part, b), None)
+            };
+            body.attachments.push(hash);
+            body.pictures.extend(picture);
+        }
+        // A text or HTML attachment under a short body is read as the
+        // body is: a campaign must not hide its text in an attached page
+        // under a one-line body ("see the attached invoice"). Its text
+        // follows the body's, within the same `max_scan_bytes`. Only
+        // text/plain and text/html: a client shows those.
+        PartType::Text(t) | PartType::Html(t) if read.short_body && plain_or_html(part) => {
+            add_part(message, part, limit, body);
+            if spend.deep {
+                add_smuggled(t, limit, body, spend);
+            }
+        }
+        // Other attached text a client or desktop opens (a calendar
+        // invitation, a vCard, an SVG or RTF declared as text), told by
+        // its bytes.
+        PartType::Text(t)
+            if read.short_body && add_document(t.as_bytes(), limit, body, spend, 0, depth) => {}
+        PartType::Message(inner) if depth < MAX_NESTED => {
+            collect(inner, limit, body, spend, depth + 1)
+        }
+        _ => {}
     }
 }
 

@@ -337,47 +337,7 @@ impl Renderer<'_, '_> {
                     }
                 }
             }
-            CallbackEvent::AttributeValue { value } => {
-                if let Some(tag) = self.tag.as_mut() {
-                    let value = value.get(..MAX_VALUE).unwrap_or(value);
-                    let value = String::from_utf8_lossy(value);
-                    match self.attr {
-                        // A repeated attribute is dropped, as HTML5's
-                        // tokenizer drops it: the first one counts.
-                        Attr::Style if tag.seen_style => {}
-                        Attr::Style if tag.info.is_some() => {
-                            tag.seen_style = true;
-                            tag.style = Some(value.into_owned());
-                        }
-                        Attr::Style => {
-                            tag.seen_style = true;
-                            apply_style(&value, tag);
-                        }
-                        Attr::Class => {
-                            if let Some(info) = tag.info.as_mut() {
-                                info.class = selected(value.as_bytes());
-                            }
-                        }
-                        Attr::Id => {
-                            if let Some(info) = tag.info.as_mut() {
-                                info.id = selected(value.trim().as_bytes());
-                            }
-                        }
-                        Attr::Color => tag.fg = tag.fg.or(parse_colour(value.trim())),
-                        Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
-                        Attr::Href => set_target(&mut tag.href, &value),
-                        Attr::Dir => match value.trim().to_ascii_lowercase().as_str() {
-                            "rtl" => tag.rtl = Some(true),
-                            "ltr" => tag.rtl = Some(false),
-                            _ => {}
-                        },
-                        Attr::Src => set_target(&mut tag.src, &value),
-                        Attr::Alt => set_target(&mut tag.alt, &value),
-                        Attr::Hidden | Attr::Other => {}
-                    }
-                }
-                self.attr = Attr::Other;
-            }
+            CallbackEvent::AttributeValue { value } => self.attribute_value(value),
             CallbackEvent::CloseStartTag { self_closing } => {
                 if let Some(tag) = self.tag.take() {
                     self.start_tag(tag, self_closing);
@@ -397,6 +357,49 @@ impl Renderer<'_, '_> {
         }
         let all_full = self.all.as_ref().is_none_or(|a| a.len() >= self.limit);
         (self.visible.len() >= self.limit && all_full).then_some(())
+    }
+
+    /// The value of the attribute [`Renderer::attr`] names, onto the tag.
+    fn attribute_value(&mut self, value: &[u8]) {
+        if let Some(tag) = self.tag.as_mut() {
+            let value = value.get(..MAX_VALUE).unwrap_or(value);
+            let value = String::from_utf8_lossy(value);
+            match self.attr {
+                // A repeated attribute is dropped, as HTML5's
+                // tokenizer drops it: the first one counts.
+                Attr::Style if tag.seen_style => {}
+                Attr::Style if tag.info.is_some() => {
+                    tag.seen_style = true;
+                    tag.style = Some(value.into_owned());
+                }
+                Attr::Style => {
+                    tag.seen_style = true;
+                    apply_style(&value, tag);
+                }
+                Attr::Class => {
+                    if let Some(info) = tag.info.as_mut() {
+                        info.class = selected(value.as_bytes());
+                    }
+                }
+                Attr::Id => {
+                    if let Some(info) = tag.info.as_mut() {
+                        info.id = selected(value.trim().as_bytes());
+                    }
+                }
+                Attr::Color => tag.fg = tag.fg.or(parse_colour(value.trim())),
+                Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
+                Attr::Href => set_target(&mut tag.href, &value),
+                Attr::Dir => match value.trim().to_ascii_lowercase().as_str() {
+                    "rtl" => tag.rtl = Some(true),
+                    "ltr" => tag.rtl = Some(false),
+                    _ => {}
+                },
+                Attr::Src => set_target(&mut tag.src, &value),
+                Attr::Alt => set_target(&mut tag.alt, &value),
+                Attr::Hidden | Attr::Other => {}
+            }
+        }
+        self.attr = Attr::Other;
     }
 
     fn top(&self) -> Open {
@@ -449,50 +452,13 @@ impl Renderer<'_, '_> {
             // does not.
             Kind::Br => self.push_break("\n", !gone && !never),
             Kind::Td => self.push_space(),
-            Kind::Img => {
-                // The text a client shows in place of a picture it does
-                // not load (most block remote ones): read as hidden text
-                // is, so it counts only when the visible text is short
-                // (the bound on hiding, see `to_text`), as in a message
-                // that is a column of pictures.
-                if let Some(alt) = tag.alt.as_deref().filter(|_| shown) {
-                    let remote = tag.src.as_deref().is_some_and(|s| {
-                        let s = s.trim_start().to_ascii_lowercase();
-                        s.starts_with("http:") || s.starts_with("https:") || s.starts_with("//")
-                    });
-                    if remote && alt.chars().any(char::is_alphanumeric) {
-                        self.push_space_in(false);
-                        self.push_text(alt, false);
-                        self.push_space_in(false);
-                        self.hidden_words += count_words(alt);
-                    }
-                }
-                if let Some(src) = tag.src {
-                    if !never && self.targets.images.len() < MAX_IMAGES {
-                        self.targets.images.push(src);
-                    }
-                }
-            }
+            Kind::Img => self.image(tag.src.take(), tag.alt.as_deref(), shown, never),
             _ if kind.is_block() => self.push_break("\n\n", !never),
             _ => {}
         }
         if kind == Kind::A && shown {
-            if let Some(href) = tag.href {
-                // A link's target is written once per host and for at most
-                // MAX_LINK_HOSTS hosts: a link on every word, each to its
-                // own query or host, would otherwise outweigh the text.
-                let host = (self.link_hosts.len() < MAX_LINK_HOSTS)
-                    .then(|| url_host(&href).unwrap_or(&href).to_ascii_lowercase())
-                    .filter(|h| !self.link_hosts.contains(h));
-                if let Some(host) = host {
-                    self.link_hosts.push(host);
-                    self.push_text(" ", true);
-                    self.push_text(&href, true);
-                    self.push_text(" ", true);
-                }
-                if self.targets.urls.len() < MAX_URLS {
-                    self.targets.urls.push(href);
-                }
+            if let Some(href) = tag.href.take() {
+                self.link(href);
             }
         }
         if kind.is_void() || (self_closing && kind.may_self_close()) {
@@ -533,6 +499,50 @@ impl Renderer<'_, '_> {
         }
         if let Some(after) = after {
             self.after.push((self.stack.len() - 1, after, shown));
+        }
+    }
+
+    /// A picture: its source among the targets, and the text a client
+    /// shows in place of a remote one it does not load (most block them),
+    /// its `alt`, read as hidden text is, so it counts only when the
+    /// visible text is short (the bound on hiding, see `to_text`), as in a
+    /// message that is a column of pictures.
+    fn image(&mut self, src: Option<String>, alt: Option<&str>, shown: bool, never: bool) {
+        if let Some(alt) = alt.filter(|_| shown) {
+            let remote = src.as_deref().is_some_and(|s| {
+                let s = s.trim_start().to_ascii_lowercase();
+                s.starts_with("http:") || s.starts_with("https:") || s.starts_with("//")
+            });
+            if remote && alt.chars().any(char::is_alphanumeric) {
+                self.push_space_in(false);
+                self.push_text(alt, false);
+                self.push_space_in(false);
+                self.hidden_words += count_words(alt);
+            }
+        }
+        if let Some(src) = src {
+            if !never && self.targets.images.len() < MAX_IMAGES {
+                self.targets.images.push(src);
+            }
+        }
+    }
+
+    /// A shown link: its target among the targets, and in the text once
+    /// per host for at most [`MAX_LINK_HOSTS`] hosts (a link on every
+    /// word, each to its own query or host, would otherwise outweigh the
+    /// text).
+    fn link(&mut self, href: String) {
+        let host = (self.link_hosts.len() < MAX_LINK_HOSTS)
+            .then(|| url_host(&href).unwrap_or(&href).to_ascii_lowercase())
+            .filter(|h| !self.link_hosts.contains(h));
+        if let Some(host) = host {
+            self.link_hosts.push(host);
+            self.push_text(" ", true);
+            self.push_text(&href, true);
+            self.push_text(" ", true);
+        }
+        if self.targets.urls.len() < MAX_URLS {
+            self.targets.urls.push(href);
         }
     }
 

@@ -415,26 +415,28 @@ fn read_word(word: &str) -> Option<String> {
     if !placed || !(trailing.is_empty() || inside || closing) {
         return None;
     }
-    let read: String = b
-        .iter()
-        .map(|&c| match c {
-            b'0' => 'o',
-            // `1` and `|` are an `i` or an `l`: read as `i`, and every `l`
-            // of the text is read as `i` too ([`fold_l`]).
-            b'1' | b'!' | b'|' => 'i',
-            b'3' => 'e',
-            b'4' | b'@' => 'a',
-            b'5' | b'$' => 's',
-            b'7' => 't',
-            b'8' => 'b',
-            b'9' => 'g',
-            c => char::from(c),
-        })
-        .collect();
+    let read: String = b.iter().map(|&c| letter_of(c)).collect();
     // What is read must look like a word: random identifiers (`xk9mq3pl`)
     // read as runs of consonants, and keep their digits for the random
     // token step to drop.
     (longest_consonant_run(&read) <= MAX_CONSONANTS).then_some(read)
+}
+
+/// The letter a substitute stands for (a letter stands for itself).
+fn letter_of(c: u8) -> char {
+    match c {
+        b'0' => 'o',
+        // `1` and `|` are an `i` or an `l`: read as `i`, and every `l` of
+        // the text is read as `i` too ([`fold_l`]).
+        b'1' | b'!' | b'|' => 'i',
+        b'3' => 'e',
+        b'4' | b'@' => 'a',
+        b'5' | b'$' => 's',
+        b'7' => 't',
+        b'8' => 'b',
+        b'9' => 'g',
+        c => char::from(c),
+    }
 }
 
 /// Most consonants in a row in a word read from substitutes (`strength`
