@@ -833,6 +833,44 @@ pub fn html(data: &[u8]) {
     }
 }
 
+/// Bytes as an attached document (issue 54), through every reader of
+/// `mime::document` the first byte picks (and the format the bytes sniff
+/// as) and the smuggled-page decoder: never a panic, never more work than
+/// the budget, the same result twice.
+///
+/// # Panics
+/// On a bug.
+pub fn document(data: &[u8]) {
+    use bulkwatch::engine::mime::document::{read, smuggled, sniff, Budget, Format, WORK_BYTES};
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let formats = [
+        Format::Zip,
+        Format::Gzip,
+        Format::Xml,
+        Format::Rtf,
+        Format::Card,
+    ];
+    let picked = formats[usize::from(first) % formats.len()];
+    for format in [Some(picked), sniff(rest)].into_iter().flatten() {
+        let run = || {
+            let mut budget = Budget::default();
+            let pieces = read(rest, format, usize::from(first >> 6), &mut budget);
+            assert!(budget.bytes <= WORK_BYTES);
+            format!("{pieces:?} {}", budget.cut)
+        };
+        assert_eq!(run(), run(), "not deterministic");
+    }
+    let mut budget = Budget::default();
+    let pages = smuggled(&String::from_utf8_lossy(rest), &mut budget);
+    let total: usize = pages.iter().map(String::len).sum();
+    assert!(
+        total <= WORK_BYTES,
+        "{total} bytes smuggled past the budget"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

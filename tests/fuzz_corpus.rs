@@ -180,3 +180,62 @@ fn html_target_passes_fixture_messages_and_corpus() {
         msgs.len()
     );
 }
+
+/// The document target (issue 54) over documents of every format the
+/// reader opens, whole, cut short and with bytes flipped, and over some
+/// fixture messages read as documents.
+#[test]
+fn document_target_passes_documents_cut_and_flipped() {
+    use testkit::documents as d;
+    let paras = vec![
+        vec![
+            "Your mailbox is full & <locked>".to_owned(),
+            "Sign in".to_owned(),
+        ],
+        vec!["Caf\u{e9} \u{20ac}100 {braces} \\slash".to_owned()],
+    ];
+    let docs = [
+        d::docx(&paras),
+        d::xlsx(&paras),
+        d::pptx(&paras),
+        d::odt(&paras),
+        d::svg(&paras),
+        d::rtf(&paras),
+        d::ics(
+            "Summary",
+            "Line one\nline two, three; four",
+            "a@b.example",
+            "uid-1",
+        ),
+        d::vcard("Name", "A note"),
+        d::gzip(&d::docx(&paras)),
+        d::zip(&[("in.zip", &d::zip(&[("page.html", b"<p>inner page</p>")]))]),
+    ];
+    let mut runs = 0;
+    for (i, doc) in docs.iter().enumerate() {
+        let mut state = i as u64 + 1;
+        for cut in [doc.len(), doc.len() * 3 / 4, doc.len() / 2, 40, 3] {
+            let mut data = vec![i as u8];
+            data.extend_from_slice(doc.get(..cut).unwrap_or(doc));
+            fuzzing::document(&data);
+            runs += 1;
+            for _ in 0..8 {
+                let mut flipped = data.clone();
+                let r = testkit::splitmix(&mut state);
+                let at = 1 + (r as usize) % (flipped.len() - 1).max(1);
+                if let Some(b) = flipped.get_mut(at) {
+                    *b ^= (r >> 32) as u8 | 1;
+                }
+                fuzzing::document(&flipped);
+                runs += 1;
+            }
+        }
+    }
+    for (i, m) in fixture_messages().iter().enumerate().step_by(11) {
+        let mut data = vec![(i % 256) as u8];
+        data.extend_from_slice(m);
+        fuzzing::document(&data);
+        runs += 1;
+    }
+    assert!(runs > 500, "{runs} runs");
+}

@@ -50,8 +50,9 @@ const MIN_CONTRAST: f64 = 16.0;
 /// would set or clear such a pair's bit at random.
 const DEAD_ZONE: f64 = 2.0;
 
-/// Pictures of one message searched for QR codes.
-pub const MAX_CODE_PICTURES: usize = 2;
+/// Searches for QR codes one message may make (a picture takes one, or
+/// two when the first finds no code: [`qr_codes`]).
+pub const MAX_CODE_SEARCHES: usize = 3;
 /// A picture is searched for QR codes at this size at most (its longer
 /// side, scaled down): a QR code drawn to be scanned from a screen has
 /// modules of several pixels at that size, and the search's work is
@@ -69,7 +70,7 @@ pub const MAX_CODES: usize = 4;
 /// 250-character URL counts up to 46 (its data holds look-alikes). A
 /// picture with more is not searched, and its message says it was read
 /// partly.
-pub const MAX_FINDERS: usize = 64;
+pub const MAX_FINDERS: usize = 48;
 /// Longest QR code content kept (a URL).
 const MAX_CODE_CHARS: usize = 2048;
 
@@ -77,8 +78,8 @@ const MAX_CODE_CHARS: usize = 2048;
 #[derive(Debug, Clone)]
 pub struct Budget {
     pixels: u64,
-    /// Pictures still to search for QR codes ([`MAX_CODE_PICTURES`]).
-    code_pictures: usize,
+    /// Searches for QR codes still to make ([`MAX_CODE_SEARCHES`]).
+    code_searches: usize,
     /// A picture was refused for want of pixels, or not searched for QR
     /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
@@ -88,7 +89,7 @@ impl Default for Budget {
     fn default() -> Budget {
         Budget {
             pixels: MAX_MESSAGE_PIXELS,
-            code_pictures: MAX_CODE_PICTURES,
+            code_searches: MAX_CODE_SEARCHES,
             spent: false,
         }
     }
@@ -138,14 +139,13 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
 
 /// The difference hash of the picture in `bytes` ([`hash`]) and, when
 /// `codes` and the message's budget has pictures left for it
-/// ([`MAX_CODE_PICTURES`]), the QR codes in it.
+/// ([`MAX_CODE_SEARCHES`]), the QR codes in it.
 pub fn read(bytes: &[u8], budget: &mut Budget, codes: bool) -> Read {
     let Some(grey) = decode(bytes, budget) else {
         return Read::default();
     };
-    let codes = if codes && budget.code_pictures > 0 {
-        budget.code_pictures -= 1;
-        let codes = qr_codes(&grey);
+    let codes = if codes && budget.code_searches > 0 {
+        let codes = qr_codes(&grey, &mut budget.code_searches);
         budget.spent |= codes.is_none();
         codes.unwrap_or_default()
     } else {
@@ -183,12 +183,14 @@ fn decode(bytes: &[u8], budget: &mut Budget) -> Option<image::GrayImage> {
 /// [`CODE_SIDE`] at most, then, when none is found, at half that size
 /// (speckles that break a code's modules fade into them); `None` when it
 /// holds more than [`MAX_FINDERS`] finder patterns.
-fn qr_codes(grey: &image::GrayImage) -> Option<Vec<String>> {
+fn qr_codes(grey: &image::GrayImage, searches: &mut usize) -> Option<Vec<String>> {
     let (w, h) = grey.dimensions();
+    *searches = searches.saturating_sub(1);
     let first = qr_codes_at(grey, CODE_SIDE)?;
-    if !first.is_empty() || w.max(h) < 2 * MIN_SIDE {
+    if !first.is_empty() || w.max(h) < 2 * MIN_SIDE || *searches == 0 {
         return Some(first);
     }
+    *searches -= 1;
     qr_codes_at(grey, (w.max(h) / 2).min(CODE_SIDE / 2))
 }
 
@@ -422,8 +424,11 @@ mod tests {
         assert_eq!(read(&big, &mut b, true).codes, vec![url.to_owned()]);
         let small = qr_png(url, 300, 300, 5, 20, 40, 50);
         assert_eq!(read(&small, &mut b, true).codes, vec![url.to_owned()]);
-        // Not asked: not searched; past the message's pictures: not searched.
+        // Not asked: not searched; past the message's searches
+        // (MAX_CODE_SEARCHES, one used by each picture so far): not
+        // searched.
         assert!(read(&small, &mut Budget::default(), false).codes.is_empty());
+        assert_eq!(read(&small, &mut b, true).codes.len(), 1);
         assert!(read(&small, &mut b, true).codes.is_empty());
         // The hash is the same whether codes are searched or not.
         assert_eq!(
