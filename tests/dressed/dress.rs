@@ -83,6 +83,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("alt_text_pictures", alt_text_pictures),
     ("css_generated_text", css_generated_text),
     ("signs_for_letters", signs_for_letters),
+    ("flex_order_shuffle", flex_order_shuffle),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2129,6 +2130,48 @@ fn css_generated_text(text: &str, copy: usize) -> Vec<u8> {
         page.push_str("</div><br>\n");
     }
     sheet.push_str("</style>\n");
+    html_message(
+        text,
+        copy,
+        &format!("<html><head>{sheet}</head><body>{page}</body></html>"),
+    )
+}
+
+/// The words of every line shuffled in the source, each a flex item
+/// whose `order` (inline, or from a class of the sheet) puts it back in
+/// its place: every copy's source holds the words in another order.
+fn flex_order_shuffle(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "flex_order");
+    let by_class = r.chance(0.5);
+    let mut sheet = String::from("<style>.l{display:flex;flex-wrap:wrap;column-gap:0.3em}");
+    let mut page = String::new();
+    let mut classes = 0;
+    for lines in paragraphs(text, copy) {
+        page.push_str("<div>\n");
+        for line in lines {
+            let mut items: Vec<String> = line
+                .split_whitespace()
+                .enumerate()
+                .map(|(i, word)| {
+                    if by_class {
+                        classes = classes.max(i + 1);
+                        format!("<span class=\"o{i}\">{} </span>", esc(word))
+                    } else {
+                        format!("<span style=\"order:{i}\">{} </span>", esc(word))
+                    }
+                })
+                .collect();
+            for i in (1..items.len()).rev() {
+                items.swap(i, r.below(i + 1));
+            }
+            page.push_str(&format!("<div class=\"l\">{}</div>\n", items.join("")));
+        }
+        page.push_str("</div><br>\n");
+    }
+    for i in 0..classes {
+        sheet.push_str(&format!(".o{i}{{order:{i}}}"));
+    }
+    sheet.push_str("</style>");
     html_message(
         text,
         copy,

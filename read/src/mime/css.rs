@@ -79,6 +79,8 @@ const READ: &[&str] = &[
     "direction",
     "unicode-bidi",
     "content",
+    "order",
+    "flex-direction",
 ];
 
 /// A pseudo-element whose generated content (`content`) is shown before

@@ -116,6 +116,7 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         scratch: String::new(),
         link_hosts: Vec::new(),
         after: Vec::new(),
+        flex: Vec::new(),
     };
     let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| r.on(event));
     emitter.naively_switch_states(true);
@@ -228,6 +229,12 @@ struct StartTag {
     rtl: Option<bool>,
     /// `unicode-bidi` set: an override (`Some(true)`) or not; `<bdo>` is one.
     bidi_override: Option<bool>,
+    /// `display` set: a flex or grid container (`Some(true)`) or not.
+    flex: Option<bool>,
+    /// `flex-direction` set: reversed (`Some(true)`) or not.
+    flex_reverse: Option<bool>,
+    /// `order` set (a flex or grid item's place among its siblings).
+    order: Option<i32>,
     href: Option<String>,
     src: Option<String>,
     /// An image's `alt` text.
@@ -289,6 +296,27 @@ struct Renderer<'t, 's> {
     /// Text generated after open elements (`::after`): the element's depth
     /// in `stack`, the text, and whether it is shown.
     after: Vec<(usize, String, bool)>,
+    /// Open flex and grid containers whose items are put in their `order`
+    /// when they close.
+    flex: Vec<Flex>,
+}
+
+/// Most flex or grid containers tracked at once (nested); deeper ones
+/// show their items in source order.
+const MAX_FLEX: usize = 32;
+/// Most items of one container placed by `order`; later ones keep their
+/// place in the source.
+const MAX_FLEX_ITEMS: usize = 256;
+
+/// An open flex or grid container: where its text starts in the visible
+/// text, and each item's `order` and span of it.
+struct Flex {
+    depth: usize,
+    start: usize,
+    reverse: bool,
+    items: Vec<(i32, usize, usize)>,
+    /// An item has an order other than 0 (else nothing moves).
+    ordered: bool,
 }
 
 impl Renderer<'_, '_> {
@@ -311,6 +339,9 @@ impl Renderer<'_, '_> {
                     bg: None,
                     rtl: None,
                     bidi_override: (name == b"bdo").then_some(true),
+                    flex: None,
+                    flex_reverse: None,
+                    order: None,
                     href: None,
                     src: None,
                     alt: None,
@@ -491,6 +522,11 @@ impl Renderer<'_, '_> {
             fg: tag.fg.unwrap_or(parent.fg),
             bg: tag.bg.unwrap_or(parent.bg),
         });
+        self.open_flex(
+            tag.flex == Some(true),
+            tag.flex_reverse == Some(true),
+            tag.order,
+        );
         // Generated content is shown as the element's own text is.
         let shown = shown && !same_colour(tag.fg.unwrap_or(parent.fg), tag.bg.unwrap_or(parent.bg));
         let [before, after] = tag.generated;
@@ -586,23 +622,70 @@ impl Renderer<'_, '_> {
     /// Closes the open elements from `len` on; a reversed run among them
     /// is put in the order it is shown.
     fn truncate(&mut self, len: usize) {
-        while let Some((_, text, shown)) = self.after.pop_if(|(depth, _, _)| *depth >= len) {
-            self.generated_text(&text, shown);
-        }
-        let from = self
-            .stack
-            .get(len..)
-            .unwrap_or_default()
-            .iter()
-            .find_map(|o| o.reverse_from);
-        if let Some((visible, all)) = from {
-            reverse_lines(&mut self.visible, visible);
-            if let Some(a) = self.all.as_mut() {
-                reverse_lines(a, all);
+        for depth in (len..self.stack.len()).rev() {
+            while let Some((_, text, shown)) = self.after.pop_if(|(d, _, _)| *d >= depth) {
+                self.generated_text(&text, shown);
+            }
+            self.close_flex(depth);
+            if let Some((visible, all)) = self.stack.get(depth).and_then(|o| o.reverse_from) {
+                reverse_lines(&mut self.visible, visible);
+                if let Some(a) = self.all.as_mut() {
+                    reverse_lines(a, all);
+                }
             }
         }
         self.stack.truncate(len);
         self.infos.truncate(len);
+    }
+
+    /// Called when an element was pushed on the stack: it starts a flex
+    /// item (of `order`) of the container it is in, or a container
+    /// (`flex`, its items shown in `reverse`).
+    fn open_flex(&mut self, flex: bool, reverse: bool, order: Option<i32>) {
+        let depth = self.stack.len() - 1;
+        let at = self.visible.len();
+        if let Some(f) = self.flex.last_mut().filter(|f| f.depth + 1 == depth) {
+            if f.items.len() < MAX_FLEX_ITEMS {
+                let order = order.unwrap_or(0);
+                f.ordered |= order != 0;
+                f.items.push((order, at, usize::MAX));
+            }
+        }
+        if flex && self.flex.len() < MAX_FLEX {
+            self.flex.push(Flex {
+                depth,
+                start: at,
+                reverse,
+                items: Vec::new(),
+                ordered: false,
+            });
+        }
+    }
+
+    /// Called when the element at `depth` closes: it ends a flex item, or
+    /// a container, whose items are then put in the order shown
+    /// (`order`, then the source; reversed for `flex-direction: *-reverse`).
+    /// The full text keeps the source order.
+    fn close_flex(&mut self, depth: usize) {
+        let at = self.visible.len();
+        if let Some(f) = self.flex.last_mut().filter(|f| f.depth + 1 == depth) {
+            if let Some(item) = f.items.last_mut().filter(|i| i.2 == usize::MAX) {
+                item.2 = at;
+            }
+        }
+        if self.flex.last().is_none_or(|f| f.depth != depth) {
+            return;
+        }
+        let Some(f) = self.flex.pop() else {
+            return;
+        };
+        if !(f.ordered || f.reverse) {
+            return;
+        }
+        if let Some(shown) = flex_order(&self.visible, &f) {
+            self.visible.truncate(f.start);
+            self.visible.push_str(&shown);
+        }
     }
 
     /// Pops an open `<head>` (with anything left open inside it).
@@ -795,6 +878,39 @@ impl Renderer<'_, '_> {
             add(self.all());
         }
     }
+}
+
+/// The text of the flex container `f` (from `f.start` of `text`) with its
+/// items in the order shown (`order`, then the source; reversed for a
+/// reversed direction), put into the items' places: the text between
+/// items (breaks, spaces) stays where it is. `None` when a span is out of
+/// the text (cut at the bound).
+fn flex_order(text: &str, f: &Flex) -> Option<String> {
+    let tail = text.get(f.start..)?;
+    let mut gaps: Vec<&str> = Vec::new();
+    let mut items: Vec<(i32, &str)> = Vec::new();
+    let mut pos = f.start;
+    for &(order, start, end) in &f.items {
+        let end = if end == usize::MAX { text.len() } else { end };
+        if start < pos || end < start {
+            return None;
+        }
+        gaps.push(text.get(pos..start)?);
+        items.push((order, text.get(start..end)?));
+        pos = end;
+    }
+    gaps.push(text.get(pos..)?);
+    items.sort_by_key(|i| i.0);
+    if f.reverse {
+        items.reverse();
+    }
+    let mut out = String::with_capacity(tail.len());
+    for (gap, (_, item)) in gaps.iter().zip(&items) {
+        out.push_str(gap);
+        out.push_str(item);
+    }
+    out.push_str(gaps.last()?);
+    Some(out)
 }
 
 /// Reverses the characters of each line of `text` from byte `from` on
@@ -1231,6 +1347,20 @@ mod tests {
         // Reversed with its element.
         let rtl = "<style>.r{direction:rtl;unicode-bidi:bidi-override}.r::after{content:'cba'}</style><p class=r>fed</p>";
         assert_eq!(shown(rtl), "abcdef");
+    }
+
+    #[test]
+    fn flex_items_are_read_in_their_order() {
+        let page = "<div style=\"display:flex\"><div style=\"order:3\">third</div>\
+            <div style=\"order:1\">first</div><div style=\"order:2\">second</div></div><p>after</p>";
+        assert_eq!(words_of(&text(page)), ["first", "second", "third", "after"]);
+        // From the sheet, inline items, and a reversed direction.
+        let sheet = "<style>.f{display:inline-flex;flex-direction:row-reverse}.a{order:-1}</style>\
+            <span class=f><span>c</span> <span>b</span> <span class=a>x</span></span>";
+        assert_eq!(words_of(&text(sheet)), ["b", "c", "x"]);
+        // Not a container: source order.
+        let plain = "<div><div style=\"order:2\">one</div><div style=\"order:1\">two</div></div>";
+        assert_eq!(words_of(&text(plain)), ["one", "two"]);
     }
 
     fn words_of(s: &str) -> Vec<&str> {

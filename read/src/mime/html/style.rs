@@ -60,6 +60,7 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
     // wins, unless an earlier one is `!important` and it is not (the
     // sheet's come before the inline style, its `!important` ones after).
     let mut display_none: Option<(bool, bool)> = None;
+    let mut display_flex: Option<(bool, bool)> = None;
     let mut visibility_hidden: Option<(bool, bool)> = None;
     let mut font_tiny: Option<(Option<bool>, bool)> = None;
     fn set<T>(slot: &mut Option<(T, bool)>, value: T, important: bool) {
@@ -78,7 +79,21 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
         let important = val.ends_with("!important");
         let val = val.trim_end_matches("!important");
         match prop {
-            "display" if DISPLAY.contains(&val) => set(&mut display_none, val == "none", important),
+            "display" if DISPLAY.contains(&val) => {
+                set(&mut display_none, val == "none", important);
+                let flex = matches!(val, "flex" | "inline-flex" | "grid" | "inline-grid");
+                set(&mut display_flex, flex, important);
+            }
+            "order" => {
+                if let Ok(n) = val.parse::<i32>() {
+                    tag.order = Some(n);
+                }
+            }
+            "flex-direction"
+                if matches!(val, "row" | "column" | "row-reverse" | "column-reverse") =>
+            {
+                tag.flex_reverse = Some(val.ends_with("-reverse"))
+            }
             "visibility" if matches!(val, "visible" | "hidden" | "collapse") => {
                 set(&mut visibility_hidden, val != "visible", important)
             }
@@ -119,6 +134,9 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
         || display_none.is_some_and(|(none, _)| none)
     {
         tag.hidden = true;
+    }
+    if let Some((f, _)) = display_flex {
+        tag.flex = Some(f);
     }
     if let Some((v, _)) = visibility_hidden {
         tag.visibility = Some(v);
