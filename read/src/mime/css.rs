@@ -200,6 +200,8 @@ pub struct Sheet {
     /// classes are looked up (so classes put first as decoys cannot push
     /// the one a rule names past [`MAX_CLASSES`]).
     classes: HashSet<String>,
+    /// A kept rule is a pseudo-element's (generated content).
+    generates: bool,
 }
 
 /// A rule as parsed, before the bounds: its selector's text, specificity,
@@ -383,6 +385,7 @@ impl Sheet {
             by_last: HashMap::new(),
             by_first: HashMap::new(),
             classes: HashSet::new(),
+            generates: false,
         };
         for (i, (rule, last_key, first_key)) in kept.into_iter().enumerate() {
             sheet.by_last.entry(last_key).or_default().push(i);
@@ -395,6 +398,7 @@ impl Sheet {
                     sheet.classes.insert(v.clone());
                 }
             }
+            sheet.generates |= rule.pseudo.is_some();
             sheet.rules.push(rule);
         }
         (!sheet.rules.is_empty()).then_some(sheet)
@@ -452,6 +456,9 @@ impl Sheet {
     /// with [`Sheet::open`]): the `content` of its `::before` and
     /// `::after` rules in force, `!important` last.
     pub fn generated(&self, parent: Option<&ElemInfo>, cur: &ElemInfo) -> [Option<String>; 2] {
+        if !self.generates {
+            return [None, None];
+        }
         let mut out: [Option<(bool, &str)>; 2] = [None, None];
         let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
         for i in self.candidates(&self.by_last, cur) {

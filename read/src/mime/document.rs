@@ -612,7 +612,7 @@ const RTF_SKIPPED: &[&[u8]] = &[
 ];
 
 /// The text of an RTF document: text outside the skipped destinations
-/// ([`RTF_SKIPPED`], and every `{\*...}` one), `\par` and `\line` as line
+/// (`RTF_SKIPPED`, and every `{\*...}` one), `\par` and `\line` as line
 /// breaks, `\'hh` as a Windows-1252 character, `\uN` as a Unicode one
 /// (its fallback character skipped), hidden text (`\v`) left out.
 ///
@@ -905,7 +905,7 @@ const CARD_LINKS: &[&str] = &["URL", "ATTACH", "SOURCE"];
 
 /// The text of an iCalendar (RFC 5545) or vCard (RFC 6350) file: the
 /// values of the properties a calendar or address book shows
-/// ([`CARD_TEXT`]), unfolded and unescaped; `X-ALT-DESC` (HTML) for the
+/// (`CARD_TEXT`), unfolded and unescaped; `X-ALT-DESC` (HTML) for the
 /// caller to render; URLs as links.
 pub fn card_text(bytes: &[u8], out: &mut Vec<Piece>) {
     let content = String::from_utf8_lossy(bytes);

@@ -409,8 +409,10 @@ fn collect(
             })
     });
     // (Words are counted only when there are attachments.)
-    let short_text = !message.attachments.is_empty()
-        && html::count_words(body.text.get(before..).unwrap_or("")) < html::MIN_VISIBLE_WORDS;
+    let short_text = !message.attachments.is_empty() && {
+        let own = body.text.get(before..).unwrap_or("");
+        html::count_words_upto(own, html::MIN_VISIBLE_WORDS) < html::MIN_VISIBLE_WORDS
+    };
     let short_body = text_attachment && short_text;
     if every_text_part {
         for part in &message.parts {

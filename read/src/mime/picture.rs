@@ -51,7 +51,7 @@ const MIN_CONTRAST: f64 = 16.0;
 const DEAD_ZONE: f64 = 2.0;
 
 /// Searches for QR codes one message may make (a picture takes one, or
-/// two when the first finds no code: [`qr_codes`]).
+/// two when the first finds no code).
 pub const MAX_CODE_SEARCHES: usize = 3;
 /// A picture is searched for QR codes at this size at most (its longer
 /// side, scaled down): a QR code drawn to be scanned from a screen has
@@ -61,7 +61,7 @@ pub const MAX_CODE_SEARCHES: usize = 3;
 pub const CODE_SIDE: u32 = 512;
 /// Most QR codes read from one picture.
 pub const MAX_CODES: usize = 4;
-/// Most finder-pattern crossings ([`finder_patterns`]: the three squares
+/// Most finder-pattern crossings (counted as rqrr would see them: the three squares
 /// in a QR code's corners, and the look-alikes in its data) a picture may
 /// hold to be searched. rqrr tries the patterns in pairs and copies the
 /// picture for each pair it tries, so a picture tiled with patterns took

@@ -133,7 +133,8 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
     *out = match r.all {
         Some(all)
             if r.hidden_words > 0 && {
-                let visible_words = count_words(r.visible.get(start..).unwrap_or(""));
+                let visible = r.visible.get(start..).unwrap_or("");
+                let visible_words = count_words_upto(visible, MIN_VISIBLE_WORDS);
                 visible_words < MIN_VISIBLE_WORDS && r.hidden_words > visible_words
             } =>
         {
@@ -164,6 +165,15 @@ impl<E: Emitter> ForwardingEmitter for Quiet<E> {
 pub(crate) fn count_words(s: &str) -> usize {
     s.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
+        .count()
+}
+
+/// [`count_words`], counted up to `n` at most (it reads `s` only as far
+/// as its `n`th word).
+pub(crate) fn count_words_upto(s: &str, n: usize) -> usize {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(n)
         .count()
 }
 
