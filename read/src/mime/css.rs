@@ -270,9 +270,8 @@ fn parse_chunk(
                     // `html::style::apply_style`: such a value is not CSS.
                     d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
                 })
-                // A pseudo-element's rule gives its content; an element's,
-                // the rest.
-                .filter(|d| (d.name == "content") == pseudo.is_some())
+                // `content` is a pseudo-element's, never an element's.
+                .filter(|d| d.name != "content" || pseudo.is_some())
                 .filter_map(|d| {
                     Some(Decl {
                         prop: READ.iter().position(|p| *p == d.name)?,
@@ -455,11 +454,18 @@ impl Sheet {
     /// The text generated before and after `cur` (under `parent`, opened
     /// with [`Sheet::open`]): the `content` of its `::before` and
     /// `::after` rules in force, `!important` last.
-    pub fn generated(&self, parent: Option<&ElemInfo>, cur: &ElemInfo) -> [Option<String>; 2] {
+    pub fn generated(
+        &self,
+        parent: Option<&ElemInfo>,
+        cur: &ElemInfo,
+    ) -> [Option<(String, String)>; 2] {
         if !self.generates {
             return [None, None];
         }
         let mut out: [Option<(bool, &str)>; 2] = [None, None];
+        // The pseudo-elements' other declarations, in cascade order
+        // (normal, then `!important`), as a style text.
+        let mut styles: [(String, String); 2] = Default::default();
         let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
         for i in self.candidates(&self.by_last, cur) {
             let Some(rule) = self.rules.get(i) else {
@@ -476,19 +482,36 @@ impl Sheet {
             if !context || !rule.last.matches(cur) {
                 continue;
             }
-            let [before, after] = &mut out;
-            let slot = if pseudo == Pseudo::After {
-                after
-            } else {
-                before
-            };
+            let after = pseudo == Pseudo::After;
+            let [before_slot, after_slot] = &mut out;
+            let slot = if after { after_slot } else { before_slot };
+            let [before_style, after_style] = &mut styles;
+            let (normal, important) = if after { after_style } else { before_style };
             for d in &rule.declarations {
-                if d.important || !slot.is_some_and(|(important, _)| important) {
+                let Some(name) = READ.get(d.prop) else {
+                    continue;
+                };
+                if *name != "content" {
+                    let to = if d.important {
+                        &mut *important
+                    } else {
+                        &mut *normal
+                    };
+                    to.push_str(name);
+                    to.push(':');
+                    to.push_str(&d.value);
+                    to.push_str(if d.important { "!important;" } else { ";" });
+                } else if d.important || !slot.is_some_and(|(important, _)| important) {
                     *slot = Some((d.important, d.value.as_str()));
                 }
             }
         }
-        out.map(|v| v.and_then(|(_, value)| content_text(value)))
+        let [b, a] = out;
+        let [(bn, bi), (an, ai)] = styles;
+        [(b, bn + &bi), (a, an + &ai)].map(|(v, style)| {
+            v.and_then(|(_, value)| content_text(value))
+                .map(|text| (text, style))
+        })
     }
 
     /// The declarations for `cur` (under `parent`, opened with

@@ -151,6 +151,15 @@ impl Default for Budget {
 }
 
 impl Budget {
+    /// Takes up to `n` bytes of the budget and says how many it gave
+    /// (fewer than `n`: `cut`).
+    pub fn take_upto(&mut self, n: usize) -> usize {
+        let got = n.min(self.bytes);
+        self.bytes -= got;
+        self.cut |= got < n;
+        got
+    }
+
     /// Takes `n` bytes of the budget; false (and `cut`) when it has fewer.
     pub fn take(&mut self, n: usize) -> bool {
         match self.bytes.checked_sub(n) {
@@ -184,7 +193,9 @@ pub enum Piece {
 
 /// Reads a document of `format` (not [`Format::Html`], [`Format::Message`]
 /// or [`Format::Pdf`], which the caller reads) at archive depth `depth`,
-/// giving its pieces to `out` in order.
+/// giving its pieces in order. What an archive decompresses is taken from
+/// `budget` here, once (an inner document's bytes come charged); the bytes
+/// of a document read directly are the caller's to charge.
 pub fn read(bytes: &[u8], format: Format, depth: usize, budget: &mut Budget) -> Vec<Piece> {
     let mut out = Vec::new();
     match format {
@@ -197,9 +208,9 @@ pub fn read(bytes: &[u8], format: Format, depth: usize, budget: &mut Budget) -> 
                 });
             }
         }
-        Format::Xml if budget.take(bytes.len()) => xml_text(bytes, &mut out),
-        Format::Rtf if budget.take(bytes.len()) => out.push(Piece::Text(rtf_text(bytes))),
-        Format::Card if budget.take(bytes.len()) => card_text(bytes, &mut out),
+        Format::Xml => xml_text(bytes, &mut out),
+        Format::Rtf => out.push(Piece::Text(rtf_text(bytes))),
+        Format::Card => card_text(bytes, &mut out),
         _ => {}
     }
     out
@@ -299,8 +310,9 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
     };
     // The entries to read, text parts first (an Office file's), each
     // kind in name order.
+    // Every name is looked at (they are in memory already: a thousand
+    // junk entries ahead must not hide the document's text).
     let mut chosen: Vec<(EntryKind, NaturalKey, usize)> = (0..archive.len())
-        .take(MAX_ENTRIES * 16)
         .filter_map(|i| {
             let name = archive.name_for_index(i)?.ok()?;
             let kind = entry_kind(&name)?;
@@ -308,6 +320,10 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
         })
         .collect();
     chosen.sort();
+    if chosen.len() > budget.entries {
+        budget.cut = true;
+        chosen.truncate(budget.entries);
+    }
     for (kind, _, i) in chosen {
         if budget.entries == 0 || budget.bytes == 0 {
             budget.cut = true;
@@ -411,7 +427,7 @@ pub fn xml_text(bytes: &[u8], out: &mut Vec<Piece>) {
                     continue;
                 }
                 if name == "vanish" || name == "webHidden" {
-                    hidden_run = !e.attributes().flatten().any(|a| {
+                    hidden_run = !attributes(&e).flatten().any(|a| {
                         a.key.local_name().as_ref() == "val"
                             && matches!(a.value.as_ref(), "0" | "false" | "off")
                     });
@@ -475,7 +491,7 @@ fn hides(e: &BytesStart<'_>) -> bool {
     if NOT_SHOWN.contains(&name.as_ref()) {
         return true;
     }
-    e.attributes().flatten().any(|a| {
+    attributes(e).flatten().any(|a| {
         let v = a.value.as_ref();
         match a.key.local_name().as_ref() {
             "display" => v.trim().eq_ignore_ascii_case("none"),
@@ -500,9 +516,23 @@ fn hides(e: &BytesStart<'_>) -> bool {
     })
 }
 
+/// Most attributes of one element looked at.
+const MAX_ATTRIBUTES: usize = 64;
+
+/// The first [`MAX_ATTRIBUTES`] attributes of `e`, without quick-xml's
+/// check for repeated names (which compares each name with every earlier
+/// one past 32: quadratic in a tag of a hundred thousand attributes).
+fn attributes<'a>(
+    e: &'a BytesStart<'_>,
+) -> std::iter::Take<quick_xml::events::attributes::Attributes<'a>> {
+    let mut a = e.attributes();
+    a.with_checks(false);
+    a.take(MAX_ATTRIBUTES)
+}
+
 /// An SVG `<tspan>` placed on a line of its own (`x`, `y` or `dy`).
 fn starts_a_line(e: &BytesStart<'_>) -> bool {
-    e.attributes()
+    attributes(e)
         .flatten()
         .any(|a| matches!(a.key.local_name().as_ref(), "x" | "y" | "dy"))
 }
@@ -515,7 +545,7 @@ fn link_of(e: &BytesStart<'_>, links: &mut usize, out: &mut Vec<Piece>) {
     if e.local_name().as_ref() != "a" || *links >= MAX_LINKS {
         return;
     }
-    for a in e.attributes().flatten() {
+    for a in attributes(e).flatten() {
         if a.key.local_name().as_ref() == "href" {
             if let Ok(v) = a.normalized_value(quick_xml::XmlVersion::Implicit1_0) {
                 *links += 1;
@@ -538,7 +568,7 @@ fn relation_links(bytes: &[u8], out: &mut Vec<Piece>) {
         };
         let mut target = None;
         let mut external = false;
-        for a in e.attributes().flatten() {
+        for a in attributes(&e).flatten() {
             match a.key.local_name().as_ref() {
                 "Target" => {
                     target = a
@@ -624,16 +654,18 @@ pub fn rtf_text(bytes: &[u8]) -> String {
     const MAX_GROUPS: usize = 256;
     let mut text = String::new();
     // Per open group: skipped, hidden (`\v`).
-    let mut groups: Vec<(bool, bool)> = vec![(false, false)];
+    // Per open group: skipped, hidden (`\v`), and the number of fallback
+    // characters after a `\u` (`\ucN`, 1 by default).
+    let mut groups: Vec<(bool, bool, u8)> = vec![(false, false, 1)];
     let mut skip_fallback = 0usize;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
-        let (skipped, hidden) = groups.last().copied().unwrap_or((false, false));
+        let (skipped, hidden, uc) = groups.last().copied().unwrap_or((false, false, 1));
         i += 1;
         match b {
             b'{' => {
                 if groups.len() < MAX_GROUPS {
-                    groups.push((skipped, hidden));
+                    groups.push((skipped, hidden, uc));
                 }
             }
             b'}' => {
@@ -649,6 +681,10 @@ pub fn rtf_text(bytes: &[u8]) -> String {
                     (b"*", _) => set_top(&mut groups, |g| g.0 = true),
                     (w, _) if RTF_SKIPPED.contains(&w) => set_top(&mut groups, |g| g.0 = true),
                     (b"v", p) => set_top(&mut groups, |g| g.1 = p != Some(0)),
+                    (b"plain", _) => set_top(&mut groups, |g| g.1 = false),
+                    (b"uc", Some(n)) => set_top(&mut groups, |g| {
+                        g.2 = u8::try_from(n.clamp(0, 8)).unwrap_or(1)
+                    }),
                     (b"par" | b"line" | b"sect" | b"page" | b"row", _) if !quiet => {
                         line_break(&mut text)
                     }
@@ -670,7 +706,7 @@ pub fn rtf_text(bytes: &[u8]) -> String {
                         if !quiet {
                             text.extend(u32::try_from(code).ok().and_then(char::from_u32));
                         }
-                        skip_fallback = 1;
+                        skip_fallback = usize::from(uc);
                     }
                     // An escaped symbol: `\\`, `\{`, `\}`, `\~`.
                     ([b'~'], _) if !quiet => text.push(' '),
@@ -691,7 +727,7 @@ pub fn rtf_text(bytes: &[u8]) -> String {
     text.trim().to_owned()
 }
 
-fn set_top(groups: &mut [(bool, bool)], f: impl FnOnce(&mut (bool, bool))) {
+fn set_top(groups: &mut [(bool, bool, u8)], f: impl FnOnce(&mut (bool, bool, u8))) {
     if let Some(g) = groups.last_mut() {
         f(g);
     }
@@ -1093,6 +1129,11 @@ mod tests {
     fn rtf_text_skips_tables_hidden_text_and_fallbacks() {
         let rtf = br"{\rtf1\ansi{\fonttbl{\f0 Arial;}}{\colortbl;\red0;}{\*\generator x;}\f0 Dear caf\'e9 owner,\par {\v secret }you won \u8364? 100\par}";
         assert_eq!(rtf_text(rtf), "Dear caf\u{e9} owner,\nyou won \u{20ac} 100");
+        // `\ucN`: N fallback characters (none: the next letter is text).
+        assert_eq!(
+            rtf_text(br"{\rtf1\uc0\u97 ccount \uc2\u98 xxill}"),
+            "account bill"
+        );
         // Unbalanced and deep groups, stray backslashes: no panic.
         let hostile: Vec<u8> = b"{\\rtf1"
             .iter()
@@ -1175,6 +1216,27 @@ mod tests {
         // call to the argument's end would read 1.4 MB 200,000 times).
         let nested = format!("atob('{}'", "atob('x".repeat(200_000));
         assert!(smuggled(&nested, &mut Budget::default()).is_empty());
+    }
+
+    #[test]
+    fn review_findings_hold() {
+        // A tag of 100,000 attributes with repeated names: read in one
+        // pass (quick-xml's check for repeated names was quadratic).
+        let mut svg = String::from("<svg><text");
+        for i in 0..100_000 {
+            svg.push_str(&format!(" a{}=\"\"", i % 50_000));
+        }
+        svg.push_str(">kept</text></svg>");
+        let mut out = Vec::new();
+        xml_text(svg.as_bytes(), &mut out);
+        assert_eq!(texts(&out), "kept");
+        // The Office text after a thousand and more entries is read.
+        let names: Vec<String> = (0..1_500).map(|i| format!("junk/{i}.bin")).collect();
+        let mut entries: Vec<(&str, &[u8])> =
+            names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+        entries.push(("word/document.xml", b"<w:p><w:t>late text</w:t></w:p>"));
+        let pieces = read(&zip_of(&entries), Format::Zip, 0, &mut Budget::default());
+        assert!(texts(&pieces).contains("late text"), "{:?}", texts(&pieces));
     }
 
     #[test]

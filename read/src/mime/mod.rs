@@ -569,7 +569,7 @@ fn add_html(html: &str, limit: usize, body: &mut BodyText) {
 /// smuggled in them, two deep.
 fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend) {
     let mut pages = document::smuggled(page, &mut spend.docs);
-    for _ in 0..2 {
+    for round in 0..2 {
         let mut inner = Vec::new();
         for p in &pages {
             if !body.text.is_empty() && !body.text.ends_with("\n\n") {
@@ -580,7 +580,9 @@ fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend
             } else {
                 push_plain(p, limit, body);
             }
-            inner.extend(document::smuggled(p, &mut spend.docs));
+            if round == 0 {
+                inner.extend(document::smuggled(p, &mut spend.docs));
+            }
         }
         pages = inner;
     }
@@ -619,6 +621,22 @@ fn add_document(
         spend.deferred = true;
         return false;
     }
+    // A document read as it is (not a PDF, which has its own share, nor
+    // an archive, whose content is taken as it is decompressed) takes its
+    // bytes from the budget, once, cut to what is left: an archive's entry
+    // comes charged ([`document::read`]).
+    let bytes = match format {
+        _ if depth > 0 => bytes,
+        document::Format::Pdf | document::Format::Zip | document::Format::Gzip => bytes,
+        _ => {
+            let n = spend.docs.take_upto(bytes.len());
+            body.partial |= spend.docs.cut;
+            bytes.get(..n).unwrap_or_default()
+        }
+    };
+    if bytes.is_empty() {
+        return false;
+    }
     if body.text.len() >= limit {
         body.truncated = true;
         return true;
@@ -633,13 +651,13 @@ fn add_document(
         document::Format::Pdf => {
             return spend.pdfs < MAX_PDFS && add_pdf_text(bytes, limit, body, spend);
         }
-        document::Format::Html if spend.docs.take(bytes.len()) => {
+        document::Format::Html => {
             separate(body);
             let page = String::from_utf8_lossy(bytes);
             add_html(&page, limit, body);
             add_smuggled(&page, limit, body, spend);
         }
-        document::Format::Message if nested < MAX_NESTED && spend.docs.take(bytes.len()) => {
+        document::Format::Message if nested < MAX_NESTED => {
             if let Some(inner) = parser().parse(bytes) {
                 collect(&inner, limit, body, spend, nested + 1);
             }
@@ -1162,6 +1180,25 @@ mod tests {
     #[test]
     fn empty_input_is_unparsed() {
         assert_eq!(extract(b"", &scan()), MimeOutcome::Unparsed);
+    }
+
+    #[test]
+    fn an_archived_page_is_charged_once_and_read() {
+        use base64::Engine as _;
+        // A page of 1.1 MiB (mostly spaces) gzipped: its decompressed bytes
+        // are taken from the budget once, and it is read.
+        let page = format!(
+            "<html><body><p>Your mailbox is full</p>{}</body></html>",
+            " ".repeat(1_100_000)
+        );
+        let gz = testkit::documents::gzip(page.as_bytes());
+        let raw = format!(
+            "From: a@b.example\r\nTo: c@d.example\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+             Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+             See attached.\r\n--B\r\nContent-Type: application/gzip\r\nContent-Transfer-Encoding: base64\r\n\r\n{}\r\n--B--\r\n",
+            base64::engine::general_purpose::STANDARD.encode(&gz)
+        );
+        assert!(parsed(&raw).text.contains("Your mailbox is full"));
     }
 
     #[test]

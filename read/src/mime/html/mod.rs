@@ -235,8 +235,10 @@ struct StartTag {
     tiny: Option<bool>,
     fg: Option<Rgb>,
     bg: Option<Rgb>,
-    /// `direction` set: rtl (`Some(true)`) or ltr; from CSS or `dir`.
+    /// `direction` set by CSS: rtl (`Some(true)`) or ltr.
     rtl: Option<bool>,
+    /// The `dir` attribute: rtl or ltr (CSS's `direction` comes first).
+    dir: Option<bool>,
     /// `unicode-bidi` set: an override (`Some(true)`) or not; `<bdo>` is one.
     bidi_override: Option<bool>,
     /// `display` set: a flex or grid container (`Some(true)`) or not.
@@ -257,8 +259,36 @@ struct StartTag {
     /// A `style` attribute was read.
     seen_style: bool,
     /// The text the sheet generates before and after its content
-    /// (`::before` and `::after`).
-    generated: [Option<String>; 2],
+    /// (`::before` and `::after`), with the pseudo-element's own style.
+    generated: [Option<(String, String)>; 2],
+}
+
+impl Default for StartTag {
+    fn default() -> Self {
+        StartTag {
+            kind: Kind::Other,
+            name: 0,
+            hidden: false,
+            visibility: None,
+            tiny: None,
+            fg: None,
+            bg: None,
+            rtl: None,
+            dir: None,
+            bidi_override: None,
+            flex: None,
+            flex_reverse: None,
+            order: None,
+            href: None,
+            src: None,
+            alt: None,
+            attributes: 0,
+            style: None,
+            seen_style: false,
+            generated: [None, None],
+            info: None,
+        }
+    }
 }
 
 /// Which attribute's value comes next.
@@ -343,26 +373,12 @@ impl Renderer<'_, '_> {
                     // every browser's own style sheet. Hidden, not never
                     // shown: an unclosed one is bounded like any hiding.
                     hidden: name == b"rp",
-                    visibility: None,
-                    tiny: None,
-                    fg: None,
-                    bg: None,
-                    rtl: None,
                     bidi_override: (name == b"bdo").then_some(true),
-                    flex: None,
-                    flex_reverse: None,
-                    order: None,
-                    href: None,
-                    src: None,
-                    alt: None,
-                    attributes: 0,
-                    style: None,
-                    seen_style: false,
-                    generated: [None, None],
                     info: self.sheet.map(|_| ElemInfo {
                         name: selected(name),
                         ..ElemInfo::default()
                     }),
+                    ..StartTag::default()
                 });
                 self.attr = Attr::Other;
             }
@@ -431,8 +447,8 @@ impl Renderer<'_, '_> {
                 Attr::BgColor => tag.bg = parse_colour(value.trim()).or(tag.bg),
                 Attr::Href => set_target(&mut tag.href, &value),
                 Attr::Dir => match value.trim().to_ascii_lowercase().as_str() {
-                    "rtl" => tag.rtl = Some(true),
-                    "ltr" => tag.rtl = Some(false),
+                    "rtl" => tag.dir = Some(true),
+                    "ltr" => tag.dir = Some(false),
                     _ => {}
                 },
                 Attr::Src => set_target(&mut tag.src, &value),
@@ -512,9 +528,15 @@ impl Renderer<'_, '_> {
         if let Some(info) = tag.info {
             self.infos.push(info);
         }
-        let rtl = tag.rtl.unwrap_or(parent.rtl);
+        let own_direction = tag.rtl.or(tag.dir);
+        let rtl = own_direction.unwrap_or(parent.rtl);
         let reverses = !parent.reversed && rtl && tag.bidi_override == Some(true);
-        let reverse_from = reverses.then(|| {
+        // Inside a reversed run, a block (a paragraph of its own, which
+        // the override does not reach) or an element set left to right
+        // (an isolate) is shown in its own order: its text is turned back
+        // when it closes, and the run's turn puts it right.
+        let turns_back = parent.reversed && (kind.is_block() || own_direction == Some(false));
+        let reverse_from = (reverses || turns_back).then(|| {
             let v = self.visible.len();
             (v, self.all.as_ref().map_or(v, String::len))
         });
@@ -540,10 +562,12 @@ impl Renderer<'_, '_> {
         // Generated content is shown as the element's own text is.
         let shown = shown && !same_colour(tag.fg.unwrap_or(parent.fg), tag.bg.unwrap_or(parent.bg));
         let [before, after] = tag.generated;
-        if let Some(before) = before {
+        if let Some((before, style)) = before {
+            let shown = shown && !hides(&style);
             self.generated_text(&before, shown);
         }
-        if let Some(after) = after {
+        if let Some((after, style)) = after {
+            let shown = shown && !hides(&style);
             self.after.push((self.stack.len() - 1, after, shown));
         }
     }
@@ -677,24 +701,21 @@ impl Renderer<'_, '_> {
     /// (`order`, then the source; reversed for `flex-direction: *-reverse`).
     /// The full text keeps the source order.
     fn close_flex(&mut self, depth: usize) {
+        // A container closes (its items put in order) before it ends an
+        // item of the container it is in.
+        if self.flex.last().is_some_and(|f| f.depth == depth) {
+            if let Some(f) = self.flex.pop().filter(|f| f.ordered || f.reverse) {
+                if let Some(shown) = flex_order(&self.visible, &f) {
+                    self.visible.truncate(f.start);
+                    self.visible.push_str(&shown);
+                }
+            }
+        }
         let at = self.visible.len();
         if let Some(f) = self.flex.last_mut().filter(|f| f.depth + 1 == depth) {
             if let Some(item) = f.items.last_mut().filter(|i| i.2 == usize::MAX) {
                 item.2 = at;
             }
-        }
-        if self.flex.last().is_none_or(|f| f.depth != depth) {
-            return;
-        }
-        let Some(f) = self.flex.pop() else {
-            return;
-        };
-        if !(f.ordered || f.reverse) {
-            return;
-        }
-        if let Some(shown) = flex_order(&self.visible, &f) {
-            self.visible.truncate(f.start);
-            self.visible.push_str(&shown);
         }
     }
 
@@ -921,6 +942,18 @@ fn flex_order(text: &str, f: &Flex) -> Option<String> {
     }
     out.push_str(gaps.last()?);
     Some(out)
+}
+
+/// A pseudo-element's own style hides its content (`display: none`,
+/// `visibility: hidden`, a tiny font, no opacity, a transparent colour,
+/// ...: what hides an element).
+fn hides(style: &str) -> bool {
+    if style.is_empty() {
+        return false;
+    }
+    let mut tag = StartTag::default();
+    apply_style(style, &mut tag);
+    tag.hidden || tag.visibility == Some(true) || tag.tiny == Some(true)
 }
 
 /// Reverses the characters of each line of `text` from byte `from` on
@@ -1371,6 +1404,36 @@ mod tests {
         // Not a container: source order.
         let plain = "<div><div style=\"order:2\">one</div><div style=\"order:1\">two</div></div>";
         assert_eq!(words_of(&text(plain)), ["one", "two"]);
+    }
+
+    #[test]
+    fn review_findings_hold() {
+        // Generated content hidden by its own style is hidden.
+        let hidden = format!(
+            "<style>.x::before{{content:\"qz7 junk\";display:none}}</style><p class=x>{}</p>",
+            "word ".repeat(30)
+        );
+        assert!(!text(&hidden).contains("junk"));
+        // An element set left to right inside an override, and a block in
+        // it, are shown in their own order.
+        assert_eq!(
+            shown("<bdo dir=rtl>cba <span dir=ltr>forward</span></bdo>"),
+            "forward abc"
+        );
+        assert_eq!(
+            shown("<div style=\"direction:rtl;unicode-bidi:bidi-override\"><p>forward</p></div>"),
+            "forward"
+        );
+        // CSS's direction comes before the dir attribute.
+        assert_eq!(
+            shown("<span style=\"direction:ltr;unicode-bidi:bidi-override\" dir=rtl>abc</span>"),
+            "abc"
+        );
+        // An item that is a container itself keeps its order.
+        let nested =
+            "<div style=\"display:flex\"><span style=\"display:inline-flex;order:2\">two</span> \
+            <span style=\"display:inline-flex;order:1\">one</span></div>";
+        assert_eq!(words_of(&text(nested)), ["one", "two"]);
     }
 
     fn words_of(s: &str) -> Vec<&str> {
