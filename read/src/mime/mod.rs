@@ -1183,6 +1183,18 @@ mod tests {
     }
 
     #[test]
+    fn an_invitation_in_an_alternative_is_read() {
+        // Outlook's form: the calendar is an alternative of a short text.
+        let raw = "From: a@b.example\r\nTo: c@d.example\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+            Content-Type: multipart/alternative; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+            You have been invited.\r\n--B\r\nContent-Type: text/calendar; method=REQUEST\r\n\r\n\
+            BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDESCRIPTION:Your payroll account is suspended\\, verify now\r\n\
+            END:VEVENT\r\nEND:VCALENDAR\r\n--B--\r\n";
+        let text = parsed(raw).text;
+        assert!(text.contains("payroll account is suspended"), "{text:?}");
+    }
+
+    #[test]
     fn an_archived_page_is_charged_once_and_read() {
         use base64::Engine as _;
         // A page of 1.1 MiB (mostly spaces) gzipped: its decompressed bytes
