@@ -84,6 +84,7 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("css_generated_text", css_generated_text),
     ("signs_for_letters", signs_for_letters),
     ("flex_order_shuffle", flex_order_shuffle),
+    ("form_fields", form_fields),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2177,6 +2178,23 @@ fn flex_order_shuffle(text: &str, copy: usize) -> Vec<u8> {
         copy,
         &format!("<html><head>{sheet}</head><body>{page}</body></html>"),
     )
+}
+
+/// Every line of the text the value of a read-only, borderless form field
+/// (the page shows the text; its source holds it only in attributes).
+fn form_fields(text: &str, copy: usize) -> Vec<u8> {
+    let mut page = String::from("<form>\n");
+    for lines in paragraphs(text, copy) {
+        for line in lines {
+            page.push_str(&format!(
+                "<input type=\"text\" readonly value=\"{}\" style=\"border:0;width:640px\"><br>\n",
+                esc(&line)
+            ));
+        }
+        page.push_str("<br>\n");
+    }
+    page.push_str("</form>\n");
+    html_message(text, copy, &html_doc(&page))
 }
 
 /// The text as the NOTE of an attached contact card (.vcf).

@@ -249,8 +249,13 @@ struct StartTag {
     order: Option<i32>,
     href: Option<String>,
     src: Option<String>,
-    /// An image's `alt` text.
+    /// An image's `alt` text, or the `value` or `placeholder` of a form
+    /// field (`input`): text shown in its place.
     alt: Option<String>,
+    /// Which of `input` and `meta` it is (their attributes are read).
+    special: Special,
+    /// A `meta` element's `http-equiv` is `refresh`.
+    refresh: bool,
     attributes: usize,
     /// With a sheet: the inline style (applied with the sheet's
     /// declarations when the tag closes) and what selectors see.
@@ -282,6 +287,8 @@ impl Default for StartTag {
             href: None,
             src: None,
             alt: None,
+            special: Special::None,
+            refresh: false,
             attributes: 0,
             style: None,
             seen_style: false,
@@ -289,6 +296,17 @@ impl Default for StartTag {
             info: None,
         }
     }
+}
+
+/// Elements whose attributes show text or a link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Special {
+    None,
+    /// `<input>`: its `value` or `placeholder` is shown.
+    Input,
+    /// `<meta>`: `http-equiv="refresh"` sends the reader to its `content`'s
+    /// URL.
+    Meta,
 }
 
 /// Which attribute's value comes next.
@@ -301,6 +319,8 @@ enum Attr {
     Href,
     Src,
     Alt,
+    HttpEquiv,
+    Content,
     Dir,
     Class,
     Id,
@@ -374,6 +394,11 @@ impl Renderer<'_, '_> {
                     // shown: an unclosed one is bounded like any hiding.
                     hidden: name == b"rp",
                     bidi_override: (name == b"bdo").then_some(true),
+                    special: match name {
+                        b"input" => Special::Input,
+                        b"meta" => Special::Meta,
+                        _ => Special::None,
+                    },
                     info: self.sheet.map(|_| ElemInfo {
                         name: selected(name),
                         ..ElemInfo::default()
@@ -387,7 +412,12 @@ impl Renderer<'_, '_> {
                 if let Some(tag) = self.tag.as_mut() {
                     tag.attributes += 1;
                     if tag.attributes <= MAX_ATTRIBUTES {
-                        self.attr = attr_of(name, tag.kind);
+                        self.attr = match (tag.special, name) {
+                            (Special::Input, b"value" | b"placeholder") => Attr::Alt,
+                            (Special::Meta, b"http-equiv") => Attr::HttpEquiv,
+                            (Special::Meta, b"content") => Attr::Content,
+                            _ => attr_of(name, tag.kind),
+                        };
                         if self.attr == Attr::Hidden {
                             tag.hidden = true;
                         }
@@ -453,6 +483,8 @@ impl Renderer<'_, '_> {
                 },
                 Attr::Src => set_target(&mut tag.src, &value),
                 Attr::Alt => set_target(&mut tag.alt, &value),
+                Attr::HttpEquiv => tag.refresh = value.trim().eq_ignore_ascii_case("refresh"),
+                Attr::Content => set_target(&mut tag.href, &value),
                 Attr::Hidden | Attr::Other => {}
             }
         }
@@ -510,6 +542,7 @@ impl Renderer<'_, '_> {
             Kind::Br => self.push_break("\n", !gone && !never),
             Kind::Td => self.push_space(),
             Kind::Img => self.image(tag.src.take(), tag.alt.as_deref(), shown, never),
+            _ if tag.special != Special::None => self.special(&mut tag, shown),
             _ if kind.is_block() => self.push_break("\n\n", !never),
             _ => {}
         }
@@ -583,17 +616,46 @@ impl Renderer<'_, '_> {
                 let s = s.trim_start().to_ascii_lowercase();
                 s.starts_with("http:") || s.starts_with("https:") || s.starts_with("//")
             });
-            if remote && alt.chars().any(char::is_alphanumeric) {
-                self.push_space_in(false);
-                self.push_text(alt, false);
-                self.push_space_in(false);
-                self.hidden_words += count_words(alt);
+            if remote {
+                self.stand_in(alt);
             }
         }
         if let Some(src) = src {
             if !never && self.targets.images.len() < MAX_IMAGES {
                 self.targets.images.push(src);
             }
+        }
+    }
+
+    /// A form field's text stands in its place, read as alt text is (only
+    /// under a short visible text); `<meta http-equiv=refresh
+    /// content="0;url=...">` sends the reader on at once (a phishing
+    /// page's redirect): its target is the page's link.
+    fn special(&mut self, tag: &mut StartTag, shown: bool) {
+        match tag.special {
+            Special::Input => {
+                if let Some(value) = tag.alt.as_deref().filter(|_| shown) {
+                    self.stand_in(value);
+                }
+            }
+            Special::Meta if tag.refresh => {
+                if let Some(url) = tag.href.take().as_deref().and_then(refresh_url) {
+                    self.link(url);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Text shown in place of something (a picture's alt text, a form
+    /// field's value): read as hidden text is, so it counts only when the
+    /// visible text is short.
+    fn stand_in(&mut self, text: &str) {
+        if text.chars().any(char::is_alphanumeric) {
+            self.push_space_in(false);
+            self.push_text(text, false);
+            self.push_space_in(false);
+            self.hidden_words += count_words(text);
         }
     }
 
@@ -942,6 +1004,19 @@ fn flex_order(text: &str, f: &Flex) -> Option<String> {
     }
     out.push_str(gaps.last()?);
     Some(out)
+}
+
+/// The URL of a refresh's `content` (`5; url=https://...`, quotes
+/// allowed), if it names one.
+fn refresh_url(content: &str) -> Option<String> {
+    let at = content.to_ascii_lowercase().find("url")?;
+    let rest = content
+        .get(at + 3..)?
+        .trim_start()
+        .strip_prefix('=')?
+        .trim();
+    let url = rest.trim_matches(|c| c == '\'' || c == '"').trim();
+    (!url.is_empty()).then(|| url.to_owned())
 }
 
 /// A pseudo-element's own style hides its content (`display: none`,
@@ -1434,6 +1509,21 @@ mod tests {
             "<div style=\"display:flex\"><span style=\"display:inline-flex;order:2\">two</span> \
             <span style=\"display:inline-flex;order:1\">one</span></div>";
         assert_eq!(words_of(&text(nested)), ["one", "two"]);
+    }
+
+    #[test]
+    fn form_fields_and_redirects_are_read() {
+        let (out, targets) = render(
+            "<head><meta http-equiv=\"Refresh\" content=\"0; URL='https://phish.example/login?id=7'\"></head>\
+             <form><input type=text value=\"Your mailbox is full\"><input placeholder=\"Enter your password\"></form>",
+        );
+        assert!(
+            out.contains("Your mailbox is full") && out.contains("Enter your password"),
+            "{out:?}"
+        );
+        assert_eq!(targets.urls, ["https://phish.example/login?id=7"]);
+        assert_eq!(refresh_url("5"), None);
+        assert_eq!(refresh_url("0;url=\"x.example\""), Some("x.example".into()));
     }
 
     fn words_of(s: &str) -> Vec<&str> {
