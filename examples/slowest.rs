@@ -207,12 +207,22 @@ fn picture(g: &[u64]) -> Vec<u8> {
     let (side, aspect, format, count) = (g[0], g[1], g[2], g[3]);
     let (w, h) = (side as u32, ((side * aspect) / 8).max(16) as u32);
     let img = image::GrayImage::from_fn(w, h, |x, y| image::Luma([((x * 7 + y * 13) % 251) as u8]));
-    let mut bytes = Vec::new();
     let (fmt, ctype) = match format {
         0 => (image::ImageFormat::Png, "image/png"),
         1 => (image::ImageFormat::Gif, "image/gif"),
         _ => (image::ImageFormat::Jpeg, "image/jpeg"),
     };
+    pictures_message(img, fmt, ctype, count)
+}
+
+/// A message of `count` copies of `img`, encoded as `fmt`.
+fn pictures_message(
+    img: image::GrayImage,
+    fmt: image::ImageFormat,
+    ctype: &str,
+    count: u64,
+) -> Vec<u8> {
+    let mut bytes = Vec::new();
     let _ =
         image::DynamicImage::ImageLuma8(img).write_to(&mut std::io::Cursor::new(&mut bytes), fmt);
     let files: Vec<(&str, Vec<u8>)> = (0..count).map(|_| (ctype, bytes.clone())).collect();
@@ -302,15 +312,7 @@ fn qr(g: &[u64]) -> Vec<u8> {
         let block = (2..=4).contains(&mx) && (2..=4).contains(&my);
         image::Luma([if ring || block { 0 } else { 255 }])
     });
-    let mut bytes = Vec::new();
-    let _ = image::DynamicImage::ImageLuma8(img).write_to(
-        &mut std::io::Cursor::new(&mut bytes),
-        image::ImageFormat::Png,
-    );
-    let files: Vec<(&str, Vec<u8>)> = (0..count).map(|_| ("image/png", bytes.clone())).collect();
-    let mut m = with_attachments(&files);
-    m.truncate(MAX_MESSAGE);
-    m
+    pictures_message(img, image::ImageFormat::Png, "image/png", count)
 }
 
 fn mime(g: &[u64]) -> Vec<u8> {

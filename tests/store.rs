@@ -972,15 +972,22 @@ fn judged_on(layer: &RedisLayer, cfg: &Config, n: u32) -> Verdict {
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
 )]
+/// Two hosts on one Redis at `url` under `prefix`: bulk at 3 deliveries,
+/// suspect at 2.
+fn two_hosts(url: String, prefix: &str) -> (Config, RedisLayer, RedisLayer) {
+    let mut cfg = redis_config(vec![url], prefix);
+    cfg.thresholds.bulk_threshold = 3.0;
+    cfg.thresholds.suspect_threshold = 2.0;
+    let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    (cfg, a, b)
+}
+
 #[test]
 fn two_daemons_share_corrections_and_the_campaign_list() {
     {
         let server = RedisServer::start();
-        let mut cfg = redis_config(vec![server.url()], "site");
-        cfg.thresholds.bulk_threshold = 3.0;
-        cfg.thresholds.suspect_threshold = 2.0;
-        let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
-        let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
+        let (cfg, a, b) = two_hosts(server.url(), "site");
         let judge = |layer: &RedisLayer, n: u32| judged_on(layer, &cfg, n);
         let mut last = None;
         for n in 0..4 {
@@ -1062,11 +1069,7 @@ fn a_least_privilege_acl_user_is_enough() {
     );
     let url = format!("redis://bulkwatch:CHANGE-ME@127.0.0.1:{}/0", server.port);
     // The documented prefix, so that the line's key pattern applies.
-    let mut cfg = redis_config(vec![url.clone()], "bulkwatch");
-    cfg.thresholds.bulk_threshold = 3.0;
-    cfg.thresholds.suspect_threshold = 2.0;
-    let a = RedisLayer::from_config(&cfg).unwrap().unwrap();
-    let b = RedisLayer::from_config(&cfg).unwrap().unwrap();
+    let (cfg, a, b) = two_hosts(url.clone(), "bulkwatch");
     let judge = |layer: &RedisLayer, n: u32| judged_on(layer, &cfg, n);
     let mut last = None;
     for n in 0..4 {

@@ -1845,6 +1845,26 @@ fn attached_document(
     )
 }
 
+/// The text's paragraphs written by `write` (a desktop format) and
+/// attached under a one-line body ([`attached_document`]).
+fn written_as(
+    text: &str,
+    copy: usize,
+    write: fn(&[Vec<String>]) -> Vec<u8>,
+    kind: &str,
+    ctype: &str,
+    ext: &str,
+) -> Vec<u8> {
+    attached_document(
+        text,
+        copy,
+        kind,
+        ctype,
+        ext,
+        &write(&paragraphs(text, copy)),
+    )
+}
+
 /// The page of [`attached_page`] as `invoice.html` in a zip archive (what
 /// mail filters that block .html attachments let through).
 fn zipped_page(text: &str, copy: usize) -> Vec<u8> {
@@ -1897,14 +1917,13 @@ fn calendar_invite(text: &str, copy: usize) -> Vec<u8> {
 
 /// The text in a Word document (.docx).
 fn word_document(text: &str, copy: usize) -> Vec<u8> {
-    let doc = testkit::documents::docx(&paragraphs(text, copy));
-    attached_document(
+    written_as(
         text,
         copy,
+        testkit::documents::docx,
         "docx",
         "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
         "docx",
-        &doc,
     )
 }
 
@@ -1944,48 +1963,51 @@ fn rtl_override_css(text: &str, copy: usize) -> Vec<u8> {
 
 /// The text in an Excel workbook, a cell a line.
 fn excel_sheet(text: &str, copy: usize) -> Vec<u8> {
-    let doc = testkit::documents::xlsx(&paragraphs(text, copy));
-    attached_document(
+    written_as(
         text,
         copy,
+        testkit::documents::xlsx,
         "xlsx",
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         "xlsx",
-        &doc,
     )
 }
 
 /// The text on PowerPoint slides, a slide a paragraph.
 fn slides(text: &str, copy: usize) -> Vec<u8> {
-    let doc = testkit::documents::pptx(&paragraphs(text, copy));
-    attached_document(
+    written_as(
         text,
         copy,
+        testkit::documents::pptx,
         "pptx",
         "application/vnd.openxmlformats-officedocument.presentationml.presentation",
         "pptx",
-        &doc,
     )
 }
 
 /// The text in an OpenDocument text (.odt).
 fn opendocument(text: &str, copy: usize) -> Vec<u8> {
-    let doc = testkit::documents::odt(&paragraphs(text, copy));
-    attached_document(
+    written_as(
         text,
         copy,
+        testkit::documents::odt,
         "odt",
         "application/vnd.oasis.opendocument.text",
         "odt",
-        &doc,
     )
 }
 
 /// The text in an RTF file named and declared as a Word document (`.doc`,
 /// `application/msword`), which Word opens by its bytes.
 fn rtf_as_word(text: &str, copy: usize) -> Vec<u8> {
-    let doc = testkit::documents::rtf(&paragraphs(text, copy));
-    attached_document(text, copy, "rtf", "application/msword", "doc", &doc)
+    written_as(
+        text,
+        copy,
+        testkit::documents::rtf,
+        "rtf",
+        "application/msword",
+        "doc",
+    )
 }
 
 /// The page saved as a web archive (.mht: a multipart/related message of

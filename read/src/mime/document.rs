@@ -83,31 +83,40 @@ pub fn sniff(bytes: &[u8]) -> Option<Format> {
         .position(|b| !b.is_ascii_whitespace())
         .unwrap_or(head.len());
     let head = head.get(start..).unwrap_or_default();
-    let lower = head.to_ascii_lowercase();
-    if lower.starts_with(b"{\\rtf") {
+    // (Compared without regard to case, in place: every attachment of a
+    // message is sniffed, pictures too.)
+    if starts_with_any_case(head, b"{\\rtf") {
         return Some(Format::Rtf);
     }
-    if lower.starts_with(b"begin:vcalendar") || lower.starts_with(b"begin:vcard") {
+    if starts_with_any_case(head, b"begin:vcalendar") || starts_with_any_case(head, b"begin:vcard")
+    {
         return Some(Format::Card);
     }
-    if lower.starts_with(b"<") {
-        let has = |s: &[u8]| lower.windows(s.len()).any(|w| w == s);
+    if head.starts_with(b"<") {
+        let has = |s: &[u8]| head.windows(s.len()).any(|w| w.eq_ignore_ascii_case(s));
         if has(b"<html") || has(b"<body") || has(b"<!doctype html") {
             return Some(Format::Html);
         }
-        if lower.starts_with(b"<?xml") || has(b"<svg") {
+        if starts_with_any_case(head, b"<?xml") || has(b"<svg") {
             return Some(Format::Xml);
         }
         return None;
     }
-    looks_like_message(&lower).then_some(Format::Message)
+    looks_like_message(head).then_some(Format::Message)
+}
+
+/// `bytes` start with `prefix`, ASCII case aside.
+fn starts_with_any_case(bytes: &[u8], prefix: &[u8]) -> bool {
+    bytes
+        .get(..prefix.len())
+        .is_some_and(|b| b.eq_ignore_ascii_case(prefix))
 }
 
 /// A header section: the first line is a header field, and a field every
 /// message or MHTML file has (`From`, `MIME-Version`, `Content-Type`,
 /// `Received`, `Subject`) starts a line of the head.
-fn looks_like_message(lower: &[u8]) -> bool {
-    let first = lower.split(|&b| b == b'\n').next().unwrap_or_default();
+fn looks_like_message(head: &[u8]) -> bool {
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let field = first
         .iter()
         .position(|&b| b == b':')
@@ -116,7 +125,7 @@ fn looks_like_message(lower: &[u8]) -> bool {
             !name.is_empty() && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
         });
     field
-        && lower.split(|&b| b == b'\n').any(|line| {
+        && head.split(|&b| b == b'\n').any(|line| {
             [
                 &b"from:"[..],
                 b"mime-version:",
@@ -125,7 +134,7 @@ fn looks_like_message(lower: &[u8]) -> bool {
                 b"subject:",
             ]
             .iter()
-            .any(|f| line.starts_with(f))
+            .any(|f| starts_with_any_case(line, f))
         })
 }
 
@@ -736,13 +745,7 @@ fn set_top(groups: &mut [(bool, bool, u8)], f: impl FnOnce(&mut (bool, bool, u8)
 /// The control word at `i` (just after a backslash): its letters (or one
 /// symbol), its numeric parameter, and where the text after it starts.
 fn control_word(bytes: &[u8], i: usize) -> (&[u8], Option<i32>, usize) {
-    let letters = bytes
-        .get(i..)
-        .unwrap_or_default()
-        .iter()
-        .take_while(|b| b.is_ascii_alphabetic())
-        .count()
-        .min(32);
+    let letters = run(bytes, i, 32, u8::is_ascii_alphabetic);
     if letters == 0 {
         let sym = bytes.get(i..i + 1).unwrap_or_default();
         return (sym, None, i + sym.len());
@@ -753,13 +756,7 @@ fn control_word(bytes: &[u8], i: usize) -> (&[u8], Option<i32>, usize) {
     if neg {
         j += 1;
     }
-    let digits = bytes
-        .get(j..)
-        .unwrap_or_default()
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count()
-        .min(10);
+    let digits = run(bytes, j, 10, u8::is_ascii_digit);
     let param = std::str::from_utf8(bytes.get(j..j + digits).unwrap_or_default())
         .ok()
         .and_then(|d| d.parse::<i64>().ok())
@@ -774,6 +771,12 @@ fn control_word(bytes: &[u8], i: usize) -> (&[u8], Option<i32>, usize) {
         j += 1;
     }
     (word, param, j)
+}
+
+/// How many bytes from `from` on, `max` at most, meet `class`.
+fn run(bytes: &[u8], from: usize, max: usize, class: fn(&u8) -> bool) -> usize {
+    let rest = bytes.get(from..).unwrap_or_default();
+    rest.iter().take(max).take_while(|b| class(b)).count()
 }
 
 /// A Windows-1252 byte as a character (RTF's `\'hh` under `\ansi`).

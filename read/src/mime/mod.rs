@@ -572,10 +572,8 @@ fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend
     for round in 0..2 {
         let mut inner = Vec::new();
         for p in &pages {
-            if !body.text.is_empty() && !body.text.ends_with("\n\n") {
-                body.text.push_str("\n\n");
-            }
-            if looks_like_html(p) || p.trim_start().starts_with('<') {
+            new_paragraph(body);
+            if p.trim_start().starts_with('<') {
                 add_html(p, limit, body);
             } else {
                 push_plain(p, limit, body);
@@ -587,6 +585,14 @@ fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend
         pages = inner;
     }
     body.partial |= spend.docs.cut;
+}
+
+/// Ends the body's text with a paragraph break, unless it is empty or
+/// already ends with one: what a document's text starts with.
+fn new_paragraph(body: &mut BodyText) {
+    if !body.text.is_empty() && !body.text.ends_with("\n\n") {
+        body.text.push_str("\n\n");
+    }
 }
 
 /// Appends `text` to the body's, cut at `limit`.
@@ -642,17 +648,12 @@ fn add_document(
         return true;
     }
     let before = body.text.len();
-    let separate = |body: &mut BodyText| {
-        if !body.text.is_empty() && !body.text.ends_with("\n\n") {
-            body.text.push_str("\n\n");
-        }
-    };
     match format {
         document::Format::Pdf => {
             return spend.pdfs < MAX_PDFS && add_pdf_text(bytes, limit, body, spend);
         }
         document::Format::Html => {
-            separate(body);
+            new_paragraph(body);
             let page = String::from_utf8_lossy(bytes);
             add_html(&page, limit, body);
             add_smuggled(&page, limit, body, spend);
@@ -666,11 +667,11 @@ fn add_document(
             for piece in document::read(bytes, format, depth, &mut spend.docs) {
                 match piece {
                     document::Piece::Text(t) => {
-                        separate(body);
+                        new_paragraph(body);
                         push_plain(&t, limit, body);
                     }
                     document::Piece::Html(h) => {
-                        separate(body);
+                        new_paragraph(body);
                         add_html(&h, limit, body);
                     }
                     document::Piece::Link(u) => {
