@@ -50,8 +50,8 @@ const MIN_CONTRAST: f64 = 16.0;
 /// would set or clear such a pair's bit at random.
 const DEAD_ZONE: f64 = 2.0;
 
-/// Searches for QR codes one message may make (a picture takes one, or
-/// two when the first finds no code).
+/// Searches for QR codes one message may make (a picture takes one, and
+/// up to two more while none is found: `qr_codes`).
 pub const MAX_CODE_SEARCHES: usize = 3;
 /// A picture is searched for QR codes at this size at most (its longer
 /// side, scaled down): a QR code drawn to be scanned from a screen has
@@ -180,36 +180,50 @@ fn decode(bytes: &[u8], budget: &mut Budget) -> Option<image::GrayImage> {
 }
 
 /// The content of the QR codes in `grey` (rqrr), searched at
-/// [`CODE_SIDE`] at most, then, when none is found, at half that size
-/// (speckles that break a code's modules fade into them); `None` when it
-/// holds more than [`MAX_FINDERS`] finder patterns.
+/// [`CODE_SIDE`] at most; when none is found, again with each pixel the
+/// median of its neighbours (a speckle on a module's centre flips the bit
+/// rqrr samples there, and one in the format bits loses the code), then
+/// at half the size (speckles fade into the modules), while the message
+/// has searches left; `None` when it holds more than [`MAX_FINDERS`]
+/// finder patterns.
 fn qr_codes(grey: &image::GrayImage, searches: &mut usize) -> Option<Vec<String>> {
     let (w, h) = grey.dimensions();
-    *searches = searches.saturating_sub(1);
-    let first = qr_codes_at(grey, CODE_SIDE)?;
-    if !first.is_empty() || w.max(h) < 2 * MIN_SIDE || *searches == 0 {
-        return Some(first);
+    let half = (w.max(h) / 2).min(CODE_SIDE / 2);
+    let tries = [(CODE_SIDE, false), (CODE_SIDE, true)]
+        .into_iter()
+        .chain((w.max(h) >= 2 * MIN_SIDE).then_some((half, false)));
+    let mut found = Vec::new();
+    for (side, median) in tries {
+        if *searches == 0 {
+            break;
+        }
+        *searches -= 1;
+        found = qr_codes_at(grey, side, median)?;
+        if !found.is_empty() {
+            break;
+        }
     }
-    *searches -= 1;
-    qr_codes_at(grey, (w.max(h) / 2).min(CODE_SIDE / 2))
+    Some(found)
 }
 
-/// [`qr_codes`] at `side` pixels at most, in black and white at the
-/// midpoint of its darkest and brightest grey.
-fn qr_codes_at(grey: &image::GrayImage, side: u32) -> Option<Vec<String>> {
+/// [`qr_codes`] at `side` pixels at most (each pixel the median of its
+/// 3 × 3 neighbourhood when `median`), in black and white at the midpoint
+/// of its darkest and brightest grey.
+fn qr_codes_at(grey: &image::GrayImage, side: u32, median: bool) -> Option<Vec<String>> {
     let (w, h) = grey.dimensions();
-    let scaled;
-    let grey = if w.max(h) > side {
+    let mut scaled = None;
+    if w.max(h) > side {
         let f = f64::from(side) / f64::from(w.max(h));
         let (sw, sh) = (
             ((f64::from(w) * f).round() as u32).max(1),
             ((f64::from(h) * f).round() as u32).max(1),
         );
-        scaled = image::imageops::thumbnail(grey, sw, sh);
-        &scaled
-    } else {
-        grey
-    };
+        scaled = Some(image::imageops::thumbnail(grey, sw, sh));
+    }
+    if median {
+        scaled = Some(median3(scaled.as_ref().unwrap_or(grey)));
+    }
+    let grey = scaled.as_ref().unwrap_or(grey);
     let (w, h) = grey.dimensions();
     let (lo, hi) = grey
         .pixels()
@@ -239,6 +253,24 @@ fn qr_codes_at(grey: &image::GrayImage, side: u32) -> Option<Vec<String>> {
             .filter(|c| !c.is_empty())
             .collect(),
     )
+}
+
+/// `grey` with each pixel the median of its 3 × 3 neighbourhood (the
+/// picture's edge repeated).
+fn median3(grey: &image::GrayImage) -> image::GrayImage {
+    let (w, h) = grey.dimensions();
+    image::GrayImage::from_fn(w, h, |x, y| {
+        let mut v = [0u8; 9];
+        let mut i = 0;
+        for yy in [y.saturating_sub(1), y, (y + 1).min(h - 1)] {
+            for xx in [x.saturating_sub(1), x, (x + 1).min(w - 1)] {
+                v[i] = grey.get_pixel(xx, yy).0[0];
+                i += 1;
+            }
+        }
+        v.sort_unstable();
+        image::Luma([v[4]])
+    })
 }
 
 /// How many finder patterns the picture of `w` × `h` pixels (`black`)
