@@ -261,15 +261,15 @@ fn median3(grey: &image::GrayImage) -> image::GrayImage {
     let (w, h) = grey.dimensions();
     image::GrayImage::from_fn(w, h, |x, y| {
         let mut v = [0u8; 9];
-        let mut i = 0;
-        for yy in [y.saturating_sub(1), y, (y + 1).min(h - 1)] {
-            for xx in [x.saturating_sub(1), x, (x + 1).min(w - 1)] {
-                v[i] = grey.get_pixel(xx, yy).0[0];
-                i += 1;
-            }
+        let around = [y.saturating_sub(1), y, (y + 1).min(h - 1)]
+            .into_iter()
+            .flat_map(|yy| [x.saturating_sub(1), x, (x + 1).min(w - 1)].map(|xx| (xx, yy)));
+        for (p, (xx, yy)) in v.iter_mut().zip(around) {
+            *p = grey.get_pixel(xx, yy).0[0];
         }
         v.sort_unstable();
-        image::Luma([v[4]])
+        let [_, _, _, _, median, ..] = v;
+        image::Luma([median])
     })
 }
 
