@@ -273,7 +273,7 @@ fn lookup(c: &mut Criterion) {
                 true,
             );
             let t = Instant::now();
-            idx.insert(e, &bands);
+            idx.insert(e, &bands, &[]);
             longest = longest.max((t.elapsed(), i + 1));
         }
         eprintln!(
@@ -315,6 +315,7 @@ fn lookup(c: &mut Criterion) {
                     sketch: s,
                     bands: keys,
                     smallest: values,
+                    sentences: &[],
                 }))
             })
         });

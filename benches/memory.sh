@@ -14,8 +14,8 @@
 # the 6-hour window):
 # - corpus: the SpamAssassin corpus 8 and 64 times over (the same messages
 #   again: they join their campaigns);
-# - distinct: messages of random words, each a campaign of its own (the
-#   worst case: a campaign per message).
+# - distinct: messages of random words in five sentences, each a campaign
+#   of its own (the worst case: a campaign per message).
 #
 #   cargo build --release && benches/memory.sh
 # Env: CARGO_TARGET_DIR, BULKWATCH_CORPUS, N1 / N2 (distinct messages:
@@ -73,7 +73,10 @@ words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.ran
 def write(path, count):
     with open(path, "w") as f:
         for i in range(count):
-            body = " ".join(rng.choice(words) for _ in range(60))
+            # Five sentences of twelve words: each message keeps the
+            # anchors of the containment rule (a text of three sentences
+            # of eight words or more), as most mail does.
+            body = ". ".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(5))
             f.write(f"From x{i}@example.org Mon Jan  1 00:00:00 2024\nFrom: s{i % 97}@sender{i % 13}.example\n"
                     f"Subject: note {i} {rng.choice(words)}\nMessage-ID: <{i}@example.org>\n\n{body}.\n\n")
 write(f"{d}/d1.mbox", n1)

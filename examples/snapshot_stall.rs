@@ -45,6 +45,7 @@ fn main() {
             sketch: next(),
             bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
             smallest: Vec::new(),
+            sentences: Default::default(),
             near: true,
             parties: Parties::of(Some(&from), &to, 0, None, &[] as &[String], key),
             sender: next() as u16,

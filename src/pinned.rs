@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::engine::campaign::CampaignId;
 use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::party::Parties;
+use crate::engine::shingle::Sentences;
 use crate::engine::{Correction, Engine, Observation, ReadConfig, Reading, UnixSecs};
 use crate::store::{snapshot, stream};
 use crate::worker::wire::{self, Hello, Hooks, Ready, Reply, Request, HEAD};
@@ -242,6 +243,10 @@ fn observation() -> Observation {
         deeper: [0x2345_6789, 0x3456_789a],
         bands: vec![11, 22, 33, 44],
         smallest: (0..4).map(|i| [i, i + 1000, u32::MAX - i]).collect(),
+        sentences: Sentences {
+            anchors: vec![0x0123_4567 << 32, 0x0765_4321 << 32],
+            lookups: vec![0x0123_4567 << 32, 0x0765_4321 << 32, 0x89ab_cdef << 32],
+        },
         near: true,
         parties: Parties {
             sender: Some(0x0001),

@@ -61,6 +61,10 @@ const MIN_RATE: f64 = 0.95;
 /// buster_lines 92.6% at its worst. Most poisoned cases still lost are
 /// copies whose sketch differs from their text's in more values than the
 /// corroboration bounds allow (past them, ham joined ham: docs/dev/quality.md).
+/// With the text's anchors (issue 54: the smallest sentence key of each
+/// third of its sentences, which a diluted copy holds whole, found at any
+/// sketch difference), poisoned 94.4% at its worst of six keys and at the
+/// built-in one; its floor rose from 0.75 to 0.90.
 /// attached_pdf left the list with
 /// fingerprint version 7 (93% before, 98% since, at every key: a PDF's
 /// text comes as one paragraph, which the footer rule had cut when it
@@ -75,7 +79,7 @@ const MIN_RATE: f64 = 0.95;
 /// characters is enough, two substitutes a letter and one more a sign,
 /// three digits in a row beside a sign); the copies it still loses are
 /// near misses (distance 6 to 8 from the plain copies).
-const OPEN: &[(&str, f64)] = &[("poisoned", 0.75), ("signs_for_letters", 0.88)];
+const OPEN: &[(&str, f64)] = &[("poisoned", 0.90), ("signs_for_letters", 0.88)];
 
 /// The share a class must pass.
 fn bar(class: &str) -> f64 {

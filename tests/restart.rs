@@ -294,6 +294,7 @@ fn the_daemon_exits_promptly_after_stopped_with_a_full_window() {
             sketch: next(),
             bands: (0..cfg.window.minhash_bands).map(|_| next()).collect(),
             smallest: Vec::new(),
+            sentences: Default::default(),
             near: true,
             parties: bulkwatch::engine::party::Parties::anonymous(1),
             sender: next() as u16,

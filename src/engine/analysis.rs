@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::envelope::Envelope;
 use super::minhash::{min_sketch, seeds};
-use super::shingle::features;
+use super::shingle::{features, Sentences};
 use super::simhash::{exact_hash, simhash, Fingerprint, VERSION};
 use crate::config::Config;
 
@@ -49,6 +49,8 @@ pub struct Analysis {
     /// by its pictures: its simhash is made from their perceptual hashes
     /// (see [`fingerprint`]).
     pub pictured: bool,
+    /// Its sentence keys and anchors ([`Sentences`]).
+    pub sentences: Sentences,
 }
 
 /// The reading part of `cfg`: what a worker is given, nothing secret.
@@ -102,11 +104,12 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
             truncated: false,
             partial: false,
             pictured: false,
+            sentences: Sentences::default(),
         };
     }
     let normalized = r.normalized;
     let f = features(&normalized, &cfg.fingerprint);
-    let sh = f.shingles;
+    let sh = &f.shingles;
     let short = sh.len() < cfg.fingerprint.min_features;
     let mut exact_parts = r.attachments.clone();
     exact_parts.extend(
@@ -125,7 +128,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         simhash: if pictured {
             picture_simhash(&r.pictures, &normalized, &r.attachments, &r.images)
         } else {
-            simhash(&sh)
+            simhash(sh)
         },
         min: min_sketch(&f.words, &seeds(cfg.fingerprint.hash_key)),
         exact: exact_hash(&normalized.text, &exact_parts),
@@ -157,6 +160,7 @@ pub fn fingerprint(r: Reading, cfg: &Config) -> Analysis {
         truncated: r.truncated,
         partial: r.partial,
         pictured,
+        sentences: f.sentences,
     }
 }
 

@@ -9,6 +9,7 @@ use super::campaign::CampaignId;
 use super::envelope::Envelope;
 use super::minhash::jaccard_estimate;
 use super::party::Parties;
+use super::shingle::Sentences;
 use super::verdict::{
     campaign_level, AllowReason, CampaignSummary, Level, NearMiss, SkipReason, Verdict,
 };
@@ -101,6 +102,11 @@ pub struct Observation {
     /// per band: the keys under which the band tables are probed for
     /// texts the message may contain. Empty: no probes.
     pub smallest: Vec<[u32; 3]>,
+    /// Its sentence keys and anchors ([`Analysis::sentences`]), when the
+    /// containment rule is on: the index keeps the anchors as the text's
+    /// and looks the keys up for texts the message may contain. Empty: no
+    /// anchors, no lookups.
+    pub sentences: Sentences,
     /// Enough features to look for near duplicates (else exact only).
     pub near: bool,
     /// Its sender, recipients and Message-IDs as party keys
@@ -230,6 +236,11 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
     } else {
         Vec::new()
     };
+    let sentences = if cfg.window.containment && nbands > 0 {
+        a.sentences.clone()
+    } else {
+        Sentences::default()
+    };
     Ok(Observation {
         exact: fp.exact,
         simhash: fp.simhash,
@@ -237,6 +248,7 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
         deeper: fp.min.deeper,
         bands,
         smallest,
+        sentences,
         near,
         parties: parties_of(cfg, a, env),
         sender: sender_hash(sender_name.as_deref().unwrap_or("")),

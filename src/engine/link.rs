@@ -141,8 +141,10 @@ impl Rule {
     /// text, or, for a reply or forward, [`MIN_QUOTED`] and
     /// [`MIN_GROWTH`] times as many, and the share of the text its sketch
     /// difference estimates must reach [`MIN_QUOTED_SHARE`]. A text found
-    /// by a band probe alone (`m.containing()`) is held to
-    /// [`MAX_PROBED_MISSES`] and [`MIN_PROBED`] instead. What a sender
+    /// by a band probe alone ([`MatchKind::Containing`]) is held to
+    /// [`MAX_PROBED_MISSES`] and [`MIN_PROBED`] instead; one found by its
+    /// anchors alone ([`MatchKind::Anchored`]: the message holds a whole
+    /// sentence of each third of it) to the bounds of any other. What a sender
     /// gains by marking copies as replies: the rule before 2026-11-27 (the
     /// same bounds and estimate), with the test of the three smallest
     /// values on top.
@@ -160,10 +162,11 @@ impl Rule {
         let a = crate::engine::index::window::class_size(m.size);
         let b = self.features as f64;
         let (least, smallest) = size_bounds(self.reply, a);
-        let (least, most_misses) = if m.containing() {
-            (least.max(MIN_PROBED), MAX_PROBED_MISSES)
-        } else {
-            (least, MAX_CONTAINED_MISSES)
+        let (least, most_misses) = match m.kind {
+            MatchKind::Containing => (least.max(MIN_PROBED), MAX_PROBED_MISSES),
+            MatchKind::Near | MatchKind::Corroborating | MatchKind::Anchored => {
+                (least, MAX_CONTAINED_MISSES)
+            }
         };
         if a < least || b < smallest {
             return false;

@@ -528,7 +528,7 @@ impl Engine {
         .with_size(obs.features)
         .with_list_post(obs.list_post);
         let seq = self.index.window().next_seq();
-        if let Some(old) = self.index.insert(entry, &obs.bands) {
+        if let Some(old) = self.index.insert(entry, &obs.bands, &obs.sentences.anchors) {
             release(&mut self.campaigns, &mut self.alone, &old);
         }
         let no_texts = campaign::Texts::default();
@@ -609,6 +609,7 @@ impl Engine {
                 sketch: obs.sketch,
                 bands: &obs.bands,
                 smallest: &obs.smallest,
+                sentences: &obs.sentences.lookups,
             })
         } else {
             Vec::new()
@@ -969,6 +970,7 @@ mod tests {
                 .map(|b| seed ^ b)
                 .collect(),
             smallest: Vec::new(),
+            sentences: Default::default(),
             near: true,
             parties: crate::engine::party::Parties::anonymous(1),
             sender: u16::from(sender.as_bytes()[0]),
@@ -1282,6 +1284,50 @@ mod tests {
         };
         let out = e.record_local(&unprobed, UnixSecs(101));
         assert_ne!(out.campaign.map(|c| c.id), id);
+    }
+
+    /// A copy diluted past every sketch and simhash bound, sharing no band,
+    /// joins the campaign of the text whose anchors (a sentence of each
+    /// third) it holds whole and which passes the containment test; one
+    /// that holds two of the three anchors (a footer and a form the text
+    /// shares with others), or a reply, starts its own.
+    #[test]
+    fn a_diluted_copy_past_every_bound_joins_through_its_texts_anchors() {
+        use crate::engine::shingle::Sentences;
+        let cfg = Config::default();
+        let keys = |k: &[u64]| k.iter().map(|k| k << 32).collect::<Vec<u64>>();
+        let plain = Observation {
+            features: 100,
+            sentences: Sentences {
+                anchors: keys(&[5, 2, 8]),
+                lookups: keys(&[2, 5, 8]),
+            },
+            ..text(1, "a.example", "parcel")
+        };
+        let diluted = |lookups: &[u64], reply: bool| Observation {
+            features: 140,
+            sketch: plain.sketch ^ 0xFFFF_FFFF,
+            simhash: plain.simhash ^ 0xFF_FFFF,
+            bands: plain.bands.iter().map(|b| b ^ 1).collect(),
+            // The text's minimums are among the message's three smallest.
+            deeper: [plain.sketch, plain.sketch],
+            sentences: Sentences {
+                anchors: Vec::new(),
+                lookups: keys(lookups),
+            },
+            reply,
+            ..copy(&plain, 2, "b.example", "parcel")
+        };
+        let joined = |d: &Observation| {
+            let mut e = Engine::new(&cfg);
+            let id = e.record_local(&plain, UnixSecs(100)).campaign.map(|c| c.id);
+            let out = e.record_local(d, UnixSecs(101));
+            assert!(out.sketch_diff.is_none_or(|sd| sd > 10));
+            out.campaign.map(|c| (c.id, c.messages)) == id.map(|i| (i, 2))
+        };
+        assert!(joined(&diluted(&[1, 2, 3, 5, 8, 13], false)));
+        assert!(!joined(&diluted(&[1, 2, 3, 5, 13], false)), "two of three");
+        assert!(!joined(&diluted(&[1, 2, 3, 5, 8, 13], true)), "a reply");
     }
 
     /// A message bulk on its own (many recipients in one transaction) is a

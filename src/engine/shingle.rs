@@ -120,6 +120,78 @@ pub struct Features {
     /// element and breaks nothing around it, where it breaks
     /// `shingle_words` shingles.
     pub words: Vec<u64>,
+    /// The message's sentence keys and anchors ([`Sentences`]).
+    pub sentences: Sentences,
+}
+
+/// A message's sentences as the anchor table sees them: of each sentence
+/// of its body of at least [`SENTENCE_WORDS`] tokens, its key
+/// ([`sentence_key`]). A copy diluted with other text still holds its
+/// text's sentences whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sentences {
+    /// The text's anchors in the index: the smallest key of each third of
+    /// its sentences, in text order (none when it has fewer than
+    /// [`SENTENCE_ANCHORS`]). One from each part, so that a message
+    /// holding only what the text shares with others (a sender's form and
+    /// footer under each mailing, a signature under each post) seldom
+    /// holds them all: with the two smallest of all, and with one from
+    /// each half, mailings of one insurance sender of the corpus joined
+    /// through their common form and footer (docs/dev/quality.md).
+    pub anchors: Vec<u64>,
+    /// The keys a message looks anchors up by: the [`MAX_SENTENCE_KEYS`]
+    /// smallest, distinct, sorted.
+    pub lookups: Vec<u64>,
+}
+
+/// Least tokens a sentence needs to count as one of a message's sentence
+/// keys: shorter ones ("thank you for your order", "click here") are
+/// written by everyone.
+pub const SENTENCE_WORDS: usize = 8;
+
+/// Most sentence keys a message looks up (the smallest): a text's
+/// anchors, each the smallest of half its sentences, are among a copy's
+/// smallest unless the copy added many times the text's own sentences,
+/// and a copy diluted that far is no longer near it by any other measure
+/// either. Each is a bucket read and
+/// 4 bytes of a Redis log entry.
+pub const MAX_SENTENCE_KEYS: usize = 16;
+
+/// A text's sentence keys kept as its anchors in the index
+/// ([`Sentences::anchors`]): a later message that holds every one of them
+/// whole is a candidate for the containment test however much other text
+/// it adds.
+pub const SENTENCE_ANCHORS: usize = 3;
+
+impl Sentences {
+    /// The anchors and lookups of a message's sentence keys in text order.
+    fn of(mut keys: Vec<u64>) -> Sentences {
+        let n = keys.len();
+        let anchors = if n >= SENTENCE_ANCHORS {
+            (0..SENTENCE_ANCHORS)
+                .filter_map(|i| {
+                    keys.get(i * n / SENTENCE_ANCHORS..(i + 1) * n / SENTENCE_ANCHORS)
+                        .and_then(|part| part.iter().min())
+                        .copied()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        keys.sort_unstable();
+        keys.dedup();
+        keys.truncate(MAX_SENTENCE_KEYS);
+        Sentences {
+            anchors,
+            lookups: keys,
+        }
+    }
+}
+
+/// The key of a sentence from its token hashes: keyed through every token
+/// as a shingle is, and apart from any shingle's hash.
+pub fn sentence_key(token_hashes: &[u64]) -> u64 {
+    mix(combine(token_hashes) ^ 0x7365_6e74_656e_6365)
 }
 
 /// The XXH3 seed of a configured key (k0, k1): `k0 ^ mix(k1)`.
@@ -156,10 +228,14 @@ pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
     let mut shingles: Vec<u64> = Vec::with_capacity(tokens + 8);
     let mut words: Vec<u64> = Vec::with_capacity(tokens + 8);
     let mut sentence: Vec<u64> = Vec::with_capacity(64);
+    let mut sentences: Vec<u64> = Vec::new();
     let seed = token_seed(cfg.hash_key);
-    let mut end_sentence = |sentence: &mut Vec<u64>| {
+    let mut end_sentence = |sentence: &mut Vec<u64>, body: bool| {
         if sentence.is_empty() {
             return;
+        }
+        if body && sentence.len() >= SENTENCE_WORDS {
+            sentences.push(sentence_key(sentence));
         }
         words.extend_from_slice(sentence);
         if sentence.len() <= w {
@@ -179,7 +255,7 @@ pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
             sentence.push(xxh3_64_with_seed(token, seed));
         }
         if text.get(end) != Some(&b' ') {
-            end_sentence(&mut sentence);
+            end_sentence(&mut sentence, true);
         }
         start = end + 1;
     }
@@ -187,14 +263,16 @@ pub fn features(norm: &Normalized, cfg: &FingerprintConfig) -> Features {
         for token in norm.subject.split(' ').filter(|t| !t.is_empty()) {
             sentence.push(xxh3_64_with_seed(token.as_bytes(), seed));
         }
-        end_sentence(&mut sentence);
+        end_sentence(&mut sentence, false);
     }
+    let sentences = Sentences::of(sentences);
     if cfg.sample_modulus > 1 {
         shingles.retain(|h| h % cfg.sample_modulus == 0);
     }
     Features {
         shingles: Shingles::from_hashes(shingles),
         words,
+        sentences,
     }
 }
 
@@ -244,6 +322,64 @@ mod tests {
     fn shingles_do_not_span_sentences_so_order_does_not_matter() {
         assert_eq!(sh("a b c\nd e f"), sh("d e f\na b c"));
         assert_ne!(sh("a b c d e f"), sh("d e f a b c"));
+    }
+
+    fn sentences(text: &str) -> Sentences {
+        let n = Normalized {
+            text: text.to_owned(),
+            subject: "a subject of many words that is not a sentence of the body".into(),
+            tokens: text.split_whitespace().count(),
+            kept_cut: None,
+        };
+        features(&n, &Config::default().fingerprint).sentences
+    }
+
+    /// Sentence `i` of eight words or more (`words`).
+    fn line(i: usize, words: usize) -> String {
+        (0..words)
+            .map(|w| format!("s{i}w{w}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn a_text_is_anchored_by_a_sentence_of_each_third_and_a_diluted_copy_holds_them() {
+        let text: Vec<String> = (0..9).map(|i| line(i, 10)).collect();
+        let s = sentences(&text.join("\n"));
+        assert_eq!(s.anchors.len(), SENTENCE_ANCHORS);
+        // (A sentence alone: its one key.)
+        let keys: Vec<u64> = text.iter().map(|t| sentences(t).lookups[0]).collect();
+        // The smallest key of each third, in order.
+        for (i, a) in s.anchors.iter().enumerate() {
+            assert_eq!(*a, *keys[3 * i..3 * i + 3].iter().min().unwrap_or(&0));
+        }
+        assert_eq!(s.lookups.len(), 9);
+        // A copy with other sentences between the text's holds every anchor
+        // among the keys it looks up.
+        let mut diluted = Vec::new();
+        for (i, t) in text.iter().enumerate() {
+            diluted.push(t.clone());
+            diluted.push(line(100 + i, 12));
+        }
+        let d = sentences(&diluted.join("\n"));
+        assert!(s.anchors.iter().all(|a| d.lookups.contains(a)));
+        // Short sentences and the subject are no sentences; fewer than
+        // three: no anchors. At most MAX_SENTENCE_KEYS lookups, the smallest.
+        let few = sentences(&format!(
+            "{}\n{}\nshort one\nseven words are not enough here no",
+            line(1, 8),
+            line(2, 8)
+        ));
+        assert!(few.anchors.is_empty());
+        assert_eq!(few.lookups.len(), 2);
+        let many: Vec<String> = (0..40).map(|i| line(i, 8)).collect();
+        let m = sentences(&many.join("\n"));
+        assert_eq!(m.lookups.len(), MAX_SENTENCE_KEYS);
+        assert!(m.lookups.is_sorted());
+        assert!(m
+            .anchors
+            .iter()
+            .all(|a| m.lookups.first().is_some_and(|f| f <= a)));
     }
 
     #[test]

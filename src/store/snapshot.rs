@@ -31,7 +31,12 @@
 //! keys), and after a campaign's flags its talk (a flag, its copies and
 //! forwards, its party set exact or as bits); format 2 and 3 files read
 //! with parties unknown (their campaigns are no conversations, and count
-//! every recipient of a later message).
+//! every recipient of a later message). Format 5 (2026-11-29) may hold
+//! one band table more than `window.minhash_bands`, the last: the anchor
+//! table of the containment rule (`engine::index`, one item a text);
+//! format 4 files read with the anchor table empty (it fills as mail
+//! arrives), and builds of format 4 refuse format 5 files (a downgrade
+//! starts empty).
 //! The block tables are rebuilt from the window.
 //!
 //! Reading trusts nothing: the checksum is checked first, then every count
@@ -64,7 +69,7 @@ use crate::config::Config;
 use crate::engine::campaign::{secs32, AloneRecords, Campaign, CampaignId, Campaigns, Slot, Texts};
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::{Entry, Owner};
-use crate::engine::index::IndexParts;
+use crate::engine::index::{band_tables, IndexParts};
 use crate::engine::party::{
     clamp_key, OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS,
 };
@@ -74,7 +79,7 @@ use crate::store::codec::{CodecError, Reader, Writer};
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
 /// Version of the layout described in the module docs.
-pub const FORMAT_VERSION: u16 = 4;
+pub const FORMAT_VERSION: u16 = 5;
 const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
 const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
 const CHECKSUM_LEN: usize = 32;
@@ -691,7 +696,10 @@ fn read_bands(
     let mut s = r.section(TAG_BANDS, "band tables")?;
     let band_bits = s.u32()?;
     let sweep_cursor = s.u64()?;
-    let tables = s.items(cfg.window.minhash_bands, 8)?;
+    let tables = s.items(
+        band_tables(cfg.window.minhash_bands, cfg.window.containment),
+        8,
+    )?;
     let mut bands = Vec::with_capacity(tables);
     // Each entry is in at most one bucket per table, and stale items are
     // swept in step with insertions: allow a generous multiple.
@@ -849,8 +857,8 @@ pub fn max_file_len(cfg: &Config) -> u64 {
     // in a non-empty bucket (index u32, count u64) at worst of its own.
     let items = entries.saturating_mul(4).saturating_add(1024);
     let per_table = 8u64.saturating_add(items.saturating_mul(4 + 8 + 8));
-    let bands =
-        (4 + 8 + 8u64).saturating_add((cfg.window.minhash_bands as u64).saturating_mul(per_table));
+    let tables = band_tables(cfg.window.minhash_bands, cfg.window.containment) as u64;
+    let bands = (4 + 8 + 8u64).saturating_add(tables.saturating_mul(per_table));
     // One generation's filter is sized for at most `bloom_items` items
     // (ExactSet divides them among generations); 64 bytes cover the
     // bloomfilter crate's header.

@@ -47,6 +47,7 @@ use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
 use crate::engine::minhash::band_keys;
 use crate::engine::party::{clamp_key, Parties, MAX_ANSWERS};
+use crate::engine::shingle::Sentences;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::MAX_KEPT_RCPTS;
@@ -63,13 +64,18 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// format 6 the message's parties (`Observation::parties`: keyed hashes
 /// of its sender, recipients and Message-IDs; an entry of an older format
 /// reads as recipients of whom nothing is known, each counted, as those
-/// builds count them); entries of formats 1 to 4 are still read (as 0, false, the
+/// builds count them), format 7 the message's sentence keys
+/// (`Observation::sentences`: the text's anchors and the keys it looks
+/// anchors up by; their upper halves, all the index keeps of a key); entries
+/// of formats 1 to 6 are still read (format 6 and before without sentence
+/// keys: such a message leaves no anchor and finds none); entries of
+/// formats 1 to 4 are also read (as 0, false, the
 /// sketch itself and none: such an entry's message joins no campaign on
 /// containment, or none through a probe, which is what the builds that
 /// wrote them decide but for copies diluted by little). Builds
 /// before a format skip its entries (and say so): during a rolling upgrade
 /// they count only their own and older hosts' mail.
-pub(crate) const FORMAT: u8 = 6;
+pub(crate) const FORMAT: u8 = 7;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -92,6 +98,8 @@ pub const MAX_BATCH: usize = 256;
 const MAX_BANDS: usize = 64;
 /// Most seeds whose three smallest values an entry may carry (two per band).
 const MAX_SMALLEST: usize = 2 * MAX_BANDS;
+/// Most sentence keys an entry may carry.
+const MAX_SENTENCES: usize = crate::engine::shingle::MAX_SENTENCE_KEYS;
 /// Longest sample subject and sender name in an entry, in characters (as
 /// the memory store keeps them).
 const MAX_SUBJECT: usize = 120;
@@ -189,6 +197,14 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     }
     w.u8(u8::from(derived));
     put_parties(&mut w, &obs.parties);
+    // Upper halves: what the index keys and checks an anchor by.
+    for keys in [&obs.sentences.anchors, &obs.sentences.lookups] {
+        let keys = keys.iter().take(MAX_SENTENCES);
+        w.u8(keys.len() as u8);
+        for k in keys {
+            w.u32((k >> 32) as u32);
+        }
+    }
     w.0
 }
 
@@ -366,6 +382,18 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     } else {
         Parties::anonymous(recipients.into())
     };
+    let sentences = if format >= 7 {
+        let mut keys = |what| -> Result<Vec<u64>, CodecError> {
+            let n = byte_count(r, MAX_SENTENCES, what)?;
+            (0..n).map(|_| Ok(u64::from(r.u32()?) << 32)).collect()
+        };
+        Sentences {
+            anchors: keys("log entry anchors")?,
+            lookups: keys("log entry sentence keys")?,
+        }
+    } else {
+        Sentences::default()
+    };
     r.finish()?;
     Ok((
         Observation {
@@ -375,6 +403,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
             deeper,
             bands,
             smallest,
+            sentences,
             near,
             parties,
             sender,
@@ -1398,6 +1427,10 @@ mod tests {
             reply: false,
             bands: vec![1, 2, 3, 4],
             smallest: (0..8).map(|i| [i, i + 100, u32::MAX - i]).collect(),
+            sentences: Sentences {
+                anchors: vec![6 << 32, 5 << 32],
+                lookups: vec![5 << 32, 6 << 32, 7 << 32],
+            },
             near: true,
             parties: crate::engine::party::Parties::anonymous(300),
             sender: 0xBEEF,
@@ -1523,13 +1556,47 @@ mod tests {
         o.deeper = [o.sketch; 2];
         o.reply = true;
         o.smallest.clear();
+        o.sentences = Sentences::default();
         assert_eq!(back, o);
     }
 
     /// The bytes of format 5's smallest values in `o`'s entry (and its
-    /// flag of derived band keys), and of format 6's parties after them.
+    /// flag of derived band keys), and of format 6's parties and format
+    /// 7's sentence keys after them.
     fn probe_bytes(o: &Observation) -> usize {
-        2 + 12 * o.smallest.len() + party_bytes(o)
+        2 + 12 * o.smallest.len() + party_bytes(o) + sentence_bytes(o)
+    }
+
+    /// The bytes of format 7's sentence keys in `o`'s entry.
+    fn sentence_bytes(o: &Observation) -> usize {
+        2 + 4 * (o.sentences.anchors.len() + o.sentences.lookups.len())
+    }
+
+    /// Entries of format 6 (builds before the anchors) read without
+    /// sentence keys: their messages leave no anchor and find none. Too
+    /// many keys: refused.
+    #[test]
+    fn format_6_entries_read_without_sentence_keys() {
+        let o = obs();
+        assert!(!o.sentences.anchors.is_empty());
+        let e = encode(&o, UnixSecs(7));
+        assert_eq!(decode(&e).unwrap().0, o, "format 7 reads back");
+        let mut old = e.clone();
+        old[0] = 6;
+        old.truncate(e.len() - sentence_bytes(&o));
+        let (back, _) = decode(&old).unwrap();
+        assert_eq!(back.sentences, Sentences::default());
+        assert_eq!(
+            Observation {
+                sentences: o.sentences.clone(),
+                ..back
+            },
+            o
+        );
+        let mut many = e.clone();
+        let at = e.len() - sentence_bytes(&o);
+        many[at] = (MAX_SENTENCES + 1) as u8;
+        assert!(decode(&many).is_err());
     }
 
     /// The bytes of format 6's parties in `o`'s entry.
@@ -1554,22 +1621,23 @@ mod tests {
             ..obs()
         };
         let e = encode(&o, UnixSecs(7));
-        assert_eq!(decode(&e).unwrap().0, o, "format 6 reads back");
+        assert_eq!(decode(&e).unwrap().0, o, "format 7 reads back");
         let mut old = e.clone();
         old[0] = 5;
-        old.truncate(e.len() - party_bytes(&o));
+        old.truncate(e.len() - party_bytes(&o) - sentence_bytes(&o));
         let (back, _) = decode(&old).unwrap();
         assert_eq!(back.parties, Parties::anonymous(5));
         assert_eq!(
             Observation {
                 parties: o.parties.clone(),
+                sentences: o.sentences.clone(),
                 ..back
             },
             o
         );
         // More recipients or answers than a message may have: refused.
         let mut many = e.clone();
-        let at = e.len() - party_bytes(&o) + 10;
+        let at = e.len() - party_bytes(&o) - sentence_bytes(&o) + 10;
         many[at] = 65;
         assert!(decode(&many).is_err());
     }
@@ -1590,6 +1658,7 @@ mod tests {
                 deeper: o.deeper,
                 reply: o.reply,
                 smallest: o.smallest.clone(),
+                sentences: o.sentences.clone(),
                 ..back
             },
             o
@@ -1612,6 +1681,7 @@ mod tests {
                 deeper: o.deeper,
                 reply: o.reply,
                 smallest: o.smallest.clone(),
+                sentences: o.sentences.clone(),
                 ..back
             },
             o
@@ -1659,6 +1729,7 @@ mod tests {
         assert_eq!(
             Observation {
                 smallest: o.smallest.clone(),
+                sentences: o.sentences.clone(),
                 ..back
             },
             o

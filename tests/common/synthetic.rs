@@ -26,6 +26,7 @@ pub fn synthetic(i: u64, cfg: &Config) -> Observation {
         sketch,
         bands: band_keys(&smallest).collect(),
         smallest,
+        sentences: Default::default(),
         near: true,
         parties: bulkwatch::engine::party::Parties::anonymous(1),
         sender: (next() & 0xFFFF) as u16,
@@ -60,6 +61,7 @@ pub fn observation(cfg: &Config, simhash: u64, st: &mut u64) -> Observation {
         bands: (0..cfg.window.minhash_bands)
             .map(|_| splitmix(st))
             .collect(),
+        sentences: Default::default(),
         smallest: (0..2 * cfg.window.minhash_bands)
             .map(|_| {
                 [

@@ -22,7 +22,8 @@
 pub mod tables;
 pub mod window;
 
-use crate::engine::minhash::{probe_keys, sketch_diff};
+use crate::engine::minhash::{mix, probe_keys, sketch_diff};
+use crate::engine::shingle::MAX_SENTENCE_KEYS;
 use crate::engine::simhash::hamming;
 use tables::{Bands, Tables};
 use window::{Entry, Owner, Window};
@@ -43,6 +44,60 @@ pub const MAX_MATCHES: usize = 256;
 /// the shipped bounds the corpus and the dressed suite measured the same
 /// as at 1. (With one band table no entry qualifies.)
 pub const MIN_PROBED_BANDS: u32 = 2;
+
+/// The band tables an index of `bands` MinHash bands keeps, its anchor
+/// table included when `containment` is on (see
+/// [`NearIndex::with_containment`]): what a snapshot may hold.
+pub fn band_tables(bands: usize, containment: bool) -> usize {
+    bands + usize::from(containment && bands > 0)
+}
+
+/// Bits of a text's first anchor in its anchor item's check bits (the
+/// low ones, which name its bucket at every table size: band tables grow
+/// to 20 index bits at most).
+const FIRST_ANCHOR_BITS: u32 = 20;
+const FIRST_ANCHOR_MASK: u32 = (1 << FIRST_ANCHOR_BITS) - 1;
+
+/// The upper half of a sentence key: all a log entry carries of it.
+fn upper(key: u64) -> u32 {
+    (key >> 32) as u32
+}
+
+/// The 12 bits that stand for two anchors in an anchor item, whichever
+/// comes first.
+fn pair_check(x: u64, y: u64) -> u32 {
+    (mix(u64::from(upper(x) ^ upper(y))) >> (32 + FIRST_ANCHOR_BITS)) as u32
+}
+
+/// The check bits of a text's anchor item: 20 bits of its first anchor
+/// (its bucket, and checked) and 12 of the pair of the other two. One
+/// item of 8 bytes a text instead of one an anchor (24 bytes: a window
+/// entry's state went from 196 to 225 bytes, past the 220 asked). A
+/// lookup key meets the items of its bucket whose 20 bits are its own and
+/// whose 12 are those of a pair of the message's keys: by chance, for one
+/// item in 34 a message of 16 keys (120 pairs) meets, and such a false
+/// candidate still faces the containment test.
+fn anchor_check(first: u64, second: u64, third: u64) -> u32 {
+    (upper(first) & FIRST_ANCHOR_MASK) | (pair_check(second, third) << FIRST_ANCHOR_BITS)
+}
+
+/// The sentence keys a message looks anchors up by, or a text's anchors
+/// in their order: each of another upper half than the one before (the
+/// anchor table keeps bits of that half only), at most
+/// [`MAX_SENTENCE_KEYS`].
+fn anchor_lookups(sentences: &[u64]) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::with_capacity(sentences.len().min(MAX_SENTENCE_KEYS));
+    for &k in sentences {
+        if out.last().is_some_and(|l| l >> 32 == k >> 32) {
+            continue;
+        }
+        if out.len() == MAX_SENTENCE_KEYS {
+            break;
+        }
+        out.push(k);
+    }
+    out
+}
 
 /// A live campaign as the engine and the linking rule name it: by its
 /// slot, or, for a campaign of one message (which has no slot until a
@@ -85,6 +140,10 @@ pub struct Query<'a> {
     /// band ([`crate::engine::minhash::probe_keys`]): the band tables are
     /// probed with them for containing entries. Empty: no probes.
     pub smallest: &'a [[u32; 3]],
+    /// The message's sentence keys
+    /// ([`crate::engine::shingle::Features::sentences`]): the anchor
+    /// table is looked up by each. Empty: no lookups.
+    pub sentences: &'a [u64],
 }
 
 /// What [`NearIndex::to_parts`] returns and [`NearIndex::restore_parts`] takes.
@@ -127,6 +186,9 @@ pub struct NearIndex {
     corroboration: Option<(u32, u32)>,
     /// Bounds of containing entries; `None`: no probes.
     containment: Option<(u32, u32)>,
+    /// The anchor table's place among the band tables (the last), when the
+    /// index has one ([`NearIndex::with_containment`]).
+    anchor_table: Option<usize>,
 }
 
 /// What a window entry found by a query is to the message, in the order
@@ -142,6 +204,13 @@ pub enum MatchKind {
     /// containment bounds (see [`NearIndex::with_containment`]). The
     /// linking rule only tests whether the message contains it.
     Containing,
+    /// Not even corroboration: an entry whose anchors (its text's
+    /// smallest sentence key of each third,
+    /// [`Sentences::anchors`](crate::engine::shingle::Sentences::anchors))
+    /// the message holds whole, as its anchor item's bits tell, at any
+    /// sketch difference and distance (see [`NearIndex::with_containment`]).
+    /// The linking rule only tests whether the message contains it.
+    Anchored,
 }
 
 impl Match {
@@ -150,9 +219,11 @@ impl Match {
         self.kind != MatchKind::Near
     }
 
-    /// Found by a band probe only ([`MatchKind::Containing`]).
+    /// Evidence for the containment test alone: found by a band probe
+    /// ([`MatchKind::Containing`]) or by its anchors
+    /// ([`MatchKind::Anchored`]) only.
     pub fn containing(&self) -> bool {
-        self.kind == MatchKind::Containing
+        matches!(self.kind, MatchKind::Containing | MatchKind::Anchored)
     }
 }
 
@@ -177,6 +248,7 @@ impl NearIndex {
             max_minhash_distance,
             corroboration: None,
             containment: None,
+            anchor_table: None,
         }
     }
 
@@ -198,8 +270,23 @@ impl NearIndex {
     /// band with its text, since what was added holds some of its
     /// minimums; the text's minimums are still among its three smallest
     /// values.
+    ///
+    /// With band tables, also keeps an anchor table (one more band table,
+    /// the last): one item for each entry whose text has anchors
+    /// ([`Sentences::anchors`](crate::engine::shingle::Sentences::anchors)),
+    /// in the bucket of its first anchor, with bits of all three
+    /// (`anchor_check`); a query looks it up by each of its sentence keys
+    /// ([`Query::sentences`]), and an entry whose anchors it holds is
+    /// returned as [`MatchKind::Anchored`] whatever its sketch difference
+    /// and distance. A copy diluted with more words than the sketch
+    /// bounds allow still holds its text's sentences whole.
     pub fn with_containment(mut self, max_sketch_diff: u32, max_distance: u32) -> NearIndex {
         self.containment = Some((max_sketch_diff, max_distance));
+        let n = self.band_count();
+        if n > 0 && self.anchor_table.is_none() && self.window.is_empty() {
+            self.bands = Bands::new(n + 1, self.max_entries);
+            self.anchor_table = Some(n);
+        }
         self
     }
 
@@ -211,8 +298,9 @@ impl NearIndex {
         self.tables.radius()
     }
 
+    /// MinHash band tables (the anchor table is not one).
     pub fn band_count(&self) -> usize {
-        self.bands.count()
+        self.bands.count() - usize::from(self.anchor_table.is_some())
     }
 
     pub fn max_sketch_diff(&self) -> u32 {
@@ -232,15 +320,17 @@ impl NearIndex {
     }
 
     /// Does entry `e` match the query by the rules above, corroborate it,
-    /// or may the query contain it? (`shares_band` and `probed`, whether
-    /// band probes found it in enough tables, are known by the caller.)
-    /// Returns the distance, the sketch difference and which.
+    /// or may the query contain it? (`shares_band`; `probed`, whether band
+    /// probes found it in enough tables; and `anchored`, whether the query
+    /// holds all its anchors, are known by the caller.) Returns the
+    /// distance, the sketch difference and which.
     fn accept(
         &self,
         e: &Entry,
         q: &Query<'_>,
         shares_band: bool,
         probed: bool,
+        anchored: bool,
     ) -> Option<(u32, u32, MatchKind)> {
         let d = hamming(e.simhash, q.simhash);
         let sd = sketch_diff(e.sketch, q.sketch);
@@ -253,6 +343,8 @@ impl NearIndex {
             |b: Option<(u32, u32)>| b.is_some_and(|(max_sd, max_d)| sd <= max_sd && d <= max_d);
         if shares_band && within(self.corroboration) {
             Some((d, sd, MatchKind::Corroborating))
+        } else if anchored {
+            Some((d, sd, MatchKind::Anchored))
         } else if probed && within(self.containment) {
             Some((d, sd, MatchKind::Containing))
         } else {
@@ -291,34 +383,61 @@ impl NearIndex {
         let mut table_bits: Vec<u32> = Vec::new();
         if self.containment.is_some() {
             table_bits.extend((0..banded - blocks).map(bit));
-            for j in 0..self.bands.count() {
+            for j in 0..self.band_count() {
                 for key in probe_keys(q.smallest, j) {
                     self.bands.bucket(j, key, &mut scans);
                     table_bits.push(bit(j));
                 }
             }
         }
+        let probed_end = scans.len();
+        let lookups = anchor_lookups(q.sentences);
+        let mut pairs: Vec<u32> = Vec::new();
+        if let Some(t) = self.anchor_table {
+            for (i, x) in lookups.iter().enumerate() {
+                self.bands.bucket(t, *x, &mut scans);
+                let later = lookups.get(i + 1..).unwrap_or_default();
+                pairs.extend(later.iter().map(|y| pair_check(*x, *y)));
+            }
+            pairs.sort_unstable();
+            pairs.dedup();
+        }
         tables::warm(&scans);
         // (low sequence number, found through the message's own band,
-        // found through a probe, the band tables that found it)
-        let mut cands: Vec<(u32, bool, bool, u32)> = Vec::new();
+        // found through a probe, the band tables that found it, found
+        // through its anchors)
+        let mut cands: Vec<(u32, bool, bool, u32, bool)> = Vec::new();
         for (i, s) in scans.iter().enumerate() {
-            let (band, probe) = (i >= blocks && i < banded, i >= banded);
+            let (band, probe) = (i >= blocks && i < banded, i >= banded && i < probed_end);
             let tables = i
                 .checked_sub(blocks)
                 .and_then(|t| table_bits.get(t))
                 .copied()
                 .unwrap_or(0);
-            s.run(|low| cands.push((low, band, probe, tables)));
+            match i.checked_sub(probed_end).and_then(|l| lookups.get(l)) {
+                // An anchor item: its first anchor is this lookup key (in
+                // the bits it keeps of it), its other two a pair of the
+                // message's keys.
+                Some(key) => s.run_items(|it| {
+                    let check = (it >> 32) as u32;
+                    if check & FIRST_ANCHOR_MASK == upper(*key) & FIRST_ANCHOR_MASK
+                        && pairs.binary_search(&(check >> FIRST_ANCHOR_BITS)).is_ok()
+                    {
+                        cands.push((it as u32, band, probe, tables, true));
+                    }
+                }),
+                None => s.run(|low| cands.push((low, band, probe, tables, false))),
+            }
         }
         cands.sort_unstable();
         cands.dedup_by(|later, kept| {
             // One entry found through several tables: it shares a band if
-            // any band table found it, and so for probes.
+            // any band table found it, and so for probes and anchors.
             if later.0 == kept.0 {
                 kept.1 |= later.1;
                 kept.2 |= later.2;
                 kept.3 |= later.3;
+                kept.4 |= later.4;
                 true
             } else {
                 false
@@ -326,10 +445,10 @@ impl NearIndex {
         });
         let mut out: Vec<Match> = cands
             .into_iter()
-            .filter_map(|(low, shares_band, probed, tables)| {
+            .filter_map(|(low, shares_band, probed, tables, anchored)| {
                 let (seq, e) = self.window.get_by_low(low)?;
                 let probed = probed && tables.count_ones() >= MIN_PROBED_BANDS;
-                let (d, sd, kind) = self.accept(e, q, shares_band, probed)?;
+                let (d, sd, kind) = self.accept(e, q, shares_band, probed, anchored)?;
                 Some(Match {
                     seq,
                     distance: d,
@@ -357,10 +476,11 @@ impl NearIndex {
         out
     }
 
-    /// Adds an entry (with its band keys; ignored when `e.near` is false);
-    /// if the window is full, the oldest entry leaves first and is returned
-    /// so the caller can update its campaign.
-    pub fn insert(&mut self, e: Entry, bands: &[u64]) -> Option<Entry> {
+    /// Adds an entry (with its band keys and its text's anchors, both
+    /// ignored when `e.near` is false); if the window is full, the oldest
+    /// entry leaves first and is returned so the caller can update its
+    /// campaign.
+    pub fn insert(&mut self, e: Entry, bands: &[u64], anchors: &[u64]) -> Option<Entry> {
         let evicted = if self.window.len() >= self.max_entries {
             self.pop_oldest()
         } else {
@@ -369,7 +489,11 @@ impl NearIndex {
         let seq = self.window.push(e, self.max_entries);
         if e.near() {
             self.tables.insert(e.simhash, seq);
-            self.bands.insert(bands, seq);
+            self.bands
+                .insert(bands.get(..self.band_count()).unwrap_or(bands), seq);
+            if let (Some(t), [a, b, c, ..]) = (self.anchor_table, &anchor_lookups(anchors)[..]) {
+                self.bands.insert_check(t, anchor_check(*a, *b, *c), seq);
+            }
         }
         self.grow_tables();
         if self.stale_band_items > 0 {
@@ -417,6 +541,8 @@ impl NearIndex {
         let (seq, e) = self.window.pop_front()?;
         if e.near() {
             self.tables.remove_oldest(e.simhash, seq);
+            // (An entry without anchors counts an anchor item too: the
+            // sweep runs a little longer.)
             self.stale_band_items += self.bands.count();
         }
         Some(e)
@@ -460,7 +586,12 @@ impl NearIndex {
     /// refill as mail arrives). The caller keeps `parts.entries` within
     /// `max_entries` (the snapshot reader refuses more); the next
     /// insertion evicts as usual.
-    pub fn restore_parts(&mut self, parts: IndexParts) -> bool {
+    pub fn restore_parts(&mut self, mut parts: IndexParts) -> bool {
+        // A snapshot of a build without the anchor table: its band tables,
+        // and an anchor table that fills as mail arrives.
+        if self.anchor_table.is_some() && parts.bands.len() == self.band_count() {
+            parts.bands.push(Vec::new());
+        }
         self.window = Window::from_parts(parts.base, parts.entries);
         let n = self.window.len();
         let tables = Tables::new(self.tables.radius(), self.max_entries);
@@ -517,6 +648,7 @@ mod tests {
             sketch: h.rotate_left(17),
             bands: b,
             smallest: &[],
+            sentences: &[],
         }
     }
 
@@ -621,6 +753,51 @@ mod tests {
         v.into_iter().map(|(c, k, _, d, s)| (s, d, c, k)).collect()
     }
 
+    /// An entry whose every anchor a query's sentence keys hold comes back
+    /// as anchored whatever its fingerprints; one anchor missing, or an
+    /// index without containment, and it does not; a text with fewer
+    /// anchors than that leaves none; after a snapshot of a build without
+    /// the anchor table, the band items come back and anchors refill.
+    #[test]
+    fn an_entry_whose_anchors_a_query_holds_is_anchored() {
+        let anchors = [7u64 << 32, 3 << 32, 9 << 32];
+        let mut idx = NearIndex::new(3, 100, 2, 2, 6).with_containment(10, 20);
+        assert_eq!((idx.band_count(), idx.bands.count()), (2, 3));
+        idx.insert(entry(0x1234, 1), &bands_of(0x1234), &anchors);
+        idx.insert(entry(0x5678, 2), &bands_of(0x5678), &anchors[..2]);
+        // Far in every fingerprint, the anchors among other keys.
+        let far = !0x1234u64;
+        let held = [1 << 32, 3 << 32, 5 << 32, 7 << 32, 9 << 32];
+        let query = |idx: &NearIndex, keys: &[u64]| {
+            idx.query(&Query {
+                sentences: keys,
+                ..q(far, &bands_of(far))
+            })
+        };
+        let got = query(&idx, &held);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].seq, got[0].kind), (0, MatchKind::Anchored));
+        assert!(got[0].containing() && got[0].sketch_diff > 20);
+        assert!(query(&idx, &held[..4]).is_empty(), "an anchor missing");
+        let plain = NearIndex::new(3, 100, 2, 2, 6);
+        let mut plain = plain.with_corroboration(10, 20);
+        plain.insert(entry(0x1234, 1), &bands_of(0x1234), &anchors);
+        assert!(
+            query(&plain, &held).is_empty(),
+            "no containment, no anchors"
+        );
+        // A snapshot without the anchor table (two band tables).
+        let mut parts = idx.to_parts();
+        assert_eq!(parts.bands.len(), 3);
+        parts.bands.pop();
+        let mut back = NearIndex::new(3, 100, 2, 2, 6).with_containment(10, 20);
+        assert!(back.restore_parts(parts));
+        assert!(query(&back, &held).is_empty());
+        assert_eq!(back.query(&q(0x1234, &bands_of(0x1234))).len(), 1);
+        back.insert(entry(0x1234, 3), &bands_of(0x1234), &anchors);
+        assert_eq!(query(&back, &held).len(), 1);
+    }
+
     /// Corroborating entries: band candidates that fail the match tests
     /// but pass the looser bounds come back after the matches, and only
     /// with corroboration on.
@@ -631,7 +808,7 @@ mod tests {
         let mut bases = Vec::new();
         for i in 0..30_000u32 {
             let h = clustered(i % 8 == 0, &mut bases, 12, &mut st);
-            idx.insert(entry(h, i), &bands_of(h));
+            idx.insert(entry(h, i), &bands_of(h), &[]);
         }
         let mut plain = idx.clone();
         plain.corroboration = None;
@@ -690,7 +867,7 @@ mod tests {
         let mut bases = Vec::new();
         for i in 0..30_000u32 {
             let h = clustered(i % 8 == 0, &mut bases, 12, &mut st);
-            idx.insert(entry(h, i), &probed_bands_of(h));
+            idx.insert(entry(h, i), &probed_bands_of(h), &[]);
         }
         let mut unprobed = idx.clone();
         unprobed.containment = None;
@@ -748,7 +925,7 @@ mod tests {
                 // Clusters: most fingerprints are a near copy of an earlier one,
                 // at distances 0..=k+2, so both sides of the radius are tested.
                 let h = clustered(i % 4 == 0, &mut bases, k + 2, &mut st);
-                idx.insert(entry(h, i), &bands_of(h));
+                idx.insert(entry(h, i), &bands_of(h), &[]);
             }
             for n in 0..1_000 {
                 let b = bases[(splitmix(&mut st) as usize) % bases.len()];
@@ -782,7 +959,7 @@ mod tests {
         // The band sweep visits 4 buckets per insertion.
         let stale = (1usize << idx.bands.bits()) / 4;
         for t in 0..(3 * max_entries) as u32 {
-            idx.insert(entry(h, t), &bands_of(h));
+            idx.insert(entry(h, t), &bands_of(h), &[]);
             if t % 64 == 0 {
                 assert!(idx.tables.longest_bucket() <= max_entries);
                 assert!(idx.bands.longest_bucket() <= max_entries + stale);
@@ -822,7 +999,7 @@ mod tests {
         let mut idx = NearIndex::new(3, 100, 2, 10, 64);
         for t in 0..100 {
             let h = splitmix(&mut st);
-            idx.insert(entry(h, t), &bands_of(h));
+            idx.insert(entry(h, t), &bands_of(h), &[]);
         }
         assert_eq!(idx.stale_band_items, 0, "nothing has left the window");
         assert_eq!(band_items(&idx), 200);
@@ -842,7 +1019,7 @@ mod tests {
         assert!(rounds < 100);
         for t in 0..rounds as u32 {
             let h = splitmix(&mut st);
-            idx.insert(entry(h, 1000 + t), &bands_of(h));
+            idx.insert(entry(h, 1000 + t), &bands_of(h), &[]);
         }
         assert_eq!(idx.stale_band_items, 0);
         assert_eq!(band_items(&idx), 2 * idx.len(), "only live items left");
@@ -858,7 +1035,7 @@ mod tests {
         let mut st = 7;
         let mut idx = NearIndex::new(3, 1000, 0, 0, 0);
         let h = splitmix(&mut st);
-        idx.insert(entry(h, 0), &[]);
+        idx.insert(entry(h, 0), &[], &[]);
         for _ in 0..200 {
             let a = flip(h, 3, &mut st);
             let b = flip(h, 4, &mut st);
@@ -872,10 +1049,10 @@ mod tests {
         let mut idx = NearIndex::new(3, 3, 2, 10, 64);
         for t in 0..3 {
             let h = u64::from(t) * 0x1111;
-            assert!(idx.insert(entry(h, t), &bands_of(h)).is_none());
+            assert!(idx.insert(entry(h, t), &bands_of(h), &[]).is_none());
         }
         let out = idx
-            .insert(entry(0xFFFF, 3), &bands_of(0xFFFF))
+            .insert(entry(0xFFFF, 3), &bands_of(0xFFFF), &[])
             .expect("full window evicts");
         assert_eq!(out.time, 0);
         assert!(idx
@@ -895,7 +1072,7 @@ mod tests {
         let mut idx = NearIndex::new(3, 500, 2, 10, 64);
         for t in 0..400u32 {
             let h = splitmix(&mut st);
-            idx.insert(entry(h, t), &bands_of(h));
+            idx.insert(entry(h, t), &bands_of(h), &[]);
         }
         idx.evict_before(50, |_| {});
         let parts = idx.to_parts();
@@ -937,7 +1114,7 @@ mod tests {
         let mut bases = Vec::new();
         for t in 0..20_000u32 {
             let h = clustered(t % 3 == 0, &mut bases, 5, &mut st);
-            idx.insert(entry(h, t), &bands_of(h));
+            idx.insert(entry(h, t), &bands_of(h), &[]);
         }
         assert!(idx.tables.bits() > 8 && idx.bands.bits() > 8);
         // Built at the final size from the start: the same parts restored.
@@ -963,7 +1140,7 @@ mod tests {
             let mut idx = NearIndex::new(3, 10_000, 2, 10, 64);
             for (i, t) in sorted.iter().enumerate() {
                 let h = i as u64 * 0x9E37_79B9;
-                idx.insert(entry(h, *t), &bands_of(h));
+                idx.insert(entry(h, *t), &bands_of(h), &[]);
             }
             idx.evict_before(cutoff, |_| {});
             prop_assert!(idx.window().iter().all(|(_, e)| u64::from(e.time) >= cutoff));

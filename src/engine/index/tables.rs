@@ -73,6 +73,15 @@ pub struct BucketScan<'a> {
 }
 
 impl BucketScan<'_> {
+    /// Calls `found(item)` for each item, whole (check << 32 | low
+    /// sequence number), untested: for a caller with a test of its own.
+    pub fn run_items(&self, mut found: impl FnMut(u64)) {
+        self.older
+            .iter()
+            .chain(self.newer)
+            .for_each(|&it| found(it));
+    }
+
     /// Calls `found(low_seq)` for each item that passes the test.
     pub fn run(&self, mut found: impl FnMut(u32)) {
         let check = self.check;
@@ -410,6 +419,16 @@ impl Bands {
         for (t, key) in self.tables.iter_mut().zip(bands) {
             let half = Self::half(*key);
             t.insert(half, half as u32, seq);
+        }
+    }
+
+    /// Puts an item of check bits `check` for `seq` in table `j` alone
+    /// (none past the last table), in the bucket that the low bits of
+    /// `check` name, as for any item: a table whose items are checked by
+    /// more than their key (the anchor table).
+    pub fn insert_check(&mut self, j: usize, check: u32, seq: u64) {
+        if let Some(t) = self.tables.get_mut(j) {
+            t.insert(u64::from(check), check, seq);
         }
     }
 
