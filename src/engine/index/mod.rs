@@ -81,6 +81,19 @@ fn anchor_check(first: u64, second: u64, third: u64) -> u32 {
     (upper(first) & FIRST_ANCHOR_MASK) | (pair_check(second, third) << FIRST_ANCHOR_BITS)
 }
 
+/// The pair bits ([`pair_check`]) of every two of a message's lookup
+/// keys, sorted and distinct (120 at most).
+fn pair_checks(lookups: &[u64]) -> Vec<u32> {
+    let mut pairs: Vec<u32> = Vec::with_capacity(lookups.len() * lookups.len() / 2);
+    for (i, x) in lookups.iter().enumerate() {
+        let later = lookups.get(i + 1..).unwrap_or_default();
+        pairs.extend(later.iter().map(|y| pair_check(*x, *y)));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
 /// The sentence keys a message looks anchors up by, or a text's anchors
 /// in their order: each of another upper half than the one before (the
 /// anchor table keeps bits of that half only), at most
@@ -110,6 +123,16 @@ pub enum CampaignRef {
     Slot(u32),
     /// The sequence number of the entry whose message is the campaign.
     Alone(u64),
+}
+
+impl CampaignRef {
+    /// The campaign of the window entry `seq` whose owner is `owner`.
+    fn of(owner: Owner, seq: u64) -> CampaignRef {
+        match owner {
+            Owner::Slot(s) => CampaignRef::Slot(s),
+            Owner::Alone(_) => CampaignRef::Alone(seq),
+        }
+    }
 }
 
 /// A match found in the window.
@@ -394,13 +417,10 @@ impl NearIndex {
         let lookups = anchor_lookups(q.sentences);
         let mut pairs: Vec<u32> = Vec::new();
         if let Some(t) = self.anchor_table {
-            for (i, x) in lookups.iter().enumerate() {
+            for x in &lookups {
                 self.bands.bucket(t, *x, &mut scans);
-                let later = lookups.get(i + 1..).unwrap_or_default();
-                pairs.extend(later.iter().map(|y| pair_check(*x, *y)));
             }
-            pairs.sort_unstable();
-            pairs.dedup();
+            pairs = pair_checks(&lookups);
         }
         tables::warm(&scans);
         // (low sequence number, found through the message's own band,
@@ -453,10 +473,7 @@ impl NearIndex {
                     seq,
                     distance: d,
                     sketch_diff: sd,
-                    campaign: match e.owner() {
-                        Owner::Slot(s) => CampaignRef::Slot(s),
-                        Owner::Alone(_) => CampaignRef::Alone(seq),
-                    },
+                    campaign: CampaignRef::of(e.owner(), seq),
                     sketch: e.sketch,
                     kind,
                     size: e.size(),
