@@ -413,6 +413,14 @@ async fn a_domain_allowance_is_shared_over_redis() {
     );
     server.cli(&["HSET", &key, "not a domain", "1"]).unwrap();
     server.cli(&["HSET", &key, "junk.example", "soon"]).unwrap();
+    // And an allowance in the shape of the real ones without the site's
+    // seal (docs/admin/redis.md): not read.
+    server
+        .cli(&["HSET", &key, "forged.example", "99999999999"])
+        .unwrap();
+    server
+        .cli(&["HSET", &key, "forged2.example", "99999999999.00ff"])
+        .unwrap();
     let st = std::sync::Arc::clone(&b.state);
     tokio::task::spawn_blocking(move || st.control.refresh_domains(&st, now))
         .await

@@ -736,6 +736,55 @@ fn entries_that_do_not_decode_are_skipped() {
     assert_eq!(out_b.campaign.unwrap().messages, 3);
 }
 
+/// Whoever may write to Redis but has not the site's key cannot add what
+/// every host applies: copies of a text in the log's own format, unsealed
+/// or sealed under another key, count for nothing; the same copies sealed
+/// under the site's key count (docs/admin/redis.md, "Who may write to it").
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn entries_without_the_sites_seal_are_not_applied() {
+    use bulkwatch::store::stream::{encode, log_key, seal};
+    let server = RedisServer::start();
+    let cfg = redis_config(vec![server.url()], "seal");
+    let a = LogStore::open(&cfg).unwrap();
+    let text = synthetic(1, &cfg);
+    a.record_shared(&text, UnixSecs(REPLAY_EPOCH)).unwrap();
+    let mut raw = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut other = cfg.clone();
+    other.fingerprint.hash_key = (1, 2);
+    let forge = |raw: &mut redis::Connection, bytes: Vec<u8>| {
+        let _: String = redis::cmd("XADD")
+            .arg(a.key())
+            .arg("*")
+            .arg("o")
+            .arg(bytes)
+            .query(raw)
+            .unwrap();
+    };
+    for i in 0..5 {
+        let entry = encode(&text, UnixSecs(REPLAY_EPOCH + 1 + i));
+        forge(&mut raw, entry.clone());
+        forge(&mut raw, seal(&log_key(&other), &entry));
+    }
+    let out = a.record_shared(&text, UnixSecs(REPLAY_EPOCH + 10)).unwrap();
+    assert_eq!(out.campaign.unwrap().messages, 2, "forged copies skipped");
+    let b = LogStore::open(&cfg).unwrap();
+    let out = b.record_shared(&text, UnixSecs(REPLAY_EPOCH + 11)).unwrap();
+    assert_eq!(out.campaign.unwrap().messages, 3, "and by every host");
+    forge(
+        &mut raw,
+        seal(&log_key(&cfg), &encode(&text, UnixSecs(REPLAY_EPOCH + 12))),
+    );
+    let out = a.record_shared(&text, UnixSecs(REPLAY_EPOCH + 13)).unwrap();
+    assert_eq!(out.campaign.unwrap().messages, 5, "sealed with the key");
+}
+
 /// An entry dated far ahead of Redis's clock (a host with a wrong clock)
 /// is skipped: otherwise every replica's time would jump to it, and
 /// nothing would leave the window any more.

@@ -41,6 +41,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use redis::Value;
+use sha2::{Digest, Sha256};
 
 use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
@@ -424,8 +425,98 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     ))
 }
 
-/// Entries of an `XRANGE` reply, in order: (id, the entry's bytes).
-fn entries(v: Value) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
+/// Bytes of the tag that ends every entry in the log: HMAC-SHA256 of the
+/// entry under the site's log key ([`log_key`]), cut to 128 bits.
+const TAG_LEN: usize = 16;
+
+/// The key that seals the site's log: made from `fingerprint.hash_key`,
+/// which every host of a site shares already (their fingerprints must
+/// agree) and which nothing but bulkwatch needs. Whoever may write to the
+/// site's Redis without it (another application, an account of the
+/// server) cannot add an entry any host applies: no observation that
+/// makes a campaign of ham, no correction that allows a spam campaign.
+/// With the built-in key (public) the seal keeps out nobody: `keygen`.
+pub fn log_key(cfg: &Config) -> [u8; 32] {
+    let (k0, k1) = cfg.fingerprint.hash_key;
+    Sha256::new()
+        .chain_update(b"bulkwatch log key 1\0")
+        .chain_update(k0.to_le_bytes())
+        .chain_update(k1.to_le_bytes())
+        .finalize()
+        .into()
+}
+
+/// HMAC-SHA256 (RFC 2104) of `msg` under `key`, cut to [`TAG_LEN`].
+/// (Eleven lines over `sha2`, which the project has, instead of the
+/// `hmac` crate for one construction.)
+fn tag(key: &[u8; 32], msg: &[u8]) -> [u8; TAG_LEN] {
+    let pad = |b: u8| {
+        let mut p = [b; 64];
+        p.iter_mut().zip(key).for_each(|(p, k)| *p ^= k);
+        p
+    };
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(msg)
+        .finalize();
+    let outer = Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize();
+    let mut t = [0u8; TAG_LEN];
+    t.iter_mut().zip(outer).for_each(|(t, o)| *t = o);
+    t
+}
+
+/// `entry` with its tag after it: what the log holds.
+pub fn seal(key: &[u8; 32], entry: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entry.len() + TAG_LEN);
+    out.extend_from_slice(entry);
+    out.extend_from_slice(&tag(key, entry));
+    out
+}
+
+/// The entry in `sealed` (its tag cut off) when the tag is right; empty,
+/// which no reader decodes, when it is not: the entry is skipped and
+/// counted as a bad one. Compared without an early exit.
+pub fn open(key: &[u8; 32], mut sealed: Vec<u8>) -> Vec<u8> {
+    let Some(at) = sealed.len().checked_sub(TAG_LEN) else {
+        return Vec::new();
+    };
+    let (entry, t) = sealed.split_at(at);
+    let want = tag(key, entry);
+    let diff = t.iter().zip(want).fold(0u8, |d, (a, b)| d | (a ^ b));
+    if diff != 0 {
+        return Vec::new();
+    }
+    sealed.truncate(at);
+    sealed
+}
+
+/// A domain allowance's value in the site's hash: `until`, a dot and the
+/// hex of its tag over the domain and `until` ([`tag`]), so that a value
+/// written without the site's key is not read.
+fn sealed_until(key: &[u8; 32], domain: &str, until: u64) -> String {
+    let t = tag(key, format!("domain\0{domain}\0{until}").as_bytes());
+    let hex: String = t.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{until}.{hex}")
+}
+
+/// The `until` of a domain allowance's `value` for the hash field
+/// `domain` when its tag is right ([`sealed_until`]).
+fn opened_until(key: &[u8; 32], domain: &str, value: &str) -> Option<u64> {
+    let until: u64 = value.split_once('.')?.0.parse().ok()?;
+    let want = sealed_until(key, domain, until);
+    let diff = want
+        .bytes()
+        .zip(value.bytes())
+        .fold(u8::from(want.len() != value.len()), |d, (a, b)| d | (a ^ b));
+    (diff == 0).then_some(until)
+}
+
+/// Entries of an `XRANGE` reply, in order: (id, the entry's bytes, its
+/// seal under `key` checked and cut off: [`open`]).
+fn entries(v: Value, key: &[u8; 32]) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
     let bad = || -> StoreError { BadStream::Xrange.into() };
     let Value::Array(items) = v else {
         return Err(bad());
@@ -445,7 +536,7 @@ fn entries(v: Value) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
         // Fields: "o", the entry. Another shape is kept as an empty entry,
         // which does not decode: it is skipped like any bad entry.
         let bytes = match <[Value; 2]>::try_from(fields) {
-            Ok([_, Value::BulkString(b)]) => b,
+            Ok([_, Value::BulkString(b)]) => open(key, b),
             _ => Vec::new(),
         };
         out.push((id, bytes));
@@ -736,6 +827,8 @@ pub struct LogStore {
     /// Connections.
     pool: Pool,
     key: String,
+    /// The key that seals and opens the log's entries ([`log_key`]).
+    log_key: [u8; 32],
     cfg: Config,
     /// How long entries are kept, in milliseconds.
     keep_ms: u64,
@@ -769,6 +862,7 @@ impl LogStore {
         let pool = Pool::open(cfg)?;
         Ok(LogStore {
             key: format!("{}:log", pool.key_base()),
+            log_key: log_key(cfg),
             pool,
             cfg: cfg.clone(),
             keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
@@ -974,6 +1068,7 @@ impl LogStore {
                 self.read_from(from)
                     .query(conn.like())
                     .map_err(|e| err("log read", e))?,
+                &self.log_key,
             )?;
             let got = read.len();
             let mut r = self.replica()?;
@@ -1051,7 +1146,9 @@ impl LogStore {
         let cmd = match until {
             Some(u) => {
                 let mut c = redis::cmd("HSET");
-                c.arg(&key).arg(domain).arg(u);
+                c.arg(&key)
+                    .arg(domain)
+                    .arg(sealed_until(&self.log_key, domain, u));
                 c
             }
             None => {
@@ -1070,8 +1167,9 @@ impl LogStore {
     /// The site's domain allowances, read with `HSCAN` a page at a time:
     /// at most [`MAX_DOMAINS`](crate::engine::allowance::MAX_DOMAINS)
     /// entries and [`MAX_DOMAIN_PAGES`] round trips, whatever the hash
-    /// holds; a field that is no domain or a value that is no number is
-    /// skipped (Redis is trusted no more than it must be).
+    /// holds; a field that is no domain or a value without the site's seal
+    /// (`sealed_until`) is skipped (Redis is trusted no more than it must
+    /// be).
     ///
     /// # Errors
     /// Redis failed.
@@ -1090,10 +1188,11 @@ impl LogStore {
                 .query(conn.like())
                 .map_err(|e| err("domain allowances", e))?;
             for (field, value) in page {
-                let until = std::str::from_utf8(&value)
-                    .ok()
-                    .and_then(|v| v.parse::<u64>().ok());
                 let name = std::str::from_utf8(&field).ok().and_then(domain);
+                let until = std::str::from_utf8(&field)
+                    .ok()
+                    .zip(std::str::from_utf8(&value).ok())
+                    .and_then(|(f, v)| opened_until(&self.log_key, f, v));
                 if let (Some(d), Some(u)) = (name, until) {
                     if out.len() < MAX_DOMAINS {
                         out.push((d, u));
@@ -1246,7 +1345,13 @@ impl LogStore {
         let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
             return Err(too_short());
         };
-        let skipped = match self.catch_up(conn, entries(first)?, &mut from, newest, &fail)? {
+        let skipped = match self.catch_up(
+            conn,
+            entries(first, &self.log_key)?,
+            &mut from,
+            newest,
+            &fail,
+        )? {
             Some(skipped) => skipped,
             // Not even the newest message's entry is left: trimmed already.
             None => {
@@ -1343,7 +1448,10 @@ impl LogStore {
         for reads in 0..=MAX_READS_PER_CALL {
             if reads > 0 {
                 self.reads.fetch_add(1, Ordering::Relaxed);
-                read = entries(self.read_from(*from).query(conn.like()).map_err(fail)?)?;
+                read = entries(
+                    self.read_from(*from).query(conn.like()).map_err(fail)?,
+                    &self.log_key,
+                )?;
                 if read.is_empty() {
                     return Ok(None);
                 }
@@ -1391,7 +1499,7 @@ impl LogStore {
             .arg(self.cfg.window.max_entries)
             .arg("*")
             .arg("o")
-            .arg(bytes);
+            .arg(seal(&self.log_key, bytes));
         c
     }
 
@@ -1791,21 +1899,72 @@ mod tests {
         }
     }
 
+    /// An entry is applied only with the tag of the site's key: a forged
+    /// correction (the right format, written by whoever may write to
+    /// Redis) or an entry changed in one byte reads as empty, which every
+    /// replica skips as a bad entry; the tag is HMAC-SHA256 (RFC 4231's
+    /// first vector, cut).
+    #[test]
+    fn only_entries_sealed_with_the_sites_key_are_read() {
+        let cfg = Config::default();
+        let key = log_key(&cfg);
+        let mut other = cfg.clone();
+        other.fingerprint.hash_key = (1, 2);
+        assert_ne!(log_key(&other), key);
+        let forged = encode_correction(
+            Correction::Allow {
+                id: CampaignId(7),
+                until: u64::MAX,
+            },
+            UnixSecs(5),
+        );
+        let sealed = seal(&key, &forged);
+        assert_eq!(open(&key, sealed.clone()), forged);
+        assert!(open(&log_key(&other), sealed.clone()).is_empty());
+        assert!(open(&key, forged.clone()).is_empty(), "no seal");
+        assert!(open(&key, Vec::new()).is_empty());
+        for i in 0..sealed.len() {
+            let mut bad = sealed.clone();
+            bad[i] ^= 1;
+            assert!(open(&key, bad).is_empty(), "byte {i}");
+        }
+        let reply = |bytes: Vec<u8>| {
+            Value::Array(vec![Value::Array(vec![
+                Value::BulkString(b"5-1".to_vec()),
+                Value::Array(vec![
+                    Value::BulkString(b"o".to_vec()),
+                    Value::BulkString(bytes),
+                ]),
+            ])])
+        };
+        assert_eq!(entries(reply(sealed), &key).unwrap()[0].1, forged);
+        assert!(entries(reply(forged), &key).unwrap()[0].1.is_empty());
+        // RFC 4231, test case 1, under a 32-byte key of 0x0b.
+        let mut k = [0u8; 32];
+        k[..20].fill(0x0b);
+        let t = tag(&k, b"Hi There");
+        let rfc_20_byte_key = [0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53];
+        assert_eq!(t[..8], rfc_20_byte_key);
+    }
+
     #[test]
     fn malformed_xrange_replies_are_errors() {
-        assert!(entries(Value::Nil).is_err());
-        assert!(entries(Value::Array(vec![Value::Int(1)])).is_err());
+        assert!(entries(Value::Nil, &[0; 32]).is_err());
+        assert!(entries(Value::Array(vec![Value::Int(1)]), &[0; 32]).is_err());
         let bad_id = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b"x-1".to_vec()),
             Value::Array(vec![]),
         ])]);
-        assert!(entries(bad_id).is_err());
+        assert!(entries(bad_id, &[0; 32]).is_err());
         // A well-formed reply with an entry of another shape: kept, empty.
         let odd = Value::Array(vec![Value::Array(vec![
             Value::BulkString(b"5-1".to_vec()),
             Value::Array(vec![Value::Int(3)]),
         ])]);
-        assert_eq!(entries(odd).unwrap(), vec![(StreamId(5, 1), Vec::new())]);
+        assert_eq!(
+            entries(odd, &[0; 32]).unwrap(),
+            vec![(StreamId(5, 1), Vec::new())]
+        );
     }
 
     #[test]
