@@ -785,6 +785,32 @@ fn entries_without_the_sites_seal_are_not_applied() {
     assert_eq!(out.campaign.unwrap().messages, 5, "sealed with the key");
 }
 
+/// An alert claim is its tag under the site's key: a claim key another
+/// writer left does not silence the alert (each host that finds it
+/// alerts), while a host's real claim does for the others.
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn a_forged_alert_claim_does_not_silence_the_alert() {
+    let server = RedisServer::start();
+    let (cfg, a, b) = two_hosts(server.url(), "claims");
+    let base = bulkwatch::store::redis::key_base(&cfg.store.redis);
+    let ttl = Duration::from_secs(60);
+    for forged in ["1", "00ff"] {
+        let id = CampaignId(if forged == "1" { 41 } else { 42 });
+        server
+            .cli(&["SET", &format!("{base}:alerted:{id}"), forged])
+            .unwrap();
+        assert!(a.claim_alert(id, ttl).unwrap(), "{forged}");
+        assert!(b.claim_alert(id, ttl).unwrap(), "{forged}");
+    }
+    let id = CampaignId(43);
+    assert!(a.claim_alert(id, ttl).unwrap());
+    assert!(!b.claim_alert(id, ttl).unwrap());
+}
+
 /// An entry dated far ahead of Redis's clock (a host with a wrong clock)
 /// is skipped: otherwise every replica's time would jump to it, and
 /// nothing would leave the window any more.

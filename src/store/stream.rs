@@ -1115,23 +1115,40 @@ impl LogStore {
 
     /// Claims the alert for campaign `id` for this host: true for the
     /// first host to ask (a key `<base>:alerted:<id>`, `SET NX` with a
-    /// lifetime of `ttl`), false when another host has.
+    /// lifetime of `ttl`, its value the claim's tag under the site's key),
+    /// false when another host has. A key there whose value is not that
+    /// tag was not written by a host of the site: this host alerts (every
+    /// host that finds it does: an alert twice rather than none).
     ///
     /// # Errors
     /// Redis failed.
     pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
         let mut conn = self.pool.take()?;
         let key = format!("{}:alerted:{id}", self.pool.key_base());
+        let claim: String = tag(&self.log_key, format!("alert\0{id}").as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         let set: Option<String> = redis::cmd("SET")
             .arg(&key)
-            .arg(1)
+            .arg(&claim)
             .arg("NX")
             .arg("EX")
             .arg(ttl.as_secs().max(1))
             .query(conn.like())
             .map_err(|e| err("alert claim", e))?;
+        let first = match set {
+            Some(_) => true,
+            None => {
+                let held: Option<Vec<u8>> = redis::cmd("GET")
+                    .arg(&key)
+                    .query(conn.like())
+                    .map_err(|e| err("alert claim", e))?;
+                held.as_deref() != Some(claim.as_bytes())
+            }
+        };
         self.pool.give_back(conn);
-        Ok(set.is_some())
+        Ok(first)
     }
 
     /// Allows `domain` until `until` (Unix seconds; `u64::MAX`: until
