@@ -327,14 +327,14 @@ def key_sweep(args):
                     r.update(arrival(args))
                 r.update(mixed_stream(args))
             rows.append(r)
-            print('key %s: %s' % (key, '  '.join('%s %.3f' % (k, v) if isinstance(v, float) else '%s %d' % (k, v)
+            print('key %s: %s' % (key, '  '.join('%s %.*f' % (k, args.places, v) if isinstance(v, float) else '%s %d' % (k, v)
                                                   for k, v in sorted(r.items()))))
     worst = {'linked': min, 'direct5': min, 'recall': min, 'msgrecall': min, 'ids': max, 'ham': max,
              'ham_arrival': max, 'precision': min, 'chained': max, 'ham_in_spam': max,
              'b3_precision': min, 'b3_recall': min}
     for k in sorted(rows[0]):
         vals = [r[k] for r in rows]
-        print('%-9s mean %.3f  worst %.3f' % (k, sum(vals) / len(vals), worst[k](vals)))
+        print('%-9s mean %.*f  worst %.*f' % (k, args.places, sum(vals) / len(vals), args.places, worst[k](vals)))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -357,6 +357,8 @@ def main():
     ap.add_argument('--keys', type=int, default=0,
                     help='repeat both measurements under this many random fingerprint keys and summarize (needs --fixtures)')
     ap.add_argument('--key-seed', type=int, default=1, help='seed of the random keys')
+    ap.add_argument('--places', type=int, default=3,
+                    help='decimal places of the key sweep\'s figures (4 to see a change of 0.002)')
     args = ap.parse_args()
     args.strip_quotes = {'whole': False, 'strip': True, 'bounded': 'bounded'}[args.quotes]
     if args.keys:
