@@ -1098,7 +1098,7 @@ impl LogStore {
         if skipped > 0 {
             tracing::warn!(
                 entries = skipped,
-                "redis log: skipped entries that do not decode or are dated past Redis's clock"
+                "redis log: skipped entries that do not decode, are not sealed with this host's key (every host of a site needs the same fingerprint.hash_key) or are dated past Redis's clock"
             );
         }
         Ok(())
@@ -1381,7 +1381,7 @@ impl LogStore {
         if skipped > 0 {
             tracing::warn!(
                 entries = skipped,
-                "redis log: skipped entries that do not decode or are dated past Redis's clock"
+                "redis log: skipped entries that do not decode, are not sealed with this host's key (every host of a site needs the same fingerprint.hash_key) or are dated past Redis's clock"
             );
         }
         let mut r = self.replica()?;
