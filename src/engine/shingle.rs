@@ -150,7 +150,7 @@ pub struct Sentences {
 pub const SENTENCE_WORDS: usize = 8;
 
 /// Most sentence keys a message looks up (the smallest): a text's
-/// anchors, each the smallest of half its sentences, are among a copy's
+/// anchors, each the smallest of a third of its sentences, are among a copy's
 /// smallest unless the copy added many times the text's own sentences,
 /// and a copy diluted that far is no longer near it by any other measure
 /// either. Each is a bucket read and

@@ -696,10 +696,9 @@ fn read_bands(
     let mut s = r.section(TAG_BANDS, "band tables")?;
     let band_bits = s.u32()?;
     let sweep_cursor = s.u64()?;
-    let tables = s.items(
-        band_tables(cfg.window.minhash_bands, cfg.window.containment),
-        8,
-    )?;
+    // (With the anchor table whatever `window.containment` says now: a
+    // snapshot saved with it on is read with it off, the table dropped.)
+    let tables = s.items(band_tables(cfg.window.minhash_bands, true), 8)?;
     let mut bands = Vec::with_capacity(tables);
     // Each entry is in at most one bucket per table, and stale items are
     // swept in step with insertions: allow a generous multiple.
@@ -857,7 +856,7 @@ pub fn max_file_len(cfg: &Config) -> u64 {
     // in a non-empty bucket (index u32, count u64) at worst of its own.
     let items = entries.saturating_mul(4).saturating_add(1024);
     let per_table = 8u64.saturating_add(items.saturating_mul(4 + 8 + 8));
-    let tables = band_tables(cfg.window.minhash_bands, cfg.window.containment) as u64;
+    let tables = band_tables(cfg.window.minhash_bands, true) as u64;
     let bands = (4 + 8 + 8u64).saturating_add(tables.saturating_mul(per_table));
     // One generation's filter is sized for at most `bloom_items` items
     // (ExactSet divides them among generations); 64 bytes cover the
@@ -1071,6 +1070,21 @@ mod tests {
         }
         assert_eq!(list(&a), list(&b));
         assert_eq!(encode(&a, 1), encode(&b, 1));
+    }
+
+    /// A snapshot saved with the containment rule (and its anchor table)
+    /// is read after the rule is turned off, and the other way round: the
+    /// band tables come back either way.
+    #[test]
+    fn a_snapshot_survives_turning_containment_off_and_on() {
+        let cfg = small_cfg();
+        let mut off = cfg.clone();
+        off.window.containment = false;
+        for (save, load) in [(&cfg, &off), (&off, &cfg)] {
+            let bytes = encode(&fed_engine(save), 1);
+            let (_, loaded) = decode(&bytes, load).unwrap();
+            assert!(loaded.bands_restored);
+        }
     }
 
     #[test]

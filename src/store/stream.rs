@@ -609,6 +609,10 @@ struct Replica {
     /// For each campaign a correction applies to (its live id), Redis's
     /// clock (ms) of the last correction entry that named it.
     corrected: HashMap<CampaignId, u64>,
+    /// For each campaign a correction applies to (its live id), the time
+    /// (the entry's own, Unix seconds) of the latest correction applied to
+    /// it: an older one is not applied ([`Replica::apply`]).
+    corrected_at: HashMap<CampaignId, u64>,
     /// Campaigns that turned bulk in entries applied since the replica
     /// answered (any host's: [`LogStore::take_crossings`]), the latest
     /// [`MAX_CROSSINGS`].
@@ -639,6 +643,7 @@ impl Replica {
             applied: 0,
             answered: false,
             corrected: HashMap::new(),
+            corrected_at: HashMap::new(),
             crossings: VecDeque::new(),
         }
     }
@@ -692,14 +697,33 @@ impl Replica {
             if bytes.first() == Some(&CORRECTION) {
                 match decode_correction(&bytes) {
                     Ok((c, now)) if !too_far_ahead(now, id) => {
-                        self.now = self.now.max(now.0);
                         // (Named even when it was forgotten already: a
                         // renewed forget counts as renewed.)
                         let named = self.engine.root_id(c.id());
+                        // A correction older than one applied to the same
+                        // campaign is a copy of an old entry (a sealed
+                        // entry can be copied by whoever may write to
+                        // Redis): an `allow` written again after a later
+                        // withdrawal. Hosts renew with their own time, so
+                        // a true correction is never older.
+                        let older = named
+                            .and_then(|live| self.corrected_at.get(&live))
+                            .is_some_and(|at| now.0 < *at);
+                        if older {
+                            bad += 1;
+                            continue;
+                        }
+                        self.now = self.now.max(now.0);
                         self.engine.correct(c);
                         if let Some(live) = named {
                             if self.corrected.len() < MAX_CORRECTED {
                                 self.corrected.insert(live, id.0);
+                            }
+                            if self.corrected_at.len() < MAX_CORRECTED
+                                || self.corrected_at.contains_key(&live)
+                            {
+                                let at = self.corrected_at.entry(live).or_insert(0);
+                                *at = (*at).max(now.0);
                             }
                         }
                         self.applied += 1;
@@ -1144,7 +1168,11 @@ impl LogStore {
                     .arg(&key)
                     .query(conn.like())
                     .map_err(|e| err("alert claim", e))?;
-                held.as_deref() != Some(claim.as_bytes())
+                // (Compared without an early exit, as tags are.)
+                held.is_none_or(|h| {
+                    h.len() != claim.len()
+                        || h.iter().zip(claim.bytes()).fold(0, |d, (a, b)| d | (a ^ b)) != 0
+                })
             }
         };
         self.pool.give_back(conn);
@@ -1581,6 +1609,42 @@ mod tests {
         none.subject = Some(String::new());
         none.bands.clear();
         assert_eq!(decode(&encode(&none, UnixSecs(1))).unwrap().0, none);
+    }
+
+    /// A copy of an old sealed correction written after a later one for
+    /// the same campaign (an `allow` put back after its withdrawal) is not
+    /// applied; corrections in their order are.
+    #[test]
+    fn a_correction_older_than_the_last_one_applied_is_skipped() {
+        let cfg = Config::default();
+        let t = 1_700_000_000u64;
+        let mut a = Replica::new(&cfg);
+        let ms = |s: u64| StreamId(s * 1000, 0);
+        a.apply(vec![(ms(t), encode(&obs(), UnixSecs(t)))]);
+        let id = a.engine.campaigns().next().unwrap().id;
+        let allow = encode_correction(
+            Correction::Allow {
+                id,
+                until: u64::MAX >> 30,
+            },
+            UnixSecs(t + 1),
+        );
+        let withdraw = encode_correction(Correction::Allow { id, until: 0 }, UnixSecs(t + 2));
+        assert_eq!(a.apply(vec![(ms(t + 1), allow.clone())]), 0);
+        assert_eq!(a.engine.allowances().count(), 1);
+        assert_eq!(a.apply(vec![(ms(t + 2), withdraw)]), 0);
+        assert_eq!(a.engine.allowances().count(), 0);
+        assert_eq!(a.apply(vec![(ms(t + 3), allow)]), 1, "the copy skipped");
+        assert_eq!(a.engine.allowances().count(), 0);
+        let again = encode_correction(
+            Correction::Allow {
+                id,
+                until: u64::MAX >> 30,
+            },
+            UnixSecs(t + 4),
+        );
+        assert_eq!(a.apply(vec![(ms(t + 4), again)]), 0);
+        assert_eq!(a.engine.allowances().count(), 1);
     }
 
     /// A correction in force is stated again once its last entry is half a

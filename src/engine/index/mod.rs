@@ -398,7 +398,10 @@ impl NearIndex {
         let mut scans = Vec::with_capacity(16);
         self.tables.buckets(q.simhash, &mut scans);
         let blocks = scans.len();
-        self.bands.buckets(q.bands, &mut scans);
+        // (Never into the anchor table: an entry from a host with more
+        // bands has more keys.)
+        let own = q.bands.get(..self.band_count()).unwrap_or(q.bands);
+        self.bands.buckets(own, &mut scans);
         let banded = scans.len();
         // With probes, the band table of each scan past the block tables,
         // as a bit.
@@ -558,9 +561,11 @@ impl NearIndex {
         let (seq, e) = self.window.pop_front()?;
         if e.near() {
             self.tables.remove_oldest(e.simhash, seq);
-            // (An entry without anchors counts an anchor item too: the
-            // sweep runs a little longer.)
-            self.stale_band_items += self.bands.count();
+            // Band items only: whether the entry had an anchor item is not
+            // kept. The sweep drops stale anchor items in the same passes,
+            // and they count against this, so it may stop with some left;
+            // the next eviction starts it again.
+            self.stale_band_items += self.band_count();
         }
         Some(e)
     }
@@ -608,6 +613,11 @@ impl NearIndex {
         // and an anchor table that fills as mail arrives.
         if self.anchor_table.is_some() && parts.bands.len() == self.band_count() {
             parts.bands.push(Vec::new());
+        }
+        // One saved with an anchor table, restored without (containment
+        // turned off): the band tables alone.
+        if self.anchor_table.is_none() && parts.bands.len() == self.band_count() + 1 {
+            parts.bands.pop();
         }
         self.window = Window::from_parts(parts.base, parts.entries);
         let n = self.window.len();
@@ -813,6 +823,10 @@ mod tests {
         assert_eq!(back.query(&q(0x1234, &bands_of(0x1234))).len(), 1);
         back.insert(entry(0x1234, 3), &bands_of(0x1234), &anchors);
         assert_eq!(query(&back, &held).len(), 1);
+        // And one saved with the anchor table, restored without it.
+        let mut off = NearIndex::new(3, 100, 2, 2, 6);
+        assert!(off.restore_parts(back.to_parts()));
+        assert_eq!(off.query(&q(0x1234, &bands_of(0x1234))).len(), 2);
     }
 
     /// Corroborating entries: band candidates that fail the match tests
