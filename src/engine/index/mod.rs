@@ -81,6 +81,26 @@ fn anchor_check(first: u64, second: u64, third: u64) -> u32 {
     (upper(first) & FIRST_ANCHOR_MASK) | (pair_check(second, third) << FIRST_ANCHOR_BITS)
 }
 
+/// What a query found of each entry (low sequence number, through the
+/// message's own band, through a probe, the band tables, through its
+/// anchors), one line an entry: an entry found through several tables
+/// shares a band if any band table found it, and so for probes and
+/// anchors.
+fn merge_found(cands: &mut Vec<(u32, bool, bool, u32, bool)>) {
+    cands.sort_unstable();
+    cands.dedup_by(|later, kept| {
+        if later.0 == kept.0 {
+            kept.1 |= later.1;
+            kept.2 |= later.2;
+            kept.3 |= later.3;
+            kept.4 |= later.4;
+            true
+        } else {
+            false
+        }
+    });
+}
+
 /// The pair bits ([`pair_check`]) of every two of a message's lookup
 /// keys, sorted and distinct (120 at most).
 fn pair_checks(lookups: &[u64]) -> Vec<u32> {
@@ -398,10 +418,11 @@ impl NearIndex {
         let mut scans = Vec::with_capacity(16);
         self.tables.buckets(q.simhash, &mut scans);
         let blocks = scans.len();
-        // (Never into the anchor table: an entry from a host with more
-        // bands has more keys.)
-        let own = q.bands.get(..self.band_count()).unwrap_or(q.bands);
-        self.bands.buckets(own, &mut scans);
+        // (Never the anchor table: a host with more bands sends more keys.)
+        self.bands.buckets(
+            q.bands.get(..self.band_count()).unwrap_or(q.bands),
+            &mut scans,
+        );
         let banded = scans.len();
         // With probes, the band table of each scan past the block tables,
         // as a bit.
@@ -418,13 +439,12 @@ impl NearIndex {
         }
         let probed_end = scans.len();
         let lookups = anchor_lookups(q.sentences);
-        let mut pairs: Vec<u32> = Vec::new();
-        if let Some(t) = self.anchor_table {
-            for x in &lookups {
-                self.bands.bucket(t, *x, &mut scans);
-            }
-            pairs = pair_checks(&lookups);
-        }
+        let pairs = self.anchor_table.map_or_else(Vec::new, |t| {
+            lookups
+                .iter()
+                .for_each(|x| self.bands.bucket(t, *x, &mut scans));
+            pair_checks(&lookups)
+        });
         tables::warm(&scans);
         // (low sequence number, found through the message's own band,
         // found through a probe, the band tables that found it, found
@@ -452,20 +472,7 @@ impl NearIndex {
                 None => s.run(|low| cands.push((low, band, probe, tables, false))),
             }
         }
-        cands.sort_unstable();
-        cands.dedup_by(|later, kept| {
-            // One entry found through several tables: it shares a band if
-            // any band table found it, and so for probes and anchors.
-            if later.0 == kept.0 {
-                kept.1 |= later.1;
-                kept.2 |= later.2;
-                kept.3 |= later.3;
-                kept.4 |= later.4;
-                true
-            } else {
-                false
-            }
-        });
+        merge_found(&mut cands);
         let mut out: Vec<Match> = cands
             .into_iter()
             .filter_map(|(low, shares_band, probed, tables, anchored)| {
