@@ -150,11 +150,11 @@ pub struct Sentences {
 pub const SENTENCE_WORDS: usize = 8;
 
 /// Most sentence keys a message looks up (the smallest): a text's
-/// anchors, each the smallest of a third of its sentences, are among a copy's
-/// smallest unless the copy added many times the text's own sentences,
-/// and a copy diluted that far is no longer near it by any other measure
-/// either. Each is a bucket read and
-/// 4 bytes of a Redis log entry.
+/// anchors, each the smallest of a third of its sentences, are among a
+/// copy's smallest unless the copy added many times the text's own
+/// sentences, and a copy diluted that far is no longer near it by any
+/// other measure either. Each is a bucket read and 4 bytes of a Redis log
+/// entry.
 pub const MAX_SENTENCE_KEYS: usize = 16;
 
 /// A text's sentence keys kept as its anchors in the index

@@ -69,7 +69,7 @@ use crate::config::Config;
 use crate::engine::campaign::{secs32, AloneRecords, Campaign, CampaignId, Campaigns, Slot, Texts};
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::{Entry, Owner};
-use crate::engine::index::{band_tables, IndexParts};
+use crate::engine::index::{max_band_tables, IndexParts};
 use crate::engine::party::{
     clamp_key, OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS,
 };
@@ -696,9 +696,7 @@ fn read_bands(
     let mut s = r.section(TAG_BANDS, "band tables")?;
     let band_bits = s.u32()?;
     let sweep_cursor = s.u64()?;
-    // (With the anchor table whatever `window.containment` says now: a
-    // snapshot saved with it on is read with it off, the table dropped.)
-    let tables = s.items(band_tables(cfg.window.minhash_bands, true), 8)?;
+    let tables = s.items(max_band_tables(cfg.window.minhash_bands), 8)?;
     let mut bands = Vec::with_capacity(tables);
     // Each entry is in at most one bucket per table, and stale items are
     // swept in step with insertions: allow a generous multiple.
@@ -856,7 +854,7 @@ pub fn max_file_len(cfg: &Config) -> u64 {
     // in a non-empty bucket (index u32, count u64) at worst of its own.
     let items = entries.saturating_mul(4).saturating_add(1024);
     let per_table = 8u64.saturating_add(items.saturating_mul(4 + 8 + 8));
-    let tables = band_tables(cfg.window.minhash_bands, true) as u64;
+    let tables = max_band_tables(cfg.window.minhash_bands) as u64;
     let bands = (4 + 8 + 8u64).saturating_add(tables.saturating_mul(per_table));
     // One generation's filter is sized for at most `bloom_items` items
     // (ExactSet divides them among generations); 64 bytes cover the

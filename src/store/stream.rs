@@ -484,21 +484,30 @@ pub fn open(key: &[u8; 32], mut sealed: Vec<u8>) -> Vec<u8> {
         return Vec::new();
     };
     let (entry, t) = sealed.split_at(at);
-    let want = tag(key, entry);
-    let diff = t.iter().zip(want).fold(0u8, |d, (a, b)| d | (a ^ b));
-    if diff != 0 {
+    if !same(t, &tag(key, entry)) {
         return Vec::new();
     }
     sealed.truncate(at);
     sealed
 }
 
+/// Whether `a` and `b` are the same bytes, compared without an early exit
+/// (a tag's bytes are not told one at a time by how long a test takes).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// The hex of the tag of `msg` under `key`: a sealed value in a Redis
+/// string.
+fn hex_tag(key: &[u8; 32], msg: &str) -> String {
+    crate::engine::simhash::hex(&tag(key, msg.as_bytes()))
+}
+
 /// A domain allowance's value in the site's hash: `until`, a dot and the
 /// hex of its tag over the domain and `until` ([`tag`]), so that a value
 /// written without the site's key is not read.
 fn sealed_until(key: &[u8; 32], domain: &str, until: u64) -> String {
-    let t = tag(key, format!("domain\0{domain}\0{until}").as_bytes());
-    let hex: String = t.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex_tag(key, &format!("domain\0{domain}\0{until}"));
     format!("{until}.{hex}")
 }
 
@@ -506,12 +515,11 @@ fn sealed_until(key: &[u8; 32], domain: &str, until: u64) -> String {
 /// `domain` when its tag is right ([`sealed_until`]).
 fn opened_until(key: &[u8; 32], domain: &str, value: &str) -> Option<u64> {
     let until: u64 = value.split_once('.')?.0.parse().ok()?;
-    let want = sealed_until(key, domain, until);
-    let diff = want
-        .bytes()
-        .zip(value.bytes())
-        .fold(u8::from(want.len() != value.len()), |d, (a, b)| d | (a ^ b));
-    (diff == 0).then_some(until)
+    same(
+        sealed_until(key, domain, until).as_bytes(),
+        value.as_bytes(),
+    )
+    .then_some(until)
 }
 
 /// Entries of an `XRANGE` reply, in order: (id, the entry's bytes, its
@@ -1149,10 +1157,7 @@ impl LogStore {
     pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
         let mut conn = self.pool.take()?;
         let key = format!("{}:alerted:{id}", self.pool.key_base());
-        let claim: String = tag(&self.log_key, format!("alert\0{id}").as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let claim = hex_tag(&self.log_key, &format!("alert\0{id}"));
         let set: Option<String> = redis::cmd("SET")
             .arg(&key)
             .arg(&claim)
@@ -1168,11 +1173,7 @@ impl LogStore {
                     .arg(&key)
                     .query(conn.like())
                     .map_err(|e| err("alert claim", e))?;
-                // (Compared without an early exit, as tags are.)
-                held.is_none_or(|h| {
-                    h.len() != claim.len()
-                        || h.iter().zip(claim.bytes()).fold(0, |d, (a, b)| d | (a ^ b)) != 0
-                })
+                held.is_none_or(|h| !same(&h, claim.as_bytes()))
             }
         };
         self.pool.give_back(conn);
@@ -1611,40 +1612,42 @@ mod tests {
         assert_eq!(decode(&encode(&none, UnixSecs(1))).unwrap().0, none);
     }
 
+    /// A time of the tests' entries (Unix seconds).
+    const T: u64 = 1_700_000_000;
+
+    /// The stream id Redis gives an entry appended at `secs`.
+    fn stream_id_at(secs: u64) -> StreamId {
+        StreamId(secs * 1000, 0)
+    }
+
+    /// A replica that applied [`obs`] at `t`, and the id of its campaign.
+    fn replica_of_one_campaign(t: u64) -> (Replica, CampaignId) {
+        let mut a = Replica::new(&Config::default());
+        a.apply(vec![(stream_id_at(t), encode(&obs(), UnixSecs(t)))]);
+        let id = a.engine.campaigns().next().unwrap().id;
+        (a, id)
+    }
+
     /// A copy of an old sealed correction written after a later one for
     /// the same campaign (an `allow` put back after its withdrawal) is not
     /// applied; corrections in their order are.
     #[test]
     fn a_correction_older_than_the_last_one_applied_is_skipped() {
-        let cfg = Config::default();
-        let t = 1_700_000_000u64;
-        let mut a = Replica::new(&cfg);
-        let ms = |s: u64| StreamId(s * 1000, 0);
-        a.apply(vec![(ms(t), encode(&obs(), UnixSecs(t)))]);
-        let id = a.engine.campaigns().next().unwrap().id;
-        let allow = encode_correction(
-            Correction::Allow {
-                id,
-                until: u64::MAX >> 30,
-            },
-            UnixSecs(t + 1),
+        let (mut a, id) = replica_of_one_campaign(T);
+        let allow = |until, at| encode_correction(Correction::Allow { id, until }, UnixSecs(at));
+        let forever = u64::MAX >> 30;
+        let mut apply = |entry: Vec<u8>, at: u64| {
+            let skipped = a.apply(vec![(stream_id_at(at), entry)]);
+            (skipped, a.engine.allowances().count())
+        };
+        assert_eq!(apply(allow(forever, T + 1), T + 1), (0, 1));
+        assert_eq!(apply(allow(0, T + 2), T + 2), (0, 0), "withdrawn");
+        assert_eq!(
+            apply(allow(forever, T + 1), T + 3),
+            (1, 0),
+            "the copy skipped"
         );
-        let withdraw = encode_correction(Correction::Allow { id, until: 0 }, UnixSecs(t + 2));
-        assert_eq!(a.apply(vec![(ms(t + 1), allow.clone())]), 0);
-        assert_eq!(a.engine.allowances().count(), 1);
-        assert_eq!(a.apply(vec![(ms(t + 2), withdraw)]), 0);
-        assert_eq!(a.engine.allowances().count(), 0);
-        assert_eq!(a.apply(vec![(ms(t + 3), allow)]), 1, "the copy skipped");
-        assert_eq!(a.engine.allowances().count(), 0);
-        let again = encode_correction(
-            Correction::Allow {
-                id,
-                until: u64::MAX >> 30,
-            },
-            UnixSecs(t + 4),
-        );
-        assert_eq!(a.apply(vec![(ms(t + 4), again)]), 0);
-        assert_eq!(a.engine.allowances().count(), 1);
+        assert_eq!(apply(allow(forever, T + 4), T + 4), (0, 1), "a new allow");
     }
 
     /// A correction in force is stated again once its last entry is half a
@@ -1654,11 +1657,8 @@ mod tests {
     #[test]
     fn corrections_in_force_are_renewed_before_the_log_loses_them() {
         let cfg = Config::default();
-        let t = 1_700_000_000u64;
-        let mut a = Replica::new(&cfg);
-        let ms = |s: u64| StreamId(s * 1000, 0);
-        a.apply(vec![(ms(t), encode(&obs(), UnixSecs(t)))]);
-        let id = a.engine.campaigns().next().unwrap().id;
+        let (t, ms) = (T, stream_id_at);
+        let (mut a, id) = replica_of_one_campaign(t);
         let mut other = obs();
         other.exact = [9; 32];
         other.simhash = !other.simhash;

@@ -23,7 +23,7 @@ pub mod tables;
 pub mod window;
 
 use crate::engine::minhash::{mix, probe_keys, sketch_diff};
-use crate::engine::shingle::MAX_SENTENCE_KEYS;
+use crate::engine::shingle::{MAX_SENTENCE_KEYS, SENTENCE_ANCHORS};
 use crate::engine::simhash::hamming;
 use tables::{Bands, Tables};
 use window::{Entry, Owner, Window};
@@ -45,11 +45,12 @@ pub const MAX_MATCHES: usize = 256;
 /// as at 1. (With one band table no entry qualifies.)
 pub const MIN_PROBED_BANDS: u32 = 2;
 
-/// The band tables an index of `bands` MinHash bands keeps, its anchor
-/// table included when `containment` is on (see
-/// [`NearIndex::with_containment`]): what a snapshot may hold.
-pub fn band_tables(bands: usize, containment: bool) -> usize {
-    bands + usize::from(containment && bands > 0)
+/// The most band tables an index of `bands` MinHash bands keeps: its
+/// anchor table included (see [`NearIndex::with_containment`]), whether
+/// the containment rule is on or not, since a snapshot saved with it is
+/// read without it ([`NearIndex::restore_parts`]).
+pub fn max_band_tables(bands: usize) -> usize {
+    bands + usize::from(bands > 0)
 }
 
 /// Bits of a text's first anchor in its anchor item's check bits (the
@@ -438,7 +439,12 @@ impl NearIndex {
             }
         }
         let probed_end = scans.len();
-        let lookups = anchor_lookups(q.sentences);
+        // A message of fewer keys than a text has anchors holds no text's
+        // anchors: no lookups (most short mail).
+        let mut lookups = anchor_lookups(q.sentences);
+        if lookups.len() < SENTENCE_ANCHORS {
+            lookups.clear();
+        }
         let pairs = self.anchor_table.map_or_else(Vec::new, |t| {
             lookups
                 .iter()
