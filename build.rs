@@ -1,6 +1,6 @@
 //! Finds what some integration tests need from the machine (Postfix and
-//! root, redis-server, miltertest, spamassassin, systemd-analyze, the
-//! real-mail corpus) and sets a `cfg` for each that is there. A test whose need is missing is
+//! root, redis-server, miltertest, spamassassin, systemd-analyze,
+//! Tesseract and a font, the real-mail corpus) and sets a `cfg` for each that is there. A test whose need is missing is
 //! compiled as ignored, with the reason, so `cargo test` lists it as
 //! `ignored, needs ...` instead of passing it unseen.
 //!
@@ -39,6 +39,19 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "bulkwatch_spamassassin",
         &["/usr/bin/spamassassin", "/usr/local/bin/spamassassin"],
         "apt-get install spamassassin",
+    ),
+    (
+        "bulkwatch_tesseract",
+        &[
+            "/usr/share/tesseract-ocr/5/tessdata/eng.traineddata",
+            "/usr/share/tesseract-ocr/4.00/tessdata/eng.traineddata",
+        ],
+        "apt-get install libtesseract5 tesseract-ocr-eng",
+    ),
+    (
+        "bulkwatch_dejavu",
+        &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"],
+        "apt-get install fonts-dejavu-core",
     ),
     (
         "bulkwatch_systemd_analyze",

@@ -10,7 +10,10 @@ fn main() -> ExitCode {
     if matches!(cli.command, bulkwatch::cli::Command::Worker) {
         return bulkwatch::worker::child::run();
     }
-    match bulkwatch::cli::run(cli) {
+    let outcome = bulkwatch::cli::run(cli);
+    // Tesseract, when this process read pictures of text itself.
+    bulkwatch_read::ocr::stop();
+    match outcome {
         Ok(bulkwatch::cli::Exit::Ok) => ExitCode::SUCCESS,
         Ok(bulkwatch::cli::Exit::BulkFound) => ExitCode::from(1),
         Err(e) => {

@@ -113,6 +113,8 @@ fn reading_settings() -> ReadConfig {
         scan: ScanConfig {
             max_scan_bytes: 256 * 1024,
             max_parse_bytes: 8 * 1024 * 1024,
+            // The pinned readings do not depend on what is installed.
+            ocr: None,
         },
         normalize: NormalizeConfig {
             stop_words: true,

@@ -563,3 +563,54 @@ fn a_pdf_campaign_is_one_campaign() {
     );
     assert!(rate >= MIN_RATE, "PDF campaigns {:.0}%", 100.0 * rate);
 }
+
+/// Image spam (issue 54, item 2): every copy the text drawn into a
+/// picture, at its own size, width, offset and colours, with speckles,
+/// under a one-line body. Tesseract reads the text
+/// (`bulkwatch_read::ocr`), which is compared as a body's: one campaign
+/// per text. And the other direction: the pictures of two texts are two
+/// campaigns, not one (a picture's text is not "some picture").
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[test]
+fn a_picture_of_text_campaign_is_one_campaign() {
+    let cfg = threshold5();
+    let bases = all_bases();
+    let rate = alike_rate(
+        &cfg,
+        &bases,
+        "pictures of text",
+        dress::text_picture_message,
+    );
+    let mut apart = 0;
+    let pairs: Vec<_> = bases.windows(2).collect();
+    for pair in &pairs {
+        let mut r = Replayer::new(&cfg, ReplayOptions::default());
+        for (i, base) in pair.iter().enumerate() {
+            for copy in 0..3 {
+                r.feed(
+                    "pair",
+                    i * 3 + copy + 1,
+                    &dress::text_picture_message(&base.text, copy),
+                );
+            }
+        }
+        let ids = final_ids(r);
+        if ids[0] != ids[3] {
+            apart += 1;
+        }
+    }
+    eprintln!("pictures of two texts apart: {apart}/{}", pairs.len());
+    assert!(
+        rate >= MIN_RATE,
+        "picture-of-text campaigns {:.0}%",
+        100.0 * rate
+    );
+    assert_eq!(
+        apart,
+        pairs.len(),
+        "pictures of two texts made one campaign"
+    );
+}

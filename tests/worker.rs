@@ -3,6 +3,13 @@
 //! panics or hangs costs one reading, and the next message is read; the
 //! sandbox takes files and network away.
 
+#[allow(dead_code)]
+#[path = "dressed/dress.rs"]
+mod dress;
+#[allow(dead_code)]
+#[path = "dressed/texts.rs"]
+mod texts;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -38,6 +45,34 @@ async fn a_worker_reads_as_the_engine_does() {
         assert_eq!(got, read(&m, &rcpts, &read_config(&cfg)));
     }
     assert!(pool.sandbox().contains("seccomp=on"), "{}", pool.sandbox());
+}
+
+/// Pictures of text are read in the sandboxed worker as in-process:
+/// Tesseract loads before the sandbox closes and recognizes inside it
+/// (one thread, no files).
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[tokio::test]
+async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
+    let cfg = Config::default();
+    let pool = Pool::start(program(), &cfg, 1, Hooks::default())
+        .await
+        .unwrap();
+    let rcpts = vec!["ann@example.net".to_owned()];
+    let text = texts::OWN[0].1.join("\n\n");
+    for copy in 0..2 {
+        let m = dress::text_picture_message(&text, copy);
+        let got = pool.read(&m, &rcpts, LIMIT).await.unwrap();
+        assert_eq!(got, read(&m, &rcpts, &read_config(&cfg)));
+        assert!(got.normalized.tokens > 60, "{:?}", got.normalized.text);
+    }
+    let status = pool.sandbox();
+    assert!(
+        status.contains("seccomp=on") && status.contains("ocr=on"),
+        "{status}"
+    );
 }
 
 #[tokio::test]

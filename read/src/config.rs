@@ -9,6 +9,28 @@ pub struct ScanConfig {
     pub max_scan_bytes: usize,
     /// Raw message bytes handed to the MIME parser; a longer message is cut.
     pub max_parse_bytes: usize,
+    /// Pictures of text are read with Tesseract when it is installed
+    /// (`None`: never).
+    pub ocr: Option<OcrConfig>,
+}
+
+/// Where Tesseract's language data is, and which languages it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OcrConfig {
+    /// The `tessdata` directory (`None`: the first of
+    /// [`bulkwatch_ocr::DATA_DIRS`] that holds the languages).
+    pub data: Option<std::path::PathBuf>,
+    /// Languages, as Tesseract names them (`eng`, `eng+deu`).
+    pub languages: String,
+}
+
+impl Default for OcrConfig {
+    fn default() -> OcrConfig {
+        OcrConfig {
+            data: None,
+            languages: "eng".to_owned(),
+        }
+    }
 }
 
 impl Default for ScanConfig {
@@ -16,6 +38,7 @@ impl Default for ScanConfig {
         ScanConfig {
             max_scan_bytes: 256 * 1024,
             max_parse_bytes: 8 * 1024 * 1024,
+            ocr: Some(OcrConfig::default()),
         }
     }
 }

@@ -14,6 +14,8 @@
 
 pub mod config;
 pub mod mime;
+/// Tesseract, for pictures of text (loaded at run time when installed).
+pub use bulkwatch_ocr as ocr;
 
 use mime::normalize::{normalize, Normalized};
 use mime::{extract_to, Depth, MimeOutcome};

@@ -2,6 +2,7 @@
 
 use super::section::*;
 use super::to_usize;
+use super::ConfigError;
 
 section! {
     /// Bounds on how much of a message the engine looks at.
@@ -19,6 +20,31 @@ section! {
             read |k, v| to_usize(k, v, 1024, 1 << 30),
             write to_u64,
             restart FINGERPRINTS;
+        /// Pictures of text under a short text are read with Tesseract:
+        /// "auto" (when libtesseract and the language data are installed),
+        /// "off", or the absolute path of a tessdata directory.
+        ocr: String = "auto".to_owned(),
+            file ocr: String,
+            read |k, v| if v == "auto" || v == "off" || v.starts_with('/') {
+                Ok(v)
+            } else {
+                Err(ConfigError::invalid(k, "must be \"auto\", \"off\" or an absolute path"))
+            },
+            write |s| Some(s.clone()),
+            restart WORKERS;
+        /// Languages Tesseract reads, as it names them ("eng", "eng+deu").
+        ocr_languages: String = "eng".to_owned(),
+            file ocr_languages: String,
+            read |k, v| if !v.is_empty()
+                && v.len() <= 64
+                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+')
+            {
+                Ok(v)
+            } else {
+                Err(ConfigError::invalid(k, "must be language names joined by +, like eng+deu"))
+            },
+            write |s| Some(s.clone()),
+            restart WORKERS;
     }
 }
 
@@ -77,6 +103,7 @@ mod tests {
         let c = ScanConfig::try_from(RawScan {
             max_scan_bytes: Some(1024),
             max_parse_bytes: Some(1 << 30),
+            ..RawScan::default()
         })
         .unwrap();
         assert_eq!((c.max_scan_bytes, c.max_parse_bytes), (1024, 1 << 30));

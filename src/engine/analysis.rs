@@ -60,6 +60,10 @@ pub fn read_config(cfg: &Config) -> ReadConfig {
         scan: bulkwatch_read::config::ScanConfig {
             max_scan_bytes: s.max_scan_bytes,
             max_parse_bytes: s.max_parse_bytes,
+            ocr: (s.ocr != "off").then(|| bulkwatch_read::config::OcrConfig {
+                data: (s.ocr != "auto").then(|| std::path::PathBuf::from(&s.ocr)),
+                languages: s.ocr_languages.clone(),
+            }),
         },
         normalize: bulkwatch_read::config::NormalizeConfig {
             nfkc: n.nfkc,

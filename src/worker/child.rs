@@ -46,7 +46,9 @@ thread_local! {
 
 /// The worker's `main`; see the module documentation.
 pub fn run() -> ExitCode {
-    match serve() {
+    let served = serve();
+    bulkwatch_read::ocr::stop();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(2),
     }
@@ -84,10 +86,15 @@ fn serve() -> io::Result<()> {
             .map_or(String::new(), |l| format!(" at {}:{}", l.file(), l.line()));
         PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
     }));
+    // Tesseract's library and data are files: loaded before the sandbox.
+    let ocr = match &hello.read.scan.ocr {
+        Some(o) => bulkwatch_read::ocr::start(o.data.as_deref(), &o.languages),
+        None => bulkwatch_read::ocr::Status::Off,
+    };
     warm_up(&hello.read);
     let status = sandbox::apply(&hello.read);
     let ready = Ready {
-        sandbox: status.to_string(),
+        sandbox: format!("{status} ocr={ocr}"),
     }
     .frame();
     out.write_all(&ready)?;

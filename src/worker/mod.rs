@@ -183,7 +183,10 @@ struct Worker {
     child: Child,
     stdin: ChildStdin,
     stdout: Stdout,
-    stderr: Option<ChildStderr>,
+    /// What it wrote to its standard error, read as it comes (a library
+    /// that writes there must not fill the pipe and stop the worker):
+    /// the reader's task and the last [`MAX_LAST_WORDS`] bytes.
+    stderr: Option<(tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u8>>>)>,
     uses: u32,
     /// The last request's bytes, reused.
     buf: Vec<u8>,
@@ -223,6 +226,26 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// Reads a worker's standard error until it ends, keeping the last
+/// [`MAX_LAST_WORDS`] bytes (its last words, should it die).
+fn drain(mut e: ChildStderr) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u8>>>) {
+    let last = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&last);
+    let task = tokio::spawn(async move {
+        let mut chunk = vec![0u8; 4096];
+        while let Ok(n) = e.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            let mut l = lock(&kept);
+            l.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            let extra = l.len().saturating_sub(MAX_LAST_WORDS);
+            l.drain(..extra);
+        }
+    });
+    (task, last)
+}
+
 /// Printable text of a dead worker's last words: control characters and
 /// anything past [`MAX_LAST_WORDS`] dropped.
 fn last_words(bytes: &[u8]) -> String {
@@ -241,13 +264,16 @@ impl Worker {
         let _ = self.child.start_kill();
         let status = timeout(Duration::from_secs(2), self.child.wait()).await;
         let mut words = Vec::new();
-        if let Some(mut e) = self.stderr.take() {
-            let mut chunk = vec![0u8; MAX_LAST_WORDS];
+        if let Some((mut task, last)) = self.stderr.take() {
             // The process is gone: its pipe ends at once (unless a process
             // it started holds it, which the sandbox forbids).
-            if let Ok(Ok(n)) = timeout(Duration::from_millis(200), e.read(&mut chunk)).await {
-                words.extend_from_slice(chunk.get(..n).unwrap_or_default());
+            if timeout(Duration::from_millis(200), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
             }
+            words = std::mem::take(&mut *lock(&last));
         }
         let mut cause = match status {
             Ok(Ok(s)) => describe(s),
@@ -387,6 +413,9 @@ impl Inner {
         let mut cmd = Command::new(&self.program);
         cmd.arg("worker")
             .env_clear()
+            // Tesseract's OpenMP on the worker's one thread (the sandbox
+            // allows no others): bulkwatch_ocr.
+            .env("OMP_THREAD_LIMIT", "1")
             .current_dir("/")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -404,6 +433,7 @@ impl Inner {
             return Err(Failure::Start(StartFailure::NoPipes));
         };
         let mut stdout = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+        let stderr = stderr.map(drain);
         let mut buf = Vec::new();
         let started = timeout(START_TIMEOUT, async {
             stdin.write_all(&self.hello).await?;

@@ -21,7 +21,9 @@ use crate::engine::mime::MAX_ATTACHMENTS;
 use crate::engine::party::MAX_ANSWERS;
 use crate::engine::{ReadConfig, Reading, MAX_KEPT_RCPTS};
 use crate::store::codec::{CodecError, Reader, Writer};
-use bulkwatch_read::config::{NormalizeConfig, ScanConfig};
+use std::os::unix::ffi::OsStrExt as _;
+
+use bulkwatch_read::config::{NormalizeConfig, OcrConfig, ScanConfig};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
@@ -222,6 +224,11 @@ impl Hello {
         w.u64(self.read.scan.max_scan_bytes as u64);
         w.u64(self.read.scan.max_parse_bytes as u64);
         w.u16(normalize_bits(&self.read.normalize));
+        let ocr = self.read.scan.ocr.as_ref();
+        w.u8(u8::from(ocr.is_some()));
+        let data = ocr.and_then(|o| o.data.as_ref());
+        w.bytes(data.map_or(&b""[..], |d| d.as_os_str().as_encoded_bytes()));
+        w.bytes(ocr.map_or(&b""[..], |o| o.languages.as_bytes()));
         w.bytes(&self.hooks.abort_on);
         w.bytes(&self.hooks.hang_on);
         w.bytes(&self.hooks.abort_deep_on);
@@ -241,6 +248,14 @@ impl Hello {
         let max_scan_bytes = size(r.u64()?)?;
         let max_parse_bytes = size(r.u64()?)?;
         let normalize = normalize_of(r.u16()?);
+        let ocr_on = r.u8()? != 0;
+        let data = r.bytes(4096)?;
+        let data =
+            (!data.is_empty()).then(|| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(data)));
+        let languages = std::str::from_utf8(r.bytes(256)?)
+            .map_err(|_| invalid("OCR languages not UTF-8"))?
+            .to_owned();
+        let ocr = ocr_on.then_some(OcrConfig { data, languages });
         let abort_on = r.bytes(256)?.to_vec();
         let hang_on = r.bytes(256)?.to_vec();
         let abort_deep_on = r.bytes(256)?.to_vec();
@@ -251,6 +266,7 @@ impl Hello {
                 scan: ScanConfig {
                     max_scan_bytes,
                     max_parse_bytes,
+                    ocr,
                 },
                 normalize,
             },
@@ -528,6 +544,10 @@ mod tests {
                 scan: ScanConfig {
                     max_scan_bytes: 10,
                     max_parse_bytes: 20,
+                    ocr: Some(OcrConfig {
+                        data: Some("/opt/tessdata".into()),
+                        languages: "eng+deu".into(),
+                    }),
                 },
                 normalize: NormalizeConfig {
                     stop_words: true,
@@ -593,6 +613,7 @@ mod tests {
             scan: ScanConfig {
                 max_scan_bytes: 16,
                 max_parse_bytes: 64,
+                ocr: None,
             },
             ..ReadConfig::default()
         };

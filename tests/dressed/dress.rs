@@ -1801,6 +1801,150 @@ pub fn qr_message(text: &str, copy: usize) -> Vec<u8> {
     under_cover(text, copy, "qr", cover, "image/png", "code.png", &png)
 }
 
+/// Where the suite's font is (Debian's fonts-dejavu-core).
+pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// Image spam: the text the recipient reads ([`body`], with its per-copy
+/// greeting and number) drawn into a picture, each copy at its own size
+/// (15 to 24 pixels), width, offset and colours (dark on light, or light
+/// on dark), with speckles, so that no two copies share a pixel grid or a
+/// perceptual hash; under a one-line body, as an inline picture
+/// (multipart/related) or an attachment. Needs [`FONT`].
+pub fn text_picture_message(text: &str, copy: usize) -> Vec<u8> {
+    use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
+    use image::Rgb;
+    static FONT_BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let bytes = FONT_BYTES.get_or_init(|| std::fs::read(FONT).expect("the DejaVu font"));
+    let font = FontRef::try_from_slice(bytes).expect("a font");
+    let mut r = rng(text, copy, "text_picture");
+    let size = 15.0 + r.below(10) as f32;
+    let font = font.as_scaled(PxScale::from(size));
+    let width = 520 + r.below(240) as u32;
+    let (left, top) = (6.0 + r.below(40) as f32, 6.0 + r.below(40) as f32);
+    let line_h = font.height() + font.line_gap() + r.below(6) as f32;
+    // Lines as a page would wrap them at the picture's width.
+    let mut lines: Vec<String> = Vec::new();
+    for para in body(text, copy).split("\n\n") {
+        let mut line = String::new();
+        for w in para.split_whitespace() {
+            let candidate = if line.is_empty() {
+                w.to_owned()
+            } else {
+                format!("{line} {w}")
+            };
+            let advance: f32 = candidate
+                .chars()
+                .map(|c| font.h_advance(font.glyph_id(c)))
+                .sum();
+            if advance > (width as f32 - 2.0 * left) && !line.is_empty() {
+                lines.push(std::mem::replace(&mut line, w.to_owned()));
+            } else {
+                line = candidate;
+            }
+        }
+        lines.push(line);
+        lines.push(String::new());
+    }
+    let height = (top * 2.0 + line_h * lines.len() as f32) as u32;
+    let light = |r: &mut Rng| 200 + r.below(56) as u8;
+    let dark = |r: &mut Rng| r.below(90) as u8;
+    let inverted = r.below(4) == 0;
+    let (ground, ink) = if inverted {
+        (
+            [dark(&mut r), dark(&mut r), dark(&mut r)],
+            [light(&mut r), light(&mut r), light(&mut r)],
+        )
+    } else {
+        (
+            [light(&mut r), light(&mut r), light(&mut r)],
+            [dark(&mut r), dark(&mut r), dark(&mut r)],
+        )
+    };
+    let mut img = image::RgbImage::from_pixel(width, height.max(16), Rgb(ground));
+    for (i, line) in lines.iter().enumerate() {
+        let mut x = left;
+        let baseline = top + font.ascent() + line_h * i as f32;
+        for c in line.chars() {
+            let id = font.glyph_id(c);
+            let glyph =
+                id.with_scale_and_position(PxScale::from(size), ab_glyph::point(x, baseline));
+            x += font.h_advance(id);
+            let Some(outline) = font.outline_glyph(glyph) else {
+                continue;
+            };
+            let b = outline.px_bounds();
+            outline.draw(|gx, gy, cover| {
+                let (px, py) = (
+                    b.min.x as i64 + i64::from(gx),
+                    b.min.y as i64 + i64::from(gy),
+                );
+                let Some(p) = img.get_pixel_mut_checked(px as u32, py as u32) else {
+                    return;
+                };
+                for k in 0..3 {
+                    let v = f32::from(ground[k]) * (1.0 - cover) + f32::from(ink[k]) * cover;
+                    p.0[k] = v.round() as u8;
+                }
+            });
+        }
+    }
+    // Speckles: about one pixel in 400 of a random colour.
+    for _ in 0..(width * height / 400) {
+        let (x, y) = (
+            r.below(width as usize) as u32,
+            r.below(height as usize) as u32,
+        );
+        let c = r.next_u64().to_le_bytes();
+        if let Some(p) = img.get_pixel_mut_checked(x, y) {
+            *p = Rgb([c[0], c[1], c[2]]);
+        }
+    }
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("encodes");
+    let cover = *rng(text, 0, "text_picture_cover").pick(&[
+        "Please see the picture below.",
+        "If you cannot see this offer, turn on pictures.",
+        "Details inside.",
+    ]);
+    if r.below(2) == 0 {
+        return under_cover(
+            text,
+            copy,
+            "text_picture",
+            cover,
+            "image/png",
+            &format!("offer{copy}.png"),
+            &png,
+        );
+    }
+    // Inline, as a page shows it.
+    let bd = boundary(text, copy, "related");
+    let cid = format!("img{}@{}", tracking(text, copy), host(text));
+    let parts = [
+        (
+            "Content-Type: text/html; charset=utf-8".to_owned(),
+            format!("<html><body><p>{cover}</p><img src=\"cid:{cid}\"></body></html>\n"),
+        ),
+        (
+            format!(
+                "Content-Type: image/png\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-ID: <{cid}>\n\
+                 Content-Disposition: inline"
+            ),
+            b64_lines(&png),
+        ),
+    ];
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/related; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
 // --------------------------------------------------------------- documents
 
 /// The paragraphs of what the recipient reads ([`body`]), each a list of

@@ -210,8 +210,17 @@ pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
         .and_then(|a| a.address.as_deref())
         .and_then(|a| a.rsplit_once('@'))
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
+    let deep = depth == Depth::Deep;
+    // Tesseract is loaded by the first deep reading that asks for it (a
+    // worker's, before its sandbox: `bulkwatch_ocr::start`).
+    let ocr = deep
+        && scan.ocr.as_ref().is_some_and(|o| {
+            bulkwatch_ocr::start(o.data.as_deref(), &o.languages);
+            bulkwatch_ocr::available()
+        });
     let mut spend = Spend {
-        deep: depth == Depth::Deep,
+        deep,
+        pictures: picture::Budget::new(ocr),
         ..Spend::default()
     };
     collect(&message, scan.max_scan_bytes, &mut body, &mut spend, 0);
@@ -473,15 +482,21 @@ fn add_attachment(
             let (hash, picture) = if spend.deep {
                 // The QR codes of pictures under a short text: a
                 // QR-code phishing message's link.
-                let (hash, picture, codes) =
+                let (hash, picture, read) =
                     attachment_hash(part, b, &mut spend.pictures, short_text);
-                if codes.is_empty() {
+                if let Some(text) = read.text {
+                    // A picture of text (image spam) is its text: it is
+                    // compared as the body is.
+                    new_paragraph(body);
+                    push_plain(&text, limit, body);
+                }
+                if read.codes.is_empty() {
                     (hash, picture)
                 } else {
                     // A QR code is compared by what it says, not by
                     // its pixels (each copy draws its own link).
-                    let anchor = code_anchor(&codes);
-                    add_codes(codes, limit, body);
+                    let anchor = code_anchor(&read.codes);
+                    add_codes(read.codes, limit, body);
                     (anchor, None)
                 }
             } else {
@@ -740,17 +755,18 @@ fn plain_or_html(part: &MessagePart<'_>) -> bool {
 /// What an attachment is compared by exactly: a hash of a picture's
 /// perceptual hash ([`picture`]) when it has one, or else
 /// [`attachment_sha256`]; and the perceptual hash.
-/// With `codes`, also the QR codes of a picture ([`picture::read`]).
+/// With `short`, also the QR codes or the text of a picture
+/// ([`picture::read`]).
 fn attachment_hash(
     part: &MessagePart<'_>,
     bytes: &[u8],
     pictures: &mut picture::Budget,
-    codes: bool,
-) -> ([u8; 32], Option<u64>, Vec<String>) {
-    let read = picture::read(bytes, pictures, codes);
+    short: bool,
+) -> ([u8; 32], Option<u64>, picture::Read) {
+    let read = picture::read(bytes, pictures, short);
     match read.hash {
-        Some(h) => (picture_anchor(h), Some(h), read.codes),
-        None => (attachment_sha256(part, bytes), None, read.codes),
+        Some(h) => (picture_anchor(h), Some(h), read),
+        None => (attachment_sha256(part, bytes), None, read),
     }
 }
 

@@ -80,16 +80,30 @@ pub struct Budget {
     pixels: u64,
     /// Searches for QR codes still to make ([`MAX_CODE_SEARCHES`]).
     code_searches: usize,
+    /// Pictures and pixels whose text may still be read
+    /// ([`bulkwatch_ocr::MAX_PICTURES`], [`bulkwatch_ocr::MAX_PIXELS`]).
+    ocr_pictures: usize,
+    ocr_pixels: u64,
     /// A picture was refused for want of pixels, or not searched for QR
     /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
 }
 
 impl Default for Budget {
+    /// A message's budget, without reading pictures' text.
     fn default() -> Budget {
+        Budget::new(false)
+    }
+}
+
+impl Budget {
+    /// A message's budget; with `ocr`, pictures' text is read too.
+    pub fn new(ocr: bool) -> Budget {
         Budget {
             pixels: MAX_MESSAGE_PIXELS,
             code_searches: MAX_CODE_SEARCHES,
+            ocr_pictures: if ocr { bulkwatch_ocr::MAX_PICTURES } else { 0 },
+            ocr_pixels: bulkwatch_ocr::MAX_PIXELS,
             spent: false,
         }
     }
@@ -103,6 +117,9 @@ pub struct Read {
     /// The content of the QR codes in it (when asked for): a QR-code
     /// phishing message's link.
     pub codes: Vec<String>,
+    /// The text drawn in it (when asked for, and Tesseract is loaded:
+    /// [`super::ocr`]): image spam's text.
+    pub text: Option<String>,
 }
 
 /// Whether `bytes` are a picture this module reads (by their first
@@ -138,23 +155,76 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
 }
 
 /// The difference hash of the picture in `bytes` ([`hash`]) and, when
-/// `codes` and the message's budget has pictures left for it
-/// ([`MAX_CODE_SEARCHES`]), the QR codes in it.
-pub fn read(bytes: &[u8], budget: &mut Budget, codes: bool) -> Read {
+/// `short` (the message's own text is short) and the message's budget has
+/// pictures left for it, the QR codes in it ([`MAX_CODE_SEARCHES`]) or,
+/// when it holds none, its text ([`super::ocr`]).
+pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     let Some(grey) = decode(bytes, budget) else {
         return Read::default();
     };
-    let codes = if codes && budget.code_searches > 0 {
+    let codes = if short && budget.code_searches > 0 {
         let codes = qr_codes(&grey, &mut budget.code_searches);
         budget.spent |= codes.is_none();
         codes.unwrap_or_default()
     } else {
         Vec::new()
     };
+    let text = if short && codes.is_empty() {
+        picture_text(&grey, budget)
+    } else {
+        None
+    };
     Read {
         hash: dhash(&grey),
         codes,
+        text,
     }
+}
+
+/// The text of `grey` ([`bulkwatch_ocr::text`]) within the message's budget:
+/// a picture larger than the pixels left is read scaled down to them,
+/// and not at all when that would halve it (its text would be too small
+/// to read: the message was read partly).
+fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
+    if budget.ocr_pictures == 0 || !bulkwatch_ocr::available() {
+        return None;
+    }
+    let (w, h) = grey.dimensions();
+    let pixels = u64::from(w) * u64::from(h);
+    let scaled = if pixels > budget.ocr_pixels {
+        let f = (budget.ocr_pixels as f64 / pixels as f64).sqrt();
+        if f < 0.5 {
+            budget.spent = true;
+            return None;
+        }
+        let (sw, sh) = (
+            ((f64::from(w) * f) as u32).max(1),
+            ((f64::from(h) * f) as u32).max(1),
+        );
+        Some(image::imageops::resize(
+            grey,
+            sw,
+            sh,
+            image::imageops::FilterType::Triangle,
+        ))
+    } else {
+        None
+    };
+    let mut grey = scaled.map_or_else(|| grey.clone(), |s| s);
+    // Light text on a dark ground, as dark on light (Tesseract reads
+    // that; it is told not to try each line both ways).
+    let dark = grey.pixels().filter(|p| p.0[0] < 128).count();
+    if dark * 2 > grey.as_raw().len() {
+        image::imageops::invert(&mut grey);
+    }
+    let (w, h) = grey.dimensions();
+    budget.ocr_pictures -= 1;
+    budget.ocr_pixels = budget
+        .ocr_pixels
+        .saturating_sub(u64::from(w) * u64::from(h));
+    let read = bulkwatch_ocr::read(grey.as_raw(), w, h);
+    budget.spent |= read.stopped;
+    read.text
 }
 
 /// The picture in `bytes` in grey, within the bounds (see the module

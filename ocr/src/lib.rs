@@ -1,0 +1,347 @@
+//! The text of pictures of text (image spam: a campaign's text drawn into
+//! a picture, each copy with its own offset, size, colours and speckles,
+//! which defeat a perceptual hash), read by Tesseract.
+//!
+//! Tesseract is not linked: its library (Debian's `libtesseract5`, with
+//! the language data of `tesseract-ocr-eng`) is loaded when a process
+//! starts reading, by [`start`], and only if it is installed. A worker does
+//! it before its sandbox closes (the library and its data are files); the
+//! recognition that follows opens nothing. Without the library every
+//! picture is read as before (its perceptual hash and QR codes) and the
+//! start-up log says why. This keeps the build free of a C++ tool chain
+//! and the package free of a hard dependency (it recommends the two
+//! packages).
+//!
+//! **Bounds.** Only pictures under a short text are read
+//! (`bulkwatch_read`'s picture budget): at most [`MAX_PICTURES`] pictures and
+//! [`MAX_PIXELS`] pixels a message, a larger picture scaled down to them
+//! first; recognition on one thread in a worker (`OMP_THREAD_LIMIT=1` in
+//! its environment) and stopped by Tesseract's own monitor after
+//! [`DEADLINE_MS`] (a backstop for pictures built to be slow, under the
+//! daemon's `engine_timeout_ms`: a picture of 200 words takes a third of
+//! it); text read with a mean confidence under
+//! [`MIN_CONFIDENCE`] (a photograph, noise) is dropped.
+//!
+//! What a sender gains by triggering it: a picture's text is compared like
+//! a body's text, as an attached document's is; its cost per message is
+//! bounded as above.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// Pictures of one message read.
+pub const MAX_PICTURES: usize = 2;
+/// Pixels one message may have read, in all.
+pub const MAX_PIXELS: u64 = 1_500_000;
+/// Longest one recognition may run (Tesseract's monitor), in milliseconds.
+pub const DEADLINE_MS: c_int = 1500;
+/// Least mean confidence (0–100) of a picture's text kept.
+pub const MIN_CONFIDENCE: c_int = 60;
+/// Longest text kept from one picture, in bytes.
+const MAX_TEXT: usize = 16 * 1024;
+
+/// Where the language data is looked for when none is named: Debian's
+/// Tesseract 5 and 4, and the usual places of a build from source.
+pub const DATA_DIRS: &[&str] = &[
+    "/usr/share/tesseract-ocr/5/tessdata",
+    "/usr/share/tesseract-ocr/4.00/tessdata",
+    "/usr/share/tessdata",
+    "/usr/local/share/tessdata",
+];
+/// The library's names, newest first.
+const LIBRARIES: &[&str] = &["libtesseract.so.5", "libtesseract.so.4", "libtesseract.so"];
+
+type Create = unsafe extern "C" fn() -> *mut c_void;
+type Init3 = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
+type SetVariable = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
+type SetPageSegMode = unsafe extern "C" fn(*mut c_void, c_int);
+type SetImage = unsafe extern "C" fn(*mut c_void, *const u8, c_int, c_int, c_int, c_int);
+type Recognize = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+type GetUtf8Text = unsafe extern "C" fn(*mut c_void) -> *mut c_char;
+type MeanTextConf = unsafe extern "C" fn(*mut c_void) -> c_int;
+type Clear = unsafe extern "C" fn(*mut c_void);
+type DeleteText = unsafe extern "C" fn(*mut c_char);
+type MonitorCreate = unsafe extern "C" fn() -> *mut c_void;
+type MonitorDelete = unsafe extern "C" fn(*mut c_void);
+type MonitorSetDeadline = unsafe extern "C" fn(*mut c_void, c_int);
+type Delete = unsafe extern "C" fn(*mut c_void);
+type Version = unsafe extern "C" fn() -> *const c_char;
+
+/// The entry points of Tesseract's C API used here.
+struct Api {
+    set_image: SetImage,
+    recognize: Recognize,
+    get_utf8_text: GetUtf8Text,
+    mean_text_conf: MeanTextConf,
+    clear: Clear,
+    delete_text: DeleteText,
+    monitor_create: MonitorCreate,
+    monitor_delete: MonitorDelete,
+    monitor_set_deadline: MonitorSetDeadline,
+    delete: Delete,
+}
+
+/// A loaded, initialized Tesseract (one instance, used under a lock).
+struct Engine {
+    api: Api,
+    handle: *mut c_void,
+    /// Keeps the functions above mapped.
+    _library: libloading::Library,
+}
+
+// The handle is used only under ENGINE's lock, by one thread at a time,
+// which Tesseract allows.
+unsafe impl Send for Engine {}
+
+static ENGINE: OnceLock<Mutex<Option<Engine>>> = OnceLock::new();
+
+fn engine() -> Option<std::sync::MutexGuard<'static, Option<Engine>>> {
+    ENGINE
+        .get()
+        .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// What [`start`] found, for the start-up log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Reading pictures of text: Tesseract's version and the data used.
+    On { version: String, data: PathBuf },
+    /// Turned off by the settings.
+    Off,
+    /// Not available, and why.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::On { version, data } => {
+                write!(f, "on (tesseract {version}, {})", data.display())
+            }
+            Status::Off => write!(f, "off"),
+            Status::Unavailable(why) => write!(f, "unavailable ({why})"),
+        }
+    }
+}
+
+/// The language data directory to use: `data` when it is given, else the
+/// first of [`DATA_DIRS`] that holds each of `languages` (`eng+deu`).
+pub fn data_dir(data: Option<&Path>, languages: &str) -> Result<PathBuf, String> {
+    let holds = |dir: &Path| {
+        languages
+            .split('+')
+            .all(|l| dir.join(format!("{l}.traineddata")).is_file())
+    };
+    match data {
+        Some(d) if holds(d) => Ok(d.to_owned()),
+        Some(d) => Err(format!(
+            "{} does not hold {languages}.traineddata",
+            d.display()
+        )),
+        None => DATA_DIRS
+            .iter()
+            .map(Path::new)
+            .find(|d| holds(d))
+            .map(Path::to_owned)
+            .ok_or_else(|| format!("no {languages} language data (apt install tesseract-ocr-eng)")),
+    }
+}
+
+/// Loads Tesseract with `languages` from `data` (see [`data_dir`]) for
+/// this process, once: later calls say what the first did. A sandboxed
+/// process calls it before its sandbox closes, with `OMP_THREAD_LIMIT=1`
+/// in its environment (Debian's library runs OpenMP threads, which a
+/// system call filter may forbid).
+pub fn start(data: Option<&Path>, languages: &str) -> Status {
+    static STARTED: OnceLock<Status> = OnceLock::new();
+    STARTED
+        .get_or_init(|| match load(data, languages) {
+            Ok((engine, status)) => {
+                let _ = ENGINE.set(Mutex::new(Some(engine)));
+                status
+            }
+            Err(why) => Status::Unavailable(why),
+        })
+        .clone()
+}
+
+/// Whether pictures of text are read in this process.
+pub fn available() -> bool {
+    engine().is_some_and(|e| e.is_some())
+}
+
+/// Ends Tesseract in this process, before it exits (else the library's
+/// own clean-up at exit warns of the models still held); pictures are
+/// not read after it.
+pub fn stop() {
+    if let Some(mut e) = engine() {
+        if let Some(e) = e.take() {
+            // SAFETY: the handle came from TessBaseAPICreate and is not
+            // used after this.
+            unsafe { (e.api.delete)(e.handle) };
+        }
+    }
+}
+
+fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String> {
+    let dir = data_dir(data, languages)?;
+    // One thread (Debian's library runs OpenMP, whose idle threads spin):
+    // a worker has it in its environment already; an unsandboxed reader
+    // (a replay, a test) gets it here, before the library loads libgomp.
+    if std::env::var_os("OMP_THREAD_LIMIT").is_none() {
+        std::env::set_var("OMP_THREAD_LIMIT", "1");
+    }
+    if languages.is_empty()
+        || !languages
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+')
+    {
+        return Err(format!("bad language list {languages:?}"));
+    }
+    let mut last = String::new();
+    let library = LIBRARIES
+        .iter()
+        // SAFETY: Tesseract's initializers have no preconditions.
+        .find_map(|name| match unsafe { libloading::Library::new(name) } {
+            Ok(l) => Some(l),
+            Err(e) => {
+                last = e.to_string();
+                None
+            }
+        })
+        .ok_or_else(|| format!("libtesseract not found (apt install libtesseract5): {last}"))?;
+    // SAFETY: each symbol has the type of its declaration in Tesseract's
+    // capi.h (versions 4 and 5).
+    unsafe {
+        let sym = |name: &str| -> Result<*mut c_void, String> {
+            library
+                .get::<*mut c_void>(name.as_bytes())
+                .map(|s| *s)
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        macro_rules! f {
+            ($name:literal, $t:ty) => {
+                std::mem::transmute::<*mut c_void, $t>(sym($name)?)
+            };
+        }
+        let version = f!("TessVersion", Version);
+        let create = f!("TessBaseAPICreate", Create);
+        let init3 = f!("TessBaseAPIInit3", Init3);
+        let set_variable = f!("TessBaseAPISetVariable", SetVariable);
+        let set_psm = f!("TessBaseAPISetPageSegMode", SetPageSegMode);
+        let api = Api {
+            set_image: f!("TessBaseAPISetImage", SetImage),
+            recognize: f!("TessBaseAPIRecognize", Recognize),
+            get_utf8_text: f!("TessBaseAPIGetUTF8Text", GetUtf8Text),
+            mean_text_conf: f!("TessBaseAPIMeanTextConf", MeanTextConf),
+            clear: f!("TessBaseAPIClear", Clear),
+            delete_text: f!("TessDeleteText", DeleteText),
+            monitor_create: f!("TessMonitorCreate", MonitorCreate),
+            monitor_delete: f!("TessMonitorDelete", MonitorDelete),
+            monitor_set_deadline: f!("TessMonitorSetDeadlineMSecs", MonitorSetDeadline),
+            delete: f!("TessBaseAPIDelete", Delete),
+        };
+        let v = version();
+        let version = if v.is_null() {
+            String::from("?")
+        } else {
+            CStr::from_ptr(v).to_string_lossy().into_owned()
+        };
+        let handle = create();
+        if handle.is_null() {
+            return Err("TessBaseAPICreate failed".into());
+        }
+        let path = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+        let langs = CString::new(languages).map_err(|e| e.to_string())?;
+        if init3(handle, path.as_ptr(), langs.as_ptr()) != 0 {
+            return Err(format!(
+                "{} could not be loaded from {}",
+                languages,
+                dir.display()
+            ));
+        }
+        // A resolution, so that it is not estimated (and written to
+        // standard error) for every picture.
+        let _ = set_variable(handle, c"user_defined_dpi".as_ptr(), c"150".as_ptr());
+        // Not each doubtful line again inverted (two fifths of the time
+        // of a page of text): light text on a dark ground is inverted by
+        // the caller, once a picture.
+        let _ = set_variable(handle, c"tessedit_do_invert".as_ptr(), c"0".as_ptr());
+        // Its notes ("Detected 9 diacritics") not on standard error where
+        // the file can be opened (a worker's sandbox forbids it; the
+        // daemon drains a worker's standard error).
+        let _ = set_variable(handle, c"debug_file".as_ptr(), c"/dev/null".as_ptr());
+        set_psm(handle, 3); // PSM_AUTO: pages of blocks, no orientation.
+        let engine = Engine {
+            api,
+            handle,
+            _library: library,
+        };
+        Ok((engine, Status::On { version, data: dir }))
+    }
+}
+
+/// What Tesseract read in a picture.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The text, when it is sure enough of it ([`MIN_CONFIDENCE`]).
+    pub text: Option<String>,
+    /// Recognition was stopped at [`DEADLINE_MS`] (nothing is kept).
+    pub stopped: bool,
+}
+
+/// What Tesseract reads in the grey picture of `w` × `h` pixels
+/// (`pixels`, a row after another), dark text on a light ground; nothing
+/// without Tesseract. The caller bounds the picture's size
+/// ([`MAX_PIXELS`]).
+pub fn read(pixels: &[u8], w: u32, h: u32) -> Read {
+    let Some(guard) = engine() else {
+        return Read::default();
+    };
+    let Some(engine) = guard.as_ref() else {
+        return Read::default();
+    };
+    let (Ok(wi), Ok(hi)) = (c_int::try_from(w), c_int::try_from(h)) else {
+        return Read::default();
+    };
+    if u64::from(w) * u64::from(h) != pixels.len() as u64 || w < 8 || h < 8 {
+        return Read::default();
+    }
+    let a = &engine.api;
+    // SAFETY: `pixels` holds w × h bytes and outlives the recognition
+    // (Clear below releases Tesseract's reference to it); the text
+    // returned is freed with TessDeleteText.
+    unsafe {
+        (a.set_image)(engine.handle, pixels.as_ptr(), wi, hi, 1, wi);
+        let monitor = (a.monitor_create)();
+        if !monitor.is_null() {
+            (a.monitor_set_deadline)(monitor, DEADLINE_MS);
+        }
+        let ok = (a.recognize)(engine.handle, monitor) == 0;
+        let conf = (a.mean_text_conf)(engine.handle);
+        let raw = if ok {
+            (a.get_utf8_text)(engine.handle)
+        } else {
+            std::ptr::null_mut()
+        };
+        let text = (!raw.is_null()).then(|| {
+            let bytes = CStr::from_ptr(raw).to_bytes();
+            let kept = bytes.get(..bytes.len().min(MAX_TEXT)).unwrap_or(bytes);
+            String::from_utf8_lossy(kept).into_owned()
+        });
+        if !raw.is_null() {
+            (a.delete_text)(raw);
+        }
+        (a.clear)(engine.handle);
+        if !monitor.is_null() {
+            (a.monitor_delete)(monitor);
+        }
+        Read {
+            text: text.filter(|t| conf >= MIN_CONFIDENCE && !t.trim().is_empty()),
+            stopped: !ok,
+        }
+    }
+}
