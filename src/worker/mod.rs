@@ -186,7 +186,7 @@ struct Worker {
     /// What it wrote to its standard error, read as it comes (a library
     /// that writes there must not fill the pipe and stop the worker):
     /// the reader's task and the last [`MAX_LAST_WORDS`] bytes.
-    stderr: Option<(tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u8>>>)>,
+    stderr: Option<Drain>,
     uses: u32,
     /// The last request's bytes, reused.
     buf: Vec<u8>,
@@ -226,9 +226,12 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// A worker's standard error being read: the task, and what it kept.
+type Drain = (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u8>>>);
+
 /// Reads a worker's standard error until it ends, keeping the last
 /// [`MAX_LAST_WORDS`] bytes (its last words, should it die).
-fn drain(mut e: ChildStderr) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u8>>>) {
+fn drain(mut e: ChildStderr) -> Drain {
     let last = Arc::new(Mutex::new(Vec::new()));
     let kept = Arc::clone(&last);
     let task = tokio::spawn(async move {

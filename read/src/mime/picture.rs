@@ -118,7 +118,7 @@ pub struct Read {
     /// phishing message's link.
     pub codes: Vec<String>,
     /// The text drawn in it (when asked for, and Tesseract is loaded:
-    /// [`super::ocr`]): image spam's text.
+    /// [`bulkwatch_ocr`]): image spam's text.
     pub text: Option<String>,
 }
 
@@ -157,7 +157,7 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
 /// The difference hash of the picture in `bytes` ([`hash`]) and, when
 /// `short` (the message's own text is short) and the message's budget has
 /// pictures left for it, the QR codes in it ([`MAX_CODE_SEARCHES`]) or,
-/// when it holds none, its text ([`super::ocr`]).
+/// when it holds none, its text ([`bulkwatch_ocr`]).
 pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     let Some(grey) = decode(bytes, budget) else {
         return Read::default();
@@ -210,7 +210,7 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
     } else {
         None
     };
-    let mut grey = scaled.map_or_else(|| grey.clone(), |s| s);
+    let mut grey = scaled.unwrap_or_else(|| grey.clone());
     // Light text on a dark ground, as dark on light (Tesseract reads
     // that; it is told not to try each line both ways).
     let dark = grey.pixels().filter(|p| p.0[0] < 128).count();
