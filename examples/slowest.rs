@@ -4,7 +4,8 @@
 //! genome: pages that share a stream, tokens of a content stream, font
 //! maps; nesting, attributes and style rules of HTML; sides and count of
 //! pictures; parts and nesting of MIME; archives, Office XML, SVG, RTF,
-//! calendars and smuggled pages; pictures tiled with QR finder patterns);
+//! calendars and smuggled pages; pictures tiled with QR finder patterns;
+//! pictures of glyph-like ink for Tesseract);
 //! the search times
 //! `bulkwatch::engine::read` (what a worker runs) on random genomes, then
 //! climbs from the slowest by doubling, halving and redrawing one number
@@ -315,6 +316,49 @@ fn qr(g: &[u64]) -> Vec<u8> {
     pictures_message(img, image::ImageFormat::Png, "image/png", count)
 }
 
+/// Pictures for Tesseract (issue 54, item 2): rows of glyph-like blobs
+/// (`glyph` pixels tall, words of 1 to 12, lines `leading` apart), speckled
+/// with `noise` pixels in 1,000, dark on light or inverted, under a short
+/// text: as much text-like ink as the pixels allow.
+fn ocr(g: &[u64]) -> Vec<u8> {
+    let (side, glyph, leading, noise, count, seed) =
+        (g[0] as u32, g[1].max(2) as u32, g[2], g[3], g[4], g[5]);
+    let mut r = Rng(seed);
+    let (w, h) = (side, (side * 3 / 4).max(16));
+    let line = glyph + glyph * leading as u32 / 8 + 1;
+    let mut img = image::GrayImage::from_pixel(w, h, image::Luma([250]));
+    let mut y = 2;
+    while y + glyph < h {
+        let mut x = 2;
+        while x + glyph < w {
+            let letters = 1 + r.below(12) as u32;
+            for _ in 0..letters {
+                let gw = (glyph / 2).max(1) + r.below(u64::from(glyph / 2 + 1)) as u32;
+                let shape = r.next();
+                for dy in 0..glyph {
+                    for dx in 0..gw {
+                        let bit = (dx * 5 + dy * 3) % 16;
+                        if (shape >> bit) & 1 == 1 || dx == 0 {
+                            if let Some(p) = img.get_pixel_mut_checked(x + dx, y + dy) {
+                                p.0[0] = 10;
+                            }
+                        }
+                    }
+                }
+                x += gw + 1 + glyph / 8;
+            }
+            x += glyph / 2 + 1;
+        }
+        y += line;
+    }
+    for p in img.pixels_mut() {
+        if r.below(1000) < noise {
+            p.0[0] = r.below(256) as u8;
+        }
+    }
+    pictures_message(img, image::ImageFormat::Png, "image/png", count)
+}
+
 fn mime(g: &[u64]) -> Vec<u8> {
     let (parts, nested, size, broken) = (g[0], g[1], g[2], g[3]);
     let mut inner = String::from("Subject: inner\r\n\r\nThe offer text itself, nested.\r\n");
@@ -414,6 +458,18 @@ const READERS: &[Reader] = &[
         name: "qr",
         genes: &[("side", 16, 4096), ("module", 1, 64), ("count", 1, 8)],
         make: qr,
+    },
+    Reader {
+        name: "ocr",
+        genes: &[
+            ("side", 64, 4096),
+            ("glyph", 2, 96),
+            ("leading", 0, 16),
+            ("noise", 0, 500),
+            ("count", 1, 8),
+            ("seed", 0, 1 << 40),
+        ],
+        make: ocr,
     },
 ];
 

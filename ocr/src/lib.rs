@@ -16,8 +16,8 @@
 //! (`bulkwatch_read`'s picture budget): at most [`MAX_PICTURES`] pictures and
 //! [`MAX_PIXELS`] pixels a message, a larger picture scaled down to them
 //! first; recognition on one thread in a worker (`OMP_THREAD_LIMIT=1` in
-//! its environment) and stopped by Tesseract's own monitor after
-//! [`DEADLINE_MS`] (a backstop for pictures built to be slow, under the
+//! its environment) and stopped by Tesseract's own monitor when the
+//! message's pictures have taken [`DEADLINE_MS`] (a backstop for pictures built to be slow, under the
 //! daemon's `engine_timeout_ms`: a picture of 200 words takes a third of
 //! it); text read with a mean confidence under
 //! [`MIN_CONFIDENCE`] (a photograph, noise) is dropped.
@@ -36,8 +36,9 @@ use std::sync::{Mutex, OnceLock};
 pub const MAX_PICTURES: usize = 2;
 /// Pixels one message may have read, in all.
 pub const MAX_PIXELS: u64 = 1_500_000;
-/// Longest one recognition may run (Tesseract's monitor), in milliseconds.
-pub const DEADLINE_MS: c_int = 1500;
+/// Longest the recognitions of one message may run in all (Tesseract's
+/// monitor), in milliseconds.
+pub const DEADLINE_MS: u32 = 1500;
 /// Least mean confidence (0–100) of a picture's text kept.
 pub const MIN_CONFIDENCE: c_int = 60;
 /// Longest text kept from one picture, in bytes.
@@ -289,15 +290,15 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
 pub struct Read {
     /// The text, when it is sure enough of it ([`MIN_CONFIDENCE`]).
     pub text: Option<String>,
-    /// Recognition was stopped at [`DEADLINE_MS`] (nothing is kept).
+    /// Recognition was stopped at its deadline (nothing is kept).
     pub stopped: bool,
 }
 
 /// What Tesseract reads in the grey picture of `w` × `h` pixels
-/// (`pixels`, a row after another), dark text on a light ground; nothing
-/// without Tesseract. The caller bounds the picture's size
-/// ([`MAX_PIXELS`]).
-pub fn read(pixels: &[u8], w: u32, h: u32) -> Read {
+/// (`pixels`, a row after another), dark text on a light ground, stopped
+/// after `deadline_ms`; nothing without Tesseract. The caller bounds the
+/// picture's size ([`MAX_PIXELS`]).
+pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
     let Some(guard) = engine() else {
         return Read::default();
     };
@@ -318,7 +319,8 @@ pub fn read(pixels: &[u8], w: u32, h: u32) -> Read {
         (a.set_image)(engine.handle, pixels.as_ptr(), wi, hi, 1, wi);
         let monitor = (a.monitor_create)();
         if !monitor.is_null() {
-            (a.monitor_set_deadline)(monitor, DEADLINE_MS);
+            let ms = c_int::try_from(deadline_ms).unwrap_or(c_int::MAX);
+            (a.monitor_set_deadline)(monitor, ms);
         }
         let ok = (a.recognize)(engine.handle, monitor) == 0;
         let conf = (a.mean_text_conf)(engine.handle);

@@ -16,18 +16,19 @@
 //! not decode ends the worker (worker side) or is that worker's failure
 //! (daemon side).
 
+use std::os::unix::ffi::OsStrExt as _;
+
 use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::mime::MAX_ATTACHMENTS;
 use crate::engine::party::MAX_ANSWERS;
 use crate::engine::{ReadConfig, Reading, MAX_KEPT_RCPTS};
 use crate::store::codec::{CodecError, Reader, Writer};
-use std::os::unix::ffi::OsStrExt as _;
 
 use bulkwatch_read::config::{NormalizeConfig, OcrConfig, ScanConfig};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.

@@ -84,6 +84,8 @@ pub struct Budget {
     /// ([`bulkwatch_ocr::MAX_PICTURES`], [`bulkwatch_ocr::MAX_PIXELS`]).
     ocr_pictures: usize,
     ocr_pixels: u64,
+    /// Milliseconds of recognition left ([`bulkwatch_ocr::DEADLINE_MS`]).
+    ocr_ms: u32,
     /// A picture was refused for want of pixels, or not searched for QR
     /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
@@ -104,6 +106,7 @@ impl Budget {
             code_searches: MAX_CODE_SEARCHES,
             ocr_pictures: if ocr { bulkwatch_ocr::MAX_PICTURES } else { 0 },
             ocr_pixels: bulkwatch_ocr::MAX_PIXELS,
+            ocr_ms: bulkwatch_ocr::DEADLINE_MS,
             spent: false,
         }
     }
@@ -186,7 +189,7 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
 /// and not at all when that would halve it (its text would be too small
 /// to read: the message was read partly).
 fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
-    if budget.ocr_pictures == 0 || !bulkwatch_ocr::available() {
+    if budget.ocr_pictures == 0 || budget.ocr_ms == 0 || !bulkwatch_ocr::available() {
         return None;
     }
     let (w, h) = grey.dimensions();
@@ -222,7 +225,10 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
     budget.ocr_pixels = budget
         .ocr_pixels
         .saturating_sub(u64::from(w) * u64::from(h));
-    let read = bulkwatch_ocr::read(grey.as_raw(), w, h);
+    let started = std::time::Instant::now();
+    let read = bulkwatch_ocr::read(grey.as_raw(), w, h, budget.ocr_ms);
+    let took = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
+    budget.ocr_ms = budget.ocr_ms.saturating_sub(took);
     budget.spent |= read.stopped;
     read.text
 }
