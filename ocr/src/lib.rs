@@ -245,6 +245,12 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
             monitor_set_deadline: f!("TessMonitorSetDeadlineMSecs", MonitorSetDeadline),
             delete: f!("TessBaseAPIDelete", Delete),
         };
+        // Leptonica's error notes (on pictures built to be odd) not on
+        // standard error either: L_SEVERITY_NONE. Optional: not every
+        // build exports it.
+        if let Ok(quiet) = library.get::<unsafe extern "C" fn(c_int) -> c_int>(b"setMsgSeverity") {
+            quiet(6);
+        }
         let v = version();
         let version = if v.is_null() {
             String::from("?")
