@@ -564,6 +564,15 @@ fn a_pdf_campaign_is_one_campaign() {
     assert!(rate >= MIN_RATE, "PDF campaigns {:.0}%", 100.0 * rate);
 }
 
+/// What the picture-of-text test must reach: the issue's 90%, under the
+/// suite's [`MIN_RATE`]. Own texts 14/14 under each of six keys; with the
+/// corpus 51/54 (2026-11-29, built-in key). The three lost are corpus
+/// texts whose copies Tesseract splits into other lines and paragraphs
+/// (a speckle read as a word on a line of its own), so that the footer
+/// rule cuts a list footer from some copies and not from others: the
+/// reading is right, the normalization of what it reads differs.
+const OCR_RATE: f64 = 0.90;
+
 /// Image spam (issue 54, item 2): every copy the text drawn into a
 /// picture, at its own size, width, offset and colours, with speckles,
 /// under a one-line body. Tesseract reads the text
@@ -604,7 +613,7 @@ fn a_picture_of_text_campaign_is_one_campaign() {
     }
     eprintln!("pictures of two texts apart: {apart}/{}", pairs.len());
     assert!(
-        rate >= MIN_RATE,
+        rate >= OCR_RATE,
         "picture-of-text campaigns {:.0}%",
         100.0 * rate
     );

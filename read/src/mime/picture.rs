@@ -184,35 +184,43 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     }
 }
 
-/// The text of `grey` ([`bulkwatch_ocr::text`]) within the message's budget:
-/// a picture larger than the pixels left is read scaled down to them,
-/// and not at all when that would halve it (its text would be too small
-/// to read: the message was read partly).
+/// Least scale a picture is read at to fit the message's pixels: text
+/// drawn at 15 pixels is still read at three quarters of it.
+const MIN_OCR_SCALE: f64 = 0.75;
+
+/// The text of `grey` ([`bulkwatch_ocr::read`]) within the message's
+/// budget: a picture larger than the pixels left is read scaled down to
+/// them, to [`MIN_OCR_SCALE`] at most, and then, when it is still larger,
+/// its top part only, as many whole rows as the pixels allow (the message
+/// was read partly). A picture of a long text thus gives its first part,
+/// which its copies share.
 fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
     if budget.ocr_pictures == 0 || budget.ocr_ms == 0 || !bulkwatch_ocr::available() {
         return None;
     }
     let (w, h) = grey.dimensions();
     let pixels = u64::from(w) * u64::from(h);
-    let scaled = if pixels > budget.ocr_pixels {
-        let f = (budget.ocr_pixels as f64 / pixels as f64).sqrt();
-        if f < 0.5 {
-            budget.spent = true;
-            return None;
-        }
+    let mut scaled = None;
+    if pixels > budget.ocr_pixels {
+        let f = (budget.ocr_pixels as f64 / pixels as f64)
+            .sqrt()
+            .max(MIN_OCR_SCALE);
         let (sw, sh) = (
             ((f64::from(w) * f) as u32).max(1),
             ((f64::from(h) * f) as u32).max(1),
         );
-        Some(image::imageops::resize(
-            grey,
-            sw,
-            sh,
-            image::imageops::FilterType::Triangle,
-        ))
-    } else {
-        None
-    };
+        let mut s = image::imageops::resize(grey, sw, sh, image::imageops::FilterType::Triangle);
+        let rows = budget.ocr_pixels / u64::from(sw);
+        if u64::from(sh) > rows {
+            budget.spent = true;
+            let rows = u32::try_from(rows).unwrap_or(u32::MAX);
+            if rows < MIN_SIDE {
+                return None;
+            }
+            s = image::imageops::crop_imm(&s, 0, 0, sw, rows).to_image();
+        }
+        scaled = Some(s);
+    }
     let mut grey = scaled.unwrap_or_else(|| grey.clone());
     // Light text on a dark ground, as dark on light (Tesseract reads
     // that; it is told not to try each line both ways).
