@@ -41,6 +41,11 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "apt-get install spamassassin",
     ),
     (
+        "bulkwatch_openssl",
+        &["/usr/bin/openssl"],
+        "apt-get install openssl",
+    ),
+    (
         "bulkwatch_tesseract",
         &[
             "/usr/share/tesseract-ocr/5/tessdata/eng.traineddata",

@@ -1833,3 +1833,52 @@ fn agree_on_single_transactions() {
 fn memory_and_log_stores_agree_on_single_transactions() {
     agree_on_single_transactions();
 }
+
+/// TLS (issue 56, item 2): over `rediss://` with the site's CA in
+/// `store.redis.tls_ca_file`, the log store gives the memory store's
+/// verdicts; a server whose certificate another CA signed is refused (no
+/// verdict from it, no silent plain-text fallback), and so is a plain
+/// `redis://` connection to the TLS port.
+#[cfg_attr(
+    not(all(bulkwatch_redis, bulkwatch_openssl)),
+    ignore = "needs redis-server and openssl (apt-get install redis-server openssl)"
+)]
+#[test]
+fn the_log_store_works_over_tls_and_checks_the_certificate() {
+    let (server, tls_port) = RedisServer::start_tls();
+    let url = format!("rediss://127.0.0.1:{tls_port}/0");
+    let mut cfg = redis_config(vec![url.clone()], "tls");
+    cfg.store.redis.tls_ca_file = server.cert("ca.pem").display().to_string();
+    let msgs: Vec<Vec<u8>> = stream().into_iter().take(300).collect();
+    let memory = run(&mut Engine::new(&cfg), &cfg, &msgs, 1);
+    let shared = run(open_store(&cfg).as_mut(), &cfg, &msgs, 1);
+    assert_same(&memory, &shared);
+    assert!(memory.iter().any(|s| s.level == Level::Bulk));
+    // The entries are there, read over the plain port.
+    let key = format!(
+        "{}:log",
+        bulkwatch::store::redis::key_base(&cfg.store.redis)
+    );
+    let len = server.cli(&["XLEN", &key]).unwrap();
+    assert_ne!(len.trim(), "0");
+    // Another CA: the handshake fails, the call is an error.
+    let mut other = cfg.clone();
+    other.store.redis.tls_ca_file = server.cert("other-ca.pem").display().to_string();
+    let pool = Pool::open(&other).unwrap();
+    let e = pool.lazy_expire().unwrap_err();
+    assert!(matches!(e, StoreError::Redis { .. }), "{e}");
+    // Plain text to the TLS port: an error, not an answer.
+    let mut plain = cfg.clone();
+    plain.store.redis.urls = vec![format!("redis://127.0.0.1:{tls_port}/0")];
+    assert!(Pool::open(&plain).unwrap().lazy_expire().is_err());
+    // The right CA, for contrast: an answer.
+    assert!(Pool::open(&cfg).unwrap().lazy_expire().is_ok());
+    // A CA file that cannot be read is said at open.
+    let mut missing = cfg.clone();
+    missing.store.redis.tls_ca_file = "/nonexistent/ca.pem".into();
+    let e = Pool::open(&missing).unwrap_err().to_string();
+    assert!(
+        e.contains("tls_ca_file") && e.contains("/nonexistent/ca.pem"),
+        "{e}"
+    );
+}

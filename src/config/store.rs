@@ -106,7 +106,8 @@ fn redact_query(url: &str) -> String {
 section! {
     /// `[store.redis]`: where the shared state lives and how long to wait for it.
     pub struct RedisConfig in RawRedis as "store.redis" {
-        /// `redis://host:port/db` of one server, or seed nodes of a cluster.
+        /// `redis://host:port/db` (or `rediss://` over TLS) of one server,
+        /// or seed nodes of a cluster.
         urls: Vec<String> = vec!["redis://127.0.0.1:6379/0".to_owned()],
             file urls: Vec<String>,
             read |k, v| {
@@ -114,15 +115,50 @@ section! {
                     return Err(ConfigError::invalid(k, "needs at least one redis:// address"));
                 }
                 for u in &v {
-                    if !(u.starts_with("redis://") || u.starts_with("redis+unix://")) {
+                    if !(u.starts_with("redis://")
+                        || u.starts_with("rediss://")
+                        || u.starts_with("redis+unix://"))
+                    {
                         return Err(ConfigError::invalid(
                             k,
-                            format!("`{u}` is not a redis:// or redis+unix:// address"),
+                            format!(
+                                "`{}` is not a redis://, rediss:// or redis+unix:// address",
+                                redacted_url(u)
+                            ),
+                        ));
+                    }
+                    if u.contains('#') {
+                        return Err(ConfigError::invalid(
+                            k,
+                            format!(
+                                "`{}`: a fragment (#insecure) is not taken: certificates are \
+                                 always checked (store.redis.tls_ca_file names a private CA)",
+                                redacted_url(u)
+                            ),
                         ));
                     }
                 }
+                if v.iter().any(|u| u.starts_with("rediss://"))
+                    && !v.iter().all(|u| u.starts_with("rediss://"))
+                {
+                    return Err(ConfigError::invalid(
+                        k,
+                        "mixes rediss:// with plain addresses: all of a site's nodes or none over TLS",
+                    ));
+                }
                 Ok(v)
             },
+            restart STORE;
+        /// PEM file of the CA that signed the Redis servers' certificates
+        /// (`rediss://`); empty: the system's trusted roots.
+        tls_ca_file: String = String::new(),
+            file tls_ca_file: String,
+            read |k, v| if v.is_empty() || v.starts_with('/') {
+                Ok(v)
+            } else {
+                Err(ConfigError::invalid(k, "must be an absolute path, or empty for the system's roots"))
+            },
+            write |s| Some(s.clone()),
             restart STORE;
         cluster: bool = false, file cluster: bool, restart STORE;
         /// Prefix of every key (several sites or tests can share one Redis).
@@ -228,7 +264,23 @@ mod tests {
     #[test]
     fn bad_redis_values_are_refused_naming_their_key() {
         let prefix = "must be 1 to 64 characters of letters, digits, - _ . :";
-        let cases: [Case; 12] = [
+        let cases: [Case; 15] = [
+            (
+                |r| r.urls = Some(vec!["http://u:s3cret@10.0.0.1/".to_owned()]),
+                "store.redis.urls",
+                "`http://u:***@10.0.0.1/` is not a redis://, rediss:// or redis+unix:// address",
+            ),
+            (
+                |r| r.urls = Some(vec!["rediss://10.0.0.1:6379/0#insecure".to_owned()]),
+                "store.redis.urls",
+                "`rediss://10.0.0.1:6379/0#insecure`: a fragment (#insecure) is not taken: \
+                 certificates are always checked (store.redis.tls_ca_file names a private CA)",
+            ),
+            (
+                |r| r.tls_ca_file = Some("ca.pem".to_owned()),
+                "store.redis.tls_ca_file",
+                "must be an absolute path, or empty for the system's roots",
+            ),
             (
                 |r| r.urls = Some(Vec::new()),
                 "store.redis.urls",
@@ -242,7 +294,7 @@ mod tests {
                     ])
                 },
                 "store.redis.urls",
-                "`rediss://10.0.0.2:6379/0` is not a redis:// or redis+unix:// address",
+                "mixes rediss:// with plain addresses: all of a site's nodes or none over TLS",
             ),
             (
                 |r| r.key_prefix = Some(String::new()),
@@ -312,6 +364,7 @@ mod tests {
                     "redis://10.0.0.1:6379/0".to_owned(),
                     "redis+unix:///run/redis.sock".to_owned(),
                 ]),
+                tls_ca_file: Some("/etc/ssl/site-ca.pem".to_owned()),
                 cluster: Some(true),
                 key_prefix: Some("site-1:bw_v.2".to_owned()),
                 timeout_ms: Some(60_000),
@@ -330,6 +383,7 @@ mod tests {
                         "redis://10.0.0.1:6379/0".to_owned(),
                         "redis+unix:///run/redis.sock".to_owned(),
                     ],
+                    tls_ca_file: "/etc/ssl/site-ca.pem".to_owned(),
                     cluster: true,
                     key_prefix: "site-1:bw_v.2".to_owned(),
                     timeout: Duration::from_millis(60_000),

@@ -56,6 +56,13 @@ pub enum StoreError {
     /// `store.redis.urls` names no address.
     #[error("redis: no address in store.redis.urls")]
     NoAddress,
+    /// `store.redis.tls_ca_file` could not be read.
+    #[error("redis: store.redis.tls_ca_file {}: {source}", path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// Redis failed recently and is not tried until its retry time.
     #[error("redis: Redis is down or being retried; try again")]
     Down,

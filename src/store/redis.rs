@@ -129,6 +129,23 @@ pub(crate) fn err(context: &'static str, source: redis::RedisError) -> StoreErro
     StoreError::Redis { context, source }
 }
 
+/// The CA that signs the servers' certificates, for `rediss://`
+/// addresses when `store.redis.tls_ca_file` names one (else the system's
+/// trusted roots check them).
+fn tls_certificates(rc: &RedisConfig) -> Result<Option<redis::TlsCertificates>, StoreError> {
+    if rc.tls_ca_file.is_empty() || !rc.urls.iter().any(|u| u.starts_with("rediss://")) {
+        return Ok(None);
+    }
+    let pem = std::fs::read(&rc.tls_ca_file).map_err(|source| StoreError::CaFile {
+        path: rc.tls_ca_file.clone().into(),
+        source,
+    })?;
+    Ok(Some(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    }))
+}
+
 /// The key prefix of a configuration: `{prefix:vN}`.
 pub fn key_base(rc: &RedisConfig) -> String {
     format!("{{{}:v{}}}", rc.key_prefix, VERSION)
@@ -139,17 +156,23 @@ impl Pool {
     /// at start is not an error here (the caller falls back per message).
     pub fn open(cfg: &Config) -> Result<Pool, StoreError> {
         let rc = &cfg.store.redis;
+        let certs = tls_certificates(rc)?;
         let target = if rc.cluster {
-            let client = redis::cluster::ClusterClientBuilder::new(rc.urls.clone())
+            let mut builder = redis::cluster::ClusterClientBuilder::new(rc.urls.clone())
                 .connection_timeout(rc.timeout)
                 .response_timeout(rc.timeout)
-                .retries(0)
-                .build()
-                .map_err(|e| err("cluster addresses", e))?;
-            Target::Cluster(client)
+                .retries(0);
+            if let Some(c) = certs {
+                builder = builder.certs(c);
+            }
+            Target::Cluster(builder.build().map_err(|e| err("cluster addresses", e))?)
         } else {
             let url = rc.urls.first().ok_or(StoreError::NoAddress)?;
-            Target::Single(redis::Client::open(url.as_str()).map_err(|e| err("address", e))?)
+            let client = match certs {
+                Some(c) => redis::Client::build_with_tls(url.as_str(), c),
+                None => redis::Client::open(url.as_str()),
+            };
+            Target::Single(client.map_err(|e| err("address", e))?)
         };
         Ok(Pool {
             target,

@@ -28,6 +28,8 @@ pub struct RedisServer {
     child: Option<Child>,
     dir: tempfile::TempDir,
     extra: Vec<String>,
+    /// The certificates of a TLS server ([`RedisServer::start_tls`]).
+    certs: Option<tempfile::TempDir>,
 }
 
 impl RedisServer {
@@ -42,6 +44,7 @@ impl RedisServer {
             child: None,
             dir,
             extra,
+            certs: None,
         };
         s.spawn();
         s
@@ -68,6 +71,95 @@ impl RedisServer {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// A server that also takes TLS connections, on `tls_port`, with a
+    /// certificate for 127.0.0.1 signed by a CA made for it (`ca.pem` in
+    /// its directory; `other-ca.pem` is a CA that did not sign it). Made
+    /// with the `openssl` command.
+    pub fn start_tls() -> (RedisServer, u16) {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let openssl = |args: &[&str]| {
+            let ok = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "openssl {args:?}");
+        };
+        for ca in ["ca", "other-ca"] {
+            openssl(&[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN=bulkwatch test {ca}"),
+                "-keyout",
+                &format!("{ca}.key"),
+                "-out",
+                &format!("{ca}.pem"),
+            ]);
+        }
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "server.pem",
+        ]);
+        let tls_port = free_port(false);
+        let at = |f: &str| d.join(f).display().to_string();
+        let extra = vec![
+            "--tls-port".to_owned(),
+            tls_port.to_string(),
+            "--tls-cert-file".to_owned(),
+            at("server.pem"),
+            "--tls-key-file".to_owned(),
+            at("server.key"),
+            "--tls-ca-cert-file".to_owned(),
+            at("ca.pem"),
+            "--tls-auth-clients".to_owned(),
+            "no".to_owned(),
+        ];
+        let mut s = Self::start_with(free_port(false), extra);
+        s.certs = Some(dir);
+        (s, tls_port)
+    }
+
+    /// A file of a TLS server's certificates ([`RedisServer::start_tls`]).
+    pub fn cert(&self, name: &str) -> PathBuf {
+        self.certs.as_ref().expect("a TLS server").path().join(name)
     }
 
     /// Runs redis-cli against this server; its stdout, if it succeeded.
