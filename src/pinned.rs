@@ -115,6 +115,7 @@ fn reading_settings() -> ReadConfig {
             max_parse_bytes: 8 * 1024 * 1024,
             // The pinned readings do not depend on what is installed.
             ocr: None,
+            ocr_elsewhere: false,
         },
         normalize: NormalizeConfig {
             stop_words: true,
@@ -149,6 +150,7 @@ fn reading() -> Reading {
         reply: true,
         truncated: false,
         partial: true,
+        wants_ocr: false,
         deep_failure: None,
     }
 }

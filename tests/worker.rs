@@ -67,10 +67,23 @@ async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
         let got = pool.read(&m, &rcpts, LIMIT).await.unwrap();
         assert_eq!(got, read(&m, &rcpts, &read_config(&cfg)));
         assert!(got.normalized.tokens > 60, "{:?}", got.normalized.text);
+        // In a batch (replay) too.
+        let plain = message("plain");
+        let many = pool.read_many(&[&m[..], &plain[..]], LIMIT).await;
+        assert_eq!(
+            many[0].as_ref().unwrap(),
+            &read(&m, &[], &read_config(&cfg))
+        );
     }
+    // The readers do not load Tesseract; the OCR workers do, sandboxed.
     let status = pool.sandbox();
+    let (readers, ocr) = status.split_once("; OCR workers: ").expect(&status);
     assert!(
-        status.contains("seccomp=on") && status.contains("ocr=on"),
+        readers.contains("seccomp=on") && readers.contains("ocr=in the OCR workers"),
+        "{status}"
+    );
+    assert!(
+        ocr.contains("seccomp=on") && ocr.contains("ocr=on"),
         "{status}"
     );
 }

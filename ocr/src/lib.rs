@@ -5,8 +5,11 @@
 //! Tesseract is not linked: its library (Debian's `libtesseract5`, with
 //! the language data of `tesseract-ocr-eng`) is loaded when a process
 //! starts reading, by [`start`], and only if it is installed. A worker does
-//! it before its sandbox closes (the library and its data are files); the
-//! recognition that follows opens nothing. Without the library every
+//! it before its sandbox closes (the library and its data are files): it
+//! maps the library and reads the language's model into memory; the
+//! recognizer is made from that memory at the first picture (most workers
+//! never read one, and making it costs about 0.1 s of CPU), and opens
+//! nothing. Without the library every
 //! picture is read as before (its perceptual hash and QR codes) and the
 //! start-up log says why. This keeps the build free of a C++ tool chain
 //! and the package free of a hard dependency (it recommends the two
@@ -69,10 +72,28 @@ type MonitorCreate = unsafe extern "C" fn() -> *mut c_void;
 type MonitorDelete = unsafe extern "C" fn(*mut c_void);
 type MonitorSetDeadline = unsafe extern "C" fn(*mut c_void, c_int);
 type Delete = unsafe extern "C" fn(*mut c_void);
+type Init5 = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_char,
+    c_int,
+    *const c_char,
+    c_int,
+    *mut *mut c_char,
+    c_int,
+    *mut *mut c_char,
+    *mut *mut c_char,
+    usize,
+    c_int,
+) -> c_int;
 type Version = unsafe extern "C" fn() -> *const c_char;
 
 /// The entry points of Tesseract's C API used here.
 struct Api {
+    create: Create,
+    init3: Init3,
+    init5: Init5,
+    set_variable: SetVariable,
+    set_psm: SetPageSegMode,
     set_image: SetImage,
     recognize: Recognize,
     get_utf8_text: GetUtf8Text,
@@ -85,12 +106,87 @@ struct Api {
     delete: Delete,
 }
 
-/// A loaded, initialized Tesseract (one instance, used under a lock).
+/// A loaded Tesseract (one instance, used under a lock).
 struct Engine {
     api: Api,
+    /// The recognizer, made at the first picture (null before, or when
+    /// that failed: `failed`).
     handle: *mut c_void,
+    /// The language's model, read before the sandbox, for the first
+    /// picture to initialize from (most workers never see one: making
+    /// the recognizer costs 0.1 s of CPU, a worker reads 1,000 messages).
+    model: Vec<u8>,
+    languages: CString,
+    failed: bool,
     /// Keeps the functions above mapped.
     _library: libloading::Library,
+}
+
+impl Engine {
+    /// The recognizer, made from `model` the first time.
+    fn recognizer(&mut self) -> Option<*mut c_void> {
+        if !self.handle.is_null() {
+            return Some(self.handle);
+        }
+        if self.failed {
+            return None;
+        }
+        let a = &self.api;
+        let size = c_int::try_from(self.model.len()).ok()?;
+        // SAFETY: `model` outlives the call (Tesseract copies what it
+        // keeps); null lists with zero sizes are allowed.
+        unsafe {
+            let handle = (a.create)();
+            if handle.is_null() {
+                self.failed = true;
+                return None;
+            }
+            let ok = (a.init5)(
+                handle,
+                self.model.as_ptr().cast(),
+                size,
+                self.languages.as_ptr(),
+                3, // OEM_DEFAULT
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+                0,
+            ) == 0;
+            if !ok {
+                (a.delete)(handle);
+                self.failed = true;
+                return None;
+            }
+            configure(a, handle);
+            self.handle = handle;
+        }
+        self.model = Vec::new();
+        Some(self.handle)
+    }
+}
+
+/// The settings every recognizer gets.
+///
+/// # Safety
+/// `handle` is an initialized recognizer of `a`'s library.
+unsafe fn configure(a: &Api, handle: *mut c_void) {
+    // SAFETY: as the function's.
+    unsafe {
+        // A resolution, so that it is not estimated (and written to
+        // standard error) for every picture.
+        let _ = (a.set_variable)(handle, c"user_defined_dpi".as_ptr(), c"150".as_ptr());
+        // Not each doubtful line again inverted (two fifths of the time of
+        // a page of text): light text on a dark ground is inverted by the
+        // caller, once a picture.
+        let _ = (a.set_variable)(handle, c"tessedit_do_invert".as_ptr(), c"0".as_ptr());
+        // Its notes ("Detected 9 diacritics") not on standard error where
+        // the file can be opened (a worker's sandbox forbids it; the
+        // daemon drains a worker's standard error).
+        let _ = (a.set_variable)(handle, c"debug_file".as_ptr(), c"/dev/null".as_ptr());
+        (a.set_psm)(handle, 3); // PSM_AUTO: pages of blocks, no orientation.
+    }
 }
 
 // The handle is used only under ENGINE's lock, by one thread at a time,
@@ -179,7 +275,7 @@ pub fn available() -> bool {
 /// not read after it.
 pub fn stop() {
     if let Some(mut e) = engine() {
-        if let Some(e) = e.take() {
+        if let Some(e) = e.take().filter(|e| !e.handle.is_null()) {
             // SAFETY: the handle came from TessBaseAPICreate and is not
             // used after this.
             unsafe { (e.api.delete)(e.handle) };
@@ -229,11 +325,12 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
             };
         }
         let version = f!("TessVersion", Version);
-        let create = f!("TessBaseAPICreate", Create);
-        let init3 = f!("TessBaseAPIInit3", Init3);
-        let set_variable = f!("TessBaseAPISetVariable", SetVariable);
-        let set_psm = f!("TessBaseAPISetPageSegMode", SetPageSegMode);
         let api = Api {
+            create: f!("TessBaseAPICreate", Create),
+            init3: f!("TessBaseAPIInit3", Init3),
+            init5: f!("TessBaseAPIInit5", Init5),
+            set_variable: f!("TessBaseAPISetVariable", SetVariable),
+            set_psm: f!("TessBaseAPISetPageSegMode", SetPageSegMode),
             set_image: f!("TessBaseAPISetImage", SetImage),
             recognize: f!("TessBaseAPIRecognize", Recognize),
             get_utf8_text: f!("TessBaseAPIGetUTF8Text", GetUtf8Text),
@@ -257,36 +354,37 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
         } else {
             CStr::from_ptr(v).to_string_lossy().into_owned()
         };
-        let handle = create();
-        if handle.is_null() {
-            return Err("TessBaseAPICreate failed".into());
-        }
-        let path = CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
         let langs = CString::new(languages).map_err(|e| e.to_string())?;
-        if init3(handle, path.as_ptr(), langs.as_ptr()) != 0 {
-            return Err(format!(
-                "{} could not be loaded from {}",
-                languages,
-                dir.display()
-            ));
-        }
-        // A resolution, so that it is not estimated (and written to
-        // standard error) for every picture.
-        let _ = set_variable(handle, c"user_defined_dpi".as_ptr(), c"150".as_ptr());
-        // Not each doubtful line again inverted (two fifths of the time
-        // of a page of text): light text on a dark ground is inverted by
-        // the caller, once a picture.
-        let _ = set_variable(handle, c"tessedit_do_invert".as_ptr(), c"0".as_ptr());
-        // Its notes ("Detected 9 diacritics") not on standard error where
-        // the file can be opened (a worker's sandbox forbids it; the
-        // daemon drains a worker's standard error).
-        let _ = set_variable(handle, c"debug_file".as_ptr(), c"/dev/null".as_ptr());
-        set_psm(handle, 3); // PSM_AUTO: pages of blocks, no orientation.
-        let engine = Engine {
+        let mut engine = Engine {
             api,
-            handle,
+            handle: std::ptr::null_mut(),
+            model: Vec::new(),
+            languages: langs,
+            failed: false,
             _library: library,
         };
+        if languages.contains('+') {
+            // Several models: Tesseract reads them from files, now.
+            let a = &engine.api;
+            let handle = (a.create)();
+            let path =
+                CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+            if handle.is_null() || (a.init3)(handle, path.as_ptr(), engine.languages.as_ptr()) != 0
+            {
+                return Err(format!(
+                    "{} could not be loaded from {}",
+                    languages,
+                    dir.display()
+                ));
+            }
+            configure(a, handle);
+            engine.handle = handle;
+        } else {
+            // One model: read now, made into a recognizer at the first
+            // picture.
+            let file = dir.join(format!("{languages}.traineddata"));
+            engine.model = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        }
         Ok((engine, Status::On { version, data: dir }))
     }
 }
@@ -305,10 +403,13 @@ pub struct Read {
 /// after `deadline_ms`; nothing without Tesseract. The caller bounds the
 /// picture's size ([`MAX_PIXELS`]).
 pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
-    let Some(guard) = engine() else {
+    let Some(mut guard) = engine() else {
         return Read::default();
     };
-    let Some(engine) = guard.as_ref() else {
+    let Some(engine) = guard.as_mut() else {
+        return Read::default();
+    };
+    let Some(handle) = engine.recognizer() else {
         return Read::default();
     };
     let (Ok(wi), Ok(hi)) = (c_int::try_from(w), c_int::try_from(h)) else {
@@ -322,16 +423,16 @@ pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
     // (Clear below releases Tesseract's reference to it); the text
     // returned is freed with TessDeleteText.
     unsafe {
-        (a.set_image)(engine.handle, pixels.as_ptr(), wi, hi, 1, wi);
+        (a.set_image)(handle, pixels.as_ptr(), wi, hi, 1, wi);
         let monitor = (a.monitor_create)();
         if !monitor.is_null() {
             let ms = c_int::try_from(deadline_ms).unwrap_or(c_int::MAX);
             (a.monitor_set_deadline)(monitor, ms);
         }
-        let ok = (a.recognize)(engine.handle, monitor) == 0;
-        let conf = (a.mean_text_conf)(engine.handle);
+        let ok = (a.recognize)(handle, monitor) == 0;
+        let conf = (a.mean_text_conf)(handle);
         let raw = if ok {
-            (a.get_utf8_text)(engine.handle)
+            (a.get_utf8_text)(handle)
         } else {
             std::ptr::null_mut()
         };
@@ -343,7 +444,7 @@ pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
         if !raw.is_null() {
             (a.delete_text)(raw);
         }
-        (a.clear)(engine.handle);
+        (a.clear)(handle);
         if !monitor.is_null() {
             (a.monitor_delete)(monitor);
         }

@@ -12,6 +12,11 @@ pub struct ScanConfig {
     /// Pictures of text are read with Tesseract when it is installed
     /// (`None`: never).
     pub ocr: Option<OcrConfig>,
+    /// With `ocr`: pictures of text are read by another process (the
+    /// daemon's OCR worker), so that this one need not load Tesseract;
+    /// a reading that holds such a picture says so
+    /// ([`crate::Reading::wants_ocr`]) and is read again there.
+    pub ocr_elsewhere: bool,
 }
 
 /// Where Tesseract's language data is, and which languages it reads.
@@ -39,6 +44,7 @@ impl Default for ScanConfig {
             max_scan_bytes: 256 * 1024,
             max_parse_bytes: 8 * 1024 * 1024,
             ocr: Some(OcrConfig::default()),
+            ocr_elsewhere: false,
         }
     }
 }

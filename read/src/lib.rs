@@ -52,6 +52,9 @@ pub struct Reading {
     pub reply: bool,
     pub truncated: bool,
     pub partial: bool,
+    /// A picture under a short text was not read for its text, which
+    /// another process does (`ScanConfig::ocr_elsewhere`).
+    pub wants_ocr: bool,
     /// Set by the daemon, not sent by a worker: the deep reading failed
     /// (its cause, a `worker::Failure` label) after the shallow one came,
     /// which stands.
@@ -95,6 +98,7 @@ pub fn read_to(raw: &[u8], rcpts: &[String], cfg: &ReadConfig, depth: Depth) -> 
         reply: body.reply,
         truncated: body.truncated,
         partial: body.partial,
+        wants_ocr: body.wants_ocr,
         deep_failure: None,
     };
     (r, deferred)

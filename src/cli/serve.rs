@@ -1059,6 +1059,8 @@ async fn start_workers(cfg: &Config) -> Result<crate::worker::Pool, CliError> {
     )
     .await
     .map_err(|e| other("cannot start the workers that read mail", e))?;
+    // (Said in the log line below: whether pictures of text are read.)
+    workers.start_ocr().await;
     info!(
         workers = workers.size(),
         sandbox = %workers.sandbox(),

@@ -64,6 +64,8 @@ pub fn read_config(cfg: &Config) -> ReadConfig {
                 data: (s.ocr != "auto").then(|| std::path::PathBuf::from(&s.ocr)),
                 languages: s.ocr_languages.clone(),
             }),
+            // The daemon's pool sets it for its readers (worker::Pool).
+            ocr_elsewhere: false,
         },
         normalize: bulkwatch_read::config::NormalizeConfig {
             nfkc: n.nfkc,

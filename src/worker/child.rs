@@ -88,8 +88,9 @@ fn serve() -> io::Result<()> {
     }));
     // Tesseract's library and data are files: loaded before the sandbox.
     let ocr = match &hello.read.scan.ocr {
-        Some(o) => bulkwatch_read::ocr::start(o.data.as_deref(), &o.languages),
-        None => bulkwatch_read::ocr::Status::Off,
+        Some(_) if hello.read.scan.ocr_elsewhere => "in the OCR workers".to_owned(),
+        Some(o) => bulkwatch_read::ocr::start(o.data.as_deref(), &o.languages).to_string(),
+        None => "off".to_owned(),
     };
     warm_up(&hello.read);
     let status = sandbox::apply(&hello.read);

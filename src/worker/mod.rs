@@ -489,6 +489,55 @@ impl Inner {
 #[derive(Clone)]
 pub struct Pool {
     inner: Arc<Inner>,
+    /// The OCR workers: the only ones that load Tesseract (loading it
+    /// costs a worker's start 30 ms of CPU, and a worker is replaced every
+    /// [`MAX_USES`] messages). The readers say when a message holds a
+    /// picture under a short text (`Reading::wants_ocr`); such a message
+    /// is read again here, and that reading is the message's.
+    ocr: Option<Arc<Ocr>>,
+}
+
+/// The OCR workers of a [`Pool`], started when first needed (or by
+/// [`Pool::start_ocr`]): a replay without pictures of text never starts
+/// them.
+struct Ocr {
+    program: PathBuf,
+    read: ReadConfig,
+    size: usize,
+    hooks: Hooks,
+    /// The workers, or `None` when they do not read pictures (Tesseract
+    /// is not installed), with what their start said.
+    pool: tokio::sync::OnceCell<(Option<Pool>, String)>,
+}
+
+impl Ocr {
+    /// The OCR workers, started the first time.
+    async fn pool(&self) -> Option<&Pool> {
+        let (pool, _) = self
+            .pool
+            .get_or_init(|| async {
+                let started = Pool::start_with(
+                    &self.program,
+                    self.read.clone(),
+                    self.size,
+                    self.hooks.clone(),
+                );
+                match Box::pin(started).await {
+                    Ok(p) if p.sandbox().contains("ocr=on") => {
+                        let status = p.sandbox();
+                        (Some(p), status)
+                    }
+                    Ok(p) => {
+                        let status = p.sandbox();
+                        p.shutdown().await;
+                        (None, status)
+                    }
+                    Err(e) => (None, format!("not started: {e}")),
+                }
+            })
+            .await;
+        pool.as_ref()
+    }
 }
 
 impl std::fmt::Debug for Pool {
@@ -542,7 +591,41 @@ impl Pool {
         // use: every one above standard error is marked so before the
         // first worker starts.
         close_fds::set_fds_cloexec_threadsafe(3, &[]);
-        let read = read_config(cfg);
+        let mut read = read_config(cfg);
+        let size = size.max(1);
+        // The OCR workers first: when Tesseract is not there (their start
+        // says so) there are none, and the readers read as without OCR.
+        let ocr = read.scan.ocr.is_some().then(|| {
+            Arc::new(Ocr {
+                program: program.to_owned(),
+                read: read.clone(),
+                size: size.div_ceil(4),
+                hooks: hooks.clone(),
+                pool: tokio::sync::OnceCell::new(),
+            })
+        });
+        read.scan.ocr_elsewhere = ocr.is_some();
+        let pool = Self::start_with(program, read, size, hooks).await?;
+        Ok(Pool { ocr, ..pool })
+    }
+
+    /// Starts the OCR workers now (the daemon does, to log whether
+    /// pictures of text are read); true when they read them.
+    pub async fn start_ocr(&self) -> bool {
+        match &self.ocr {
+            Some(o) => o.pool().await.is_some(),
+            None => false,
+        }
+    }
+
+    /// [`Pool::start`] of one kind of worker: `size` workers reading with
+    /// `read`.
+    async fn start_with(
+        program: &Path,
+        read: ReadConfig,
+        size: usize,
+        hooks: Hooks,
+    ) -> Result<Pool, Failure> {
         let hello = Hello {
             read: read.clone(),
             hooks,
@@ -564,7 +647,7 @@ impl Pool {
             let w = inner.spawn().await?;
             inner.put(w);
         }
-        Ok(Pool { inner })
+        Ok(Pool { inner, ocr: None })
     }
 
     /// The program that runs workers: this process's own binary, as it
@@ -589,9 +672,16 @@ impl Pool {
         std::env::current_exe()
     }
 
-    /// What the workers' sandbox took away (for the start-up log line).
+    /// What the workers' sandbox took away (for the start-up log line),
+    /// and the OCR workers'.
     pub fn sandbox(&self) -> String {
-        lock(&self.inner.sandbox).clone()
+        let own = lock(&self.inner.sandbox).clone();
+        match self.ocr.as_ref().map(|o| o.pool.get()) {
+            Some(Some((Some(p), _))) => format!("{own}; OCR workers: {}", p.sandbox()),
+            Some(Some((None, status))) => format!("{own}; OCR workers: {status}"),
+            Some(None) => format!("{own}; OCR workers: not started yet"),
+            None => own,
+        }
     }
 
     /// The pool's counters.
@@ -642,7 +732,34 @@ impl Pool {
         if let Err(f) = &r {
             self.inner.count(f);
         }
-        r
+        match r {
+            Ok(first) => Ok(self.with_ocr(first, raw, rcpts, sender, limit).await),
+            Err(f) => Err(f),
+        }
+    }
+
+    /// `first`, or when it holds a picture of text and there are OCR
+    /// workers, their reading of the message (waiting at most `limit` for
+    /// one, and `limit` for the reading). When they fail, `first` stands
+    /// (the failure is counted in their statistics).
+    async fn with_ocr(
+        &self,
+        first: Reading,
+        raw: &[u8],
+        rcpts: &[String],
+        sender: &str,
+        limit: Duration,
+    ) -> Reading {
+        let Some(ocr) = self.ocr.as_ref().filter(|_| first.wants_ocr) else {
+            return first;
+        };
+        let Some(ocr) = ocr.pool().await else {
+            return first;
+        };
+        match Box::pin(ocr.read_as(raw, rcpts, sender, limit, limit)).await {
+            Ok(again) => again,
+            Err(_) => first,
+        }
     }
 
     /// Reads every message of `msgs` (without recipients: mbox mail), in
@@ -691,6 +808,16 @@ impl Pool {
         }
         for f in results.iter().filter_map(|r| r.as_ref().err()) {
             self.inner.count(f);
+        }
+        if self.ocr.is_some() {
+            for (r, (raw, rcpts)) in results.iter_mut().zip(msgs) {
+                if let Ok(first) = r {
+                    if first.wants_ocr {
+                        let taken = std::mem::take(first);
+                        *first = self.with_ocr(taken, raw, rcpts, "", limit).await;
+                    }
+                }
+            }
         }
         results
     }
@@ -771,6 +898,14 @@ impl Pool {
     /// is waited for (killed after a second). Workers still reading end
     /// when their pool is dropped.
     pub async fn shutdown(&self) {
+        if let Some(p) = self
+            .ocr
+            .as_ref()
+            .and_then(|o| o.pool.get())
+            .and_then(|p| p.0.as_ref())
+        {
+            Box::pin(p.shutdown()).await;
+        }
         let idle: Vec<Worker> = std::mem::take(&mut *lock(&self.inner.idle));
         for mut w in idle {
             drop(w.stdin);

@@ -226,7 +226,7 @@ impl Hello {
         w.u64(self.read.scan.max_parse_bytes as u64);
         w.u16(normalize_bits(&self.read.normalize));
         let ocr = self.read.scan.ocr.as_ref();
-        w.u8(u8::from(ocr.is_some()));
+        w.u8(u8::from(ocr.is_some()) | (u8::from(self.read.scan.ocr_elsewhere) << 1));
         let data = ocr.and_then(|o| o.data.as_ref());
         w.bytes(data.map_or(&b""[..], |d| d.as_os_str().as_encoded_bytes()));
         w.bytes(ocr.map_or(&b""[..], |o| o.languages.as_bytes()));
@@ -249,7 +249,8 @@ impl Hello {
         let max_scan_bytes = size(r.u64()?)?;
         let max_parse_bytes = size(r.u64()?)?;
         let normalize = normalize_of(r.u16()?);
-        let ocr_on = r.u8()? != 0;
+        let ocr_bits = r.u8()?;
+        let (ocr_on, ocr_elsewhere) = (ocr_bits & 1 != 0, ocr_bits & 2 != 0);
         let data = r.bytes(4096)?;
         let data =
             (!data.is_empty()).then(|| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(data)));
@@ -268,6 +269,7 @@ impl Hello {
                     max_scan_bytes,
                     max_parse_bytes,
                     ocr,
+                    ocr_elsewhere,
                 },
                 normalize,
             },
@@ -388,6 +390,7 @@ impl Reply {
                     w.str(a, MAX_FIELD);
                 }
                 w.bool(r.partial);
+                w.bool(r.wants_ocr);
                 w.bool(r.normalized.kept_cut.is_some());
                 let kept = r.normalized.kept_cut.unwrap_or_default();
                 w.u32(kept.own_words);
@@ -453,6 +456,7 @@ impl Reply {
                     answers.push(r.string(MAX_FIELD)?);
                 }
                 let partial = r.bool()?;
+                let wants_ocr = r.bool()?;
                 let some_cut = r.bool()?;
                 let kept = KeptCut {
                     own_words: r.u32()?,
@@ -479,6 +483,7 @@ impl Reply {
                     reply,
                     truncated,
                     partial,
+                    wants_ocr,
                     deep_failure: None,
                 });
                 if kind == EARLY {
@@ -533,6 +538,7 @@ mod tests {
             reply: true,
             truncated: false,
             partial: true,
+            wants_ocr: true,
             deep_failure: None,
         }
     }
@@ -549,6 +555,7 @@ mod tests {
                         data: Some("/opt/tessdata".into()),
                         languages: "eng+deu".into(),
                     }),
+                    ocr_elsewhere: true,
                 },
                 normalize: NormalizeConfig {
                     stop_words: true,
@@ -615,6 +622,7 @@ mod tests {
                 max_scan_bytes: 16,
                 max_parse_bytes: 64,
                 ocr: None,
+                ocr_elsewhere: false,
             },
             ..ReadConfig::default()
         };

@@ -83,6 +83,9 @@ pub struct BodyText {
     /// A shallow reading ([`Depth::Shallow`]) left a PDF or a picture to
     /// the deep one.
     pub deferred: bool,
+    /// A picture's text was left to another process
+    /// ([`ScanConfig::ocr_elsewhere`]).
+    pub wants_ocr: bool,
     /// mail-parser reported a decoding problem in some part.
     pub encoding_problem: bool,
 }
@@ -213,11 +216,19 @@ pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
     let deep = depth == Depth::Deep;
     // Tesseract is loaded by the first deep reading that asks for it (a
     // worker's, before its sandbox: `bulkwatch_ocr::start`).
-    let ocr = deep
-        && scan.ocr.as_ref().is_some_and(|o| {
+    let ocr = match &scan.ocr {
+        _ if !deep => picture::Ocr::Off,
+        Some(_) if scan.ocr_elsewhere => picture::Ocr::Elsewhere,
+        Some(o) => {
             bulkwatch_ocr::start(o.data.as_deref(), &o.languages);
-            bulkwatch_ocr::available()
-        });
+            if bulkwatch_ocr::available() {
+                picture::Ocr::Here
+            } else {
+                picture::Ocr::Off
+            }
+        }
+        None => picture::Ocr::Off,
+    };
     let mut spend = Spend {
         deep,
         pictures: picture::Budget::new(ocr),
@@ -225,6 +236,7 @@ pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
     };
     collect(&message, scan.max_scan_bytes, &mut body, &mut spend, 0);
     body.partial |= spend.pictures.spent;
+    body.wants_ocr = spend.pictures.wants_ocr;
     body.deferred = spend.deferred;
     MimeOutcome::Parsed(body)
 }

@@ -86,25 +86,47 @@ pub struct Budget {
     ocr_pixels: u64,
     /// Milliseconds of recognition left ([`bulkwatch_ocr::DEADLINE_MS`]).
     ocr_ms: u32,
+    /// Pictures' text is read by another process: only say there was one.
+    ocr_elsewhere: bool,
+    /// A picture's text was left to another process.
+    pub wants_ocr: bool,
     /// A picture was refused for want of pixels, or not searched for QR
     /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
 }
 
+/// Whether pictures' text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ocr {
+    /// Not read.
+    Off,
+    /// Read here ([`bulkwatch_ocr`] is loaded).
+    Here,
+    /// Read by another process: a reading only says that it holds such a
+    /// picture.
+    Elsewhere,
+}
+
 impl Default for Budget {
     /// A message's budget, without reading pictures' text.
     fn default() -> Budget {
-        Budget::new(false)
+        Budget::new(Ocr::Off)
     }
 }
 
 impl Budget {
-    /// A message's budget; with `ocr`, pictures' text is read too.
-    pub fn new(ocr: bool) -> Budget {
+    /// A message's budget; pictures' text as `ocr` says.
+    pub fn new(ocr: Ocr) -> Budget {
         Budget {
             pixels: MAX_MESSAGE_PIXELS,
             code_searches: MAX_CODE_SEARCHES,
-            ocr_pictures: if ocr { bulkwatch_ocr::MAX_PICTURES } else { 0 },
+            ocr_pictures: if ocr == Ocr::Off {
+                0
+            } else {
+                bulkwatch_ocr::MAX_PICTURES
+            },
+            ocr_elsewhere: ocr == Ocr::Elsewhere,
+            wants_ocr: false,
             ocr_pixels: bulkwatch_ocr::MAX_PIXELS,
             ocr_ms: bulkwatch_ocr::DEADLINE_MS,
             spent: false,
@@ -195,7 +217,14 @@ const MIN_OCR_SCALE: f64 = 0.75;
 /// was read partly). A picture of a long text thus gives its first part,
 /// which its copies share.
 fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
-    if budget.ocr_pictures == 0 || budget.ocr_ms == 0 || !bulkwatch_ocr::available() {
+    if budget.ocr_pictures == 0 || budget.ocr_ms == 0 {
+        return None;
+    }
+    if budget.ocr_elsewhere {
+        budget.wants_ocr = true;
+        return None;
+    }
+    if !bulkwatch_ocr::available() {
         return None;
     }
     let (w, h) = grey.dimensions();
