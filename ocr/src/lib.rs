@@ -283,33 +283,8 @@ pub fn stop() {
     }
 }
 
-fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String> {
-    let dir = data_dir(data, languages)?;
-    // One thread (Debian's library runs OpenMP, whose idle threads spin):
-    // a worker has it in its environment already; an unsandboxed reader
-    // (a replay, a test) gets it here, before the library loads libgomp.
-    if std::env::var_os("OMP_THREAD_LIMIT").is_none() {
-        std::env::set_var("OMP_THREAD_LIMIT", "1");
-    }
-    if languages.is_empty()
-        || !languages
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+')
-    {
-        return Err(format!("bad language list {languages:?}"));
-    }
-    let mut last = String::new();
-    let library = LIBRARIES
-        .iter()
-        // SAFETY: Tesseract's initializers have no preconditions.
-        .find_map(|name| match unsafe { libloading::Library::new(name) } {
-            Ok(l) => Some(l),
-            Err(e) => {
-                last = e.to_string();
-                None
-            }
-        })
-        .ok_or_else(|| format!("libtesseract not found (apt install libtesseract5): {last}"))?;
+/// The functions of `library` used here, and its version.
+fn resolve(library: &libloading::Library) -> Result<(Api, String), String> {
     // SAFETY: each symbol has the type of its declaration in Tesseract's
     // capi.h (versions 4 and 5).
     unsafe {
@@ -354,6 +329,40 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
         } else {
             CStr::from_ptr(v).to_string_lossy().into_owned()
         };
+        Ok((api, version))
+    }
+}
+
+fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String> {
+    let dir = data_dir(data, languages)?;
+    // One thread (Debian's library runs OpenMP, whose idle threads spin):
+    // a worker has it in its environment already; an unsandboxed reader
+    // (a replay, a test) gets it here, before the library loads libgomp.
+    if std::env::var_os("OMP_THREAD_LIMIT").is_none() {
+        std::env::set_var("OMP_THREAD_LIMIT", "1");
+    }
+    if languages.is_empty()
+        || !languages
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'+')
+    {
+        return Err(format!("bad language list {languages:?}"));
+    }
+    let mut last = String::new();
+    let library = LIBRARIES
+        .iter()
+        // SAFETY: Tesseract's initializers have no preconditions.
+        .find_map(|name| match unsafe { libloading::Library::new(name) } {
+            Ok(l) => Some(l),
+            Err(e) => {
+                last = e.to_string();
+                None
+            }
+        })
+        .ok_or_else(|| format!("libtesseract not found (apt install libtesseract5): {last}"))?;
+    let (api, version) = resolve(&library)?;
+    // SAFETY: the functions are the library's (see `resolve`).
+    unsafe {
         let langs = CString::new(languages).map_err(|e| e.to_string())?;
         let mut engine = Engine {
             api,
