@@ -227,23 +227,31 @@ impl std::fmt::Display for Status {
 /// The language data directory to use: `data` when it is given, else the
 /// first of [`DATA_DIRS`] that holds each of `languages` (`eng+deu`).
 pub fn data_dir(data: Option<&Path>, languages: &str) -> Result<PathBuf, String> {
-    let holds = |dir: &Path| {
+    let missing = |dir: &Path| {
         languages
             .split('+')
-            .all(|l| dir.join(format!("{l}.traineddata")).is_file())
+            .find(|l| !dir.join(format!("{l}.traineddata")).is_file())
+            .map(str::to_owned)
     };
     match data {
-        Some(d) if holds(d) => Ok(d.to_owned()),
-        Some(d) => Err(format!(
-            "{} does not hold {languages}.traineddata",
-            d.display()
-        )),
+        Some(d) => match missing(d) {
+            None => Ok(d.to_owned()),
+            Some(l) => Err(format!(
+                "{} does not hold {l}.traineddata (apt install tesseract-ocr-{l})",
+                d.display()
+            )),
+        },
         None => DATA_DIRS
             .iter()
             .map(Path::new)
-            .find(|d| holds(d))
+            .find(|d| missing(d).is_none())
             .map(Path::to_owned)
-            .ok_or_else(|| format!("no {languages} language data (apt install tesseract-ocr-eng)")),
+            .ok_or_else(|| {
+                format!(
+                    "no {languages} language data in {} (apt install tesseract-ocr-<language>)",
+                    DATA_DIRS.join(" or ")
+                )
+            }),
     }
 }
 
@@ -461,5 +469,29 @@ pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
             text: text.filter(|t| conf >= MIN_CONFIDENCE && !t.trim().is_empty()),
             stopped: !ok,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_dir_needs_every_language() {
+        let dir = std::env::temp_dir().join(format!("bulkwatch-ocr-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("eng.traineddata"), b"x").unwrap();
+        assert_eq!(data_dir(Some(&dir), "eng"), Ok(dir.clone()));
+        let e = data_dir(Some(&dir), "eng+deu").unwrap_err();
+        assert!(e.contains("does not hold deu.traineddata"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_read_without_a_started_engine() {
+        // (This test process never calls `start`.)
+        assert!(!available());
+        assert_eq!(read(&[0; 64 * 64], 64, 64, 100), Read::default());
+        stop();
     }
 }

@@ -90,12 +90,42 @@ mod tests {
                 "scan.max_parse_bytes",
                 "1073741825 is outside 1024..=1073741824",
             ),
+            (
+                raw(|r| r.ocr = Some("tessdata".to_owned())),
+                "scan.ocr",
+                "must be \"auto\", \"off\" or an absolute path",
+            ),
+            (
+                raw(|r| r.ocr_languages = Some("eng, deu".to_owned())),
+                "scan.ocr_languages",
+                "must be language names joined by +, like eng+deu",
+            ),
+            (
+                raw(|r| r.ocr_languages = Some(String::new())),
+                "scan.ocr_languages",
+                "must be language names joined by +, like eng+deu",
+            ),
         ] {
             assert_eq!(
                 refusal(ScanConfig::try_from(raw)),
                 (key.to_owned(), message.to_owned())
             );
         }
+    }
+
+    #[test]
+    fn ocr_settings_are_read() {
+        let c = ScanConfig::try_from(raw(|r| {
+            r.ocr = Some("/opt/tessdata".to_owned());
+            r.ocr_languages = Some("eng+deu".to_owned());
+        }))
+        .unwrap();
+        assert_eq!(
+            (c.ocr.as_str(), c.ocr_languages.as_str()),
+            ("/opt/tessdata", "eng+deu")
+        );
+        let off = ScanConfig::try_from(raw(|r| r.ocr = Some("off".to_owned()))).unwrap();
+        assert_eq!(off.ocr, "off");
     }
 
     #[test]
