@@ -88,6 +88,38 @@ async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
     );
 }
 
+/// Where Tesseract is missing (here: its data named where there is
+/// none), a picture under a short text is read as with OCR off: the OCR
+/// workers say why they read nothing, and the readers' mark is cleared.
+#[tokio::test]
+async fn without_tesseract_a_picture_is_read_as_with_ocr_off() {
+    let mut missing = Config::default();
+    missing.scan.ocr = "/nonexistent/tessdata".into();
+    let mut off = Config::default();
+    off.scan.ocr = "off".into();
+    let a = Pool::start(program(), &missing, 1, Hooks::default())
+        .await
+        .unwrap();
+    let b = Pool::start(program(), &off, 1, Hooks::default())
+        .await
+        .unwrap();
+    let rcpts = vec!["ann@example.net".to_owned()];
+    let text = texts::OWN[1].1.join("\n\n");
+    let m = dress::picture_message(&text, 0, 40);
+    let (ra, rb) = (
+        a.read(&m, &rcpts, LIMIT).await.unwrap(),
+        b.read(&m, &rcpts, LIMIT).await.unwrap(),
+    );
+    assert_eq!(ra, rb);
+    assert!(!ra.wants_ocr && !ra.pictures.is_empty());
+    let status = a.sandbox();
+    assert!(
+        status.contains("; OCR workers: ") && status.contains("ocr=unavailable"),
+        "{status}"
+    );
+    assert!(!b.sandbox().contains("OCR workers"), "{}", b.sandbox());
+}
+
 #[tokio::test]
 async fn an_abort_costs_one_reading_and_the_next_message_is_read() {
     let cfg = Config::default();

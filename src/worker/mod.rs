@@ -593,8 +593,8 @@ impl Pool {
         close_fds::set_fds_cloexec_threadsafe(3, &[]);
         let mut read = read_config(cfg);
         let size = size.max(1);
-        // The OCR workers first: when Tesseract is not there (their start
-        // says so) there are none, and the readers read as without OCR.
+        // The OCR workers, started at the first message that needs them
+        // (or by `start_ocr`); the readers leave pictures of text to them.
         let ocr = read.scan.ocr.is_some().then(|| {
             Arc::new(Ocr {
                 program: program.to_owned(),
@@ -754,7 +754,12 @@ impl Pool {
             return first;
         };
         let Some(ocr) = ocr.pool().await else {
-            return first;
+            // No OCR here (Tesseract is not installed): the reading is
+            // the one a process without it makes.
+            return Reading {
+                wants_ocr: false,
+                ..first
+            };
         };
         match Box::pin(ocr.read_as(raw, rcpts, sender, limit, limit)).await {
             Ok(again) => again,
