@@ -60,7 +60,7 @@ check_contents() {
     # The synopsis whole (under 80 characters, not cut by the packager),
     # and the long description starting with its first sentence.
     local synopsis long
-    synopsis=$(dpkg-deb -f "$deb" Description | head -1)
+    synopsis=$(dpkg-deb -f "$deb" Description | sed -n 1p)
     long=$(dpkg-deb -f "$deb" Description | sed -n 2p)
     [ "${#synopsis}" -lt 80 ] || fail "the synopsis has ${#synopsis} characters: $synopsis"
     grep -qE 'campaigns$' <<<"$synopsis" || fail "the synopsis is cut: '$synopsis'"
@@ -79,7 +79,7 @@ check_contents() {
     local version
     version=$(dpkg-deb -f "$deb" Version)
     dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/bulkwatch/changelog.Debian.gz \
-        | gzip -dc | head -1 | grep -qF "bulkwatch ($version)" \
+        | gzip -dc | sed -n 1p | grep -qF "bulkwatch ($version)" \
         || fail "debian/changelog's first entry is not version $version"
     ok "version $version, as debian/changelog says"
     ok "depends on adduser"
@@ -91,7 +91,7 @@ check_contents() {
     grep -q 'deb-systemd-helper' "$tmp/postinst" || fail "postinst does not enable the unit"
     # The key is made before the unit's snippet starts the service.
     [ "$(grep -n 'bulkwatch keygen' "$tmp/postinst" | cut -d: -f1)" -lt \
-      "$(grep -n 'deb-systemd-helper' "$tmp/postinst" | head -1 | cut -d: -f1)" ] \
+      "$(grep -n 'deb-systemd-helper' "$tmp/postinst" | sed -n 1p | cut -d: -f1)" ] \
         || fail "postinst starts the service before it makes the key"
     ok "maintainer scripts"
 }
