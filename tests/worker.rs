@@ -23,6 +23,13 @@ fn program() -> &'static Path {
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// A pool of `size` workers of the real binary, without test hooks.
+async fn start(cfg: &Config, size: usize) -> Pool {
+    Pool::start(program(), cfg, size, Hooks::default())
+        .await
+        .unwrap()
+}
+
 fn message(marker: &str) -> Vec<u8> {
     format!(
         "From: Deals <offers@deals.example>\r\nTo: Ann <ann@example.net>\r\nSubject: offer\r\n\
@@ -36,9 +43,7 @@ fn message(marker: &str) -> Vec<u8> {
 #[tokio::test]
 async fn a_worker_reads_as_the_engine_does() {
     let cfg = Config::default();
-    let pool = Pool::start(program(), &cfg, 2, Hooks::default())
-        .await
-        .unwrap();
+    let pool = start(&cfg, 2).await;
     let rcpts = vec!["ann@example.net".to_owned()];
     for m in [message("one"), b"not a message at all".to_vec(), Vec::new()] {
         let got = pool.read(&m, &rcpts, LIMIT).await.unwrap();
@@ -47,9 +52,9 @@ async fn a_worker_reads_as_the_engine_does() {
     assert!(pool.sandbox().contains("seccomp=on"), "{}", pool.sandbox());
 }
 
-/// Pictures of text are read in the sandboxed worker as in-process:
-/// Tesseract loads before the sandbox closes and recognizes inside it
-/// (one thread, no files).
+/// Pictures of text are read through the pool as in-process: the readers
+/// leave them to the OCR workers, which load Tesseract before their
+/// sandbox closes and recognize inside it (one thread, no files).
 #[cfg_attr(
     not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
     ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
@@ -57,9 +62,7 @@ async fn a_worker_reads_as_the_engine_does() {
 #[tokio::test]
 async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
     let cfg = Config::default();
-    let pool = Pool::start(program(), &cfg, 1, Hooks::default())
-        .await
-        .unwrap();
+    let pool = start(&cfg, 1).await;
     let rcpts = vec!["ann@example.net".to_owned()];
     let text = texts::OWN[0].1.join("\n\n");
     for copy in 0..2 {
@@ -97,12 +100,8 @@ async fn without_tesseract_a_picture_is_read_as_with_ocr_off() {
     missing.scan.ocr = "/nonexistent/tessdata".into();
     let mut off = Config::default();
     off.scan.ocr = "off".into();
-    let a = Pool::start(program(), &missing, 1, Hooks::default())
-        .await
-        .unwrap();
-    let b = Pool::start(program(), &off, 1, Hooks::default())
-        .await
-        .unwrap();
+    let a = start(&missing, 1).await;
+    let b = start(&off, 1).await;
     let rcpts = vec!["ann@example.net".to_owned()];
     let text = texts::OWN[1].1.join("\n\n");
     let m = dress::picture_message(&text, 0, 40);

@@ -206,8 +206,6 @@ fn engine() -> Option<std::sync::MutexGuard<'static, Option<Engine>>> {
 pub enum Status {
     /// Reading pictures of text: Tesseract's version and the data used.
     On { version: String, data: PathBuf },
-    /// Turned off by the settings.
-    Off,
     /// Not available, and why.
     Unavailable(String),
 }
@@ -218,7 +216,6 @@ impl std::fmt::Display for Status {
             Status::On { version, data } => {
                 write!(f, "on (tesseract {version}, {})", data.display())
             }
-            Status::Off => write!(f, "off"),
             Status::Unavailable(why) => write!(f, "unavailable ({why})"),
         }
     }
@@ -260,17 +257,15 @@ pub fn data_dir(data: Option<&Path>, languages: &str) -> Result<PathBuf, String>
 /// process calls it before its sandbox closes, with `OMP_THREAD_LIMIT=1`
 /// in its environment (Debian's library runs OpenMP threads, which a
 /// system call filter may forbid).
-pub fn start(data: Option<&Path>, languages: &str) -> Status {
+pub fn start(data: Option<&Path>, languages: &str) -> &'static Status {
     static STARTED: OnceLock<Status> = OnceLock::new();
-    STARTED
-        .get_or_init(|| match load(data, languages) {
-            Ok((engine, status)) => {
-                let _ = ENGINE.set(Mutex::new(Some(engine)));
-                status
-            }
-            Err(why) => Status::Unavailable(why),
-        })
-        .clone()
+    STARTED.get_or_init(|| match load(data, languages) {
+        Ok((engine, status)) => {
+            let _ = ENGINE.set(Mutex::new(Some(engine)));
+            status
+        }
+        Err(why) => Status::Unavailable(why),
+    })
 }
 
 /// Whether pictures of text are read in this process.

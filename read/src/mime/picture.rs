@@ -86,8 +86,8 @@ pub struct Budget {
     ocr_pixels: u64,
     /// Milliseconds of recognition left ([`bulkwatch_ocr::DEADLINE_MS`]).
     ocr_ms: u32,
-    /// Pictures' text is read by another process: only say there was one.
-    ocr_elsewhere: bool,
+    /// Whether pictures' text is read, here or elsewhere.
+    ocr: Ocr,
     /// A picture's text was left to another process.
     pub wants_ocr: bool,
     /// A picture was refused for want of pixels, or not searched for QR
@@ -125,7 +125,7 @@ impl Budget {
             } else {
                 bulkwatch_ocr::MAX_PICTURES
             },
-            ocr_elsewhere: ocr == Ocr::Elsewhere,
+            ocr,
             wants_ocr: false,
             ocr_pixels: bulkwatch_ocr::MAX_PIXELS,
             ocr_ms: bulkwatch_ocr::DEADLINE_MS,
@@ -220,7 +220,7 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
     if budget.ocr_pictures == 0 || budget.ocr_ms == 0 {
         return None;
     }
-    if budget.ocr_elsewhere {
+    if budget.ocr == Ocr::Elsewhere {
         budget.wants_ocr = true;
         return None;
     }
@@ -250,13 +250,17 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
         }
         scaled = Some(s);
     }
-    let mut grey = scaled.unwrap_or_else(|| grey.clone());
     // Light text on a dark ground, as dark on light (Tesseract reads
-    // that; it is told not to try each line both ways).
-    let dark = grey.pixels().filter(|p| p.0[0] < 128).count();
-    if dark * 2 > grey.as_raw().len() {
-        image::imageops::invert(&mut grey);
-    }
+    // that; it is told not to try each line both ways). The picture is
+    // copied only to be inverted.
+    let source = scaled.as_ref().unwrap_or(grey);
+    let dark = source.pixels().filter(|p| p.0[0] < 128).count();
+    let inverted = (dark * 2 > source.as_raw().len()).then(|| {
+        let mut copy = source.clone();
+        image::imageops::invert(&mut copy);
+        copy
+    });
+    let grey = inverted.as_ref().or(scaled.as_ref()).unwrap_or(grey);
     let (w, h) = grey.dimensions();
     budget.ocr_pictures -= 1;
     budget.ocr_pixels = budget
