@@ -1236,6 +1236,61 @@ fn an_outage_costs_no_verdict() {
     assert!(stats.up.load(std::sync::atomic::Ordering::Relaxed));
 }
 
+/// A Redis that comes back (a restart, a Cluster replica promoted) is
+/// used by the first message after the retry interval, however many
+/// connections the pool held to the server that went away: they are
+/// dropped at the first failure. Each used to fail one more message and
+/// start another interval of local verdicts (8 pooled: 40 seconds after a
+/// failover that took 4).
+#[cfg_attr(
+    not(bulkwatch_redis),
+    ignore = "needs redis-server (apt-get install redis-server)"
+)]
+#[test]
+fn after_an_outage_the_first_retry_meets_a_new_connection() {
+    let mut server = RedisServer::start();
+    let mut cfg = redis_config(vec![server.url()], "stalepool");
+    cfg.store.redis.retry_interval = Duration::ZERO;
+    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
+    // Messages from several threads at once, until the pool keeps several
+    // connections open.
+    let mut i = 0u64;
+    common::redis::wait_for(
+        || {
+            let threads: Vec<_> = (0..8)
+                .map(|t| {
+                    let (shared, cfg) = (std::sync::Arc::clone(&shared), cfg.clone());
+                    std::thread::spawn(move || {
+                        for k in 0..20 {
+                            let obs = synthetic(i * 1000 + t * 20 + k, &cfg);
+                            shared.record(&obs, UnixSecs(REPLAY_EPOCH));
+                        }
+                    })
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            i += 1;
+            shared.pool().idle() >= 3
+        },
+        "the pool to hold 3 connections",
+    );
+    server.kill();
+    server.restart();
+    let now = UnixSecs(REPLAY_EPOCH + 1);
+    assert!(matches!(
+        shared.record(&synthetic(1 << 40, &cfg), now),
+        RedisResult::Failed(_)
+    ));
+    assert_eq!(shared.pool().idle(), 0, "the stale connections are dropped");
+    // Redis answers the next message (an empty Redis: the replica may
+    // first read the log again, a verdict from Redis all the same).
+    let next = shared.record(&synthetic(1 << 41, &cfg), now);
+    assert!(
+        matches!(next, RedisResult::Judged(_) | RedisResult::CatchingUp(_)),
+        "{next:?}"
+    );
+}
+
 /// With Redis a daemon does not record shared messages in its
 /// fallback engine; the first message that falls back copies the replica
 /// into it. So an outage starts from what the whole site saw: daemon B,

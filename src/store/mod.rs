@@ -389,6 +389,9 @@ impl RedisLayer {
             Err(e) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
                 self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                // The retry must meet a new connection, not the next of
+                // those opened to the server that just failed.
+                self.pool().forget_idle();
                 if self.stats.up.swap(false, Ordering::Relaxed) {
                     self.stats.outages.fetch_add(1, Ordering::Relaxed);
                 }
