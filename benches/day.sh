@@ -20,6 +20,11 @@
 # Env: MODE, MESSAGES, HOSTS (3), CONNS (connections per host, 4), WORKERS
 # (per host, 1), KILL, SAMPLE (seconds between memory samples, 10),
 # BASE_PORT (17400), CARGO_TARGET_DIR, KEEP.
+#
+# Exit status 1 when a message was refused, tempfailed or not answered,
+# when the hosts' campaign lists differ at the end, when the last copies
+# of a campaign got different ids on different hosts, or when a host was
+# still judging from its local window at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -191,19 +196,45 @@ done
 for h in $(seq 1 "$HOSTS"); do
   curl -sf "http://127.0.0.1:$((BASE + 20 + h))/campaigns?min_recipients=20&limit=100000" > "$DIR/campaigns$h.json" || echo '[]' > "$DIR/campaigns$h.json"
 done
-python3 - "$DIR"/campaigns*.json <<'PY'
+STATUS=0
+python3 - "$DIR"/campaigns*.json <<'PY' || STATUS=1
 import json, sys
 lists = [sorted((c["id"], c["recipients"]) for c in json.load(open(f))) for f in sys.argv[1:]]
-same = all(l == lists[0] for l in lists)
+same = all(l == lists[0] for l in lists) and len(lists[0]) > 0
 print("--- campaigns of 20 recipients or more: %s per host; the same ids and counts on every host: %s"
       % ("/".join(str(len(l)) for l in lists), "yes" if same else "NO"))
 if not same:
     for i, l in enumerate(lists[1:], 2):
         d = set(l) ^ set(lists[0])
         print("    host%d differs from host1 in %d: %s" % (i, len(d), sorted(d)[:5]))
+sys.exit(0 if same else 1)
 PY
+python3 - "$DIR/report.json" <<'PY' || STATUS=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+if r["failed"] or r["refused_or_tempfailed"]:
+    bad.append("%d failed, %d refused or tempfailed" % (r["failed"], r["refused_or_tempfailed"]))
+if r["last_copies"]["one_id_on_every_host"] != r["last_copies"]["campaigns"]:
+    bad.append("last copies: %s" % r["last_copies"])
+for b in bad:
+    print("day: FAILED:", b)
+sys.exit(1 if bad else 0)
+PY
+for h in $(seq 1 "$HOSTS"); do
+  # The last copies went to every host after the stream: a host that
+  # judged them from Redis is back (bulkwatch_redis_fallbacks_total does
+  # not move then; a host still falling back adds 1 a copy).
+  if grep -q "shared state reachable again\|redis unavailable" "$DIR/host$h/log"; then
+    last=$(grep -h "shared state reachable again\|redis unavailable" "$DIR/host$h/log" | tail -1)
+    case "$last" in *unavailable*) echo "day: FAILED: host$h was still off Redis at the end"; STATUS=1;; esac
+  fi
+done
 echo "--- redis: $(redis_mem)"
 awk -v a="$R0" -v b="$R1" -v n="$MESSAGES" 'BEGIN { printf "redis CPU: %.1f s, %.1f us a message\n", b - a, (b - a) / n * 1e6 }'
 echo "--- rss.txt (time, host RSS kB...)"
 awk 'NR % 6 == 1' "$DIR/rss.txt"
-grep -h -i "warn\|error" "$DIR"/host*/log | cut -c1-200 | sort | uniq -c | sort -rn | head -20 || true
+echo "--- the hosts' warnings, counted (time and queue id left out)"
+grep -h " WARN " "$DIR"/host*/log | sed -E 's/^[^ ]+ +//; s/queue_id=[^}]*/queue_id=.../' | cut -c1-160 \
+  | sort | uniq -c | sort -rn | head -8 || true
+exit $STATUS

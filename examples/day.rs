@@ -472,16 +472,29 @@ fn merge(into: &mut Tally, t: Tally) {
     }
 }
 
-/// After the stream, one more copy of every campaign to every host, each
-/// with a new recipient: `(campaigns, those given one id on every host,
-/// a few that were not)`.
-async fn last_copies(sh: &Shared) -> Result<(u64, u64, Vec<String>), String> {
+/// Campaigns of at least this many copies in the stream get the last
+/// copies: a campaign of a few copies may not have become one campaign
+/// (a copy whose words differ more than the rule allows starts its own),
+/// and a last copy may then join either part, on any host alike.
+const LAST_COPIES_MIN: u64 = 50;
+
+/// After the stream, one more copy of every campaign of at least
+/// [`LAST_COPIES_MIN`] copies to every host, each with a new recipient:
+/// `(campaigns, those given one id on every host, a few that were not)`.
+async fn last_copies(sh: &Shared, t: &Tally) -> Result<(u64, u64, Vec<String>), String> {
     let mut conns = Vec::new();
     for h in &sh.args.hosts {
         conns.push(open(*h).await?);
     }
     let (mut n, mut same, mut differ) = (0, 0, Vec::new());
     for c in 0..sh.args.campaigns {
+        let copies: u64 = t
+            .ids
+            .get(&c)
+            .map_or(0, |per| per.iter().flat_map(|m| m.values()).sum());
+        if copies < LAST_COPIES_MIN {
+            continue;
+        }
         let mut ids = Vec::new();
         for (k, conn) in conns.iter_mut().enumerate() {
             let mut st = seed_of(sh.args.seed ^ 0x1A57, c << 8 | k as u64);
@@ -627,7 +640,7 @@ async fn main() {
         }
     }
     let secs = sh.start.elapsed().as_secs_f64();
-    let last = match last_copies(&sh).await {
+    let last = match last_copies(&sh, &total).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("day: the last copies: {e}");
