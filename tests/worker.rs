@@ -89,6 +89,12 @@ async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
         ocr.contains("seccomp=on") && ocr.contains("ocr=on"),
         "{status}"
     );
+    // Counted for the metrics: 4 messages read by the OCR workers (2
+    // alone, 2 in batches), by workers started for them.
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    let counts: Vec<u64> = pool.stats().ocr.iter().map(n).collect();
+    assert_eq!(counts, [4, 0, 0]);
+    assert!(n(&pool.ocr_stats().expect("started").started) >= 1);
 }
 
 /// Where Tesseract is missing (here: its data named where there is
@@ -117,6 +123,11 @@ async fn without_tesseract_a_picture_is_read_as_with_ocr_off() {
         "{status}"
     );
     assert!(!b.sandbox().contains("OCR workers"), "{}", b.sandbox());
+    // Counted as unavailable, where OCR is on but has no Tesseract.
+    let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    let counts = |p: &bulkwatch::worker::Pool| p.stats().ocr.iter().map(n).collect::<Vec<_>>();
+    assert_eq!((counts(&a), counts(&b)), (vec![0, 0, 1], vec![0, 0, 0]));
+    assert!(a.ocr_stats().is_none());
 }
 
 #[tokio::test]

@@ -396,6 +396,42 @@ fn render_workers(s: &mut String, w: &Pool) {
         crate::worker::MAX_USES,
         st.started.load(Ordering::Relaxed)
     );
+    render_ocr(s, w);
+}
+
+/// What the OCR workers did: messages by outcome, their starts and
+/// failures (0 until they started: at the first picture of text).
+fn render_ocr(s: &mut String, w: &Pool) {
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_ocr_messages_total Messages with a picture under a short \
+         text, read again by the OCR workers: their reading counted (read), none \
+         in time or a failure, the first reading standing (failed), or no \
+         Tesseract installed (unavailable).\n\
+         # TYPE bulkwatch_ocr_messages_total counter"
+    );
+    for (l, c) in crate::worker::OCR_OUTCOMES.iter().zip(&w.stats().ocr) {
+        let n = c.load(Ordering::Relaxed);
+        let _ = writeln!(s, "bulkwatch_ocr_messages_total{{outcome=\"{l}\"}} {n}");
+    }
+    let ocr = w.ocr_stats();
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_ocr_workers_started_total OCR worker processes started.\n\
+         # TYPE bulkwatch_ocr_workers_started_total counter\n\
+         bulkwatch_ocr_workers_started_total {}",
+        ocr.map_or(0, |o| o.started.load(Ordering::Relaxed))
+    );
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_ocr_failures_total OCR readings that failed, by cause \
+         (as bulkwatch_analysis_failures_total; the message kept its first reading).\n\
+         # TYPE bulkwatch_ocr_failures_total counter"
+    );
+    for l in crate::worker::Failure::LABELS {
+        let n = ocr.map_or(0, |o| o.failures(l));
+        let _ = writeln!(s, "bulkwatch_ocr_failures_total{{cause=\"{l}\"}} {n}");
+    }
 }
 
 /// The engine time histogram.

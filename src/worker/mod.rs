@@ -151,7 +151,15 @@ pub struct PoolStats {
     /// Restarts held back after repeated deaths (the throttle: five deaths
     /// in ten seconds).
     pub throttled: AtomicU64,
+    /// Messages with a picture under a short text, by what the OCR
+    /// workers gave: their reading (`read`), none in time or a failure,
+    /// the first reading standing (`failed`), or none since Tesseract is
+    /// not installed (`unavailable`): [`OCR_OUTCOMES`].
+    pub ocr: [AtomicU64; 3],
 }
+
+/// The labels of [`PoolStats::ocr`], in order.
+pub const OCR_OUTCOMES: [&str; 3] = ["read", "failed", "unavailable"];
 
 impl PoolStats {
     /// Deep readings that failed with this label after the shallow one.
@@ -753,18 +761,33 @@ impl Pool {
         let Some(ocr) = self.ocr.as_ref().filter(|_| first.wants_ocr) else {
             return first;
         };
+        let count = |i: usize| self.inner.stats.ocr[i].fetch_add(1, Ordering::Relaxed);
         let Some(ocr) = ocr.pool().await else {
             // No OCR here (Tesseract is not installed): the reading is
             // the one a process without it makes.
+            count(2);
             return Reading {
                 wants_ocr: false,
                 ..first
             };
         };
         match Box::pin(ocr.read_as(raw, rcpts, sender, limit, limit)).await {
-            Ok(again) => again,
-            Err(_) => first,
+            Ok(again) => {
+                count(0);
+                again
+            }
+            Err(_) => {
+                count(1);
+                first
+            }
         }
+    }
+
+    /// The OCR workers' counters, once they started: their starts and
+    /// their failures by cause.
+    pub fn ocr_stats(&self) -> Option<&PoolStats> {
+        let (pool, _) = self.ocr.as_ref()?.pool.get()?;
+        pool.as_ref().map(Pool::stats)
     }
 
     /// Reads every message of `msgs` (without recipients: mbox mail), in
