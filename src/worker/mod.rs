@@ -761,7 +761,11 @@ impl Pool {
         let Some(ocr) = self.ocr.as_ref().filter(|_| first.wants_ocr) else {
             return first;
         };
-        let count = |i: usize| self.inner.stats.ocr[i].fetch_add(1, Ordering::Relaxed);
+        let count = |i: usize| {
+            if let Some(c) = self.inner.stats.ocr.get(i) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        };
         let Some(ocr) = ocr.pool().await else {
             // No OCR here (Tesseract is not installed): the reading is
             // the one a process without it makes.
