@@ -56,7 +56,8 @@ redis_node() { # port [extra args...]: a redis-server in $DIR/redis-PORT
   local port=$1; shift
   mkdir -p "$DIR/redis-$port"
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-    --protected-mode no --loglevel warning --dir "$DIR/redis-$port" "$@" \
+    --protected-mode no --loglevel warning --lazyfree-lazy-expire yes \
+    --dir "$DIR/redis-$port" "$@" \
     >"$DIR/redis-$port/log" 2>&1 &
   PIDS+=($!)
   echo "$!" > "$DIR/redis-$port/pid"
@@ -94,11 +95,15 @@ slot_master() {
 }
 
 HOSTLIST=()
+# One site key for all hosts, as a site sets it (not the public built-in).
+KEY=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 for h in $(seq 1 "$HOSTS"); do
   mkdir -p "$DIR/host$h/state"
   cat > "$DIR/host$h/bulkwatch.toml" <<TOML
 [scan]
 ocr = "off"
+[fingerprint]
+hash_key = "$KEY"
 [window]
 max_entries = 3000000
 [milter]
