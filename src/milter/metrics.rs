@@ -410,8 +410,8 @@ fn render_ocr(s: &mut String, w: &Pool) {
          Tesseract installed (unavailable).\n\
          # TYPE bulkwatch_ocr_messages_total counter"
     );
-    for (l, c) in crate::worker::OCR_OUTCOMES.iter().zip(&w.stats().ocr) {
-        let n = c.load(Ordering::Relaxed);
+    for o in crate::worker::OcrOutcome::ALL {
+        let (l, n) = (o.label(), w.stats().ocr(o));
         let _ = writeln!(s, "bulkwatch_ocr_messages_total{{outcome=\"{l}\"}} {n}");
     }
     let ocr = w.ocr_stats();

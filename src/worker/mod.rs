@@ -151,15 +151,53 @@ pub struct PoolStats {
     /// Restarts held back after repeated deaths (the throttle: five deaths
     /// in ten seconds).
     pub throttled: AtomicU64,
-    /// Messages with a picture under a short text, by what the OCR
-    /// workers gave: their reading (`read`), none in time or a failure,
-    /// the first reading standing (`failed`), or none since Tesseract is
-    /// not installed (`unavailable`): [`OCR_OUTCOMES`].
-    pub ocr: [AtomicU64; 3],
+    /// Messages with a picture under a short text, by [`OcrOutcome`]
+    /// ([`PoolStats::ocr`]).
+    ocr: [AtomicU64; 3],
 }
 
-/// The labels of [`PoolStats::ocr`], in order.
-pub const OCR_OUTCOMES: [&str; 3] = ["read", "failed", "unavailable"];
+/// What became of a message the readers left to the OCR workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OcrOutcome {
+    /// Their reading is the message's.
+    Read,
+    /// None in time, or a failure: the first reading stood.
+    Failed,
+    /// No Tesseract installed: read as with OCR off.
+    Unavailable,
+}
+
+impl OcrOutcome {
+    pub const ALL: [OcrOutcome; 3] = [
+        OcrOutcome::Read,
+        OcrOutcome::Failed,
+        OcrOutcome::Unavailable,
+    ];
+
+    /// The metrics label.
+    pub fn label(self) -> &'static str {
+        match self {
+            OcrOutcome::Read => "read",
+            OcrOutcome::Failed => "failed",
+            OcrOutcome::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl PoolStats {
+    /// Messages left to the OCR workers that ended as `outcome`.
+    pub fn ocr(&self, outcome: OcrOutcome) -> u64 {
+        self.ocr
+            .get(outcome as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    fn count_ocr(&self, outcome: OcrOutcome) {
+        if let Some(c) = self.ocr.get(outcome as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
 
 impl PoolStats {
     /// Deep readings that failed with this label after the shallow one.
@@ -761,15 +799,11 @@ impl Pool {
         let Some(ocr) = self.ocr.as_ref().filter(|_| first.wants_ocr) else {
             return first;
         };
-        let count = |i: usize| {
-            if let Some(c) = self.inner.stats.ocr.get(i) {
-                c.fetch_add(1, Ordering::Relaxed);
-            }
-        };
+        let stats = &self.inner.stats;
         let Some(ocr) = ocr.pool().await else {
             // No OCR here (Tesseract is not installed): the reading is
             // the one a process without it makes.
-            count(2);
+            stats.count_ocr(OcrOutcome::Unavailable);
             return Reading {
                 wants_ocr: false,
                 ..first
@@ -777,21 +811,25 @@ impl Pool {
         };
         match Box::pin(ocr.read_as(raw, rcpts, sender, limit, limit)).await {
             Ok(again) => {
-                count(0);
+                stats.count_ocr(OcrOutcome::Read);
                 again
             }
             Err(_) => {
-                count(1);
+                stats.count_ocr(OcrOutcome::Failed);
                 first
             }
         }
     }
 
+    /// The OCR workers, once started and reading pictures.
+    fn ocr_workers(&self) -> Option<&Pool> {
+        self.ocr.as_ref()?.pool.get()?.0.as_ref()
+    }
+
     /// The OCR workers' counters, once they started: their starts and
     /// their failures by cause.
     pub fn ocr_stats(&self) -> Option<&PoolStats> {
-        let (pool, _) = self.ocr.as_ref()?.pool.get()?;
-        pool.as_ref().map(Pool::stats)
+        self.ocr_workers().map(Pool::stats)
     }
 
     /// Reads every message of `msgs` (without recipients: mbox mail), in
@@ -930,12 +968,7 @@ impl Pool {
     /// is waited for (killed after a second). Workers still reading end
     /// when their pool is dropped.
     pub async fn shutdown(&self) {
-        if let Some(p) = self
-            .ocr
-            .as_ref()
-            .and_then(|o| o.pool.get())
-            .and_then(|p| p.0.as_ref())
-        {
+        if let Some(p) = self.ocr_workers() {
             Box::pin(p.shutdown()).await;
         }
         let idle: Vec<Worker> = std::mem::take(&mut *lock(&self.inner.idle));
