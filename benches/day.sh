@@ -53,6 +53,10 @@ trap cleanup EXIT
 
 redis_node() { # port [extra args...]: a redis-server in $DIR/redis-PORT
   local port=$1; shift
+  # Another server answering there would pass for this one.
+  if redis-cli -p "$port" ping >/dev/null 2>&1; then
+    echo "day: port $port is taken by another redis-server (set BASE_PORT)" >&2; exit 1
+  fi
   mkdir -p "$DIR/redis-$port"
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
     --protected-mode no --loglevel warning --lazyfree-lazy-expire yes \
@@ -122,6 +126,9 @@ backend = "redis"
 urls = $URLS
 cluster = $CLUSTER
 TOML
+  if curl -sf "http://127.0.0.1:$((BASE + 20 + h))/metrics" >/dev/null 2>&1; then
+    echo "day: port $((BASE + 20 + h)) already answers (set BASE_PORT)" >&2; exit 1
+  fi
   "$BW" serve --config "$DIR/host$h/bulkwatch.toml" >"$DIR/host$h/log" 2>&1 &
   PIDS+=($!); echo "$!" > "$DIR/host$h/pid"
   HOSTLIST+=("127.0.0.1:$((BASE + h))")

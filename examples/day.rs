@@ -33,12 +33,12 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use indymilter_test::{EomAction, MacroStage, Status, TestConnection};
-use testkit::splitmix;
+use testkit::Rng;
 
 struct Args {
     hosts: Vec<SocketAddr>,
@@ -117,17 +117,17 @@ fn word(i: u64) -> String {
 /// steps its state by a constant, so states that differ by a multiple of
 /// it (as `c * 0x9E37_79B9_7F4A_7C15` would) give the same words shifted,
 /// and campaigns that join.
-fn seed_of(a: u64, b: u64) -> u64 {
-    let mut s = a.rotate_left(17) ^ b.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    splitmix(&mut s)
+fn seed_of(a: u64, b: u64) -> Rng {
+    let mixed = a.rotate_left(17) ^ b.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    Rng::new(Rng::new(mixed).next_u64())
 }
 
-fn words(st: &mut u64, n: usize) -> Vec<String> {
-    (0..n).map(|_| word(splitmix(st))).collect()
+fn words(rng: &mut Rng, n: usize) -> Vec<String> {
+    (0..n).map(|_| word(rng.next_u64())).collect()
 }
 
 /// Words as sentences of 6 to 14 words, capitalised, with full stops.
-fn prose(ws: &[String], st: &mut u64) -> String {
+fn prose(ws: &[String], rng: &mut Rng) -> String {
     let mut out = String::new();
     let mut left = 0;
     for w in ws {
@@ -135,7 +135,7 @@ fn prose(ws: &[String], st: &mut u64) -> String {
             if !out.is_empty() {
                 out.push_str(".\n");
             }
-            left = 6 + splitmix(st) % 9;
+            left = rng.range(6, 14);
             let mut c = w.chars();
             out.extend(c.next().map(|f| f.to_ascii_uppercase()));
             out.push_str(c.as_str());
@@ -159,12 +159,11 @@ struct Msg {
 
 /// The campaign of message `i`, or `None` for a one-off: campaign `c` of
 /// `n` is drawn with weight 1/(c+1).
-fn campaign_of(st: &mut u64, a: &Args, harmonic: f64) -> Option<u64> {
-    let u = (splitmix(st) >> 11) as f64 / (1u64 << 53) as f64;
-    if u >= a.campaign_share {
+fn campaign_of(rng: &mut Rng, a: &Args, harmonic: f64) -> Option<u64> {
+    if !rng.chance(a.campaign_share) {
         return None;
     }
-    let mut t = (splitmix(st) >> 11) as f64 / (1u64 << 53) as f64 * harmonic;
+    let mut t = rng.unit() * harmonic;
     for c in 0..a.campaigns {
         t -= 1.0 / (c + 1) as f64;
         if t <= 0.0 {
@@ -175,17 +174,17 @@ fn campaign_of(st: &mut u64, a: &Args, harmonic: f64) -> Option<u64> {
 }
 
 fn message(i: u64, a: &Args, harmonic: f64) -> Msg {
-    let mut st = seed_of(a.seed, i);
+    let mut rng = seed_of(a.seed, i);
     let rcpt = format!("user{i}@site.example");
-    let campaign = campaign_of(&mut st, a, harmonic);
+    let campaign = campaign_of(&mut rng, a, harmonic);
     let (from, subject, body) = match campaign {
-        Some(c) => campaign_copy(c, a.seed, &mut st),
+        Some(c) => campaign_copy(c, a.seed, &mut rng),
         None => {
-            let n = 40 + (splitmix(&mut st) % 80) as usize;
-            let ws = words(&mut st, n);
-            let subject = words(&mut st, 4).join(" ");
-            let from = format!("{}@{}.example", word(splitmix(&mut st)), word(i % 5_000));
-            (from, subject, prose(&ws, &mut st))
+            let n = rng.range(40, 119);
+            let ws = words(&mut rng, n);
+            let subject = words(&mut rng, 4).join(" ");
+            let from = format!("{}@{}.example", word(rng.next_u64()), word(i % 5_000));
+            (from, subject, prose(&ws, &mut rng))
         }
     };
     let headers = vec![
@@ -208,18 +207,18 @@ fn message(i: u64, a: &Args, harmonic: f64) -> Msg {
 
 /// A copy of campaign `c`: its text, a greeting, 2 to 5 words inserted at
 /// random and a tracking link of its own.
-fn campaign_copy(c: u64, seed: u64, st: &mut u64) -> (String, String, String) {
-    let mut cs = seed_of(seed ^ 0xC0FFEE, c);
-    let n = 50 + (splitmix(&mut cs) % 50) as usize;
-    let mut ws = words(&mut cs, n);
-    let subject = words(&mut cs, 5).join(" ");
-    for _ in 0..2 + splitmix(st) % 4 {
-        let at = (splitmix(st) % ws.len() as u64) as usize;
-        ws.insert(at, word(splitmix(st)));
+fn campaign_copy(c: u64, seed: u64, rng: &mut Rng) -> (String, String, String) {
+    let mut text = seed_of(seed ^ 0xC0FFEE, c);
+    let n = text.range(50, 99);
+    let mut ws = words(&mut text, n);
+    let subject = words(&mut text, 5).join(" ");
+    for _ in 0..rng.range(2, 5) {
+        let at = rng.below(ws.len());
+        ws.insert(at, word(rng.next_u64()));
     }
-    let greeting = format!("Dear {},\n\n", word(splitmix(st)));
-    let link = format!("\nhttps://t{c}.example/c/{:x}\n", splitmix(st));
-    let body = greeting + &prose(&ws, &mut cs) + &link;
+    let greeting = format!("Dear {},\n\n", word(rng.next_u64()));
+    let link = format!("\nhttps://t{c}.example/c/{:x}\n", rng.next_u64());
+    let body = greeting + &prose(&ws, &mut text) + &link;
     (format!("news@c{c}.example"), subject, body)
 }
 
@@ -308,8 +307,8 @@ struct Shared {
     args: Args,
     harmonic: f64,
     next: AtomicU64,
-    killed_at: Mutex<Option<Instant>>,
-    kill_started: AtomicBool,
+    /// When the kill command ran (set once).
+    killed_at: OnceLock<Instant>,
     start: Instant,
 }
 
@@ -327,8 +326,11 @@ fn record(t: &mut Tally, sh: &Shared, host: usize, m: &Msg, r: Result<Answer, St
     };
     let us = a.micros.min(u32::MAX as u64) as u32;
     t.latencies.push(us);
-    let killed = *sh.killed_at.lock().unwrap();
-    if killed.is_some_and(|k| k.elapsed() < Duration::from_secs(60)) {
+    if sh
+        .killed_at
+        .get()
+        .is_some_and(|k| k.elapsed() < Duration::from_secs(60))
+    {
         t.after_kill.push(us);
     }
     t.refused += a.refused as u64;
@@ -351,8 +353,8 @@ fn record(t: &mut Tally, sh: &Shared, host: usize, m: &Msg, r: Result<Answer, St
 
 /// A fresh text sent to each host in turn, one copy at a time.
 async fn probe(conns: &mut [TestConnection], n: u64, t: &mut Tally, sh: &Shared) {
-    let mut st = seed_of(0x5EED, n);
-    let text = prose(&words(&mut st, 70), &mut st);
+    let mut rng = seed_of(0x5EED, n);
+    let text = prose(&words(&mut rng, 70), &mut rng);
     let mut sizes = Vec::new();
     for (k, conn) in conns.iter_mut().enumerate() {
         let m = Msg {
@@ -404,7 +406,7 @@ async fn sender(sh: Arc<Shared>) -> Result<Tally, String> {
             probe(&mut conns, i, &mut t, &sh).await;
         }
         let m = message(i, &sh.args, sh.harmonic);
-        let host = (splitmix(&mut (i ^ 0x4057)) % conns.len() as u64) as usize;
+        let host = Rng::new(i ^ 0x4057).below(conns.len());
         let r = transact(&mut conns[host], &m, &format!("D{i:X}")).await;
         let failed = r.is_err();
         record(&mut t, &sh, host, &m, r);
@@ -419,9 +421,9 @@ async fn sender(sh: Arc<Shared>) -> Result<Tally, String> {
 fn progress(sh: &Shared, i: u64) {
     let n = sh.args.messages;
     if let Some(f) = sh.args.kill_at {
-        if i as f64 >= f * n as f64 && !sh.kill_started.swap(true, Ordering::SeqCst) {
+        // The first sender past the mark sets the time and runs it.
+        if i as f64 >= f * n as f64 && sh.killed_at.set(Instant::now()).is_ok() {
             eprintln!("day: {i} handed out, running: {}", sh.args.kill_cmd);
-            *sh.killed_at.lock().unwrap() = Some(Instant::now());
             let st = std::process::Command::new("sh")
                 .args(["-c", &sh.args.kill_cmd])
                 .status();
@@ -497,8 +499,8 @@ async fn last_copies(sh: &Shared, t: &Tally) -> Result<(u64, u64, Vec<String>), 
         }
         let mut ids = Vec::new();
         for (k, conn) in conns.iter_mut().enumerate() {
-            let mut st = seed_of(sh.args.seed ^ 0x1A57, c << 8 | k as u64);
-            let (from, subject, body) = campaign_copy(c, sh.args.seed, &mut st);
+            let mut rng = seed_of(sh.args.seed ^ 0x1A57, c << 8 | k as u64);
+            let (from, subject, body) = campaign_copy(c, sh.args.seed, &mut rng);
             let rcpt = format!("last.{c}.{k}@site.example");
             let m = Msg {
                 headers: vec![("From", format!("<{from}>")), ("Subject", subject)],
@@ -617,8 +619,7 @@ async fn main() {
         args,
         harmonic,
         next: AtomicU64::new(0),
-        killed_at: Mutex::new(None),
-        kill_started: AtomicBool::new(false),
+        killed_at: OnceLock::new(),
         start: Instant::now(),
     });
     let tasks: Vec<_> = (0..conns)

@@ -34,9 +34,14 @@ impl Rng {
         lo + self.below(hi - lo + 1)
     }
 
-    /// True with probability `p` (53 bits of the next number).
+    /// A number in `0.0..1.0` (53 bits of the next number).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// True with probability `p` ([`Rng::unit`] under `p`).
     pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
+        self.unit() < p
     }
 
     /// True in `pct` cases of 100 (the next number modulo 100).
