@@ -14,27 +14,12 @@
 # Env: REPS (turns, default 7), CARGO_TARGET_DIR, BULKWATCH_CORPUS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET=${CARGO_TARGET_DIR:-$PWD/target}
-BW=$TARGET/release/bulkwatch
-FLOOR=$TARGET/release/examples/parse_floor
-REPS=${REPS:-7}
-if [ $# -eq 0 ]; then
-  C=${BULKWATCH_CORPUS:?set BULKWATCH_CORPUS to the directory of the sa-*.mbox files (docs/dev/development.md)}
-  set -- "$C/sa-spam.mbox" "$C/sa-easy-ham.mbox" "$C/sa-hard-ham.mbox"
-fi
-for f in "$BW" "$FLOOR" "$@"; do
-  [ -e "$f" ] || { echo "missing $f" >&2; exit 2; }
-done
+# The binaries, the inputs, cpu() and AWK_MEDIAN.
+. benches/floor.sh
 CFG=$(mktemp /tmp/bwfloor.XXXXXX.toml)
 trap 'rm -f "$CFG"' EXIT
 # The built-in defaults, whatever /etc/bulkwatch holds.
 : > "$CFG"
-
-cpu() { # prints user+system seconds of the command, children included
-  local TIMEFORMAT='%3U %3S' t
-  t=$( { time "$@" >/dev/null 2>/dev/null; } 2>&1 )
-  echo "$t" | tail -1 | awk '{ print $1 + $2 }'
-}
 
 rows=()
 for i in $(seq 1 "$REPS"); do
@@ -45,12 +30,9 @@ for i in $(seq 1 "$REPS"); do
   rows+=("$f $w $p $h")
   echo "turn $i: text floor ${f}s  reader's floor ${h}s  replay ${w}s  in-process ${p}s"
 done
-printf '%s\n' "${rows[@]}" | awk '
+printf '%s\n' "${rows[@]}" | awk "$AWK_MEDIAN"'
   { f[NR] = $1; w[NR] = $2; p[NR] = $3; h[NR] = $4; rw[NR] = $1 / $2; rp[NR] = $1 / $3; iso[NR] = $2 / $3
     hw[NR] = $4 / $2; hp[NR] = $4 / $3 }
-  function med(a, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = a[i];
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-    return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
   END {
     printf "median CPU s: floor %.3f  replay %.3f  in-process %.3f\n", med(f, NR), med(w, NR), med(p, NR)
     printf "floor/replay (per-core ratio): %.3f   floor/in-process: %.3f   isolation cost (replay/in-process): %.3f\n", med(rw, NR), med(rp, NR), med(iso, NR)

@@ -23,17 +23,8 @@
 # Env: REPS (7), CARGO_TARGET_DIR, BULKWATCH_CORPUS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET=${CARGO_TARGET_DIR:-$PWD/target}
-BW=$TARGET/release/bulkwatch
-FLOOR=$TARGET/release/examples/parse_floor
-REPS=${REPS:-7}
-if [ $# -eq 0 ]; then
-  C=${BULKWATCH_CORPUS:?set BULKWATCH_CORPUS to the directory of the sa-*.mbox files (docs/dev/development.md)}
-  set -- "$C/sa-spam.mbox" "$C/sa-easy-ham.mbox" "$C/sa-hard-ham.mbox"
-fi
-for f in "$BW" "$FLOOR" "$@"; do
-  [ -e "$f" ] || { echo "missing $f" >&2; exit 2; }
-done
+# The binaries, the inputs, cpu() and AWK_MEDIAN.
+. benches/floor.sh
 DIR=$(mktemp -d /tmp/bwbudget.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 : > "$DIR/default.toml"
@@ -46,12 +37,6 @@ printf '[scan]\nocr = "off"\n' > "$DIR/ocr-off.toml"
   done
 } > "$DIR/bare.toml"
 
-cpu() { # user+system seconds of the command, children included
-  local TIMEFORMAT='%3U %3S' t
-  t=$( { time "$@" >/dev/null 2>/dev/null; } 2>&1 )
-  echo "$t" | tail -1 | awk '{ print $1 + $2 }'
-}
-
 for i in $(seq 1 "$REPS"); do
   h=$(cpu "$FLOOR" --html "$@")
   a=$(cpu "$BW" replay --jobs 1 --config "$DIR/default.toml" "$@")
@@ -60,10 +45,7 @@ for i in $(seq 1 "$REPS"); do
   d=$(cpu "$BW" replay --jobs 1 --in-process --config "$DIR/bare.toml" "$@")
   echo "$h $a $b $c $d"
   echo "turn $i: floor ${h}s  default ${a}s  ocr-off ${b}s  bare ${c}s  bare-inproc ${d}s" >&2
-done | awk '
-  function med(a, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = a[i];
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-    return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+done | awk "$AWK_MEDIAN"'
   { n = NR; h[n] = $1; for (k = 2; k <= 5; k++) { s[k, n] = $k; r[k, n] = $1 / $k } }
   END {
     split("default ocr-off bare bare-inproc", name, " ")
