@@ -43,6 +43,15 @@ fn redis_config(urls: Vec<String>, prefix: &str) -> Config {
     cfg
 }
 
+/// The shared layer on `server` under `prefix`, trying Redis again at
+/// every call after a failure (no retry interval), and its settings.
+fn retrying_layer(server: &RedisServer, prefix: &str) -> (Config, std::sync::Arc<RedisLayer>) {
+    let mut cfg = redis_config(vec![server.url()], prefix);
+    cfg.store.redis.retry_interval = Duration::ZERO;
+    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
+    (cfg, shared)
+}
+
 /// Envelope of message `i`: recipient counts vary, and the sender domain
 /// changes every 40 messages, so a long campaign loses old domains as its
 /// messages leave the window.
@@ -1249,9 +1258,7 @@ fn an_outage_costs_no_verdict() {
 #[test]
 fn after_an_outage_the_first_retry_meets_a_new_connection() {
     let mut server = RedisServer::start();
-    let mut cfg = redis_config(vec![server.url()], "stalepool");
-    cfg.store.redis.retry_interval = Duration::ZERO;
-    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
+    let (cfg, shared) = retrying_layer(&server, "stalepool");
     // Messages from several threads at once, until the pool keeps several
     // connections open.
     let mut i = 0u64;
@@ -1346,9 +1353,7 @@ fn a_log_outage_starts_from_what_the_site_saw() {
 #[test]
 fn a_copy_the_outage_did_not_need_is_dropped() {
     let mut server = RedisServer::start();
-    let mut cfg = redis_config(vec![server.url()], "dropcopy");
-    cfg.store.redis.retry_interval = Duration::ZERO;
-    let shared = std::sync::Arc::new(RedisLayer::from_config(&cfg).unwrap().unwrap());
+    let (cfg, shared) = retrying_layer(&server, "dropcopy");
     let now = UnixSecs(REPLAY_EPOCH);
     assert!(matches!(
         shared.record(&synthetic(1, &cfg), now),
