@@ -141,7 +141,7 @@ for h in $(seq 1 "$HOSTS"); do
     { echo "day: host$h did not start:" >&2; cat "$DIR/host$h/log" >&2; exit 1; }
 done
 
-rss_kb() { # the daemon's RSS and its children's (the workers), in kB
+rss_kb() { # the daemon's RSS and its children's (the workers), in kB (KiB, as /proc says)
   local pid=$1 sum=0 c
   for c in $pid $(pgrep -P "$pid" || true); do
     sum=$((sum + $(awk '/^VmRSS/ { print $2 }' "/proc/$c/status" 2>/dev/null || echo 0)))
@@ -193,11 +193,11 @@ done
 R1=$(redis_cpu)
 cat "$DIR/report.json"
 
-echo "--- per host (RSS of the daemon and its workers, MB: at the end, the most sampled)"
+echo "--- per host (RSS of the daemon and its workers, MB of 10^6 bytes: at the end, the most sampled)"
 for h in $(seq 1 "$HOSTS"); do
   pid=$(cat "$DIR/host$h/pid")
-  peak=$(awk -v c=$((h + 1)) '$c > m { m = $c } END { print m / 1024 }' "$DIR/rss.txt")
-  printf 'host%s: RSS %.0f MB (peak %.0f MB), CPU %s s; ' "$h" "$(($(rss_kb "$pid") / 1024))" "$peak" "$(cpu_s "$pid")"
+  peak=$(awk -v c=$((h + 1)) '$c > m { m = $c } END { print m * 1024 / 1e6 }' "$DIR/rss.txt")
+  printf 'host%s: RSS %.0f MB (peak %.0f MB), CPU %s s; ' "$h" "$(($(rss_kb "$pid") * 1024 / 1000000))" "$peak" "$(cpu_s "$pid")"
   curl -sf "http://127.0.0.1:$((BASE + 20 + h))/metrics" | awk '
     /^bulkwatch_window_entries|^bulkwatch_campaigns_active|^bulkwatch_redis_(messages|errors|fallbacks|outages)_total/ { printf "%s %s  ", $1, $2 }
     END { print "" }'
