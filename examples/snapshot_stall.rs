@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use bulkwatch::config::Config;
-use bulkwatch::engine::party::Parties;
+use bulkwatch::engine::party::{Origin, Parties, Recipients};
 use bulkwatch::engine::{Engine, Observation, UnixSecs};
 use bulkwatch::store::Store;
 
@@ -47,8 +47,19 @@ fn main() {
             smallest: Vec::new(),
             sentences: Default::default(),
             near: true,
-            parties: Parties::of(Some(&from), &to, 0, None, &[] as &[String], key),
-            sender: next() as u16,
+            parties: Parties::of(
+                Origin::Inbound,
+                Some(&from),
+                Recipients {
+                    addrs: &to,
+                    hashes: &[],
+                    more: 0,
+                },
+                None,
+                &[] as &[String],
+                key,
+            ),
+            sender: next() as u16 & 0x7FFF,
             sender_name: Some(format!("sender{}.example", i % 13)),
             subject: Some(format!("offer {i}")),
             features: 40,

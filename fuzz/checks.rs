@@ -263,6 +263,7 @@ fn model_bare(arg: &str) -> String {
 struct Model {
     client_name: Option<String>,
     client_addr: Option<IpAddr>,
+    client: bulkwatch::milter::origin::Client,
     helo: Option<String>,
     msg: Message,
     /// Largest bound in force since the message began (a reload can
@@ -288,7 +289,10 @@ impl Model {
     }
 
     fn reset_message(&mut self, max: usize) {
-        self.msg = Message::default();
+        self.msg = Message {
+            client: self.client,
+            ..Message::default()
+        };
         self.max_seen = max;
         self.offered = 0;
     }
@@ -299,11 +303,10 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
     let cfg = engine.config().clone();
     let v = engine.process(&m.raw, &m.envelope, now);
     check_verdict(&v, &m.envelope, &cfg);
-    // The default allows mail from authenticated clients, and mail whose
-    // recipients are all postmaster@ or abuse@; nothing else.
-    if m.envelope.auth_user.is_some() {
-        assert_eq!(v.level, Level::Allowed(AllowReason::Authenticated), "{v:?}");
-    } else if let Level::Allowed(r) = v.level {
+    // The default allows mail whose recipients are all postmaster@ or
+    // abuse@; nothing else (authenticated clients' mail is the site's
+    // own, judged apart: `[own]`).
+    if let Level::Allowed(r) = v.level {
         assert_eq!(r, AllowReason::Recipient, "{v:?}");
     }
     let policy = PolicyConfig {
@@ -311,6 +314,7 @@ fn judge(engine: &mut Engine, m: &Message, now: UnixSecs) {
         suspect: Action::Quarantine,
         bulk: Action::Tag,
         list: Action::Tag,
+        own: Action::None,
     };
     match reply::decision_for(&v, &policy) {
         reply::Decision::Tag(t) | reply::Decision::Quarantine(t) => {
@@ -361,9 +365,14 @@ pub fn milter_session(data: &[u8]) -> usize {
             op::CONNECT => {
                 let name = script.text(64);
                 let addr = script.addr();
-                session.connect(name.clone(), addr);
+                session.connect(name.clone(), addr, None);
                 model.client_name = Some(name);
                 model.client_addr = addr;
+                model.client = if addr.is_some() {
+                    bulkwatch::milter::origin::Client::Inet
+                } else {
+                    bulkwatch::milter::origin::Client::Local
+                };
             }
             op::HELO => {
                 let name = script.text(64);
@@ -403,6 +412,14 @@ pub fn milter_session(data: &[u8]) -> usize {
                 let rcpt = script.text(64);
                 session.add_recipient(&rcpt);
                 let r = model_bare(&rcpt);
+                let env = &model.msg.envelope;
+                if env.rcpts.len() >= bulkwatch::engine::MAX_KEPT_RCPTS
+                    && env.rcpts.len() + env.rcpt_hashes.len()
+                        < bulkwatch::engine::party::MAX_MESSAGE_RCPTS
+                {
+                    let h = bulkwatch::engine::party::address_hash(&r);
+                    model.msg.envelope.rcpt_hashes.push(h);
+                }
                 if model.msg.envelope.rcpts.len() < bulkwatch::engine::MAX_KEPT_RCPTS {
                     model.msg.envelope.rcpts.push(r);
                 } else {
@@ -449,7 +466,10 @@ pub fn milter_session(data: &[u8]) -> usize {
                 assert_eq!(m, model.msg, "session holds what was sent");
                 assert_eq!(
                     session.finish_message(),
-                    Message::default(),
+                    Message {
+                        client: model.client,
+                        ..Message::default()
+                    },
                     "empty after end of message"
                 );
                 model.reset_message(max);
@@ -462,7 +482,13 @@ pub fn milter_session(data: &[u8]) -> usize {
             op::ABORT => {
                 session.abort_message();
                 model.reset_message(max);
-                assert_eq!(session.finish_message(), Message::default());
+                assert_eq!(
+                    session.finish_message(),
+                    Message {
+                        client: model.client,
+                        ..Message::default()
+                    }
+                );
             }
             op::LIMIT => {
                 let hi = script.byte().unwrap_or(0);
@@ -480,6 +506,7 @@ pub fn milter_session(data: &[u8]) -> usize {
         }
         assert_eq!(session.client_name, model.client_name);
         assert_eq!(session.client_addr, model.client_addr);
+        assert_eq!(session.client, model.client);
         assert_eq!(session.helo, model.helo);
     }
     judged

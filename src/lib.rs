@@ -29,6 +29,7 @@ pub mod escape;
 pub mod file;
 pub mod http;
 pub mod milter;
+pub mod postfix;
 pub mod replay;
 pub mod store;
 pub mod worker;

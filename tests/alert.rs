@@ -60,6 +60,10 @@ fn alert(id: u64) -> alert::Alert {
         sample_subject: Some("Your offer".into()),
         list_post: false,
         conversation: false,
+        largest: 0,
+        freed: 0,
+        own: 0,
+        own_largest: 0,
     };
     alert::Alert {
         campaign,
@@ -69,6 +73,7 @@ fn alert(id: u64) -> alert::Alert {
         metrics_listen: Some("127.0.0.1:9357".into()),
         judged_here: true,
         logs: alert::LogPlace::Journal,
+        inside: None,
     }
 }
 

@@ -327,13 +327,16 @@ async fn scan_explains_a_reply_through_the_running_daemon() {
     assert!(text.contains("judged by:   the running daemon"), "{text}");
     assert!(text.contains("verdict:     clean; campaign="), "{text}");
     assert!(text.contains("conversation=yes"), "{text}");
+    // Marco sent the first message: he was no recipient of it here, so
+    // the answer reaches him new, a reply (one new person beside all the
+    // team); whoever sends it changes nothing.
     assert!(
-        text.contains("this move:   within (adds 0 recipients"),
+        text.contains("this move:   reply (adds 1 recipients"),
         "{text}"
     );
-    assert!(text.contains("sender already a party: yes"), "{text}");
+    assert!(text.contains("the site's own mail: no"), "{text}");
     assert!(text.contains("quote:       read as the text"), "{text}");
-    assert!(text.contains("12 distinct recipients"), "{text}");
+    assert!(text.contains("13 distinct recipients"), "{text}");
     // Nothing was recorded: the daemon still holds one message.
     let (ok, out, _) = campaigns(&config, &["list", "--json"]);
     assert!(ok);

@@ -812,12 +812,12 @@ fn a_forged_alert_claim_does_not_silence_the_alert() {
         server
             .cli(&["SET", &format!("{base}:alerted:{id}"), forged])
             .unwrap();
-        assert!(a.claim_alert(id, ttl).unwrap(), "{forged}");
-        assert!(b.claim_alert(id, ttl).unwrap(), "{forged}");
+        assert!(a.claim_alert(id, false, ttl).unwrap(), "{forged}");
+        assert!(b.claim_alert(id, false, ttl).unwrap(), "{forged}");
     }
     let id = CampaignId(43);
-    assert!(a.claim_alert(id, ttl).unwrap());
-    assert!(!b.claim_alert(id, ttl).unwrap());
+    assert!(a.claim_alert(id, false, ttl).unwrap());
+    assert!(!b.claim_alert(id, false, ttl).unwrap());
 }
 
 /// An entry dated far ahead of Redis's clock (a host with a wrong clock)
@@ -1174,8 +1174,8 @@ fn a_least_privilege_acl_user_is_enough() {
         Some(id)
     );
     assert_eq!(judge(&a, 4).level, Level::Allowed(AllowReason::Campaign));
-    assert!(a.claim_alert(id, Duration::from_secs(60)).unwrap());
-    assert!(!b.claim_alert(id, Duration::from_secs(60)).unwrap());
+    assert!(a.claim_alert(id, false, Duration::from_secs(60)).unwrap());
+    assert!(!b.claim_alert(id, false, Duration::from_secs(60)).unwrap());
     a.set_domain_allowance("news.example", Some(u64::MAX))
         .unwrap();
     assert_eq!(

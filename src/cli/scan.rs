@@ -396,19 +396,19 @@ fn explained(out: &mut String, x: &serde_json::Value) -> std::fmt::Result {
         f(&c, "score"),
         f(&c, "sender_domains"),
         if conversation {
-            "; a conversation: judged as one delivery"
+            "; a conversation: no copy but its first delivery and replies"
         } else {
             ""
         }
     )?;
     writeln!(
         out,
-        "this move:   {} (adds {} recipients new to the campaign; sender already a party: {}; \
-         answers one of its messages: {})",
+        "this move:   {} (adds {} recipients new to the campaign; the site's own mail: {}; \
+         answers our own users' mail: {})",
         text(f(x, "move")),
         f(x, "added_recipients"),
-        yes(f(x, "sender_known").as_bool()),
-        yes(f(x, "answers_a_message").as_bool())
+        yes(f(x, "own_mail").as_bool()),
+        yes(f(x, "answers_own_mail").as_bool())
     )?;
     if f(x, "merges").as_u64().unwrap_or(0) > 0 {
         writeln!(out, "merges:      {} other campaigns", f(x, "merges"))?;

@@ -846,6 +846,57 @@ async fn load_off_runtime(
     }
 }
 
+/// The site's own networks (`own.networks`, Postfix's `mynetworks` read
+/// with `postconf` when named), logged: what is the site's own mail.
+pub fn own_networks(own: &crate::config::OwnConfig) -> Vec<ipnet::IpNet> {
+    let postfix = if own.reads_mynetworks() {
+        let dir = (!own.postfix_config_dir.is_empty())
+            .then(|| Path::new(own.postfix_config_dir.as_str()));
+        match crate::postfix::mynetworks(dir) {
+            Ok((nets, other)) => {
+                if !other.is_empty() {
+                    warn!(
+                        left_out = %other.join(" "),
+                        "own networks: entries of Postfix's mynetworks that are not networks \
+                         (host names, files, tables, negations) are left out; list their \
+                         networks in own.networks"
+                    );
+                }
+                nets
+            }
+            Err(e) if e.no_postfix_here() => {
+                info!(
+                    error = %e,
+                    "own networks: no Postfix configuration on this host to read mynetworks \
+                     from: no client network is the site's own (for a Postfix elsewhere, list \
+                     its networks in own.networks)"
+                );
+                Vec::new()
+            }
+            Err(e) => {
+                warn!(
+                    error = %e,
+                    "own networks: Postfix's mynetworks could not be read: no client network \
+                     is the site's own (set own.postfix_config_dir, or list own.networks)"
+                );
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let nets = own.networks_with(&postfix);
+    info!(
+        networks = %nets.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
+        exclude = %own.exclude.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
+        authenticated = own.authenticated,
+        local_submission = own.local_submission,
+        "the site's own mail (counted apart, never refused unless policy.own says so): \
+         these client networks, SASL logins and local submission"
+    );
+    nets
+}
+
 async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) {
     while hup.recv().await.is_some() {
         let mut states = vec![NotifyState::Reloading];
@@ -861,6 +912,11 @@ async fn reload_loop(state: Arc<State>, path: Option<PathBuf>, mut hup: Signal) 
             Some(p) => match load_off_runtime(p).await {
                 Ok((new, warnings)) => {
                     let (keys, changed) = state.reload(&new);
+                    let own = new.own.clone();
+                    let nets = tokio::task::spawn_blocking(move || own_networks(&own))
+                        .await
+                        .unwrap_or_default();
+                    state.set_own_networks(nets);
                     info!(
                         file = %p.display(),
                         changed = %if changed.is_empty() {
@@ -1001,6 +1057,7 @@ async fn build_state(
         .with_control(control)
         .with_workers(workers)
         .with_forensics(crate::milter::forensics::Forensics::new(dir));
+    state.set_own_networks(own_networks(&cfg.own));
     match RedisLayer::from_config(cfg) {
         Ok(Some(shared)) => {
             info!(

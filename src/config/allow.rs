@@ -31,8 +31,12 @@ section! {
         authserv_ids: Vec<String> = Vec::new(),
             file authserv_ids: Vec<String>,
             read |k, v| v.into_iter().map(|r| authserv_id(k, r)).collect();
-        /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is allowed.
-        authenticated: bool = true, file authenticated: bool;
+        /// Mail from SMTP-authenticated clients (`{auth_authen}` set) is
+        /// allowed: never judged nor recorded. Off by default: such mail is
+        /// the site's own (`own.authenticated`), counted apart and never
+        /// refused, and its Message-IDs make answers from outside known as
+        /// answers.
+        authenticated: bool = false, file authenticated: bool;
         /// Lower-case recipients whose mail is never judged: `local@` (that
         /// local part at any domain) or `local@domain`. A transaction is
         /// allowed only when every recipient is one of them.
@@ -96,7 +100,7 @@ mod tests {
     fn empty_section_gives_defaults() {
         let c = AllowConfig::try_from(RawAllow::default()).unwrap();
         assert_eq!(c, AllowConfig::default());
-        assert!(c.authenticated);
+        assert!(!c.authenticated);
     }
 
     #[test]

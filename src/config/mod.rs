@@ -28,6 +28,7 @@ mod lines;
 mod metrics;
 mod milter;
 mod normalize;
+mod own;
 mod policy;
 mod print;
 pub mod raw;
@@ -48,6 +49,7 @@ pub use fingerprint::{format_hash_key, FingerprintConfig, DEFAULT_HASH_KEY};
 pub use metrics::MetricsConfig;
 pub use milter::{parse_socket, FailureAction, MilterConfig, SocketSpec};
 pub use normalize::NormalizeConfig;
+pub use own::{OwnConfig, OwnNetwork, MYNETWORKS};
 pub use policy::{Action, PolicyConfig};
 pub use scan::ScanConfig;
 pub use section::Restart;
@@ -140,6 +142,7 @@ sections! {
     campaign: CampaignConfig in RawCampaign,
     thresholds: Thresholds in RawThresholds,
     allow: AllowConfig in RawAllow,
+    own: OwnConfig in RawOwn,
     milter: MilterConfig in RawMilter,
     policy: PolicyConfig in RawPolicy,
     state: StateConfig in RawState,

@@ -109,6 +109,15 @@ section! {
                 )),
             },
             write |a| Some(a.as_str().to_owned());
+        /// The site's own mail (`[own]`) at suspect or bulk on its own
+        /// tally gets the milder of this and its level's action. The
+        /// default, none, adds no header and never holds, refuses or drops
+        /// it: a campaign from inside is logged and alerted
+        /// (`own.alert`); set tag, quarantine or reject to act on it.
+        own: Action = Action::None,
+            file own: String,
+            read |k, v| Action::parse(k, &v),
+            write |a| Some(a.as_str().to_owned());
     }
 }
 

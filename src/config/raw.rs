@@ -14,6 +14,7 @@ pub use super::fingerprint::RawFingerprint;
 pub use super::metrics::RawMetrics;
 pub use super::milter::RawMilter;
 pub use super::normalize::RawNormalize;
+pub use super::own::RawOwn;
 pub use super::policy::RawPolicy;
 pub use super::scan::RawScan;
 pub use super::state::RawState;

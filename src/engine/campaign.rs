@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::party::{Kind, Move, Parties, Talk, KEY_BYTES};
+use crate::engine::party::{Kind, Move, Parties, Talk, KEY_BYTES, MAX_REPLY_FREE};
 use crate::engine::simhash::hex;
 
 /// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
@@ -83,8 +83,23 @@ pub struct Campaign {
     /// Its parties and deliveries ([`Talk`]): `None` while it is one
     /// message alone in its window entry (the entry's record holds its
     /// parties), or when they are not known (a snapshot of a build
-    /// before parties): such a campaign is no conversation.
+    /// before parties): then every recipient of a later message counts.
     pub talk: Option<Box<Talk>>,
+    /// The most recipients one inbound delivery (a first message or a
+    /// copy) added: within `thresholds.single_transaction_recipients` they
+    /// are one transaction, no evidence of a campaign ([`Campaign::measure`]).
+    /// Reset when that delivery leaves the window.
+    pub largest: u16,
+    /// Recipients added by replies ([`Kind::Reply`]) and not counted
+    /// toward the level, at most [`MAX_REPLY_FREE`].
+    pub freed: u16,
+    /// The site's own mail, counted apart: distinct recipients of its own
+    /// messages in the window ([`crate::engine::party::Origin::Own`]).
+    pub own: u32,
+    /// The most recipients one own message added.
+    pub own_largest: u16,
+    /// Set once its own mail reached bulk (its alert fires once).
+    pub own_alerted: bool,
 }
 
 /// Unix seconds as a campaign keeps them (saturating, as window entries do).
@@ -112,39 +127,57 @@ impl Campaign {
             list_post: false,
             allowed_until: None,
             talk: None,
+            largest: 0,
+            freed: 0,
+            own: 0,
+            own_largest: 0,
+            own_alerted: false,
         }
     }
 
-    /// Counts a new member in: the recipients new to the campaign, and
-    /// its move ([`Kind`]). The first message's parties stay with the
-    /// caller (a campaign of one keeps them in its window entry's record).
+    /// Counts a new member in: the recipients new to the campaign (on
+    /// the inbound or the own tally), and its move ([`Kind`]). The first
+    /// message's parties stay with the caller (a campaign of one keeps
+    /// them in its window entry's record).
     fn add(&mut self, m: &Member<'_>, keep_subjects: bool) -> Move {
         let mv = if self.messages == 0 {
-            Move {
-                kind: Kind::First,
-                added: m.parties.recipients(),
-                sender_known: false,
-                answers: false,
-            }
+            Move::first(m.parties)
         } else {
             match self.talk.as_deref_mut() {
-                Some(t) => t.join(m.parties),
+                Some(t) => t.join(m.parties, m.answers_own),
                 // Parties unknown: every recipient counts, as a copy.
                 None => Move {
                     kind: Kind::Copy,
                     added: m.parties.recipients(),
-                    sender_known: false,
-                    answers: false,
+                    own: m.parties.own(),
+                    answers_own: m.answers_own,
                 },
             }
         };
         let counted = counted(mv.added);
+        if mv.own {
+            self.own = self.own.saturating_add(u32::from(counted));
+            if matches!(mv.kind, Kind::First | Kind::Copy) {
+                self.own_largest = self.own_largest.max(counted);
+            }
+        } else {
+            self.recipients = self.recipients.saturating_add(u64::from(counted));
+            self.score_centi = self
+                .score_centi
+                .saturating_add(u64::from(counted) * u64::from(m.weight_pct));
+            match mv.kind {
+                Kind::First | Kind::Copy => self.largest = self.largest.max(counted),
+                Kind::Reply => {
+                    self.freed = self
+                        .freed
+                        .saturating_add(counted)
+                        .min(MAX_REPLY_FREE as u16);
+                }
+                Kind::Within => {}
+            }
+        }
         self.list_post = m.list_post && (self.messages == 0 || self.list_post);
         self.messages = self.messages.saturating_add(1);
-        self.recipients = self.recipients.saturating_add(u64::from(counted));
-        self.score_centi = self
-            .score_centi
-            .saturating_add(u64::from(counted) * u64::from(m.weight_pct));
         self.last_seen = self.last_seen.max(secs32(m.now));
         self.senders.add(m.sender, 1);
         if let Some(name) = m.sender_name {
@@ -167,34 +200,58 @@ impl Campaign {
     }
 
     /// A conversation ([`Talk::conversation`]): one message, or parties
-    /// known and one delivery with few forwards.
+    /// known and no inbound copy but its first delivery and replies.
     pub fn conversation(&self) -> bool {
         self.messages <= 1 || self.talk.as_deref().is_some_and(Talk::conversation)
     }
 
-    /// One delivery of one message ([`one_delivery`]).
-    pub fn one_delivery(&self) -> bool {
-        one_delivery(
-            self.messages,
-            self.list_post,
-            self.sender_domains(),
-            self.conversation(),
-        )
+    /// What its inbound mail is judged on ([`measure_centi`]), in
+    /// recipients.
+    pub fn measure(&self, single_transaction: u32) -> f64 {
+        measure_centi(
+            self.score_centi,
+            self.largest,
+            self.freed,
+            single_transaction,
+        ) as f64
+            / 100.0
+    }
+
+    /// What its own mail is judged on ([`own_measure`]).
+    pub fn own_measure(&self, single_transaction: u32) -> f64 {
+        own_measure(self.own, self.own_largest, single_transaction)
     }
 }
 
-/// The campaign is one delivery of one message: a single transaction,
-/// one mailing list's post delivered in several (every member a list post,
-/// all from one sender domain), or a conversation (its first delivery,
-/// a few forwards, and replies to its own parties:
-/// [`crate::engine::party`]).
-pub fn one_delivery(
-    messages: u32,
-    list_post: bool,
-    sender_domains: usize,
-    conversation: bool,
-) -> bool {
-    messages <= 1 || (list_post && sender_domains <= 1) || conversation
+/// The size an inbound campaign is judged on, in hundredths of a
+/// recipient: its weighted recipients (`score_centi`) less the recipients
+/// of its largest single delivery but one (while that delivery is within
+/// `single_transaction`, `thresholds.single_transaction_recipients`: one
+/// transaction is no evidence of a campaign) and less the recipients its
+/// replies added (`freed`, at most [`MAX_REPLY_FREE`]); at least one
+/// recipient while it has any. One transaction to 60 and one copy to a
+/// new address measure 2; twenty copies to one person each, 20.
+pub fn measure_centi(score_centi: u64, largest: u16, freed: u16, single_transaction: u32) -> u64 {
+    let one = if u32::from(largest) <= single_transaction {
+        u64::from(largest.saturating_sub(1))
+    } else {
+        0
+    };
+    let free = one.saturating_add(u64::from(freed.min(MAX_REPLY_FREE as u16)));
+    score_centi
+        .saturating_sub(free.saturating_mul(100))
+        .max(score_centi.min(100))
+}
+
+/// The size own mail is judged on: its distinct recipients less its
+/// largest message's but one (while within `single_transaction`).
+pub fn own_measure(own: u32, own_largest: u16, single_transaction: u32) -> f64 {
+    let one = if u32::from(own_largest) <= single_transaction {
+        u32::from(own_largest.saturating_sub(1))
+    } else {
+        0
+    };
+    f64::from(own.saturating_sub(one).max(own.min(1)))
 }
 
 /// Recipients a window entry and a campaign count for one message (a
@@ -629,6 +686,9 @@ pub struct Member<'a> {
     /// A mailing list's post: a List-Id and an envelope sender
     /// ([`Observation::list_post`](super::Observation::list_post)).
     pub list_post: bool,
+    /// It answers a Message-ID our own users sent out
+    /// ([`crate::engine::party::OwnThreads`]).
+    pub answers_own: bool,
 }
 
 /// All campaigns, by slot.
@@ -861,15 +921,29 @@ impl Campaigns {
     }
 
     /// A window entry of campaign `slot` left the window: take its share out
-    /// of the counters and drop its reference.
-    pub fn release(&mut self, slot: u32, recipients: u16, weight_pct: u8, sender: u16) {
+    /// of the counters (the own tally's for own mail) and drop its
+    /// reference. When it was the largest delivery, the campaign no
+    /// longer discounts one ([`Campaign::measure`]).
+    pub fn release(&mut self, slot: u32, e: &crate::engine::index::window::Entry) {
+        let (recipients, weight_pct) = (e.recipients, e.weight());
         if let Some(c) = self.get_mut(slot) {
             c.messages = c.messages.saturating_sub(1);
-            c.recipients = c.recipients.saturating_sub(u64::from(recipients));
-            c.score_centi = c
-                .score_centi
-                .saturating_sub(u64::from(recipients) * u64::from(weight_pct));
-            c.senders.remove_one(sender);
+            if e.own() {
+                c.own = c.own.saturating_sub(u32::from(recipients));
+                if recipients >= c.own_largest {
+                    c.own_largest = 0;
+                }
+            } else {
+                c.recipients = c.recipients.saturating_sub(u64::from(recipients));
+                c.score_centi = c
+                    .score_centi
+                    .saturating_sub(u64::from(recipients) * u64::from(weight_pct));
+                if recipients >= c.largest {
+                    c.largest = 0;
+                }
+                c.freed = c.freed.min(u16::try_from(c.recipients).unwrap_or(u16::MAX));
+            }
+            c.senders.remove_one(e.sender());
         }
         self.drop_ref(slot);
     }
@@ -899,6 +973,14 @@ impl Campaigns {
                 t.recipients = t.recipients.saturating_add(campaign.recipients);
                 t.score_centi = t.score_centi.saturating_add(campaign.score_centi);
                 t.alerted |= campaign.alerted;
+                t.own_alerted |= campaign.own_alerted;
+                t.largest = t.largest.max(campaign.largest);
+                t.freed = t
+                    .freed
+                    .saturating_add(campaign.freed)
+                    .min(MAX_REPLY_FREE as u16);
+                t.own = t.own.saturating_add(campaign.own);
+                t.own_largest = t.own_largest.max(campaign.own_largest);
                 t.list_post &= campaign.list_post;
                 t.allowed_until = t.allowed_until.max(campaign.allowed_until);
                 // Two campaigns are two deliveries; parties unknown on
@@ -932,10 +1014,15 @@ impl Campaigns {
         Some(target)
     }
 
-    /// Marks the campaign as alerted; returns true the first time.
-    pub fn mark_alerted(&mut self, slot: u32) -> bool {
+    /// Marks the campaign as alerted (its own mail's alert: `own`);
+    /// returns true the first time.
+    pub fn mark_alerted(&mut self, slot: u32, own: bool) -> bool {
         match self.get_mut(slot) {
-            Some(c) if !c.alerted => {
+            Some(c) if own && !c.own_alerted => {
+                c.own_alerted = true;
+                true
+            }
+            Some(c) if !own && !c.alerted => {
                 c.alerted = true;
                 true
             }
@@ -1137,7 +1224,14 @@ mod tests {
             sender_name: Some("a.example"),
             subject: Some("s"),
             list_post: false,
+            answers_own: false,
         }
+    }
+
+    /// A window entry of `recipients` in slot `slot`.
+    fn entry(slot: u32, recipients: u16) -> crate::engine::index::window::Entry {
+        use crate::engine::index::window::{Entry, Owner};
+        Entry::new(0, 0, 0, Owner::Slot(slot), recipients, 1, 100, true)
     }
 
     #[test]
@@ -1147,9 +1241,9 @@ mod tests {
         c.add_member(s, member(10, 1));
         c.add_member(s, member(11, 300));
         assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((2, 301)));
-        c.release(s, 1, 100, 1);
+        c.release(s, &entry(s, 1));
         assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((1, 300)));
-        c.release(s, 300, 100, 1);
+        c.release(s, &entry(s, 300));
         assert!(c.get(s).is_none(), "freed when its last message leaves");
         assert_eq!(c.live(), 0);
         assert_eq!(c.slots_in_use(), 0);
@@ -1170,9 +1264,9 @@ mod tests {
         assert_eq!(c.get(a).map(|x| (x.messages, x.recipients)), Some((2, 5)));
         assert_eq!(c.live(), 1);
         // Entries leave: b's entry releases through the alias.
-        c.release(b, 3, 100, 1);
+        c.release(b, &entry(b, 3));
         assert_eq!(c.get(a).map(|x| x.messages), Some(1));
-        c.release(a, 2, 100, 1);
+        c.release(a, &entry(a, 2));
         assert_eq!(c.slots_in_use(), 0, "alias and campaign both freed");
     }
 
@@ -1213,10 +1307,13 @@ mod size_tests {
     /// A campaign of two messages or more holds a slot (docs/dev/
     /// performance.md). 128 bytes before 2026-11-26; 88 before its parties
     /// (`Campaign::talk`, 2026-11-28), which a campaign of one keeps in its
-    /// window entry's record instead.
+    /// window entry's record instead; 96 before its largest delivery, its
+    /// replies' freed recipients and its own mail's tally (issue 63). A
+    /// campaign of one has no slot, so this costs only campaigns of two
+    /// messages or more (`benches/memory.sh`).
     #[test]
-    fn a_campaign_slot_takes_96_bytes() {
-        assert_eq!(std::mem::size_of::<super::Slot>(), 96);
+    fn a_campaign_slot_takes_112_bytes() {
+        assert_eq!(std::mem::size_of::<super::Slot>(), 112);
         assert_eq!(std::mem::size_of::<super::Senders>(), 16);
     }
 }

@@ -8,10 +8,10 @@ use super::analysis::Analysis;
 use super::campaign::CampaignId;
 use super::envelope::Envelope;
 use super::minhash::jaccard_estimate;
-use super::party::Parties;
+use super::party::{Parties, Recipients};
 use super::shingle::Sentences;
 use super::verdict::{
-    campaign_level, AllowReason, CampaignSummary, Level, NearMiss, SkipReason, Verdict,
+    level_in, AllowReason, CampaignSummary, Level, NearMiss, SkipReason, Verdict,
 };
 use crate::config::{Config, Thresholds};
 
@@ -71,10 +71,11 @@ fn all_recipients_allowed(list: &[String], env: &Envelope) -> bool {
     })
 }
 
-/// 16-bit hash of a sender domain (for distinct-sender counts).
+/// 15-bit hash of a sender domain (for distinct-sender counts; a window
+/// entry keeps it beside its own-mail bit).
 fn sender_hash(domain: &str) -> u16 {
     let h = crate::engine::shingle::hash_tokens([domain], (0x6275_6c6b, 0x7761_7463));
-    (h >> 48) as u16
+    (h >> 49) as u16
 }
 
 fn domain_of(addr: &str) -> Option<&str> {
@@ -268,10 +269,18 @@ pub fn observe(cfg: &Config, a: &Analysis, env: &Envelope) -> Result<Observation
 /// whatever the envelope says (a message was delivered to someone; a
 /// replayed one has no envelope).
 pub fn parties_of(cfg: &Config, a: &Analysis, env: &Envelope) -> Parties {
+    let hashes = env
+        .rcpt_hashes
+        .get(..env.rcpt_hashes.len().min(env.more_rcpts as usize))
+        .unwrap_or_default();
     let mut p = Parties::of(
+        env.origin,
         env.mail_from.as_deref(),
-        &env.rcpts,
-        env.more_rcpts,
+        Recipients {
+            addrs: &env.rcpts,
+            hashes,
+            more: env.more_rcpts.saturating_sub(hashes.len() as u32),
+        },
         a.message_id.as_deref(),
         &a.answers,
         cfg.fingerprint.hash_key,
@@ -293,10 +302,11 @@ pub fn parties_of(cfg: &Config, a: &Analysis, env: &Envelope) -> Parties {
 /// changes only the action (`policy.list`); the level, the counts and the
 /// alert stay.
 pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
+    let own = obs.parties.own();
     let level = out
         .campaign
         .as_ref()
-        .map_or(Level::Clean, |c| campaign_level(c, &cfg.thresholds));
+        .map_or(Level::Clean, |c| level_in(c, own, &cfg.thresholds));
     let list = obs.list && out.campaign.as_ref().is_none_or(|c| c.sender_domains <= 1);
     let level = if out.allowed {
         Level::Allowed(AllowReason::Campaign)
@@ -324,5 +334,6 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         step: Some(out.step),
         kept_cut: obs.kept_cut,
         partial: obs.partial,
+        own: obs.parties.own(),
     }
 }

@@ -24,9 +24,20 @@ pub struct Envelope {
     pub rcpts: Vec<String>,
     /// RCPT TO addresses beyond those kept in `rcpts`.
     pub more_rcpts: u32,
+    /// The hashes of the first of those beyond `rcpts`
+    /// ([`crate::engine::party::address_hash`]), so that whom a message
+    /// reached is known for up to
+    /// [`MAX_MESSAGE_RCPTS`](crate::engine::party::MAX_MESSAGE_RCPTS)
+    /// recipients (counted in `more_rcpts` too).
+    pub rcpt_hashes: Vec<u64>,
     /// `{auth_authen}`: set when the client authenticated.
     pub auth_user: Option<String>,
+    /// `{daemon_name}`: the Postfix service the mail came through.
+    pub daemon_name: Option<String>,
     pub queue_id: Option<String>,
+    /// Where the mail came from, as the MTA saw it (the milter decides,
+    /// `crate::milter::origin`; a replayed message is inbound).
+    pub origin: crate::engine::party::Origin,
 }
 
 impl Envelope {

@@ -53,8 +53,8 @@ use self::campaign::{AloneRecords, Campaign, CampaignId, Campaigns, Member, WHIL
 use self::exact::{bloom_seed, ExactSet};
 use self::index::window::{Entry, Owner};
 use self::index::{CampaignRef, NearIndex, Query};
-use self::party::{Kind, Move, Parties, Talk};
-use self::verdict::{campaign_level, AllowReason, CampaignSummary, Level, Verdict};
+use self::party::{Move, OwnThreads, Parties, Talk};
+use self::verdict::{AllowReason, CampaignSummary, Level, Verdict};
 use crate::config::Config;
 
 /// Sizes of the engine's state, for metrics and benchmarks.
@@ -85,6 +85,9 @@ pub struct Engine {
     /// until their messages leave the window, but nothing joins them and
     /// no list shows them, so their text starts again from zero.
     forgotten: std::collections::HashSet<CampaignId>,
+    /// The Message-IDs our own users sent out, for the answers that quote
+    /// them ([`party::OwnThreads`]).
+    pub(crate) own_threads: OwnThreads,
 }
 
 /// An operator's correction of a campaign (`bulkwatch campaigns allow`
@@ -132,6 +135,7 @@ impl Engine {
             alone_texts: AloneRecords::default(),
             alone: 0,
             forgotten: std::collections::HashSet::new(),
+            own_threads: OwnThreads::new(cfg.own.max_threads, cfg.own.thread_secs),
             cfg: cfg.clone(),
         }
     }
@@ -194,15 +198,19 @@ impl Engine {
     /// The campaign of one message in entry `seq` as a [`Campaign`], with
     /// its parties when its record has them.
     fn alone_campaign(&self, seq: u64, e: &Entry, id: CampaignId) -> Campaign {
-        let reached = Parties::anonymous(e.recipients.into());
+        let mut reached = Parties::anonymous(e.recipients.into());
+        if e.own() {
+            reached.origin = party::Origin::Own;
+        }
         let member = Member {
             now: u64::from(e.time),
             parties: &reached,
             weight_pct: e.weight(),
-            sender: e.sender,
+            sender: e.sender(),
             sender_name: None,
             subject: None,
             list_post: e.list_post(),
+            answers_own: false,
         };
         let mut c = self.campaigns.alone(id, &member);
         c.texts = self.alone_texts.get(seq);
@@ -366,6 +374,11 @@ impl Engine {
             })
         });
         let weighed = self.weigh(obs, &linked, exact, now);
+        // Our own users' Message-IDs: an inbound answer quoting one answers
+        // mail of ours (own mail's are noted once it is recorded).
+        self.own_threads.expire(now.0);
+        let answers_own =
+            !obs.parties.own() && self.own_threads.answers(&obs.parties.answers, now.0);
         // A message riding on an allowed campaign starts its own.
         let join = if weighed.rides {
             &[][..]
@@ -373,8 +386,16 @@ impl Engine {
             &linked.join[..]
         };
         let mut merged = Vec::new();
-        let (home, step) = self.place(obs, weighed.weight_pct, join, seen, now, &mut merged);
+        let placing = Placing {
+            weight_pct: weighed.weight_pct,
+            answers_own,
+            seen,
+        };
+        let (home, step) = self.place(obs, placing, join, now, &mut merged);
         let seq = self.enter(obs, &home, step.added, weighed.weight_pct, now);
+        if let Some(k) = obs.parties.message.filter(|_| obs.parties.own()) {
+            self.own_threads.note(k, now.0);
+        }
         let (campaign, newly_bulk, allowed) = self.placed(home, obs, now);
         Outcome {
             exact,
@@ -437,20 +458,20 @@ impl Engine {
     fn place(
         &mut self,
         obs: &Observation,
-        weight_pct: u8,
+        placing: Placing,
         join: &[CampaignRef],
-        seen: bool,
         now: UnixSecs,
         merged: &mut Vec<CampaignId>,
     ) -> (Home, Move) {
         let member = Member {
             now: now.0,
             parties: &obs.parties,
-            weight_pct,
+            weight_pct: placing.weight_pct,
             sender: obs.sender,
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
+            answers_own: placing.answers_own,
         };
         let join: Vec<u32> = join
             .iter()
@@ -464,12 +485,7 @@ impl Engine {
         } else {
             self.campaigns.merge(&join, merged)
         };
-        let first = Move {
-            kind: Kind::First,
-            added: obs.parties.recipients(),
-            sender_known: false,
-            answers: false,
-        };
+        let first = Move::first(&obs.parties);
         if let Some(slot) = joined {
             let step = self.campaigns.add_member(slot, member).unwrap_or(first);
             let home = Home::Slot {
@@ -478,16 +494,21 @@ impl Engine {
             };
             return (home, step);
         }
-        let taken = if seen {
+        let taken = if placing.seen {
             self.alone_ids_from(&obs.exact)
         } else {
             Vec::new()
         };
         let id = self.campaigns.new_id(&obs.exact, &taken);
         let mut c = self.campaigns.alone(id, &member);
-        let level = verdict::level_of(c.one_delivery(), c.recipients, c.score(), &obs.thresholds);
+        let own = obs.parties.own();
+        let level = verdict::level_in(&CampaignSummary::from(&c), own, &obs.thresholds);
         if level == Level::Bulk {
-            c.alerted = true;
+            if own {
+                c.own_alerted = true;
+            } else {
+                c.alerted = true;
+            }
             c.talk = Some(Box::new(Talk::first(&obs.parties).0));
             let home = Home::Slot {
                 slot: self.campaigns.adopt(c),
@@ -526,7 +547,8 @@ impl Engine {
             obs.near,
         )
         .with_size(obs.features)
-        .with_list_post(obs.list_post);
+        .with_list_post(obs.list_post)
+        .with_own(obs.parties.own());
         let seq = self.index.window().next_seq();
         if let Some(old) = self.index.insert(entry, &obs.bands, &obs.sentences.anchors) {
             release(&mut self.campaigns, &mut self.alone, &old);
@@ -563,10 +585,11 @@ impl Engine {
                 alerted_alone,
             } => {
                 let campaign = self.campaigns.get(slot).map(CampaignSummary::from);
+                let own = obs.parties.own();
                 let bulk = campaign
                     .as_ref()
-                    .is_some_and(|c| campaign_level(c, &obs.thresholds) == Level::Bulk);
-                let newly_bulk = alerted_alone || (bulk && self.campaigns.mark_alerted(slot));
+                    .is_some_and(|c| verdict::level_in(c, own, &obs.thresholds) == Level::Bulk);
+                let newly_bulk = alerted_alone || (bulk && self.campaigns.mark_alerted(slot, own));
                 let allowed = self
                     .campaigns
                     .get(slot)
@@ -693,6 +716,8 @@ impl Engine {
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
+            answers_own: !obs.parties.own()
+                && self.own_threads.answers(&obs.parties.answers, now.0),
         };
         let (after, step) = match joined {
             Some(c) => {
@@ -702,13 +727,7 @@ impl Engine {
             None => {
                 let id = CampaignId::from_exact(&obs.exact);
                 let c = self.campaigns.alone(id, &member);
-                let step = Move {
-                    kind: Kind::First,
-                    added: obs.parties.recipients(),
-                    sender_known: false,
-                    answers: false,
-                };
-                (c, step)
+                (c, Move::first(&obs.parties))
             }
         };
         let after = CampaignSummary::from(&after);
@@ -719,7 +738,7 @@ impl Engine {
             weak_texts: linked.weak_texts,
             contained: linked.contained,
             merges: linked.join.len().saturating_sub(1),
-            level: verdict::campaign_level(&after, &obs.thresholds),
+            level: verdict::level_in(&after, obs.parties.own(), &obs.thresholds),
             before,
             after,
             step,
@@ -900,6 +919,16 @@ struct Weighed {
     corroborating: u32,
 }
 
+/// How a message is placed in its campaign ([`Engine::place`]).
+#[derive(Debug, Clone, Copy)]
+struct Placing {
+    weight_pct: u8,
+    /// It answers a Message-ID our own users sent out.
+    answers_own: bool,
+    /// The exact set has seen its text.
+    seen: bool,
+}
+
 enum Home {
     /// A campaign slot; `alerted_alone`: a campaign of one that is bulk on
     /// its own, given a slot to remember its alert.
@@ -911,7 +940,7 @@ enum Home {
 /// A window entry left the window: its share leaves its campaign.
 fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
     match e.owner() {
-        Owner::Slot(s) => campaigns.release(s, e.recipients, e.weight(), e.sender),
+        Owner::Slot(s) => campaigns.release(s, e),
         Owner::Alone(_) => *alone = alone.saturating_sub(1),
     }
 }
@@ -1646,7 +1675,8 @@ mod tests {
     #[test]
     fn allow_lists_apply() {
         let cfg = Config::from_toml_str(
-            "[allow]\nsender_domains = [\"deals.example\"]\nclient_networks = [\"192.0.2.0/24\"]\n",
+            "[allow]\nsender_domains = [\"deals.example\"]\nclient_networks = [\"192.0.2.0/24\"]\n\
+             authenticated = true\n",
         )
         .unwrap();
         let mut e = Engine::new(&cfg);
@@ -1665,10 +1695,19 @@ mod tests {
         );
         let mut en = env();
         en.auth_user = Some("alice".into());
+        en.mail_from = Some("alice@example.net".into());
         assert_eq!(
             e.process(spam("a", 1).as_bytes(), &en, UnixSecs(0)).level,
             Level::Allowed(AllowReason::Authenticated)
         );
+        // By default a login is the site's own mail, judged apart, not
+        // let through unjudged.
+        let mut d = Engine::new(&Config::default());
+        assert!(!d
+            .process(spam("a", 1).as_bytes(), &en, UnixSecs(0))
+            .level
+            .allow_reason()
+            .is_some());
     }
 
     /// Recipients of one transaction alone make no campaign below

@@ -1,75 +1,99 @@
-//! Who takes part in a campaign: its parties, and what each message adds
-//! to them (issue 50, "Conversations are not campaigns").
+//! Who a campaign reached, from what this MX observed (issue 63, "Who
+//! sent it, from what the MTA saw").
 //!
-//! A campaign's **parties** are the envelope senders and recipients of its
-//! messages and the Message-IDs of its messages, each kept as a keyed
-//! 24-bit key (22 bits of hash, 2 of role: no address is kept in clear,
-//! here, in snapshots or in the shared log). A campaign counts the **distinct recipients** it reached:
-//! a message adds the recipients that are no party yet, and the rest of
-//! its recipients are people the campaign already counted.
+//! A sender writes its envelope sender, every header and every quote, so
+//! none of them decides whom a message reaches or whether it belongs to a
+//! conversation. What this MX observes and no sender can forge:
+//! - the **envelope recipients** it delivered a message to (RCPT TO of a
+//!   transaction it accepted);
+//! - the **origin** of a message ([`Origin`]): the site's own mail
+//!   (SASL-authenticated users, clients in the site's own networks, local
+//!   submission: `crate::config::OwnConfig`) or mail from outside;
+//! - the **Message-IDs our own users sent out** through this MX, which
+//!   only a real recipient of that mail can quote back in `In-Reply-To` or
+//!   `References` ([`OwnThreads`]).
 //!
-//! Each message after the first is one of three moves ([`Kind`]):
-//! - **within**: every recipient is already a party (a reply, a
-//!   reply-all, an answer to a poll). It reaches nobody new, whoever sent
-//!   it.
-//! - **forward**: it reaches new recipients, and its sender was a
-//!   *recipient* of the campaign (or it answers one of its messages by
-//!   `In-Reply-To` or `References`): a person passing on what they got.
-//! - **copy**: it reaches new recipients from a sender who never received
-//!   the text (a second transaction of its first sender included): what
-//!   a bulk mailer does.
+//! A campaign keeps, as keyed 24-bit hashes (22 bits of hash and 2 of
+//! role; no address is kept in clear, here, in snapshots or in the shared
+//! log), the recipients its inbound copies were delivered to
+//! ([`REACHED`]), the site's own users who sent its text ([`OWN_SENDER`])
+//! and the recipients of that own mail ([`OWN_REACHED`]). The set is
+//! exact and bounded ([`MAX_KEYS`]): once full it answers "unknown" for
+//! every address it does not hold, and an unknown recipient is counted.
 //!
-//! A campaign is a **conversation** while it holds at most one delivery
-//! that is not a forward (its first message) and at most
-//! [`MAX_FORWARDS`] forwards: it is then judged as one delivery, as a
-//! list's post is (`campaign::one_delivery`): clean while its distinct
-//! recipients stay within `thresholds.single_transaction_recipients`.
+//! **Inbound mail** counts the recipients it reached that the campaign had
+//! not reached: a recipient is known when an inbound copy was delivered
+//! to them or when they sent the text themselves from inside. The
+//! envelope sender of inbound mail is never recorded and never makes
+//! anybody known: a copy "from" a victim counts like any copy. Each
+//! message is one of four moves ([`Kind`]):
+//! - **first**: it started the campaign;
+//! - **within**: every recipient was reached already (a reply-all, an
+//!   answer to a poll, a repeat);
+//! - **reply**: it reaches a few new people in the shape of a reply: at
+//!   most [`MAX_REPLY_NEW`] new recipients beside at least half of the
+//!   people the campaign reached (a thread whose Cc grows by one), or in
+//!   answer to a Message-ID our own users sent out;
+//! - **copy**: anything else that reaches new people.
 //!
-//! What a sender gains by shaping a campaign as a conversation (forging
-//! envelope senders that were recipients of an earlier copy, and
-//! `In-Reply-To` fields, as a forged thread does): at most the reach of
-//! one transaction (`single_transaction_recipients`, which the sender
-//! cannot move), spread over at most [`MAX_FORWARDS`] + 1 deliveries. The
-//! first copy to reach new people from a sender who was no recipient, or
-//! the forward past [`MAX_FORWARDS`], makes it a campaign counted by its
-//! distinct recipients like any other, and a campaign that stops being a
-//! conversation never becomes one again while it lives. Headers alone
-//! never take a message out of a campaign: an `In-Reply-To` only makes a
-//! copy a forward, which is bounded the same way.
+//! What a campaign's level is measured on (`Campaign::measure`): its
+//! distinct recipients, less those of its largest single delivery (while
+//! that delivery is within `thresholds.single_transaction_recipients`: one
+//! transaction is no evidence of a campaign) and less at most
+//! [`MAX_REPLY_FREE`] recipients added by replies. An announcement to 60
+//! followed by one outsider copy to one new address measures 2, not 61.
+//!
+//! **The attacker's best move**, and its bound. Only what this MX saw
+//! counts, so a forged envelope sender, `In-Reply-To`, `References`,
+//! To/Cc header or quote changes nothing: the same copies sent plainly
+//! give the same counts. What shaping can still buy: one transaction
+//! (`single_transaction_recipients`, 100, which one plain transaction
+//! gets anyway) and [`MAX_REPLY_FREE`] (16) recipients more, added at most
+//! [`MAX_REPLY_NEW`] at a time by copies that each go again to at least
+//! half of everyone the campaign reached: about 16²/4 deliveries for 16
+//! people. An answer to our own users' mail needs a Message-ID only its
+//! recipients saw, and buys the same 16 at most.
+//!
+//! **Own mail** (from inside) is counted apart ([`Origin::Own`]): its
+//! recipients are known to other own mail of the campaign, never to
+//! inbound copies, so an announcement sent to all staff makes no inbound
+//! copy "known", and the same text from outside is counted from zero.
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::envelope::MAX_KEPT_RCPTS;
 use super::minhash::mix;
 
-/// Low bits of a party key: the role of an address. A Message-ID's key
-/// has none (0).
-pub const RECIPIENT: u32 = 1;
-pub const SENDER: u32 = 2;
+/// Low bits of a party key: an inbound copy was delivered to the address.
+pub const REACHED: u32 = 1;
+/// The address sent the text from inside (its own mail's envelope sender).
+pub const OWN_SENDER: u32 = 2;
+/// Own mail was sent to the address.
+pub const OWN_REACHED: u32 = 3;
 const ROLES: u32 = 3;
 
-/// Forwards a conversation may hold (messages that reach new people from
-/// a sender who was a recipient of it, or that answer one of its
-/// messages): a message forwarded to a new group, or a thread in which a
-/// few people copy in a colleague, is still a conversation; a fourth
-/// forward makes it a campaign. Against a forged thread (copies sent from
-/// addresses an earlier copy went to) this is what makes the fourth such
-/// copy count as any copy does.
-pub const MAX_FORWARDS: u32 = 3;
+/// New recipients a message may add and still be a reply (a thread whose
+/// Cc grows); more, and it is a copy.
+pub const MAX_REPLY_NEW: u32 = 2;
+
+/// Recipients a campaign's replies may add without being counted toward
+/// its level ([`Kind::Reply`]): what shaping copies as replies can gain.
+pub const MAX_REPLY_FREE: u32 = 16;
 
 /// Message-IDs of `In-Reply-To` and `References` a message is looked up
 /// by (the reader keeps at most these).
 pub use bulkwatch_read::mime::MAX_ANSWERS;
 
-/// Party keys held exactly per campaign (512 bytes at most in a vector);
-/// past it, a bit set of 4,096 bits (512 bytes) that may answer "a
-/// party" for a key it never held, about 2% of the time at 300 keys.
-pub const MAX_EXACT: usize = 128;
-const BITS: usize = 4096;
+/// Recipients of one message whose keys are kept (Postfix's own default
+/// `smtpd_recipient_limit`); more are counted as unknown people.
+pub const MAX_MESSAGE_RCPTS: usize = 1000;
 
-/// Party keys of one message: its sender, its recipients and its own
-/// Message-ID ([`Parties::keys`]); the most one message adds.
-pub const MAX_MESSAGE_KEYS: usize = 2 + MAX_KEPT_RCPTS;
+/// Party keys held per campaign: past it the set is full, answers
+/// "unknown" for what it does not hold, and takes no more.
+pub const MAX_KEYS: usize = 1024;
+
+/// Party keys of one message: its sender and its recipients
+/// ([`Parties::keys`]); the most one message adds.
+pub const MAX_MESSAGE_KEYS: usize = 1 + MAX_MESSAGE_RCPTS;
 
 /// The seed of party keys under fingerprint key `key` (another one than
 /// the shingles' so that a party key says nothing about a word's hash).
@@ -79,28 +103,37 @@ fn seed(key: (u64, u64), domain: u64) -> u64 {
 
 /// The bits of a party key: 22 bits of hash and the 2 role bits, so that
 /// a campaign of one keeps each in 3 bytes ([`KEY_BYTES`]). Two addresses
-/// share a key one time in 4 million; a campaign's 128 exact keys take a
-/// new address for a party about once in 30,000 messages (a recipient
-/// not counted, or a copy taken for a forward), and the key is keyed, so
-/// no sender can aim at it.
+/// share a key one time in 4 million, and the key is keyed, so no sender
+/// can aim at a collision.
 const KEY_MASK: u32 = (1 << 24) - 1;
 /// Bytes of a key in a campaign of one's record.
 pub const KEY_BYTES: usize = 3;
+
+/// The unkeyed hash of an address as the milter session keeps it for
+/// recipients past those it keeps in clear (ASCII case folded).
+pub fn address_hash(addr: &str) -> u64 {
+    let lower = addr.trim().to_ascii_lowercase();
+    xxhash_rust::xxh3::xxh3_64(lower.as_bytes())
+}
 
 /// The key of an address: its keyed hash, without role bits. Addresses
 /// compare without regard to ASCII case (the domain is case-free, and
 /// local parts differing only in case are one mailbox on nearly every
 /// system).
 pub fn address_key(addr: &str, key: (u64, u64)) -> u32 {
-    let lower = addr.trim().to_ascii_lowercase();
-    (xxh3_64_with_seed(lower.as_bytes(), seed(key, 0x7061_7274)) >> 40) as u32 & KEY_MASK & !ROLES
+    hashed_key(address_hash(addr), key)
 }
 
-/// The key of a Message-ID (as `mime` keeps it, without angle brackets).
-pub fn message_key(id: &str, key: (u64, u64)) -> u32 {
-    (xxh3_64_with_seed(id.trim().as_bytes(), seed(key, 0x6d73_6769)) >> 40) as u32
-        & KEY_MASK
-        & !ROLES
+/// The key of an address from its [`address_hash`].
+pub fn hashed_key(hash: u64, key: (u64, u64)) -> u32 {
+    (mix(hash ^ seed(key, 0x7061_7274)) >> 40) as u32 & KEY_MASK & !ROLES
+}
+
+/// The thread key of a Message-ID (as `mime` keeps it, without angle
+/// brackets): 64 bits, keyed, so that a forged `References` field naming
+/// made-up identifiers hits one our users sent about once in 10^15 tries.
+pub fn message_key(id: &str, key: (u64, u64)) -> u64 {
+    xxh3_64_with_seed(id.trim().as_bytes(), seed(key, 0x6d73_6769)) | 1
 }
 
 /// A key as read from a snapshot or a log entry: only its 24 bits.
@@ -108,62 +141,97 @@ pub fn clamp_key(k: u32) -> u32 {
     k & KEY_MASK
 }
 
+/// Where a message came from, as the MTA saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Origin {
+    /// From outside the site.
+    #[default]
+    Inbound,
+    /// The site's own mail: a SASL-authenticated client, a client in the
+    /// site's own networks, local submission ([`crate::config::OwnConfig`]).
+    Own,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Inbound => "inbound",
+            Origin::Own => "own",
+        }
+    }
+}
+
 /// Who takes part in one message, as party keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parties {
-    /// The envelope sender (none for the null sender, or when unknown).
+    pub origin: Origin,
+    /// The envelope sender of own mail (none for inbound mail: a sender
+    /// from outside writes it; none for the null sender).
     pub sender: Option<u32>,
-    /// The distinct recipients whose address is known.
+    /// The distinct recipients whose key is known.
     pub rcpts: Vec<u32>,
-    /// Recipients without a known address: beyond those the envelope
-    /// keeps ([`MAX_KEPT_RCPTS`]), or of a log entry or snapshot written
-    /// before parties were kept. Each is a person no campaign has counted.
+    /// Recipients without a known key: beyond [`MAX_MESSAGE_RCPTS`], or of
+    /// a log entry or snapshot written before parties were kept. Each is a
+    /// person no campaign has counted.
     pub anonymous: u32,
-    /// The message's own Message-ID.
-    pub message: Option<u32>,
-    /// The Message-IDs it answers (`In-Reply-To`, `References`), at most
-    /// [`MAX_ANSWERS`].
-    pub answers: Vec<u32>,
+    /// The thread key of own mail's Message-ID ([`message_key`]), which
+    /// later answers may quote ([`OwnThreads`]); none for inbound mail.
+    pub message: Option<u64>,
+    /// The thread keys of the Message-IDs it answers (`In-Reply-To`,
+    /// `References`), at most [`MAX_ANSWERS`].
+    pub answers: Vec<u64>,
+}
+
+/// The recipients of a message: addresses in clear and the hashes of
+/// those past them ([`address_hash`]), and how many were not kept at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipients<'a, S> {
+    pub addrs: &'a [S],
+    pub hashes: &'a [u64],
+    pub more: u32,
 }
 
 impl Parties {
-    /// The parties of a message from `sender` to `rcpts` (the kept
-    /// addresses) and `more` recipients without address, with Message-ID
-    /// `message_id`, answering `answers`.
+    /// The parties of a message of `origin` from `sender` to `rcpts`, with
+    /// Message-ID `message_id`, answering `answers`.
     pub fn of<S: AsRef<str>>(
+        origin: Origin,
         sender: Option<&str>,
-        rcpts: &[S],
-        more: u32,
+        rcpts: Recipients<'_, S>,
         message_id: Option<&str>,
         answers: &[S],
         key: (u64, u64),
     ) -> Parties {
-        let mut keys: Vec<u32> = Vec::with_capacity(rcpts.len().min(MAX_KEPT_RCPTS));
-        let mut anonymous = more;
-        for r in rcpts {
-            let r = r.as_ref().trim();
-            if r.is_empty() {
-                anonymous = anonymous.saturating_add(1);
-                continue;
-            }
-            if keys.len() >= MAX_KEPT_RCPTS {
-                anonymous = anonymous.saturating_add(1);
-                continue;
-            }
-            let k = address_key(r, key);
-            if !keys.contains(&k) {
-                keys.push(k);
+        let mut keys: Vec<u32> = Vec::with_capacity(rcpts.addrs.len() + rcpts.hashes.len());
+        let mut anonymous = rcpts.more;
+        let hashes = rcpts
+            .addrs
+            .iter()
+            .map(|r| r.as_ref().trim())
+            .map(|r| (!r.is_empty()).then(|| address_hash(r)))
+            .chain(rcpts.hashes.iter().map(|h| Some(*h)));
+        for h in hashes {
+            match h {
+                Some(h) if keys.len() < MAX_MESSAGE_RCPTS => {
+                    let k = hashed_key(h, key);
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+                _ => anonymous = anonymous.saturating_add(1),
             }
         }
+        let own = origin == Origin::Own;
         Parties {
+            origin,
             sender: sender
                 .map(str::trim)
-                .filter(|s| !s.is_empty())
+                .filter(|s| own && !s.is_empty())
                 .map(|s| address_key(s, key)),
             rcpts: keys,
             anonymous,
             message: message_id
-                .filter(|m| !m.trim().is_empty())
+                .filter(|m| own && !m.trim().is_empty())
                 .map(|m| message_key(m, key)),
             answers: answers
                 .iter()
@@ -175,8 +243,8 @@ impl Parties {
         }
     }
 
-    /// `n` recipients of whom nothing is known (a log entry or snapshot
-    /// of a build before parties; a replayed copy).
+    /// `n` inbound recipients of whom nothing is known (a log entry or
+    /// snapshot of a build before parties; a replayed copy).
     pub fn anonymous(n: u32) -> Parties {
         Parties {
             anonymous: n,
@@ -184,19 +252,25 @@ impl Parties {
         }
     }
 
+    /// Own mail.
+    pub fn own(&self) -> bool {
+        self.origin == Origin::Own
+    }
+
     /// The recipients the message counts for.
     pub fn recipients(&self) -> u32 {
         (self.rcpts.len() as u32).saturating_add(self.anonymous)
     }
 
-    /// The keys a campaign records of this message: its sender, its
-    /// recipients and its Message-ID.
+    /// The keys a campaign records of this message: the recipients as
+    /// reached by inbound or by own mail, and the sender of own mail.
     pub fn keys(&self) -> impl Iterator<Item = u32> + '_ {
+        let role = if self.own() { OWN_REACHED } else { REACHED };
         self.sender
-            .map(|s| s | SENDER)
+            .filter(|_| self.own())
+            .map(|s| s | OWN_SENDER)
             .into_iter()
-            .chain(self.rcpts.iter().map(|r| r | RECIPIENT))
-            .chain(self.message)
+            .chain(self.rcpts.iter().map(move |r| r | role))
     }
 }
 
@@ -205,12 +279,12 @@ impl Parties {
 pub enum Kind {
     /// It started the campaign.
     First,
-    /// Every recipient was a party already.
+    /// Every recipient was reached already.
     Within,
-    /// New recipients, from a recipient of the campaign or in answer to
-    /// one of its messages.
-    Forward,
-    /// New recipients from someone who never received the text.
+    /// A few new recipients in the shape of a reply, or in answer to our
+    /// own users' mail.
+    Reply,
+    /// New recipients otherwise.
     Copy,
 }
 
@@ -219,7 +293,7 @@ impl Kind {
         match self {
             Kind::First => "first",
             Kind::Within => "within",
-            Kind::Forward => "forward",
+            Kind::Reply => "reply",
             Kind::Copy => "copy",
         }
     }
@@ -229,40 +303,43 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Move {
     pub kind: Kind,
-    /// Recipients new to the campaign: what it counts for.
+    /// Recipients new to the campaign (on its own mail's tally for own
+    /// mail): what it counts for.
     pub added: u32,
-    /// Its sender was a party already.
-    pub sender_known: bool,
-    /// It answers one of the campaign's messages.
-    pub answers: bool,
+    /// Own mail, counted apart.
+    pub own: bool,
+    /// It answers a Message-ID our own users sent out.
+    pub answers_own: bool,
+}
+
+impl Move {
+    /// The move of a campaign's first message.
+    pub fn first(p: &Parties) -> Move {
+        Move {
+            kind: Kind::First,
+            added: p.recipients(),
+            own: p.own(),
+            answers_own: false,
+        }
+    }
 }
 
 /// A campaign's parties and deliveries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Talk {
     set: PartySet,
-    /// Deliveries that were not forwards (the first message and copies).
+    /// Deliveries that reached new people not as replies (its first
+    /// message and copies), inbound.
     pub copies: u32,
-    /// Forwards.
-    pub forwards: u32,
+    /// Replies that reached new people.
+    pub replies: u32,
 }
 
 impl Talk {
     /// The talk of a campaign whose first message had `p`.
     pub fn first(p: &Parties) -> (Talk, Move) {
-        let mut t = Talk {
-            set: PartySet::default(),
-            copies: 1,
-            forwards: 0,
-        };
-        t.set.extend(p.keys());
-        let m = Move {
-            kind: Kind::First,
-            added: p.recipients(),
-            sender_known: false,
-            answers: false,
-        };
-        (t, m)
+        let t = Talk::from_keys(p.keys());
+        (t, Move::first(p))
     }
 
     /// The talk of a campaign of one message whose recorded keys are
@@ -271,48 +348,71 @@ impl Talk {
         let mut t = Talk {
             set: PartySet::default(),
             copies: 1,
-            forwards: 0,
+            replies: 0,
         };
         t.set.extend(keys);
         t
     }
 
     /// What a message with parties `p` is to this campaign ([`Kind`]),
-    /// without recording it.
-    pub fn classify(&self, p: &Parties) -> Move {
-        let known = |k: u32| self.set.contains(k | RECIPIENT) || self.set.contains(k | SENDER);
-        let added = p
-            .rcpts
-            .iter()
-            .filter(|r| !known(**r))
-            .count()
-            .try_into()
-            .unwrap_or(u32::MAX)
-            .saturating_add(p.anonymous);
-        let was_recipient = p.sender.is_some_and(|s| self.set.contains(s | RECIPIENT));
-        let answers = p.answers.iter().any(|a| self.set.contains(*a));
+    /// without recording it. `answers_own`: it answers a Message-ID our
+    /// own users sent out ([`OwnThreads`]).
+    pub fn classify(&self, p: &Parties, answers_own: bool) -> Move {
+        let s = &self.set;
+        if p.own() {
+            // Own mail's tally: anyone who has the text already.
+            let known = |k: u32| (1..=ROLES).any(|role| s.contains(k | role));
+            let added = count_unknown(&p.rcpts, known).saturating_add(p.anonymous);
+            let kind = if added == 0 { Kind::Within } else { Kind::Copy };
+            return Move {
+                kind,
+                added,
+                own: true,
+                answers_own,
+            };
+        }
+        let known = |k: u32| s.contains(k | REACHED) || s.contains(k | OWN_SENDER);
+        let added = count_unknown(&p.rcpts, known).saturating_add(p.anonymous);
         let kind = if added == 0 {
             Kind::Within
-        } else if was_recipient || answers {
-            Kind::Forward
+        } else if answers_own || self.reply_shaped(p, added) {
+            Kind::Reply
         } else {
             Kind::Copy
         };
         Move {
             kind,
             added,
-            sender_known: p.sender.is_some_and(known),
-            answers,
+            own: false,
+            answers_own,
         }
     }
 
+    /// `p` adds at most [`MAX_REPLY_NEW`] recipients, every one of them
+    /// known by address, beside at least half of the people the campaign
+    /// reached (inbound recipients and own senders) and at least one. A
+    /// full set cannot tell and says no.
+    fn reply_shaped(&self, p: &Parties, added: u32) -> bool {
+        if p.anonymous > 0 || added > MAX_REPLY_NEW || self.set.full {
+            return false;
+        }
+        let s = &self.set;
+        let people = s.count(|k| matches!(k & ROLES, REACHED | OWN_SENDER));
+        let again = p
+            .rcpts
+            .iter()
+            .filter(|r| s.contains(**r | REACHED) || s.contains(**r | OWN_SENDER))
+            .count();
+        again >= 1 && 2 * again >= people
+    }
+
     /// Records a message with parties `p`: its move, counted.
-    pub fn join(&mut self, p: &Parties) -> Move {
-        let m = self.classify(p);
-        match m.kind {
-            Kind::Forward => self.forwards = self.forwards.saturating_add(1),
-            Kind::Copy | Kind::First => self.copies = self.copies.saturating_add(1),
-            Kind::Within => {}
+    pub fn join(&mut self, p: &Parties, answers_own: bool) -> Move {
+        let m = self.classify(p, answers_own);
+        match (m.own, m.kind) {
+            (false, Kind::Copy | Kind::First) => self.copies = self.copies.saturating_add(1),
+            (false, Kind::Reply) => self.replies = self.replies.saturating_add(1),
+            _ => {}
         }
         self.set.extend(p.keys());
         m
@@ -322,116 +422,81 @@ impl Talk {
     /// deliveries (two campaigns are two deliveries at least).
     pub fn merge(&mut self, other: &Talk) {
         self.copies = self.copies.saturating_add(other.copies);
-        self.forwards = self.forwards.saturating_add(other.forwards);
+        self.replies = self.replies.saturating_add(other.replies);
         self.set.union(&other.set);
     }
 
-    /// One first delivery, and at most [`MAX_FORWARDS`] forwards.
+    /// No inbound copy reached new people but the first delivery and
+    /// replies: shown as `conversation=yes`.
     pub fn conversation(&self) -> bool {
-        self.copies <= 1 && self.forwards <= MAX_FORWARDS
+        self.copies <= 1
     }
 
-    /// Party keys held (an estimate once past [`MAX_EXACT`]).
+    /// Party keys held.
     pub fn parties(&self) -> usize {
-        self.set.len()
+        self.set.keys.len()
     }
 
-    /// The keys held exactly, or the bit set's words (snapshots).
-    pub fn to_parts(&self) -> (u32, u32, SetParts<'_>) {
-        (self.copies, self.forwards, self.set.parts())
+    /// The set is full: it answers "unknown" for what it does not hold.
+    pub fn full(&self) -> bool {
+        self.set.full
+    }
+
+    /// Copies, replies, whether the set is full and its keys (snapshots).
+    pub fn to_parts(&self) -> (u32, u32, bool, &[u32]) {
+        (self.copies, self.replies, self.set.full, &self.set.keys)
     }
 
     /// Rebuilt from [`Talk::to_parts`]; `None` when the parts are out of
     /// bounds.
-    pub fn from_parts(copies: u32, forwards: u32, set: OwnedSetParts) -> Option<Talk> {
+    pub fn from_parts(copies: u32, replies: u32, full: bool, keys: Vec<u32>) -> Option<Talk> {
+        if keys.len() > MAX_KEYS {
+            return None;
+        }
         Some(Talk {
-            set: PartySet::from_parts(set)?,
+            set: PartySet { keys, full },
             copies,
-            forwards,
+            replies,
         })
     }
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.set.heap_bytes()
+        self.set.keys.capacity() * 4
     }
 }
 
-/// The keys of a campaign's party set, borrowed (snapshots).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetParts<'a> {
-    Exact(&'a [u32]),
-    Bits(&'a [u64], u32),
+fn count_unknown(rcpts: &[u32], known: impl Fn(u32) -> bool) -> u32 {
+    let n = rcpts.iter().filter(|r| !known(**r)).count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// The keys of a campaign's party set, owned (snapshots).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OwnedSetParts {
-    Exact(Vec<u32>),
-    Bits(Vec<u64>, u32),
-}
-
-/// The number of words of the bit set.
-pub const BIT_WORDS: usize = BITS / 64;
-
-/// A set of party keys: exact up to [`MAX_EXACT`], then a Bloom filter
-/// of [`BITS`] bits with two positions a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum PartySet {
-    Exact(Vec<u32>),
-    /// The bits, and the keys inserted (an upper bound on the distinct).
-    Bits(Box<[u64; BIT_WORDS]>, u32),
-}
-
-impl Default for PartySet {
-    fn default() -> Self {
-        PartySet::Exact(Vec::new())
-    }
-}
-
-/// The two bit positions of a key.
-fn positions(k: u32) -> [usize; 2] {
-    let h = mix(u64::from(k));
-    [(h as usize) % BITS, ((h >> 32) as usize) % BITS]
+/// A set of party keys, exact, of at most [`MAX_KEYS`]; once a key did
+/// not fit it is full: it holds what it held and no more, and a key it
+/// does not hold is unknown (the caller counts it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PartySet {
+    keys: Vec<u32>,
+    full: bool,
 }
 
 impl PartySet {
     fn contains(&self, k: u32) -> bool {
-        match self {
-            PartySet::Exact(v) => v.contains(&k),
-            PartySet::Bits(b, _) => positions(k)
-                .iter()
-                .all(|p| b.get(p / 64).is_some_and(|w| w & (1 << (p % 64)) != 0)),
-        }
+        self.keys.contains(&k)
+    }
+
+    fn count(&self, f: impl Fn(u32) -> bool) -> usize {
+        self.keys.iter().filter(|k| f(**k)).count()
     }
 
     fn insert(&mut self, k: u32) {
-        match self {
-            PartySet::Exact(v) => {
-                if v.contains(&k) {
-                    return;
-                }
-                if v.len() < MAX_EXACT {
-                    v.push(k);
-                    return;
-                }
-                let mut bits = Box::new([0u64; BIT_WORDS]);
-                let n = v.len() as u32;
-                for x in v.iter() {
-                    set_bits(&mut bits, *x);
-                }
-                set_bits(&mut bits, k);
-                *self = PartySet::Bits(bits, n + 1);
-            }
-            PartySet::Bits(b, n) => {
-                if !positions(k)
-                    .iter()
-                    .all(|p| b.get(p / 64).is_some_and(|w| w & (1 << (p % 64)) != 0))
-                {
-                    set_bits(b, k);
-                    *n = n.saturating_add(1);
-                }
-            }
+        if self.keys.contains(&k) {
+            return;
+        }
+        if self.keys.len() < MAX_KEYS {
+            self.keys.push(k);
+        } else {
+            self.full = true;
         }
     }
 
@@ -442,65 +507,113 @@ impl PartySet {
     }
 
     fn union(&mut self, other: &PartySet) {
-        match other {
-            PartySet::Exact(v) => self.extend(v.iter().copied()),
-            PartySet::Bits(ob, on) => {
-                let mut mine = std::mem::take(self);
-                if let PartySet::Exact(v) = &mine {
-                    let mut bits = Box::new([0u64; BIT_WORDS]);
-                    for x in v {
-                        set_bits(&mut bits, *x);
-                    }
-                    mine = PartySet::Bits(bits, v.len() as u32);
-                }
-                if let PartySet::Bits(b, n) = &mut mine {
-                    for (w, o) in b.iter_mut().zip(ob.iter()) {
-                        *w |= o;
-                    }
-                    *n = n.saturating_add(*on);
-                }
-                *self = mine;
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            PartySet::Exact(v) => v.len(),
-            PartySet::Bits(_, n) => *n as usize,
-        }
-    }
-
-    fn parts(&self) -> SetParts<'_> {
-        match self {
-            PartySet::Exact(v) => SetParts::Exact(v),
-            PartySet::Bits(b, n) => SetParts::Bits(&b[..], *n),
-        }
-    }
-
-    fn from_parts(p: OwnedSetParts) -> Option<PartySet> {
-        match p {
-            OwnedSetParts::Exact(v) if v.len() <= MAX_EXACT => Some(PartySet::Exact(v)),
-            OwnedSetParts::Bits(w, n) => {
-                let words: [u64; BIT_WORDS] = w.try_into().ok()?;
-                Some(PartySet::Bits(Box::new(words), n))
-            }
-            OwnedSetParts::Exact(_) => None,
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        match self {
-            PartySet::Exact(v) => v.capacity() * 4,
-            PartySet::Bits(..) => BITS / 8,
-        }
+        self.full |= other.full;
+        self.extend(other.keys.iter().copied());
     }
 }
 
-fn set_bits(b: &mut [u64; BIT_WORDS], k: u32) {
-    for p in positions(k) {
-        if let Some(w) = b.get_mut(p / 64) {
-            *w |= 1 << (p % 64);
+/// Default time our users' Message-IDs are kept for answers
+/// ([`OwnThreads`]): two weeks, longer than any window, since a thread
+/// goes on for days.
+pub const OWN_THREAD_SECS: u64 = 14 * 86_400;
+
+/// The Message-IDs our own users sent out (own mail's
+/// [`Parties::message`]), kept [`OWN_THREAD_SECS`] and at most
+/// [`OwnThreads::capacity`]: an inbound message quoting one in
+/// `In-Reply-To` or `References` answers mail of ours, which only its
+/// recipients saw. The oldest go first; a full store forgets, and a
+/// forgotten thread is counted as any mail (never "known").
+#[derive(Debug, Clone, Default)]
+pub struct OwnThreads {
+    /// Thread key → the time it was last sent (Unix seconds).
+    seen: std::collections::HashMap<u64, u64>,
+    /// Keys in the order sent, with their time, for expiry.
+    order: std::collections::VecDeque<(u64, u64)>,
+    capacity: usize,
+    keep_secs: u64,
+}
+
+impl OwnThreads {
+    /// An empty store of at most `capacity` threads kept `keep_secs`.
+    pub fn new(capacity: usize, keep_secs: u64) -> OwnThreads {
+        OwnThreads {
+            capacity,
+            keep_secs,
+            ..OwnThreads::default()
+        }
+    }
+
+    /// Notes thread key `k` sent at `now`.
+    pub fn note(&mut self, k: u64, now: u64) {
+        if self.capacity == 0 {
+            return;
+        }
+        self.expire(now);
+        while self.order.len() >= self.capacity {
+            self.pop_oldest();
+        }
+        self.seen.insert(k, now);
+        self.order.push_back((k, now));
+    }
+
+    fn pop_oldest(&mut self) {
+        if let Some((k, t)) = self.order.pop_front() {
+            if self.seen.get(&k) == Some(&t) {
+                self.seen.remove(&k);
+            }
+        }
+    }
+
+    /// Forgets what was sent more than `keep_secs` before `now`.
+    pub fn expire(&mut self, now: u64) {
+        while self
+            .order
+            .front()
+            .is_some_and(|(_, t)| t.saturating_add(self.keep_secs) < now)
+        {
+            self.pop_oldest();
+        }
+    }
+
+    /// One of `answers` is a thread key our users sent within `keep_secs`
+    /// of `now`.
+    pub fn answers(&self, answers: &[u64], now: u64) -> bool {
+        answers.iter().any(|a| {
+            self.seen
+                .get(a)
+                .is_some_and(|t| t.saturating_add(self.keep_secs) >= now)
+        })
+    }
+
+    /// Threads held.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// The (key, time) pairs in the order sent (snapshots).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.order
+            .iter()
+            .filter(|(k, t)| self.seen.get(k) == Some(t))
+            .copied()
+    }
+
+    /// Heap bytes held (estimated: a map entry about 24 bytes, a queue
+    /// item 16).
+    pub fn heap_bytes(&self) -> usize {
+        self.seen.capacity() * 24 + self.order.capacity() * 16
+    }
+
+    /// The same threads under new bounds (a reload).
+    pub fn reconfigure(&mut self, capacity: usize, keep_secs: u64) {
+        self.capacity = capacity;
+        self.keep_secs = keep_secs;
+        while self.order.len() > capacity {
+            self.pop_oldest();
         }
     }
 }
@@ -511,157 +624,174 @@ mod tests {
 
     const KEY: (u64, u64) = (1, 2);
 
-    fn msg(from: &str, to: &[&str]) -> Parties {
-        Parties::of(Some(from), to, 0, None, &[] as &[&str], KEY)
+    fn parties(origin: Origin, from: &str, to: &[&str], answers: &[&str]) -> Parties {
+        Parties::of(
+            origin,
+            Some(from),
+            Recipients {
+                addrs: to,
+                hashes: &[],
+                more: 0,
+            },
+            Some("id@x.example"),
+            answers,
+            KEY,
+        )
+    }
+
+    fn inbound(from: &str, to: &[&str]) -> Parties {
+        parties(Origin::Inbound, from, to, &[])
     }
 
     fn people(prefix: &str, n: usize) -> Vec<String> {
         (0..n).map(|i| format!("{prefix}{i}@example.org")).collect()
     }
 
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
     #[test]
     fn addresses_compare_without_case_and_are_counted_once() {
         let p = Parties::of(
+            Origin::Own,
             Some("A@X.example"),
-            &["b@y.example", "B@Y.example", ""],
-            2,
+            Recipients {
+                addrs: &["b@y.example", "B@Y.example", ""],
+                hashes: &[address_hash("c@z.example"), address_hash("C@Z.example")],
+                more: 2,
+            },
             None,
-            &[] as &[&str],
+            &[],
             KEY,
         );
         assert_eq!(p.sender, Some(address_key("a@x.example", KEY)));
-        assert_eq!(p.rcpts.len(), 1);
-        assert_eq!(
-            p.recipients(),
-            1 + 1 + 2,
-            "the empty one and two more are anonymous"
-        );
+        assert_eq!(p.rcpts.len(), 2);
+        assert_eq!(p.recipients(), 2 + 1 + 2, "the empty one and two more");
         assert_ne!(
             address_key("a@x.example", KEY),
             address_key("a@x.example", (1, 3))
         );
         assert_eq!(address_key("a@x.example", KEY) & ROLES, 0);
+        // Inbound mail keeps neither its sender nor its Message-ID.
+        let q = parties(Origin::Inbound, "a@x.example", &["b@y.example"], &[]);
+        assert_eq!((q.sender, q.message), (None, None));
+        assert!(q.keys().all(|k| k & ROLES == REACHED));
     }
 
-    /// A reply-all adds nobody, a poll's answers add nobody, a forward to a
-    /// new group adds the group, and a copy from an outsider is a copy.
+    /// A reply-all adds nobody, whoever sends it; a copy to someone new
+    /// counts whoever it claims to come from.
     #[test]
-    fn moves_are_classified_by_who_takes_part() {
+    fn senders_make_nobody_known() {
         let team = people("u", 12);
-        let team_refs: Vec<&str> = team.iter().map(String::as_str).collect();
-        let (mut t, first) = Talk::first(&msg("marco@supplier.example", &team_refs));
+        let (mut t, first) = Talk::first(&inbound("marco@supplier.example", &refs(&team)));
         assert_eq!((first.kind, first.added), (Kind::First, 12));
-        // u0 answers all: Marco and the eleven others.
-        let mut all: Vec<&str> = vec!["marco@supplier.example"];
-        all.extend(team_refs.iter().skip(1));
-        let m = t.join(&msg("u0@example.org", &all));
-        assert_eq!((m.kind, m.added, m.sender_known), (Kind::Within, 0, true));
-        // Someone outside who writes to parties only adds nobody either.
-        let m = t.join(&msg("else@other.example", &["u3@example.org"]));
-        assert_eq!(m.kind, Kind::Within);
-        // u4 forwards to eight new colleagues.
-        let group = people("g", 8);
-        let group: Vec<&str> = group.iter().map(String::as_str).collect();
-        let m = t.join(&msg("u4@example.org", &group));
-        assert_eq!((m.kind, m.added), (Kind::Forward, 8));
-        assert!(t.conversation());
-        // Marco sends it again to someone new: a second delivery by its
-        // sender, a copy.
-        // Marco got u0's answer: sending it on to someone new, he is a
-        // recipient passing it on (a forward).
-        let m = t.join(&msg("marco@supplier.example", &["new@example.org"]));
-        assert_eq!((m.kind, m.added), (Kind::Forward, 1));
-        assert!(t.conversation());
-        // Someone who never received it, to someone new: a copy.
-        let m = t.join(&msg("stranger@other.example", &["new2@example.org"]));
+        let m = t.join(&inbound("u0@example.org", &refs(&team[1..])), false);
+        assert_eq!((m.kind, m.added), (Kind::Within, 0));
+        // The chain: "from" a reached victim to someone new.
+        let m = t.join(&inbound("u3@example.org", &["v@example.org"]), false);
         assert_eq!((m.kind, m.added), (Kind::Copy, 1));
+        // "From" the new victim back to the first: nobody new.
+        let m = t.join(&inbound("w@example.org", &["v@example.org"]), false);
+        assert_eq!(m.kind, Kind::Within);
         assert!(!t.conversation());
     }
 
-    /// The forged thread: a first copy to thirty addresses, then copies
-    /// from them to fresh recipients, each in answer to the first: the
-    /// fourth forward ends the conversation.
+    /// A thread whose Cc grows by one: each answer goes to everyone and
+    /// one more; a copy to one new person beside one old is a reply only
+    /// while the campaign reached two people at most.
     #[test]
-    fn a_forged_thread_stops_being_a_conversation_after_three_forwards() {
-        let own = people("drop", 30);
-        let own_refs: Vec<&str> = own.iter().map(String::as_str).collect();
-        let first = Parties::of(
-            Some("x@spam.example"),
-            &own_refs,
-            0,
-            Some("first@spam.example"),
-            &[] as &[&str],
-            KEY,
-        );
-        let (mut t, _) = Talk::first(&first);
-        for (i, from) in own.iter().enumerate() {
-            let victim = format!("victim{i}@example.org");
-            let p = Parties::of(
-                Some(from.as_str()),
-                &[victim.as_str()],
-                0,
-                None,
-                &["first@spam.example"],
-                KEY,
-            );
-            let m = t.join(&p);
-            assert_eq!(m.kind, Kind::Forward);
-            assert_eq!(t.conversation(), i < MAX_FORWARDS as usize, "{i}");
+    fn a_growing_cc_is_a_reply_and_a_lone_new_recipient_a_copy() {
+        let mut all = people("p", 4);
+        let (mut t, _) = Talk::first(&inbound("x@partner.example", &refs(&all)));
+        for i in 0..5 {
+            all.push(format!("cc{i}@example.org"));
+            let m = t.join(&inbound("y@partner.example", &refs(&all)), false);
+            assert_eq!((m.kind, m.added), (Kind::Reply, 1), "{i}");
         }
-        // An answer alone (no party as sender) is a forward too.
-        let mut u = Talk::first(&first).0;
-        let p = Parties::of(
-            Some("nobody@elsewhere.example"),
-            &["v@example.org"],
-            0,
-            None,
-            &["first@spam.example"],
-            KEY,
+        let m = t.join(
+            &inbound("z@partner.example", &["p0@example.org", "new@example.org"]),
+            false,
         );
-        assert_eq!(u.join(&p).kind, Kind::Forward);
-        let p = Parties::of(
-            Some("nobody@elsewhere.example"),
-            &["w@example.org"],
-            0,
-            None,
-            &["unrelated@elsewhere.example"],
-            KEY,
-        );
-        assert_eq!(u.join(&p).kind, Kind::Copy);
+        assert_eq!(m.kind, Kind::Copy, "one of nine again is no reply");
+        assert!(!t.conversation());
+        // Three new at once is a copy too.
+        let mut more = all.clone();
+        more.extend(people("n", 3));
+        let m = t.join(&inbound("y@partner.example", &refs(&more)), false);
+        assert_eq!((m.kind, m.added), (Kind::Copy, 3));
     }
 
-    /// Past the exact bound the set is a bit set: what was inserted is
-    /// still found, and few keys it never held are.
     #[test]
-    fn a_large_set_keeps_its_members_and_few_others() {
-        let mut s = PartySet::default();
-        for i in 0..1000u32 {
-            s.insert(address_key(&format!("p{i}@example.org"), KEY) | RECIPIENT);
-        }
-        assert!(matches!(s, PartySet::Bits(..)));
-        assert!((0..1000u32)
-            .all(|i| s.contains(address_key(&format!("p{i}@example.org"), KEY) | RECIPIENT)));
-        let false_hits = (0..1000u32)
-            .filter(|i| s.contains(address_key(&format!("q{i}@example.org"), KEY) | RECIPIENT))
-            .count();
-        assert!(false_hits < 250, "{false_hits}");
-        assert_eq!(s.heap_bytes(), 512);
-        // A union of an exact set into a bit set, and the other way.
-        let mut e = PartySet::default();
-        e.insert(7 << 2);
-        let mut b = s.clone();
-        b.union(&e);
-        assert!(b.contains(7 << 2));
-        e.union(&s);
-        assert!(e.contains(address_key("p5@example.org", KEY) | RECIPIENT));
+    fn an_answer_to_our_own_mail_is_a_reply() {
+        let own = parties(
+            Origin::Own,
+            "ann@example.org",
+            &["x@partner.example", "y@partner.example", "bob@example.org"],
+            &[],
+        );
+        let (mut t, first) = Talk::first(&own);
+        assert!(first.own);
+        // X answers Ann (known: she sent it) and copies Carol.
+        let p = inbound(
+            "x@partner.example",
+            &["ann@example.org", "carol@example.org"],
+        );
+        let m = t.join(&p, true);
+        assert_eq!((m.kind, m.added, m.answers_own), (Kind::Reply, 1, true));
+        // Bob got it from Ann, inside: an inbound copy to him counts.
+        let m = t.join(&inbound("z@else.example", &["bob@example.org"]), false);
+        assert_eq!((m.kind, m.added), (Kind::Copy, 1));
+        // Own mail to Carol (who got it inbound) adds nobody to its tally.
+        let m = t.join(
+            &parties(Origin::Own, "ann@example.org", &["carol@example.org"], &[]),
+            false,
+        );
+        assert_eq!((m.kind, m.added, m.own), (Kind::Within, 0, true));
+    }
+
+    /// Full means unknown: past [`MAX_KEYS`] a new recipient counts even
+    /// if it was reached, and nothing is a reply.
+    #[test]
+    fn a_full_set_counts_what_it_does_not_hold() {
+        let many = people("m", MAX_KEYS + 10);
+        let (mut t, first) = Talk::first(&inbound("x@spam.example", &refs(&many[..900])));
+        assert_eq!(first.added, 900);
+        let m = t.join(&inbound("x@spam.example", &refs(&many[900..])), false);
+        assert_eq!(m.added, (MAX_KEYS + 10 - 900) as u32);
+        assert!(t.full());
+        assert_eq!(t.parties(), MAX_KEYS);
+        // The last ten did not fit: sent again, they count again.
+        let last = refs(&many[MAX_KEYS..]);
+        let m = t.join(&inbound("x@spam.example", &last), false);
+        assert_eq!((m.kind, m.added), (Kind::Copy, 10));
+        let m = t.join(&inbound("x@spam.example", &["m0@example.org"]), false);
+        assert_eq!(m.kind, Kind::Within, "what it holds it still knows");
     }
 
     #[test]
     fn merged_campaigns_are_two_deliveries() {
-        let (mut a, _) = Talk::first(&msg("a@x.example", &["r@example.org"]));
-        let (b, _) = Talk::first(&msg("b@y.example", &["s@example.org"]));
+        let (mut a, _) = Talk::first(&inbound("a@x.example", &["r@example.org"]));
+        let (b, _) = Talk::first(&inbound("b@y.example", &["s@example.org"]));
         a.merge(&b);
         assert!(!a.conversation());
-        assert_eq!(a.parties(), 4);
+        assert_eq!(a.parties(), 2);
+    }
+
+    #[test]
+    fn own_threads_are_kept_for_their_time_and_capacity() {
+        let mut o = OwnThreads::new(3, 100);
+        for k in 1..=4u64 {
+            o.note(k, 10 * k);
+        }
+        assert!(!o.answers(&[1], 40), "pushed out by the fourth");
+        assert!(o.answers(&[9, 2], 40));
+        assert!(!o.answers(&[2], 121), "expired");
+        assert!(o.answers(&[4], 140));
+        o.expire(200);
+        assert!(o.is_empty());
+        let key = message_key("a@b", KEY);
+        assert_ne!(key, message_key("a@c", KEY));
+        assert_eq!(key, message_key(" a@b ", KEY));
     }
 }

@@ -174,9 +174,32 @@ pub struct CampaignSummary {
     pub sample_subject: Option<String>,
     /// Every member was a list post ([`Campaign::list_post`]).
     pub list_post: bool,
-    /// A conversation ([`Campaign::conversation`]): one delivery and a
-    /// few forwards, every other message to its parties only.
+    /// A conversation ([`Campaign::conversation`]): no inbound copy but
+    /// its first delivery and replies.
     pub conversation: bool,
+    /// [`Campaign::largest`].
+    pub largest: u16,
+    /// [`Campaign::freed`].
+    pub freed: u16,
+    /// [`Campaign::own`]: recipients of the site's own mail, counted apart.
+    pub own: u32,
+    /// [`Campaign::own_largest`].
+    pub own_largest: u16,
+}
+
+impl CampaignSummary {
+    /// What its inbound mail is judged on ([`Campaign::measure`]).
+    pub fn measure(&self, single_transaction: u32) -> f64 {
+        let centi = (self.score * 100.0).round().max(0.0) as u64;
+        crate::engine::campaign::measure_centi(centi, self.largest, self.freed, single_transaction)
+            as f64
+            / 100.0
+    }
+
+    /// What its own mail is judged on ([`Campaign::own_measure`]).
+    pub fn own_measure(&self, single_transaction: u32) -> f64 {
+        crate::engine::campaign::own_measure(self.own, self.own_largest, single_transaction)
+    }
 }
 
 impl From<&Campaign> for CampaignSummary {
@@ -193,6 +216,10 @@ impl From<&Campaign> for CampaignSummary {
             sample_subject: c.texts.subject().map(str::to_owned),
             list_post: c.list_post,
             conversation: c.conversation(),
+            largest: c.largest,
+            freed: c.freed,
+            own: c.own,
+            own_largest: c.own_largest,
         }
     }
 }
@@ -241,6 +268,9 @@ pub struct Verdict {
     /// or the deep reading failed and what was read first stands (the
     /// fingerprint is of what was read).
     pub partial: bool,
+    /// The site's own mail ([`crate::engine::party::Origin::Own`]): judged
+    /// on its campaign's own tally, and given `policy.own`'s action.
+    pub own: bool,
 }
 
 impl Verdict {
@@ -264,6 +294,7 @@ impl Verdict {
             step: None,
             kept_cut: None,
             partial: false,
+            own: false,
         }
     }
 
@@ -291,10 +322,18 @@ impl Verdict {
             s.push_str(r);
         }
         if let Some(c) = &self.campaign {
-            s.push_str(&format!("; campaign={}; size={}", c.id, c.recipients));
+            let size = if self.own {
+                u64::from(c.own)
+            } else {
+                c.recipients
+            };
+            s.push_str(&format!("; campaign={}; size={}", c.id, size));
         }
         if self.list {
             s.push_str("; list=yes");
+        }
+        if self.own {
+            s.push_str("; own=yes");
         }
         if self
             .campaign
@@ -325,32 +364,38 @@ impl Verdict {
     }
 }
 
-/// The level of a message in campaign `c` (as it stands after the message
-/// joined): [`level_for`] its weighted size, except that a message alone
-/// in its campaign, which matched nothing, is clean while its recipients
-/// are at most `single_transaction_recipients`. One transaction to a few
-/// dozen local subscribers shows no campaign; a second copy that matches
-/// it does, and the campaign then counts both transactions' recipients.
-/// Every store decides "newly bulk" by this rule too, so an alert is not
-/// spent on a message that was not bulk.
+/// The level of an inbound message in campaign `c` (as it stands after
+/// the message joined): [`level_for`] what it measures
+/// ([`CampaignSummary::measure`]: its distinct recipients less one
+/// transaction's and its replies'). One transaction within
+/// `single_transaction_recipients` measures 1 and is clean; a second copy
+/// that matches it counts its own new recipients. A mailing list's post
+/// delivered in several transactions (every member a list post, from one
+/// sender domain) is one delivery, clean within
+/// `single_transaction_recipients`. Every store decides "newly bulk" by
+/// this rule too, so an alert is not spent on a message that was not bulk.
 pub fn campaign_level(c: &CampaignSummary, t: &Thresholds) -> Level {
-    level_of(
-        super::campaign::one_delivery(c.messages, c.list_post, c.sender_domains, c.conversation),
-        c.recipients,
-        c.score,
-        t,
-    )
-}
-
-/// [`campaign_level`] from a campaign's counts: what its messages got, and
-/// what the views show (one delivery,
-/// [`one_delivery`](super::campaign::one_delivery), within
-/// `single_transaction_recipients` is clean whatever its size).
-pub fn level_of(one_delivery: bool, recipients: u64, score: f64, t: &Thresholds) -> Level {
-    if one_delivery && recipients <= u64::from(t.single_transaction_recipients) {
+    let single = t.single_transaction_recipients;
+    if c.list_post && c.sender_domains <= 1 && c.recipients <= u64::from(single) {
         return Level::Clean;
     }
-    level_for(score, t)
+    level_for(c.measure(single), t)
+}
+
+/// The level of the site's own mail in campaign `c`: [`level_for`] its own
+/// tally ([`CampaignSummary::own_measure`]), counted apart from inbound
+/// mail.
+pub fn own_level(c: &CampaignSummary, t: &Thresholds) -> Level {
+    level_for(c.own_measure(t.single_transaction_recipients), t)
+}
+
+/// The level of `c` for a message of origin `own`.
+pub fn level_in(c: &CampaignSummary, own: bool, t: &Thresholds) -> Level {
+    if own {
+        own_level(c, t)
+    } else {
+        campaign_level(c, t)
+    }
 }
 
 /// The level for a campaign of weighted size `score`.
@@ -410,6 +455,10 @@ mod tests {
                 sample_subject: None,
                 list_post: false,
                 conversation: false,
+                largest: 0,
+                freed: 0,
+                own: 0,
+                own_largest: 0,
             }),
             ..Verdict::skipped(SkipReason::TooShort, 0, None)
         };

@@ -53,6 +53,23 @@ pub struct Alert {
     pub judged_here: bool,
     /// Where this daemon's log lines go: what the alert says to search.
     pub logs: LogPlace,
+    /// The campaign is the site's own mail that turned bulk on its own
+    /// tally (`[own]`): who sent it from inside, as Postfix saw it. Its
+    /// alert is claimed apart from the same campaign's inbound one.
+    pub inside: Option<Inside>,
+}
+
+/// Who sent a campaign from inside the site, as Postfix saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inside {
+    /// Why it is own mail (`None`: another host judged it; its log says).
+    pub reason: Option<crate::milter::origin::OwnReason>,
+    /// `{auth_authen}`, when the client logged in.
+    pub login: Option<String>,
+    /// The SMTP client's address.
+    pub client: Option<String>,
+    /// The envelope sender.
+    pub sender: Option<String>,
 }
 
 /// Where the daemon's log lines go (`serve --log-format`, and whether
@@ -197,14 +214,35 @@ pub fn body(a: &Alert, held_back: usize) -> String {
          its log names it with the campaign.\n"
             .to_owned()
     };
+    let inside = match &a.inside {
+        Some(i) => format!(
+            "It was sent from inside the site (its own mail, counted apart from mail\n\
+             from outside; policy.own decides what is done with it):\n  \
+             why own: {}\n  login: {}\n  client: {}\n  envelope sender: {}\n\
+             A compromised account or machine sends such campaigns; an announcement\n\
+             to many colleagues does too. To stop these alerts for it:\n  \
+             bulkwatch campaigns allow {}\n\n",
+            i.reason
+                .map_or("(in the log of the host that judged it)", |r| r.as_str()),
+            crate::escape::printable(i.login.as_deref().unwrap_or("-")),
+            i.client.as_deref().unwrap_or("-"),
+            crate::escape::printable(i.sender.as_deref().unwrap_or("-")),
+            c.id,
+        ),
+        None => String::new(),
+    };
     let mut s = format!(
-        "Campaign {} turned bulk on {}.\n\n{which}\n\
+        "Campaign {} turned bulk on {}.\n\n{inside}{which}\n\
          messages: {}\nrecipients: {}\nfirst seen: {}\nlast seen: {}\n\
          sample subject: {}\nsenders: {}\n\nShow the campaign:\n",
         c.id,
         rfc5322_date(a.at),
         c.messages,
-        c.recipients,
+        if a.inside.is_some() {
+            u64::from(c.own)
+        } else {
+            c.recipients
+        },
         rfc5322_date(c.first_seen),
         rfc5322_date(c.last_seen),
         c.sample_subject.as_deref().unwrap_or("-"),
@@ -230,9 +268,15 @@ pub fn body(a: &Alert, held_back: usize) -> String {
 fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, String> {
     let c = &a.campaign;
     let from: Mailbox = cfg.from.parse().map_err(|e| format!("alerts.from: {e}"))?;
-    let mut b = Message::builder()
-        .from(from)
-        .subject(format!("bulkwatch: bulk campaign {}", c.id));
+    let mut b = Message::builder().from(from).subject(format!(
+        "bulkwatch: bulk campaign {}{}",
+        c.id,
+        if a.inside.is_some() {
+            " sent from inside"
+        } else {
+            ""
+        }
+    ));
     for to in &cfg.to {
         b = b.to(to
             .parse::<Mailbox>()
@@ -321,6 +365,13 @@ pub async fn run(
                         metrics_listen: metrics_listen.clone(),
                         judged_here: false,
                         logs: log_place,
+                        // Another host judged it: that host's log has who.
+                        inside: c.own.then(|| Inside {
+                            reason: None,
+                            login: None,
+                            client: None,
+                            sender: None,
+                        }),
                     }));
                 }
                 while waiting.front().is_some_and(|(t, _)| *t <= Instant::now()) {
@@ -340,7 +391,7 @@ struct Mailer {
     last: Option<Instant>,
     held_back: usize,
     counts: Arc<Counts>,
-    recent: VecDeque<CampaignId>,
+    recent: VecDeque<(CampaignId, bool)>,
 }
 
 impl Mailer {
@@ -348,21 +399,22 @@ impl Mailer {
     /// (or holds it back under the rate limit).
     async fn deliver(&mut self, a: Alert, site: Option<&Site>) {
         let id = a.campaign.id;
+        let own = a.inside.is_some();
         if self.cfg.to.is_empty() {
             // Alerts off (`alerts.to` empty): nothing mailed, nothing
             // claimed from the site's other hosts.
             return;
         }
-        if self.recent.contains(&id) {
+        if self.recent.contains(&(id, own)) {
             return;
         }
         if self.recent.len() == REMEMBERED {
             self.recent.pop_front();
         }
-        self.recent.push_back(id);
+        self.recent.push_back((id, own));
         if let Some(site) = site {
             let (redis, ttl) = (Arc::clone(&site.redis), site.ttl);
-            let claim = tokio::task::spawn_blocking(move || redis.claim_alert(id, ttl)).await;
+            let claim = tokio::task::spawn_blocking(move || redis.claim_alert(id, own, ttl)).await;
             match claim {
                 Ok(Ok(true)) => {}
                 Ok(Ok(false)) => {
@@ -451,6 +503,10 @@ mod tests {
             sample_subject: Some("Win".into()),
             list_post: false,
             conversation: false,
+            largest: 0,
+            freed: 0,
+            own: 0,
+            own_largest: 0,
         };
         let c = Alert {
             campaign: c,
@@ -460,6 +516,7 @@ mod tests {
             metrics_listen: Some("127.0.0.1:9357".into()),
             judged_here: true,
             logs: LogPlace::Journal,
+            inside: None,
         };
         let b = body(&c, 2);
         for part in [
@@ -513,6 +570,10 @@ mod tests {
                 sample_subject: None,
                 list_post: false,
                 conversation: false,
+                largest: 0,
+                freed: 0,
+                own: 0,
+                own_largest: 0,
             },
             at: 0,
             message_id: None,
@@ -520,6 +581,7 @@ mod tests {
             metrics_listen: None,
             judged_here: true,
             logs: LogPlace::Syslog("mail"),
+            inside: None,
         };
         let last = |a: &Alert| a.show_commands().pop().unwrap_or_default();
         assert_eq!(last(&a), "grep 000000000abc /var/log/mail.log");

@@ -95,7 +95,10 @@ async fn handle_negotiate(
     }
     cx.requested_actions = needed;
     // Postfix sends `i` once the queue file exists; ask at every stage
-    // where it may appear. `{auth_authen}` comes with MAIL FROM.
+    // where it may appear. `{auth_authen}` comes with MAIL FROM,
+    // `{daemon_name}` with the connect (`crate::milter::origin`).
+    cx.requested_macros
+        .insert(MacroStage::Connect, c"{daemon_name}".into());
     cx.requested_macros
         .insert(MacroStage::Mail, c"i {auth_authen}".into());
     for stage in [
@@ -114,9 +117,10 @@ async fn handle_connect(cx: &mut Context<Session>, name: CString, info: SocketIn
         SocketInfo::Inet(sa) => Some(sa.ip()),
         _ => None,
     };
+    let daemon = macro_text(&cx.macros, c"{daemon_name}");
     cx.data
         .get_or_insert_with(Session::default)
-        .connect(text(&name), addr);
+        .connect(text(&name), addr, daemon);
     ack(cx, ProtoOpts::NOREPLY_CONNECT)
 }
 
@@ -208,6 +212,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             elapsed,
             message_id,
             subject,
+            own,
         }) => {
             state.control.note(
                 crate::milter::control::Member {
@@ -231,8 +236,13 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 level = verdict.level.as_str(),
                 reason = verdict.level.reason(),
                 list = verdict.list.then_some(true),
+                own = own.map(|r| r.as_str()),
                 campaign = campaign.map(|c| tracing::field::display(c.id)),
-                size = campaign.map(|c| c.recipients),
+                size = campaign.map(|c| if verdict.own {
+                    u64::from(c.own)
+                } else {
+                    c.recipients
+                }),
                 distance = verdict.distance,
                 corroborating = (verdict.corroborating > 0).then_some(verdict.corroborating),
                 conversation = campaign

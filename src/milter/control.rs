@@ -760,8 +760,8 @@ pub fn explanation_json(x: &crate::engine::Explanation) -> serde_json::Value {
         "campaign_after": campaign(&x.after),
         "move": x.step.kind.as_str(),
         "added_recipients": x.step.added,
-        "sender_known": x.step.sender_known,
-        "answers_a_message": x.step.answers,
+        "own_mail": x.step.own,
+        "answers_own_mail": x.step.answers_own,
         "near_miss": x.near_miss.map(|m| serde_json::json!({
             "campaign": m.campaign.to_string(),
             "distance": m.distance,

@@ -757,10 +757,8 @@ fn campaigns_at(state: &State, now: u64, filter: &Filter) -> CampaignList {
         let allowed = c.allowed_until.is_some_and(|u| u.get() > now);
         CampaignJson {
             id: c.id.to_string(),
-            level: crate::engine::verdict::level_of(
-                c.one_delivery(),
-                c.recipients,
-                c.score(),
+            level: crate::engine::verdict::campaign_level(
+                &crate::engine::verdict::CampaignSummary::from(c),
                 &thresholds,
             )
             .as_str(),

@@ -23,6 +23,7 @@ pub mod forensics;
 pub mod guard;
 pub mod listener;
 pub mod metrics;
+pub mod origin;
 pub mod reply;
 pub mod session;
 
@@ -70,6 +71,10 @@ pub struct State {
     /// Recent messages for `bulkwatch campaigns show`, and the file that
     /// keeps the memory store's allowances ([`control`]).
     pub control: control::Control,
+    /// The site's own networks (`own.networks`, with Postfix's
+    /// `mynetworks` read by `serve`): whose mail is own
+    /// ([`origin`]). Replaced whole at each reload.
+    own_networks: RwLock<Arc<Vec<ipnet::IpNet>>>,
 }
 
 /// A message's verdict, for the reply and the log line.
@@ -81,6 +86,8 @@ pub struct Decided {
     /// The Message-ID, between its brackets, when the message has one.
     pub message_id: Option<String>,
     pub subject: Option<String>,
+    /// Why it is the site's own mail, if it is ([`origin`]).
+    pub own: Option<origin::OwnReason>,
 }
 
 /// Why the engine gave no verdict.
@@ -104,20 +111,33 @@ impl AnalysisError {
     }
 }
 
-/// Whom a message counts against for a fair share of the workers
-/// (`worker::fair`): its envelope sender's domain, else (the null sender)
-/// its client's address.
-fn fair_key(env: &Envelope) -> String {
-    match env
-        .mail_from
-        .as_deref()
-        .and_then(|a| a.rsplit_once('@'))
-        .map(|(_, d)| d.to_ascii_lowercase())
-    {
-        Some(d) if !d.is_empty() => d,
-        _ => env
-            .client_addr
-            .map_or_else(String::new, |a| format!("[{a}]")),
+/// Whom a message counts against for a fair share of the workers and
+/// their OCR (`worker::fair`): what the client cannot choose, its SMTP
+/// client's network as the MTA saw it (an IPv4 address's /24, an IPv6
+/// address's /64: a sender holding a block of addresses is one client),
+/// else (Postfix's non-SMTP mail) the local submission. Never the
+/// envelope sender, which the client writes: a flood rotating sender
+/// domains is still one client.
+fn fair_key(env: &Envelope, client: origin::Client) -> String {
+    match env.client_addr {
+        Some(std::net::IpAddr::V4(a)) => {
+            let [x, y, z, _] = a.octets();
+            format!("{x}.{y}.{z}.0/24")
+        }
+        Some(std::net::IpAddr::V6(a)) => match a.to_ipv4_mapped() {
+            Some(v4) => {
+                let [x, y, z, _] = v4.octets();
+                format!("{x}.{y}.{z}.0/24")
+            }
+            None => {
+                let [s0, s1, s2, s3, ..] = a.segments();
+                format!("{s0:x}:{s1:x}:{s2:x}:{s3:x}::/64")
+            }
+        },
+        None => match client {
+            origin::Client::Local => "local".to_owned(),
+            origin::Client::Inet | origin::Client::Unseen => "unknown".to_owned(),
+        },
     }
 }
 
@@ -142,6 +162,24 @@ impl State {
             workers: None,
             forensics: None,
             control: control::Control::default(),
+            own_networks: RwLock::new(Arc::new(Vec::new())),
+        }
+    }
+
+    /// Sets the site's own networks (`own.networks` with `mynetworks`
+    /// read): whose mail is own from the next message on.
+    pub fn set_own_networks(&self, nets: Vec<ipnet::IpNet>) {
+        match self.own_networks.write() {
+            Ok(mut n) => *n = Arc::new(nets),
+            Err(p) => *p.into_inner() = Arc::new(nets),
+        }
+    }
+
+    /// The site's own networks in force.
+    pub fn own_networks(&self) -> Arc<Vec<ipnet::IpNet>> {
+        match self.own_networks.read() {
+            Ok(n) => Arc::clone(&n),
+            Err(p) => Arc::clone(&p.into_inner()),
         }
     }
 
@@ -249,13 +287,15 @@ impl State {
         msg: Message,
     ) -> Result<Decided, AnalysisError> {
         let start = Instant::now();
-        let env = msg.envelope;
+        let mut env = msg.envelope;
+        let own = origin::own_reason(&cfg.own, &self.own_networks(), msg.client, &env);
+        env.origin = origin::origin(own);
         let raw = msg.raw;
         let authenticated =
             crate::engine::allowance::authenticated(&msg.auth_results, &cfg.allow.authserv_ids);
         let reading = match &self.workers {
             Some(pool) => {
-                let sender = fair_key(&env);
+                let sender = fair_key(&env, msg.client);
                 let wait = cfg.milter.queue_timeout;
                 match pool
                     .read_as(&raw, &env.rcpts, &sender, wait, cfg.milter.engine_timeout)
@@ -290,13 +330,14 @@ impl State {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fingerprint(reading, cfg)))
                 .map_err(|_| AnalysisError::Fingerprint)?;
         let (verdict, elapsed) = self
-            .judge_analysis(cfg, &analysis, &env, &authenticated, start)
+            .judge_analysis(cfg, &analysis, &env, &authenticated, start, own)
             .await;
         Ok(Decided {
             verdict,
             elapsed,
             message_id: analysis.message_id,
             subject: analysis.subject,
+            own,
         })
     }
 
@@ -311,6 +352,7 @@ impl State {
         env: &Envelope,
         authenticated: &[String],
         start: Instant,
+        own: Option<origin::OwnReason>,
     ) -> (Verdict, Duration) {
         let now = UnixSecs(unix_now());
         // A sender domain the operator allowed, authenticated by the
@@ -345,7 +387,7 @@ impl State {
         let elapsed = start.elapsed();
         self.metrics.record_verdict(verdict.level, elapsed);
         self.metrics.record_class(&verdict);
-        if verdict.newly_bulk {
+        if verdict.newly_bulk && (!verdict.own || cfg.own.alert) {
             if let (Some(tx), Some(c)) = (&self.alerts, &verdict.campaign) {
                 let a = alert::Alert {
                     campaign: c.clone(),
@@ -355,6 +397,12 @@ impl State {
                     metrics_listen: cfg.metrics.listen.clone(),
                     judged_here: true,
                     logs: alert::LogPlace::current(),
+                    inside: own.map(|reason| alert::Inside {
+                        reason: Some(reason),
+                        login: env.auth_user.clone(),
+                        client: env.client_addr.map(|a| a.to_string()),
+                        sender: env.mail_from.clone(),
+                    }),
                 };
                 if tx.try_send(a).is_err() {
                     tracing::warn!(campaign = %c.id, "alert queue full, alert dropped");

@@ -94,6 +94,13 @@ pub fn decision_for(verdict: &Verdict, policy: &PolicyConfig) -> Decision {
     } else {
         action
     };
+    // The site's own mail: `policy.own` at most, and with its default,
+    // none, untouched whatever its level (no header either).
+    let action = if verdict.own && policy.own.severity() < action.severity() {
+        policy.own
+    } else {
+        action
+    };
     match action {
         Action::None => Decision::Accept,
         Action::Tag => Decision::Tag(Tag::of(verdict)),
@@ -190,6 +197,10 @@ mod tests {
                 sample_subject: None,
                 list_post: false,
                 conversation: false,
+                largest: 0,
+                freed: 0,
+                own: 0,
+                own_largest: 0,
             }),
             ..v
         }

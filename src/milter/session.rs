@@ -11,7 +11,9 @@
 
 use std::net::IpAddr;
 
+use crate::engine::party::{address_hash, MAX_MESSAGE_RCPTS};
 use crate::engine::{Envelope, MAX_KEPT_RCPTS};
+use crate::milter::origin::Client;
 
 /// Longest RCPT TO address kept (RFC 5321 §4.5.3.1: 256 octets for a path).
 pub const MAX_ADDRESS_BYTES: usize = 320;
@@ -28,6 +30,10 @@ pub const SCORE_HEADER_NAME: &str = "X-Bulkwatch-Score";
 pub struct Session {
     pub client_addr: Option<IpAddr>,
     pub client_name: Option<String>,
+    /// How the MTA said the client connected ([`Client`]).
+    pub client: Client,
+    /// `{daemon_name}` at connect: the Postfix service.
+    pub daemon_name: Option<String>,
     pub helo: Option<String>,
     /// The MTA accepts `Status::Skip` for the rest of the body.
     pub can_skip: bool,
@@ -63,6 +69,8 @@ pub struct Message {
     pub auth_results: Vec<crate::engine::allowance::AuthResult>,
     /// Bytes offered beyond the bound and dropped.
     pub dropped_bytes: usize,
+    /// How the client connected (for `crate::milter::origin`).
+    pub client: Client,
 }
 
 impl Message {
@@ -85,9 +93,17 @@ fn bare_address(arg: &str) -> String {
 }
 
 impl Session {
-    pub fn connect(&mut self, name: String, addr: Option<IpAddr>) {
+    /// The connect event: the client's name and address (none for
+    /// Postfix's non-SMTP mail), and `{daemon_name}`.
+    pub fn connect(&mut self, name: String, addr: Option<IpAddr>, daemon_name: Option<String>) {
         self.client_name = Some(name);
         self.client_addr = addr;
+        self.client = if addr.is_some() {
+            Client::Inet
+        } else {
+            Client::Local
+        };
+        self.daemon_name = daemon_name.filter(|d| !d.is_empty());
     }
 
     /// The current message reached the byte bound: more is dropped.
@@ -101,13 +117,17 @@ impl Session {
 
     /// MAIL FROM: a new message starts (whatever was collected is dropped).
     pub fn begin_message(&mut self, from: &str, auth_user: Option<String>) {
-        self.message = Message::default();
+        self.message = Message {
+            client: self.client,
+            ..Message::default()
+        };
         self.message.envelope = Envelope {
             client_addr: self.client_addr,
             helo: self.helo.clone(),
             mail_from: Some(bare_address(from)),
             rcpts: Vec::new(),
             auth_user: auth_user.filter(|u| !u.is_empty()),
+            daemon_name: self.daemon_name.clone(),
             queue_id: None,
             ..Envelope::default()
         };
@@ -126,12 +146,20 @@ impl Session {
 
     /// One RCPT TO, in constant time. The first [`MAX_KEPT_RCPTS`]
     /// addresses are kept (at most [`MAX_ADDRESS_BYTES`] each), the others
-    /// only counted: recipients have a bound of their own and never take
-    /// room from the header and body (before, they counted against
-    /// `max_message_bytes`, were summed again at every callback, and enough
-    /// of them pushed the body out so that the message went unjudged).
+    /// counted, and of those up to [`MAX_MESSAGE_RCPTS`] in all a hash is
+    /// kept (8 bytes), so that whom the message reached is known: recipients
+    /// have a bound of their own and never take room from the header and
+    /// body (before, they counted against `max_message_bytes`, were summed
+    /// again at every callback, and enough of them pushed the body out so
+    /// that the message went unjudged).
     pub fn add_recipient(&mut self, rcpt: &str) {
         let env = &mut self.message.envelope;
+        if env.rcpts.len() >= MAX_KEPT_RCPTS
+            && env.rcpts.len() + env.rcpt_hashes.len() < MAX_MESSAGE_RCPTS
+        {
+            let r = bare_address(rcpt);
+            env.rcpt_hashes.push(address_hash(&r));
+        }
         if env.rcpts.len() < MAX_KEPT_RCPTS {
             let mut r = bare_address(rcpt);
             if r.len() > MAX_ADDRESS_BYTES {
@@ -194,12 +222,19 @@ impl Session {
     /// End of message: hands over what was collected and resets for the
     /// next message on this connection.
     pub fn finish_message(&mut self) -> Message {
-        std::mem::take(&mut self.message)
+        let next = Message {
+            client: self.client,
+            ..Message::default()
+        };
+        std::mem::replace(&mut self.message, next)
     }
 
     /// The MTA aborted the message: forget it.
     pub fn abort_message(&mut self) {
-        self.message = Message::default();
+        self.message = Message {
+            client: self.client,
+            ..Message::default()
+        };
     }
 }
 
@@ -210,7 +245,7 @@ mod tests {
     #[test]
     fn collects_envelope_headers_and_body() {
         let mut s = Session::default();
-        s.connect("mx.example".into(), "192.0.2.1".parse().ok());
+        s.connect("mx.example".into(), "192.0.2.1".parse().ok(), None);
         s.helo("mx.example".into());
         s.begin_message("<a@b.example>", Some(String::new()));
         s.set_queue_id(Some("4Xq1".into()));
@@ -228,7 +263,10 @@ mod tests {
         assert_eq!(m.raw, b"Subject: hi\r\nx-bulkwatch: clean\r\n\r\nbody\r\n");
         assert_eq!(
             s.finish_message(),
-            Message::default(),
+            Message {
+                client: Client::Inet,
+                ..Message::default()
+            },
             "reset after end of message"
         );
         assert_eq!(

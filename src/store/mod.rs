@@ -492,8 +492,13 @@ impl RedisLayer {
     ///
     /// # Errors
     /// Redis failed.
-    pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
-        self.log.claim_alert(id, ttl)
+    pub fn claim_alert(
+        &self,
+        id: CampaignId,
+        own: bool,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        self.log.claim_alert(id, own, ttl)
     }
 
     /// Forgets when the log was last read: the next [`RedisLayer::site`]

@@ -36,7 +36,14 @@
 //! table of the containment rule (`engine::index`, one item a text);
 //! format 4 files read with the anchor table empty (it fills as mail
 //! arrives), and builds of format 4 refuse format 5 files (a downgrade
-//! starts empty).
+//! starts empty). Format 6 (issue 63) keeps what this MX observed: an
+//! entry's sender field carries the own-mail bit in its high bit beside a
+//! 15-bit hash, a message's party keys have a 2-byte count, a campaign's
+//! talk is an exact set with a "full" flag followed by its largest
+//! delivery, replies' freed recipients and own-mail tally (`alerted` of
+//! own mail is bit 2 of the flags), and a fifth section holds our users'
+//! Message-IDs (`engine::party::OwnThreads`); the parties of format 4 and
+//! 5 files (keys made another way) read as unknown.
 //! The block tables are rebuilt from the window.
 //!
 //! Reading trusts nothing: the checksum is checked first, then every count
@@ -70,16 +77,14 @@ use crate::engine::campaign::{secs32, AloneRecords, Campaign, CampaignId, Campai
 use crate::engine::exact::{ExactSet, Generation};
 use crate::engine::index::window::{Entry, Owner};
 use crate::engine::index::{max_band_tables, IndexParts};
-use crate::engine::party::{
-    clamp_key, OwnedSetParts, SetParts, Talk, BIT_WORDS, MAX_EXACT, MAX_MESSAGE_KEYS,
-};
+use crate::engine::party::{clamp_key, Talk, MAX_KEYS, MAX_MESSAGE_KEYS, MAX_REPLY_FREE};
 use crate::engine::Engine;
 use crate::store::codec::{CodecError, Reader, Writer};
 
 /// The snapshot's file name inside `state.state_dir`.
 pub const FILE_NAME: &str = "state.bin";
 /// Version of the layout described in the module docs.
-pub const FORMAT_VERSION: u16 = 5;
+pub const FORMAT_VERSION: u16 = 6;
 const MAGIC: &[u8; 8] = b"BWSNAP\r\n";
 const HEADER_LEN: usize = 8 + 2 + 1 + 32 + 8;
 const CHECKSUM_LEN: usize = 32;
@@ -96,6 +101,7 @@ const TAG_WINDOW: u8 = 1;
 const TAG_BANDS: u8 = 2;
 const TAG_EXACT: u8 = 3;
 const TAG_CAMPAIGNS: u8 = 4;
+const TAG_THREADS: u8 = 5;
 
 /// Why a snapshot could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -172,7 +178,7 @@ fn write_entry(w: &mut Writer, e: &Entry) {
         }
     }
     w.u16(e.recipients);
-    w.u16(e.sender);
+    w.u16(e.sender_bits());
     // The high bit: a list post (older files have weights of 0 to 100).
     w.u8(e.weight() | if e.list_post() { 0x80 } else { 0 });
     w.u8(u8::from(e.near()));
@@ -202,39 +208,36 @@ fn write_campaign(w: &mut Writer, c: &Campaign, format: u16) {
         }
         None => w.u8(0),
     }
-    // Bit 1: every member a list post (older files write 0 or 1).
-    w.u8(u8::from(c.alerted) | (u8::from(c.list_post) << 1));
-    if format >= 4 {
-        write_talk(w, c.talk.as_deref());
+    // Bit 1: every member a list post (older files write 0 or 1); bit 2
+    // (format 6): its own mail alerted.
+    if format < 6 {
+        // The layout of format 3 (tests of reading older files).
+        w.u8(u8::from(c.alerted) | (u8::from(c.list_post) << 1));
+        return;
     }
+    w.u8(u8::from(c.alerted) | (u8::from(c.list_post) << 1) | (u8::from(c.own_alerted) << 2));
+    write_talk(w, c.talk.as_deref());
+    w.u16(c.largest);
+    w.u16(c.freed);
+    w.u32(c.own);
+    w.u16(c.own_largest);
 }
 
-/// A campaign's talk (format 4): a flag, then copies, forwards and the
-/// party set (0 and the exact keys, or 1, the keys inserted and the bits).
+/// A campaign's talk (format 6): a flag, then copies, replies, whether
+/// the party set is full, and its keys.
 fn write_talk(w: &mut Writer, talk: Option<&Talk>) {
     let Some(t) = talk else {
         w.u8(0);
         return;
     };
     w.u8(1);
-    let (copies, forwards, set) = t.to_parts();
+    let (copies, replies, full, keys) = t.to_parts();
     w.u32(copies);
-    w.u32(forwards);
-    match set {
-        SetParts::Exact(keys) => {
-            w.u8(0);
-            w.u64(keys.len() as u64);
-            for k in keys {
-                w.u32(*k);
-            }
-        }
-        SetParts::Bits(words, n) => {
-            w.u8(1);
-            w.u32(n);
-            for x in words {
-                w.u64(*x);
-            }
-        }
+    w.u32(replies);
+    w.u8(u8::from(full));
+    w.u64(keys.len() as u64);
+    for k in keys {
+        w.u32(*k);
     }
 }
 
@@ -242,32 +245,45 @@ fn read_talk(r: &mut Reader<'_>) -> Result<Option<Box<Talk>>, SnapshotError> {
     if !r.bool()? {
         return Ok(None);
     }
-    let (copies, forwards) = (r.u32()?, r.u32()?);
-    let set = match r.u8()? {
+    let (copies, replies, full) = (r.u32()?, r.u32()?, r.bool()?);
+    let n = r.items(MAX_KEYS, 4)?;
+    let keys = (0..n)
+        .map(|_| r.u32().map(clamp_key))
+        .collect::<Result<Vec<_>, _>>()?;
+    let talk =
+        Talk::from_parts(copies, replies, full, keys).ok_or_else(|| SnapshotError::Invalid {
+            what: "campaign party set".into(),
+        })?;
+    Ok(Some(Box::new(talk)))
+}
+
+/// A talk of format 4 or 5, read past: its keys were made another way
+/// than this build's, so the campaign's parties are unknown.
+fn skip_old_talk(r: &mut Reader<'_>) -> Result<(), SnapshotError> {
+    if !r.bool()? {
+        return Ok(());
+    }
+    let _ = (r.u32()?, r.u32()?);
+    match r.u8()? {
         0 => {
-            let n = r.items(MAX_EXACT, 4)?;
-            let keys = (0..n)
-                .map(|_| r.u32().map(clamp_key))
-                .collect::<Result<Vec<_>, _>>()?;
-            OwnedSetParts::Exact(keys)
+            let n = r.items(128, 4)?;
+            for _ in 0..n {
+                r.u32()?;
+            }
         }
         1 => {
-            let n = r.u32()?;
-            let words = (0..BIT_WORDS)
-                .map(|_| r.u64())
-                .collect::<Result<Vec<_>, _>>()?;
-            OwnedSetParts::Bits(words, n)
+            r.u32()?;
+            for _ in 0..64 {
+                r.u64()?;
+            }
         }
         k => {
             return Err(SnapshotError::Invalid {
                 what: format!("campaign party set kind {k}"),
             })
         }
-    };
-    let talk = Talk::from_parts(copies, forwards, set).ok_or_else(|| SnapshotError::Invalid {
-        what: "campaign party set".into(),
-    })?;
-    Ok(Some(Box::new(talk)))
+    }
+    Ok(())
 }
 
 /// Serializes the engine's state, stamped with `saved_at` (Unix seconds).
@@ -298,11 +314,11 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
         if let Owner::Alone(_) = e.owner() {
             let seq = parts.base + i as u64;
             s.str(engine.alone_texts.get(seq).raw(), MAX_STRING);
-            match engine.alone_texts.keys(seq).filter(|_| format >= 4) {
+            match engine.alone_texts.keys(seq).filter(|_| format >= 6) {
                 Some(keys) => {
                     s.u8(1);
                     let keys = keys.get(..MAX_MESSAGE_KEYS).unwrap_or(&keys);
-                    s.u8(keys.len() as u8);
+                    s.u16(keys.len() as u16);
                     for k in keys {
                         s.u32(*k);
                     }
@@ -368,6 +384,17 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
     }
     w.section(TAG_CAMPAIGNS, s);
 
+    if format >= 6 {
+        let mut s = Writer::default();
+        let threads: Vec<(u64, u64)> = engine.own_threads.iter().collect();
+        s.u64(threads.len() as u64);
+        for (k, t) in threads {
+            s.u64(k);
+            s.u64(t);
+        }
+        w.section(TAG_THREADS, s);
+    }
+
     let sum: [u8; 32] = Sha256::digest(&w.0).into();
     w.0.extend_from_slice(&sum);
     w.0
@@ -422,7 +449,7 @@ pub fn move_aside(path: &Path, now: u64) -> Result<PathBuf, SnapshotError> {
 
 const ENTRY_LEN: usize = 8 + 8 + 4 + 1 + 8 + 2 + 2 + 1 + 1 + 1;
 
-fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
+fn read_entry(r: &mut Reader<'_>, format: u16) -> Result<Entry, SnapshotError> {
     let (simhash, sketch, time) = (r.u64()?, r.u64()?, r.u32()?);
     let owner = match (r.u8()?, r.u64()?) {
         (0, s) => Owner::Slot(u32::try_from(s).map_err(|_| SnapshotError::Invalid {
@@ -436,7 +463,14 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
         }
     };
     let recipients = r.u16()?;
-    let sender = r.u16()?;
+    let bits = r.u16()?;
+    // Before format 6 a 16-bit hash, of which this build keeps the upper
+    // 15 bits, and no own mail.
+    let (sender, own) = if format >= 6 {
+        (bits, bits & 0x8000 != 0)
+    } else {
+        (bits >> 1, false)
+    };
     let weight = r.u8()?;
     let e = Entry::new(
         simhash,
@@ -448,7 +482,8 @@ fn read_entry(r: &mut Reader<'_>) -> Result<Entry, SnapshotError> {
         weight & 0x7F,
         r.bool()?,
     )
-    .with_list_post(weight & 0x80 != 0);
+    .with_list_post(weight & 0x80 != 0)
+    .with_own(own);
     match r.u8()? {
         c @ 0..=63 => Ok(e.with_size_class(c)),
         c => Err(SnapshotError::Invalid {
@@ -482,12 +517,27 @@ fn read_campaign(r: &mut Reader<'_>, format: u16) -> Result<Campaign, SnapshotEr
     };
     let texts = Texts::new(sample_subject.as_deref(), sender_names);
     let flags = r.u8()?;
-    if flags > 3 {
+    if flags > if format >= 6 { 7 } else { 3 } {
         return Err(SnapshotError::Invalid {
             what: "campaign flags".into(),
         });
     }
-    let talk = if format >= 4 { read_talk(r)? } else { None };
+    let (talk, largest, freed, own, own_largest) = if format >= 6 {
+        let talk = read_talk(r)?;
+        let (largest, freed, own, own_largest) = (r.u16()?, r.u16()?, r.u32()?, r.u16()?);
+        (
+            talk,
+            largest,
+            freed.min(MAX_REPLY_FREE as u16),
+            own,
+            own_largest,
+        )
+    } else {
+        if format >= 4 {
+            skip_old_talk(r)?;
+        }
+        (None, 0, 0, 0, 0)
+    };
     Ok(Campaign {
         id,
         first_seen,
@@ -503,6 +553,11 @@ fn read_campaign(r: &mut Reader<'_>, format: u16) -> Result<Campaign, SnapshotEr
         // is applied after the snapshot.
         allowed_until: None,
         talk,
+        largest,
+        freed,
+        own,
+        own_largest,
+        own_alerted: flags & 4 != 0,
     })
 }
 
@@ -537,6 +592,11 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
         max_entries.saturating_mul(2).saturating_add(16),
         format,
     )?;
+    let threads = if format >= 6 {
+        read_threads(&mut r, cfg)?
+    } else {
+        Vec::new()
+    };
     r.finish()?;
 
     let nslots = slots.len();
@@ -579,6 +639,9 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     exact.restore(gens, lru);
     engine.exact = exact;
     engine.campaigns = campaigns;
+    for (k, t) in threads {
+        engine.own_threads.note(k, t);
+    }
     Ok((
         engine,
         Loaded {
@@ -651,7 +714,7 @@ fn read_window(
     let n = s.items(max_entries, ENTRY_LEN)?;
     let mut entries = Vec::with_capacity(n);
     for _ in 0..n {
-        entries.push(read_entry(&mut s)?);
+        entries.push(read_entry(&mut s, format)?);
     }
     let mut texts = AloneRecords::default();
     for (i, e) in entries.iter().enumerate() {
@@ -659,7 +722,11 @@ fn read_window(
             Owner::Alone(_) => {
                 let t = Texts::from_raw(s.string(MAX_STRING)?);
                 let keys = if format >= 4 && s.bool()? {
-                    let n = usize::from(s.u8()?);
+                    let n = if format >= 6 {
+                        usize::from(s.u16()?)
+                    } else {
+                        usize::from(s.u8()?)
+                    };
                     if n > MAX_MESSAGE_KEYS {
                         return Err(SnapshotError::TooLarge {
                             what: "party keys of a message",
@@ -667,11 +734,11 @@ fn read_window(
                             max: MAX_MESSAGE_KEYS as u64,
                         });
                     }
-                    Some(
-                        (0..n)
-                            .map(|_| s.u32().map(clamp_key))
-                            .collect::<Result<Vec<_>, _>>()?,
-                    )
+                    let keys = (0..n)
+                        .map(|_| s.u32().map(clamp_key))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    // Keys of format 4 and 5 were made another way.
+                    (format >= 6).then_some(keys)
                 } else {
                     None
                 };
@@ -683,6 +750,18 @@ fn read_window(
     }
     s.finish()?;
     Ok((base, entries, texts))
+}
+
+/// Our users' Message-IDs (format 6): at most `own.max_threads` (thread
+/// key, time) pairs.
+fn read_threads(r: &mut Reader<'_>, cfg: &Config) -> Result<Vec<(u64, u64)>, SnapshotError> {
+    let mut s = r.section(TAG_THREADS, "own threads")?;
+    let n = s.items(cfg.own.max_threads, 16)?;
+    let threads = (0..n)
+        .map(|_| Ok((s.u64()?, s.u64()?)))
+        .collect::<Result<Vec<_>, SnapshotError>>()?;
+    s.finish()?;
+    Ok(threads)
 }
 
 /// Buckets of one band table: (bucket index, items).
@@ -818,21 +897,13 @@ const MAX_CAMPAIGN_LEN: u64 = {
     let strings = (MAX_SENDER_NAMES as u64) * (8 + MAX_STRING as u64) + (1 + 8 + MAX_STRING as u64);
     // kind, refs, id, first/last seen, messages, recipients, score,
     // senders, names, subject, alerted, talk (its larger form)
-    let talk = 1 + 4 + 4 + 1 + max_u64(8 + 4 * MAX_EXACT as u64, 4 + 8 * BIT_WORDS as u64);
-    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1 + talk
+    let talk = 1 + 4 + 4 + 1 + 8 + 4 * MAX_KEYS as u64;
+    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1 + talk + 10
 };
-
-const fn max_u64(a: u64, b: u64) -> u64 {
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
 
 /// Encoded size of the largest record of a message alone in its
 /// campaign: its texts and its party keys.
-const MAX_RECORD_LEN: u64 = 8 + MAX_STRING as u64 + 1 + 1 + 4 * MAX_MESSAGE_KEYS as u64;
+const MAX_RECORD_LEN: u64 = 8 + MAX_STRING as u64 + 1 + 2 + 4 * MAX_MESSAGE_KEYS as u64;
 
 /// The largest snapshot file [`load`] reads for `cfg`: an upper bound on
 /// what [`encode`] can write for this configuration, counted section by
@@ -872,11 +943,13 @@ pub fn max_file_len(cfg: &Config) -> u64 {
     let campaigns = 8u64
         .saturating_add(slots.saturating_mul(1 + 4 + 4 + 8))
         .saturating_add(entries.saturating_add(16).saturating_mul(MAX_CAMPAIGN_LEN));
+    let threads = (1 + 8 + 8u64).saturating_add((cfg.own.max_threads as u64).saturating_mul(16));
     fixed
         .saturating_add(window)
         .saturating_add(bands)
         .saturating_add(exact)
         .saturating_add(campaigns)
+        .saturating_add(threads)
 }
 
 /// Reads the snapshot file at `path`, trusting nothing about it: see the

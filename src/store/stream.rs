@@ -47,11 +47,10 @@ use super::redis::{err, Conn, Pool};
 use crate::config::{Config, Thresholds};
 use crate::engine::campaign::CampaignId;
 use crate::engine::minhash::band_keys;
-use crate::engine::party::{clamp_key, Parties, MAX_ANSWERS};
+use crate::engine::party::{clamp_key, Origin, Parties, KEY_BYTES, MAX_ANSWERS, MAX_MESSAGE_RCPTS};
 use crate::engine::shingle::Sentences;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
-use crate::engine::MAX_KEPT_RCPTS;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::codec::{CodecError, Reader, Writer};
 use crate::store::{BadStream, CatchUp, Store, StoreError};
@@ -75,8 +74,14 @@ use crate::store::{BadStream, CatchUp, Store, StoreError};
 /// containment, or none through a probe, which is what the builds that
 /// wrote them decide but for copies diluted by little). Builds
 /// before a format skip its entries (and say so): during a rolling upgrade
-/// they count only their own and older hosts' mail.
-pub(crate) const FORMAT: u8 = 7;
+/// they count only their own and older hosts' mail. Format 8 (issue 63)
+/// writes the parties as this MX observed them: the message's origin (own
+/// mail or inbound), the sender and Message-ID of own mail only, up to
+/// [`MAX_MESSAGE_RCPTS`] recipients' keys and 64-bit thread keys of the
+/// Message-IDs answered, and a 15-bit sender-domain hash; the parties of
+/// formats 6 and 7 (keys made another way) read as that many recipients of
+/// whom nothing is known, and their 16-bit hash as its upper 15 bits.
+pub(crate) const FORMAT: u8 = 8;
 /// First byte of an operator's correction (`bulkwatch campaigns allow`
 /// or `forget`) in the log. Builds before it skip such entries as
 /// undecodable (and say so in their log).
@@ -209,50 +214,90 @@ pub fn encode(obs: &Observation, now: UnixSecs) -> Vec<u8> {
     w.0
 }
 
-/// The parties of an entry (format 6): sender and Message-ID as a
-/// presence flag and a key, the recipients' keys, the anonymous
-/// recipients, the Message-IDs answered.
+/// The parties of an entry (format 8): the origin (0 inbound, 1 own),
+/// the own sender's key and own Message-ID's thread key (each a presence
+/// flag and the key), the recipients' keys (a 2-byte count, 3 bytes a
+/// key), the recipients without a key, the thread keys answered.
 fn put_parties(w: &mut Writer, p: &Parties) {
-    for k in [p.sender, p.message] {
-        w.u8(u8::from(k.is_some()));
-        w.u32(k.unwrap_or(0));
-    }
-    let rcpts = p.rcpts.iter().take(MAX_KEPT_RCPTS);
-    w.u8(rcpts.len() as u8);
+    w.u8(u8::from(p.own()));
+    w.u8(u8::from(p.sender.is_some()));
+    w.u32(p.sender.unwrap_or(0));
+    w.u8(u8::from(p.message.is_some()));
+    w.u64(p.message.unwrap_or(0));
+    let rcpts = p.rcpts.iter().take(MAX_MESSAGE_RCPTS);
+    w.u16(rcpts.len() as u16);
     for r in rcpts {
-        w.u32(*r);
+        w.0.extend_from_slice(&r.to_le_bytes()[..KEY_BYTES]);
     }
-    w.u32(p.anonymous);
+    // Keys past the bound (never made by a message) count as people.
+    let dropped = p.rcpts.len().saturating_sub(MAX_MESSAGE_RCPTS) as u32;
+    w.u32(p.anonymous.saturating_add(dropped));
     let answers = p.answers.iter().take(MAX_ANSWERS);
     w.u8(answers.len() as u8);
     for a in answers {
-        w.u32(*a);
+        w.u64(*a);
     }
 }
 
 fn get_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
-    let mut key = || -> Result<Option<u32>, CodecError> {
-        let some = r.bool()?;
-        let k = clamp_key(r.u32()?);
-        Ok(some.then_some(k))
+    let origin = match r.u8()? {
+        0 => Origin::Inbound,
+        1 => Origin::Own,
+        o => {
+            return Err(CodecError::Invalid {
+                what: format!("log entry origin {o}"),
+            })
+        }
     };
-    let (sender, message) = (key()?, key()?);
-    let n = byte_count(r, MAX_KEPT_RCPTS, "log entry recipients")?;
-    let rcpts = (0..n)
-        .map(|_| r.u32().map(clamp_key))
-        .collect::<Result<Vec<_>, _>>()?;
+    let some = r.bool()?;
+    let sender = Some(clamp_key(r.u32()?)).filter(|_| some && origin == Origin::Own);
+    let some = r.bool()?;
+    let message = Some(r.u64()?).filter(|_| some && origin == Origin::Own);
+    let n = usize::from(r.u16()?);
+    if n > MAX_MESSAGE_RCPTS {
+        return Err(CodecError::TooLarge {
+            what: "log entry recipients",
+            count: n as u64,
+            max: MAX_MESSAGE_RCPTS as u64,
+        });
+    }
+    let mut rcpts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let b = r.array::<KEY_BYTES>()?;
+        let k = b.iter().rev().fold(0u32, |k, x| (k << 8) | u32::from(*x));
+        if !rcpts.contains(&k) {
+            rcpts.push(k);
+        }
+    }
     let anonymous = r.u32()?;
     let n = byte_count(r, MAX_ANSWERS, "log entry answers")?;
-    let answers = (0..n)
-        .map(|_| r.u32().map(clamp_key))
-        .collect::<Result<Vec<_>, _>>()?;
+    let answers = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
     Ok(Parties {
+        origin,
         sender,
         rcpts,
         anonymous,
         message,
         answers,
     })
+}
+
+/// The parties of an entry of format 6 or 7 (keys made another way than
+/// this build's): only how many recipients it reached, each unknown.
+fn get_old_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
+    for _ in 0..2 {
+        let _ = (r.bool()?, r.u32()?);
+    }
+    let n = byte_count(r, 64, "log entry recipients")?;
+    for _ in 0..n {
+        let _ = r.u32()?;
+    }
+    let anonymous = r.u32()?;
+    let m = byte_count(r, MAX_ANSWERS, "log entry answers")?;
+    for _ in 0..m {
+        let _ = r.u32()?;
+    }
+    Ok(Parties::anonymous(anonymous.saturating_add(n as u32)))
 }
 
 /// An optional text of at most `max_chars` characters.
@@ -343,7 +388,12 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         .collect::<Result<Vec<_>, _>>()?;
     let near = r.bool()?;
     let recipients = r.u16()?;
-    let sender = r.u16()?;
+    // Before format 8 a 16-bit hash; its upper 15 bits are this build's.
+    let sender = if format >= 8 {
+        r.u16()? & 0x7FFF
+    } else {
+        r.u16()? >> 1
+    };
     let features = r.u32()? as usize;
     let thresholds = Thresholds {
         bulk_threshold: r.f64()?,
@@ -378,8 +428,10 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     } else {
         Vec::new()
     };
-    let parties = if format >= 6 {
+    let parties = if format >= 8 {
         get_parties(r)?
+    } else if format >= 6 {
+        get_old_parties(r)?
     } else {
         Parties::anonymous(recipients.into())
     };
@@ -637,6 +689,8 @@ pub struct Crossing {
     pub campaign: CampaignSummary,
     /// The entry's time (Unix seconds).
     pub at: u64,
+    /// Its own mail turned bulk (`[own]`), not its mail from outside.
+    pub own: bool,
 }
 
 impl Replica {
@@ -753,10 +807,12 @@ impl Replica {
                 self.applied += 1;
                 // Crossings in the log's history, read after a start or a
                 // rebuild, are not news.
+                let own = obs.parties.own();
+                let wanted = !own || self.engine.config().own.alert;
                 if let Some(c) = out
                     .campaign
                     .as_ref()
-                    .filter(|_| self.answered && out.newly_bulk && !out.allowed)
+                    .filter(|_| self.answered && out.newly_bulk && !out.allowed && wanted)
                 {
                     if self.crossings.len() == MAX_CROSSINGS {
                         self.crossings.pop_front();
@@ -764,6 +820,7 @@ impl Replica {
                     self.crossings.push_back(Crossing {
                         campaign: c.clone(),
                         at: now.0,
+                        own,
                     });
                 }
                 if self.recent.len() == RECENT {
@@ -1154,10 +1211,21 @@ impl LogStore {
     ///
     /// # Errors
     /// Redis failed.
-    pub fn claim_alert(&self, id: CampaignId, ttl: Duration) -> Result<bool, StoreError> {
+    pub fn claim_alert(
+        &self,
+        id: CampaignId,
+        own: bool,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.pool.take()?;
-        let key = format!("{}:alerted:{id}", self.pool.key_base());
-        let claim = hex_tag(&self.log_key, &format!("alert\0{id}"));
+        // Its own mail's alert is claimed apart from its inbound one.
+        let (what, tag) = if own {
+            ("alerted-own", "alert-own")
+        } else {
+            ("alerted", "alert")
+        };
+        let key = format!("{}:{what}:{id}", self.pool.key_base());
+        let claim = hex_tag(&self.log_key, &format!("{tag}\0{id}"));
         let set: Option<String> = redis::cmd("SET")
             .arg(&key)
             .arg(&claim)
@@ -1587,7 +1655,7 @@ mod tests {
             },
             near: true,
             parties: crate::engine::party::Parties::anonymous(300),
-            sender: 0xBEEF,
+            sender: 0x3EEF,
             sender_name: Some("sender.example".into()),
             subject: Some("Ünïcode subject".into()),
             features: 77,
@@ -1746,6 +1814,8 @@ mod tests {
         o.reply = true;
         o.smallest.clear();
         o.sentences = Sentences::default();
+        assert_eq!(back.sender, o.sender >> 1, "a 16-bit hash read as 15 bits");
+        o.sender = back.sender;
         assert_eq!(back, o);
     }
 
@@ -1769,15 +1839,22 @@ mod tests {
         let o = obs();
         assert!(!o.sentences.anchors.is_empty());
         let e = encode(&o, UnixSecs(7));
-        assert_eq!(decode(&e).unwrap().0, o, "format 7 reads back");
-        let mut old = e.clone();
+        assert_eq!(decode(&e).unwrap().0, o, "format 8 reads back");
+        let at = e.len() - party_bytes(&o) - sentence_bytes(&o);
+        let mut old = e[..at].to_vec();
         old[0] = 6;
-        old.truncate(e.len() - sentence_bytes(&o));
+        // Format 6's parties: sender and Message-ID keys, no recipient,
+        // 300 anonymous, no answer.
+        old.extend_from_slice(&[0; 10]);
+        old.push(0);
+        old.extend_from_slice(&300u32.to_le_bytes());
+        old.push(0);
         let (back, _) = decode(&old).unwrap();
         assert_eq!(back.sentences, Sentences::default());
         assert_eq!(
             Observation {
                 sentences: o.sentences.clone(),
+                sender: o.sender,
                 ..back
             },
             o
@@ -1788,47 +1865,91 @@ mod tests {
         assert!(decode(&many).is_err());
     }
 
-    /// The bytes of format 6's parties in `o`'s entry.
+    /// The bytes of format 8's parties in `o`'s entry.
     fn party_bytes(o: &Observation) -> usize {
         let p = &o.parties;
-        5 + 5 + 1 + 4 * p.rcpts.len() + 4 + 1 + 4 * p.answers.len()
+        1 + 5 + 9 + 2 + KEY_BYTES * p.rcpts.len() + 4 + 1 + 8 * p.answers.len()
     }
 
-    /// Entries of format 5 (builds before parties) read as recipients of
-    /// whom nothing is known, as many as the entry counts.
+    /// An entry's parties read back as written (own mail keeps its sender
+    /// and Message-ID, inbound mail neither); entries of format 5 (builds
+    /// before parties) and of formats 6 and 7 (keys made another way) read
+    /// as recipients of whom nothing is known, as many as the entry counts.
     #[test]
-    fn format_5_entries_read_with_anonymous_recipients() {
-        let o = Observation {
-            parties: Parties::of(
+    fn parties_read_back_and_older_ones_as_anonymous_recipients() {
+        use crate::engine::party::Recipients;
+        let of = |origin| {
+            Parties::of(
+                origin,
                 Some("a@x.example"),
-                &["b@example.org", "c@example.org"],
-                3,
+                Recipients {
+                    addrs: &["b@example.org", "c@example.org"],
+                    hashes: &[crate::engine::party::address_hash("d@example.org")],
+                    more: 3,
+                },
                 Some("id@x.example"),
                 &["parent@y.example"],
                 (1, 2),
-            ),
-            ..obs()
+            )
         };
+        for origin in [Origin::Own, Origin::Inbound] {
+            let o = Observation {
+                parties: of(origin),
+                ..obs()
+            };
+            assert_eq!(o.parties.own(), origin == Origin::Own);
+            assert_eq!(o.parties.sender.is_some(), origin == Origin::Own);
+            let e = encode(&o, UnixSecs(7));
+            assert_eq!(decode(&e).unwrap().0, o, "format 8 reads back");
+            let mut old = e.clone();
+            old[0] = 5;
+            old.truncate(e.len() - party_bytes(&o) - sentence_bytes(&o));
+            let (back, _) = decode(&old).unwrap();
+            assert_eq!(back.parties, Parties::anonymous(6));
+            assert_eq!(back.sender, o.sender >> 1, "a 16-bit hash read as 15 bits");
+            assert_eq!(
+                Observation {
+                    parties: o.parties.clone(),
+                    sentences: o.sentences.clone(),
+                    sender: o.sender,
+                    ..back
+                },
+                o
+            );
+            // More recipients than a message may have: refused.
+            let mut many = e.clone();
+            let at = e.len() - party_bytes(&o) - sentence_bytes(&o) + 15;
+            many[at..at + 2].copy_from_slice(&1001u16.to_le_bytes());
+            assert!(decode(&many).is_err());
+            // An origin no build writes: refused.
+            let mut odd = e.clone();
+            odd[e.len() - party_bytes(&o) - sentence_bytes(&o)] = 7;
+            assert!(decode(&odd).is_err());
+        }
+    }
+
+    /// Format 7's parties (2 recipients' keys, 3 more, a sender, a
+    /// Message-ID and an answer, each a 4-byte key) read as 5 people.
+    #[test]
+    fn format_7_parties_read_as_anonymous_recipients() {
+        let o = obs();
         let e = encode(&o, UnixSecs(7));
-        assert_eq!(decode(&e).unwrap().0, o, "format 7 reads back");
-        let mut old = e.clone();
-        old[0] = 5;
-        old.truncate(e.len() - party_bytes(&o) - sentence_bytes(&o));
+        let at = e.len() - party_bytes(&o) - sentence_bytes(&o);
+        let mut old = e[..at].to_vec();
+        old[0] = 7;
+        for k in [Some(1u32), Some(2)] {
+            old.push(u8::from(k.is_some()));
+            old.extend_from_slice(&k.unwrap_or(0).to_le_bytes());
+        }
+        old.push(2);
+        old.extend_from_slice(&8u32.to_le_bytes());
+        old.extend_from_slice(&9u32.to_le_bytes());
+        old.extend_from_slice(&3u32.to_le_bytes());
+        old.push(1);
+        old.extend_from_slice(&5u32.to_le_bytes());
+        old.extend_from_slice(&e[e.len() - sentence_bytes(&o)..]);
         let (back, _) = decode(&old).unwrap();
         assert_eq!(back.parties, Parties::anonymous(5));
-        assert_eq!(
-            Observation {
-                parties: o.parties.clone(),
-                sentences: o.sentences.clone(),
-                ..back
-            },
-            o
-        );
-        // More recipients or answers than a message may have: refused.
-        let mut many = e.clone();
-        let at = e.len() - party_bytes(&o) - sentence_bytes(&o) + 10;
-        many[at] = 65;
-        assert!(decode(&many).is_err());
     }
 
     /// Entries of format 2 (builds before list posts) read as no list post.
@@ -1844,6 +1965,7 @@ mod tests {
         assert_eq!(
             Observation {
                 list_post: true,
+                sender: o.sender,
                 deeper: o.deeper,
                 reply: o.reply,
                 smallest: o.smallest.clone(),
@@ -1868,6 +1990,7 @@ mod tests {
         assert_eq!(
             Observation {
                 deeper: o.deeper,
+                sender: o.sender,
                 reply: o.reply,
                 smallest: o.smallest.clone(),
                 sentences: o.sentences.clone(),
@@ -1917,6 +2040,7 @@ mod tests {
         assert!(back.smallest.is_empty());
         assert_eq!(
             Observation {
+                sender: o.sender,
                 smallest: o.smallest.clone(),
                 sentences: o.sentences.clone(),
                 ..back

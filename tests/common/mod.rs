@@ -156,9 +156,20 @@ pub async fn transact_envelope(
     mail_from: &str,
     rcpts: &[String],
 ) -> (EomActions, Status) {
-    conn.macros(MacroStage::Mail, [("i", m.queue_id.as_str())])
-        .await
-        .unwrap();
+    transact_with(conn, m, mail_from, rcpts, &[]).await
+}
+
+/// [`transact_envelope`] with more macros at MAIL (`{auth_authen}`).
+pub async fn transact_with(
+    conn: &mut TestConnection,
+    m: &Mail,
+    mail_from: &str,
+    rcpts: &[String],
+    mail_macros: &[(&str, &str)],
+) -> (EomActions, Status) {
+    let mut macros = vec![("i", m.queue_id.as_str())];
+    macros.extend_from_slice(mail_macros);
+    conn.macros(MacroStage::Mail, macros).await.unwrap();
     assert_eq!(conn.mail([mail_from]).await.unwrap(), Status::Noreply);
     for r in rcpts {
         assert_eq!(conn.rcpt([r.as_str()]).await.unwrap(), Status::Noreply);
@@ -192,6 +203,44 @@ pub async fn send_envelope(
 ) -> (EomActions, Status) {
     let mut conn = open(addr).await;
     let r = transact_envelope(&mut conn, m, mail_from, rcpts).await;
+    conn.close().await.unwrap();
+    r
+}
+
+/// Who a connection comes from, as the MTA reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client<'a> {
+    /// An SMTP client outside the site (192.0.2.7).
+    Outside,
+    /// An SMTP client at this IPv4 address.
+    At([u8; 4]),
+    /// An SMTP client outside the site that logged in as this user
+    /// (`{auth_authen}`).
+    Login(&'a str),
+}
+
+/// A whole connection from `client` carrying one message from `mail_from`
+/// to `rcpts`.
+pub async fn send_from(
+    addr: SocketAddr,
+    client: Client<'_>,
+    m: &Mail,
+    mail_from: &str,
+    rcpts: &[String],
+) -> (EomActions, Status) {
+    let ip = match client {
+        Client::At(ip) => ip,
+        Client::Outside | Client::Login(_) => [192, 0, 2, 7],
+    };
+    let mut conn = TestConnection::open(addr).await.unwrap();
+    let st = conn.connect("client.example", (ip, 40000)).await.unwrap();
+    assert_eq!(st, Status::Noreply);
+    assert_eq!(conn.helo("client.example").await.unwrap(), Status::Noreply);
+    let login = match client {
+        Client::Login(user) => vec![("{auth_authen}", user)],
+        _ => Vec::new(),
+    };
+    let r = transact_with(&mut conn, m, mail_from, rcpts, &login).await;
     conn.close().await.unwrap();
     r
 }

@@ -27,8 +27,9 @@ pub struct Entry {
     owner_lo: u32,
     /// Recipients of the message, saturating.
     pub recipients: u16,
-    /// 16-bit hash of the sender domain.
-    pub sender: u16,
+    /// 15-bit hash of the sender domain ([`Entry::sender`]) and, in the
+    /// high bit, [`OWN`] ([`Entry::own`]).
+    sender_bits: u16,
     /// The high 16 bits of the id of a campaign of one.
     owner_hi: u16,
     /// Weight of the match that placed it in its campaign, in percent (0
@@ -57,6 +58,11 @@ pub fn class_size(class: u8) -> f64 {
 const NEAR: u8 = 1;
 /// Alone in its campaign: the owner is the campaign's id, not a slot.
 const ALONE: u8 = 2;
+/// In `sender_bits`' high bit: the site's own mail
+/// ([`crate::engine::party::Origin::Own`]), counted on its own tally.
+const OWN: u16 = 0x8000;
+/// The sender domain's hash: 15 bits.
+pub const SENDER_MASK: u16 = 0x7FFF;
 /// In `weight`'s high bit: the message was a list post
 /// ([`crate::engine::campaign::Member::list_post`]).
 const LIST_POST: u8 = 0x80;
@@ -89,7 +95,7 @@ impl Entry {
             time,
             owner_lo: 0,
             recipients,
-            sender,
+            sender_bits: sender & SENDER_MASK,
             owner_hi: 0,
             weight: weight.min(100),
             flags: if near { NEAR } else { 0 },
@@ -111,6 +117,27 @@ impl Entry {
     /// Marked as a list post, or not.
     pub fn with_list_post(mut self, list_post: bool) -> Entry {
         self.weight = self.weight() | if list_post { LIST_POST } else { 0 };
+        self
+    }
+
+    /// The 15-bit hash of the sender domain.
+    pub fn sender(&self) -> u16 {
+        self.sender_bits & SENDER_MASK
+    }
+
+    /// The sender field as kept: the hash and the own-mail bit (snapshots).
+    pub fn sender_bits(&self) -> u16 {
+        self.sender_bits
+    }
+
+    /// The site's own mail, counted on its own tally.
+    pub fn own(&self) -> bool {
+        self.sender_bits & OWN != 0
+    }
+
+    /// Marked as own mail, or not.
+    pub fn with_own(mut self, own: bool) -> Entry {
+        self.sender_bits = self.sender() | if own { OWN } else { 0 };
         self
     }
 
