@@ -1038,7 +1038,7 @@ fn a_thread_passes_a_postfix_that_rejects_bulk() {
     let tag = |id: &str| -> String {
         files
             .iter()
-            .find(|f| f.contains(&format!("<{id}@thread.example>")))
+            .find(|f| f.contains(&format!("Message-ID: <{id}@thread.example>")))
             .unwrap_or_else(|| panic!("{id} not captured"))
             .lines()
             .find(|l| l.starts_with("X-Bulkwatch:"))

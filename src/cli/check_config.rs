@@ -333,7 +333,7 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     ])?;
     let master = run(&["-M"])?;
     let settings = PostfixSettings::parse(&main, &master);
-    let (mut problems, notes) = postfix_problems(&cfg.milter.socket, &settings);
+    let (mut problems, mut notes) = postfix_problems(&cfg.milter.socket, &settings);
     // Each trusted authserv-id: a header of it arriving from outside must
     // be dropped before any milter (and bulkwatch) sees the message, or a
     // sender could write the pass that a domain allowance asks for.
@@ -380,6 +380,7 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
             }
         ));
     }
+    notes.push(own_note(cfg, dir));
     let mut text = String::new();
     for p in &problems {
         text.push_str(&format!("# postfix: problem: {p}\n"));
@@ -397,6 +398,70 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
         text,
         problems: problems.len(),
     })
+}
+
+/// What is the site's own mail (`[own]`), as `serve` will read it: the
+/// client networks (with Postfix's `mynetworks` read from `dir`, or from
+/// `own.postfix_config_dir`), logins, local submission and services.
+fn own_note(cfg: &Config, dir: Option<&Path>) -> String {
+    let own = &cfg.own;
+    let dir = dir.or_else(|| {
+        (!own.postfix_config_dir.is_empty()).then(|| Path::new(own.postfix_config_dir.as_str()))
+    });
+    let (postfix, left) = if own.reads_mynetworks() {
+        match crate::postfix::mynetworks(dir) {
+            Ok((nets, other)) if other.is_empty() => (nets, String::new()),
+            Ok((nets, other)) => (
+                nets,
+                format!(
+                    " (left out of mynetworks, not networks: {}; list their networks in \
+                     own.networks)",
+                    other.join(" ")
+                ),
+            ),
+            Err(e) => (Vec::new(), format!(" (mynetworks not read: {e})")),
+        }
+    } else {
+        (Vec::new(), String::new())
+    };
+    let nets = own.networks_with(&postfix);
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
+            "none".to_owned()
+        } else {
+            v.join(" ")
+        }
+    };
+    format!(
+        "the site's own mail (counted apart; policy.own = {}): clients in {}{left}{}{}{}{}; \
+         a gateway or backup MX in mynetworks that relays mail from outside belongs in \
+         own.exclude",
+        cfg.policy.own.as_str(),
+        list(nets.iter().map(ToString::to_string).collect()),
+        if own.exclude.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " but {}",
+                list(own.exclude.iter().map(ToString::to_string).collect())
+            )
+        },
+        if own.authenticated {
+            ", SASL logins"
+        } else {
+            ""
+        },
+        if own.local_submission {
+            ", local submission (sendmail)"
+        } else {
+            ""
+        },
+        if own.daemon_names.is_empty() {
+            String::new()
+        } else {
+            format!(", services {}", own.daemon_names.join(" "))
+        },
+    )
 }
 
 #[cfg(test)]
