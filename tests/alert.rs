@@ -62,6 +62,7 @@ fn alert(id: u64) -> alert::Alert {
         conversation: false,
         largest: 0,
         freed: 0,
+        grown: 0,
         own: 0,
         own_largest: 0,
     };

@@ -325,7 +325,8 @@ fn setup() -> Setup {
          local_transport = error:local delivery disabled\nalias_maps =\nalias_database =\n\
          inet_interfaces = 127.0.0.1\ninet_protocols = ipv4\nsmtp_dns_support_level = disabled\n\
          smtpd_peername_lookup = no\nmaillog_file = {d}/maillog\nmaillog_file_prefixes = {d}\n\
-         smtpd_milters = inet:127.0.0.1:{milter_port}\nmilter_protocol = 6\n\
+         smtpd_milters = inet:127.0.0.1:{milter_port}\nnon_smtpd_milters = $smtpd_milters\n\
+         milter_protocol = 6\n\
          milter_default_action = tempfail\nqueue_run_delay = 2s\nminimal_backoff_time = 2s\n\
          maximal_backoff_time = 4s\n"
     );
@@ -1168,6 +1169,24 @@ fn the_sites_own_mail_is_never_held() {
         )
         .unwrap_or_else(|e| panic!("vote {i}: {e}\n{}", maillog()));
     }
+    // One more from the host itself, through the sendmail command
+    // (Postfix's pickup and cleanup: non_smtpd_milters).
+    let mut sm = Command::new("/usr/sbin/sendmail")
+        .arg("-C")
+        .arg(dir.join("conf"))
+        .args(["-f", "hr@example.net", "staff0@example.net"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        sm.stdin
+            .take()
+            .unwrap()
+            .write_all(announcement("local").as_bytes())
+            .unwrap();
+    }
+    assert!(sm.wait().unwrap().success());
     let judged = |what: &str| {
         log()
             .lines()
@@ -1175,8 +1194,8 @@ fn the_sites_own_mail_is_never_held() {
             .count()
     };
     wait_for(
-        "46 messages from the office judged",
-        || judged("own=\"network\"") == 46,
+        "46 messages from the office and one from the host judged",
+        || judged("own=\"network\"") == 46 && judged("own=\"local\"") == 1,
         log,
     );
     assert_eq!(judged("action=\"quarantine\""), 0, "{}", log());
@@ -1220,6 +1239,132 @@ fn the_sites_own_mail_is_never_held() {
         .map(|d| d.count())
         .unwrap_or(0);
     assert_eq!(in_hold, 6, "{}", maillog());
+}
+
+/// Our users' mail out through submission makes the answers from outside
+/// answers (issue 63 item 4): the submission service names itself to the
+/// milter (`-o milter_macro_daemon_name=ORIGINATING`, `own.daemon_names`),
+/// so Ann's question to twelve customers is her own mail and its
+/// Message-ID is kept. Each customer answers her and copies the account
+/// manager who looks after it, quoting her Message-ID: twelve new
+/// colleagues, each a reply, all delivered clean under `policy.bulk =
+/// "reject"` at 3/5. The same answers to a question that never went out
+/// through this MX are a campaign: refused from the sixth.
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_root)),
+    ignore = "needs root and Postfix (apt-get install postfix)"
+)]
+#[test]
+fn outbound_mail_through_submission_makes_answers_from_outside_conversations() {
+    let Setup {
+        _tmp,
+        dir,
+        rig,
+        smtp_port,
+        milter_port,
+        bw_config,
+        bw_log,
+    } = setup();
+    let log = || fs::read_to_string(&bw_log).unwrap_or_default();
+    let maillog = || fs::read_to_string(dir.join("maillog")).unwrap_or_default();
+    let sub_port = free_port();
+    let mut master = fs::read_to_string(dir.join("conf/master.cf")).unwrap();
+    master.push_str(&format!(
+        "127.0.0.1:{sub_port} inet n - n - - smtpd\n  -o milter_macro_daemon_name=ORIGINATING\n  \
+         -o smtpd_relay_restrictions=permit\n"
+    ));
+    fs::write(dir.join("conf/master.cf"), master).unwrap();
+    run(Command::new("/usr/sbin/postfix")
+        .arg("-c")
+        .arg(dir.join("conf"))
+        .arg("reload"));
+    wait_for(
+        "the submission port",
+        || std::net::TcpStream::connect(("127.0.0.1", sub_port)).is_ok(),
+        maillog,
+    );
+    fs::write(
+        &bw_config,
+        format!(
+            "{}clean = \"tag\"\n",
+            config_own(
+                milter_port,
+                &dir.join("state"),
+                "reject",
+                "networks = []\ndaemon_names = [\"ORIGINATING\"]\n"
+            )
+        ),
+    )
+    .unwrap();
+    run(Command::new("kill").args(["-HUP", &rig.daemon.id().to_string()]));
+    wait_for("reload", || log().contains("configuration reloaded"), log);
+
+    let outside = [127, 0, 0, 2];
+    let question = |n: u32| -> String {
+        format!(
+            "Dear customer,\r\n\r\nwe are planning the maintenance window of the billing \
+             portal for the second quarter and would like to know which of the following weeks \
+             suits your team: week {n}, week {} or week {}. The portal will be read-only for \
+             four hours on the chosen Saturday.\r\n\r\nBest regards,\r\nAnn\r\n",
+            n + 1,
+            n + 2
+        )
+    };
+    let customers: Vec<String> = (0..12)
+        .map(|i| format!("buyer@customer{i}.example"))
+        .collect();
+    smtp_from(
+        outside,
+        sub_port,
+        "ann@example.net",
+        &customers,
+        &format!(
+            "From: ann@example.net\r\nTo: customers@example.net\r\nSubject: Maintenance\r\n\
+             Message-ID: <question@example.net>\r\n\r\n{}",
+            question(14)
+        ),
+    )
+    .unwrap_or_else(|e| panic!("the question: {e}\n{}", maillog()));
+    wait_for(
+        "the question judged as own mail",
+        || log().contains("own=\"service\""),
+        log,
+    );
+    // Answers: to Ann and the customer's account manager.
+    let answers = |asked: &str, text: &str, ids: &str| {
+        let quoted: String = text.lines().map(|l| format!("> {l}\r\n")).collect();
+        let mut refused = Vec::new();
+        for (i, c) in customers.iter().enumerate() {
+            let to = vec![
+                "ann@example.net".to_owned(),
+                format!("manager{i}@example.net"),
+            ];
+            let raw = format!(
+                "From: {c}\r\nTo: ann@example.net\r\nCc: manager{i}@example.net\r\n\
+                 Subject: Re: Maintenance\r\nMessage-ID: <{ids}{i}@customer{i}.example>\r\n\
+                 In-Reply-To: <{asked}>\r\nReferences: <{asked}>\r\n\r\nThe first week works \
+                 for us.\r\n\r\nOn Monday, Ann wrote:\r\n{quoted}"
+            );
+            if smtp_from(outside, smtp_port, c, &to, &raw).is_err() {
+                refused.push(i);
+            }
+        }
+        refused
+    };
+    let refused = answers("question@example.net", &question(14), "a");
+    assert!(refused.is_empty(), "refused: {refused:?}\n{}", log());
+    let replies = log()
+        .lines()
+        .filter(|l| l.contains("message judged") && l.contains("step=\"reply\""))
+        .count();
+    assert!(replies >= 11, "{}", log());
+    // The same answers to a question that never went out here.
+    let other = "Dear customer,\r\n\r\nour warehouse in Verona moves to a new building in \
+        March, and deliveries will be made from the new address from the first of April. Please \
+        tell us whether your receiving dock needs a new delivery slot, and whom we should call \
+        on the day of the first delivery.\r\n\r\nBest regards,\r\nAnn\r\n";
+    let refused = answers("never-sent@example.net", other, "b");
+    assert_eq!(refused.first(), Some(&5), "refused: {refused:?}\n{}", log());
 }
 
 /// The issue's slow PDF through Postfix (issue 51): three copies of one

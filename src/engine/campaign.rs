@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::party::{Kind, Move, Parties, Talk, KEY_BYTES, MAX_REPLY_FREE};
+use crate::engine::party::{Answered, Kind, Move, Parties, Talk, KEY_BYTES, MAX_REPLY_FREE};
 use crate::engine::simhash::hex;
 
 /// Short stable campaign id: 48 bits from the SHA-256 of the campaign's first
@@ -93,6 +93,10 @@ pub struct Campaign {
     /// Recipients added by replies ([`Kind::Reply`]) and not counted
     /// toward the level, at most [`MAX_REPLY_FREE`].
     pub freed: u16,
+    /// Recipients added to its conversation by messages that went again
+    /// to everyone it reached ([`Kind::Grow`]): with its largest delivery,
+    /// one conversation of at most `single_transaction_recipients`.
+    pub grown: u16,
     /// The site's own mail, counted apart: distinct recipients of its own
     /// messages in the window ([`crate::engine::party::Origin::Own`]).
     pub own: u32,
@@ -129,6 +133,7 @@ impl Campaign {
             talk: None,
             largest: 0,
             freed: 0,
+            grown: 0,
             own: 0,
             own_largest: 0,
             own_alerted: false,
@@ -144,13 +149,13 @@ impl Campaign {
             Move::first(m.parties)
         } else {
             match self.talk.as_deref_mut() {
-                Some(t) => t.join(m.parties, m.answers_own),
+                Some(t) => t.join(m.parties, m.answered),
                 // Parties unknown: every recipient counts, as a copy.
                 None => Move {
                     kind: Kind::Copy,
                     added: m.parties.recipients(),
                     own: m.parties.own(),
-                    answers_own: m.answers_own,
+                    answers_own: m.answered.own,
                 },
             }
         };
@@ -167,6 +172,7 @@ impl Campaign {
                 .saturating_add(u64::from(counted) * u64::from(m.weight_pct));
             match mv.kind {
                 Kind::First | Kind::Copy => self.largest = self.largest.max(counted),
+                Kind::Grow => self.grown = self.grown.saturating_add(counted),
                 Kind::Reply => {
                     self.freed = self
                         .freed
@@ -208,13 +214,12 @@ impl Campaign {
     /// What its inbound mail is judged on ([`measure_centi`]), in
     /// recipients.
     pub fn measure(&self, single_transaction: u32) -> f64 {
-        measure_centi(
-            self.score_centi,
-            self.largest,
-            self.freed,
-            single_transaction,
-        ) as f64
-            / 100.0
+        let free = Free {
+            largest: self.largest,
+            grown: self.grown,
+            freed: self.freed,
+        };
+        measure_centi(self.score_centi, free, single_transaction) as f64 / 100.0
     }
 
     /// What its own mail is judged on ([`own_measure`]).
@@ -223,21 +228,34 @@ impl Campaign {
     }
 }
 
+/// What a campaign's measure leaves out ([`measure_centi`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Free {
+    /// [`Campaign::largest`].
+    pub largest: u16,
+    /// [`Campaign::grown`].
+    pub grown: u16,
+    /// [`Campaign::freed`].
+    pub freed: u16,
+}
+
 /// The size an inbound campaign is judged on, in hundredths of a
-/// recipient: its weighted recipients (`score_centi`) less the recipients
-/// of its largest single delivery but one (while that delivery is within
-/// `single_transaction`, `thresholds.single_transaction_recipients`: one
-/// transaction is no evidence of a campaign) and less the recipients its
-/// replies added (`freed`, at most [`MAX_REPLY_FREE`]); at least one
-/// recipient while it has any. One transaction to 60 and one copy to a
-/// new address measure 2; twenty copies to one person each, 20.
-pub fn measure_centi(score_centi: u64, largest: u16, freed: u16, single_transaction: u32) -> u64 {
-    let one = if u32::from(largest) <= single_transaction {
-        u64::from(largest.saturating_sub(1))
+/// recipient: its weighted recipients (`score_centi`) less one
+/// conversation but one person (its largest single delivery and what
+/// messages to all of it added, at most `single_transaction`,
+/// `thresholds.single_transaction_recipients`: one transaction is no
+/// evidence of a campaign, and a delivery larger than that is judged
+/// whole) and less what its replies added (at most [`MAX_REPLY_FREE`]);
+/// at least one recipient while it has any. One transaction to 60 and one
+/// copy to a new address measure 2; twenty copies to one person each, 20.
+pub fn measure_centi(score_centi: u64, free: Free, single_transaction: u32) -> u64 {
+    let conversation = u32::from(free.largest).saturating_add(u32::from(free.grown));
+    let one = if u32::from(free.largest) <= single_transaction {
+        u64::from(conversation.min(single_transaction).saturating_sub(1))
     } else {
         0
     };
-    let free = one.saturating_add(u64::from(freed.min(MAX_REPLY_FREE as u16)));
+    let free = one.saturating_add(u64::from(free.freed.min(MAX_REPLY_FREE as u16)));
     score_centi
         .saturating_sub(free.saturating_mul(100))
         .max(score_centi.min(100))
@@ -686,9 +704,9 @@ pub struct Member<'a> {
     /// A mailing list's post: a List-Id and an envelope sender
     /// ([`Observation::list_post`](super::Observation::list_post)).
     pub list_post: bool,
-    /// It answers a Message-ID our own users sent out
+    /// What it answers of our own users' mail
     /// ([`crate::engine::party::OwnThreads`]).
-    pub answers_own: bool,
+    pub answered: &'a Answered,
 }
 
 /// All campaigns, by slot.
@@ -941,7 +959,9 @@ impl Campaigns {
                 if recipients >= c.largest {
                     c.largest = 0;
                 }
-                c.freed = c.freed.min(u16::try_from(c.recipients).unwrap_or(u16::MAX));
+                let left = u16::try_from(c.recipients).unwrap_or(u16::MAX);
+                c.freed = c.freed.min(left);
+                c.grown = c.grown.min(left);
             }
             c.senders.remove_one(e.sender());
         }
@@ -975,6 +995,7 @@ impl Campaigns {
                 t.alerted |= campaign.alerted;
                 t.own_alerted |= campaign.own_alerted;
                 t.largest = t.largest.max(campaign.largest);
+                t.grown = t.grown.saturating_add(campaign.grown);
                 t.freed = t
                     .freed
                     .saturating_add(campaign.freed)
@@ -1213,6 +1234,11 @@ mod compact_tests {
 mod tests {
     use super::*;
 
+    static NONE: Answered = Answered {
+        own: false,
+        writers: Vec::new(),
+    };
+
     fn member(now: u64, rcpt: u16) -> Member<'static> {
         // Leaked: a few small values a test, for `Member`'s lifetime.
         let parties: &'static Parties = Box::leak(Box::new(Parties::anonymous(rcpt.into())));
@@ -1224,7 +1250,7 @@ mod tests {
             sender_name: Some("a.example"),
             subject: Some("s"),
             list_post: false,
-            answers_own: false,
+            answered: &NONE,
         }
     }
 

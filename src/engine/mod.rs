@@ -202,6 +202,7 @@ impl Engine {
         if e.own() {
             reached.origin = party::Origin::Own;
         }
+        let none = party::Answered::default();
         let member = Member {
             now: u64::from(e.time),
             parties: &reached,
@@ -210,7 +211,7 @@ impl Engine {
             sender_name: None,
             subject: None,
             list_post: e.list_post(),
-            answers_own: false,
+            answered: &none,
         };
         let mut c = self.campaigns.alone(id, &member);
         c.texts = self.alone_texts.get(seq);
@@ -377,8 +378,11 @@ impl Engine {
         // Our own users' Message-IDs: an inbound answer quoting one answers
         // mail of ours (own mail's are noted once it is recorded).
         self.own_threads.expire(now.0);
-        let answers_own =
-            !obs.parties.own() && self.own_threads.answers(&obs.parties.answers, now.0);
+        let answered = if obs.parties.own() {
+            party::Answered::default()
+        } else {
+            self.own_threads.answered(&obs.parties.answers, now.0)
+        };
         // A message riding on an allowed campaign starts its own.
         let join = if weighed.rides {
             &[][..]
@@ -388,13 +392,13 @@ impl Engine {
         let mut merged = Vec::new();
         let placing = Placing {
             weight_pct: weighed.weight_pct,
-            answers_own,
+            answered: &answered,
             seen,
         };
         let (home, step) = self.place(obs, placing, join, now, &mut merged);
         let seq = self.enter(obs, &home, step.added, weighed.weight_pct, now);
         if let Some(k) = obs.parties.message.filter(|_| obs.parties.own()) {
-            self.own_threads.note(k, now.0);
+            self.own_threads.note(k, now.0, obs.parties.sender);
         }
         let (campaign, newly_bulk, allowed) = self.placed(home, obs, now);
         Outcome {
@@ -458,7 +462,7 @@ impl Engine {
     fn place(
         &mut self,
         obs: &Observation,
-        placing: Placing,
+        placing: Placing<'_>,
         join: &[CampaignRef],
         now: UnixSecs,
         merged: &mut Vec<CampaignId>,
@@ -471,7 +475,7 @@ impl Engine {
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
-            answers_own: placing.answers_own,
+            answered: placing.answered,
         };
         let join: Vec<u32> = join
             .iter()
@@ -672,6 +676,11 @@ impl Engine {
     /// The window as it stands: what left it since the last message is
     /// still counted.
     pub fn explain(&self, obs: &Observation, now: UnixSecs) -> Explanation {
+        let answered = if obs.parties.own() {
+            party::Answered::default()
+        } else {
+            self.own_threads.answered(&obs.parties.answers, now.0)
+        };
         let exact_key = if self.exact.contains(&obs.exact) {
             self.exact
                 .peek_campaign_of(&obs.exact)
@@ -716,8 +725,7 @@ impl Engine {
             sender_name: obs.sender_name.as_deref(),
             subject: obs.subject.as_deref(),
             list_post: obs.list_post,
-            answers_own: !obs.parties.own()
-                && self.own_threads.answers(&obs.parties.answers, now.0),
+            answered: &answered,
         };
         let (after, step) = match joined {
             Some(c) => {
@@ -921,10 +929,10 @@ struct Weighed {
 
 /// How a message is placed in its campaign ([`Engine::place`]).
 #[derive(Debug, Clone, Copy)]
-struct Placing {
+struct Placing<'a> {
     weight_pct: u8,
-    /// It answers a Message-ID our own users sent out.
-    answers_own: bool,
+    /// What it answers of our own users' mail.
+    answered: &'a party::Answered,
     /// The exact set has seen its text.
     seen: bool,
 }

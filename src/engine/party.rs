@@ -71,9 +71,14 @@ pub const OWN_SENDER: u32 = 2;
 pub const OWN_REACHED: u32 = 3;
 const ROLES: u32 = 3;
 
-/// New recipients a message may add and still be a reply (a thread whose
-/// Cc grows); more, and it is a copy.
-pub const MAX_REPLY_NEW: u32 = 2;
+/// New recipients a message that goes again to everyone the campaign
+/// reached may add and still grow its conversation ([`Kind::Grow`]).
+pub const MAX_GROW_NEW: u32 = 4;
+
+/// New recipients a reply may add ([`Kind::Reply`]) beside at least half
+/// of everyone reached: two, or as many as it reaches again, at most
+/// eight; more, and it is a copy.
+pub const MAX_REPLY_NEW: u32 = 8;
 
 /// Recipients a campaign's replies may add without being counted toward
 /// its level ([`Kind::Reply`]): what shaping copies as replies can gain.
@@ -281,8 +286,13 @@ pub enum Kind {
     First,
     /// Every recipient was reached already.
     Within,
-    /// A few new recipients in the shape of a reply, or in answer to our
-    /// own users' mail.
+    /// It went again to everyone the campaign reached and to at most
+    /// [`MAX_GROW_NEW`] more: a thread whose Cc grows. Its new recipients
+    /// join the campaign's first delivery, one conversation of at most
+    /// `thresholds.single_transaction_recipients` people.
+    Grow,
+    /// A few new recipients beside at least half of those reached, or an
+    /// answer to the very person who wrote our own mail it answers.
     Reply,
     /// New recipients otherwise.
     Copy,
@@ -293,10 +303,22 @@ impl Kind {
         match self {
             Kind::First => "first",
             Kind::Within => "within",
+            Kind::Grow => "grow",
             Kind::Reply => "reply",
             Kind::Copy => "copy",
         }
     }
+}
+
+/// What the MX knows of a message's answers: whether it answers mail our
+/// own users sent ([`OwnThreads`]), and the keys of the users who wrote
+/// that mail.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answered {
+    pub own: bool,
+    /// The address keys of the own mail's senders it answers (at most
+    /// [`MAX_ANSWERS`]).
+    pub writers: Vec<u32>,
 }
 
 /// What one message added to its campaign.
@@ -355,9 +377,8 @@ impl Talk {
     }
 
     /// What a message with parties `p` is to this campaign ([`Kind`]),
-    /// without recording it. `answers_own`: it answers a Message-ID our
-    /// own users sent out ([`OwnThreads`]).
-    pub fn classify(&self, p: &Parties, answers_own: bool) -> Move {
+    /// without recording it, given what it answers (`answered`).
+    pub fn classify(&self, p: &Parties, answered: &Answered) -> Move {
         let s = &self.set;
         if p.own() {
             // Own mail's tally: anyone who has the text already.
@@ -368,14 +389,29 @@ impl Talk {
                 kind,
                 added,
                 own: true,
-                answers_own,
+                answers_own: answered.own,
             };
         }
-        let known = |k: u32| s.contains(k | REACHED) || s.contains(k | OWN_SENDER);
+        // An answer to our own users' mail reaches the people they sent
+        // this text to as part of their thread.
+        let known = |k: u32| {
+            s.contains(k | REACHED)
+                || s.contains(k | OWN_SENDER)
+                || (answered.own && s.contains(k | OWN_REACHED))
+        };
         let added = count_unknown(&p.rcpts, known).saturating_add(p.anonymous);
+        let again = p.rcpts.len() as u32 - count_unknown(&p.rcpts, known);
         let kind = if added == 0 {
             Kind::Within
-        } else if answers_own || self.reply_shaped(p, added) {
+        } else if self.grows(p, again, added) {
+            Kind::Grow
+        } else if self.reply_shaped(p, again, added)
+            || p.rcpts
+                .iter()
+                .filter(|r| !known(**r))
+                .all(|r| answered.writers.contains(r))
+                && p.anonymous == 0
+        {
             Kind::Reply
         } else {
             Kind::Copy
@@ -384,34 +420,52 @@ impl Talk {
             kind,
             added,
             own: false,
-            answers_own,
+            answers_own: answered.own,
         }
     }
 
-    /// `p` adds at most [`MAX_REPLY_NEW`] recipients, every one of them
-    /// known by address, beside at least half of the people the campaign
-    /// reached (inbound recipients and own senders) and at least one. A
-    /// full set cannot tell and says no.
-    fn reply_shaped(&self, p: &Parties, added: u32) -> bool {
-        if p.anonymous > 0 || added > MAX_REPLY_NEW || self.set.full {
-            return false;
+    /// The people the campaign reached: inbound recipients and own
+    /// senders, each address once (its keys of both roles sort together).
+    fn people(&self) -> u32 {
+        let mut n = 0u32;
+        let mut last = None;
+        for k in &self.set.keys {
+            if matches!(k & ROLES, REACHED | OWN_SENDER) && last != Some(k >> 2) {
+                n = n.saturating_add(1);
+                last = Some(k >> 2);
+            }
         }
-        let s = &self.set;
-        let people = s.count(|k| matches!(k & ROLES, REACHED | OWN_SENDER));
-        let again = p
-            .rcpts
-            .iter()
-            .filter(|r| s.contains(**r | REACHED) || s.contains(**r | OWN_SENDER))
-            .count();
-        again >= 1 && 2 * again >= people
+        n
+    }
+
+    /// `p` goes again to every person the campaign reached (`again` of
+    /// its recipients were) and adds at most [`MAX_GROW_NEW`], each known
+    /// by address. A full set cannot tell and says no.
+    fn grows(&self, p: &Parties, again: u32, added: u32) -> bool {
+        p.anonymous == 0
+            && !self.set.full
+            && added <= MAX_GROW_NEW
+            && again >= 1
+            && again >= self.people()
+    }
+
+    /// `p` goes again to at least half of the people the campaign reached
+    /// (and one) and adds at most two, or as many as it reaches again,
+    /// never more than [`MAX_REPLY_NEW`], each known by address.
+    fn reply_shaped(&self, p: &Parties, again: u32, added: u32) -> bool {
+        p.anonymous == 0
+            && !self.set.full
+            && again >= 1
+            && 2 * again >= self.people()
+            && added <= again.clamp(2, MAX_REPLY_NEW)
     }
 
     /// Records a message with parties `p`: its move, counted.
-    pub fn join(&mut self, p: &Parties, answers_own: bool) -> Move {
-        let m = self.classify(p, answers_own);
+    pub fn join(&mut self, p: &Parties, answered: &Answered) -> Move {
+        let m = self.classify(p, answered);
         match (m.own, m.kind) {
             (false, Kind::Copy | Kind::First) => self.copies = self.copies.saturating_add(1),
-            (false, Kind::Reply) => self.replies = self.replies.saturating_add(1),
+            (false, Kind::Reply | Kind::Grow) => self.replies = self.replies.saturating_add(1),
             _ => {}
         }
         self.set.extend(p.keys());
@@ -449,10 +503,12 @@ impl Talk {
 
     /// Rebuilt from [`Talk::to_parts`]; `None` when the parts are out of
     /// bounds.
-    pub fn from_parts(copies: u32, replies: u32, full: bool, keys: Vec<u32>) -> Option<Talk> {
+    pub fn from_parts(copies: u32, replies: u32, full: bool, mut keys: Vec<u32>) -> Option<Talk> {
         if keys.len() > MAX_KEYS {
             return None;
         }
+        keys.sort_unstable();
+        keys.dedup();
         Some(Talk {
             set: PartySet { keys, full },
             copies,
@@ -471,9 +527,11 @@ fn count_unknown(rcpts: &[u32], known: impl Fn(u32) -> bool) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// A set of party keys, exact, of at most [`MAX_KEYS`]; once a key did
-/// not fit it is full: it holds what it held and no more, and a key it
-/// does not hold is unknown (the caller counts it).
+/// A set of party keys, exact, of at most [`MAX_KEYS`], sorted (a lookup
+/// is a binary search: a message of 1,000 recipients against a full set
+/// costs some 20,000 comparisons); once a key did not fit it is full: it
+/// holds what it held and no more, and a key it does not hold is unknown
+/// (the caller counts it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct PartySet {
     keys: Vec<u32>,
@@ -482,21 +540,14 @@ struct PartySet {
 
 impl PartySet {
     fn contains(&self, k: u32) -> bool {
-        self.keys.contains(&k)
-    }
-
-    fn count(&self, f: impl Fn(u32) -> bool) -> usize {
-        self.keys.iter().filter(|k| f(**k)).count()
+        self.keys.binary_search(&k).is_ok()
     }
 
     fn insert(&mut self, k: u32) {
-        if self.keys.contains(&k) {
-            return;
-        }
-        if self.keys.len() < MAX_KEYS {
-            self.keys.push(k);
-        } else {
-            self.full = true;
+        match self.keys.binary_search(&k) {
+            Ok(_) => {}
+            Err(at) if self.keys.len() < MAX_KEYS => self.keys.insert(at, k),
+            Err(_) => self.full = true,
         }
     }
 
@@ -518,15 +569,16 @@ impl PartySet {
 pub const OWN_THREAD_SECS: u64 = 14 * 86_400;
 
 /// The Message-IDs our own users sent out (own mail's
-/// [`Parties::message`]), kept [`OWN_THREAD_SECS`] and at most
-/// [`OwnThreads::capacity`]: an inbound message quoting one in
+/// [`Parties::message`]) and who sent each, kept [`OWN_THREAD_SECS`] and
+/// at most [`OwnThreads::capacity`]: an inbound message quoting one in
 /// `In-Reply-To` or `References` answers mail of ours, which only its
 /// recipients saw. The oldest go first; a full store forgets, and a
 /// forgotten thread is counted as any mail (never "known").
 #[derive(Debug, Clone, Default)]
 pub struct OwnThreads {
-    /// Thread key → the time it was last sent (Unix seconds).
-    seen: std::collections::HashMap<u64, u64>,
+    /// Thread key → the time it was last sent (Unix seconds) and its
+    /// sender's address key (0: the null sender).
+    seen: std::collections::HashMap<u64, (u64, u32)>,
     /// Keys in the order sent, with their time, for expiry.
     order: std::collections::VecDeque<(u64, u64)>,
     capacity: usize,
@@ -543,8 +595,8 @@ impl OwnThreads {
         }
     }
 
-    /// Notes thread key `k` sent at `now`.
-    pub fn note(&mut self, k: u64, now: u64) {
+    /// Notes thread key `k` sent at `now` by the address of key `sender`.
+    pub fn note(&mut self, k: u64, now: u64, sender: Option<u32>) {
         if self.capacity == 0 {
             return;
         }
@@ -552,13 +604,13 @@ impl OwnThreads {
         while self.order.len() >= self.capacity {
             self.pop_oldest();
         }
-        self.seen.insert(k, now);
+        self.seen.insert(k, (now, sender.map_or(0, clamp_key)));
         self.order.push_back((k, now));
     }
 
     fn pop_oldest(&mut self) {
         if let Some((k, t)) = self.order.pop_front() {
-            if self.seen.get(&k) == Some(&t) {
+            if self.seen.get(&k).is_some_and(|(at, _)| *at == t) {
                 self.seen.remove(&k);
             }
         }
@@ -575,14 +627,21 @@ impl OwnThreads {
         }
     }
 
-    /// One of `answers` is a thread key our users sent within `keep_secs`
-    /// of `now`.
-    pub fn answers(&self, answers: &[u64], now: u64) -> bool {
-        answers.iter().any(|a| {
-            self.seen
-                .get(a)
-                .is_some_and(|t| t.saturating_add(self.keep_secs) >= now)
-        })
+    /// What `answers` (thread keys) answer of ours at `now`: whether one
+    /// is a thread our users sent within `keep_secs`, and who wrote them.
+    pub fn answered(&self, answers: &[u64], now: u64) -> Answered {
+        let mut out = Answered::default();
+        for a in answers.iter().take(MAX_ANSWERS) {
+            if let Some((t, sender)) = self.seen.get(a) {
+                if t.saturating_add(self.keep_secs) >= now {
+                    out.own = true;
+                    if *sender != 0 && !out.writers.contains(sender) {
+                        out.writers.push(*sender);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Threads held.
@@ -594,18 +653,19 @@ impl OwnThreads {
         self.seen.is_empty()
     }
 
-    /// The (key, time) pairs in the order sent (snapshots).
-    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.order
-            .iter()
-            .filter(|(k, t)| self.seen.get(k) == Some(t))
-            .copied()
+    /// The (key, time, sender key) of each thread in the order sent
+    /// (snapshots).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64, u32)> + '_ {
+        self.order.iter().filter_map(|(k, t)| {
+            let (at, sender) = self.seen.get(k)?;
+            (at == t).then_some((*k, *t, *sender))
+        })
     }
 
-    /// Heap bytes held (estimated: a map entry about 24 bytes, a queue
+    /// Heap bytes held (estimated: a map entry about 32 bytes, a queue
     /// item 16).
     pub fn heap_bytes(&self) -> usize {
-        self.seen.capacity() * 24 + self.order.capacity() * 16
+        self.seen.capacity() * 32 + self.order.capacity() * 16
     }
 
     /// The same threads under new bounds (a reload).
@@ -686,66 +746,92 @@ mod tests {
         let team = people("u", 12);
         let (mut t, first) = Talk::first(&inbound("marco@supplier.example", &refs(&team)));
         assert_eq!((first.kind, first.added), (Kind::First, 12));
-        let m = t.join(&inbound("u0@example.org", &refs(&team[1..])), false);
+        let none = Answered::default();
+        let m = t.join(&inbound("u0@example.org", &refs(&team[1..])), &none);
         assert_eq!((m.kind, m.added), (Kind::Within, 0));
         // The chain: "from" a reached victim to someone new.
-        let m = t.join(&inbound("u3@example.org", &["v@example.org"]), false);
+        let m = t.join(&inbound("u3@example.org", &["v@example.org"]), &none);
         assert_eq!((m.kind, m.added), (Kind::Copy, 1));
         // "From" the new victim back to the first: nobody new.
-        let m = t.join(&inbound("w@example.org", &["v@example.org"]), false);
+        let m = t.join(&inbound("w@example.org", &["v@example.org"]), &none);
         assert_eq!(m.kind, Kind::Within);
         assert!(!t.conversation());
     }
 
     /// A thread whose Cc grows by one: each answer goes to everyone and
-    /// one more; a copy to one new person beside one old is a reply only
-    /// while the campaign reached two people at most.
+    /// one more (it grows the conversation); one that reaches half again
+    /// and adds two is a reply; one new person beside one of nine is a
+    /// copy, as are nine new at once.
     #[test]
-    fn a_growing_cc_is_a_reply_and_a_lone_new_recipient_a_copy() {
+    fn a_growing_cc_grows_and_a_lone_new_recipient_is_a_copy() {
+        let none = Answered::default();
         let mut all = people("p", 4);
         let (mut t, _) = Talk::first(&inbound("x@partner.example", &refs(&all)));
         for i in 0..5 {
             all.push(format!("cc{i}@example.org"));
-            let m = t.join(&inbound("y@partner.example", &refs(&all)), false);
-            assert_eq!((m.kind, m.added), (Kind::Reply, 1), "{i}");
+            let m = t.join(&inbound("y@partner.example", &refs(&all)), &none);
+            assert_eq!((m.kind, m.added), (Kind::Grow, 1), "{i}");
         }
+        let mut half: Vec<String> = all[..5].to_vec();
+        half.extend(people("h", 2));
+        let m = t.join(&inbound("z@partner.example", &refs(&half)), &none);
+        assert_eq!((m.kind, m.added), (Kind::Reply, 2));
         let m = t.join(
             &inbound("z@partner.example", &["p0@example.org", "new@example.org"]),
-            false,
+            &none,
         );
-        assert_eq!(m.kind, Kind::Copy, "one of nine again is no reply");
+        assert_eq!(m.kind, Kind::Copy, "one of twelve again is no reply");
         assert!(!t.conversation());
-        // Three new at once is a copy too.
         let mut more = all.clone();
-        more.extend(people("n", 3));
-        let m = t.join(&inbound("y@partner.example", &refs(&more)), false);
-        assert_eq!((m.kind, m.added), (Kind::Copy, 3));
+        more.extend(people("n", 9));
+        let m = t.join(&inbound("y@partner.example", &refs(&more)), &none);
+        assert_eq!((m.kind, m.added), (Kind::Copy, 9));
     }
 
+    /// An answer to our own user's mail: the people she sent this text to
+    /// are known to it, and the user who wrote the answered mail is a
+    /// reply; anyone else it adds is counted as any copy.
     #[test]
-    fn an_answer_to_our_own_mail_is_a_reply() {
+    fn answers_to_our_own_mail_reach_its_people() {
+        let ann = address_key("ann@example.org", KEY);
         let own = parties(
             Origin::Own,
             "ann@example.org",
-            &["x@partner.example", "y@partner.example", "bob@example.org"],
+            &["x@partner.example", "bob@example.org"],
             &[],
         );
         let (mut t, first) = Talk::first(&own);
         assert!(first.own);
-        // X answers Ann (known: she sent it) and copies Carol.
+        let answered = Answered {
+            own: true,
+            writers: vec![ann],
+        };
+        // X answers Ann and Bob, whom Ann sent it to. Without the answer
+        // Bob got it from inside only: new (the thread grows by him).
+        let p = inbound("x@partner.example", &["ann@example.org", "bob@example.org"]);
+        let m = t.classify(&p, &Answered::default());
+        assert_eq!((m.kind, m.added), (Kind::Grow, 1));
+        // As an answer to Ann's mail: nobody new.
+        assert_eq!(t.join(&p, &answered).kind, Kind::Within);
+        // Copying Carol as well: a copy of one.
         let p = inbound(
             "x@partner.example",
             &["ann@example.org", "carol@example.org"],
         );
-        let m = t.join(&p, true);
+        let m = t.join(&p, &answered);
         assert_eq!((m.kind, m.added, m.answers_own), (Kind::Reply, 1, true));
-        // Bob got it from Ann, inside: an inbound copy to him counts.
-        let m = t.join(&inbound("z@else.example", &["bob@example.org"]), false);
-        assert_eq!((m.kind, m.added), (Kind::Copy, 1));
+        let p = inbound("x@partner.example", &["dan@example.org", "eve@example.org"]);
+        assert_eq!(t.join(&p, &answered).kind, Kind::Copy);
+        // The writer of the answered mail, new to another campaign: a reply.
+        let (mut u, _) = Talk::first(&inbound("v@vendor.example", &["zed@example.org"]));
+        let to_ann = inbound("v@vendor.example", &["ann@example.org"]);
+        assert_eq!(u.join(&to_ann, &answered).kind, Kind::Reply);
+        let to_nobody = inbound("v@vendor.example", &["ann2@example.org"]);
+        assert_eq!(u.join(&to_nobody, &answered).kind, Kind::Copy);
         // Own mail to Carol (who got it inbound) adds nobody to its tally.
         let m = t.join(
             &parties(Origin::Own, "ann@example.org", &["carol@example.org"], &[]),
-            false,
+            &Answered::default(),
         );
         assert_eq!((m.kind, m.added, m.own), (Kind::Within, 0, true));
     }
@@ -754,18 +840,25 @@ mod tests {
     /// if it was reached, and nothing is a reply.
     #[test]
     fn a_full_set_counts_what_it_does_not_hold() {
+        let none = Answered::default();
         let many = people("m", MAX_KEYS + 10);
         let (mut t, first) = Talk::first(&inbound("x@spam.example", &refs(&many[..900])));
         assert_eq!(first.added, 900);
-        let m = t.join(&inbound("x@spam.example", &refs(&many[900..])), false);
+        let m = t.join(&inbound("x@spam.example", &refs(&many[900..])), &none);
         assert_eq!(m.added, (MAX_KEYS + 10 - 900) as u32);
         assert!(t.full());
         assert_eq!(t.parties(), MAX_KEYS);
-        // The last ten did not fit: sent again, they count again.
-        let last = refs(&many[MAX_KEYS..]);
-        let m = t.join(&inbound("x@spam.example", &last), false);
+        // The ten that did not fit, sent again, count again.
+        let held: std::collections::HashSet<u32> = t.set.keys.iter().copied().collect();
+        let out: Vec<&str> = many
+            .iter()
+            .filter(|a| !held.contains(&(address_key(a, KEY) | REACHED)))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(out.len(), 10);
+        let m = t.join(&inbound("x@spam.example", &out), &none);
         assert_eq!((m.kind, m.added), (Kind::Copy, 10));
-        let m = t.join(&inbound("x@spam.example", &["m0@example.org"]), false);
+        let m = t.join(&inbound("x@spam.example", &["m0@example.org"]), &none);
         assert_eq!(m.kind, Kind::Within, "what it holds it still knows");
     }
 
@@ -782,12 +875,19 @@ mod tests {
     fn own_threads_are_kept_for_their_time_and_capacity() {
         let mut o = OwnThreads::new(3, 100);
         for k in 1..=4u64 {
-            o.note(k, 10 * k);
+            o.note(k, 10 * k, Some(k as u32 * 4));
         }
-        assert!(!o.answers(&[1], 40), "pushed out by the fourth");
-        assert!(o.answers(&[9, 2], 40));
-        assert!(!o.answers(&[2], 121), "expired");
-        assert!(o.answers(&[4], 140));
+        assert!(!o.answered(&[1], 40).own, "pushed out by the fourth");
+        assert_eq!(
+            o.answered(&[9, 2], 40),
+            Answered {
+                own: true,
+                writers: vec![8]
+            }
+        );
+        assert!(!o.answered(&[2], 121).own, "expired");
+        assert!(o.answered(&[4], 140).own);
+        assert_eq!(o.iter().count(), 3);
         o.expire(200);
         assert!(o.is_empty());
         let key = message_key("a@b", KEY);

@@ -181,6 +181,8 @@ pub struct CampaignSummary {
     pub largest: u16,
     /// [`Campaign::freed`].
     pub freed: u16,
+    /// [`Campaign::grown`].
+    pub grown: u16,
     /// [`Campaign::own`]: recipients of the site's own mail, counted apart.
     pub own: u32,
     /// [`Campaign::own_largest`].
@@ -191,9 +193,12 @@ impl CampaignSummary {
     /// What its inbound mail is judged on ([`Campaign::measure`]).
     pub fn measure(&self, single_transaction: u32) -> f64 {
         let centi = (self.score * 100.0).round().max(0.0) as u64;
-        crate::engine::campaign::measure_centi(centi, self.largest, self.freed, single_transaction)
-            as f64
-            / 100.0
+        let free = crate::engine::campaign::Free {
+            largest: self.largest,
+            grown: self.grown,
+            freed: self.freed,
+        };
+        crate::engine::campaign::measure_centi(centi, free, single_transaction) as f64 / 100.0
     }
 
     /// What its own mail is judged on ([`Campaign::own_measure`]).
@@ -218,6 +223,7 @@ impl From<&Campaign> for CampaignSummary {
             conversation: c.conversation(),
             largest: c.largest,
             freed: c.freed,
+            grown: c.grown,
             own: c.own,
             own_largest: c.own_largest,
         }
@@ -457,6 +463,7 @@ mod tests {
                 conversation: false,
                 largest: 0,
                 freed: 0,
+                grown: 0,
                 own: 0,
                 own_largest: 0,
             }),

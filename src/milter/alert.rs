@@ -505,6 +505,7 @@ mod tests {
             conversation: false,
             largest: 0,
             freed: 0,
+            grown: 0,
             own: 0,
             own_largest: 0,
         };
@@ -572,6 +573,7 @@ mod tests {
                 conversation: false,
                 largest: 0,
                 freed: 0,
+                grown: 0,
                 own: 0,
                 own_largest: 0,
             },

@@ -551,6 +551,13 @@ pub struct CampaignJson {
     /// Every message of it was a list's post from one sender domain: mail
     /// of a list (`list=yes`, `policy.list`).
     pub list: bool,
+    /// What its level is measured on: its weighted recipients less its
+    /// largest single delivery and its replies' (`engine::party`).
+    pub measure: f64,
+    /// Recipients of the site's own mail in it (`[own]`), counted apart.
+    pub own: u32,
+    /// The level of its own mail on that tally.
+    pub own_level: &'static str,
 }
 
 /// Parts of the window in a campaign's `arrivals`.
@@ -755,13 +762,13 @@ fn campaigns_at(state: &State, now: u64, filter: &Filter) -> CampaignList {
     let thresholds = state.config().thresholds.clone();
     let json = |c: &Campaign, arrivals: Vec<u32>| {
         let allowed = c.allowed_until.is_some_and(|u| u.get() > now);
+        let summary = crate::engine::verdict::CampaignSummary::from(c);
         CampaignJson {
             id: c.id.to_string(),
-            level: crate::engine::verdict::campaign_level(
-                &crate::engine::verdict::CampaignSummary::from(c),
-                &thresholds,
-            )
-            .as_str(),
+            level: crate::engine::verdict::campaign_level(&summary, &thresholds).as_str(),
+            measure: c.measure(thresholds.single_transaction_recipients),
+            own: c.own,
+            own_level: crate::engine::verdict::own_level(&summary, &thresholds).as_str(),
             messages: c.messages,
             recipients: c.recipients,
             score: c.score(),

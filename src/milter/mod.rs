@@ -509,6 +509,38 @@ pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// Fair shares follow what the client cannot choose: one /24 or /64
+    /// is one client whatever its envelope senders; local submission is
+    /// one client.
+    #[test]
+    fn fair_shares_are_keyed_by_the_clients_network() {
+        use super::{fair_key, origin::Client};
+        let env = |addr: &str, from: &str| crate::engine::Envelope {
+            client_addr: addr.parse().ok(),
+            mail_from: Some(from.to_owned()),
+            ..crate::engine::Envelope::default()
+        };
+        let a = fair_key(&env("192.0.2.7", "a@one.example"), Client::Inet);
+        assert_eq!(a, "192.0.2.0/24");
+        assert_eq!(
+            fair_key(&env("192.0.2.99", "b@two.example"), Client::Inet),
+            a
+        );
+        assert_eq!(
+            fair_key(&env("::ffff:192.0.2.8", "c@x.example"), Client::Inet),
+            a
+        );
+        assert_ne!(
+            fair_key(&env("192.0.3.7", "a@one.example"), Client::Inet),
+            a
+        );
+        assert_eq!(
+            fair_key(&env("2001:db8:1:2:3:4:5:6", "a@x.example"), Client::Inet),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(fair_key(&env("", "a@x.example"), Client::Local), "local");
+    }
+
     use crate::config::{Action, SocketSpec};
 
     #[test]

@@ -219,6 +219,7 @@ fn write_campaign(w: &mut Writer, c: &Campaign, format: u16) {
     write_talk(w, c.talk.as_deref());
     w.u16(c.largest);
     w.u16(c.freed);
+    w.u16(c.grown);
     w.u32(c.own);
     w.u16(c.own_largest);
 }
@@ -386,11 +387,12 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
 
     if format >= 6 {
         let mut s = Writer::default();
-        let threads: Vec<(u64, u64)> = engine.own_threads.iter().collect();
+        let threads: Vec<(u64, u64, u32)> = engine.own_threads.iter().collect();
         s.u64(threads.len() as u64);
-        for (k, t) in threads {
+        for (k, t, sender) in threads {
             s.u64(k);
             s.u64(t);
+            s.u32(sender);
         }
         w.section(TAG_THREADS, s);
     }
@@ -522,21 +524,17 @@ fn read_campaign(r: &mut Reader<'_>, format: u16) -> Result<Campaign, SnapshotEr
             what: "campaign flags".into(),
         });
     }
-    let (talk, largest, freed, own, own_largest) = if format >= 6 {
+    let (talk, [largest, freed, grown], own, own_largest) = if format >= 6 {
         let talk = read_talk(r)?;
-        let (largest, freed, own, own_largest) = (r.u16()?, r.u16()?, r.u32()?, r.u16()?);
-        (
-            talk,
-            largest,
-            freed.min(MAX_REPLY_FREE as u16),
-            own,
-            own_largest,
-        )
+        let (largest, freed, grown) = (r.u16()?, r.u16()?, r.u16()?);
+        let (own, own_largest) = (r.u32()?, r.u16()?);
+        let freed = freed.min(MAX_REPLY_FREE as u16);
+        (talk, [largest, freed, grown], own, own_largest)
     } else {
         if format >= 4 {
             skip_old_talk(r)?;
         }
-        (None, 0, 0, 0, 0)
+        (None, [0; 3], 0, 0)
     };
     Ok(Campaign {
         id,
@@ -555,6 +553,7 @@ fn read_campaign(r: &mut Reader<'_>, format: u16) -> Result<Campaign, SnapshotEr
         talk,
         largest,
         freed,
+        grown,
         own,
         own_largest,
         own_alerted: flags & 4 != 0,
@@ -639,8 +638,10 @@ pub fn decode(bytes: &[u8], cfg: &Config) -> Result<(Engine, Loaded), SnapshotEr
     exact.restore(gens, lru);
     engine.exact = exact;
     engine.campaigns = campaigns;
-    for (k, t) in threads {
-        engine.own_threads.note(k, t);
+    for (k, t, sender) in threads {
+        engine
+            .own_threads
+            .note(k, t, (sender != 0).then_some(sender));
     }
     Ok((
         engine,
@@ -753,12 +754,14 @@ fn read_window(
 }
 
 /// Our users' Message-IDs (format 6): at most `own.max_threads` (thread
-/// key, time) pairs.
-fn read_threads(r: &mut Reader<'_>, cfg: &Config) -> Result<Vec<(u64, u64)>, SnapshotError> {
+/// key, time, sender key) triples.
+type Threads = Vec<(u64, u64, u32)>;
+
+fn read_threads(r: &mut Reader<'_>, cfg: &Config) -> Result<Threads, SnapshotError> {
     let mut s = r.section(TAG_THREADS, "own threads")?;
-    let n = s.items(cfg.own.max_threads, 16)?;
+    let n = s.items(cfg.own.max_threads, 20)?;
     let threads = (0..n)
-        .map(|_| Ok((s.u64()?, s.u64()?)))
+        .map(|_| Ok((s.u64()?, s.u64()?, s.u32()?)))
         .collect::<Result<Vec<_>, SnapshotError>>()?;
     s.finish()?;
     Ok(threads)
@@ -898,7 +901,7 @@ const MAX_CAMPAIGN_LEN: u64 = {
     // kind, refs, id, first/last seen, messages, recipients, score,
     // senders, names, subject, alerted, talk (its larger form)
     let talk = 1 + 4 + 4 + 1 + 8 + 4 * MAX_KEYS as u64;
-    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1 + talk + 10
+    1 + 4 + 8 + 8 + 8 + 4 + 8 + 8 + (8 + MAX_SENDERS as u64 * 6) + 8 + strings + 1 + talk + 12
 };
 
 /// Encoded size of the largest record of a message alone in its
@@ -943,7 +946,7 @@ pub fn max_file_len(cfg: &Config) -> u64 {
     let campaigns = 8u64
         .saturating_add(slots.saturating_mul(1 + 4 + 4 + 8))
         .saturating_add(entries.saturating_add(16).saturating_mul(MAX_CAMPAIGN_LEN));
-    let threads = (1 + 8 + 8u64).saturating_add((cfg.own.max_threads as u64).saturating_mul(16));
+    let threads = (1 + 8 + 8u64).saturating_add((cfg.own.max_threads as u64).saturating_mul(20));
     fixed
         .saturating_add(window)
         .saturating_add(bands)

@@ -6,8 +6,10 @@
 //! takes it at once, whoever sent it: the order only matters while some
 //! wait.
 //!
-//! A sender is what the caller names (the milter: the envelope sender's
-//! domain, else the client's address).
+//! A sender is what the caller names: the milter names what the client
+//! cannot choose, its SMTP client's network (`milter::fair_key`: an IPv4
+//! /24, an IPv6 /64, or local submission), never the envelope sender,
+//! which a flood rotates.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

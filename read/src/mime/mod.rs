@@ -136,7 +136,8 @@ fn wire_form(raw: &[u8], max: usize) -> (Cow<'_, [u8]>, bool) {
 }
 
 /// The parser `extract` uses: the headers it reads (MIME, Subject,
-/// Message-ID, From, To, Cc) parsed, every other header skipped. Parsing
+/// Message-ID, In-Reply-To, References, From, To, Cc) parsed, every other
+/// header skipped. Parsing
 /// Received and Date headers it never reads cost about a tenth of the
 /// engine's time on real mail.
 fn parser() -> &'static MessageParser {
@@ -146,6 +147,8 @@ fn parser() -> &'static MessageParser {
             .with_mime_headers()
             .header_text(HeaderName::Subject)
             .header_id(HeaderName::MessageId)
+            .header_id(HeaderName::InReplyTo)
+            .header_id(HeaderName::References)
             .header_address(HeaderName::From)
             .header_address(HeaderName::To)
             .header_address(HeaderName::Cc)
@@ -987,6 +990,24 @@ mod tests {
                       Content-Type: text/plain\n\nsee below\n--B\nContent-Type: message/rfc822\n\n\
                       In-Reply-To: <a@b.example>\nSubject: Re: inner\n\ninner text\n--B--\n";
         assert!(!parsed(nested).reply);
+    }
+
+    /// The Message-IDs a message answers are read: `In-Reply-To` first,
+    /// then the last of `References`, each once, at most `MAX_ANSWERS`
+    /// (issue 63: the parser skipped both fields and every answer read as
+    /// answering nothing).
+    #[test]
+    fn the_message_ids_a_message_answers_are_read() {
+        let b = parsed(
+            "Subject: Re: x\nIn-Reply-To: <p@b.example>\nReferences: <r1@b.example>\n \
+             <r2@b.example> <p@b.example>\n\nhello\n",
+        );
+        assert_eq!(b.answers, ["p@b.example", "r2@b.example", "r1@b.example"]);
+        let many: String = (0..5000).map(|i| format!(" <m{i}@x.example>")).collect();
+        let b = parsed(&format!("Subject: x\nReferences:{many}\n\nhello\n"));
+        assert_eq!(b.answers.len(), MAX_ANSWERS);
+        assert_eq!(b.answers[0], "m4999@x.example");
+        assert!(parsed("Subject: x\n\nhello\n").answers.is_empty());
     }
 
     /// A campaign's text in an attached page or text file is read after
