@@ -529,6 +529,95 @@ async fn held_transactions_trickling_rcpt_cannot_keep_postfix_out() {
     assert!(d.stop().success());
 }
 
+/// The audit's hold (issue 64): one SMTP client keeps 28 sessions of the
+/// 32 `max_connections` in DATA (MAIL, RCPT, DATA, then nothing, as
+/// Postfix hands a session whose client has not sent its final dot), all
+/// young, renewed: every Postfix session shares one milter peer, so at
+/// the peer's cap 75 of 75 ordinary sessions were refused. Now one SMTP
+/// client holding more than its share loses its own sessions first: 75
+/// ordinary sessions from other clients, while the holds stand, are all
+/// judged, with no wait on any clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_held_in_data_cannot_keep_other_clients_out() {
+    use indymilter_test::{MacroStage, TestConnection};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("milter.sock");
+    let config = dir.path().join("bulkwatch.toml");
+    let metrics = free_port();
+    fs::write(
+        &config,
+        config_text(&socket, &dir.path().join("state"), Some(metrics), 32),
+    )
+    .unwrap();
+    let mut d = Daemon::spawn(&config, &dir.path().join("daemon.log"), Some(1024));
+    d.wait_log("bulkwatch serving");
+    // Each hold opens, goes to DATA and waits; when the guard closes it,
+    // it opens another, as the attacker renews its sessions.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let renewed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut holds = Vec::new();
+    for i in 0..28u16 {
+        let (socket, stop, renewed) = (socket.clone(), stop.clone(), renewed.clone());
+        holds.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok(mut c) = TestConnection::configure().open_unix(&socket).await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let _ = c
+                    .connect("bad.example", ([203, 0, 113, 9], 40000 + i))
+                    .await;
+                let _ = c.helo("bad.example").await;
+                let _ = c.macros(MacroStage::Mail, [("i", "HOLD")]).await;
+                let _ = c.mail(["<x@attacker.example>"]).await;
+                let _ = c.rcpt(["<v@example.net>"]).await;
+                let _ = c.data().await;
+                // In DATA: nothing more for a while, then a new session in
+                // its place, as the attacker renews its holds before any
+                // clock could close them.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                drop(c);
+                renewed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+    }
+    // The 28 are in DATA before the ordinary sessions start.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut judged = 0;
+    for i in 0..75u8 {
+        let r = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut conn = TestConnection::configure().open_unix(&socket).await.ok()?;
+            conn.connect("mx.example", ([198, 51, i, 7], 25))
+                .await
+                .ok()?;
+            conn.helo("mx.example").await.ok()?;
+            let m = spam(&common::name(200 + usize::from(i)), 900 + u32::from(i));
+            let rcpts = vec![m.rcpt.clone()];
+            let (_, status) =
+                common::transact_envelope(&mut conn, &m, "<offers@deals.example>", &rcpts).await;
+            let _ = conn.close().await;
+            Some(status)
+        })
+        .await;
+        if matches!(r, Ok(Some(Status::Accept))) {
+            judged += 1;
+        } else {
+            eprintln!("ordinary {i}: {r:?}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in holds {
+        h.abort();
+    }
+    assert_eq!(judged, 75, "{judged} of 75 judged\n{}", d.log_text());
+    let text = metrics_text(metrics);
+    assert!(
+        counter(&text, "bulkwatch_connections_evicted_total") >= 1,
+        "{text}"
+    );
+    assert!(d.stop().success());
+}
+
 fn guard_envelope_stall() -> Duration {
     bulkwatch::milter::guard::ENVELOPE_STALL
 }

@@ -988,8 +988,20 @@ fn check_config_postfix_asks_that_forged_authentication_results_be_dropped() {
         .trim();
     assert_eq!(
         rule,
-        "/^Authentication-Results:[[:space:]]*mx\\.example\\.org([[:space:];]|$)/ IGNORE"
+        "/^Authentication-Results:.*mx\\.example\\.org/ IGNORE"
     );
+    // The line of builds before 2026-12-07 lets a comment, a quote or a
+    // fold before the id through: still a problem.
+    let table = dir.path().join("header_checks");
+    std::fs::write(
+        &table,
+        "/^Authentication-Results:[[:space:]]*mx\\.example\\.org([[:space:];]|$)/ IGNORE\n",
+    )
+    .expect("table");
+    let out = check(&format!("regexp:{}", table.display()));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("legal forms pass"), "{text}");
     // A table that drops another id's headers only: still a problem.
     let table = dir.path().join("header_checks");
     std::fs::write(

@@ -102,7 +102,9 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
                      problem:\" line above (postconf itself ran fine)",
                     report.problems
                 ),
-                source: "until they are fixed, mail is not filtered".into(),
+                source: "until they are fixed, Postfix and bulkwatch do not work together as \
+                         configured"
+                    .into(),
             });
         }
         if args.quiet {
@@ -123,6 +125,23 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
         file.display(),
     ))?;
     Ok(Exit::Ok)
+}
+
+/// Authentication-Results headers of authserv-id `id` in the legal forms
+/// RFC 8601 allows (RFC 5322 CFWS before the id, a quoted id, folding,
+/// case): what `header_checks` must drop from mail arriving from outside.
+pub fn auth_results_forms(id: &str) -> Vec<String> {
+    let upper = id.to_ascii_uppercase();
+    [
+        format!("Authentication-Results: {id}; dkim=pass header.d=example.com"),
+        format!("Authentication-Results:{id};dkim=pass header.d=example.com"),
+        format!("Authentication-Results: (comment) {id}; dkim=pass header.d=example.com"),
+        format!("Authentication-Results: (a (nested) comment)\n\t{id}; dkim=pass"),
+        format!("Authentication-Results: \"{id}\"; dkim=pass header.d=example.com"),
+        format!("Authentication-Results:\n\t{id};\n\tdkim=pass header.d=example.com"),
+        format!("authentication-results: {upper} 1; dkim=pass header.d=example.com"),
+    ]
+    .into()
 }
 
 /// `text` with the characters a Postfix regexp table reads specially
@@ -338,31 +357,42 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     // be dropped before any milter (and bulkwatch) sees the message, or a
     // sender could write the pass that a domain allowance asks for.
     for id in &cfg.allow.authserv_ids {
-        let sample = format!("Authentication-Results: {id}; dkim=pass header.d=example.com");
-        let ignored = settings.header_checks.iter().any(|table| {
-            let mut cmd = std::process::Command::new("postmap");
-            if let Some(d) = dir {
-                cmd.arg("-c").arg(d);
-            }
-            cmd.arg("-q")
-                .arg(&sample)
-                .arg(table)
-                .output()
-                .is_ok_and(|o| {
-                    o.status.success()
-                        && String::from_utf8_lossy(&o.stdout)
-                            .trim_start()
-                            .to_ascii_uppercase()
-                            .starts_with("IGNORE")
+        // Every legal form of the header (RFC 8601): plain, a comment
+        // before the id, the id quoted, folded, in other cases.
+        let missed: Vec<String> = auth_results_forms(id)
+            .into_iter()
+            .filter(|sample| {
+                !settings.header_checks.iter().any(|table| {
+                    let mut cmd = std::process::Command::new("postmap");
+                    if let Some(d) = dir {
+                        cmd.arg("-c").arg(d);
+                    }
+                    cmd.arg("-q")
+                        .arg(sample)
+                        .arg(table)
+                        .output()
+                        .is_ok_and(|o| {
+                            o.status.success()
+                                && String::from_utf8_lossy(&o.stdout)
+                                    .trim_start()
+                                    .to_ascii_uppercase()
+                                    .starts_with("IGNORE")
+                        })
                 })
-        });
-        if !ignored {
+            })
+            .collect();
+        if !missed.is_empty() {
             problems.push(format!(
-                "allow.authserv_ids trusts {id}, but header_checks (= {:?}) does not drop an \
-                 Authentication-Results header of {id} arriving from outside: a sender could \
-                 write one and have a domain allowance let its mail through. Add to a \
-                 header_checks table: /^Authentication-Results:[[:space:]]*{}([[:space:];]|$)/ IGNORE",
+                "allow.authserv_ids trusts {id}, but header_checks (= {:?}) does not drop \
+                 every Authentication-Results header of {id} arriving from outside ({} of \
+                 its legal forms pass, e.g. {:?}): a sender could write one. (bulkwatch \
+                 trusts only the plain form at the top, but other readers of the header may \
+                 not.) The line below matches the id anywhere in the header, folded or not, \
+                 in any case. Add to a header_checks table: \
+                 /^Authentication-Results:.*{}/ IGNORE",
                 settings.header_checks.join(", "),
+                missed.len(),
+                missed.first().map(String::as_str).unwrap_or(""),
                 regex_escaped(id)
             ));
         }

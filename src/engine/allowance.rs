@@ -10,11 +10,25 @@
 //! header authenticates: `dkim=pass` with `header.d` (or `header.i`) the
 //! From domain or a parent of it (relaxed alignment, as DMARC has it), or
 //! `dmarc=pass` with `header.from` the From domain. A header of a trusted
-//! authserv-id arriving from outside would be a forgery: Postfix removes
-//! them before any milter sees the message (`header_checks`, which
-//! `bulkwatch check-config --postfix` checks), so every such header
-//! bulkwatch sees was written by the site's own authenticators
-//! (docs/admin/solicited.md).
+//! authserv-id arriving from outside would be a forgery. RFC 8601 section
+//! 5 has the border MTA remove them; Postfix does so before any milter
+//! sees the message (`header_checks`, which `bulkwatch check-config
+//! --postfix` checks with every legal form of the header), and bulkwatch
+//! trusts a header only where the site's authenticator puts it and only
+//! in the plain form that `header_checks` line removes from mail arriving
+//! from outside (issue 64):
+//!
+//! - **position**: the site's block, the headers at the top of the
+//!   message before any the SMTP client wrote: a milter that authenticates
+//!   inserts its header there (above or right after Postfix's own
+//!   `Received`), and a sender cannot write a header above the MTA's
+//!   `Received`. A header further down is the sender's, whatever id it
+//!   bears ([`SiteBlock`]);
+//! - **form**: the authserv-id written plainly first (`Authentication-Results:
+//!   mx.example.org; ...`). A comment before it, a quoted id, a fold
+//!   inside it are legal RFC 8601 forms an authenticator does not write
+//!   and a regular expression may miss: such a header is not trusted
+//!   ([`AuthResult::plain`]).
 //!
 //! Everything here is pure: text in, answers out.
 
@@ -42,6 +56,12 @@ pub const MAX_HEADERS: usize = 32;
 pub struct AuthResult {
     /// The authserv-id, lower-cased.
     pub authserv_id: String,
+    /// The authserv-id was written plainly first: no comment, quote or
+    /// fold before or in it.
+    pub plain: bool,
+    /// The header was in the site's block at the top of the message
+    /// ([`SiteBlock`]).
+    pub site: bool,
     /// Lower-cased domains with `dkim=pass` (`header.d`, or the domain of
     /// `header.i`) or `dmarc=pass` (`header.from`).
     pub passed: Vec<String>,
@@ -117,6 +137,7 @@ pub fn parse(value: &str) -> Option<AuthResult> {
         return None;
     }
     let text = without_comments(value);
+    let plain = plain_id(value);
     let mut parts = text.split(';');
     // authserv-id [version]
     let authserv_id = parts
@@ -161,16 +182,77 @@ pub fn parse(value: &str) -> Option<AuthResult> {
         }
     }
     Some(AuthResult {
+        plain: plain.is_some_and(|p| p.eq_ignore_ascii_case(&authserv_id)),
         authserv_id,
         passed,
+        site: false,
     })
 }
 
-/// The domains the trusted headers among `results` authenticate.
+/// The authserv-id of a header value written plainly: optional spaces or
+/// tabs (no fold), then a token of the characters an id is made of, then a
+/// space, a tab or `;`. `None` for a comment, a quote or a fold first.
+fn plain_id(value: &str) -> Option<&str> {
+    let v = value.trim_start_matches([' ', '\t']);
+    let end = v
+        .find(|c: char| c == ';' || c == ' ' || c == '\t' || c == '\r' || c == '\n')
+        .unwrap_or(v.len());
+    let id = v.get(..end)?;
+    let next = v.get(end..)?.chars().next();
+    let ok = !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'(' | b')' | b'"' | b'\\' | b';'))
+        && matches!(next, Some(';' | ' ' | '\t'));
+    ok.then_some(id)
+}
+
+/// Where the site's authenticators put their headers: the block at the
+/// top of the message before anything the SMTP client wrote. Fed each
+/// header in order; the block is the leading `Authentication-Results`
+/// headers, with at most one `Received` among them (Postfix's own, which
+/// a milter inserting at index 0 puts below its header and one inserting
+/// at 1 above); any other header, or a second `Received`, ends it.
+#[derive(Debug, Clone, Default)]
+pub struct SiteBlock {
+    received: bool,
+    closed: bool,
+}
+
+/// Two readings are alike whatever their place: the block is bookkeeping
+/// of the reading (what each header was is in its [`AuthResult::site`]).
+impl PartialEq for SiteBlock {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SiteBlock {}
+
+impl SiteBlock {
+    /// Whether the header `name`, next in order, is in the site's block.
+    pub fn next(&mut self, name: &[u8]) -> bool {
+        if self.closed {
+            return false;
+        }
+        if name.eq_ignore_ascii_case(b"Authentication-Results") {
+            return true;
+        }
+        if name.eq_ignore_ascii_case(b"Received") && !self.received {
+            self.received = true;
+            return false;
+        }
+        self.closed = true;
+        false
+    }
+}
+
+/// The domains the trusted headers among `results` authenticate: those of
+/// a trusted authserv-id, written plainly, in the site's block.
 pub fn authenticated(results: &[AuthResult], trusted: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in results {
-        if trusted.contains(&r.authserv_id) {
+        if r.plain && r.site && trusted.contains(&r.authserv_id) {
             for d in &r.passed {
                 if !out.contains(d) {
                     out.push(d.clone());
@@ -333,17 +415,79 @@ mod tests {
         assert!(parse(&deep).unwrap().passed.is_empty());
     }
 
+    fn site(v: &str) -> AuthResult {
+        AuthResult {
+            site: true,
+            ..parse(v).unwrap()
+        }
+    }
+
     #[test]
     fn only_trusted_authserv_ids_authenticate() {
         let results = vec![
-            parse("evil.example; dkim=pass header.d=bank.example").unwrap(),
-            parse("MX.Example.ORG; dkim=pass header.d=shop.example").unwrap(),
+            site("evil.example; dkim=pass header.d=bank.example"),
+            site("MX.Example.ORG; dkim=pass header.d=shop.example"),
         ];
         assert_eq!(
             authenticated(&results, &ids(&["mx.example.org"])),
             ids(&["shop.example"])
         );
         assert!(authenticated(&results, &[]).is_empty());
+    }
+
+    /// The forms of the audit (issue 64): a comment before the id, the id
+    /// quoted, a fold before it: legal RFC 8601, never written by an
+    /// authenticator, missed by a regular expression; none is trusted,
+    /// nor is a plain one below the site's block.
+    #[test]
+    fn only_a_plain_header_in_the_sites_block_is_trusted() {
+        let trusted = ids(&["mx.site.example"]);
+        for v in [
+            "(mx) mx.site.example; dkim=pass header.d=news.shop.example",
+            "\"mx.site.example\"; dkim=pass header.d=news.shop.example",
+            "\r\n\tmx.site.example; dkim=pass header.d=news.shop.example",
+            "mx.site.example(x); dkim=pass header.d=news.shop.example",
+            "mx.site.example\r\n ; dkim=pass header.d=news.shop.example",
+        ] {
+            let r = site(v);
+            assert_eq!(r.authserv_id, "mx.site.example", "{v:?}");
+            assert!(!r.plain, "{v:?}");
+            assert!(authenticated(&[r], &trusted).is_empty(), "{v:?}");
+        }
+        for v in [
+            "mx.site.example; dkim=pass header.d=news.shop.example",
+            "  MX.site.example 1 ; dkim=pass header.d=news.shop.example",
+            "\tmx.site.example;dkim=pass header.d=news.shop.example",
+        ] {
+            let r = site(v);
+            assert!(r.plain, "{v:?}");
+            assert_eq!(
+                authenticated(&[r.clone()], &trusted),
+                ids(&["news.shop.example"])
+            );
+            let below = AuthResult { site: false, ..r };
+            assert!(authenticated(&[below], &trusted).is_empty(), "{v:?}");
+        }
+        // The block: authentication headers at the top, one Received among
+        // them; the first other header ends it.
+        let mut b = SiteBlock::default();
+        let names: [&[u8]; 7] = [
+            b"Received",
+            b"Authentication-Results",
+            b"authentication-results",
+            b"Received",
+            b"Authentication-Results",
+            b"From",
+            b"Authentication-Results",
+        ];
+        let got: Vec<bool> = names.iter().map(|n| b.next(n)).collect();
+        assert_eq!(got, [false, true, true, false, false, false, false]);
+        let mut b = SiteBlock::default();
+        assert!(b.next(b"Authentication-Results"));
+        assert!(!b.next(b"Received"));
+        assert!(b.next(b"Authentication-Results"));
+        assert!(!b.next(b"Subject"));
+        assert!(!b.next(b"Authentication-Results"));
     }
 
     #[test]

@@ -15,6 +15,14 @@
 //!   (from MAIL to the end of the message or an abort). When a new
 //!   connection arrives and that many are open, one is closed to make
 //!   room, in this order:
+//!   0. when one SMTP client holds more than its share
+//!      ([`client_share`]: an eighth of `max_connections`, at least two),
+//!      one of that client's connections, in the order below, else its
+//!      oldest. The client is what the MTA's connect command names (its
+//!      network: an IPv4 /24, an IPv6 /64), which the SMTP client cannot
+//!      choose; every Postfix session shares one milter peer, so this is
+//!      what stops one client holding sessions (in DATA, say) from
+//!      shutting out every other client's mail;
 //!   1. a fresh connection, the oldest first: a client that connects and
 //!      says nothing (Postfix negotiates at once). One whose first bytes
 //!      wait in it unread (its session has not been scheduled yet) is not
@@ -26,12 +34,19 @@
 //!      sends MAIL and then one RCPT every few seconds holds a connection
 //!      without ever reaching its message, and is no longer safe from
 //!      eviction by its trickle;
-//!   4. a transaction older than [`SLOW_TRANSACTION`], the oldest first;
-//!   5. a connection in a transaction silent for [`STALLED`] or more, the
+//!   4. a transaction waiting after its DATA for [`DATA_STALL`] or more
+//!      with nothing more (Postfix sends the headers only once its SMTP
+//!      client sent the final dot: until then the session holds a slot
+//!      and no work), the longest first;
+//!   5. a transaction older than [`SLOW_TRANSACTION`], the oldest first;
+//!   6. a connection in a transaction silent for [`STALLED`] or more, the
 //!      longest silent first;
 //!
 //!   and when none is, the new connection itself is closed: it is the
-//!   one at the back of the line.
+//!   one at the back of the line. Whichever goes, Postfix applies its
+//!   `milter_default_action` to that session's message: a client that
+//!   holds more than its share, or holds DATA open, costs its own mail its
+//!   filtering (deferred, with `tempfail`), not other clients'.
 //! - **One peer cannot take every slot.** A peer (the user of a Unix
 //!   socket's client process, by `SO_PEERCRED`, or a TCP client's
 //!   address) may hold at most `max_connections` less an eighth
@@ -87,6 +102,14 @@ pub const ENVELOPE_STALL: Duration = Duration::from_secs(2);
 /// A transaction older than this may be evicted when the server is full
 /// (a message trickled a header or a line at a time).
 pub const SLOW_TRANSACTION: Duration = Duration::from_secs(30);
+/// A transaction waiting this long after DATA with nothing more (Postfix
+/// sends the headers only after its client's final dot) may be evicted
+/// when the server is full: it holds a slot and no work, and a message's
+/// data seldom takes this long.
+pub const DATA_STALL: Duration = Duration::from_secs(10);
+/// Most bytes of a connect command's data read (host name, family, port
+/// and address: a few hundred bytes).
+const MAX_CONNECT: usize = 1024;
 
 /// Where a connection is in the milter protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -135,6 +158,12 @@ struct Conn {
     tx_started: AtomicU64,
     /// The open transaction reached its header (or body).
     tx_in_message: AtomicBool,
+    /// Nanoseconds after `base` of the open transaction's DATA while no
+    /// header followed it yet; 0: none.
+    tx_data: AtomicU64,
+    /// A hash of the SMTP client's network as the MTA's connect command
+    /// named it ([`client_key`]); 0 until that command is read.
+    client: AtomicU64,
     evicted: AtomicBool,
     /// The task waiting to read from it, woken on eviction.
     reader: Mutex<Option<Waker>>,
@@ -152,16 +181,40 @@ struct Frames {
     skip: u64,
     /// The next byte is a command byte.
     at_command: bool,
+    /// The data of the connection's first connect command being read (at
+    /// most [`MAX_CONNECT`] bytes), and, once whole, waiting to be taken.
+    connect: Option<Vec<u8>>,
+    connect_done: bool,
+    /// A connect command was met: later ones are not read (the MTA sends
+    /// one a connection).
+    connect_seen: bool,
 }
 
 impl Frames {
+    /// The data of a connect command read whole since the last call.
+    fn take_connect(&mut self) -> Option<Vec<u8>> {
+        if self.connect_done {
+            self.connect_done = false;
+            self.connect.take()
+        } else {
+            None
+        }
+    }
+
     /// Feeds `bytes`; calls `f` with each command byte met.
     fn feed(&mut self, mut bytes: &[u8], mut f: impl FnMut(u8)) {
         while !bytes.is_empty() {
             if !self.at_command && self.skip > 0 {
                 let n = usize::try_from(self.skip).map_or(bytes.len(), |s| s.min(bytes.len()));
+                if let Some(c) = self.connect.as_mut().filter(|_| !self.connect_done) {
+                    let room = MAX_CONNECT.saturating_sub(c.len()).min(n);
+                    c.extend_from_slice(bytes.get(..room).unwrap_or_default());
+                }
                 self.skip -= n as u64;
                 bytes = bytes.get(n..).unwrap_or_default();
+                if self.skip == 0 && self.connect.is_some() {
+                    self.connect_done = true;
+                }
                 continue;
             }
             let Some((&b, rest)) = bytes.split_first() else {
@@ -170,6 +223,11 @@ impl Frames {
             bytes = rest;
             if self.at_command {
                 self.at_command = false;
+                if b == b'C' && !self.connect_seen {
+                    self.connect_seen = true;
+                    self.connect = Some(Vec::new());
+                    self.connect_done = self.skip == 0;
+                }
                 f(b);
                 continue;
             }
@@ -210,14 +268,63 @@ impl Registry {
 
     /// The connection to close to make room at `now` (module
     /// documentation), among those of `peer` when given, or `None`: close
-    /// the newcomer.
-    fn victim(&self, now: Instant, peer: Option<Peer>) -> Option<(Arc<Conn>, Phase, Duration)> {
+    /// the newcomer. `cap` is `max_connections`: an SMTP client holding
+    /// more than its share of it ([`client_share`]) loses its own first.
+    fn victim(
+        &self,
+        now: Instant,
+        peer: Option<Peer>,
+        cap: usize,
+    ) -> Option<(Arc<Conn>, Phase, Duration)> {
         let live: Vec<&Arc<Conn>> = self
             .conns
             .iter()
             .filter(|c| !c.evicted.load(Ordering::Relaxed))
             .filter(|c| peer.is_none_or(|p| c.peer == p))
             .collect();
+        let mut held: Vec<(u64, usize)> = Vec::new();
+        for c in &live {
+            let k = c.client.load(Ordering::Relaxed);
+            if k == 0 {
+                continue;
+            }
+            match held.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, n)) => *n += 1,
+                None => held.push((k, 1)),
+            }
+        }
+        if let Some((k, _)) = held
+            .iter()
+            .filter(|(_, n)| *n > client_share(cap))
+            .max_by_key(|(_, n)| *n)
+        {
+            let own: Vec<&Arc<Conn>> = live
+                .iter()
+                .copied()
+                .filter(|c| c.client.load(Ordering::Relaxed) == *k)
+                .collect();
+            // Its own in the usual order, else its oldest whatever it does.
+            return self.victim_among(&own, now).or_else(|| {
+                let c = own.iter().min_by_key(|c| c.accepted)?;
+                let phase = Phase::of(c.phase.load(Ordering::Relaxed));
+                Some((
+                    Arc::clone(c),
+                    phase,
+                    now.saturating_duration_since(c.accepted),
+                ))
+            });
+        }
+        self.victim_among(&live, now)
+    }
+
+    /// [`Registry::victim`]'s order among `live`: fresh, quiet, an
+    /// envelope or a wait after DATA held too long, a slow transaction, a
+    /// stalled one.
+    fn victim_among(
+        &self,
+        live: &[&Arc<Conn>],
+        now: Instant,
+    ) -> Option<(Arc<Conn>, Phase, Duration)> {
         let phase = |c: &Conn| Phase::of(c.phase.load(Ordering::Relaxed));
         let mut fresh: Vec<&Arc<Conn>> = live
             .iter()
@@ -244,23 +351,36 @@ impl Registry {
         if let Some((c, silent)) = quiet {
             return Some((Arc::clone(c), Phase::Between, silent));
         }
+        let since = |at: u64| Duration::from_nanos(self.nanos(now).saturating_sub(at));
         // Transactions by age: first those still in their envelope, then
-        // any that is old.
+        // those waiting after DATA, then any that is old.
         let age = |c: &Conn| -> Option<Duration> {
             let started = c.tx_started.load(Ordering::Relaxed);
-            (phase(c) == Phase::InTransaction && started > 0)
-                .then(|| Duration::from_nanos(self.nanos(now).saturating_sub(started)))
+            (phase(c) == Phase::InTransaction && started > 0).then(|| since(started))
         };
-        for (envelope_only, bound) in [(true, ENVELOPE_STALL), (false, SLOW_TRANSACTION)] {
-            let oldest = live
-                .iter()
-                .filter(|c| !envelope_only || !c.tx_in_message.load(Ordering::Relaxed))
-                .filter_map(|c| Some((c, age(c)?)))
-                .filter(|(_, a)| *a >= bound)
-                .max_by_key(|(_, a)| *a);
-            if let Some((c, a)) = oldest {
-                return Some((Arc::clone(c), Phase::InTransaction, a));
-            }
+        let waiting = |c: &Conn| -> Option<Duration> {
+            let at = c.tx_data.load(Ordering::Relaxed);
+            (phase(c) == Phase::InTransaction && at > 0).then(|| since(at))
+        };
+        let envelope = live
+            .iter()
+            .filter(|c| !c.tx_in_message.load(Ordering::Relaxed))
+            .filter(|c| c.tx_data.load(Ordering::Relaxed) == 0)
+            .filter_map(|c| Some((c, age(c)?)))
+            .filter(|(_, a)| *a >= ENVELOPE_STALL)
+            .max_by_key(|(_, a)| *a);
+        let data = live
+            .iter()
+            .filter_map(|c| Some((c, waiting(c)?)))
+            .filter(|(_, a)| *a >= DATA_STALL)
+            .max_by_key(|(_, a)| *a);
+        let slow = live
+            .iter()
+            .filter_map(|c| Some((c, age(c)?)))
+            .filter(|(_, a)| *a >= SLOW_TRANSACTION)
+            .max_by_key(|(_, a)| *a);
+        if let Some((c, a)) = envelope.or(data).or(slow) {
+            return Some((Arc::clone(c), Phase::InTransaction, a));
         }
         let stalled = live
             .iter()
@@ -285,6 +405,37 @@ impl Registry {
             .filter(|c| c.peer == peer && !c.evicted.load(Ordering::Relaxed))
             .count()
     }
+}
+
+/// The most live connections one SMTP client (its network, as the MTA's
+/// connect names it: [`client_key`]) holds before, on a full server, its
+/// own connections are closed first: an eighth of `cap`, at least two.
+/// Every Postfix session shares one milter peer; this is what keeps one
+/// SMTP client, holding sessions in DATA for instance, from shutting out
+/// every other.
+pub fn client_share(cap: usize) -> usize {
+    (cap / 8).max(2)
+}
+
+/// The key of the SMTP client a connect command's `data` names (host
+/// name, NUL, family, port, address, NUL): its network (an IPv4 /24, an
+/// IPv6 /64), or local submission; a hash, never 0. `None` for data that
+/// names no client this way.
+pub fn client_key(data: &[u8]) -> Option<u64> {
+    let at = data.iter().position(|b| *b == 0)?;
+    let rest = data.get(at + 1..)?;
+    let (&family, rest) = rest.split_first()?;
+    let network = match family {
+        b'4' | b'6' => {
+            let addr = rest.get(2..)?;
+            let end = addr.iter().position(|b| *b == 0).unwrap_or(addr.len());
+            let text = std::str::from_utf8(addr.get(..end)?).ok()?;
+            let ip: std::net::IpAddr = text.trim_start_matches("IPv6:").parse().ok()?;
+            crate::milter::client_network(ip)
+        }
+        _ => "local".to_owned(),
+    };
+    Some(xxhash_rust::xxh3::xxh3_64(network.as_bytes()).max(1))
 }
 
 /// The most live connections one peer may hold under a cap of `cap`:
@@ -396,7 +547,7 @@ impl Guarded {
         // A peer at its own cap makes room among its own connections.
         let own = (peer != Peer::Unknown && r.live_of(peer) >= peer_cap(self.cap)).then_some(peer);
         if own.is_some() || r.live() >= self.cap {
-            match r.victim(now, own) {
+            match r.victim(now, own, self.cap) {
                 Some((victim, phase, silence)) => {
                     evict(&victim);
                     drop(r);
@@ -430,6 +581,8 @@ impl Guarded {
             phase: AtomicU8::new(Phase::Fresh as u8),
             tx_started: AtomicU64::new(0),
             tx_in_message: AtomicBool::new(false),
+            tx_data: AtomicU64::new(0),
+            client: AtomicU64::new(0),
             evicted: AtomicBool::new(refused),
             reader: Mutex::new(None),
         });
@@ -506,17 +659,27 @@ impl Tracked {
                 b'M' => {
                     conn.tx_started.store(nanos, Ordering::Relaxed);
                     conn.tx_in_message.store(false, Ordering::Relaxed);
+                    conn.tx_data.store(0, Ordering::Relaxed);
                 }
-                b'L' | b'N' | b'B' | b'T' => conn.tx_in_message.store(true, Ordering::Relaxed),
+                // DATA: nothing more comes until the client's final dot.
+                b'T' => conn.tx_data.store(nanos, Ordering::Relaxed),
+                b'L' | b'N' | b'B' => {
+                    conn.tx_in_message.store(true, Ordering::Relaxed);
+                    conn.tx_data.store(0, Ordering::Relaxed);
+                }
                 _ => {}
             }
             if phase != Phase::InTransaction {
                 conn.tx_started.store(0, Ordering::Relaxed);
+                conn.tx_data.store(0, Ordering::Relaxed);
             } else if before != Phase::InTransaction && conn.tx_started.load(Ordering::Relaxed) == 0
             {
                 conn.tx_started.store(nanos, Ordering::Relaxed);
             }
         });
+        if let Some(key) = self.frames.take_connect().and_then(|d| client_key(&d)) {
+            conn.client.store(key, Ordering::Relaxed);
+        }
         conn.phase.store(phase as u8, Ordering::Relaxed);
         conn.last_read.store(nanos, Ordering::Relaxed);
     }
@@ -582,6 +745,131 @@ mod tests {
         f
     }
 
+    /// The connect command's data names the SMTP client by network; it
+    /// is read whole however the frames are split, and at most
+    /// MAX_CONNECT bytes of it.
+    #[test]
+    fn the_connect_command_names_the_client_network() {
+        let v4 = |a: &str| {
+            let mut d = b"mx.example\0".to_vec();
+            d.push(b'4');
+            d.extend_from_slice(&25u16.to_be_bytes());
+            d.extend_from_slice(a.as_bytes());
+            d.push(0);
+            d
+        };
+        let a = client_key(&v4("192.0.2.7")).unwrap();
+        assert_eq!(client_key(&v4("192.0.2.200")), Some(a), "one /24");
+        assert_ne!(client_key(&v4("192.0.3.7")), Some(a));
+        let mut six = b"h\06".to_vec();
+        six.extend_from_slice(&[0, 25]);
+        six.extend_from_slice(b"IPv6:2001:db8:1:2::5\0");
+        let mut six2 = b"h\06".to_vec();
+        six2.extend_from_slice(&[0, 25]);
+        six2.extend_from_slice(b"2001:db8:1:2:ff::9\0");
+        assert_eq!(client_key(&six), client_key(&six2), "one /64");
+        assert_eq!(client_key(b"localhost\0U"), client_key(b"x\0L"));
+        assert_eq!(client_key(b"no family"), None);
+        assert_eq!(client_key(&v4("not an address")), None);
+        let read = |stream: &[u8], chunk: usize| {
+            let mut f = Frames::default();
+            let mut got = Vec::new();
+            for c in stream.chunks(chunk) {
+                f.feed(c, |_| {});
+                if let Some(d) = f.take_connect() {
+                    got.push(d);
+                }
+            }
+            got
+        };
+        let mut stream = frame(b'C', &v4("198.51.100.4"));
+        stream.extend(frame(b'H', b"helo\0"));
+        stream.extend(frame(b'C', &v4("203.0.113.1")));
+        let mut big = frame(b'C', &vec![b'x'; 5000]);
+        big.extend(frame(b'H', b"helo\0"));
+        for chunk in [1, 3, 7, 4096] {
+            let got = read(&stream, chunk);
+            assert_eq!(got.len(), 1, "the first connect only; chunks of {chunk}");
+            assert_eq!(client_key(&got[0]), client_key(&v4("198.51.100.9")));
+            let got = read(&big, chunk);
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].len(), MAX_CONNECT);
+        }
+    }
+
+    /// One SMTP client holding sessions in DATA (the audit's attack: 28 of
+    /// 32, renewed before any other rule may close them) loses its own to
+    /// a full server, however young they are; when no client holds more
+    /// than its share, a session waiting after DATA for 10 s goes before a
+    /// slower transaction, and one younger than that stays.
+    #[tokio::test]
+    async fn a_client_holding_sessions_in_data_loses_its_own() {
+        let t0 = Instant::now();
+        let mut r = Registry {
+            base: t0,
+            conns: Vec::new(),
+        };
+        let now = t0 + Duration::from_secs(1000);
+        let just = now - Duration::from_millis(100);
+        let in_data = |r: &Registry, data_for: u64, client: u64| {
+            let c = transaction(
+                r,
+                now - Duration::from_secs(data_for + 1),
+                just,
+                false,
+                Peer::Uid(107),
+            );
+            c.tx_data.store(
+                r.nanos(now - Duration::from_secs(data_for)),
+                Ordering::Relaxed,
+            );
+            c.client.store(client, Ordering::Relaxed);
+            c
+        };
+        // 28 of the attacker's, each in DATA for a few seconds, and 4
+        // ordinary sessions of 4 other clients in their messages.
+        for i in 0..28 {
+            let c = in_data(&r, 1 + i % 5, 99);
+            r.conns.push(c);
+        }
+        for k in 1..=4 {
+            let c = transaction(&r, now - Duration::from_secs(1), just, true, Peer::Uid(107));
+            c.client.store(k, Ordering::Relaxed);
+            r.conns.push(c);
+        }
+        for _ in 0..24 {
+            let (c, _, _) = r.victim(now, None, 32).unwrap();
+            assert_eq!(c.client.load(Ordering::Relaxed), 99);
+            evict(&c);
+        }
+        // The attacker is down to its share (4): no one else is touched.
+        assert!(r.victim(now, None, 32).is_none());
+        // Without any client over its share: DATA held 10 s goes first.
+        let mut r = Registry {
+            base: t0,
+            conns: Vec::new(),
+        };
+        let slow = transaction(
+            &r,
+            now - Duration::from_secs(35),
+            just,
+            true,
+            Peer::Uid(107),
+        );
+        let young = in_data(&r, 9, 1);
+        let held = in_data(&r, 12, 2);
+        for c in [&slow, &young, &held] {
+            r.conns.push(Arc::clone(c));
+        }
+        let (c, _, _) = r.victim(now, None, 32).unwrap();
+        assert!(Arc::ptr_eq(&c, &held));
+        evict(&c);
+        let (c, _, _) = r.victim(now, None, 32).unwrap();
+        assert!(Arc::ptr_eq(&c, &slow));
+        evict(&c);
+        assert!(r.victim(now, None, 32).is_none(), "9 s in DATA stays");
+    }
+
     #[test]
     fn the_phase_follows_the_commands_split_anywhere() {
         let mut stream = Vec::new();
@@ -640,6 +928,8 @@ mod tests {
             phase: AtomicU8::new(phase as u8),
             tx_started: AtomicU64::new(0),
             tx_in_message: AtomicBool::new(false),
+            tx_data: AtomicU64::new(0),
+            client: AtomicU64::new(0),
             evicted: AtomicBool::new(false),
             reader: Mutex::new(None),
         })
@@ -693,7 +983,7 @@ mod tests {
             r.conns.push(Arc::clone(c));
         }
         // The attacker's own, for a newcomer of the attacker's.
-        let (c, _, _) = r.victim(now, Some(Peer::Uid(7))).unwrap();
+        let (c, _, _) = r.victim(now, Some(Peer::Uid(7)), 1000).unwrap();
         assert!(Arc::ptr_eq(&c, &held_old));
         evict(&c);
         assert_eq!(r.live_of(Peer::Uid(7)), 4);
@@ -701,7 +991,7 @@ mod tests {
         // longest (Postfix's, 9 s, before the attacker's 5 s).
         let order: Vec<Arc<Conn>> = (0..3)
             .filter_map(|_| {
-                let (c, _, _) = r.victim(now, None)?;
+                let (c, _, _) = r.victim(now, None, 1000)?;
                 evict(&c);
                 Some(c)
             })
@@ -710,7 +1000,10 @@ mod tests {
         assert!(Arc::ptr_eq(&order[0], &postfix));
         assert!(Arc::ptr_eq(&order[1], &held));
         assert!(Arc::ptr_eq(&order[2], &slow));
-        assert!(r.victim(now, None).is_none(), "young and in-message stay");
+        assert!(
+            r.victim(now, None, 1000).is_none(),
+            "young and in-message stay"
+        );
         assert_eq!(peer_cap(32), 28);
         assert_eq!(peer_cap(256), 224);
         assert_eq!((peer_cap(1), peer_cap(2)), (1, 1));
@@ -742,7 +1035,7 @@ mod tests {
         r.conns
             .push(conn(&r, s(0), now - Duration::from_secs(5), Phase::Between));
         assert!(
-            r.victim(now, None).is_none(),
+            r.victim(now, None, 1000).is_none(),
             "nothing to evict: refuse the newcomer"
         );
         let stalled = conn(
@@ -760,7 +1053,7 @@ mod tests {
         r.conns.push(Arc::clone(&old_fresh));
         let order: Vec<Arc<Conn>> = (0..4)
             .filter_map(|_| {
-                let (c, _, _) = r.victim(now, None)?;
+                let (c, _, _) = r.victim(now, None, 1000)?;
                 evict(&c);
                 Some(c)
             })
@@ -770,7 +1063,7 @@ mod tests {
         assert!(Arc::ptr_eq(&order[1], &young_fresh));
         assert!(Arc::ptr_eq(&order[2], &quiet));
         assert!(Arc::ptr_eq(&order[3], &stalled));
-        assert!(r.victim(now, None).is_none());
+        assert!(r.victim(now, None, 1000).is_none());
         assert_eq!(r.live(), 3);
     }
 
@@ -803,6 +1096,8 @@ mod tests {
                 phase: AtomicU8::new(Phase::Fresh as u8),
                 tx_started: AtomicU64::new(0),
                 tx_in_message: AtomicBool::new(false),
+                tx_data: AtomicU64::new(0),
+                client: AtomicU64::new(0),
                 evicted: AtomicBool::new(false),
                 reader: Mutex::new(None),
             })
@@ -818,17 +1113,17 @@ mod tests {
         r.conns
             .extend([Arc::clone(&spoke), Arc::clone(&silent), Arc::clone(&gone)]);
         let now = t0 + Duration::from_secs(10);
-        let (first, _, _) = r.victim(now, None).unwrap();
+        let (first, _, _) = r.victim(now, None, 1000).unwrap();
         assert!(Arc::ptr_eq(&first, &gone), "a closed one first");
         evict(&first);
-        let (second, _, _) = r.victim(now, None).unwrap();
+        let (second, _, _) = r.victim(now, None, 1000).unwrap();
         assert!(
             Arc::ptr_eq(&second, &silent),
             "then the silent one, though younger"
         );
         evict(&second);
         assert!(
-            r.victim(now, None).is_none(),
+            r.victim(now, None, 1000).is_none(),
             "never the one that has spoken"
         );
     }

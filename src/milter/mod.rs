@@ -120,24 +120,32 @@ impl AnalysisError {
 /// domains is still one client.
 fn fair_key(env: &Envelope, client: origin::Client) -> String {
     match env.client_addr {
-        Some(std::net::IpAddr::V4(a)) => {
-            let [x, y, z, _] = a.octets();
-            format!("{x}.{y}.{z}.0/24")
-        }
-        Some(std::net::IpAddr::V6(a)) => match a.to_ipv4_mapped() {
-            Some(v4) => {
-                let [x, y, z, _] = v4.octets();
-                format!("{x}.{y}.{z}.0/24")
-            }
-            None => {
-                let [s0, s1, s2, s3, ..] = a.segments();
-                format!("{s0:x}:{s1:x}:{s2:x}:{s3:x}::/64")
-            }
-        },
+        Some(ip) => client_network(ip),
         None => match client {
             origin::Client::Local => "local".to_owned(),
             origin::Client::Inet | origin::Client::Unseen => "unknown".to_owned(),
         },
+    }
+}
+
+/// An SMTP client's network as shares count it: an IPv4 address's /24
+/// (an IPv4 address written as IPv6 too), an IPv6 address's /64. A sender
+/// holding a block of addresses is one client.
+pub fn client_network(ip: std::net::IpAddr) -> String {
+    let v4 = match ip {
+        std::net::IpAddr::V4(a) => Some(a),
+        std::net::IpAddr::V6(a) => a.to_ipv4_mapped(),
+    };
+    match (v4, ip) {
+        (Some(a), _) => {
+            let [x, y, z, _] = a.octets();
+            format!("{x}.{y}.{z}.0/24")
+        }
+        (None, std::net::IpAddr::V6(a)) => {
+            let [s0, s1, s2, s3, ..] = a.segments();
+            format!("{s0:x}:{s1:x}:{s2:x}:{s3:x}::/64")
+        }
+        (None, std::net::IpAddr::V4(a)) => a.to_string(),
     }
 }
 

@@ -71,6 +71,9 @@ pub struct Message {
     pub dropped_bytes: usize,
     /// How the client connected (for `crate::milter::origin`).
     pub client: Client,
+    /// Where the headers read so far stand against the site's block of
+    /// authentication headers (`allowance::SiteBlock`).
+    pub site_block: crate::engine::allowance::SiteBlock,
 }
 
 impl Message {
@@ -190,6 +193,7 @@ impl Session {
 
     /// One header field, as `name: value` plus CRLF (RFC 5322 §2.2).
     pub fn add_header(&mut self, name: &[u8], value: &[u8], max_bytes: usize) {
+        let in_site_block = self.message.site_block.next(name);
         if name.eq_ignore_ascii_case(HEADER_NAME.as_bytes()) {
             self.message.forged.headers += 1;
         } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
@@ -198,7 +202,8 @@ impl Session {
             && self.message.auth_results.len() < crate::engine::allowance::MAX_HEADERS
             && value.len() <= crate::engine::allowance::MAX_HEADER_LEN
         {
-            if let Some(r) = crate::engine::allowance::parse(&String::from_utf8_lossy(value)) {
+            if let Some(mut r) = crate::engine::allowance::parse(&String::from_utf8_lossy(value)) {
+                r.site = in_site_block;
                 self.message.auth_results.push(r);
             }
         }
