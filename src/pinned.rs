@@ -25,7 +25,7 @@ use crate::engine::mime::normalize::{KeptCut, Normalized};
 use crate::engine::party::Parties;
 use crate::engine::shingle::Sentences;
 use crate::engine::{Correction, Engine, Observation, ReadConfig, Reading, UnixSecs};
-use crate::store::{snapshot, stream};
+use crate::store::{entry, snapshot, stream};
 use crate::worker::wire::{self, Hello, Hooks, Ready, Reply, Request, HEAD};
 use bulkwatch_read::config::{NormalizeConfig, ScanConfig};
 
@@ -277,7 +277,7 @@ const AT: UnixSecs = UnixSecs(1_795_000_000);
 
 #[test]
 fn the_log_entry_is_pinned() {
-    let v = stream::FORMAT;
+    let v = entry::FORMAT;
     let fresh = stream::encode(&observation(), AT);
     let entry = kept(&format!("log-v{v}-entry"), &fresh);
     let (obs, at) = stream::decode(&entry).unwrap_or_else(|e| {
@@ -285,11 +285,11 @@ fn the_log_entry_is_pinned() {
     });
     same(
         "log entry",
-        "stream::FORMAT",
+        "entry::FORMAT",
         &entry,
         &stream::encode(&obs, at),
     );
-    same("log entry", "stream::FORMAT", &entry, &fresh);
+    same("log entry", "entry::FORMAT", &entry, &fresh);
 
     let allow = Correction::Allow {
         id: CampaignId(0x0123_4567_89ab),
@@ -297,19 +297,19 @@ fn the_log_entry_is_pinned() {
     };
     let fresh = stream::encode_correction(allow, AT);
     let correction = kept(&format!("log-v{v}-correction"), &fresh);
-    let (c, at) = stream::decode_correction(&correction).unwrap();
+    let (c, at) = entry::decode_correction(&correction).unwrap();
     same(
         "log correction",
-        "stream::FORMAT",
+        "entry::FORMAT",
         &correction,
         &stream::encode_correction(c, at),
     );
-    same("log correction", "stream::FORMAT", &correction, &fresh);
+    same("log correction", "entry::FORMAT", &correction, &fresh);
 
     // Every host of a site reads what older builds of it wrote.
     for (version, name, bytes) in all_kept("log-v") {
         let read = if name.contains("-correction") {
-            stream::decode_correction(&bytes)
+            entry::decode_correction(&bytes)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         } else {

@@ -229,9 +229,9 @@ async fn a_chain_in_blocks_of_64_is_bulk_as_plain_sending() {
 async fn seed_forwards_and_chain_are_bulk_as_plain_sending() {
     let seed: Vec<String> = (0..64).map(victim).collect();
     let mut copies = vec![Copy::to(SPAMMER, seed.clone())];
-    for f in 0..3 {
+    for (f, from) in seed.iter().enumerate().take(3) {
         let to: Vec<String> = (0..5).map(|j| victim(1000 + 5 * f + j)).collect();
-        let mut c = Copy::to(&seed[f], to);
+        let mut c = Copy::to(from, to);
         c.answers = Some("copy0@spam-own.example".to_owned());
         c.quote = Some(SPAM.to_owned());
         copies.push(c);

@@ -1207,12 +1207,12 @@ fn the_sites_own_mail_is_never_held() {
         log()
     );
     // From outside: one copy a person, 25 copies.
-    for i in 0..25 {
+    for (i, person) in staff.iter().take(25).enumerate() {
         smtp_from(
             [127, 0, 0, 2],
             smtp_port,
             "hr@hr-lookalike.example",
-            &[staff[i].clone()],
+            std::slice::from_ref(person),
             &announcement(&format!("out{i}")),
         )
         .unwrap_or_else(|e| panic!("copy {i}: {e}\n{}", maillog()));

@@ -194,9 +194,7 @@ pub fn parse(value: &str) -> Option<AuthResult> {
 /// space, a tab or `;`. `None` for a comment, a quote or a fold first.
 fn plain_id(value: &str) -> Option<&str> {
     let v = value.trim_start_matches([' ', '\t']);
-    let end = v
-        .find(|c: char| c == ';' || c == ' ' || c == '\t' || c == '\r' || c == '\n')
-        .unwrap_or(v.len());
+    let end = v.find([';', ' ', '\t', '\r', '\n']).unwrap_or(v.len());
     let id = v.get(..end)?;
     let next = v.get(end..)?.chars().next();
     let ok = !id.is_empty()
@@ -462,7 +460,7 @@ mod tests {
             let r = site(v);
             assert!(r.plain, "{v:?}");
             assert_eq!(
-                authenticated(&[r.clone()], &trusted),
+                authenticated(std::slice::from_ref(&r), &trusted),
                 ids(&["news.shop.example"])
             );
             let below = AuthResult { site: false, ..r };

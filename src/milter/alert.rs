@@ -366,7 +366,7 @@ pub async fn run(
                         judged_here: false,
                         logs: log_place,
                         // Another host judged it: that host's log has who.
-                        inside: c.own.then(|| Inside {
+                        inside: c.own.then_some(Inside {
                             reason: None,
                             login: None,
                             client: None,

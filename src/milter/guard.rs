@@ -15,14 +15,15 @@
 //!   (from MAIL to the end of the message or an abort). When a new
 //!   connection arrives and that many are open, one is closed to make
 //!   room, in this order:
-//!   0. when one SMTP client holds more than its share
-//!      ([`client_share`]: an eighth of `max_connections`, at least two),
-//!      one of that client's connections, in the order below, else its
-//!      oldest. The client is what the MTA's connect command names (its
-//!      network: an IPv4 /24, an IPv6 /64), which the SMTP client cannot
-//!      choose; every Postfix session shares one milter peer, so this is
-//!      what stops one client holding sessions (in DATA, say) from
-//!      shutting out every other client's mail;
+//!   First, when one SMTP client holds more than its share
+//!   ([`client_share`]: an eighth of `max_connections`, at least two), one
+//!   of that client's connections, in the order below, else its oldest. The
+//!   client is what the MTA's connect command names (its network: an IPv4
+//!   /24, an IPv6 /64), which the SMTP client cannot choose; every Postfix
+//!   session shares one milter peer, so this is what stops one client
+//!   holding sessions (in DATA, say) from shutting out every other client's
+//!   mail;
+//!   Then:
 //!   1. a fresh connection, the oldest first: a client that connects and
 //!      says nothing (Postfix negotiates at once). One whose first bytes
 //!      wait in it unread (its session has not been scheduled yet) is not
@@ -761,10 +762,10 @@ mod tests {
         let a = client_key(&v4("192.0.2.7")).unwrap();
         assert_eq!(client_key(&v4("192.0.2.200")), Some(a), "one /24");
         assert_ne!(client_key(&v4("192.0.3.7")), Some(a));
-        let mut six = b"h\06".to_vec();
+        let mut six = b"h\x006".to_vec();
         six.extend_from_slice(&[0, 25]);
         six.extend_from_slice(b"IPv6:2001:db8:1:2::5\0");
-        let mut six2 = b"h\06".to_vec();
+        let mut six2 = b"h\x006".to_vec();
         six2.extend_from_slice(&[0, 25]);
         six2.extend_from_slice(b"2001:db8:1:2:ff::9\0");
         assert_eq!(client_key(&six), client_key(&six2), "one /64");

@@ -70,8 +70,9 @@ pub enum Late {
 /// What came back from Redis for an [`Ask`].
 #[derive(Debug)]
 pub enum Answer {
-    /// What [`RedisLayer::record`] said.
-    Store(RedisResult),
+    /// What [`RedisLayer::record`] said (boxed: an outcome is a few
+    /// hundred bytes, a late answer a few).
+    Store(Box<RedisResult>),
     /// No answer in the caller's time (the milter's timeout), or the task
     /// that asked failed: judged locally, not an outage.
     Late(Late),
@@ -90,7 +91,7 @@ impl Ask {
     /// Asks Redis (blocking, for about the store's timeout at most). Takes
     /// `&self` so that a caller that gives up waiting still holds the ask.
     pub fn run(&self) -> Answer {
-        Answer::Store(self.redis.record(&self.obs, self.now))
+        Answer::Store(Box::new(self.redis.record(&self.obs, self.now)))
     }
 }
 
@@ -187,23 +188,27 @@ impl Judge {
 
     /// The second half (module documentation).
     pub fn complete(&self, cfg: &Config, ask: &Ask, answer: Answer) -> Judged {
+        let answer = match answer {
+            Answer::Store(r) => Ok(*r),
+            Answer::Late(l) => Err(l),
+        };
         let outage = match answer {
-            Answer::Store(RedisResult::Judged(out)) => {
+            Ok(RedisResult::Judged(out)) => {
                 return Judged {
                     verdict: verdict_of(cfg, &ask.obs, out),
                     source: Source::Redis,
                 }
             }
-            Answer::Store(RedisResult::Failed(e)) => {
+            Ok(RedisResult::Failed(e)) => {
                 tracing::warn!(error = %e, "redis unavailable; judged from the local window");
                 true
             }
-            Answer::Store(RedisResult::Skipped) => true,
-            Answer::Store(RedisResult::CatchingUp(why)) => {
+            Ok(RedisResult::Skipped) => true,
+            Ok(RedisResult::CatchingUp(why)) => {
                 tracing::info!(%why, "judged from the local window");
                 false
             }
-            Answer::Late(why) => {
+            Err(why) => {
                 ask.redis
                     .stats
                     .fallbacks

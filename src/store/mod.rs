@@ -20,8 +20,11 @@
 //! or rejected because Redis is down.
 
 pub mod codec;
+pub mod entry;
 pub mod judge;
 pub mod redis;
+pub(crate) mod replica;
+pub mod seal;
 pub mod snapshot;
 pub mod stream;
 

@@ -1,5 +1,10 @@
 //! Independent cases for issue 63, written from the description of the
-//! behaviour classes alone (not from the authors' own cases).
+//! behaviour classes alone (not from the authors' own cases) by a helper
+//! who had not read `tests/conversations.rs` or
+//! `tests/attack_conversations.rs`; two cases were changed after, where the
+//! rule decided otherwise and docs/admin/solicited.md says why (`a1_5`
+//! grows past one transaction's 100 people; `b6_4` is the hard case of a
+//! vendor's acknowledgements).
 //!
 //! A. Forged conversations must not help a spammer: each attack reaches its
 //!    first `bulk` verdict at the same copy index as the same transactions
@@ -13,6 +18,8 @@
 //!
 //! Every case runs on fresh in-process milters, deterministically (no
 //! sleeps). Each prints its verdict sequences to stderr (`--nocapture`).
+
+#![allow(clippy::too_many_arguments)]
 
 mod common;
 
@@ -1712,7 +1719,7 @@ async fn saturation_case(name: &str, pre: Vec<Tx>, probes: Vec<(Tx, usize)>, min
             let (prev, cur) = (&vs[i - 1], &vs[i]);
             let same = field(prev, "campaign") == field(cur, "campaign");
             let delta = size(cur).unwrap_or(0) as i64 - size(prev).unwrap_or(0) as i64;
-            let want = ((*new * 9 + 9) / 10).max(1) as i64;
+            let want = (*new * 9).div_ceil(10).max(1) as i64;
             if !same || delta < want {
                 errs.push(format!(
                     "{name} at {th:?}: probe {k} (message {i}) to {new} brand-new recipients: size {:?} -> {:?} (delta {delta}, want >= {want}), same campaign: {same}\n    before: {}\n    after:  {}",
@@ -2168,7 +2175,7 @@ async fn b3_2_two_branches_from_the_root_long_replies() {
         &staff_range(20, 6),
         &[],
         20,
-        |i, _| if i <= 2 { 0 } else { i - 2 },
+        |i, _| i.saturating_sub(2),
         |i| 2 + i % 3,
         Quote::Nested,
     );
@@ -2655,7 +2662,15 @@ async fn b6_1_ten_users_each_answered_by_their_contact() {
         let me = staff(k);
         let ext = person(k, &format!("firm{k}.example"));
         let subject = format!("Your request {}", 7000 + k);
-        let (tx, id, text) = outbound(61, k, &me, &[ext.clone()], &[], &subject, &mut r);
+        let (tx, id, text) = outbound(
+            61,
+            k,
+            &me,
+            std::slice::from_ref(&ext),
+            &[],
+            &subject,
+            &mut r,
+        );
         txs.push(tx);
         outs.push((me, ext, subject, id, text));
     }
@@ -2704,7 +2719,15 @@ async fn b6_3_vendor_answers_copying_a_colleague_thread_goes_on() {
     let col = staff(8);
     let vendor = person(3, "vendor.example");
     let subject = "Maintenance contract for the pumps";
-    let (tx, mut id, mut text) = outbound(63, 0, &me, &[vendor.clone()], &[], subject, &mut r);
+    let (tx, mut id, mut text) = outbound(
+        63,
+        0,
+        &me,
+        std::slice::from_ref(&vendor),
+        &[],
+        subject,
+        &mut r,
+    );
     let mut txs = vec![tx];
     let mut refs = id.clone();
     for k in 0..8 {
@@ -2763,7 +2786,15 @@ async fn b6_4_support_acknowledgements_to_24_of_our_users() {
     for k in 0..24 {
         let me = staff(20 + k);
         let subject = format!("Problem with licence key {}", 3100 + k);
-        let (tx, id, _text) = outbound(64, k, &me, &[desk.clone()], &[], &subject, &mut r);
+        let (tx, id, _text) = outbound(
+            64,
+            k,
+            &me,
+            std::slice::from_ref(&desk),
+            &[],
+            &subject,
+            &mut r,
+        );
         txs.push(tx);
         outs.push((me, subject, id));
     }
