@@ -376,8 +376,7 @@ async fn without_trusted_authserv_ids_a_domain_allowance_lets_nothing_through() 
 /// With Redis a domain allowance is the site's: set through one daemon,
 /// read by another (`refresh_domains`, which `serve` runs every 10 s) and
 /// honoured there; withdrawn through the second, gone from the first. A
-/// field in the hash that is no domain, or a value that is no number, is
-/// skipped.
+/// head replaced by junk is read by nobody and written back.
 #[cfg_attr(
     not(bulkwatch_redis),
     ignore = "needs redis-server (apt-get install redis-server)"
@@ -406,21 +405,23 @@ async fn a_domain_allowance_is_shared_over_redis() {
         .control
         .handle(&a.state, "allow-domain deals.example", now);
     assert_eq!(answer["ok"], true, "{answer}");
-    // Junk a hostile or careless writer left in the hash.
+    // The head replaced by junk (a careless or hostile writer): a daemon
+    // that never verified the head reads nothing from it; one that did
+    // writes it back (docs/admin/redis.md, "Who may write to it").
     let key = format!(
-        "{}:domains",
+        "{}:head",
         bulkwatch::store::redis::key_base(&cfg.store.redis)
     );
-    server.cli(&["HSET", &key, "not a domain", "1"]).unwrap();
-    server.cli(&["HSET", &key, "junk.example", "soon"]).unwrap();
-    // And an allowance in the shape of the real ones without the site's
-    // seal (docs/admin/redis.md): not read.
-    server
-        .cli(&["HSET", &key, "forged.example", "99999999999"])
-        .unwrap();
-    server
-        .cli(&["HSET", &key, "forged2.example", "99999999999.00ff"])
-        .unwrap();
+    let good = server.cli(&["--no-raw", "GET", &key]).unwrap();
+    server.cli(&["SET", &key, "junk"]).unwrap();
+    let refresh = |m: &common::Milter| {
+        let st = std::sync::Arc::clone(&m.state);
+        tokio::task::spawn_blocking(move || st.control.refresh_domains(&st, now))
+    };
+    refresh(&b).await.unwrap();
+    assert!(b.state.control.domain_allowances(now).is_empty());
+    refresh(&a).await.unwrap();
+    assert_eq!(server.cli(&["--no-raw", "GET", &key]).unwrap(), good);
     let st = std::sync::Arc::clone(&b.state);
     tokio::task::spawn_blocking(move || st.control.refresh_domains(&st, now))
         .await

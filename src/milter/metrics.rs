@@ -521,6 +521,52 @@ fn render_redis(s: &mut String, sh: &RedisLayer) {
          # TYPE bulkwatch_redis_log_appends_total counter\n\
          bulkwatch_redis_log_appends_total {carried}"
     );
+    render_integrity(s, sh.integrity());
+}
+
+/// What the log and the head showed of writers without the site's key or
+/// of changes made to them (docs/admin/redis.md, "Who may write to it").
+fn render_integrity(s: &mut String, i: &crate::store::stream::Integrity) {
+    let counters = [
+        (
+            "bulkwatch_redis_unsealed_entries_total",
+            "Log entries without this site's seal, skipped.",
+            &i.unsealed,
+        ),
+        (
+            "bulkwatch_redis_log_cuts_total",
+            "Times entries this host had read were gone from the log (deleted or trimmed).",
+            &i.cuts,
+        ),
+        (
+            "bulkwatch_redis_entries_again_total",
+            "Sealed entries met again (copies, replays), not applied twice.",
+            &i.again,
+        ),
+        (
+            "bulkwatch_redis_entries_missing_total",
+            "Entries missing from a host's sequence (removed from the log, or lost).",
+            &i.missing,
+        ),
+        (
+            "bulkwatch_redis_head_rollbacks_total",
+            "Times the head (allowances, corrections) was older than one this host verified, \
+             missing or unsealed.",
+            &i.rollbacks,
+        ),
+        (
+            "bulkwatch_redis_head_repairs_total",
+            "Times this host wrote back the head it had verified.",
+            &i.repairs,
+        ),
+    ];
+    for (name, help, c) in counters {
+        let _ = writeln!(
+            s,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+            c.load(Ordering::Relaxed)
+        );
+    }
 }
 
 /// One campaign in `/campaigns`.

@@ -21,12 +21,14 @@
 
 pub mod codec;
 pub mod entry;
+pub mod head;
 pub mod judge;
 pub mod redis;
 pub(crate) mod replica;
 pub mod seal;
 pub mod snapshot;
 pub mod stream;
+pub mod writers;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,6 +96,8 @@ pub enum BadStream {
     XaddId,
     #[error("pipeline reply too short")]
     ShortPipeline,
+    #[error("the site's head changed under every try to change it")]
+    HeadContended,
 }
 
 /// Why the replica gave no outcome for a message although
@@ -238,6 +242,12 @@ impl RedisLayer {
     /// ([`LogStore::round_trips`]).
     pub fn log_round_trips(&self) -> (u64, u64) {
         self.log.round_trips()
+    }
+
+    /// What the log and the head showed of writers other than the site's
+    /// hosts ([`stream::Integrity`]).
+    pub fn integrity(&self) -> &stream::Integrity {
+        &self.log.integrity
     }
 
     /// Call before the fallback engine `local` judges a message that Redis

@@ -11,7 +11,9 @@ use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::{Engine, Outcome, UnixSecs};
 use crate::store::entry::{decode, decode_correction, encode_correction, CORRECTION};
+use crate::store::head::Head;
 use crate::store::stream::StreamId;
+use crate::store::writers::{Admit, Ident, Writers};
 use crate::store::Store;
 
 /// Most corrections stated again in one upkeep (see
@@ -67,6 +69,13 @@ pub(crate) struct Replica {
     /// answered (any host's: [`LogStore::take_crossings`]), the latest
     /// [`MAX_CROSSINGS`].
     pub(crate) crossings: VecDeque<Crossing>,
+    /// The entries applied, by writer: each is applied once
+    /// ([`crate::store::writers`]).
+    pub(crate) writers: Writers,
+    /// For each campaign id the site's head names (`crate::store::head`),
+    /// the time of its latest correction there: a log entry older than it
+    /// is not applied (a withdrawal whose log entry was removed stands).
+    pub(crate) head_at: HashMap<CampaignId, u64>,
 }
 
 /// Most crossings a replica keeps until they are taken.
@@ -97,6 +106,37 @@ impl Replica {
             corrected: HashMap::new(),
             corrected_at: HashMap::new(),
             crossings: VecDeque::new(),
+            writers: Writers::default(),
+            head_at: HashMap::new(),
+        }
+    }
+
+    /// Applies the head's corrections the replica has not applied: each
+    /// one newer than what the log brought for its campaign, and the
+    /// head's time remembered, so that an older log entry read later is
+    /// not applied over it.
+    pub(crate) fn apply_head(&mut self, head: &Head) {
+        for c in &head.corrections {
+            let id = c.correction.id();
+            if self.head_at.len() < MAX_CORRECTED || self.head_at.contains_key(&id) {
+                let at = self.head_at.entry(id).or_insert(0);
+                *at = (*at).max(c.at);
+            }
+            let named = self.engine.root_id(id);
+            let applied = named
+                .and_then(|live| self.corrected_at.get(&live))
+                .copied()
+                .unwrap_or(0);
+            if c.at > applied {
+                self.engine.correct(c.correction);
+                if let Some(live) = named {
+                    if self.corrected_at.len() < MAX_CORRECTED
+                        || self.corrected_at.contains_key(&live)
+                    {
+                        self.corrected_at.insert(live, c.at);
+                    }
+                }
+            }
         }
     }
 
@@ -138,13 +178,28 @@ impl Replica {
     /// Applies the entries after `last`, in order; returns how many it
     /// skipped (undecodable or dated too far ahead; every replica skips the
     /// same ones).
-    pub(crate) fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>)>) -> usize {
+    pub(crate) fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>, Option<Ident>)>) -> usize {
         let mut bad = 0;
-        for (id, bytes) in batch {
-            if self.last.is_some_and(|l| id <= l) {
+        for (id, bytes, ident) in batch {
+            // Reads start at the last entry, inclusive: met again by
+            // design, not a copy.
+            if self.last == Some(id) {
                 continue;
             }
-            self.last = Some(id);
+            let before = self.last.is_some_and(|l| id <= l);
+            match ident {
+                // An entry that says who wrote it: applied once, wherever
+                // it stands (a copy appended again, a log read again
+                // after it was cut).
+                Some(i) if self.writers.admit(i) == Admit::Again => continue,
+                Some(_) => {}
+                // One of a build before idents: by its place in the log.
+                None if before => continue,
+                None => {}
+            }
+            if !before {
+                self.last = Some(id);
+            }
             self.redis_ms = self.redis_ms.max(id.0);
             if bytes.first() == Some(&CORRECTION) {
                 match decode_correction(&bytes) {
@@ -160,7 +215,12 @@ impl Replica {
                         // a true correction is never older.
                         let older = named
                             .and_then(|live| self.corrected_at.get(&live))
-                            .is_some_and(|at| now.0 < *at);
+                            .is_some_and(|at| now.0 < *at)
+                            || [Some(c.id()), named]
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|i| self.head_at.get(&i))
+                                .any(|at| now.0 < *at);
                         if older {
                             bad += 1;
                             continue;
@@ -248,7 +308,7 @@ mod tests {
     /// A replica that applied [`obs`] at `t`, and the id of its campaign.
     fn replica_of_one_campaign(t: u64) -> (Replica, CampaignId) {
         let mut a = Replica::new(&Config::default());
-        a.apply(vec![(stream_id_at(t), encode(&obs(), UnixSecs(t)))]);
+        a.apply(vec![(stream_id_at(t), encode(&obs(), UnixSecs(t)), None)]);
         let id = a.engine.campaigns().next().unwrap().id;
         (a, id)
     }
@@ -262,7 +322,7 @@ mod tests {
         let allow = |until, at| encode_correction(Correction::Allow { id, until }, UnixSecs(at));
         let forever = u64::MAX >> 30;
         let mut apply = |entry: Vec<u8>, at: u64| {
-            let skipped = a.apply(vec![(stream_id_at(at), entry)]);
+            let skipped = a.apply(vec![(stream_id_at(at), entry, None)]);
             (skipped, a.engine.allowances().count())
         };
         assert_eq!(apply(allow(forever, T + 1), T + 1), (0, 1));
@@ -289,7 +349,7 @@ mod tests {
         other.simhash = !other.simhash;
         other.sketch = !other.sketch;
         other.bands = vec![5, 6, 7, 8];
-        a.apply(vec![(ms(t + 1), encode(&other, UnixSecs(t + 1)))]);
+        a.apply(vec![(ms(t + 1), encode(&other, UnixSecs(t + 1)), None)]);
         let forgotten = a
             .engine
             .campaigns()
@@ -306,10 +366,12 @@ mod tests {
                     },
                     UnixSecs(t + 2),
                 ),
+                None,
             ),
             (
                 ms(t + 3),
                 encode_correction(Correction::Forget { id: forgotten }, UnixSecs(t + 3)),
+                None,
             ),
         ]);
         a.answered = true;
@@ -326,13 +388,13 @@ mod tests {
         // (the first ones trimmed) holds both corrections.
         let mut b = Replica::new(&cfg);
         b.apply(vec![
-            (ms(t), encode(&obs(), UnixSecs(t))),
-            (ms(t + 1), encode(&other, UnixSecs(t + 1))),
+            (ms(t), encode(&obs(), UnixSecs(t)), None),
+            (ms(t + 1), encode(&other, UnixSecs(t + 1)), None),
         ]);
         let entries: Vec<_> = renewed
             .into_iter()
             .enumerate()
-            .map(|(i, e)| (StreamId((t + 4000) * 1000, i as u64), e))
+            .map(|(i, e)| (StreamId((t + 4000) * 1000, i as u64), e, None))
             .collect();
         assert_eq!(b.apply(entries), 0, "they decode");
         assert_eq!(
@@ -343,5 +405,54 @@ mod tests {
         // A replica still reading the log renews nothing.
         b.redis_ms = (t + 9000) * 1000;
         assert!(b.corrections_to_renew(3_000_000).is_empty());
+    }
+
+    /// An entry that says who wrote it is applied once: a copy of it,
+    /// appended again later (a new place in the log), changes no count,
+    /// anonymous recipients included.
+    #[test]
+    fn a_copied_entry_counts_once() {
+        let cfg = Config::default();
+        let mut r = Replica::new(&cfg);
+        let mut o = obs();
+        o.parties = crate::engine::party::Parties::anonymous(80);
+        let e = encode(&o, UnixSecs(T));
+        let who = Ident { writer: 9, seq: 1 };
+        r.apply(vec![(stream_id_at(T), e.clone(), Some(who))]);
+        let size = |r: &Replica| r.engine.campaigns().map(|c| c.recipients).sum::<u64>();
+        assert_eq!(size(&r), 80);
+        r.apply(vec![(stream_id_at(T + 5), e.clone(), Some(who))]);
+        assert_eq!(size(&r), 80, "the copy is not counted");
+        assert_eq!(r.writers.again, 1);
+        // Without an ident (a build before them) it would have been.
+        r.apply(vec![(stream_id_at(T + 6), e, None)]);
+        assert_eq!(size(&r), 160);
+    }
+
+    /// A withdrawal whose log entry was removed still stands: the head
+    /// holds it, and the allowance's older entry read after it is skipped.
+    #[test]
+    fn the_heads_withdrawal_stands_when_its_log_entry_is_gone() {
+        let (mut a, id) = replica_of_one_campaign(T);
+        let mut head = Head::default();
+        head.correct(Correction::Allow { id, until: 0 }, T + 2);
+        // The allow of T + 1 first, then the head (its withdrawal of T + 2
+        // has no entry in the log).
+        let allow = encode_correction(
+            Correction::Allow {
+                id,
+                until: u64::MAX >> 30,
+            },
+            UnixSecs(T + 1),
+        );
+        a.apply(vec![(stream_id_at(T + 1), allow.clone(), None)]);
+        assert_eq!(a.engine.allowances().count(), 1);
+        a.apply_head(&head);
+        assert_eq!(a.engine.allowances().count(), 0, "withdrawn by the head");
+        // A replica that reads the allow after the head: skipped.
+        let (mut b, _) = replica_of_one_campaign(T);
+        b.apply_head(&head);
+        assert_eq!(b.apply(vec![(stream_id_at(T + 1), allow, None)]), 1);
+        assert_eq!(b.engine.allowances().count(), 0);
     }
 }

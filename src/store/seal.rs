@@ -83,22 +83,3 @@ pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
 pub(crate) fn hex_tag(key: &[u8; 32], msg: &str) -> String {
     crate::engine::simhash::hex(&tag(key, msg.as_bytes()))
 }
-
-/// A domain allowance's value in the site's hash: `until`, a dot and the
-/// hex of its tag over the domain and `until` ([`tag`]), so that a value
-/// written without the site's key is not read.
-pub(crate) fn sealed_until(key: &[u8; 32], domain: &str, until: u64) -> String {
-    let hex = hex_tag(key, &format!("domain\0{domain}\0{until}"));
-    format!("{until}.{hex}")
-}
-
-/// The `until` of a domain allowance's `value` for the hash field
-/// `domain` when its tag is right ([`sealed_until`]).
-pub(crate) fn opened_until(key: &[u8; 32], domain: &str, value: &str) -> Option<u64> {
-    let until: u64 = value.split_once('.')?.0.parse().ok()?;
-    same(
-        sealed_until(key, domain, until).as_bytes(),
-        value.as_bytes(),
-    )
-    .then_some(until)
-}

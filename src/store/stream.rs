@@ -48,10 +48,12 @@ use crate::engine::campaign::CampaignId;
 use crate::engine::Correction;
 use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 pub use crate::store::entry::{decode, encode, encode_correction};
+use crate::store::head::{Head, MAX_HEAD_BYTES};
 pub use crate::store::replica::Crossing;
 use crate::store::replica::{too_far_ahead, Replica};
-use crate::store::seal::{hex_tag, opened_until, same, sealed_until};
+use crate::store::seal::{hex_tag, same};
 pub use crate::store::seal::{log_key, open, seal};
+use crate::store::writers::{Ident, IDENT_LEN};
 use crate::store::{BadStream, CatchUp, Store, StoreError};
 
 /// Entries read per `XRANGE`.
@@ -110,7 +112,11 @@ impl std::fmt::Display for StreamId {
 
 /// Entries of an `XRANGE` reply, in order: (id, the entry's bytes, its
 /// seal under `key` checked and cut off: [`open`]).
-fn entries(v: Value, key: &[u8; 32]) -> Result<Vec<(StreamId, Vec<u8>)>, StoreError> {
+/// One entry of a read: its id, its bytes (its seal checked and cut off,
+/// empty when the seal is wrong) and who wrote it.
+pub(crate) type Read = (StreamId, Vec<u8>, Option<Ident>);
+
+fn entries(v: Value, key: &[u8; 32]) -> Result<Vec<Read>, StoreError> {
     let bad = || -> StoreError { BadStream::Xrange.into() };
     let Value::Array(items) = v else {
         return Err(bad());
@@ -127,13 +133,21 @@ fn entries(v: Value, key: &[u8; 32]) -> Result<Vec<(StreamId, Vec<u8>)>, StoreEr
             return Err(bad());
         };
         let id = StreamId::parse(&id)?;
-        // Fields: "o", the entry. Another shape is kept as an empty entry,
-        // which does not decode: it is skipped like any bad entry.
-        let bytes = match <[Value; 2]>::try_from(fields) {
-            Ok([_, Value::BulkString(b)]) => open(key, b),
-            _ => Vec::new(),
+        // Fields: "i", the entry with who wrote it under its seal ("o",
+        // without, from builds before 2026-12-07). Another shape is kept as
+        // an empty entry, which does not decode: it is skipped like any bad
+        // entry.
+        let (bytes, ident) = match <[Value; 2]>::try_from(fields) {
+            Ok([Value::BulkString(f), Value::BulkString(b)]) if f == b"i" => {
+                match Ident::split(open(key, b)) {
+                    Some((bytes, ident)) => (bytes, Some(ident)),
+                    None => (Vec::new(), None),
+                }
+            }
+            Ok([Value::BulkString(f), Value::BulkString(b)]) if f == b"o" => (open(key, b), None),
+            _ => (Vec::new(), None),
         };
-        out.push((id, bytes));
+        out.push((id, bytes, ident));
     }
     Ok(out)
 }
@@ -225,6 +239,20 @@ impl Drop for Turn<'_> {
     }
 }
 
+/// A writer id for this run: random (the hasher's keys come from the
+/// system's randomness), mixed with the process id and the time.
+fn writer_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
 /// The Redis store. `&self` methods may be called from
 /// many threads at once.
 ///
@@ -236,12 +264,6 @@ impl Drop for Turn<'_> {
 /// Redis's time and the host's. Trips out at once read overlapping parts
 /// of the log; whichever comes back first applies them, and the others
 /// apply only what follows the replica's last entry.
-/// A field and its value, as `HSCAN` answers them.
-type Pair = (Vec<u8>, Vec<u8>);
-
-/// Most `HSCAN` round trips one read of the domain allowances makes.
-pub const MAX_DOMAIN_PAGES: usize = 20;
-
 pub struct LogStore {
     /// Connections.
     pool: Pool,
@@ -266,6 +288,97 @@ pub struct LogStore {
     carried: AtomicU64,
     /// `XRANGE` calls after a round trip's own (catching up).
     reads: AtomicU64,
+    /// This host's writer id for this run ([`Ident`]), and the number of
+    /// its last entry.
+    writer: u64,
+    seq: AtomicU64,
+    /// What the reads found of the shared state's integrity.
+    pub integrity: Integrity,
+    /// The head's key, and the newest head this host verified
+    /// ([`crate::store::head`]).
+    head_key: String,
+    head: Mutex<Head>,
+    /// When the head was last read by a round trip (Unix seconds; 0:
+    /// never), [`LogStore::sync_head_when_due`].
+    head_read_at: AtomicU64,
+}
+
+/// The file in the state directory that keeps the newest head verified.
+pub const HEAD_FILE: &str = "head.bin";
+/// How often the log's round trips read the head too (the daemon reads it
+/// every 10 s besides, with the domain allowances).
+const HEAD_EVERY_SECS: u64 = 60;
+
+/// Sets `key` to `new` if it holds `old` (or is missing, for `None`).
+const CAS: &str = "local v = redis.call('GET', KEYS[1]) \
+    if (v == false and ARGV[1] == '') or v == ARGV[1] then \
+    redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0";
+
+/// Compare-and-set of the head ([`CAS`]).
+fn cas(conn: &mut Conn, key: &str, old: Option<&[u8]>, new: &[u8]) -> Result<bool, StoreError> {
+    let done: i64 = redis::cmd("EVAL")
+        .arg(CAS)
+        .arg(1)
+        .arg(key)
+        .arg(old.unwrap_or_default())
+        .arg(new)
+        .query(conn.like())
+        .map_err(|e| err("head write", e))?;
+    Ok(done == 1)
+}
+
+/// Seconds since the Unix epoch, from the system clock.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The head a host kept in its state directory, when it is there, sealed
+/// with the site's key, and reads as one.
+fn kept_head(cfg: &Config, key: &[u8; 32]) -> Head {
+    let path = cfg.state.state_dir.join(HEAD_FILE);
+    crate::file::read_regular(&path, MAX_HEAD_BYTES as u64, crate::file::Links::Refuse)
+        .ok()
+        .map(|b| open(key, b))
+        .filter(|b| !b.is_empty())
+        .and_then(|b| Head::decode(&b).ok())
+        .unwrap_or_default()
+}
+
+/// What this host found of the shared state's integrity (issue 64):
+/// counters for metrics, and when each warning was last logged.
+#[derive(Debug, Default)]
+pub struct Integrity {
+    /// Log entries not sealed with this host's key, skipped.
+    pub unsealed: AtomicU64,
+    /// Times the replica's last entry was no longer in the log.
+    pub cuts: AtomicU64,
+    /// Entries met again and not applied (copies, replays).
+    pub again: AtomicU64,
+    /// Entries missing from their writer's numbers (removed, or lost).
+    pub missing: AtomicU64,
+    /// Times the sealed head was older than one verified, or missing or
+    /// unsealed ([`crate::store::head`]).
+    pub rollbacks: AtomicU64,
+    /// Times this host wrote the head it verified back.
+    pub repairs: AtomicU64,
+    cut_said: AtomicU64,
+    gaps_said: AtomicU64,
+    head_said: AtomicU64,
+}
+
+impl Integrity {
+    /// Whether a warning last said at `at` (Unix seconds) may be said
+    /// again now (once a minute), and notes it.
+    fn may_say(&self, at: &AtomicU64) -> bool {
+        let now = unix_now();
+        let last = at.load(Ordering::Relaxed);
+        now >= last + 60
+            && at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 impl std::fmt::Debug for LogStore {
@@ -279,6 +392,7 @@ impl LogStore {
     /// [`Pool::open`].
     pub fn open(cfg: &Config) -> Result<LogStore, StoreError> {
         let pool = Pool::open(cfg)?;
+        let head_key = format!("{}:head", pool.key_base());
         Ok(LogStore {
             key: format!("{}:log", pool.key_base()),
             log_key: log_key(cfg),
@@ -293,6 +407,12 @@ impl LogStore {
             trips: AtomicU64::new(0),
             carried: AtomicU64::new(0),
             reads: AtomicU64::new(0),
+            writer: writer_id(),
+            seq: AtomicU64::new(0),
+            integrity: Integrity::default(),
+            head_key,
+            head: Mutex::new(kept_head(cfg, &log_key(cfg))),
+            head_read_at: AtomicU64::new(0),
         })
     }
 
@@ -468,6 +588,11 @@ impl LogStore {
             bytes: encode_correction(c, now),
             now,
         }])?;
+        // The head keeps it too: a replica that misses the log's entry
+        // (removed, or cut with the log) learns it there.
+        if let Err(e) = self.update_head(|h| h.correct(c, now.0)) {
+            tracing::warn!(error = %e, campaign = %id, "redis head: the correction is in the log but not in the head");
+        }
         Ok(Some(live))
     }
 
@@ -479,6 +604,7 @@ impl LogStore {
     /// # Errors
     /// Redis failed or answered what bulkwatch cannot read.
     pub fn refresh(&self) -> Result<(), StoreError> {
+        self.sync_head_when_due();
         let mut conn = self.pool.take()?;
         let mut skipped = 0;
         for _ in 0..=MAX_READS_PER_CALL {
@@ -491,25 +617,12 @@ impl LogStore {
             )?;
             let got = read.len();
             let mut r = self.replica()?;
-            let joins = match r.last {
-                Some(l) => read.binary_search_by(|e| e.0.cmp(&l)).is_ok(),
-                None => from.is_none(),
-            };
-            if joins {
-                skipped += r.apply(read);
-            } else if r.last == from && from.is_some() {
-                // Trimmed past the replica: start again from what the log
-                // holds, as a round trip would (it is not the site's view
-                // until it has read to the end).
-                tracing::warn!(
-                    "redis log: the log was trimmed past this daemon's replica; rebuilding it"
-                );
-                *r = Replica::new(&self.cfg);
-                continue;
-            }
+            self.note_read(&r, from, &read);
+            skipped += r.apply(read);
+            self.note_applied(&r);
             if got <= CHUNK {
                 // Read to the log's end: the replica is the site's view.
-                r.answered |= joins;
+                r.answered = true;
                 break;
             }
         }
@@ -579,77 +692,168 @@ impl LogStore {
     }
 
     /// Allows `domain` until `until` (Unix seconds; `u64::MAX`: until
-    /// withdrawn), or withdraws it (`None`), in the site's hash of domain
-    /// allowances (`<base>:domains`, domain -> until).
+    /// withdrawn), or withdraws it (`None`), in the site's head
+    /// ([`crate::store::head`]): a new version, compared and set.
     ///
     /// # Errors
-    /// Redis failed.
+    /// Redis failed, or other hosts changed the head at every try.
     pub fn set_domain_allowance(&self, domain: &str, until: Option<u64>) -> Result<(), StoreError> {
-        let mut conn = self.pool.take()?;
-        let key = format!("{}:domains", self.pool.key_base());
-        let cmd = match until {
-            Some(u) => {
-                let mut c = redis::cmd("HSET");
-                c.arg(&key)
-                    .arg(domain)
-                    .arg(sealed_until(&self.log_key, domain, u));
-                c
-            }
-            None => {
-                let mut c = redis::cmd("HDEL");
-                c.arg(&key).arg(domain);
-                c
-            }
-        };
-        let _: i64 = cmd
-            .query(conn.like())
-            .map_err(|e| err("domain allowance", e))?;
-        self.pool.give_back(conn);
-        Ok(())
+        self.update_head(|h| h.set_domain(domain, until))
     }
 
-    /// The site's domain allowances, read with `HSCAN` a page at a time:
-    /// at most [`MAX_DOMAINS`](crate::engine::allowance::MAX_DOMAINS)
-    /// entries and [`MAX_DOMAIN_PAGES`] round trips, whatever the hash
-    /// holds; a field that is no domain or a value without the site's seal
-    /// (`sealed_until`) is skipped (Redis is trusted no more than it must
-    /// be).
+    /// The site's domain allowances running now, from the head verified
+    /// ([`LogStore::sync_head`]): at most
+    /// [`MAX_DOMAINS`](crate::engine::allowance::MAX_DOMAINS).
     ///
     /// # Errors
     /// Redis failed.
     pub fn domain_allowances(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        use crate::engine::allowance::{domain, MAX_DOMAINS};
+        use crate::engine::allowance::domain;
+        let head = self.sync_head()?;
+        Ok(head
+            .domains_at(unix_now())
+            .into_iter()
+            .filter_map(|(d, u)| Some((domain(&d)?, u)))
+            .collect())
+    }
+
+    /// Reads the site's head: its raw value (none when missing) and what
+    /// it holds when its seal is the site's and it reads as a head.
+    fn read_head(&self, conn: &mut Conn) -> Result<(Option<Vec<u8>>, Option<Head>), StoreError> {
+        let raw: Option<Vec<u8>> = redis::cmd("GET")
+            .arg(&self.head_key)
+            .query(conn.like())
+            .map_err(|e| err("head read", e))?;
+        let head = raw
+            .as_ref()
+            .filter(|r| r.len() <= MAX_HEAD_BYTES)
+            .map(|r| open(&self.log_key, r.clone()))
+            .filter(|b| !b.is_empty())
+            .and_then(|b| Head::decode(&b).ok());
+        Ok((raw, head))
+    }
+
+    /// Brings this host's head up to the site's and answers it: a newer
+    /// version (sealed with the site's key) is adopted, kept in the state
+    /// directory and applied to the replica; an older one, a missing one or
+    /// one not sealed with the key is a rollback: said, counted, and the
+    /// head this host verified is written back.
+    ///
+    /// # Errors
+    /// Redis failed.
+    pub fn sync_head(&self) -> Result<Head, StoreError> {
         let mut conn = self.pool.take()?;
-        let key = format!("{}:domains", self.pool.key_base());
-        let mut out = Vec::new();
-        let mut cursor = "0".to_owned();
-        for _ in 0..MAX_DOMAIN_PAGES {
-            let (next, page): (String, Vec<Pair>) = redis::cmd("HSCAN")
-                .arg(&key)
-                .arg(&cursor)
-                .arg("COUNT")
-                .arg(100)
-                .query(conn.like())
-                .map_err(|e| err("domain allowances", e))?;
-            for (field, value) in page {
-                let name = std::str::from_utf8(&field).ok().and_then(domain);
-                let until = std::str::from_utf8(&field)
-                    .ok()
-                    .zip(std::str::from_utf8(&value).ok())
-                    .and_then(|(f, v)| opened_until(&self.log_key, f, v));
-                if let (Some(d), Some(u)) = (name, until) {
-                    if out.len() < MAX_DOMAINS {
-                        out.push((d, u));
+        let (raw, found) = self.read_head(&mut conn)?;
+        let known = self.known_head();
+        let out = match found {
+            Some(h) if h.version > known.version => {
+                self.adopt(h.clone());
+                h
+            }
+            Some(h) if h.version == known.version => known,
+            _ if known.version == 0 && raw.is_none() => known,
+            _ => {
+                self.integrity.rollbacks.fetch_add(1, Ordering::Relaxed);
+                if self.integrity.may_say(&self.integrity.head_said) {
+                    tracing::warn!(
+                        verified = known.version,
+                        found = ?found.as_ref().map(|h| h.version),
+                        sealed = found.is_some() || raw.is_none(),
+                        "redis head: the site's corrections and domain allowances in Redis are \
+                         older than what this host verified, missing, or not sealed with the \
+                         site's key (rewritten or deleted by whoever may write to Redis): \
+                         keeping what it verified and writing it back"
+                    );
+                }
+                if known.version > 0 {
+                    let sealed = seal(&self.log_key, &known.encode());
+                    if cas(&mut conn, &self.head_key, raw.as_deref(), &sealed)? {
+                        self.integrity.repairs.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                known
             }
-            if next == "0" || out.len() >= MAX_DOMAINS {
-                break;
-            }
-            cursor = next;
-        }
+        };
         self.pool.give_back(conn);
         Ok(out)
+    }
+
+    /// [`LogStore::sync_head`] at the first round trip and at most once
+    /// a [`HEAD_EVERY_SECS`] after: a host that starts learns the
+    /// corrections in force before it applies the log. A failure is left
+    /// to the log's round trip to meet and count.
+    fn sync_head_when_due(&self) {
+        let now = unix_now().max(1);
+        let last = self.head_read_at.load(Ordering::Relaxed);
+        let due = last == 0 || now >= last + HEAD_EVERY_SECS;
+        if due
+            && self
+                .head_read_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            if let Err(e) = self.sync_head() {
+                tracing::debug!(error = %e, "redis head: not read");
+            }
+        }
+    }
+
+    /// Changes the head: read, `change` applied to the newest verified,
+    /// its version one more, compared and set (a few tries when another
+    /// host changes it meanwhile).
+    fn update_head(&self, change: impl Fn(&mut Head)) -> Result<(), StoreError> {
+        let mut conn = self.pool.take()?;
+        for _ in 0..8 {
+            let (raw, found) = self.read_head(&mut conn)?;
+            let known = self.known_head();
+            let mut next = match found {
+                Some(h) if h.version >= known.version => h,
+                _ => known,
+            };
+            change(&mut next);
+            next.version += 1;
+            let now = unix_now();
+            next.written_at = now;
+            next.prune(now, self.keep_ms / 1000 + 3600);
+            let sealed = seal(&self.log_key, &next.encode());
+            if cas(&mut conn, &self.head_key, raw.as_deref(), &sealed)? {
+                self.pool.give_back(conn);
+                self.adopt(next);
+                return Ok(());
+            }
+        }
+        self.pool.give_back(conn);
+        Err(StoreError::Stream(BadStream::HeadContended))
+    }
+
+    /// The newest head this host verified.
+    fn known_head(&self) -> Head {
+        self.head
+            .lock()
+            .map_or_else(|p| p.into_inner().clone(), |h| h.clone())
+    }
+
+    /// Takes `h` as the newest verified: in memory, in the state directory
+    /// (so that a restart remembers it) and in the replica.
+    ///
+    /// A state directory that does not exist (a `replay` or a command run
+    /// away from the daemon's) keeps nothing: such a store remembers the
+    /// head for as long as it runs.
+    fn adopt(&self, h: Head) {
+        let dir = &self.cfg.state.state_dir;
+        if dir.is_dir() {
+            let sealed = seal(&self.log_key, &h.encode());
+            if let Err(e) = crate::file::write_atomic(dir, HEAD_FILE, &sealed, 0o600) {
+                tracing::warn!(error = %e, "redis head: cannot keep the verified head in the state directory");
+            }
+        }
+        if let Ok(mut r) = self.replica() {
+            r.apply_head(&h);
+        }
+        match self.head.lock() {
+            Ok(mut k) => *k = h,
+            Err(p) => *p.into_inner() = h,
+        }
     }
 
     /// Round trips sent so far, and the messages they carried.
@@ -720,6 +924,7 @@ impl LogStore {
     /// answer per message, in order. When the log's key holds a value of
     /// another type, it is deleted and the round trip made once more.
     fn send(&self, batch: &[Entry]) -> Result<Vec<Logged>, StoreError> {
+        self.sync_head_when_due();
         self.trips.fetch_add(1, Ordering::Relaxed);
         self.carried
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
@@ -883,7 +1088,7 @@ impl LogStore {
     fn catch_up(
         &self,
         conn: &mut Conn,
-        mut read: Vec<(StreamId, Vec<u8>)>,
+        mut read: Vec<Read>,
         from: &mut Option<StreamId>,
         newest: StreamId,
         fail: &dyn Fn(redis::RedisError) -> StoreError,
@@ -902,30 +1107,15 @@ impl LogStore {
             }
             let mut r = self.replica()?;
             // Another round trip out at the same time may have moved the
-            // replica since this one was sent. A read that holds the
-            // replica's last entry goes on from it without a gap (a read is
-            // a contiguous part of the log), so what follows that entry is
-            // applied; what precedes it was already. (When nothing moved
-            // it, that entry is the read's first: reads start at the
-            // replica's last entry, inclusive.)
-            let joins = match r.last {
-                Some(l) => read.binary_search_by(|e| e.0.cmp(&l)).is_ok(),
-                // (An empty replica reads from the log's start.)
-                None => from.is_none(),
-            };
-            if joins {
-                skipped += r.apply(std::mem::take(&mut read));
-            } else if r.last == *from {
-                // The replica's last entry left the log: what came after
-                // it may have too. Start again from what the log holds.
-                tracing::warn!(
-                    last = %from.map_or_else(String::new, |l| l.to_string()),
-                    "redis log: the log was trimmed past this daemon's replica; rebuilding it"
-                );
-                *r = Replica::new(&self.cfg);
-            }
-            // (Else another round trip moved the replica past this read:
-            // the next read starts where it is now.)
+            // replica since this one was sent: what it applied is applied
+            // once (entries say who wrote them) or skipped by its place
+            // (entries of older builds). A read that does not hold the
+            // replica's last entry, when nothing moved it, means the entry
+            // left the log: the replica keeps its counts and applies what
+            // the log holds that it has not (it never starts over).
+            self.note_read(&r, *from, &read);
+            skipped += r.apply(std::mem::take(&mut read));
+            self.note_applied(&r);
             *from = r.last;
             if from.is_some_and(|l| l >= newest) {
                 break;
@@ -934,17 +1124,69 @@ impl LogStore {
         Ok(Some(skipped))
     }
 
-    /// `XADD` of one entry, the log trimmed to `window.max_entries`.
+    /// `XADD` of one entry, the log trimmed to `window.max_entries`: the
+    /// entry, this host's writer id and the entry's number among its own
+    /// ([`Ident`]), sealed.
     fn append(&self, bytes: &[u8]) -> redis::Cmd {
+        let ident = Ident {
+            writer: self.writer,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+        };
+        let mut entry = Vec::with_capacity(bytes.len() + IDENT_LEN);
+        entry.extend_from_slice(bytes);
+        entry.extend_from_slice(&ident.to_bytes());
         let mut c = redis::cmd("XADD");
         c.arg(&self.key)
             .arg("MAXLEN")
             .arg("~")
             .arg(self.cfg.window.max_entries)
             .arg("*")
-            .arg("o")
-            .arg(seal(&self.log_key, bytes));
+            .arg("i")
+            .arg(seal(&self.log_key, &entry));
         c
+    }
+
+    /// Notes what applying found: entries met again (not applied) and
+    /// writers' entries missing, said at most once a minute.
+    fn note_applied(&self, r: &Replica) {
+        let i = &self.integrity;
+        i.again.store(r.writers.again, Ordering::Relaxed);
+        let before = i.missing.swap(r.writers.missing, Ordering::Relaxed);
+        if r.writers.missing > before && i.may_say(&i.gaps_said) {
+            tracing::warn!(
+                missing = r.writers.missing,
+                "redis log: entries are missing from the numbers their hosts gave them \
+                 (removed from the log by whoever may write to Redis, or lost with a round \
+                 trip that failed halfway)"
+            );
+        }
+    }
+
+    /// Notes what a read from `from` shows of the log's integrity: entries
+    /// not sealed with this host's key (a writer without the site's key:
+    /// skipped), and, when the replica still stands at `from`, whether its
+    /// last entry left the log (trimmed while it was behind, or cut or
+    /// deleted by a writer): said and counted, never a reason to start
+    /// over ([`Integrity`]).
+    fn note_read(&self, r: &Replica, from: Option<StreamId>, read: &[Read]) {
+        let unsealed = read.iter().filter(|e| e.1.is_empty()).count() as u64;
+        if unsealed > 0 {
+            self.integrity
+                .unsealed
+                .fetch_add(unsealed, Ordering::Relaxed);
+        }
+        let cut = from.is_some_and(|l| r.last == Some(l) && read.first().is_none_or(|e| e.0 != l));
+        if cut {
+            self.integrity.cuts.fetch_add(1, Ordering::Relaxed);
+            if self.integrity.may_say(&self.integrity.cut_said) {
+                tracing::warn!(
+                    last = %from.map_or_else(String::new, |l| l.to_string()),
+                    "redis log: this daemon's last entry is no longer in the log (trimmed while \
+                     it was behind, or cut or deleted by whoever may write to Redis): keeping \
+                     its counts and applying what the log holds that it has not"
+                );
+            }
+        }
     }
 
     /// `XRANGE` from `from` inclusive (or from the log's start), one chunk
@@ -1033,7 +1275,26 @@ mod tests {
             ])])
         };
         assert_eq!(entries(reply(sealed), &key).unwrap()[0].1, forged);
-        assert!(entries(reply(forged), &key).unwrap()[0].1.is_empty());
+        assert!(entries(reply(forged.clone()), &key).unwrap()[0]
+            .1
+            .is_empty());
+        // Under "i" the entry ends in who wrote it, under the seal.
+        let who = Ident { writer: 3, seq: 9 };
+        let mut with = forged.clone();
+        with.extend(who.to_bytes());
+        let reply_i = |bytes: Vec<u8>| {
+            Value::Array(vec![Value::Array(vec![
+                Value::BulkString(b"5-1".to_vec()),
+                Value::Array(vec![
+                    Value::BulkString(b"i".to_vec()),
+                    Value::BulkString(bytes),
+                ]),
+            ])])
+        };
+        let read = entries(reply_i(seal(&key, &with)), &key).unwrap();
+        assert_eq!((&read[0].1, read[0].2), (&forged, Some(who)));
+        let read = entries(reply_i(seal(&key, &forged[..3])), &key).unwrap();
+        assert_eq!((read[0].1.is_empty(), read[0].2), (true, None), "too short");
         // RFC 4231, test case 1, under a 32-byte key of 0x0b.
         let mut k = [0u8; 32];
         k[..20].fill(0x0b);
@@ -1058,7 +1319,7 @@ mod tests {
         ])]);
         assert_eq!(
             entries(odd, &[0; 32]).unwrap(),
-            vec![(StreamId(5, 1), Vec::new())]
+            vec![(StreamId(5, 1), Vec::new(), None)]
         );
     }
 

@@ -101,6 +101,19 @@ pub fn spam(name: &str, n: u32) -> Mail {
     }
 }
 
+/// [`spam`] `n` to the `n`th name of [`NAMES`], as the bytes of a message.
+pub fn spam_bytes(n: u32) -> Vec<u8> {
+    let name = NAMES[n as usize % NAMES.len()];
+    let m = spam(name, n);
+    let mut raw = String::new();
+    for (k, v) in &m.headers {
+        raw.push_str(&format!("{k}: {v}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(&m.body);
+    raw.into_bytes()
+}
+
 pub const NAMES: [&str; 6] = ["alice", "bob", "carol", "dave", "erin", "frank"];
 
 /// The `i`th recipient's name: [`NAMES`], then `alice1`, `bob1`, ...

@@ -9,6 +9,28 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bulkwatch::config::Config;
+use bulkwatch::engine::verdict::Verdict;
+use bulkwatch::engine::{analyze, observe, verdict_of, Envelope, UnixSecs};
+use bulkwatch::replay::REPLAY_EPOCH;
+use bulkwatch::store::{RedisLayer, RedisResult};
+
+/// Spam message `n` ([`super::spam_bytes`]) to one person of its own,
+/// judged through `layer` at `REPLAY_EPOCH + n` (Redis must answer).
+pub fn judged_on(layer: &RedisLayer, cfg: &Config, n: u32) -> Verdict {
+    let env = Envelope {
+        rcpts: vec![format!("r{n}@example.net")],
+        ..Envelope::default()
+    };
+    let an = analyze(&super::spam_bytes(n), &env, cfg);
+    let obs = observe(cfg, &an, &env).unwrap();
+    let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
+    let RedisResult::Judged(out) = layer.record(&obs, now) else {
+        panic!("redis did not judge message {n}");
+    };
+    verdict_of(cfg, &obs, out)
+}
+
 /// A free loopback port (and, for cluster nodes, its bus port + 10000).
 pub fn free_port(with_bus: bool) -> u16 {
     loop {
