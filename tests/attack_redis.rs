@@ -438,4 +438,94 @@ mod writers_without_the_key {
         assert_eq!(count(&b.integrity().missing), 5);
         assert_eq!(count(&b.integrity().again), 3);
     }
+
+    /// An entry with an id of the future (ids are the writer's choice)
+    /// moves no trim: the log is trimmed by Redis's own clock, so a host
+    /// that starts later still reads the window. One with the largest id
+    /// there is, after which no `XADD` succeeds, is met by deleting the
+    /// log: the round trip goes on, and the running host keeps its
+    /// counts. Before, the first cut the log at the next upkeep and the
+    /// second left every host judging alone until someone deleted it.
+    #[cfg_attr(
+        not(bulkwatch_redis),
+        ignore = "needs redis-server (apt-get install redis-server)"
+    )]
+    #[test]
+    fn ids_of_the_future_cut_nothing_and_stop_nothing() {
+        let server = RedisServer::start();
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let (cfg, a) = host(&server.url(), "ids", dirs[0].path());
+        let log = format!("{}:log", key_base(&cfg.store.redis));
+        let mut c = raw(&server);
+        for n in 0..3 {
+            judged_on(&a, &cfg, n);
+        }
+        let _: String = redis::cmd("XADD")
+            .arg(&log)
+            .arg("9999999999999-0")
+            .arg("x")
+            .arg("y")
+            .query(&mut c)
+            .unwrap();
+        let (_, b) = host(&server.url(), "ids", dirs[1].path());
+        for n in 3..6 {
+            judged_on(&b, &cfg, n);
+        }
+        let (_, new) = host(&server.url(), "ids", dirs[2].path());
+        let v = judged_on(&new, &cfg, 6);
+        assert_eq!(v.campaign.unwrap().messages, 7, "nothing was cut");
+
+        judged_on(&a, &cfg, 7);
+        let _: String = redis::cmd("XADD")
+            .arg(&log)
+            .arg("18446744073709551615-18446744073709551615")
+            .arg("x")
+            .arg("y")
+            .query(&mut c)
+            .unwrap();
+        let v = judged_on(&a, &cfg, 8);
+        assert_eq!(v.campaign.unwrap().messages, 9, "a keeps its counts");
+        assert_eq!(a.wrongtype_repairs(), 1);
+        // b had not read 6 and 7, which went with the log.
+        let v = judged_on(&b, &cfg, 9);
+        assert_eq!(v.campaign.unwrap().messages, 8);
+    }
+
+    /// A log flooded with entries to skip (20,000 of 300 bytes, as fast as
+    /// one connection writes them) is read through by the next message
+    /// of a host that was up to date, which gets Redis's answer; the
+    /// entries are counted. Before, a message read at most 5 × 1,024
+    /// entries and every host judged alone until they had read past it.
+    #[cfg_attr(
+        not(bulkwatch_redis),
+        ignore = "needs redis-server (apt-get install redis-server)"
+    )]
+    #[test]
+    fn a_log_flooded_with_junk_is_read_through() {
+        let server = RedisServer::start();
+        let (sa, sb) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (cfg, a) = host(&server.url(), "flood", sa.path());
+        let (_, b) = host(&server.url(), "flood", sb.path());
+        let log = format!("{}:log", key_base(&cfg.store.redis));
+        let mut c = raw(&server);
+        for n in 0..3 {
+            judged_on(if n % 2 == 0 { &a } else { &b }, &cfg, n);
+        }
+        let junk = vec![b'j'; 300];
+        let mut p = redis::pipe();
+        for _ in 0..20_000 {
+            p.cmd("XADD")
+                .arg(&log)
+                .arg("*")
+                .arg("i")
+                .arg(&junk)
+                .ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+        let v = judged_on(&b, &cfg, 3);
+        assert_eq!(v.campaign.unwrap().messages, 4);
+        assert_eq!(count(&b.integrity().unsealed), 20_000);
+        let v = judged_on(&a, &cfg, 4);
+        assert_eq!(v.campaign.unwrap().messages, 5);
+    }
 }

@@ -505,7 +505,7 @@ fn render_redis(s: &mut String, sh: &RedisLayer) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_redis_wrongtype_repairs_total Keys of bulkwatch's prefix deleted \
-         for holding a value of another type (WRONGTYPE); the calls went on.\n\
+         for holding a value of another type (WRONGTYPE) or a log that took no entry; the calls went on.\n\
          # TYPE bulkwatch_redis_wrongtype_repairs_total counter\n\
          bulkwatch_redis_wrongtype_repairs_total {}",
         sh.wrongtype_repairs()

@@ -220,7 +220,9 @@ impl Pool {
             tracing::warn!(
                 key,
                 "redis: a key of bulkwatch's prefix held a value of another type \
-                 (WRONGTYPE); deleted it, and the call went on without it"
+                 (WRONGTYPE), or a log that takes no more entries (an entry with the \
+                 largest id there is, written by someone else); deleted it, and the call \
+                 went on without it"
             );
         }
     }

@@ -49,8 +49,9 @@ pub(crate) struct Replica {
     pub(crate) recent: VecDeque<(StreamId, Outcome)>,
     /// Redis's clock, in milliseconds, as of the newest id seen.
     pub(crate) redis_ms: u64,
-    /// `redis_ms` when the TTL was last renewed and the log trimmed.
-    pub(crate) upkeep_ms: u64,
+    /// When the TTL was last renewed and the log trimmed (this host's
+    /// clock).
+    pub(crate) upkeep_at: Option<std::time::Instant>,
     /// Entries applied since the replica was made (skipped ones not
     /// counted): tells [`LogStore::copy_due`] whether it moved.
     pub(crate) applied: u64,
@@ -100,7 +101,7 @@ impl Replica {
             now: 0,
             recent: VecDeque::new(),
             redis_ms: 0,
-            upkeep_ms: 0,
+            upkeep_at: None,
             applied: 0,
             answered: false,
             corrected: HashMap::new(),
@@ -200,10 +201,10 @@ impl Replica {
             if !before {
                 self.last = Some(id);
             }
-            self.redis_ms = self.redis_ms.max(id.0);
             if bytes.first() == Some(&CORRECTION) {
                 match decode_correction(&bytes) {
                     Ok((c, now)) if !too_far_ahead(now, id) => {
+                        self.redis_ms = self.redis_ms.max(id.0);
                         // (Named even when it was forgotten already: a
                         // renewed forget counts as renewed.)
                         let named = self.engine.root_id(c.id());
@@ -252,6 +253,8 @@ impl Replica {
                 bad += 1;
                 continue;
             }
+            // (Junk does not move it.)
+            self.redis_ms = self.redis_ms.max(id.0);
             self.now = self.now.max(now.0);
             if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
                 self.applied += 1;

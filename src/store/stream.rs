@@ -18,21 +18,29 @@
 //! minutes: Redis needs no cleanup job.
 //!
 //! A daemon that starts, or that was cut off, reads the log from where it
-//! stopped (from the beginning after a start), at most
-//! [`MAX_READS_PER_CALL`] chunks per message; until it has caught up with
-//! its own entry its messages fall back to the local verdict. When the
-//! log was trimmed past the replica's last entry, the replica starts again
-//! from what the log holds.
+//! stopped (from the beginning after a start),
+//! [`MAX_READS_PER_CALL`] chunks per message, and more through a log
+//! flooded with entries to skip while half the Redis timeout lasts; until
+//! it has caught up with its own entry its messages fall back to the local
+//! verdict. A replica never starts over: when the log was trimmed, cut or
+//! deleted past its last entry, it keeps its counts and applies what the
+//! log holds that it has not (entries name their writer and number: each
+//! is applied once, [`crate::store::writers`]).
 //!
 //! A log key that holds a value of another type (`WRONGTYPE`: set by hand
-//! or by another program) would fail every round trip: it is deleted,
-//! counted ([`Pool::wrongtype_repairs`]) and the round trip made
-//! again, and every replica rebuilds from the new log.
+//! or by another program), or a log that takes no more entries (an entry
+//! with the largest id there is), would fail every round trip: it is
+//! deleted, counted ([`Pool::wrongtype_repairs`]) and the round trip made
+//! again.
 //!
-//! What the log does not give: a daemon that rebuilt its replica from
-//! one window of log names a campaign whose first members have left the
-//! log after the oldest member it saw, where the daemons that never
-//! stopped keep the first member's id. Counts and verdicts agree.
+//! The operators' corrections in force and the domain allowances are the
+//! head's too ([`crate::store::head`]): what a replica that missed a log
+//! entry learns them from, and what no older value written back undoes.
+//!
+//! What the log does not give: a daemon that starts on one window of log
+//! names a campaign whose first members have left the log after the
+//! oldest member it saw, where the daemons that never stopped keep the
+//! first member's id. Counts and verdicts agree.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -61,27 +69,60 @@ const CHUNK: usize = 1024;
 /// `XRANGE` calls a message may spend catching up after the first one;
 /// beyond them the message is judged locally and the next one goes on.
 pub const MAX_READS_PER_CALL: usize = 4;
+/// Most `XRANGE` calls a message may spend catching up through chunks
+/// mostly skipped, while half the Redis timeout lasts: a log flooded with
+/// entries to skip (junk written by whoever may write to Redis) is read
+/// through at the speed of Redis, not [`MAX_READS_PER_CALL`] chunks a
+/// message.
+pub const MAX_READS_FLOODED: usize = 256;
 /// Most messages one round trip carries.
 pub const MAX_BATCH: usize = 256;
 /// Seconds the log outlives the window (clock differences between hosts).
 const MARGIN_SECS: u64 = 300;
-/// How often (Redis's clock, ms) a daemon renews the log's TTL and trims
+/// How often (this host's clock, ms) a daemon renews the log's TTL and trims
 /// entries older than the window: well within the margin.
 const UPKEEP_MS: u64 = 60_000;
 
-/// Whether Redis answered `WRONGTYPE` (a key of another type), to any
-/// command of a pipeline.
-fn is_wrongtype(e: &redis::RedisError) -> bool {
-    e.clone()
-        .into_server_errors()
-        .is_some_and(|errs| errs.iter().any(|(_, s)| s.code() == "WRONGTYPE"))
+/// Whether Redis answered that the log's key cannot take an entry, to any
+/// command of a pipeline: `WRONGTYPE` (a key of another type), or a stream
+/// whose last id is the largest there is (an entry added with that id by
+/// whoever may write to Redis: no `XADD` succeeds after it).
+fn needs_repair(e: &redis::RedisError) -> bool {
+    const EXHAUSTED: &str = "exhausted the last possible ID";
+    e.to_string().contains(EXHAUSTED)
+        || e.clone().into_server_errors().is_some_and(|errs| {
+            errs.iter().any(|(_, s)| {
+                s.code() == "WRONGTYPE" || s.details().is_some_and(|d| d.contains(EXHAUSTED))
+            })
+        })
 }
 
-/// Deletes `KEYS[1]` unless it is a stream (or missing); returns the keys
-/// deleted.
+/// Deletes `KEYS[1]` when it is neither a stream nor missing, or a stream
+/// that takes no entry (a probe appended and removed at once); returns the
+/// keys deleted.
 const REPAIR: &str = "local t = redis.call('TYPE', KEYS[1]).ok \
-    if t == 'stream' or t == 'none' then return 0 end \
-    return redis.call('DEL', KEYS[1])";
+    if t == 'none' then return 0 end \
+    if t ~= 'stream' then return redis.call('DEL', KEYS[1]) end \
+    local r = redis.pcall('XADD', KEYS[1], '*', 'p', '') \
+    if type(r) == 'table' and r.err then return redis.call('DEL', KEYS[1]) end \
+    redis.call('XDEL', KEYS[1], r) \
+    return 0";
+
+/// What a round trip does besides its batch ([`LogStore::plan`]).
+struct Plan {
+    /// Where the read starts: the replica's last entry, inclusive.
+    from: Option<StreamId>,
+    /// The TTL renewed and the log trimmed.
+    upkeep: bool,
+    /// Corrections appended again.
+    renewed: Vec<Vec<u8>>,
+}
+
+/// Trims `KEYS[1]` to the entries of the last `ARGV[1]` ms of Redis's clock.
+const TRIM: &str = "local t = redis.call('TIME') \
+    local ms = tonumber(t[1]) * 1000 - tonumber(ARGV[1]) \
+    if ms <= 0 then return 0 end \
+    return redis.call('XTRIM', KEYS[1], 'MINID', '~', string.format('%.0f', ms))";
 
 /// A stream entry id: milliseconds of Redis's clock, then a sequence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -972,12 +1013,16 @@ impl LogStore {
         wrongtype: &Cell<bool>,
     ) -> Result<Vec<Logged>, StoreError> {
         let fail = |e: redis::RedisError| {
-            if is_wrongtype(&e) {
+            if needs_repair(&e) {
                 wrongtype.set(true);
             }
             err("log", e)
         };
-        let (mut from, upkeep, renewed) = self.plan()?;
+        let Plan {
+            mut from,
+            upkeep,
+            renewed,
+        } = self.plan()?;
         let cmds = self.commands(batch, &renewed, from, upkeep);
         let mut reply = conn.pipeline(cmds).map_err(fail)?.into_iter();
         let own = batch
@@ -994,13 +1039,12 @@ impl LogStore {
         let (Some(newest), Some(first)) = (own.iter().max().copied(), reply.next()) else {
             return Err(too_short());
         };
-        let skipped = match self.catch_up(
-            conn,
-            entries(first, &self.log_key)?,
-            &mut from,
-            newest,
-            &fail,
-        )? {
+        let mut first = entries(first, &self.log_key)?;
+        if self.made_anew_below(from, &first, newest)? {
+            from = None;
+            first.clear();
+        }
+        let skipped = match self.catch_up(conn, first, &mut from, newest, &fail)? {
             Some(skipped) => skipped,
             // Not even the newest message's entry is left: trimmed already.
             None => {
@@ -1026,26 +1070,58 @@ impl LogStore {
         Ok(answers)
     }
 
+    /// Whether the log was made anew below the replica's position: the
+    /// read from `from` (the replica's last entry, inclusive) does not hold
+    /// it, and this round trip's own entry `newest` is older than it. Ids
+    /// go up with Redis's clock, so only a log whose ids someone put in the
+    /// future, deleted since (and repaired, see [`REPAIR`]), does that. The
+    /// replica then reads the new log from its start, keeping its counts
+    /// (entries name their writer: what it applied is not applied again).
+    fn made_anew_below(
+        &self,
+        from: Option<StreamId>,
+        read: &[Read],
+        newest: StreamId,
+    ) -> Result<bool, StoreError> {
+        let Some(l) = from else { return Ok(false) };
+        if newest >= l || read.first().is_some_and(|e| e.0 == l) {
+            return Ok(false);
+        }
+        let mut r = self.replica()?;
+        if r.last == Some(l) {
+            r.last = None;
+            tracing::warn!(
+                last = %l,
+                "redis log: the log was made anew below this daemon's last entry (ids put in \
+                 the future by whoever may write to Redis, then the log deleted): reading it \
+                 from its start, keeping the counts"
+            );
+        }
+        Ok(true)
+    }
+
     /// What this round trip does besides the batch: where the read
     /// starts (the replica's last entry), whether it is time for upkeep
-    /// (and then the trim point, once Redis's clock is known), and the
-    /// corrections to append again before the log's trim drops them.
-    #[allow(clippy::type_complexity)]
-    fn plan(&self) -> Result<(Option<StreamId>, Option<Option<u64>>, Vec<Vec<u8>>), StoreError> {
+    /// (once a minute of this host's clock), and the corrections to append
+    /// again before the log's trim drops them.
+    fn plan(&self) -> Result<Plan, StoreError> {
         let mut r = self.replica()?;
-        let upkeep = r.redis_ms == 0 || r.redis_ms >= r.upkeep_ms + UPKEEP_MS;
+        let upkeep = r
+            .upkeep_at
+            .is_none_or(|at| at.elapsed() >= Duration::from_millis(UPKEEP_MS));
         if upkeep {
-            r.upkeep_ms = r.redis_ms;
+            r.upkeep_at = Some(Instant::now());
         }
-        let trim = upkeep
-            .then(|| r.redis_ms.checked_sub(self.keep_ms))
-            .flatten();
         let renewed = if upkeep {
             r.corrections_to_renew(self.keep_ms / 2)
         } else {
             Vec::new()
         };
-        Ok((r.last, upkeep.then_some(trim), renewed))
+        Ok(Plan {
+            from: r.last,
+            upkeep,
+            renewed,
+        })
     }
 
     /// The pipeline of one round trip: the batch's entries, then
@@ -1057,7 +1133,7 @@ impl LogStore {
         batch: &[Entry],
         renewed: &[Vec<u8>],
         from: Option<StreamId>,
-        upkeep: Option<Option<u64>>,
+        upkeep: bool,
     ) -> Vec<redis::Cmd> {
         let mut cmds: Vec<redis::Cmd> = batch
             .iter()
@@ -1066,24 +1142,25 @@ impl LogStore {
             .map(|bytes| self.append(bytes))
             .collect();
         cmds.push(self.read_from(from));
-        if let Some(trim) = upkeep {
-            // Once a minute: the TTL (the window plus a margin) and, once
-            // Redis's clock is known, entries older than that.
+        if upkeep {
+            // Once a minute: the TTL (the window plus a margin) and the
+            // entries older than that by Redis's own clock (`TIME`, not the
+            // entries' ids, which whoever may write to Redis can put in the
+            // future).
             let mut expire = redis::cmd("PEXPIRE");
             expire.arg(&self.key).arg(self.keep_ms);
             cmds.push(expire);
-            if let Some(ms) = trim {
-                let mut xtrim = redis::cmd("XTRIM");
-                xtrim.arg(&self.key).arg("MINID").arg("~").arg(ms);
-                cmds.push(xtrim);
-            }
+            let mut trim = redis::cmd("EVAL");
+            trim.arg(TRIM).arg(1).arg(&self.key).arg(self.keep_ms);
+            cmds.push(trim);
         }
         cmds
     }
 
     /// Applies `read` (the pipeline's read) and further reads from `from`
-    /// until the replica holds `newest`, at most [`MAX_READS_PER_CALL`]
-    /// more reads. Returns the entries skipped as undecodable, or `None`
+    /// until the replica holds `newest`: at most [`MAX_READS_PER_CALL`]
+    /// more reads, or [`MAX_READS_FLOODED`] through chunks mostly skipped
+    /// while half the Redis timeout lasts. Returns the entries skipped as undecodable, or `None`
     /// when a read came back empty: the log was trimmed past `newest`.
     fn catch_up(
         &self,
@@ -1094,7 +1171,16 @@ impl LogStore {
         fail: &dyn Fn(redis::RedisError) -> StoreError,
     ) -> Result<Option<usize>, StoreError> {
         let mut skipped = 0;
-        for reads in 0..=MAX_READS_PER_CALL {
+        let started = std::time::Instant::now();
+        let budget = self.cfg.store.redis.timeout / 2;
+        // Past MAX_READS_PER_CALL, only through chunks mostly skipped (a
+        // flood of junk costs Redis and this host little to read; a log
+        // of genuine entries, after a start, costs applying them).
+        let mut flooded = false;
+        for reads in 0..=MAX_READS_FLOODED {
+            if reads > MAX_READS_PER_CALL && (!flooded || started.elapsed() >= budget) {
+                break;
+            }
             if reads > 0 {
                 self.reads.fetch_add(1, Ordering::Relaxed);
                 read = entries(
@@ -1114,7 +1200,10 @@ impl LogStore {
             // left the log: the replica keeps its counts and applies what
             // the log holds that it has not (it never starts over).
             self.note_read(&r, *from, &read);
-            skipped += r.apply(std::mem::take(&mut read));
+            let got = read.len();
+            let bad = r.apply(std::mem::take(&mut read));
+            flooded = bad * 2 > got;
+            skipped += bad;
             self.note_applied(&r);
             *from = r.last;
             if from.is_some_and(|l| l >= newest) {
@@ -1169,7 +1258,11 @@ impl LogStore {
     /// deleted by a writer): said and counted, never a reason to start
     /// over ([`Integrity`]).
     fn note_read(&self, r: &Replica, from: Option<StreamId>, read: &[Read]) {
-        let unsealed = read.iter().filter(|e| e.1.is_empty()).count() as u64;
+        // (The read starts at the replica's last entry, read before.)
+        let unsealed = read
+            .iter()
+            .filter(|e| e.1.is_empty() && Some(e.0) != from)
+            .count() as u64;
         if unsealed > 0 {
             self.integrity
                 .unsealed

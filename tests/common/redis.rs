@@ -25,8 +25,9 @@ pub fn judged_on(layer: &RedisLayer, cfg: &Config, n: u32) -> Verdict {
     let an = analyze(&super::spam_bytes(n), &env, cfg);
     let obs = observe(cfg, &an, &env).unwrap();
     let now = UnixSecs(REPLAY_EPOCH + u64::from(n));
-    let RedisResult::Judged(out) = layer.record(&obs, now) else {
-        panic!("redis did not judge message {n}");
+    let out = match layer.record(&obs, now) {
+        RedisResult::Judged(out) => out,
+        other => panic!("redis did not judge message {n}: {other:?}"),
     };
     verdict_of(cfg, &obs, out)
 }
