@@ -357,45 +357,7 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     // be dropped before any milter (and bulkwatch) sees the message, or a
     // sender could write the pass that a domain allowance asks for.
     for id in &cfg.allow.authserv_ids {
-        // Every legal form of the header (RFC 8601): plain, a comment
-        // before the id, the id quoted, folded, in other cases.
-        let missed: Vec<String> = auth_results_forms(id)
-            .into_iter()
-            .filter(|sample| {
-                !settings.header_checks.iter().any(|table| {
-                    let mut cmd = std::process::Command::new("postmap");
-                    if let Some(d) = dir {
-                        cmd.arg("-c").arg(d);
-                    }
-                    cmd.arg("-q")
-                        .arg(sample)
-                        .arg(table)
-                        .output()
-                        .is_ok_and(|o| {
-                            o.status.success()
-                                && String::from_utf8_lossy(&o.stdout)
-                                    .trim_start()
-                                    .to_ascii_uppercase()
-                                    .starts_with("IGNORE")
-                        })
-                })
-            })
-            .collect();
-        if !missed.is_empty() {
-            problems.push(format!(
-                "allow.authserv_ids trusts {id}, but header_checks (= {:?}) does not drop \
-                 every Authentication-Results header of {id} arriving from outside ({} of \
-                 its legal forms pass, e.g. {:?}): a sender could write one. (bulkwatch \
-                 trusts only the plain form at the top, but other readers of the header may \
-                 not.) The line below matches the id anywhere in the header, folded or not, \
-                 in any case. Add to a header_checks table: \
-                 /^Authentication-Results:.*{}/ IGNORE",
-                settings.header_checks.join(", "),
-                missed.len(),
-                missed.first().map(String::as_str).unwrap_or(""),
-                regex_escaped(id)
-            ));
-        }
+        problems.extend(auth_results_kept(id, &settings.header_checks, dir));
     }
     if let Err(e) = probe_socket(&cfg.milter.socket) {
         problems.push(format!(
@@ -428,6 +390,49 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
         text,
         problems: problems.len(),
     })
+}
+
+/// The problem, if any, of trusted authserv-id `id`: some legal form of an
+/// Authentication-Results header of it (RFC 8601: plain, a comment before
+/// the id, the id quoted, folded, in other cases) that no table of
+/// `header_checks` drops (`postmap -q`, as Postfix reads the tables).
+fn auth_results_kept(id: &str, header_checks: &[String], dir: Option<&Path>) -> Option<String> {
+    let dropped = |sample: &str| {
+        header_checks.iter().any(|table| {
+            let mut cmd = std::process::Command::new("postmap");
+            if let Some(d) = dir {
+                cmd.arg("-c").arg(d);
+            }
+            cmd.arg("-q")
+                .arg(sample)
+                .arg(table)
+                .output()
+                .is_ok_and(|o| {
+                    o.status.success()
+                        && String::from_utf8_lossy(&o.stdout)
+                            .trim_start()
+                            .to_ascii_uppercase()
+                            .starts_with("IGNORE")
+                })
+        })
+    };
+    let missed: Vec<String> = auth_results_forms(id)
+        .into_iter()
+        .filter(|sample| !dropped(sample))
+        .collect();
+    let first = missed.first()?;
+    Some(format!(
+        "allow.authserv_ids trusts {id}, but header_checks (= {:?}) does not drop \
+         every Authentication-Results header of {id} arriving from outside ({} of \
+         its legal forms pass, e.g. {first:?}): a sender could write one. (bulkwatch \
+         trusts only the plain form at the top, but other readers of the header may \
+         not.) The line below matches the id anywhere in the header, folded or not, \
+         in any case. Add to a header_checks table: \
+         /^Authentication-Results:.*{}/ IGNORE",
+        header_checks.join(", "),
+        missed.len(),
+        regex_escaped(id)
+    ))
 }
 
 /// What is the site's own mail (`[own]`), as `serve` will read it: the

@@ -49,7 +49,7 @@ pub use fingerprint::{format_hash_key, FingerprintConfig, DEFAULT_HASH_KEY};
 pub use metrics::MetricsConfig;
 pub use milter::{parse_socket, FailureAction, MilterConfig, SocketSpec};
 pub use normalize::NormalizeConfig;
-pub use own::{OwnConfig, OwnNetwork, MYNETWORKS};
+pub use own::{OwnConfig, OwnNetwork, MYNETWORKS, THREAD_SECS as OWN_THREAD_SECS};
 pub use policy::{Action, PolicyConfig};
 pub use scan::ScanConfig;
 pub use section::Restart;

@@ -36,7 +36,7 @@ impl std::fmt::Display for OwnNetwork {
 pub const MYNETWORKS: &str = "mynetworks";
 
 /// Default `own.thread_secs`: two weeks, longer than any window.
-pub const THREAD_SECS: u64 = crate::engine::party::OWN_THREAD_SECS;
+pub const THREAD_SECS: u64 = 14 * 86_400;
 
 section! {
     /// The site's own mail: counted apart and never refused unless

@@ -106,6 +106,18 @@ pub struct Campaign {
     pub own_alerted: bool,
 }
 
+/// What a window entry that leaves takes out of its campaign
+/// ([`Campaigns::release`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Leaving {
+    pub recipients: u16,
+    pub weight_pct: u8,
+    /// Its message was the site's own ([`Campaign::own`]).
+    pub own: bool,
+    /// Its sender's key among the campaign's senders.
+    pub sender: u16,
+}
+
 /// Unix seconds as a campaign keeps them (saturating, as window entries do).
 pub fn secs32(t: u64) -> u32 {
     u32::try_from(t).unwrap_or(u32::MAX)
@@ -942,11 +954,11 @@ impl Campaigns {
     /// of the counters (the own tally's for own mail) and drop its
     /// reference. When it was the largest delivery, the campaign no
     /// longer discounts one ([`Campaign::measure`]).
-    pub fn release(&mut self, slot: u32, e: &crate::engine::index::window::Entry) {
-        let (recipients, weight_pct) = (e.recipients, e.weight());
+    pub fn release(&mut self, slot: u32, e: Leaving) {
+        let (recipients, weight_pct) = (e.recipients, e.weight_pct);
         if let Some(c) = self.get_mut(slot) {
             c.messages = c.messages.saturating_sub(1);
-            if e.own() {
+            if e.own {
                 c.own = c.own.saturating_sub(u32::from(recipients));
                 if recipients >= c.own_largest {
                     c.own_largest = 0;
@@ -963,7 +975,7 @@ impl Campaigns {
                 c.freed = c.freed.min(left);
                 c.grown = c.grown.min(left);
             }
-            c.senders.remove_one(e.sender());
+            c.senders.remove_one(e.sender);
         }
         self.drop_ref(slot);
     }
@@ -1254,10 +1266,14 @@ mod tests {
         }
     }
 
-    /// A window entry of `recipients` in slot `slot`.
-    fn entry(slot: u32, recipients: u16) -> crate::engine::index::window::Entry {
-        use crate::engine::index::window::{Entry, Owner};
-        Entry::new(0, 0, 0, Owner::Slot(slot), recipients, 1, 100, true)
+    /// A window entry of `recipients` leaving.
+    fn entry(_slot: u32, recipients: u16) -> Leaving {
+        Leaving {
+            recipients,
+            weight_pct: 100,
+            own: false,
+            sender: 1,
+        }
     }
 
     #[test]
@@ -1267,9 +1283,9 @@ mod tests {
         c.add_member(s, member(10, 1));
         c.add_member(s, member(11, 300));
         assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((2, 301)));
-        c.release(s, &entry(s, 1));
+        c.release(s, entry(s, 1));
         assert_eq!(c.get(s).map(|x| (x.messages, x.recipients)), Some((1, 300)));
-        c.release(s, &entry(s, 300));
+        c.release(s, entry(s, 300));
         assert!(c.get(s).is_none(), "freed when its last message leaves");
         assert_eq!(c.live(), 0);
         assert_eq!(c.slots_in_use(), 0);
@@ -1290,9 +1306,9 @@ mod tests {
         assert_eq!(c.get(a).map(|x| (x.messages, x.recipients)), Some((2, 5)));
         assert_eq!(c.live(), 1);
         // Entries leave: b's entry releases through the alias.
-        c.release(b, &entry(b, 3));
+        c.release(b, entry(b, 3));
         assert_eq!(c.get(a).map(|x| x.messages), Some(1));
-        c.release(a, &entry(a, 2));
+        c.release(a, entry(a, 2));
         assert_eq!(c.slots_in_use(), 0, "alias and campaign both freed");
     }
 

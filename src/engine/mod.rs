@@ -948,7 +948,15 @@ enum Home {
 /// A window entry left the window: its share leaves its campaign.
 fn release(campaigns: &mut Campaigns, alone: &mut usize, e: &Entry) {
     match e.owner() {
-        Owner::Slot(s) => campaigns.release(s, e),
+        Owner::Slot(s) => campaigns.release(
+            s,
+            campaign::Leaving {
+                recipients: e.recipients,
+                weight_pct: e.weight(),
+                own: e.own(),
+                sender: e.sender(),
+            },
+        ),
         Owner::Alone(_) => *alone = alone.saturating_sub(1),
     }
 }

@@ -566,7 +566,7 @@ impl PartySet {
 /// Default time our users' Message-IDs are kept for answers
 /// ([`OwnThreads`]): two weeks, longer than any window, since a thread
 /// goes on for days.
-pub const OWN_THREAD_SECS: u64 = 14 * 86_400;
+pub const OWN_THREAD_SECS: u64 = crate::config::OWN_THREAD_SECS;
 
 /// The Message-IDs our own users sent out (own mail's
 /// [`Parties::message`]) and who sent each, kept [`OWN_THREAD_SECS`] and

@@ -274,6 +274,31 @@ fn byte_count(r: &mut Reader<'_>, max: usize, what: &'static str) -> Result<usiz
     Ok(n)
 }
 
+/// The thresholds an entry was judged with (format 2 added the single
+/// transaction's size).
+fn get_thresholds(r: &mut Reader<'_>, format: u8) -> Result<Thresholds, CodecError> {
+    Ok(Thresholds {
+        bulk_threshold: r.f64()?,
+        suspect_threshold: r.f64()?,
+        strong_distance: r.u32()?,
+        strong_sketch_diff: r.u32()?,
+        weak_match_weight: r.f64()?,
+        single_transaction_recipients: if format >= 2 { r.u32()? } else { 0 },
+    })
+}
+
+/// The sentence keys of an entry (format 7 on): 32 bits each.
+fn get_sentences(r: &mut Reader<'_>) -> Result<Sentences, CodecError> {
+    let mut keys = |what| -> Result<Vec<u64>, CodecError> {
+        let n = byte_count(r, MAX_SENTENCES, what)?;
+        (0..n).map(|_| Ok(u64::from(r.u32()?) << 32)).collect()
+    };
+    Ok(Sentences {
+        anchors: keys("log entry anchors")?,
+        lookups: keys("log entry sentence keys")?,
+    })
+}
+
 fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError> {
     let format = r.u8()?;
     if !(1..=FORMAT).contains(&format) {
@@ -298,14 +323,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         r.u16()? >> 1
     };
     let features = r.u32()? as usize;
-    let thresholds = Thresholds {
-        bulk_threshold: r.f64()?,
-        suspect_threshold: r.f64()?,
-        strong_distance: r.u32()?,
-        strong_sketch_diff: r.u32()?,
-        weak_match_weight: r.f64()?,
-        single_transaction_recipients: if format >= 2 { r.u32()? } else { 0 },
-    };
+    let thresholds = get_thresholds(r, format)?;
     let sender_name = get_text(r, MAX_NAME)?;
     let subject = get_text(r, MAX_SUBJECT)?;
     let list_post = format >= 3 && r.bool()?;
@@ -339,14 +357,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         Parties::anonymous(recipients.into())
     };
     let sentences = if format >= 7 {
-        let mut keys = |what| -> Result<Vec<u64>, CodecError> {
-            let n = byte_count(r, MAX_SENTENCES, what)?;
-            (0..n).map(|_| Ok(u64::from(r.u32()?) << 32)).collect()
-        };
-        Sentences {
-            anchors: keys("log entry anchors")?,
-            lookups: keys("log entry sentence keys")?,
-        }
+        get_sentences(r)?
     } else {
         Sentences::default()
     };
@@ -378,6 +389,33 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         },
         now,
     ))
+}
+
+/// A stream entry id: milliseconds of Redis's clock, then a sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StreamId(pub u64, pub u64);
+
+impl StreamId {
+    pub(crate) fn parse(b: &[u8]) -> Result<StreamId, StoreError> {
+        let bad = || -> StoreError {
+            BadStream::EntryId {
+                id: String::from_utf8_lossy(b).into_owned(),
+            }
+            .into()
+        };
+        let s = std::str::from_utf8(b).map_err(|_| bad())?;
+        let (ms, n) = s.split_once('-').ok_or_else(bad)?;
+        Ok(StreamId(
+            ms.parse().map_err(|_| bad())?,
+            n.parse().map_err(|_| bad())?,
+        ))
+    }
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.0, self.1)
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@ use crate::engine::campaign::CampaignId;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
 use crate::engine::{Engine, Outcome, UnixSecs};
-use crate::store::entry::{decode, decode_correction, encode_correction, CORRECTION};
+use crate::store::entry::{decode, decode_correction, encode_correction, StreamId, CORRECTION};
 use crate::store::head::Head;
-use crate::store::stream::StreamId;
 use crate::store::writers::{Admit, Ident, Writers};
 use crate::store::Store;
 
@@ -182,107 +181,127 @@ impl Replica {
     pub(crate) fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>, Option<Ident>)>) -> usize {
         let mut bad = 0;
         for (id, bytes, ident) in batch {
-            // Reads start at the last entry, inclusive: met again by
-            // design, not a copy.
-            if self.last == Some(id) {
+            if !self.admit(id, ident) {
                 continue;
             }
-            let before = self.last.is_some_and(|l| id <= l);
-            match ident {
-                // An entry that says who wrote it: applied once, wherever
-                // it stands (a copy appended again, a log read again
-                // after it was cut).
-                Some(i) if self.writers.admit(i) == Admit::Again => continue,
-                Some(_) => {}
-                // One of a build before idents: by its place in the log.
-                None if before => continue,
-                None => {}
-            }
-            if !before {
-                self.last = Some(id);
-            }
-            if bytes.first() == Some(&CORRECTION) {
-                match decode_correction(&bytes) {
-                    Ok((c, now)) if !too_far_ahead(now, id) => {
-                        self.redis_ms = self.redis_ms.max(id.0);
-                        // (Named even when it was forgotten already: a
-                        // renewed forget counts as renewed.)
-                        let named = self.engine.root_id(c.id());
-                        // A correction older than one applied to the same
-                        // campaign is a copy of an old entry (a sealed
-                        // entry can be copied by whoever may write to
-                        // Redis): an `allow` written again after a later
-                        // withdrawal. Hosts renew with their own time, so
-                        // a true correction is never older.
-                        let older = named
-                            .and_then(|live| self.corrected_at.get(&live))
-                            .is_some_and(|at| now.0 < *at)
-                            || [Some(c.id()), named]
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|i| self.head_at.get(&i))
-                                .any(|at| now.0 < *at);
-                        if older {
-                            bad += 1;
-                            continue;
-                        }
-                        self.now = self.now.max(now.0);
-                        self.engine.correct(c);
-                        if let Some(live) = named {
-                            if self.corrected.len() < MAX_CORRECTED {
-                                self.corrected.insert(live, id.0);
-                            }
-                            if self.corrected_at.len() < MAX_CORRECTED
-                                || self.corrected_at.contains_key(&live)
-                            {
-                                let at = self.corrected_at.entry(live).or_insert(0);
-                                *at = (*at).max(now.0);
-                            }
-                        }
-                        self.applied += 1;
-                    }
-                    _ => bad += 1,
-                }
-                continue;
-            }
-            let Ok((obs, now)) = decode(&bytes) else {
-                bad += 1;
-                continue;
+            let applied = if bytes.first() == Some(&CORRECTION) {
+                self.apply_correction(id, &bytes)
+            } else {
+                self.apply_observation(id, &bytes)
             };
-            if too_far_ahead(now, id) {
-                bad += 1;
-                continue;
-            }
-            // (Junk does not move it.)
-            self.redis_ms = self.redis_ms.max(id.0);
-            self.now = self.now.max(now.0);
-            if let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) {
-                self.applied += 1;
-                // Crossings in the log's history, read after a start or a
-                // rebuild, are not news.
-                let own = obs.parties.own();
-                let wanted = !own || self.engine.config().own.alert;
-                if let Some(c) = out
-                    .campaign
-                    .as_ref()
-                    .filter(|_| self.answered && out.newly_bulk && !out.allowed && wanted)
-                {
-                    if self.crossings.len() == MAX_CROSSINGS {
-                        self.crossings.pop_front();
-                    }
-                    self.crossings.push_back(Crossing {
-                        campaign: c.clone(),
-                        at: now.0,
-                        own,
-                    });
-                }
-                if self.recent.len() == RECENT {
-                    self.recent.pop_front();
-                }
-                self.recent.push_back((id, out));
-            }
+            bad += usize::from(!applied);
         }
         bad
+    }
+
+    /// Whether entry `id` is to be applied, and the replica's position
+    /// moved to it.
+    fn admit(&mut self, id: StreamId, ident: Option<Ident>) -> bool {
+        // Reads start at the last entry, inclusive: met again by design,
+        // not a copy.
+        if self.last == Some(id) {
+            return false;
+        }
+        let before = self.last.is_some_and(|l| id <= l);
+        match ident {
+            // An entry that says who wrote it: applied once, wherever it
+            // stands (a copy appended again, a log read again after it was
+            // cut).
+            Some(i) if self.writers.admit(i) == Admit::Again => return false,
+            Some(_) => {}
+            // One of a build before idents: by its place in the log.
+            None if before => return false,
+            None => {}
+        }
+        if !before {
+            self.last = Some(id);
+        }
+        true
+    }
+
+    /// Applies a correction entry; false when it is skipped (undecodable,
+    /// dated too far ahead, or older than one applied to its campaign).
+    fn apply_correction(&mut self, id: StreamId, bytes: &[u8]) -> bool {
+        let Ok((c, now)) = decode_correction(bytes) else {
+            return false;
+        };
+        if too_far_ahead(now, id) {
+            return false;
+        }
+        self.redis_ms = self.redis_ms.max(id.0);
+        // (Named even when it was forgotten already: a renewed forget
+        // counts as renewed.)
+        let named = self.engine.root_id(c.id());
+        // A correction older than one applied to the same campaign is a
+        // copy of an old entry (a sealed entry can be copied by whoever may
+        // write to Redis): an `allow` written again after a later
+        // withdrawal. Hosts renew with their own time, so a true
+        // correction is never older. The head's count too.
+        let older = named
+            .and_then(|live| self.corrected_at.get(&live))
+            .is_some_and(|at| now.0 < *at)
+            || [Some(c.id()), named]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| self.head_at.get(&i))
+                .any(|at| now.0 < *at);
+        if older {
+            return false;
+        }
+        self.now = self.now.max(now.0);
+        self.engine.correct(c);
+        if let Some(live) = named {
+            if self.corrected.len() < MAX_CORRECTED {
+                self.corrected.insert(live, id.0);
+            }
+            if self.corrected_at.len() < MAX_CORRECTED || self.corrected_at.contains_key(&live) {
+                let at = self.corrected_at.entry(live).or_insert(0);
+                *at = (*at).max(now.0);
+            }
+        }
+        self.applied += 1;
+        true
+    }
+
+    /// Applies a message's entry; false when it is skipped (undecodable or
+    /// dated too far ahead).
+    fn apply_observation(&mut self, id: StreamId, bytes: &[u8]) -> bool {
+        let Ok((obs, now)) = decode(bytes) else {
+            return false;
+        };
+        if too_far_ahead(now, id) {
+            return false;
+        }
+        // (Junk does not move it.)
+        self.redis_ms = self.redis_ms.max(id.0);
+        self.now = self.now.max(now.0);
+        let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) else {
+            return true;
+        };
+        self.applied += 1;
+        // Crossings in the log's history, read after a start or a rebuild,
+        // are not news.
+        let own = obs.parties.own();
+        let wanted = !own || self.engine.config().own.alert;
+        if let Some(c) = out
+            .campaign
+            .as_ref()
+            .filter(|_| self.answered && out.newly_bulk && !out.allowed && wanted)
+        {
+            if self.crossings.len() == MAX_CROSSINGS {
+                self.crossings.pop_front();
+            }
+            self.crossings.push_back(Crossing {
+                campaign: c.clone(),
+                at: now.0,
+                own,
+            });
+        }
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((id, out));
+        true
     }
 
     pub(crate) fn outcome(&self, id: StreamId) -> Option<Outcome> {

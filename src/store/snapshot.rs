@@ -293,18 +293,9 @@ pub fn encode(engine: &Engine, saved_at: u64) -> Vec<u8> {
     encode_format(engine, saved_at, FORMAT_VERSION)
 }
 
-/// [`encode`] in the layout of format `format` (3: without parties, for
-/// the tests of reading older files).
-fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
-    let cfg = engine.config();
-    let mut w = Writer::default();
-    w.0.extend_from_slice(MAGIC);
-    w.u16(format);
-    w.u8(crate::engine::simhash::VERSION);
-    w.0.extend_from_slice(&shape_hash(cfg));
-    w.u64(saved_at);
-
-    let parts = engine.index.to_parts();
+/// The window's section: its entries, then the texts (and keys) of the
+/// messages alone in their campaigns.
+fn window_section(engine: &Engine, parts: &IndexParts, format: u16) -> Writer {
     let mut s = Writer::default();
     s.u64(parts.base);
     s.u64(parts.entries.len() as u64);
@@ -329,8 +320,11 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
             }
         }
     }
-    w.section(TAG_WINDOW, s);
+    s
+}
 
+/// The band tables' section.
+fn bands_section(parts: &IndexParts) -> Writer {
     let mut s = Writer::default();
     s.u32(parts.band_bits);
     s.u64(parts.sweep_cursor as u64);
@@ -345,7 +339,24 @@ fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
             }
         }
     }
-    w.section(TAG_BANDS, s);
+    s
+}
+
+/// [`encode`] in the layout of format `format` (3: without parties, for
+/// the tests of reading older files).
+fn encode_format(engine: &Engine, saved_at: u64, format: u16) -> Vec<u8> {
+    let cfg = engine.config();
+    let mut w = Writer::default();
+    w.0.extend_from_slice(MAGIC);
+    w.u16(format);
+    w.u8(crate::engine::simhash::VERSION);
+    w.0.extend_from_slice(&shape_hash(cfg));
+    w.u64(saved_at);
+
+    let parts = engine.index.to_parts();
+    w.section(TAG_WINDOW, window_section(engine, &parts, format));
+
+    w.section(TAG_BANDS, bands_section(&parts));
 
     let mut s = Writer::default();
     let gens = engine.exact.generations();

@@ -124,39 +124,14 @@ const TRIM: &str = "local t = redis.call('TIME') \
     if ms <= 0 then return 0 end \
     return redis.call('XTRIM', KEYS[1], 'MINID', '~', string.format('%.0f', ms))";
 
-/// A stream entry id: milliseconds of Redis's clock, then a sequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct StreamId(pub u64, pub u64);
+pub use crate::store::entry::StreamId;
 
-impl StreamId {
-    fn parse(b: &[u8]) -> Result<StreamId, StoreError> {
-        let bad = || -> StoreError {
-            BadStream::EntryId {
-                id: String::from_utf8_lossy(b).into_owned(),
-            }
-            .into()
-        };
-        let s = std::str::from_utf8(b).map_err(|_| bad())?;
-        let (ms, n) = s.split_once('-').ok_or_else(bad)?;
-        Ok(StreamId(
-            ms.parse().map_err(|_| bad())?,
-            n.parse().map_err(|_| bad())?,
-        ))
-    }
-}
-
-impl std::fmt::Display for StreamId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.0, self.1)
-    }
-}
-
-/// Entries of an `XRANGE` reply, in order: (id, the entry's bytes, its
-/// seal under `key` checked and cut off: [`open`]).
 /// One entry of a read: its id, its bytes (its seal checked and cut off,
 /// empty when the seal is wrong) and who wrote it.
 pub(crate) type Read = (StreamId, Vec<u8>, Option<Ident>);
 
+/// Entries of an `XRANGE` reply, in order, their seals under `key`
+/// checked and cut off ([`open`]).
 fn entries(v: Value, key: &[u8; 32]) -> Result<Vec<Read>, StoreError> {
     let bad = || -> StoreError { BadStream::Xrange.into() };
     let Value::Array(items) = v else {

@@ -4,6 +4,7 @@
 //! cargo xtask gen-fixtures [DIR]   # the synthetic fixtures (default: fixtures)
 //! cargo xtask fuzz-seeds [DIR]     # seed corpora for cargo fuzz (default: fuzz/corpus)
 //! cargo xtask man [DIR]            # the man pages (default: man)
+//! cargo xtask shape [DIR]          # the source's shape (CI): function length, circles, layers
 //! ```
 //!
 //! Not part of the daemon: its own package in the workspace, so that
@@ -12,8 +13,9 @@
 mod fuzz_seeds;
 mod gen_fixtures;
 mod man;
+mod shape;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -42,9 +44,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        "shape" => {
+            let root = dir.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+            match shape::run(&root) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("xtask shape: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         _ => {
             eprintln!(
-                "usage: cargo xtask gen-fixtures [DIR] | cargo xtask fuzz-seeds [DIR] | cargo xtask man [DIR]"
+                "usage: cargo xtask gen-fixtures [DIR] | cargo xtask fuzz-seeds [DIR] | cargo xtask man [DIR] | cargo xtask shape [DIR]"
             );
             ExitCode::from(2)
         }
