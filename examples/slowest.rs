@@ -494,6 +494,11 @@ fn main() {
     let only: Vec<String> = args.collect();
     let _ = std::fs::create_dir_all(&dir);
     let cfg = ReadConfig::default();
+    // Tesseract, when installed, read in this process (as an OCR worker
+    // does).
+    if let Some(o) = &cfg.scan.ocr {
+        bulkwatch::worker::provide_ocr(o);
+    }
     let mut rng = Rng(0x5eed);
     for r in READERS
         .iter()

@@ -151,6 +151,7 @@ fn reading() -> Reading {
         truncated: false,
         partial: true,
         wants_ocr: false,
+        ocr_stopped: false,
         deep_failure: None,
     }
 }

@@ -31,8 +31,8 @@ async fn start(cfg: &Config, size: usize) -> Pool {
 }
 
 /// The pool's messages left to the OCR workers, by outcome (read,
-/// failed, unavailable).
-fn ocr_counts(pool: &Pool) -> [u64; 3] {
+/// partial, timed out, killed, failed, unavailable).
+fn ocr_counts(pool: &Pool) -> [u64; 6] {
     OcrOutcome::ALL.map(|o| pool.stats().ocr(o))
 }
 
@@ -68,6 +68,8 @@ async fn a_worker_reads_as_the_engine_does() {
 #[tokio::test]
 async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
     let cfg = Config::default();
+    // This process reads in itself too, to compare.
+    bulkwatch::worker::provide_ocr_here(&cfg);
     let pool = start(&cfg, 1).await;
     let rcpts = vec!["ann@example.net".to_owned()];
     let text = texts::OWN[0].1.join("\n\n");
@@ -97,9 +99,85 @@ async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
     );
     // Counted for the metrics: 4 messages read by the OCR workers (2
     // alone, 2 in batches), by workers started for them.
-    assert_eq!(ocr_counts(&pool), [4, 0, 0]);
+    assert_eq!(ocr_counts(&pool), [4, 0, 0, 0, 0, 0]);
     let started = &pool.ocr_stats().expect("started").started;
     assert!(started.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+}
+
+/// A picture of dense text (7-pixel glyphs, lines 8 pixels apart, 1,200
+/// × 900 pixels) under a short text: Tesseract's layout analysis of it
+/// runs past its own deadline, which it does not look at there.
+fn dense_picture_message() -> Vec<u8> {
+    let (w, h) = (1200u32, 900u32);
+    let mut img = image::GrayImage::from_pixel(w, h, image::Luma([250]));
+    let mut st = 7u64;
+    let mut next = || testkit::splitmix(&mut st);
+    let mut y = 2;
+    while y + 7 < h {
+        let mut x = 2;
+        while x + 7 < w {
+            for _ in 0..1 + next() % 8 {
+                let gw = 3 + (next() % 4) as u32;
+                let shape = next();
+                for dy in 0..7 {
+                    for dx in 0..gw {
+                        if (shape >> ((dx * 5 + dy * 3) % 16)) & 1 == 1 || dx == 0 {
+                            if let Some(p) = img.get_pixel_mut_checked(x + dx, y + dy) {
+                                p.0[0] = 10;
+                            }
+                        }
+                    }
+                }
+                x += gw + 1;
+            }
+            x += 4;
+        }
+        y += 8;
+    }
+    let mut png = Vec::new();
+    image::DynamicImage::ImageLuma8(img)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    format!(
+        "From: Deals <offers@deals.example>\r\nTo: ann@example.net\r\nSubject: see\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n\
+         --B\r\nContent-Type: text/plain\r\n\r\nDetails inside.\r\n\
+         --B\r\nContent-Type: image/png\r\nContent-Transfer-Encoding: base64\r\n\r\n{}\r\n\
+         --B--\r\n",
+        testkit::base64_lines(&png)
+    )
+    .into_bytes()
+}
+
+/// OCR is bounded by the daemon's clock (issue 64): an OCR worker still
+/// reading a picture at the message's deadline (`limit` from when a reader
+/// took it, the first reading's time included) is killed, the first
+/// reading stands, and it is counted as killed, with the OCR workers'
+/// timeout failure. Before, the OCR workers had a `limit` of their own
+/// after the readers', and such messages were counted as read.
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[tokio::test]
+async fn a_picture_slow_to_read_is_bounded_by_the_daemons_clock() {
+    let cfg = Config::default();
+    let pool = start(&cfg, 1).await;
+    let rcpts = vec!["ann@example.net".to_owned()];
+    // The OCR workers started (and Tesseract made ready) with an ordinary
+    // picture first, so that the limit below is the reading's alone.
+    let text = texts::OWN[0].1.join("\n\n");
+    let plain = dress::text_picture_message(&text, 0);
+    pool.read(&plain, &rcpts, LIMIT).await.unwrap();
+    assert_eq!(ocr_counts(&pool)[0], 1);
+    let m = dense_picture_message();
+    let limit = Duration::from_millis(300);
+    let got = pool.read(&m, &rcpts, limit).await.unwrap();
+    assert!(got.wants_ocr, "the readers' reading stood");
+    assert_eq!(ocr_counts(&pool), [1, 0, 0, 1, 0, 0]);
+    let ocr = pool.ocr_stats().unwrap();
+    let timeouts = ocr.failures("timeout") + ocr.partial_failures("timeout");
+    assert_eq!(timeouts, 1, "the OCR workers count the kill");
 }
 
 /// Where Tesseract is missing (here: its data named where there is
@@ -129,7 +207,10 @@ async fn without_tesseract_a_picture_is_read_as_with_ocr_off() {
     );
     assert!(!b.sandbox().contains("OCR workers"), "{}", b.sandbox());
     // Counted as unavailable, where OCR is on but has no Tesseract.
-    assert_eq!((ocr_counts(&a), ocr_counts(&b)), ([0, 0, 1], [0, 0, 0]));
+    assert_eq!(
+        (ocr_counts(&a), ocr_counts(&b)),
+        ([0, 0, 0, 0, 0, 1], [0; 6])
+    );
     assert!(a.ocr_stats().is_none());
 }
 

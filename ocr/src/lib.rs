@@ -15,15 +15,16 @@
 //! and the package free of a hard dependency (it recommends the two
 //! packages).
 //!
-//! **Bounds.** Only pictures under a short text are read
-//! (`bulkwatch_read`'s picture budget): at most [`MAX_PICTURES`] pictures and
-//! [`MAX_PIXELS`] pixels a message, a larger picture scaled down to them
-//! first; recognition on one thread in a worker (`OMP_THREAD_LIMIT=1` in
-//! its environment) and stopped by Tesseract's own monitor when the
-//! message's pictures have taken [`DEADLINE_MS`] (a backstop for pictures built to be slow, under the
-//! daemon's `engine_timeout_ms`: a picture of 200 words takes a third of
-//! it); text read with a mean confidence under
-//! [`MIN_CONFIDENCE`] (a photograph, noise) is dropped.
+//! **Bounds.** The reader (`bulkwatch_read::ocr`) decides what is read:
+//! only pictures under a short text, at most `MAX_PICTURES` pictures and
+//! `MAX_PIXELS` pixels a message, stopped by Tesseract's own monitor when
+//! the message's pictures have taken `DEADLINE_MS`. That monitor is not
+//! looked at in every phase (layout analysis of a dense page can run past
+//! it), so the daemon's clock is the bound: it kills an OCR worker that
+//! overruns the message's time and counts it. Recognition runs on one
+//! thread (`OMP_THREAD_LIMIT=1` in the process's environment from its
+//! start); text read with a mean
+//! confidence under [`MIN_CONFIDENCE`] (a photograph, noise) is dropped.
 //!
 //! What a sender gains by triggering it: a picture's text is compared like
 //! a body's text, as an attached document's is; its cost per message is
@@ -35,13 +36,9 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-/// Pictures of one message read.
-pub const MAX_PICTURES: usize = 2;
-/// Pixels one message may have read, in all.
-pub const MAX_PIXELS: u64 = 1_500_000;
-/// Longest the recognitions of one message may run in all (Tesseract's
-/// monitor), in milliseconds.
-pub const DEADLINE_MS: u32 = 1500;
+pub use bulkwatch_read::ocr::Recognized;
+use bulkwatch_read::ocr::Recognizer;
+
 /// Least mean confidence (0–100) of a picture's text kept.
 pub const MIN_CONFIDENCE: c_int = 60;
 /// Longest text kept from one picture, in bytes.
@@ -58,21 +55,21 @@ pub const DATA_DIRS: &[&str] = &[
 /// The library's names, newest first.
 const LIBRARIES: &[&str] = &["libtesseract.so.5", "libtesseract.so.4", "libtesseract.so"];
 
-type Create = unsafe extern "C" fn() -> *mut c_void;
-type Init3 = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
-type SetVariable = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
-type SetPageSegMode = unsafe extern "C" fn(*mut c_void, c_int);
-type SetImage = unsafe extern "C" fn(*mut c_void, *const u8, c_int, c_int, c_int, c_int);
-type Recognize = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
-type GetUtf8Text = unsafe extern "C" fn(*mut c_void) -> *mut c_char;
-type MeanTextConf = unsafe extern "C" fn(*mut c_void) -> c_int;
-type Clear = unsafe extern "C" fn(*mut c_void);
-type DeleteText = unsafe extern "C" fn(*mut c_char);
-type MonitorCreate = unsafe extern "C" fn() -> *mut c_void;
-type MonitorDelete = unsafe extern "C" fn(*mut c_void);
-type MonitorSetDeadline = unsafe extern "C" fn(*mut c_void, c_int);
-type Delete = unsafe extern "C" fn(*mut c_void);
-type Init5 = unsafe extern "C" fn(
+type Create = unsafe extern "C-unwind" fn() -> *mut c_void;
+type Init3 = unsafe extern "C-unwind" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
+type SetVariable = unsafe extern "C-unwind" fn(*mut c_void, *const c_char, *const c_char) -> c_int;
+type SetPageSegMode = unsafe extern "C-unwind" fn(*mut c_void, c_int);
+type SetImage = unsafe extern "C-unwind" fn(*mut c_void, *const u8, c_int, c_int, c_int, c_int);
+type Recognize = unsafe extern "C-unwind" fn(*mut c_void, *mut c_void) -> c_int;
+type GetUtf8Text = unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_char;
+type MeanTextConf = unsafe extern "C-unwind" fn(*mut c_void) -> c_int;
+type Clear = unsafe extern "C-unwind" fn(*mut c_void);
+type DeleteText = unsafe extern "C-unwind" fn(*mut c_char);
+type MonitorCreate = unsafe extern "C-unwind" fn() -> *mut c_void;
+type MonitorDelete = unsafe extern "C-unwind" fn(*mut c_void);
+type MonitorSetDeadline = unsafe extern "C-unwind" fn(*mut c_void, c_int);
+type Delete = unsafe extern "C-unwind" fn(*mut c_void);
+type Init5 = unsafe extern "C-unwind" fn(
     *mut c_void,
     *const c_char,
     c_int,
@@ -85,7 +82,7 @@ type Init5 = unsafe extern "C" fn(
     usize,
     c_int,
 ) -> c_int;
-type Version = unsafe extern "C" fn() -> *const c_char;
+type Version = unsafe extern "C-unwind" fn() -> *const c_char;
 
 /// The entry points of Tesseract's C API used here.
 struct Api {
@@ -291,11 +288,20 @@ fn resolve(library: &libloading::Library) -> Result<(Api, String), String> {
     // SAFETY: each symbol has the type of its declaration in Tesseract's
     // capi.h (versions 4 and 5).
     unsafe {
+        // A symbol may resolve to null (a weak one undefined): refused
+        // before it is made a function.
         let sym = |name: &str| -> Result<*mut c_void, String> {
             library
                 .get::<*mut c_void>(name.as_bytes())
                 .map(|s| *s)
                 .map_err(|e| format!("{name}: {e}"))
+                .and_then(|p| {
+                    if p.is_null() {
+                        Err(format!("{name}: null"))
+                    } else {
+                        Ok(p)
+                    }
+                })
         };
         macro_rules! f {
             ($name:literal, $t:ty) => {
@@ -323,8 +329,14 @@ fn resolve(library: &libloading::Library) -> Result<(Api, String), String> {
         // Leptonica's error notes (on pictures built to be odd) not on
         // standard error either: L_SEVERITY_NONE. Optional: not every
         // build exports it.
-        if let Ok(quiet) = library.get::<unsafe extern "C" fn(c_int) -> c_int>(b"setMsgSeverity") {
-            quiet(6);
+        if let Ok(quiet) = library.get::<*mut c_void>(b"setMsgSeverity") {
+            if !(*quiet).is_null() {
+                let quiet = std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C-unwind" fn(c_int) -> c_int,
+                >(*quiet);
+                quiet(6);
+            }
         }
         let v = version();
         let version = if v.is_null() {
@@ -338,12 +350,6 @@ fn resolve(library: &libloading::Library) -> Result<(Api, String), String> {
 
 fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String> {
     let dir = data_dir(data, languages)?;
-    // One thread (Debian's library runs OpenMP, whose idle threads spin):
-    // a worker has it in its environment already; an unsandboxed reader
-    // (a replay, a test) gets it here, before the library loads libgomp.
-    if std::env::var_os("OMP_THREAD_LIMIT").is_none() {
-        std::env::set_var("OMP_THREAD_LIMIT", "1");
-    }
     if languages.is_empty()
         || !languages
             .bytes()
@@ -364,6 +370,12 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
         })
         .ok_or_else(|| format!("libtesseract not found (apt install libtesseract5): {last}"))?;
     let (api, version) = resolve(&library)?;
+    // One thread (Debian's library runs OpenMP, whose idle threads spin;
+    // its explicit thread counts obey only OMP_THREAD_LIMIT, read when the
+    // library loads): a worker has OMP_THREAD_LIMIT=1 in its environment
+    // from its start, the binary sets it in `main` before its threads, and
+    // this crate does not change the environment (other threads may be
+    // reading it).
     // SAFETY: the functions are the library's (see `resolve`).
     unsafe {
         let langs = CString::new(languages).map_err(|e| e.to_string())?;
@@ -381,13 +393,13 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
             let handle = (a.create)();
             let path =
                 CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-            if handle.is_null() || (a.init3)(handle, path.as_ptr(), engine.languages.as_ptr()) != 0
-            {
-                return Err(format!(
-                    "{} could not be loaded from {}",
-                    languages,
-                    dir.display()
-                ));
+            let failed = || format!("{} could not be loaded from {}", languages, dir.display());
+            if handle.is_null() {
+                return Err(failed());
+            }
+            if (a.init3)(handle, path.as_ptr(), engine.languages.as_ptr()) != 0 {
+                (a.delete)(handle);
+                return Err(failed());
             }
             configure(a, handle);
             engine.handle = handle;
@@ -401,34 +413,25 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
     }
 }
 
-/// What Tesseract read in a picture.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Read {
-    /// The text, when it is sure enough of it ([`MIN_CONFIDENCE`]).
-    pub text: Option<String>,
-    /// Recognition was stopped at its deadline (nothing is kept).
-    pub stopped: bool,
-}
-
 /// What Tesseract reads in the grey picture of `w` × `h` pixels
 /// (`pixels`, a row after another), dark text on a light ground, stopped
 /// after `deadline_ms`; nothing without Tesseract. The caller bounds the
 /// picture's size ([`MAX_PIXELS`]).
-pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
+pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized {
     let Some(mut guard) = engine() else {
-        return Read::default();
+        return Recognized::default();
     };
     let Some(engine) = guard.as_mut() else {
-        return Read::default();
+        return Recognized::default();
     };
     let Some(handle) = engine.recognizer() else {
-        return Read::default();
+        return Recognized::default();
     };
     let (Ok(wi), Ok(hi)) = (c_int::try_from(w), c_int::try_from(h)) else {
-        return Read::default();
+        return Recognized::default();
     };
     if u64::from(w) * u64::from(h) != pixels.len() as u64 || w < 8 || h < 8 {
-        return Read::default();
+        return Recognized::default();
     }
     let a = &engine.api;
     // SAFETY: `pixels` holds w × h bytes and outlives the recognition
@@ -460,10 +463,21 @@ pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Read {
         if !monitor.is_null() {
             (a.monitor_delete)(monitor);
         }
-        Read {
+        Recognized {
             text: text.filter(|t| conf >= MIN_CONFIDENCE && !t.trim().is_empty()),
             stopped: !ok,
         }
+    }
+}
+
+/// Tesseract as the reader's recognizer (`bulkwatch_read::ocr::provide`),
+/// once [`start`] loaded it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tesseract;
+
+impl Recognizer for Tesseract {
+    fn recognize(&self, pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized {
+        read(pixels, w, h, deadline_ms)
     }
 }
 
@@ -486,7 +500,7 @@ mod tests {
     fn nothing_is_read_without_a_started_engine() {
         // (This test process never calls `start`.)
         assert!(!available());
-        assert_eq!(read(&[0; 64 * 64], 64, 64, 100), Read::default());
+        assert_eq!(read(&[0; 64 * 64], 64, 64, 100), Recognized::default());
         stop();
     }
 }

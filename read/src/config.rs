@@ -13,7 +13,7 @@ pub struct ScanConfig {
     /// (`None`: never).
     pub ocr: Option<OcrConfig>,
     /// With `ocr`: pictures of text are read by another process (the
-    /// daemon's OCR worker), so that this one need not load Tesseract;
+    /// daemon's OCR worker), so that this one need not load one;
     /// a reading that holds such a picture says so
     /// ([`crate::Reading::wants_ocr`]) and is read again there.
     pub ocr_elsewhere: bool,
@@ -22,8 +22,8 @@ pub struct ScanConfig {
 /// Where Tesseract's language data is, and which languages it reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OcrConfig {
-    /// The `tessdata` directory (`None`: the first of
-    /// [`bulkwatch_ocr::DATA_DIRS`] that holds the languages).
+    /// The `tessdata` directory (`None`: the first of the usual places that
+    /// holds the languages; the process's recognizer looks).
     pub data: Option<std::path::PathBuf>,
     /// Languages, as Tesseract names them (`eng`, `eng+deu`).
     pub languages: String,

@@ -14,8 +14,7 @@
 
 pub mod config;
 pub mod mime;
-/// Tesseract, for pictures of text (loaded at run time when installed).
-pub use bulkwatch_ocr as ocr;
+pub mod ocr;
 
 use mime::normalize::{normalize, Normalized};
 use mime::{extract_to, Depth, MimeOutcome};
@@ -55,6 +54,9 @@ pub struct Reading {
     /// A picture under a short text was not read for its text, which
     /// another process does (`ScanConfig::ocr_elsewhere`).
     pub wants_ocr: bool,
+    /// The recognizer stopped at its deadline on a picture of this message
+    /// ([`ocr::DEADLINE_MS`]): its text was not read.
+    pub ocr_stopped: bool,
     /// Set by the daemon, not sent by a worker: the deep reading failed
     /// (its cause, a `worker::Failure` label) after the shallow one came,
     /// which stands.
@@ -99,6 +101,7 @@ pub fn read_to(raw: &[u8], rcpts: &[String], cfg: &ReadConfig, depth: Depth) -> 
         truncated: body.truncated,
         partial: body.partial,
         wants_ocr: body.wants_ocr,
+        ocr_stopped: body.ocr_stopped,
         deep_failure: None,
     };
     (r, deferred)

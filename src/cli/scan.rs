@@ -88,7 +88,10 @@ pub fn run(args: ScanArgs) -> Result<Exit, CliError> {
                 .map_err(CliError::Unread)?;
             fingerprint(reading, &cfg)
         }
-        crate::replay::ReadIn::ThisProcess => analyze(&raw, &env, &cfg),
+        crate::replay::ReadIn::ThisProcess => {
+            crate::worker::provide_ocr_here(&cfg);
+            analyze(&raw, &env, &cfg)
+        }
     };
     let judged = if args.offline {
         None

@@ -405,9 +405,11 @@ fn render_ocr(s: &mut String, w: &Pool) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_ocr_messages_total Messages with a picture under a short \
-         text, read again by the OCR workers: their reading counted (read), none \
-         in time or a failure, the first reading standing (failed), or no \
-         Tesseract installed (unavailable).\n\
+         text, read again by the OCR workers: their reading counted (read), without \
+         a picture Tesseract stopped at its own deadline (partial); no OCR worker \
+         free in the message's time (timed_out), the OCR worker killed at the \
+         message's deadline (killed) or another failure (failed), the first \
+         reading standing; or no Tesseract installed (unavailable).\n\
          # TYPE bulkwatch_ocr_messages_total counter"
     );
     for o in crate::worker::OcrOutcome::ALL {
@@ -425,11 +427,12 @@ fn render_ocr(s: &mut String, w: &Pool) {
     let _ = writeln!(
         s,
         "# HELP bulkwatch_ocr_failures_total OCR readings that failed, by cause \
-         (as bulkwatch_analysis_failures_total; the message kept its first reading).\n\
+         (as bulkwatch_analysis_failures_total, the OCR worker's own first answer \
+         included; the message kept its first reading).\n\
          # TYPE bulkwatch_ocr_failures_total counter"
     );
     for l in crate::worker::Failure::LABELS {
-        let n = ocr.map_or(0, |o| o.failures(l));
+        let n = ocr.map_or(0, |o| o.failures(l) + o.partial_failures(l));
         let _ = writeln!(s, "bulkwatch_ocr_failures_total{{cause=\"{l}\"}} {n}");
     }
 }

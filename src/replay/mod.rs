@@ -136,7 +136,10 @@ enum Reader {
 impl Reader {
     fn new(read_in: &ReadIn, cfg: &Config) -> Result<Reader, crate::worker::Failure> {
         match read_in {
-            ReadIn::ThisProcess => Ok(Reader::Here),
+            ReadIn::ThisProcess => {
+                crate::worker::provide_ocr_here(cfg);
+                Ok(Reader::Here)
+            }
             ReadIn::Workers { program, hooks } => Ok(Reader::Worker(crate::worker::Local::start(
                 program,
                 cfg,
@@ -560,6 +563,9 @@ impl Replayer {
 
     /// Feeds one message and returns its verdict.
     pub fn feed(&mut self, mbox: &str, index: usize, raw: &[u8]) -> Verdict {
+        // Read in this process: its recognizer for pictures of text, once.
+        static OCR: std::sync::Once = std::sync::Once::new();
+        OCR.call_once(|| crate::worker::provide_ocr_here(&self.cfg));
         let a = analyze_unenveloped(raw, &self.cfg);
         let arrival = match self.opts.clock {
             Clock::Simulated => None,

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::engine::campaign::CampaignId;
 use crate::engine::verdict::CampaignSummary;
 use crate::engine::Correction;
-use crate::engine::{Engine, Outcome, UnixSecs};
+use crate::engine::{Engine, Observation, Outcome, UnixSecs};
 use crate::store::entry::{decode, decode_correction, encode_correction, StreamId, CORRECTION};
 use crate::store::head::Head;
 use crate::store::writers::{Admit, Ident, Writers};
@@ -36,11 +36,28 @@ pub(crate) fn too_far_ahead(now: UnixSecs, id: StreamId) -> bool {
     now.0 > id.0 / 1000 + MAX_AHEAD_SECS
 }
 
+/// An entry of the log, decoded.
+enum Decoded {
+    Correction(Correction, UnixSecs),
+    Observation(Box<Observation>, UnixSecs),
+}
+
+impl Decoded {
+    /// Its date (Unix seconds, its writer's clock).
+    fn at(&self) -> u64 {
+        match self {
+            Decoded::Correction(_, now) | Decoded::Observation(_, now) => now.0,
+        }
+    }
+}
+
 /// A daemon's copy of the site's state, built from the log.
 pub(crate) struct Replica {
     pub(crate) engine: Engine,
     /// The last entry applied.
     pub(crate) last: Option<StreamId>,
+    /// Who wrote it and its number, when it says.
+    pub(crate) last_ident: Option<Ident>,
     /// Time of the newest entry applied: entries are applied at no earlier
     /// time (hosts' clocks differ a little).
     pub(crate) now: u64,
@@ -97,6 +114,7 @@ impl Replica {
         Replica {
             engine: Engine::new(cfg),
             last: None,
+            last_ident: None,
             now: 0,
             recent: VecDeque::new(),
             redis_ms: 0,
@@ -181,50 +199,59 @@ impl Replica {
     pub(crate) fn apply(&mut self, batch: Vec<(StreamId, Vec<u8>, Option<Ident>)>) -> usize {
         let mut bad = 0;
         for (id, bytes, ident) in batch {
-            if !self.admit(id, ident) {
+            // Reads start at the last entry, inclusive: met again by
+            // design, not a copy. (A log made anew may give another entry
+            // the same id: its writer's number tells them apart.)
+            if self.last == Some(id) && self.last_ident == ident {
                 continue;
             }
-            let applied = if bytes.first() == Some(&CORRECTION) {
-                self.apply_correction(id, &bytes)
+            let entry = if bytes.first() == Some(&CORRECTION) {
+                decode_correction(&bytes)
+                    .ok()
+                    .map(|(c, now)| Decoded::Correction(c, now))
             } else {
-                self.apply_observation(id, &bytes)
+                decode(&bytes)
+                    .ok()
+                    .map(|(obs, now)| Decoded::Observation(Box::new(obs), now))
+            };
+            let at = entry.as_ref().map_or(0, Decoded::at);
+            if !self.admit(id, ident, at) {
+                continue;
+            }
+            let applied = match entry {
+                Some(Decoded::Correction(c, now)) => self.apply_correction(id, c, now),
+                Some(Decoded::Observation(obs, now)) => self.apply_observation(id, &obs, now),
+                None => false,
             };
             bad += usize::from(!applied);
         }
         bad
     }
 
-    /// Whether entry `id` is to be applied, and the replica's position
-    /// moved to it.
-    fn admit(&mut self, id: StreamId, ident: Option<Ident>) -> bool {
-        // Reads start at the last entry, inclusive: met again by design,
-        // not a copy.
-        if self.last == Some(id) {
-            return false;
-        }
+    /// Whether entry `id`, dated `at`, is to be applied, and the replica's
+    /// position moved to it.
+    fn admit(&mut self, id: StreamId, ident: Option<Ident>, at: u64) -> bool {
         let before = self.last.is_some_and(|l| id <= l);
         match ident {
             // An entry that says who wrote it: applied once, wherever it
             // stands (a copy appended again, a log read again after it was
             // cut).
-            Some(i) if self.writers.admit(i) == Admit::Again => return false,
+            Some(i) if self.writers.admit(i, at) == Admit::Again => return false,
             Some(_) => {}
             // One of a build before idents: by its place in the log.
             None if before => return false,
             None => {}
         }
-        if !before {
+        if !before || self.last == Some(id) {
             self.last = Some(id);
+            self.last_ident = ident;
         }
         true
     }
 
     /// Applies a correction entry; false when it is skipped (undecodable,
     /// dated too far ahead, or older than one applied to its campaign).
-    fn apply_correction(&mut self, id: StreamId, bytes: &[u8]) -> bool {
-        let Ok((c, now)) = decode_correction(bytes) else {
-            return false;
-        };
+    fn apply_correction(&mut self, id: StreamId, c: Correction, now: UnixSecs) -> bool {
         if too_far_ahead(now, id) {
             return false;
         }
@@ -265,17 +292,21 @@ impl Replica {
 
     /// Applies a message's entry; false when it is skipped (undecodable or
     /// dated too far ahead).
-    fn apply_observation(&mut self, id: StreamId, bytes: &[u8]) -> bool {
-        let Ok((obs, now)) = decode(bytes) else {
-            return false;
-        };
+    fn apply_observation(&mut self, id: StreamId, obs: &Observation, now: UnixSecs) -> bool {
         if too_far_ahead(now, id) {
+            return false;
+        }
+        // An entry dated before the window (a copy of an old one, whose
+        // writer the replica no longer remembers) would count at the
+        // replica's time: it has left the window.
+        let window = self.engine.config().window.window.as_secs();
+        if now.0.saturating_add(window) < self.now {
             return false;
         }
         // (Junk does not move it.)
         self.redis_ms = self.redis_ms.max(id.0);
         self.now = self.now.max(now.0);
-        let Ok(out) = Store::record(&mut self.engine, &obs, UnixSecs(self.now)) else {
+        let Ok(out) = Store::record(&mut self.engine, obs, UnixSecs(self.now)) else {
             return true;
         };
         self.applied += 1;

@@ -409,13 +409,19 @@ impl LogStore {
     pub fn open(cfg: &Config) -> Result<LogStore, StoreError> {
         let pool = Pool::open(cfg)?;
         let head_key = format!("{}:head", pool.key_base());
+        // The head this host verified before it stopped: its corrections
+        // stand in the replica before the log's (a withdrawal whose entry
+        // was removed stays withdrawn across a restart).
+        let head = kept_head(cfg, &log_key(cfg));
+        let mut replica = Replica::new(cfg);
+        replica.apply_head(&head);
         Ok(LogStore {
             key: format!("{}:log", pool.key_base()),
             log_key: log_key(cfg),
             pool,
             cfg: cfg.clone(),
             keep_ms: (cfg.window.window.as_secs() + MARGIN_SECS).saturating_mul(1000),
-            replica: Mutex::new(Replica::new(cfg)),
+            replica: Mutex::new(replica),
             queue: Mutex::new(Queue::default()),
             senders: cfg.store.redis.pool_size.max(1),
             copied: Mutex::new(None),
@@ -427,7 +433,7 @@ impl LogStore {
             seq: AtomicU64::new(0),
             integrity: Integrity::default(),
             head_key,
-            head: Mutex::new(kept_head(cfg, &log_key(cfg))),
+            head: Mutex::new(head),
             head_read_at: AtomicU64::new(0),
         })
     }
@@ -1065,6 +1071,7 @@ impl LogStore {
         let mut r = self.replica()?;
         if r.last == Some(l) {
             r.last = None;
+            r.last_ident = None;
             tracing::warn!(
                 last = %l,
                 "redis log: the log was made anew below this daemon's last entry (ids put in \

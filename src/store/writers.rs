@@ -54,8 +54,10 @@ pub const REORDER: u64 = 4096;
 /// as missing at once).
 const MAX_SKIPPED: usize = 8192;
 /// Writers remembered (each host's start is a new one); the one seen
-/// longest ago goes first.
-const MAX_WRITERS: usize = 1024;
+/// longest ago goes first, and no entry dated before its newest is taken
+/// from an unknown writer after it (a copy of a forgotten writer's entry
+/// would count again).
+pub const MAX_WRITERS: usize = 1024;
 
 #[derive(Debug, Clone)]
 struct Seen {
@@ -64,15 +66,18 @@ struct Seen {
     skipped: BTreeSet<u64>,
     /// Order of last use, for eviction.
     used: u64,
+    /// Date of its newest entry (Unix seconds).
+    newest_at: u64,
 }
 
 impl Seen {
-    fn new(seq: u64, used: u64) -> Seen {
+    fn new(seq: u64, used: u64, at: u64) -> Seen {
         let mut s = Seen {
             highest: seq,
             bits: Box::new([0; WORDS]),
             skipped: BTreeSet::new(),
             used,
+            newest_at: at,
         };
         s.set(seq);
         s
@@ -126,14 +131,23 @@ pub struct Writers {
     pub again: u64,
     /// Sequence numbers found missing.
     pub missing: u64,
+    /// The newest entry date of the writers forgotten (Unix seconds):
+    /// an unknown writer's entry dated no later is not applied.
+    forgotten_until: u64,
 }
 
 impl Writers {
-    /// Whether the entry `id` is new, and notes it.
-    pub fn admit(&mut self, id: Ident) -> Admit {
+    /// Whether the entry `id`, dated `at` (Unix seconds), is new, and
+    /// notes it.
+    pub fn admit(&mut self, id: Ident, at: u64) -> Admit {
         self.clock += 1;
         let clock = self.clock;
         let Some(s) = self.seen.get_mut(&id.writer) else {
+            if at <= self.forgotten_until {
+                // Maybe a writer forgotten: its entries stay applied.
+                self.again += 1;
+                return Admit::Again;
+            }
             if self.seen.len() >= MAX_WRITERS {
                 if let Some(oldest) = self
                     .seen
@@ -141,13 +155,16 @@ impl Writers {
                     .min_by_key(|(_, s)| s.used)
                     .map(|(w, _)| *w)
                 {
-                    self.seen.remove(&oldest);
+                    if let Some(gone) = self.seen.remove(&oldest) {
+                        self.forgotten_until = self.forgotten_until.max(gone.newest_at);
+                    }
                 }
             }
-            self.seen.insert(id.writer, Seen::new(id.seq, clock));
+            self.seen.insert(id.writer, Seen::new(id.seq, clock, at));
             return Admit::New;
         };
         s.used = clock;
+        s.newest_at = s.newest_at.max(at);
         if s.has(id.seq) {
             self.again += 1;
             return Admit::Again;
@@ -211,39 +228,39 @@ mod tests {
     fn an_entry_is_applied_once_whatever_comes_again() {
         let mut w = Writers::default();
         for s in 1..=100 {
-            assert_eq!(w.admit(id(7, s)), Admit::New);
+            assert_eq!(w.admit(id(7, s), 1), Admit::New);
         }
-        assert_eq!(w.admit(id(7, 50)), Admit::Again, "a copy");
-        assert_eq!(w.admit(id(7, 100)), Admit::Again);
-        assert_eq!(w.admit(id(8, 50)), Admit::New, "another writer");
+        assert_eq!(w.admit(id(7, 50), 1), Admit::Again, "a copy");
+        assert_eq!(w.admit(id(7, 100), 1), Admit::Again);
+        assert_eq!(w.admit(id(8, 50), 1), Admit::New, "another writer");
         assert_eq!(w.again, 2);
         assert_eq!(w.missing, 0);
         // Far older than the window: never applied twice.
         let mut v = Writers::default();
-        v.admit(id(1, 200_000));
-        assert_eq!(v.admit(id(1, 3)), Admit::Again);
+        v.admit(id(1, 200_000), 1);
+        assert_eq!(v.admit(id(1, 3), 1), Admit::Again);
     }
 
     #[test]
     fn a_removed_entry_is_missing_once_the_writer_is_past_it() {
         let mut w = Writers::default();
         for s in (1..=10_000).filter(|s| *s != 500) {
-            w.admit(id(3, s));
+            w.admit(id(3, s), 1);
         }
         assert_eq!(w.missing, 1, "500 was deleted");
         // Out of order within the slack: not missing.
         let mut v = Writers::default();
         for s in [1, 2, 4, 3, 6, 5] {
-            assert_eq!(v.admit(id(1, s)), Admit::New);
+            assert_eq!(v.admit(id(1, s), 1), Admit::New);
         }
         for s in 7..6000 {
-            v.admit(id(1, s));
+            v.admit(id(1, s), 1);
         }
         assert_eq!(v.missing, 0);
         // A huge jump counts what cannot be remembered at once.
         let mut u = Writers::default();
-        u.admit(id(1, 1));
-        u.admit(id(1, 100_000));
+        u.admit(id(1, 1), 1);
+        u.admit(id(1, 100_000), 1);
         assert!(u.missing >= 100_000 - 2 - MAX_SKIPPED as u64);
     }
 
@@ -257,11 +274,16 @@ mod tests {
     }
 
     #[test]
-    fn writers_are_bounded() {
+    fn writers_are_bounded_and_a_forgotten_ones_copies_stay_applied() {
         let mut w = Writers::default();
-        for k in 0..(MAX_WRITERS as u64 + 10) {
-            w.admit(id(k, 1));
+        assert_eq!(w.admit(id(0, 1), 100), Admit::New);
+        for k in 1..(MAX_WRITERS as u64 + 10) {
+            assert_eq!(w.admit(id(k, 1), 100 + k), Admit::New);
         }
         assert_eq!(w.len(), MAX_WRITERS);
+        // Writer 0 was forgotten: a copy of its entry is not new.
+        assert_eq!(w.admit(id(0, 1), 100), Admit::Again);
+        // A writer that starts now is.
+        assert_eq!(w.admit(id(5000, 1), 5000), Admit::New);
     }
 }

@@ -47,7 +47,7 @@ thread_local! {
 /// The worker's `main`; see the module documentation.
 pub fn run() -> ExitCode {
     let served = serve();
-    bulkwatch_read::ocr::stop();
+    bulkwatch_ocr::stop();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(2),
@@ -89,7 +89,7 @@ fn serve() -> io::Result<()> {
     // Tesseract's library and data are files: loaded before the sandbox.
     let ocr = match &hello.read.scan.ocr {
         Some(_) if hello.read.scan.ocr_elsewhere => "in the OCR workers".to_owned(),
-        Some(o) => bulkwatch_read::ocr::start(o.data.as_deref(), &o.languages).to_string(),
+        Some(o) => super::provide_ocr(o).to_string(),
         None => "off".to_owned(),
     };
     warm_up(&hello.read);

@@ -45,6 +45,30 @@ use tokio::time::{timeout, timeout_at, Instant};
 use crate::config::Config;
 use crate::engine::{read_config, ReadConfig, Reading};
 pub use wire::Hooks;
+
+/// Tesseract as this process's recognizer ([`provide_ocr`]).
+static TESSERACT: bulkwatch_ocr::Tesseract = bulkwatch_ocr::Tesseract;
+
+/// Loads Tesseract for this process with `ocr`'s data and languages and,
+/// when it loaded, hands it to the reader (`bulkwatch_read::ocr`): the
+/// reading crate loads nothing itself. An OCR worker calls it before its
+/// sandbox closes; a process that reads in itself (a replay or `scan`
+/// without workers, a test) before it reads. Says what it found.
+pub fn provide_ocr(ocr: &bulkwatch_read::config::OcrConfig) -> &'static bulkwatch_ocr::Status {
+    let status = bulkwatch_ocr::start(ocr.data.as_deref(), &ocr.languages);
+    if bulkwatch_ocr::available() {
+        bulkwatch_read::ocr::provide(&TESSERACT);
+    }
+    status
+}
+
+/// [`provide_ocr`] for a process that reads in itself with `cfg`'s
+/// settings, when they read pictures' text.
+pub fn provide_ocr_here(cfg: &Config) {
+    if let Some(o) = crate::engine::read_config(cfg).scan.ocr {
+        provide_ocr(&o);
+    }
+}
 use wire::{Hello, Ready, Reply, Request};
 
 /// Workers the daemon keeps: the number of CPUs, at least 2. More would
@@ -153,7 +177,7 @@ pub struct PoolStats {
     pub throttled: AtomicU64,
     /// Messages with a picture under a short text, by [`OcrOutcome`]
     /// ([`PoolStats::ocr`]).
-    ocr: [AtomicU64; 3],
+    ocr: [AtomicU64; 6],
 }
 
 /// What became of a message the readers left to the OCR workers.
@@ -161,15 +185,29 @@ pub struct PoolStats {
 pub enum OcrOutcome {
     /// Their reading is the message's.
     Read,
-    /// None in time, or a failure: the first reading stood.
+    /// Their reading is the message's, but Tesseract stopped at its own
+    /// deadline on a picture, whose text it holds not.
+    Partial,
+    /// No OCR worker was free within the message's time: the first
+    /// reading stood.
+    TimedOut,
+    /// The OCR worker was still reading at the message's deadline (the
+    /// daemon's clock: `engine_timeout_ms` from when a reader took the
+    /// message) and was killed: the first reading stood.
+    Killed,
+    /// The OCR worker died, panicked or could not start: the first
+    /// reading stood.
     Failed,
     /// No Tesseract installed: read as with OCR off.
     Unavailable,
 }
 
 impl OcrOutcome {
-    pub const ALL: [OcrOutcome; 3] = [
+    pub const ALL: [OcrOutcome; 6] = [
         OcrOutcome::Read,
+        OcrOutcome::Partial,
+        OcrOutcome::TimedOut,
+        OcrOutcome::Killed,
         OcrOutcome::Failed,
         OcrOutcome::Unavailable,
     ];
@@ -178,8 +216,29 @@ impl OcrOutcome {
     pub fn label(self) -> &'static str {
         match self {
             OcrOutcome::Read => "read",
+            OcrOutcome::Partial => "partial",
+            OcrOutcome::TimedOut => "timed_out",
+            OcrOutcome::Killed => "killed",
             OcrOutcome::Failed => "failed",
             OcrOutcome::Unavailable => "unavailable",
+        }
+    }
+
+    /// What became of a message from what the OCR workers answered (a
+    /// reading whose deep part failed is their shallow one, which says
+    /// nothing of the pictures: it failed as the deep part did).
+    pub fn of(answer: &Result<Reading, Failure>) -> OcrOutcome {
+        match answer {
+            Ok(r) => match r.deep_failure {
+                Some("timeout") => OcrOutcome::Killed,
+                Some("queue") => OcrOutcome::TimedOut,
+                Some(_) => OcrOutcome::Failed,
+                None if r.ocr_stopped => OcrOutcome::Partial,
+                None => OcrOutcome::Read,
+            },
+            Err(Failure::Timeout(_)) => OcrOutcome::Killed,
+            Err(Failure::Queue(_)) => OcrOutcome::TimedOut,
+            Err(_) => OcrOutcome::Failed,
         }
     }
 }
@@ -217,6 +276,16 @@ impl PoolStats {
             .iter()
             .position(|l| *l == label)
             .and_then(|i| self.failures.get(i))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Deep readings that failed after the shallow one came, with
+    /// `label` ([`Failure::LABELS`]).
+    pub fn partial_failures(&self, label: &str) -> u64 {
+        Failure::LABELS
+            .iter()
+            .position(|l| *l == label)
+            .and_then(|i| self.partial.get(i))
             .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
@@ -758,7 +827,8 @@ impl Pool {
     /// [`Pool::read`] for `sender` (who holds the fewest workers is served
     /// first while messages wait: [`fair`]), waiting at most `wait` for a
     /// worker; `limit` bounds the reading itself, from when a worker takes
-    /// the message.
+    /// the message, its pictures' text included (the OCR workers get what
+    /// the readers left of it).
     ///
     /// # Errors
     /// Why there is no reading: see [`Failure`] ([`Failure::Queue`] when no
@@ -772,29 +842,36 @@ impl Pool {
         limit: Duration,
     ) -> Result<Reading, Failure> {
         let mut results = Vec::with_capacity(1);
-        self.read_some(&[(raw, rcpts)], sender, wait, limit, &mut results)
+        let taken = self
+            .read_some(&[(raw, rcpts)], sender, wait, limit, None, &mut results)
             .await;
+        // The message's deadline, by this process's clock: `limit` from
+        // when a reader took it. The OCR workers get what is left of it,
+        // not a time of their own.
+        let until = taken.unwrap_or_else(Instant::now) + limit;
         let r = results.pop().unwrap_or(Err(Failure::Timeout(limit)));
         if let Err(f) = &r {
             self.inner.count(f);
         }
         match r {
-            Ok(first) => Ok(self.with_ocr(first, raw, rcpts, sender, limit).await),
+            Ok(first) => Ok(self.with_ocr(first, raw, rcpts, sender, until).await),
             Err(f) => Err(f),
         }
     }
 
     /// `first`, or when it holds a picture of text and there are OCR
-    /// workers, their reading of the message (waiting at most `limit` for
-    /// one, and `limit` for the reading). When they fail, `first` stands
-    /// (the failure is counted in their statistics).
+    /// workers, their reading of the message, within what is left of the
+    /// message's time (`until`): an OCR worker still reading then is
+    /// killed. When they fail, `first` stands; every message left to them
+    /// is counted by its [`OcrOutcome`], and their failures by cause in
+    /// their own statistics.
     async fn with_ocr(
         &self,
         first: Reading,
         raw: &[u8],
         rcpts: &[String],
         sender: &str,
-        limit: Duration,
+        until: Instant,
     ) -> Reading {
         let Some(ocr) = self.ocr.as_ref().filter(|_| first.wants_ocr) else {
             return first;
@@ -809,16 +886,42 @@ impl Pool {
                 ..first
             };
         };
-        match Box::pin(ocr.read_as(raw, rcpts, sender, limit, limit)).await {
-            Ok(again) => {
-                stats.count_ocr(OcrOutcome::Read);
-                again
-            }
-            Err(_) => {
-                stats.count_ocr(OcrOutcome::Failed);
-                first
-            }
+        let answer = Box::pin(ocr.read_until(raw, rcpts, sender, until)).await;
+        let outcome = OcrOutcome::of(&answer);
+        stats.count_ocr(outcome);
+        match answer {
+            // Their shallow reading: the readers' deep one is more.
+            Ok(r) if r.deep_failure.is_some() => first,
+            Ok(r) => r,
+            Err(_) => first,
         }
+    }
+
+    /// Reads `raw` in a worker by `until` (waiting for one included): a
+    /// worker still reading then is killed. Failures are counted.
+    async fn read_until(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        sender: &str,
+        until: Instant,
+    ) -> Result<Reading, Failure> {
+        let left = until.saturating_duration_since(Instant::now());
+        let mut results = Vec::with_capacity(1);
+        self.read_some(
+            &[(raw, rcpts)],
+            sender,
+            left,
+            left,
+            Some(until),
+            &mut results,
+        )
+        .await;
+        let r = results.pop().unwrap_or(Err(Failure::Timeout(left)));
+        if let Err(f) = &r {
+            self.inner.count(f);
+        }
+        r
     }
 
     /// The OCR workers, once started and reading pictures.
@@ -855,7 +958,8 @@ impl Pool {
         let mut results = Vec::with_capacity(msgs.len());
         while let Some(rest) = msgs.get(results.len()..).filter(|r| !r.is_empty()) {
             let before = results.len();
-            self.read_some(rest, "", limit, limit, &mut results).await;
+            self.read_some(rest, "", limit, limit, None, &mut results)
+                .await;
             if results.len() == before {
                 // (read_some answers at least one; guard against a loop.)
                 results.push(Err(Failure::Timeout(limit)));
@@ -868,8 +972,15 @@ impl Pool {
             if rest.len() > 1 && results.last().is_some_and(Result::is_err) {
                 results.pop();
                 for msg in msgs.get(results.len()..).unwrap_or_default() {
-                    self.read_some(std::slice::from_ref(msg), "", limit, limit, &mut results)
-                        .await;
+                    self.read_some(
+                        std::slice::from_ref(msg),
+                        "",
+                        limit,
+                        limit,
+                        None,
+                        &mut results,
+                    )
+                    .await;
                     if results.last().is_none_or(Result::is_err) {
                         break;
                     }
@@ -884,7 +995,9 @@ impl Pool {
                 if let Ok(first) = r {
                     if first.wants_ocr {
                         let taken = std::mem::take(first);
-                        *first = self.with_ocr(taken, raw, rcpts, "", limit).await;
+                        // A batch's message: `limit` from now.
+                        let until = Instant::now() + limit;
+                        *first = self.with_ocr(taken, raw, rcpts, "", until).await;
                     }
                 }
             }
@@ -900,14 +1013,20 @@ impl Pool {
         sender: &str,
         wait: Duration,
         limit: Duration,
+        until: Option<Instant>,
         results: &mut Vec<Result<Reading, Failure>>,
-    ) {
+    ) -> Option<Instant> {
         let inner = &self.inner;
         // The wait for a worker is the queue's, not the reading's.
         let Ok(permit) = timeout(wait, inner.slots.acquire(sender)).await else {
             results.push(Err(Failure::Queue(wait)));
-            return;
+            return None;
         };
+        let taken = Instant::now();
+        // With a deadline, the reading gets what the wait left of it.
+        let limit = until.map_or(limit, |u| {
+            u.saturating_duration_since(Instant::now()).min(limit)
+        });
         let deadline = Instant::now() + limit;
         let idle = self.idle_worker().await;
         let mut w = match idle {
@@ -916,11 +1035,11 @@ impl Pool {
                 Ok(Ok(w)) => w,
                 Ok(Err(f)) => {
                     results.push(Err(f));
-                    return;
+                    return Some(taken);
                 }
                 Err(_) => {
                     results.push(Err(Failure::Timeout(limit)));
-                    return;
+                    return Some(taken);
                 }
             },
         };
@@ -962,6 +1081,7 @@ impl Pool {
             self.restart(true);
         }
         drop(permit);
+        Some(taken)
     }
 
     /// Ends the idle workers: their input closed, each ends by itself and

@@ -28,7 +28,7 @@ use bulkwatch_read::config::{NormalizeConfig, OcrConfig, ScanConfig};
 
 /// Changes with any change to the frames below. A worker of another
 /// build (the binary was replaced under a running daemon) is refused.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 const MAGIC: &[u8; 4] = b"BWRK";
 
 /// Longest recipient address sent.
@@ -391,6 +391,7 @@ impl Reply {
                 }
                 w.bool(r.partial);
                 w.bool(r.wants_ocr);
+                w.bool(r.ocr_stopped);
                 w.bool(r.normalized.kept_cut.is_some());
                 let kept = r.normalized.kept_cut.unwrap_or_default();
                 w.u32(kept.own_words);
@@ -457,6 +458,7 @@ impl Reply {
                 }
                 let partial = r.bool()?;
                 let wants_ocr = r.bool()?;
+                let ocr_stopped = r.bool()?;
                 let some_cut = r.bool()?;
                 let kept = KeptCut {
                     own_words: r.u32()?,
@@ -484,6 +486,7 @@ impl Reply {
                     truncated,
                     partial,
                     wants_ocr,
+                    ocr_stopped,
                     deep_failure: None,
                 });
                 if kind == EARLY {
@@ -539,6 +542,7 @@ mod tests {
             truncated: false,
             partial: true,
             wants_ocr: true,
+            ocr_stopped: true,
             deep_failure: None,
         }
     }

@@ -86,6 +86,8 @@ pub struct BodyText {
     /// A picture's text was left to another process
     /// ([`ScanConfig::ocr_elsewhere`]).
     pub wants_ocr: bool,
+    /// The recognizer stopped at its deadline on a picture.
+    pub ocr_stopped: bool,
     /// mail-parser reported a decoding problem in some part.
     pub encoding_problem: bool,
 }
@@ -217,20 +219,13 @@ pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
         .and_then(|a| a.rsplit_once('@'))
         .map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase());
     let deep = depth == Depth::Deep;
-    // Tesseract is loaded by the first deep reading that asks for it (a
-    // worker's, before its sandbox: `bulkwatch_ocr::start`).
+    // The recognizer is the process's (`crate::ocr::provide`): this crate
+    // loads none.
     let ocr = match &scan.ocr {
         _ if !deep => picture::Ocr::Off,
         Some(_) if scan.ocr_elsewhere => picture::Ocr::Elsewhere,
-        Some(o) => {
-            bulkwatch_ocr::start(o.data.as_deref(), &o.languages);
-            if bulkwatch_ocr::available() {
-                picture::Ocr::Here
-            } else {
-                picture::Ocr::Off
-            }
-        }
-        None => picture::Ocr::Off,
+        Some(_) if crate::ocr::provided().is_some() => picture::Ocr::Here,
+        _ => picture::Ocr::Off,
     };
     let mut spend = Spend {
         deep,
@@ -240,6 +235,7 @@ pub fn extract_to(raw: &[u8], scan: &ScanConfig, depth: Depth) -> MimeOutcome {
     collect(&message, scan.max_scan_bytes, &mut body, &mut spend, 0);
     body.partial |= spend.pictures.spent;
     body.wants_ocr = spend.pictures.wants_ocr;
+    body.ocr_stopped = spend.pictures.stopped;
     body.deferred = spend.deferred;
     MimeOutcome::Parsed(body)
 }

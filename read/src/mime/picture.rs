@@ -81,15 +81,18 @@ pub struct Budget {
     /// Searches for QR codes still to make ([`MAX_CODE_SEARCHES`]).
     code_searches: usize,
     /// Pictures and pixels whose text may still be read
-    /// ([`bulkwatch_ocr::MAX_PICTURES`], [`bulkwatch_ocr::MAX_PIXELS`]).
+    /// ([`crate::ocr::MAX_PICTURES`], [`crate::ocr::MAX_PIXELS`]).
     ocr_pictures: usize,
     ocr_pixels: u64,
-    /// Milliseconds of recognition left ([`bulkwatch_ocr::DEADLINE_MS`]).
+    /// Milliseconds of recognition left ([`crate::ocr::DEADLINE_MS`]).
     ocr_ms: u32,
     /// Whether pictures' text is read, here or elsewhere.
     ocr: Ocr,
     /// A picture's text was left to another process.
     pub wants_ocr: bool,
+    /// The recognizer stopped at its deadline on a picture (its text was
+    /// not read).
+    pub stopped: bool,
     /// A picture was refused for want of pixels, or not searched for QR
     /// codes for its many finder patterns (the message was read partly).
     pub spent: bool,
@@ -100,7 +103,7 @@ pub struct Budget {
 pub enum Ocr {
     /// Not read.
     Off,
-    /// Read here ([`bulkwatch_ocr`] is loaded).
+    /// Read here (the process provided a recognizer: [`crate::ocr`]).
     Here,
     /// Read by another process: a reading only says that it holds such a
     /// picture.
@@ -123,12 +126,13 @@ impl Budget {
             ocr_pictures: if ocr == Ocr::Off {
                 0
             } else {
-                bulkwatch_ocr::MAX_PICTURES
+                crate::ocr::MAX_PICTURES
             },
             ocr,
             wants_ocr: false,
-            ocr_pixels: bulkwatch_ocr::MAX_PIXELS,
-            ocr_ms: bulkwatch_ocr::DEADLINE_MS,
+            stopped: false,
+            ocr_pixels: crate::ocr::MAX_PIXELS,
+            ocr_ms: crate::ocr::DEADLINE_MS,
             spent: false,
         }
     }
@@ -143,7 +147,7 @@ pub struct Read {
     /// phishing message's link.
     pub codes: Vec<String>,
     /// The text drawn in it (when asked for, and Tesseract is loaded:
-    /// [`bulkwatch_ocr`]): image spam's text.
+    /// [`crate::ocr`]): image spam's text.
     pub text: Option<String>,
 }
 
@@ -182,7 +186,7 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
 /// The difference hash of the picture in `bytes` ([`hash`]) and, when
 /// `short` (the message's own text is short) and the message's budget has
 /// pictures left for it, the QR codes in it ([`MAX_CODE_SEARCHES`]) or,
-/// when it holds none, its text ([`bulkwatch_ocr`]).
+/// when it holds none, its text ([`crate::ocr`]).
 pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     let Some(grey) = decode(bytes, budget) else {
         return Read::default();
@@ -210,7 +214,7 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
 /// drawn at 15 pixels is still read at three quarters of it.
 const MIN_OCR_SCALE: f64 = 0.75;
 
-/// The text of `grey` ([`bulkwatch_ocr::read`]) within the message's
+/// The text of `grey` ([`crate::ocr::Recognizer`]) within the message's
 /// budget: a picture larger than the pixels left is read scaled down to
 /// them, to [`MIN_OCR_SCALE`] at most, and then, when it is still larger,
 /// its top part only, as many whole rows as the pixels allow (the message
@@ -224,9 +228,7 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
         budget.wants_ocr = true;
         return None;
     }
-    if !bulkwatch_ocr::available() {
-        return None;
-    }
+    let recognizer = crate::ocr::provided()?;
     let (w, h) = grey.dimensions();
     let pixels = u64::from(w) * u64::from(h);
     let mut scaled = None;
@@ -267,10 +269,11 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
         .ocr_pixels
         .saturating_sub(u64::from(w) * u64::from(h));
     let started = std::time::Instant::now();
-    let read = bulkwatch_ocr::read(grey.as_raw(), w, h, budget.ocr_ms);
+    let read = recognizer.recognize(grey.as_raw(), w, h, budget.ocr_ms);
     let took = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
     budget.ocr_ms = budget.ocr_ms.saturating_sub(took);
     budget.spent |= read.stopped;
+    budget.stopped |= read.stopped;
     read.text
 }
 
