@@ -21,6 +21,26 @@ pub fn printable(s: &str) -> String {
     out
 }
 
+/// JSON text `json` with every control, bidirectional or invisible
+/// formatting character written as a JSON escape (`\u202E`): the same JSON
+/// value, shown as it is stored. (serde_json leaves all but C0 controls as
+/// they are; they can stand only inside strings, where the escape means
+/// the same character.)
+pub fn json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if hidden(c) && !c.is_ascii() {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{:04X}", u));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A character a terminal acts on, or that reorders or hides text.
 fn hidden(c: char) -> bool {
     c.is_control()
@@ -38,6 +58,19 @@ fn hidden(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::printable;
+
+    #[test]
+    fn json_keeps_its_value_and_shows_no_bidi() {
+        let v = serde_json::json!({"subject": "abc\u{202E}gpj.exe \u{9b}[ \u{2066}x", "n": 1});
+        let text = super::json(&v.to_string());
+        assert!(
+            text.contains("abc\\u202Egpj.exe \\u009B[ \\u2066x"),
+            "{text}"
+        );
+        assert!(!text.contains(['\u{202E}', '\u{9b}', '\u{2066}']));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, v);
+    }
 
     #[test]
     fn controls_and_bidi_are_written_out() {

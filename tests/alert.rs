@@ -1,5 +1,6 @@
-//! Alerts go out over SMTP (lettre, no TLS) to `alerts.smtp`, once per
-//! `min_interval`: checked against a minimal SMTP server on 127.0.0.1:0.
+//! Alerts go out over SMTP (lettre, STARTTLS as `alerts.tls` says) to
+//! `alerts.smtp`, once per `min_interval`: checked against a minimal SMTP
+//! server on 127.0.0.1:0.
 
 mod common;
 
@@ -330,4 +331,183 @@ async fn alerts_set_by_a_reload_are_sent() {
         "{}",
         got[0]
     );
+}
+
+/// A certificate for 127.0.0.1, self-signed (made with the `openssl`
+/// command), and its key, as a relay's snakeoil certificate is.
+fn snakeoil(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+        ])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "openssl req");
+    (
+        std::fs::read(dir.join("cert.pem")).unwrap(),
+        std::fs::read(dir.join("key.pem")).unwrap(),
+    )
+}
+
+/// One SMTP session on `io` until QUIT or STARTTLS; the messages' DATA
+/// go to `got`, marked with whether the session was `tls`. Returns
+/// whether the client asked for STARTTLS (answered 220).
+async fn smtp_session<S>(
+    io: S,
+    tls: bool,
+    offer: bool,
+    got: &Mutex<Vec<(bool, String)>>,
+) -> (bool, S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut io = BufReader::new(io);
+    if !tls {
+        io.write_all(b"220 test ESMTP\r\n").await.unwrap();
+    }
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if io.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return (false, io.into_inner());
+        }
+        let cmd = line.trim_end().to_ascii_uppercase();
+        if cmd.starts_with("EHLO") {
+            let ext = if offer && !tls {
+                "250-test\r\n250 STARTTLS\r\n"
+            } else {
+                "250 test\r\n"
+            };
+            io.write_all(ext.as_bytes()).await.unwrap();
+        } else if cmd == "STARTTLS" && offer && !tls {
+            io.write_all(b"220 go ahead\r\n").await.unwrap();
+            return (true, io.into_inner());
+        } else if cmd.starts_with("DATA") {
+            io.write_all(b"354 go\r\n").await.unwrap();
+            let mut data = String::new();
+            loop {
+                line.clear();
+                if io.read_line(&mut line).await.unwrap_or(0) == 0 || line.trim_end() == "." {
+                    break;
+                }
+                data.push_str(&line);
+            }
+            got.lock().unwrap().push((tls, data));
+            io.write_all(b"250 queued\r\n").await.unwrap();
+        } else if cmd.starts_with("QUIT") {
+            io.write_all(b"221 bye\r\n").await.unwrap();
+            return (false, io.into_inner());
+        } else {
+            io.write_all(b"250 ok\r\n").await.unwrap();
+        }
+    }
+}
+
+/// An SMTP relay on 127.0.0.1:0 that offers STARTTLS with a self-signed
+/// certificate; the messages it got, each with whether it came over TLS.
+async fn tls_relay() -> (
+    std::net::SocketAddr,
+    Arc<Mutex<Vec<(bool, String)>>>,
+    tempfile::TempDir,
+) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = snakeoil(dir.path());
+    let certs = vec![CertificateDer::from_pem_slice(&cert).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(&key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&got);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, got) = (acceptor.clone(), Arc::clone(&kept));
+            tokio::spawn(async move {
+                let (starttls, stream) = smtp_session(stream, false, true, &got).await;
+                if starttls {
+                    if let Ok(tls) = acceptor.accept(stream).await {
+                        smtp_session(tls, true, true, &got).await;
+                    }
+                }
+            });
+        }
+    });
+    (addr, got, dir)
+}
+
+/// Alerts use STARTTLS when the relay offers it (issue 64; `alerts.tls`,
+/// Postfix's words): "may" (the default) and "encrypt" send over TLS to a
+/// relay whose certificate is its own (self-signed, as Debian's snakeoil),
+/// "verify" refuses that relay (nothing is sent in clear instead), and
+/// "none" sends in clear. Before, alerts went in clear text always.
+#[cfg_attr(
+    not(bulkwatch_openssl),
+    ignore = "needs openssl (apt-get install openssl)"
+)]
+#[tokio::test]
+async fn alerts_use_starttls_as_the_setting_says() {
+    use bulkwatch::config::AlertTls;
+    let (addr, got, _dir) = tls_relay().await;
+    let mut sent = Vec::new();
+    for (tls, id) in [
+        (AlertTls::May, 1),
+        (AlertTls::Encrypt, 2),
+        (AlertTls::Verify, 3),
+        (AlertTls::None, 4),
+    ] {
+        let mut cfg = Config::default().alerts;
+        assert_eq!(cfg.tls, AlertTls::May, "the default");
+        cfg.to = vec!["postmaster@example.org".into()];
+        cfg.from = "bulkwatch@example.org".into();
+        cfg.smtp = addr.to_string();
+        cfg.tls = tls;
+        let counts = Arc::new(alert::Counts::default());
+        let (tx, rx) = mpsc::channel(alert::QUEUE);
+        tx.send(alert(id)).await.unwrap();
+        drop(tx);
+        let (_cfg_tx, cfg_rx) = tokio::sync::watch::channel(cfg);
+        alert::run(cfg_rx, rx, None, None, Arc::clone(&counts)).await;
+        sent.push(counts.sent.load(std::sync::atomic::Ordering::Relaxed));
+    }
+    assert_eq!(
+        sent,
+        [1, 1, 0, 1],
+        "verify refuses a certificate of its own"
+    );
+    let got: Vec<(bool, bool)> = got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(tls, mail)| (*tls, mail.contains("bulk campaign")))
+        .collect();
+    assert_eq!(got, [(true, true), (true, true), (false, true)]);
 }

@@ -151,7 +151,9 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
     }
     let answer = ask(&cfg, &request)?;
     let text = if args.json {
-        format!("{answer}\n")
+        // The same JSON, its bidirectional and control characters escaped
+        // (a subject's U+202E shown, not obeyed, in a terminal).
+        format!("{}\n", crate::escape::json(&answer.to_string()))
     } else {
         human(&args.action, &answer)
     };

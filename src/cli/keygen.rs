@@ -47,7 +47,9 @@ pub fn run(_args: KeygenArgs) -> Result<Exit, CliError> {
 pub fn public_key_warning(cfg: &crate::config::Config) -> Option<&'static str> {
     cfg.fingerprint.uses_built_in_key().then_some(
         "fingerprint.hash_key is the built-in key, which is public: a sender can compute \
-         bulkwatch's fingerprints offline and test dresses against them. Run `bulkwatch \
+         bulkwatch's fingerprints offline and test dresses against them, and with Redis \
+         the seals on the shared state (log entries, the head of corrections and domain \
+         allowances, alert claims) keep out nobody who can write to it. Run `bulkwatch \
          keygen` and set the key it prints on every host",
     )
 }

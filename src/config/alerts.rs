@@ -5,6 +5,29 @@ use std::time::Duration;
 use super::section::*;
 use super::ConfigError;
 
+/// STARTTLS to the alert relay (`alerts.tls`), as Postfix's
+/// `smtp_tls_security_level` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertTls {
+    /// Plain SMTP.
+    None,
+    /// STARTTLS when the relay offers it; its certificate not checked.
+    May,
+    /// STARTTLS required; the certificate not checked.
+    Encrypt,
+    /// STARTTLS required; the certificate checked against the system's
+    /// roots and the relay's name.
+    Verify,
+}
+
+/// `alerts.tls`'s words.
+const ALERT_TLS: Words<AlertTls> = &[
+    ("none", AlertTls::None),
+    ("may", AlertTls::May),
+    ("encrypt", AlertTls::Encrypt),
+    ("verify", AlertTls::Verify),
+];
+
 section! {
     /// Mail alerts when a campaign first turns bulk.
     pub struct AlertsConfig in RawAlerts as "alerts" {
@@ -23,6 +46,11 @@ section! {
         smtp: String = "127.0.0.1:25".to_owned(),
             file smtp: String,
             read |k, v| relay(k, &v).map(|()| v);
+        /// STARTTLS to the relay.
+        tls: AlertTls = AlertTls::May,
+            file tls: String,
+            read |k, v| word(k, &v, ALERT_TLS),
+            write |t| word_of(t, ALERT_TLS);
         min_interval: Duration = Duration::from_secs(600),
             file min_interval_secs: u64,
             read |_, v| Ok(Duration::from_secs(v)),
@@ -139,13 +167,14 @@ mod tests {
         }
     }
 
-    /// `smtp` and `min_interval_secs` are taken as written.
+    /// `smtp`, `tls` and `min_interval_secs` are taken as written.
     #[test]
     fn relay_and_interval_are_read_as_written() {
         let c = AlertsConfig::try_from(RawAlerts {
             to: Some(vec!["Mail Team <mail@example.org>".to_owned()]),
             from: Some("bw@example.org".to_owned()),
             smtp: Some("relay.example.org:587".to_owned()),
+            tls: Some("verify".to_owned()),
             min_interval_secs: Some(0),
         })
         .unwrap();
@@ -155,6 +184,7 @@ mod tests {
                 to: vec!["Mail Team <mail@example.org>".to_owned()],
                 from: "bw@example.org".to_owned(),
                 smtp: "relay.example.org:587".to_owned(),
+                tls: AlertTls::Verify,
                 min_interval: Duration::ZERO,
             }
         );

@@ -40,7 +40,7 @@ mod thresholds;
 mod warnings;
 mod window;
 
-pub use alerts::{parse_relay, AlertsConfig};
+pub use alerts::{parse_relay, AlertTls, AlertsConfig};
 pub use allow::AllowConfig;
 pub use campaign::CampaignConfig;
 pub use error::ConfigError;

@@ -127,6 +127,18 @@ section! {
                             ),
                         ));
                     }
+                    // As `serve` reads it (the client's own parser, no
+                    // connection): what it refuses is refused here.
+                    if let Err(e) = redis::IntoConnectionInfo::into_connection_info(u.as_str()) {
+                        return Err(ConfigError::invalid(
+                            k,
+                            format!(
+                                "`{}` is not an address the Redis client reads ({:?})",
+                                redacted_url(u),
+                                e.kind()
+                            ),
+                        ));
+                    }
                     if u.contains('#') {
                         return Err(ConfigError::invalid(
                             k,
@@ -259,6 +271,40 @@ mod tests {
                 "`sqlite` is not memory or redis".to_owned()
             )
         );
+    }
+
+    /// What the Redis client cannot read is refused when the file is
+    /// read (check-config), not first at `serve`; the password is not
+    /// printed.
+    #[test]
+    fn redis_urls_are_read_as_serve_reads_them() {
+        for bad in [
+            "redis://:s3cret@10.0.0.1:notaport/0",
+            "redis://10.0.0.1:6379/notadb",
+            "redis://",
+        ] {
+            let raw = RawRedis {
+                urls: Some(vec![bad.to_owned()]),
+                ..RawRedis::default()
+            };
+            let e = RedisConfig::try_from(raw).unwrap_err().to_string();
+            assert!(
+                e.contains("is not an address the Redis client reads"),
+                "{bad}: {e}"
+            );
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+        for good in [
+            "redis://127.0.0.1:6379/0",
+            "redis://bulkwatch:pw@[::1]:6379/2",
+            "redis+unix:///run/redis/redis.sock",
+        ] {
+            let raw = RawRedis {
+                urls: Some(vec![good.to_owned()]),
+                ..RawRedis::default()
+            };
+            assert!(RedisConfig::try_from(raw).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -146,7 +146,9 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
                 Err(e) => return Reply::text(StatusCode::BAD_REQUEST, &format!("{e}\n")),
             };
             let list = campaigns_filtered(state, &filter);
-            let body = serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned());
+            let body = crate::escape::json(
+                &serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned()),
+            );
             Reply {
                 view: Some(list.view),
                 counts: Some((list.active, list.matched)),

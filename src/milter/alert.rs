@@ -289,15 +289,36 @@ fn build(cfg: &AlertsConfig, a: &Alert, held_back: usize) -> Result<Message, Str
 /// host's verdict and in the log is claimed once.
 const REMEMBERED: usize = 1024;
 
-/// The transport to `cfg.smtp`.
-fn transport(cfg: &AlertsConfig) -> AsyncSmtpTransport<Tokio1Executor> {
+/// The transport to `cfg.smtp`, with STARTTLS as `cfg.tls` says; why
+/// not, when TLS is required and cannot be set up for the relay's name
+/// (then no alert goes out in clear text instead).
+fn transport(cfg: &AlertsConfig) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
+    use crate::config::AlertTls;
+    use lettre::transport::smtp::client::{Tls, TlsParameters};
     // (Checked when the configuration was loaded.)
     let (host, port) = crate::config::parse_relay(&cfg.smtp)
         .map_or_else(|_| (cfg.smtp.clone(), 25), |(h, p)| (h.to_owned(), p));
-    AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
-        .port(port)
-        .timeout(Some(Duration::from_secs(10)))
-        .build()
+    let params = |checked: bool| {
+        TlsParameters::builder(host.clone())
+            .dangerous_accept_invalid_certs(!checked)
+            .dangerous_accept_invalid_hostnames(!checked)
+            .build_rustls()
+            .map_err(|e| format!("TLS to {}: {e}", cfg.smtp))
+    };
+    let tls = match cfg.tls {
+        AlertTls::None => Tls::None,
+        // As Postfix's `may`: plain when TLS cannot be had.
+        AlertTls::May => params(false).map_or(Tls::None, Tls::Opportunistic),
+        AlertTls::Encrypt => Tls::Required(params(false)?),
+        AlertTls::Verify => Tls::Required(params(true)?),
+    };
+    Ok(
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+            .port(port)
+            .tls(tls)
+            .timeout(Some(Duration::from_secs(10)))
+            .build(),
+    )
 }
 
 /// Runs until the sender side is dropped: mails the alerts of `rx`, and
@@ -387,7 +408,7 @@ pub async fn run(
 /// The mailing half of [`run`].
 struct Mailer {
     cfg: AlertsConfig,
-    transport: AsyncSmtpTransport<Tokio1Executor>,
+    transport: Result<AsyncSmtpTransport<Tokio1Executor>, String>,
     last: Option<Instant>,
     held_back: usize,
     counts: Arc<Counts>,
@@ -395,6 +416,16 @@ struct Mailer {
 }
 
 impl Mailer {
+    /// Sends `msg` through the relay.
+    async fn send(&self, msg: lettre::Message) -> Result<(), String> {
+        let transport = self.transport.as_ref().map_err(Clone::clone)?;
+        transport
+            .send(msg)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
     /// Claims `a` for this host when the site shares Redis, then mails it
     /// (or holds it back under the rate limit).
     async fn deliver(&mut self, a: Alert, site: Option<&Site>) {
@@ -447,7 +478,7 @@ impl Mailer {
         }
         self.last = Some(Instant::now());
         match build(&self.cfg, &a, self.held_back) {
-            Ok(msg) => match self.transport.send(msg).await {
+            Ok(msg) => match self.send(msg).await {
                 Ok(_) => {
                     self.counts.sent.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(campaign = %id, "alert sent");

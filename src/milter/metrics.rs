@@ -791,7 +791,9 @@ pub fn campaigns_json(state: &State) -> (String, View) {
 
 fn campaigns_json_at(state: &State, now: u64) -> (String, View) {
     let list = campaigns_at(state, now, &Filter::default());
-    let body = serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned());
+    let body = crate::escape::json(
+        &serde_json::to_string(&list.campaigns).unwrap_or_else(|_| "[]".to_owned()),
+    );
     (body, list.view)
 }
 
