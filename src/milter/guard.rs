@@ -15,7 +15,9 @@
 //!   (from MAIL to the end of the message or an abort). When a new
 //!   connection arrives and that many are open, one is closed to make
 //!   room, in this order:
-//!   First, when one SMTP client holds more than its share
+//!   First a fresh connection (item 1 below): it names no SMTP client, and
+//!   a local flood of empty connections must not cost a busy client its
+//!   live sessions. Then, when one SMTP client holds more than its share
 //!   ([`client_share`]: an eighth of `max_connections`, at least two), one
 //!   of that client's connections, in the order below, else its oldest. The
 //!   client is what the MTA's connect command names (its network: an IPv4
@@ -283,6 +285,12 @@ impl Registry {
             .filter(|c| !c.evicted.load(Ordering::Relaxed))
             .filter(|c| peer.is_none_or(|p| c.peer == p))
             .collect();
+        // A fresh connection never named a client: it goes first, before
+        // any client's sessions (a local flood of empty connections must
+        // not cost one busy SMTP client its live sessions).
+        if let Some(v) = self.fresh_victim(&live, now) {
+            return Some(v);
+        }
         let mut held: Vec<(u64, usize)> = Vec::new();
         for c in &live {
             let k = c.client.load(Ordering::Relaxed);
@@ -326,6 +334,19 @@ impl Registry {
         live: &[&Arc<Conn>],
         now: Instant,
     ) -> Option<(Arc<Conn>, Phase, Duration)> {
+        if let Some(v) = self.fresh_victim(live, now) {
+            return Some(v);
+        }
+        self.busy_victim(live, now)
+    }
+
+    /// The fresh connection to close among `live`: a closed one first,
+    /// then the oldest with nothing waiting in it.
+    fn fresh_victim(
+        &self,
+        live: &[&Arc<Conn>],
+        now: Instant,
+    ) -> Option<(Arc<Conn>, Phase, Duration)> {
         let phase = |c: &Conn| Phase::of(c.phase.load(Ordering::Relaxed));
         let mut fresh: Vec<&Arc<Conn>> = live
             .iter()
@@ -339,10 +360,20 @@ impl Registry {
             .map(|c| (c, c.sock.waiting()))
             .filter(|(_, w)| *w != Waiting::Bytes)
             .min_by_key(|(c, w)| (*w != Waiting::Closed, c.accepted));
-        if let Some((c, _)) = fresh {
+        fresh.map(|(c, _)| {
             let age = now.saturating_duration_since(c.accepted);
-            return Some((Arc::clone(c), Phase::Fresh, age));
-        }
+            (Arc::clone(c), Phase::Fresh, age)
+        })
+    }
+
+    /// [`Registry::victim_among`] past the fresh: quiet, an envelope or a
+    /// wait after DATA held too long, a slow transaction, a stalled one.
+    fn busy_victim(
+        &self,
+        live: &[&Arc<Conn>],
+        now: Instant,
+    ) -> Option<(Arc<Conn>, Phase, Duration)> {
+        let phase = |c: &Conn| Phase::of(c.phase.load(Ordering::Relaxed));
         let quiet = live
             .iter()
             .filter(|c| phase(c) == Phase::Between)
