@@ -104,6 +104,36 @@ async fn a_worker_reads_pictures_of_text_in_its_sandbox() {
     assert!(started.load(std::sync::atomic::Ordering::Relaxed) >= 1);
 }
 
+/// Paid once per picture family (issue 65): the same picture of text in
+/// two messages, or twice in one, is read by Tesseract once and its text
+/// reused, to the same reading; another picture is read.
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[test]
+fn a_picture_family_is_read_once() {
+    let cfg = Config::default();
+    bulkwatch::worker::provide_ocr_here(&cfg);
+    let rcpts = vec!["ann@example.net".to_owned()];
+    let text = texts::OWN[2].1.join("\n\n");
+    let m = dress::text_picture_message(&text, 3);
+    let (before, reused) = bulkwatch::worker::ocr_readings();
+    let first = read(&m, &rcpts, &read_config(&cfg));
+    let second = read(&m, &rcpts, &read_config(&cfg));
+    assert_eq!(first, second);
+    assert!(first.normalized.tokens > 40, "{:?}", first.normalized.text);
+    let (after, reused_after) = bulkwatch::worker::ocr_readings();
+    assert_eq!((after - before, reused_after - reused), (1, 1));
+    let other = dress::text_picture_message(&texts::OWN[3].1.join("\n\n"), 3);
+    read(&other, &rcpts, &read_config(&cfg));
+    assert_eq!(
+        bulkwatch::worker::ocr_readings().0 - after,
+        1,
+        "another picture is read"
+    );
+}
+
 /// A picture of dense text (7-pixel glyphs, lines 8 pixels apart, 1,200
 /// × 900 pixels) under a short text: Tesseract's layout analysis of it
 /// runs past its own deadline, which it does not look at there.

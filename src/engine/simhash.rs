@@ -47,7 +47,7 @@ use crate::engine::shingle::Shingles;
 ///   CSS bidi overrides, generated content and flex order are read as
 ///   shown, and the alt text of remote pictures under a short text; signs
 ///   for letters are read with wider bounds (`7he`, `$7@7emen7`).
-pub const VERSION: u8 = 8;
+pub const VERSION: u8 = 9;
 
 /// The fingerprints of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

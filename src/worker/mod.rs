@@ -46,8 +46,77 @@ use crate::config::Config;
 use crate::engine::{read_config, ReadConfig, Reading};
 pub use wire::Hooks;
 
-/// Tesseract as this process's recognizer ([`provide_ocr`]).
-static TESSERACT: bulkwatch_ocr::Tesseract = bulkwatch_ocr::Tesseract;
+/// Tesseract as this process's recognizer ([`provide_ocr`]), its
+/// readings remembered by picture family.
+static TESSERACT: Remembered = Remembered {
+    read: Mutex::new(None),
+};
+
+/// Pictures this process had Tesseract read, and pictures whose text it
+/// reused ([`Remembered`]).
+static RECOGNIZED: AtomicU64 = AtomicU64::new(0);
+static REUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Pictures this process had Tesseract read, and those whose text it took
+/// from one of the same family read before.
+pub fn ocr_readings() -> (u64, u64) {
+    (
+        RECOGNIZED.load(Ordering::Relaxed),
+        REUSED.load(Ordering::Relaxed),
+    )
+}
+
+/// Pictures whose text is remembered ([`Remembered`]).
+const REMEMBERED_PICTURES: usize = 1024;
+
+/// A recognizer that reads a picture once per family: a picture of the
+/// same perceptual hash and size as one read before (a campaign's copies,
+/// a flood of one picture) reuses its text (issue 65: reading pictures is
+/// the most expensive thing the filter does). A reading stopped at its
+/// deadline is not remembered. Per process: each OCR worker keeps its
+/// own.
+struct Remembered {
+    read: Mutex<Option<Family>>,
+}
+
+/// Texts read, by perceptual hash and size of the picture.
+type Family = lru::LruCache<(u64, u32, u32), Option<String>>;
+
+impl bulkwatch_read::ocr::Recognizer for Remembered {
+    fn recognize(
+        &self,
+        pixels: &[u8],
+        w: u32,
+        h: u32,
+        deadline_ms: u32,
+    ) -> bulkwatch_read::ocr::Recognized {
+        let key = bulkwatch_read::mime::picture::grey_hash(pixels, w, h).map(|k| (k, w, h));
+        let lock = || self.read.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = key {
+            let mut cache = lock();
+            let cache = cache.get_or_insert_with(|| {
+                lru::LruCache::new(
+                    std::num::NonZeroUsize::MIN.saturating_add(REMEMBERED_PICTURES - 1),
+                )
+            });
+            if let Some(text) = cache.get(&k) {
+                REUSED.fetch_add(1, Ordering::Relaxed);
+                return bulkwatch_read::ocr::Recognized {
+                    text: text.clone(),
+                    stopped: false,
+                };
+            }
+        }
+        let read = bulkwatch_ocr::read(pixels, w, h, deadline_ms);
+        RECOGNIZED.fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = key.filter(|_| !read.stopped) {
+            if let Some(cache) = lock().as_mut() {
+                cache.put(k, read.text.clone());
+            }
+        }
+        read
+    }
+}
 
 /// Loads Tesseract for this process with `ocr`'s data and languages and,
 /// when it loaded, hands it to the reader (`bulkwatch_read::ocr`): the

@@ -46,6 +46,9 @@ pub struct BodyText {
     pub urls: Vec<String>,
     /// Image sources of HTML parts (`<img src>`), in order.
     pub images: Vec<String>,
+    /// Shown pictures written into HTML parts (`data:` URIs), read as
+    /// attached pictures are once the parts are walked.
+    pub data_pictures: Vec<String>,
     /// A hash of each attachment, in MIME order: of a picture's perceptual
     /// hash ([`picture`]) when it has one, else SHA-256 of its decoded
     /// bytes.
@@ -454,6 +457,7 @@ fn collect(
         add_attachment(message, part, &read, body, spend);
         body.encoding_problem |= part.is_encoding_problem;
     }
+    add_data_pictures(before, limit, body, spend);
     for part in &message.parts {
         body.encoding_problem |= part.is_encoding_problem;
     }
@@ -490,32 +494,14 @@ fn add_attachment(
         PartType::Binary(b) | PartType::InlineBinary(b)
             if body.attachments.len() < MAX_ATTACHMENTS && !b.is_empty() =>
         {
-            let (hash, picture) = if spend.deep {
-                // The QR codes of pictures under a short text: a
-                // QR-code phishing message's link.
-                let (hash, picture, read) =
-                    attachment_hash(part, b, &mut spend.pictures, short_text);
-                if let Some(text) = read.text {
-                    // A picture of text (image spam) is its text: it is
-                    // compared as the body is.
-                    new_paragraph(body);
-                    push_plain(&text, limit, body);
-                }
-                if read.codes.is_empty() {
-                    (hash, picture)
-                } else {
-                    // A QR code is compared by what it says, not by
-                    // its pixels (each copy draws its own link).
-                    let anchor = code_anchor(&read.codes);
-                    add_codes(read.codes, limit, body);
-                    (anchor, None)
-                }
-            } else {
-                spend.deferred |= picture::is_picture(b);
-                (attachment_sha256(part, b), None)
-            };
-            body.attachments.push(hash);
-            body.pictures.extend(picture);
+            add_picture(
+                b,
+                attachment_sha256(part, b),
+                short_text,
+                limit,
+                body,
+                spend,
+            );
         }
         // A text or HTML attachment under a short body is read as the
         // body is: a campaign must not hide its text in an attached page
@@ -538,6 +524,90 @@ fn add_attachment(
         }
         _ => {}
     }
+}
+
+/// An attached picture or one written into the page (`bytes`; `exact`:
+/// its hash as any attachment's): its anchor among the attachments, its
+/// perceptual hash, and under a short text (`short`) its QR codes or its
+/// text ([`picture::read`]). A shallow reading leaves it to the deep one.
+fn add_picture(
+    bytes: &[u8],
+    exact: [u8; 32],
+    short: bool,
+    limit: usize,
+    body: &mut BodyText,
+    spend: &mut Spend,
+) {
+    let (hash, picture) = if spend.deep {
+        let read = picture::read(bytes, &mut spend.pictures, short);
+        let (hash, picture) = match read.hash {
+            Some(h) => (picture_anchor(h), Some(h)),
+            None => (exact, None),
+        };
+        if let Some(text) = read.text {
+            // A picture of text (image spam) is its text: it is compared
+            // as the body is.
+            new_paragraph(body);
+            push_plain(&text, limit, body);
+        }
+        if read.codes.is_empty() {
+            (hash, picture)
+        } else {
+            // A QR code is compared by what it says, not by its pixels
+            // (each copy draws its own link).
+            let anchor = code_anchor(&read.codes);
+            add_codes(read.codes, limit, body);
+            (anchor, None)
+        }
+    } else {
+        spend.deferred |= picture::is_picture(bytes);
+        (exact, None)
+    };
+    body.attachments.push(hash);
+    body.pictures.extend(picture);
+}
+
+/// The pictures written into the message's HTML (`data:image/...;base64,`)
+/// read as attached ones, after them; under a short text (the words of the
+/// body from `before`) their QR codes or text too. One that is not base64
+/// or not a picture counts as nothing.
+fn add_data_pictures(before: usize, limit: usize, body: &mut BodyText, spend: &mut Spend) {
+    let data = std::mem::take(&mut body.data_pictures);
+    if data.is_empty() {
+        return;
+    }
+    let own = body.text.get(before..).unwrap_or("");
+    let short = html::count_words_upto(own, html::MIN_VISIBLE_WORDS) < html::MIN_VISIBLE_WORDS;
+    for uri in data {
+        if body.attachments.len() >= MAX_ATTACHMENTS {
+            break;
+        }
+        let Some(bytes) = data_uri_bytes(&uri) else {
+            continue;
+        };
+        let exact: [u8; 32] = Sha256::digest(&bytes).into();
+        add_picture(&bytes, exact, short, limit, body, spend);
+    }
+}
+
+/// The bytes of a `data:` URI written in base64 (`data:image/png;base64,`),
+/// white space in the payload skipped.
+fn data_uri_bytes(uri: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let (head, payload) = uri.split_once(',')?;
+    if !head.to_ascii_lowercase().ends_with(";base64") {
+        return None;
+    }
+    let clean: Vec<u8> = payload
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    engine.decode(clean).ok()
 }
 
 fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
@@ -584,10 +654,12 @@ fn add_html(html: &str, limit: usize, body: &mut BodyText) {
     let mut targets = html::Targets {
         urls: std::mem::take(&mut body.urls),
         images: std::mem::take(&mut body.images),
+        data_pictures: std::mem::take(&mut body.data_pictures),
     };
     html::to_text(html, &mut body.text, &mut targets, limit);
     body.urls = targets.urls;
     body.images = targets.images;
+    body.data_pictures = targets.data_pictures;
 }
 
 /// Renders the pages smuggled in an attached page
@@ -761,24 +833,6 @@ fn plain_or_html(part: &MessagePart<'_>) -> bool {
                 .subtype()
                 .is_none_or(|s| s.eq_ignore_ascii_case("plain") || s.eq_ignore_ascii_case("html"))
     })
-}
-
-/// What an attachment is compared by exactly: a hash of a picture's
-/// perceptual hash ([`picture`]) when it has one, or else
-/// [`attachment_sha256`]; and the perceptual hash.
-/// With `short`, also the QR codes or the text of a picture
-/// ([`picture::read`]).
-fn attachment_hash(
-    part: &MessagePart<'_>,
-    bytes: &[u8],
-    pictures: &mut picture::Budget,
-    short: bool,
-) -> ([u8; 32], Option<u64>, picture::Read) {
-    let read = picture::read(bytes, pictures, short);
-    match read.hash {
-        Some(h) => (picture_anchor(h), Some(h), read),
-        None => (attachment_sha256(part, bytes), None, read),
-    }
 }
 
 /// The exact anchor of a picture of QR codes: the hosts of their links

@@ -50,6 +50,10 @@ const MIN_CONTRAST: f64 = 16.0;
 /// would set or clear such a pair's bit at random.
 const DEAD_ZONE: f64 = 2.0;
 
+/// Most frames of an animation read; each counts its pixels against the
+/// message's ([`MAX_MESSAGE_PIXELS`]).
+pub const MAX_FRAMES: usize = 8;
+
 /// Searches for QR codes one message may make (a picture takes one, and
 /// up to two more while none is found: `qr_codes`).
 pub const MAX_CODE_SEARCHES: usize = 3;
@@ -157,22 +161,36 @@ pub fn is_picture(bytes: &[u8]) -> bool {
     bytes.len() <= MAX_BYTES && reader(bytes).is_some()
 }
 
-/// A reader of `bytes` when they are a PNG, JPEG or GIF picture (by their
-/// first bytes, whatever the part's declared type), with the bounds set.
-fn reader(bytes: &[u8]) -> Option<ImageReader<Cursor<&[u8]>>> {
-    let format = image::guess_format(bytes).ok()?;
-    if !matches!(
-        format,
-        ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Gif
-    ) {
-        return None;
-    }
-    let mut r = ImageReader::with_format(Cursor::new(bytes), format);
+/// The formats read: those mail clients show inline (by their first
+/// bytes, whatever the part's declared type).
+const FORMATS: [ImageFormat; 7] = [
+    ImageFormat::Png,
+    ImageFormat::Jpeg,
+    ImageFormat::Gif,
+    ImageFormat::WebP,
+    ImageFormat::Bmp,
+    ImageFormat::Tiff,
+    ImageFormat::Ico,
+];
+
+/// The decoders' bounds.
+fn limits() -> Limits {
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(MAX_ALLOC);
-    r.limits(limits);
+    limits
+}
+
+/// A reader of `bytes` when they are a picture of one of [`FORMATS`],
+/// with the bounds set.
+fn reader(bytes: &[u8]) -> Option<ImageReader<Cursor<&[u8]>>> {
+    let format = image::guess_format(bytes).ok()?;
+    if !FORMATS.contains(&format) {
+        return None;
+    }
+    let mut r = ImageReader::with_format(Cursor::new(bytes), format);
+    r.limits(limits());
     Some(r)
 }
 
@@ -188,27 +206,48 @@ pub fn hash(bytes: &[u8], budget: &mut Budget) -> Option<u64> {
 /// pictures left for it, the QR codes in it ([`MAX_CODE_SEARCHES`]) or,
 /// when it holds none, its text ([`crate::ocr`]).
 pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
-    let Some(grey) = decode(bytes, budget) else {
-        return Read::default();
-    };
-    let codes = if short && budget.code_searches > 0 {
-        let codes = qr_codes(&grey, &mut budget.code_searches);
-        budget.spent |= codes.is_none();
-        codes.unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    let text = if short && codes.is_empty() {
-        picture_text(&grey, budget)
-    } else {
-        None
-    };
-    Read {
-        hash: dhash(&grey),
-        codes,
-        text,
+    let frames = decode(bytes, budget);
+    // An animation's first frame that has a hash stands for it (a blank
+    // first frame says nothing); its codes and text are every frame's
+    // that a person would see, each distinct frame once.
+    let hash = frames.iter().find_map(dhash);
+    let mut codes = Vec::new();
+    if short {
+        for frame in &frames {
+            if budget.code_searches == 0 || !codes.is_empty() {
+                break;
+            }
+            let found = qr_codes(frame, &mut budget.code_searches);
+            budget.spent |= found.is_none();
+            codes = found.unwrap_or_default();
+        }
     }
+    let mut text: Option<String> = None;
+    if short && codes.is_empty() {
+        let mut read: Vec<u64> = Vec::new();
+        for frame in &frames {
+            let h = dhash(frame);
+            if h.is_some_and(|h| read.iter().any(|r| (r ^ h).count_ones() <= SAME_FRAME_BITS)) {
+                continue;
+            }
+            read.extend(h);
+            if let Some(t) = picture_text(frame, budget) {
+                match &mut text {
+                    Some(all) => {
+                        all.push_str("\n\n");
+                        all.push_str(&t);
+                    }
+                    None => text = Some(t),
+                }
+            }
+        }
+    }
+    Read { hash, codes, text }
 }
+
+/// Frames of an animation whose hashes differ by at most this many bits
+/// are the same picture to read.
+const SAME_FRAME_BITS: u32 = 4;
 
 /// Least scale a picture is read at to fit the message's pixels: text
 /// drawn at 15 pixels is still read at three quarters of it.
@@ -280,23 +319,79 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
 /// The picture in `bytes` in grey, within the bounds (see the module
 /// documentation); its pixels count against `budget` before it is
 /// decoded.
-fn decode(bytes: &[u8], budget: &mut Budget) -> Option<image::GrayImage> {
+fn decode(bytes: &[u8], budget: &mut Budget) -> Vec<image::GrayImage> {
     if bytes.len() > MAX_BYTES {
-        return None;
+        return Vec::new();
     }
-    let (w, h) = reader(bytes)?.into_dimensions().ok()?;
+    let Some((w, h)) = reader(bytes).and_then(|r| r.into_dimensions().ok()) else {
+        return Vec::new();
+    };
     if w < MIN_SIDE || h < MIN_SIDE {
-        return None;
+        return Vec::new();
     }
     let pixels = u64::from(w) * u64::from(h);
-    let Some(left) = budget.pixels.checked_sub(pixels) else {
-        budget.spent = true;
-        return None;
+    let take = |budget: &mut Budget| match budget.pixels.checked_sub(pixels) {
+        Some(left) => {
+            budget.pixels = left;
+            true
+        }
+        None => {
+            budget.spent = true;
+            false
+        }
     };
-    budget.pixels = left;
-    let picture = reader(bytes)?.decode().ok()?;
-    // (A GIF's first frame.)
-    Some(picture.into_luma8())
+    if let Some(frames) = animation(bytes) {
+        let mut out = Vec::new();
+        for frame in frames.take(MAX_FRAMES) {
+            if !take(budget) {
+                break;
+            }
+            let Ok(frame) = frame else {
+                break;
+            };
+            out.push(image::DynamicImage::ImageRgba8(frame.into_buffer()).into_luma8());
+        }
+        return out;
+    }
+    if !take(budget) {
+        return Vec::new();
+    }
+    reader(bytes)
+        .and_then(|r| r.decode().ok())
+        .map(|p| vec![p.into_luma8()])
+        .unwrap_or_default()
+}
+
+/// The frames of `bytes` when it is an animation (a GIF, WebP or PNG of
+/// more than one frame), each the whole picture as shown then; `None` for
+/// a still picture.
+fn animation(bytes: &[u8]) -> Option<image::Frames<'_>> {
+    use image::codecs::{gif::GifDecoder, png::PngDecoder, webp::WebPDecoder};
+    use image::{AnimationDecoder, ImageDecoder};
+    match image::guess_format(bytes).ok()? {
+        ImageFormat::Gif => {
+            let mut d = GifDecoder::new(Cursor::new(bytes)).ok()?;
+            d.set_limits(limits()).ok()?;
+            Some(d.into_frames())
+        }
+        ImageFormat::WebP => {
+            let mut d = WebPDecoder::new(Cursor::new(bytes)).ok()?;
+            if !d.has_animation() {
+                return None;
+            }
+            d.set_limits(limits()).ok()?;
+            Some(d.into_frames())
+        }
+        ImageFormat::Png => {
+            let mut d = PngDecoder::new(Cursor::new(bytes)).ok()?;
+            if !d.is_apng().ok()? {
+                return None;
+            }
+            d.set_limits(limits()).ok()?;
+            Some(d.apng().ok()?.into_frames())
+        }
+        _ => None,
+    }
 }
 
 /// The content of the QR codes in `grey` (rqrr), searched at
@@ -460,6 +555,13 @@ fn crossing(runs: &[usize; 5]) -> bool {
 
 /// The difference hash of `grey` (see the module documentation), or
 /// `None` when it has too little contrast.
+/// [`dhash`] of a grey picture given as its `w` × `h` pixels, a row
+/// after another (what a recognizer gets: `crate::ocr::Recognizer`).
+pub fn grey_hash(pixels: &[u8], w: u32, h: u32) -> Option<u64> {
+    let grey = image::GrayImage::from_raw(w, h, pixels.to_vec())?;
+    dhash(&grey)
+}
+
 fn dhash(grey: &image::GrayImage) -> Option<u64> {
     let (w, h) = grey.dimensions();
     // Each cell's mean grey level, from whole sums: no rounding of a
@@ -511,7 +613,7 @@ mod tests {
 
     const PINNED: u64 = 0xbb6e_dfbf_7fff_7efd;
 
-    /// A picture with shapes and gradients, as a PNG, JPEG or GIF.
+    /// A picture with shapes and gradients, in `format`.
     pub(crate) fn encoded(w: u32, h: u32, seed: u32, format: ImageFormat) -> Vec<u8> {
         let img = RgbImage::from_fn(w, h, |x, y| {
             let band = (x / 37 + y / 23 + seed) % 3;
@@ -522,8 +624,14 @@ mod tests {
             ])
         });
         let mut out = Vec::new();
-        DynamicImage::ImageRgb8(img)
-            .write_to(&mut Cursor::new(&mut out), format)
+        let img = DynamicImage::ImageRgb8(img);
+        // (An icon's PNG is RGBA, as icon readers ask.)
+        let img = if format == ImageFormat::Ico {
+            DynamicImage::ImageRgba8(img.into_rgba8())
+        } else {
+            img
+        };
+        img.write_to(&mut Cursor::new(&mut out), format)
             .expect("encodes");
         out
     }
@@ -633,6 +741,105 @@ mod tests {
         assert!((png ^ other).count_ones() >= 8, "{png:016x} {other:016x}");
     }
 
+    /// Every format a client shows inline is read, to the same hash.
+    #[test]
+    fn every_format_a_client_shows_hashes_alike() {
+        let mut b = Budget::default();
+        let png = hash(&encoded(256, 200, 1, ImageFormat::Png), &mut b).expect("png");
+        for format in [
+            ImageFormat::WebP,
+            ImageFormat::Bmp,
+            ImageFormat::Tiff,
+            ImageFormat::Ico,
+        ] {
+            let mut b = Budget::default();
+            let h = hash(&encoded(256, 200, 1, format), &mut b);
+            let h = h.unwrap_or_else(|| panic!("{format:?} not read"));
+            assert!(
+                (png ^ h).count_ones() <= 4,
+                "{format:?}: {png:016x} {h:016x}"
+            );
+        }
+    }
+
+    /// An animation is read as a person sees it: a blank first frame does
+    /// not stand for it, and each distinct frame counts; its frames are
+    /// bounded ([`MAX_FRAMES`]) and paid for in pixels.
+    #[test]
+    fn an_animations_frames_are_read() {
+        use image::codecs::gif::GifEncoder;
+        use image::{Delay, Frame, RgbaImage};
+        let (w, h) = (200, 120);
+        let shapes = image::load_from_memory(&encoded(w, h, 1, ImageFormat::Png))
+            .expect("decodes")
+            .into_rgba8();
+        let blank = RgbaImage::from_pixel(w, h, image::Rgba([250, 250, 250, 255]));
+        let gif = |frames: Vec<RgbaImage>| {
+            let mut out = Vec::new();
+            {
+                let mut e = GifEncoder::new(&mut out);
+                e.encode_frames(
+                    frames
+                        .into_iter()
+                        .map(|f| Frame::from_parts(f, 0, 0, Delay::from_numer_denom_ms(500, 1))),
+                )
+                .expect("encodes");
+            }
+            out
+        };
+        let still = hash(&gif(vec![shapes.clone()]), &mut Budget::default()).expect("still");
+        let mut b = Budget::default();
+        let late = hash(&gif(vec![blank.clone(), shapes.clone()]), &mut b).expect("frame 2");
+        assert!((still ^ late).count_ones() <= 4, "{still:016x} {late:016x}");
+        assert_eq!(
+            MAX_MESSAGE_PIXELS - b.pixels,
+            2 * u64::from(w * h),
+            "two frames paid"
+        );
+        let mut b = Budget::default();
+        let many: Vec<RgbaImage> = (0..40).map(|_| blank.clone()).collect();
+        assert_eq!(hash(&gif(many), &mut b), None);
+        assert_eq!(
+            MAX_MESSAGE_PIXELS - b.pixels,
+            MAX_FRAMES as u64 * u64::from(w * h),
+            "at most MAX_FRAMES frames"
+        );
+    }
+
+    /// What a sender can write into each format's header: dimensions past
+    /// the bounds, truncation, junk after the signature. Refused without a
+    /// panic, and declared sizes before anything is decoded.
+    #[test]
+    fn hostile_pictures_of_every_format_are_refused() {
+        for format in [
+            ImageFormat::Png,
+            ImageFormat::Jpeg,
+            ImageFormat::Gif,
+            ImageFormat::WebP,
+            ImageFormat::Bmp,
+            ImageFormat::Tiff,
+            ImageFormat::Ico,
+        ] {
+            let whole = encoded(200, 200, 1, format);
+            let mut b = Budget::default();
+            for cut in [8, 32, whole.len() / 3, whole.len() - 1] {
+                let _ = hash(&whole[..cut.min(whole.len())], &mut b);
+            }
+            let mut junk = whole.clone();
+            for (i, byte) in junk.iter_mut().enumerate().skip(16) {
+                *byte = (i as u8).wrapping_mul(151);
+            }
+            let _ = hash(&junk, &mut Budget::default());
+        }
+        // A BMP that declares 100,000 × 100,000 pixels.
+        let mut bmp = encoded(64, 64, 1, ImageFormat::Bmp);
+        bmp[18..22].copy_from_slice(&100_000i32.to_le_bytes());
+        bmp[22..26].copy_from_slice(&100_000i32.to_le_bytes());
+        let mut b = Budget::default();
+        assert_eq!(hash(&bmp, &mut b), None);
+        assert_eq!(b.pixels, MAX_MESSAGE_PIXELS, "refused at the header");
+    }
+
     #[test]
     fn bounds_are_kept_before_decoding() {
         // A header that declares more pixels than the bound.
@@ -714,6 +921,55 @@ mod tests {
         };
         assert_eq!(body.attachments.len(), 8);
         assert_eq!(body.pictures.len(), 2);
+    }
+
+    /// Pictures written into the page (`data:` URIs) are read as attached
+    /// ones, in every format, when shown; a hidden one, one that is not
+    /// base64 or not a picture counts for nothing; their number is bounded.
+    #[test]
+    fn pictures_written_into_the_page_are_read() {
+        use base64::Engine as _;
+        let b64 = |f| base64::engine::general_purpose::STANDARD.encode(encoded(300, 200, 1, f));
+        let (png, webp) = (b64(ImageFormat::Png), b64(ImageFormat::WebP));
+        let html = format!(
+            "<p>See below.</p><img src=\"data:image/png;base64,{png}\">\
+             <img style=\"display:none\" src=\"data:image/png;base64,{png}\">\
+             <img src=\"DATA:image/webp;base64,{webp}\">\
+             <img src=\"data:image/png,not-base64\"><img src=\"data:image/png;base64,AAAA\">"
+        );
+        let raw = format!(
+            "From: a@shop.example\nSubject: s\nMIME-Version: 1.0\nContent-Type: text/html\n\n{html}\n"
+        );
+        let scan = crate::config::ScanConfig {
+            max_parse_bytes: 2 * raw.len(),
+            ..Default::default()
+        };
+        let crate::mime::MimeOutcome::Parsed(body) = crate::mime::extract(raw.as_bytes(), &scan)
+        else {
+            panic!("parsed");
+        };
+        assert_eq!(body.pictures.len(), 2, "the shown PNG and WebP");
+        assert!((body.pictures[0] ^ PINNED).count_ones() == 0);
+        assert!((body.pictures[1] ^ PINNED).count_ones() <= 4);
+        assert_eq!(
+            body.attachments.len(),
+            3,
+            "and the AAAA bytes, as any attachment"
+        );
+        // At most MAX_DATA_PICTURES.
+        let many = format!("<img src=\"data:image/png;base64,{png}\">").repeat(9);
+        let raw = format!(
+            "From: a@shop.example\nSubject: s\nMIME-Version: 1.0\nContent-Type: text/html\n\n{many}\n"
+        );
+        let scan = crate::config::ScanConfig {
+            max_parse_bytes: 2 * raw.len(),
+            ..Default::default()
+        };
+        let crate::mime::MimeOutcome::Parsed(body) = crate::mime::extract(raw.as_bytes(), &scan)
+        else {
+            panic!("parsed");
+        };
+        assert!(body.attachments.len() <= crate::mime::html::MAX_DATA_PICTURES);
     }
 
     /// CRC-32 of PNG chunks (ISO 3309), bit by bit.

@@ -70,6 +70,11 @@ pub const MAX_IMAGES: usize = 64;
 const MAX_LINK_HOSTS: usize = 4;
 /// Most characters of a link target or image source kept.
 const MAX_TARGET_CHARS: usize = 2048;
+/// Most pictures written into a page (`data:` URIs) read.
+pub const MAX_DATA_PICTURES: usize = 4;
+/// Most characters of `data:` pictures kept from a message, in all (a
+/// picture's encoded bytes at most: `picture::MAX_BYTES`, in base64).
+pub const MAX_DATA_CHARS: usize = (crate::mime::picture::MAX_BYTES / 3 + 1) * 4 + 64;
 /// Most bytes of an attribute value read (longer ones are cut).
 const MAX_VALUE: usize = 4096;
 /// Most characters of an element's style (its sheet declarations and its
@@ -90,6 +95,9 @@ pub struct Targets {
     pub urls: Vec<String>,
     /// `src` of images, in order, at most [`MAX_IMAGES`].
     pub images: Vec<String>,
+    /// Shown pictures written into the page (`data:image/...;base64,...`),
+    /// whole, at most [`MAX_DATA_PICTURES`] of [`MAX_DATA_CHARS`] in all.
+    pub data_pictures: Vec<String>,
 }
 
 /// Converts HTML to the text a reader sees and appends it to `out`; pushes
@@ -249,6 +257,9 @@ struct StartTag {
     order: Option<i32>,
     href: Option<String>,
     src: Option<String>,
+    /// An image's `src` when it is the picture itself (`data:image/...`),
+    /// whole ([`MAX_DATA_CHARS`] at most).
+    data_src: Option<String>,
     /// An image's `alt` text, or the `value` or `placeholder` of a form
     /// field (`input`): text shown in its place.
     alt: Option<String>,
@@ -286,6 +297,7 @@ impl Default for StartTag {
             order: None,
             href: None,
             src: None,
+            data_src: None,
             alt: None,
             special: Special::None,
             refresh: false,
@@ -481,7 +493,7 @@ impl Renderer<'_, '_> {
                     "ltr" => tag.dir = Some(false),
                     _ => {}
                 },
-                Attr::Src => set_target(&mut tag.src, &value),
+                Attr::Src => set_src(tag, &value),
                 Attr::Alt => set_target(&mut tag.alt, &value),
                 Attr::HttpEquiv => tag.refresh = value.trim().eq_ignore_ascii_case("refresh"),
                 Attr::Content => set_target(&mut tag.href, &value),
@@ -541,7 +553,7 @@ impl Renderer<'_, '_> {
             // does not.
             Kind::Br => self.push_break("\n", !gone && !never),
             Kind::Td => self.push_space(),
-            Kind::Img => self.image(tag.src.take(), tag.alt.as_deref(), shown, never),
+            Kind::Img => self.image(&mut tag, shown, never),
             _ if tag.special != Special::None => self.special(&mut tag, shown),
             _ if kind.is_block() => self.push_break("\n\n", !never),
             _ => {}
@@ -610,8 +622,14 @@ impl Renderer<'_, '_> {
     /// its `alt`, read as hidden text is, so it counts only when the
     /// visible text is short (the bound on hiding, see `to_text`), as in a
     /// message that is a column of pictures.
-    fn image(&mut self, src: Option<String>, alt: Option<&str>, shown: bool, never: bool) {
-        if let Some(alt) = alt.filter(|_| shown) {
+    /// One written into the page (`data:`) is kept for the picture reader
+    /// when shown.
+    fn image(&mut self, tag: &mut StartTag, shown: bool, never: bool) {
+        if let Some(data) = tag.data_src.take().filter(|_| shown) {
+            self.data_picture(data);
+        }
+        let src = tag.src.take();
+        if let Some(alt) = tag.alt.as_deref().filter(|_| shown) {
             let remote = src.as_deref().is_some_and(|s| {
                 let s = s.trim_start().to_ascii_lowercase();
                 s.starts_with("http:") || s.starts_with("https:") || s.starts_with("//")
@@ -624,6 +642,17 @@ impl Renderer<'_, '_> {
             if !never && self.targets.images.len() < MAX_IMAGES {
                 self.targets.images.push(src);
             }
+        }
+    }
+
+    /// A picture written into the page (`data:image/...`), kept whole for
+    /// the picture reader: at most [`MAX_DATA_PICTURES`] a message, of
+    /// [`MAX_DATA_CHARS`] in all.
+    fn data_picture(&mut self, data: String) {
+        let t = &mut self.targets;
+        let used: usize = t.data_pictures.iter().map(String::len).sum();
+        if t.data_pictures.len() < MAX_DATA_PICTURES && used + data.len() <= MAX_DATA_CHARS {
+            t.data_pictures.push(data);
         }
     }
 
@@ -1055,6 +1084,19 @@ fn reverse_lines(text: &mut String, mut from: usize) {
 
 /// Keeps the first non-empty value of a link or image attribute, cut to
 /// [`MAX_TARGET_CHARS`].
+/// An image's `src`: among the targets (cut), and whole when it is the
+/// picture itself (`data:image/...`, at most [`MAX_DATA_CHARS`]).
+fn set_src(tag: &mut StartTag, value: &str) {
+    set_target(&mut tag.src, value);
+    let v = value.trim();
+    let data = v
+        .get(..11)
+        .is_some_and(|p| p.eq_ignore_ascii_case("data:image/"));
+    if data && v.len() <= MAX_DATA_CHARS && tag.data_src.is_none() {
+        tag.data_src = Some(v.to_owned());
+    }
+}
+
 fn set_target(slot: &mut Option<String>, value: &str) {
     let v = value.trim();
     if slot.is_none() && !v.is_empty() {
