@@ -81,6 +81,23 @@ const READ: &[&str] = &[
     "content",
     "order",
     "flex-direction",
+    // What sets flex and grid items apart (`html::style::apply_spacing`).
+    "gap",
+    "grid-gap",
+    "column-gap",
+    "grid-column-gap",
+    "justify-content",
+    "margin",
+    "padding",
+    "margin-right",
+    "margin-inline",
+    "margin-inline-start",
+    "margin-inline-end",
+    "padding-left",
+    "padding-right",
+    "padding-inline",
+    "padding-inline-start",
+    "padding-inline-end",
 ];
 
 /// A pseudo-element whose generated content (`content`) is shown before
@@ -112,11 +129,43 @@ fn pseudo_element(sel: &str) -> (String, Option<Pseudo>) {
 
 /// The text of a `content` value: its strings, joined, with CSS escapes
 /// (`\201C`, `\"`) read; `None` for `none`, `normal` or no string.
-pub fn content_text(value: &str) -> Option<String> {
+pub fn content_text(value: &str, attrs: &[(String, String)]) -> Option<String> {
     let mut out = String::new();
     let mut chars = value.chars().peekable();
     let mut any = false;
     while let Some(c) = chars.next() {
+        // `attr(name)`, `attr(name type, "fallback")`: the element's
+        // attribute (a name from `attrs`, the element's kept ones), else
+        // the fallback.
+        if c.eq_ignore_ascii_case(&'a') {
+            let rest: String = chars.clone().take(4).collect();
+            if rest.eq_ignore_ascii_case("ttr(") {
+                chars.nth(3);
+                let mut name = String::new();
+                while let Some(d) = chars.next_if(|d| *d != ')' && *d != ',') {
+                    name.push(d);
+                }
+                let name = name
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                if let Some((_, v)) = attrs.iter().find(|(n, _)| *n == name) {
+                    out.push_str(v);
+                    any = true;
+                    // The fallback is not shown: skip to the end.
+                    while chars.next_if(|d| *d != ')').is_some() {}
+                }
+                // Else the fallback, a string, is read on as one.
+                if chars.peek() == Some(&',') {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        if c == ')' {
+            continue;
+        }
         if c != '"' && c != '\'' {
             continue;
         }
@@ -201,7 +250,8 @@ pub struct Sheet {
     /// the one a rule names past [`MAX_CLASSES`]).
     classes: HashSet<String>,
     /// A kept rule is a pseudo-element's (generated content).
-    generates: bool,
+    /// Some rule generates content (`::before`, `::after`).
+    pub generates: bool,
 }
 
 /// A rule as parsed, before the bounds: its selector's text, specificity,
@@ -458,6 +508,7 @@ impl Sheet {
         &self,
         parent: Option<&ElemInfo>,
         cur: &ElemInfo,
+        attrs: &[(String, String)],
     ) -> [Option<(String, String)>; 2] {
         if !self.generates {
             return [None, None];
@@ -509,7 +560,7 @@ impl Sheet {
         let [b, a] = out;
         let [(bn, bi), (an, ai)] = styles;
         [(b, bn + &bi), (a, an + &ai)].map(|(v, style)| {
-            v.and_then(|(_, value)| content_text(value))
+            v.and_then(|(_, value)| content_text(value, attrs))
                 .map(|text| (text, style))
         })
     }

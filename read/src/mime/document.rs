@@ -227,15 +227,74 @@ pub fn read(bytes: &[u8], format: Format, depth: usize, budget: &mut Budget) -> 
 
 /// The content of a gzip member, within the budget.
 fn gunzip(bytes: &[u8], budget: &mut Budget) -> Option<Vec<u8>> {
-    let mut inner = Vec::new();
-    let mut decoder = flate2::read::GzDecoder::new(bytes).take(budget.bytes as u64 + 1);
-    // A broken stream keeps what was decompressed before the damage.
-    let _ = decoder.read_to_end(&mut inner);
-    let room = budget.bytes;
-    if !budget.take(inner.len()) {
-        inner.truncate(room);
-    }
+    let inner = read_squeezed(flate2::read::GzDecoder::new(bytes), budget);
     (!inner.is_empty()).then_some(inner)
+}
+
+/// Longest run of white space kept from decompressed content: a person
+/// sees a blank, however long.
+const MAX_BLANK: usize = 256;
+/// Decompressed bytes read for each byte of the budget at most: white
+/// space past [`MAX_BLANK`] is read, not kept, up to this many times the
+/// budget.
+const RAW_PER_BYTE: usize = 16;
+
+/// Reads `r` (a decompressor) within `budget`: runs of white space are
+/// kept to [`MAX_BLANK`] bytes and only what is kept is charged, so a
+/// document padded with megabytes of blanks before its text is read
+/// (before, 3 MiB of spaces used the budget up and the text was never
+/// reached); at most [`RAW_PER_BYTE`] times the budget is decompressed in
+/// all (a bomb of blanks stops there, `cut`). Content with a NUL byte in
+/// its first 512 is binary (a picture) and kept whole. A broken stream
+/// keeps what was read before the damage.
+fn read_squeezed(mut r: impl Read, budget: &mut Budget) -> Vec<u8> {
+    let room = budget.bytes;
+    let mut raw_left = room.saturating_mul(RAW_PER_BYTE);
+    let mut out = Vec::new();
+    let mut blank = 0usize;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut binary = None;
+    loop {
+        let want = chunk.len().min(raw_left.max(1));
+        let Some(buf) = chunk.get_mut(..want) else {
+            break;
+        };
+        let read = match r.read(buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.get(..n).unwrap_or_default(),
+        };
+        if raw_left == 0 {
+            budget.cut = true;
+            break;
+        }
+        raw_left = raw_left.saturating_sub(read.len());
+        let head = read.get(..512).unwrap_or(read);
+        if *binary.get_or_insert_with(|| head.contains(&0)) {
+            out.extend_from_slice(read);
+            if out.len() > room {
+                break;
+            }
+            continue;
+        }
+        for &b in read {
+            if b.is_ascii_whitespace() {
+                blank += 1;
+                if blank > MAX_BLANK {
+                    continue;
+                }
+            } else {
+                blank = 0;
+            }
+            out.push(b);
+        }
+        if out.len() > room {
+            break;
+        }
+    }
+    if !budget.take(out.len()) {
+        out.truncate(room);
+    }
+    out
 }
 
 /// How an archive entry is read, by its name: the text parts of Office
@@ -251,10 +310,26 @@ enum EntryKind {
     Other,
 }
 
-fn entry_kind(name: &str) -> Option<EntryKind> {
+/// `name`'s kind; `main` is the package's main part as its relationships
+/// name it ([`main_part`]), which Word opens whatever its name.
+fn entry_kind(name: &str, main: Option<&str>) -> Option<EntryKind> {
     let lower = name.to_ascii_lowercase();
+    let numbered = |prefix: &str| {
+        lower.strip_prefix(prefix).is_some_and(|rest| {
+            rest.strip_suffix(".xml")
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
     let office = lower == "word/document.xml"
+        || Some(lower.as_str()) == main
+        // What Word shows around the body: headers, footers, notes.
+        || numbered("word/header")
+        || numbered("word/footer")
+        || lower == "word/footnotes.xml"
+        || lower == "word/endnotes.xml"
         || lower == "xl/sharedstrings.xml"
+        // Cells whose text is written in the sheet (inline strings).
+        || numbered("xl/worksheets/sheet")
         || (lower.starts_with("ppt/slides/slide") && lower.ends_with(".xml"))
         || lower == "content.xml";
     if office {
@@ -284,6 +359,43 @@ fn entry_kind(name: &str) -> Option<EntryKind> {
         || lower == "settings.xml"
         || lower.ends_with('/');
     (!package_part).then_some(EntryKind::Other)
+}
+
+/// Most bytes of a package's relationships read for its main part.
+const MAX_RELS: usize = 64 * 1024;
+
+/// The main part of an Office package as its relationships name it
+/// (`_rels/.rels`, the `officeDocument` relationship's target, lower-case,
+/// without a leading `/`): a document whose text is in
+/// `word/body1.xml` is opened by Word through it, not by its name.
+fn main_part(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, budget: &mut Budget) -> Option<String> {
+    let i = (0..archive.len()).find(|&i| {
+        archive
+            .name_for_index(i)
+            .and_then(Result::ok)
+            .is_some_and(|n| n.eq_ignore_ascii_case("_rels/.rels"))
+    })?;
+    let file = archive.by_index(i).ok()?;
+    if file.encrypted() {
+        return None;
+    }
+    let mut rels = Vec::new();
+    let _ = file.take(MAX_RELS as u64).read_to_end(&mut rels);
+    if !budget.take(rels.len()) {
+        return None;
+    }
+    let rels = String::from_utf8_lossy(&rels);
+    rels.split('<')
+        .filter(|tag| tag.starts_with("Relationship ") || tag.starts_with("Relationship\t"))
+        .filter(|tag| tag.contains("/officeDocument\"") || tag.contains("/officeDocument'"))
+        .find_map(|tag| {
+            let at = tag.find("Target=")? + "Target=".len();
+            let rest = tag.get(at..)?;
+            let quote = rest.chars().next().filter(|q| matches!(q, '"' | '\''))?;
+            let target = rest.get(1..)?.split(quote).next()?;
+            let target = target.trim_start_matches('/').to_ascii_lowercase();
+            (!target.is_empty() && target.ends_with(".xml")).then_some(target)
+        })
 }
 
 /// A name's order: numbers compared as numbers (`slide10` after `slide9`).
@@ -321,10 +433,11 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
     // kind in name order.
     // Every name is looked at (they are in memory already: a thousand
     // junk entries ahead must not hide the document's text).
+    let main = main_part(&mut archive, budget);
     let mut chosen: Vec<(EntryKind, NaturalKey, usize)> = (0..archive.len())
         .filter_map(|i| {
             let name = archive.name_for_index(i)?.ok()?;
-            let kind = entry_kind(&name)?;
+            let kind = entry_kind(&name, main.as_deref())?;
             Some((kind, natural_key(&name), i))
         })
         .collect();
@@ -345,13 +458,8 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
         if file.encrypted() || file.is_dir() {
             continue;
         }
-        let mut content = Vec::new();
         // A broken or unsupported entry keeps what was read before.
-        let room = budget.bytes;
-        let _ = file.take(room as u64 + 1).read_to_end(&mut content);
-        if !budget.take(content.len()) {
-            content.truncate(room);
-        }
+        let content = read_squeezed(file, budget);
         match kind {
             EntryKind::OfficeText => xml_text(&content, out),
             EntryKind::Relations => relation_links(&content, out),
@@ -804,12 +912,31 @@ const MIN_SMUGGLED: usize = 64;
 /// Documents smuggled in an attached page (HTML smuggling): what a browser
 /// shows when the page is opened, though its source holds none of it as
 /// text: a string decoded by script (`atob("...")`, `unescape("%3C...")`,
-/// `decodeURIComponent(...)`, string pieces joined by `+`) or a `data:`
-/// URL of a page (`data:text/html;base64,...`). Each decoded document that
-/// is text (UTF-8 without control bytes) is returned for the caller to
-/// render; the decoded bytes count against `budget`. Script is not run:
-/// what it computes otherwise (keys, XOR, fetched content) is not seen.
+/// `decodeURIComponent(...)`, string pieces joined by `+`), a `data:`
+/// URL of a page (`data:text/html;base64,...`), and any string of a
+/// script that decodes to text however the script reaches it (through a
+/// variable, `TextDecoder`, an array joined: [`script_strings`]). Each
+/// decoded document that is text (UTF-8 without control bytes) is
+/// returned once for the caller to render; the decoded bytes count
+/// against `budget`. Script is not run: what it computes otherwise (keys,
+/// XOR, fetched content) is not seen.
 pub fn smuggled(html: &str, budget: &mut Budget) -> Vec<String> {
+    let mut out = called(html, budget);
+    if out.len() < MAX_SMUGGLED && !budget.cut {
+        for text in script_strings(html, budget) {
+            if out.len() >= MAX_SMUGGLED {
+                break;
+            }
+            if !out.contains(&text) {
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+/// [`smuggled`]'s documents decoded where the page names their decoding.
+fn called(html: &str, budget: &mut Budget) -> Vec<String> {
     let mut out = Vec::new();
     let lower = html.to_ascii_lowercase();
     let calls: [(&str, Decoder); 4] = [
@@ -855,6 +982,259 @@ pub fn smuggled(html: &str, budget: &mut Budget) -> Vec<String> {
         }
     }
     out
+}
+
+/// Most bytes of script read for [`script_strings`] in one page.
+const MAX_SCRIPT_BYTES: usize = 4 << 20;
+
+/// The texts a page's scripts hold encoded, whatever code decodes them:
+/// each run of string literals joined by `+` or listed in an array (`"ab"
+/// + 'cd'`, `["ab", "cd"]`) and each `String.fromCharCode(...)` list,
+/// of [`MIN_SMUGGLED`] characters or more, decoded as base64 (also
+/// written backwards), hex, percent escapes, or as its own JavaScript
+/// escapes (`"\x3c\x70..."`) when those hide markup. What decodes to text
+/// is a document. Each byte of script is read once, at most
+/// [`MAX_SCRIPT_BYTES`] a page.
+fn script_strings(html: &str, budget: &mut Budget) -> Vec<String> {
+    let mut out = Vec::new();
+    let lower = html.to_ascii_lowercase();
+    let mut from = 0;
+    let mut read = 0;
+    while let Some(open) = lower.get(from..).and_then(|l| l.find("<script")) {
+        let start = lower[from + open..]
+            .find('>')
+            .map_or(lower.len(), |i| from + open + i + 1);
+        let end = lower
+            .get(start..)
+            .and_then(|l| l.find("</script"))
+            .map_or(lower.len(), |i| start + i);
+        from = end;
+        let Some(script) = html.get(start..end) else {
+            break;
+        };
+        let script = cut_at(script, MAX_SCRIPT_BYTES.saturating_sub(read));
+        read += script.len();
+        for (run, escaped) in literal_runs(script) {
+            if out.len() >= MAX_SMUGGLED {
+                return out;
+            }
+            if run.chars().count() < MIN_SMUGGLED {
+                continue;
+            }
+            let Some(text) = decoded_text(&run, escaped, budget) else {
+                continue;
+            };
+            if !out.contains(&text) {
+                out.push(text);
+            }
+        }
+        if read >= MAX_SCRIPT_BYTES || budget.cut {
+            break;
+        }
+    }
+    out
+}
+
+/// `s` cut to at most `n` bytes, at a character's boundary.
+fn cut_at(s: &str, n: usize) -> &str {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The runs of string literals of `script` (joined where `+`, `,` or
+/// white space is all that stands between two) and the lists of
+/// `String.fromCharCode`, each with whether it was written in escapes.
+fn literal_runs(script: &str) -> Vec<(String, bool)> {
+    let mut runs = Vec::new();
+    let mut run = String::new();
+    let mut escaped = false;
+    let mut chars = script.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' | '\'' | '`' => {
+                let (text, esc) = literal(&mut chars, c);
+                run.push_str(&text);
+                escaped |= esc;
+                // Joined to the next literal when only these stand between.
+                while chars
+                    .peek()
+                    .is_some_and(|(_, c)| c.is_whitespace() || matches!(c, '+' | ','))
+                {
+                    chars.next();
+                }
+                if !chars
+                    .peek()
+                    .is_some_and(|(_, c)| matches!(c, '"' | '\'' | '`'))
+                {
+                    runs.push((std::mem::take(&mut run), std::mem::take(&mut escaped)));
+                }
+            }
+            'f' | 'F'
+                if script
+                    .get(i..i + 13)
+                    .is_some_and(|w| w.eq_ignore_ascii_case("fromcharcode(")) =>
+            {
+                let mut text = String::new();
+                let mut number = String::new();
+                for (_, c) in chars.by_ref() {
+                    match c {
+                        '0'..='9' => number.push(c),
+                        ',' | ')' => {
+                            if let Some(ch) = number.parse::<u32>().ok().and_then(char::from_u32) {
+                                text.push(ch);
+                            }
+                            number.clear();
+                            if c == ')' {
+                                break;
+                            }
+                        }
+                        c if c.is_whitespace() || c.is_ascii_alphabetic() || c == '(' => {}
+                        _ => break,
+                    }
+                }
+                runs.push((text, true));
+            }
+            // A comment: what it holds is not code.
+            '/' if chars.peek().is_some_and(|(_, c)| *c == '/') => {
+                for (_, c) in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if !run.is_empty() {
+        runs.push((run, escaped));
+    }
+    runs
+}
+
+/// One JavaScript string literal after its opening `quote`: its value
+/// (`\xHH`, `\uHHHH` and `\u{H...}` read; another escaped character
+/// kept) and whether escapes of characters wrote any of it.
+fn literal(
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+    quote: char,
+) -> (String, bool) {
+    let mut out = String::new();
+    let mut escaped = false;
+    while let Some((_, c)) = chars.next() {
+        match c {
+            '\\' => {
+                let Some((_, e)) = chars.next() else {
+                    break;
+                };
+                let code = match e {
+                    'x' => hex_digits(chars, 2),
+                    'u' if chars.peek().is_some_and(|(_, c)| *c == '{') => {
+                        chars.next();
+                        let mut v = 0u32;
+                        let mut ok = true;
+                        for (_, c) in chars.by_ref() {
+                            match c.to_digit(16) {
+                                Some(d) if v < 0x11_0000 => v = v * 16 + d,
+                                _ if c == '}' => break,
+                                _ => ok = false,
+                            }
+                        }
+                        ok.then_some(v)
+                    }
+                    'u' => hex_digits(chars, 4),
+                    'n' => Some(u32::from('\n')),
+                    't' => Some(u32::from('\t')),
+                    _ => {
+                        out.push(e);
+                        continue;
+                    }
+                };
+                if let Some(ch) = code.and_then(char::from_u32) {
+                    escaped |= e == 'x' || e == 'u';
+                    out.push(ch);
+                }
+            }
+            c if c == quote => break,
+            c => out.push(c),
+        }
+    }
+    (out, escaped)
+}
+
+/// The value of the next `n` hex digits of `chars`, or `None` (and the
+/// digits there were taken) when fewer follow.
+fn hex_digits(chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, n: usize) -> Option<u32> {
+    let mut v = 0u32;
+    for _ in 0..n {
+        let d = chars.peek().and_then(|(_, c)| c.to_digit(16))?;
+        chars.next();
+        v = v * 16 + d;
+    }
+    Some(v)
+}
+
+/// The text `run` holds: decoded as base64 (forwards, then written
+/// backwards), hex or percent escapes, or, written in escapes, itself when
+/// it holds markup. `None` when no decoding gives text.
+fn decoded_text(run: &str, escaped: bool, budget: &mut Budget) -> Option<String> {
+    let trimmed = run.trim();
+    let base64 = |s: &str| {
+        s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'\n' | b'\r'))
+            .then(|| base64_blob(s))
+            .flatten()
+    };
+    let hex = |s: &str| {
+        (s.len().is_multiple_of(2) && s.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| {
+                (0..s.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+            })
+            .flatten()
+    };
+    let reversed: String = trimmed.chars().rev().collect();
+    let tries: [&dyn Fn() -> Option<Vec<u8>>; 4] = [
+        &|| hex(trimmed),
+        &|| base64(trimmed),
+        &|| base64(&reversed),
+        &|| {
+            trimmed
+                .contains('%')
+                .then(|| percent_blob(trimmed))
+                .flatten()
+        },
+    ];
+    for decode in tries {
+        let Some(bytes) = decode() else {
+            continue;
+        };
+        if let Some(text) = text_of(&bytes) {
+            return budget.take(bytes.len()).then_some(text);
+        }
+    }
+    (escaped && trimmed.contains('<') && trimmed.contains('>'))
+        .then(|| text_of(trimmed.as_bytes()))
+        .flatten()
+        .filter(|_| budget.take(trimmed.len()))
+}
+
+/// `bytes` as text a page shows: UTF-8 without control characters, nine
+/// in ten of its characters letters, digits, white space or ASCII signs.
+fn text_of(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.chars().any(|c| c.is_control() && !c.is_whitespace()) {
+        return None;
+    }
+    let plain = text
+        .chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace() || c.is_ascii_punctuation())
+        .count();
+    (plain * 10 >= text.chars().count() * 9).then(|| text.to_owned())
 }
 
 /// The string literals at the start of `s` (a call's argument), joined
@@ -1057,6 +1437,77 @@ mod tests {
         assert_eq!(sniff(b"just some words"), None);
     }
 
+    /// Word opens the part its relationships name, and shows headers and
+    /// footers; Excel shows cells written inline in the sheet.
+    #[test]
+    fn office_text_is_found_as_the_office_finds_it() {
+        let rels = br#"<?xml version="1.0"?><Relationships xmlns="r"><Relationship Id="rId1"
+ Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+ Target="/word/body7.xml"/></Relationships>"#;
+        let body = br#"<w:document xmlns:w="w"><w:body><w:p><w:r><w:t>Wire the payment today</w:t></w:r></w:p></w:body></w:document>"#;
+        let header = br#"<w:hdr xmlns:w="w"><w:p><w:r><w:t>Finance department notice</w:t></w:r></w:p></w:hdr>"#;
+        let z = zip_of(&[
+            ("[Content_Types].xml", b"<Types/>"),
+            ("_rels/.rels", rels),
+            ("word/body7.xml", body),
+            ("word/header2.xml", header),
+            (
+                "word/styles.xml",
+                b"<w:styles xmlns:w=\"w\"><w:t>not text</w:t></w:styles>",
+            ),
+        ]);
+        let text = texts(&read(&z, Format::Zip, 0, &mut Budget::default()));
+        assert!(text.contains("Wire the payment today"), "{text}");
+        assert!(text.contains("Finance department notice"), "{text}");
+        assert!(!text.contains("not text"), "{text}");
+        let sheet = br#"<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>Claim your refund now</t></is></c></row></sheetData></worksheet>"#;
+        let z = zip_of(&[("xl/worksheets/sheet1.xml", sheet)]);
+        let text = texts(&read(&z, Format::Zip, 0, &mut Budget::default()));
+        assert!(text.contains("Claim your refund now"), "{text}");
+    }
+
+    /// The audit's padding: 3 MiB of blanks before a document's text used
+    /// the budget up and the text was never read. Blanks are read, not
+    /// kept; a bomb of blanks stops at its bound.
+    #[test]
+    fn a_document_padded_with_blanks_is_read() {
+        let pad = " \n\t".repeat(1 << 20);
+        let doc = format!(
+            "<?xml version=\"1.0\"?><w:document xmlns:w=\"w\"><w:body>{pad}<w:p><w:r>\
+             <w:t>Your invoice is overdue</w:t></w:r></w:p></w:body></w:document>"
+        );
+        let z = zip_of(&[("word/document.xml", doc.as_bytes())]);
+        let mut budget = Budget::default();
+        let pieces = read(&z, Format::Zip, 0, &mut budget);
+        assert!(texts(&pieces).contains("Your invoice is overdue"));
+        assert!(!budget.cut);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(doc.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut budget = Budget::default();
+        let inner = gunzip(&gz, &mut budget).unwrap();
+        assert!(inner.len() < 1024, "{}", inner.len());
+        // A bomb of blanks: read to its bound, cut.
+        let bomb = vec![b' '; RAW_PER_BYTE * WORK_BYTES + 1024 * 1024];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&bomb).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut budget = Budget::default();
+        let _ = gunzip(&gz, &mut budget);
+        assert!(budget.cut);
+        // Binary content (a NUL near its start) is kept as it is.
+        let mut picture = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        picture.extend(vec![b' '; 4096]);
+        let z = zip_of(&[("media/a.png", &picture)]);
+        let mut budget = Budget::default();
+        let pieces = read(&z, Format::Zip, 0, &mut budget);
+        let kept = pieces.iter().find_map(|p| match p {
+            Piece::Inner { bytes, .. } => Some(bytes.len()),
+            _ => None,
+        });
+        assert_eq!(kept, Some(picture.len()));
+    }
+
     #[test]
     fn a_word_document_is_read_without_its_hidden_runs() {
         let doc = br#"<?xml version="1.0"?><w:document xmlns:w="w"><w:body>
@@ -1219,6 +1670,69 @@ mod tests {
         // call to the argument's end would read 1.4 MB 200,000 times).
         let nested = format!("atob('{}'", "atob('x".repeat(200_000));
         assert!(smuggled(&nested, &mut Budget::default()).is_empty());
+    }
+
+    /// The class, not the call: however a script reaches the encoded page
+    /// (a variable and `TextDecoder`, an array joined, the string written
+    /// backwards, hex, escapes, char codes), a browser shows it.
+    #[test]
+    fn smuggled_pages_are_decoded_however_the_script_reaches_them() {
+        use base64::Engine as _;
+        let page = "<html><body><p>Your password expires today. Keep it at the \
+            portal below or lose your mail.</p></body></html>";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(page);
+        let (a, b) = b64.split_at(40);
+        let hex: String = page.bytes().map(|c| format!("{c:02x}")).collect();
+        let escapes: String = page.bytes().map(|c| format!("\\x{c:02x}")).collect();
+        let codes: Vec<String> = page.bytes().map(|c| c.to_string()).collect();
+        let reversed: String = b64.chars().rev().collect();
+        let scripts = [
+            format!("const d = \"{b64}\";\nconst bytes = Uint8Array.from(atob(d), c => c.charCodeAt(0));\n\
+                document.body.innerHTML = new TextDecoder().decode(bytes);"),
+            format!("var p = ['{a}', '{b}'];\nvar s = p.join('');\ndocument.write(window['at' + 'ob'](s));"),
+            format!("let r = `{reversed}`; document.write(atob(r.split('').reverse().join('')));"),
+            format!("var h = \"{hex}\"; var out = ''; for (var i = 0; i < h.length; i += 2) \
+                out += String.fromCharCode(parseInt(h.substr(i, 2), 16)); document.write(out);"),
+            format!("document.write(\"{escapes}\");"),
+            format!("document.write(String.fromCharCode({}));", codes.join(", ")),
+        ];
+        for script in &scripts {
+            let html = format!(
+                "<html><head><SCRIPT type=\"text/javascript\">{script}</SCRIPT></head></html>"
+            );
+            assert_eq!(
+                smuggled(&html, &mut Budget::default()),
+                vec![page.to_owned()],
+                "{script}"
+            );
+        }
+        // One page, decoded by a call and held by a variable: read once.
+        let both = format!("<script>var d = atob('{b64}'); var e = '{b64}';</script>");
+        assert_eq!(smuggled(&both, &mut Budget::default()).len(), 1);
+        // Ordinary scripts hold no document.
+        let binary =
+            base64::engine::general_purpose::STANDARD.encode((0u8..=255).collect::<Vec<_>>());
+        let ordinary = [
+            "var msg = 'Please enable JavaScript to view this page and go on to your account settings';".to_owned(),
+            "var alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';".to_owned(),
+            format!("var logo = 'data:image/png;base64,{binary}';"),
+            "// don't\nvar id = 'G-1234567890'; gtag('config', id);".to_owned(),
+            format!("var k = '{}';", "ab".repeat(100)),
+        ];
+        for script in &ordinary {
+            let html = format!("<script>{script}</script>");
+            assert!(
+                smuggled(&html, &mut Budget::default()).is_empty(),
+                "{script}"
+            );
+        }
+        // Hostile: unterminated literals, escapes, huge scripts; read once.
+        let _ = smuggled("<script>'\\u{", &mut Budget::default());
+        let _ = smuggled("<script>fromCharCode(", &mut Budget::default());
+        let quotes = format!("<script>{}</script>", "'a' + ".repeat(1_000_000));
+        let _ = smuggled(&quotes, &mut Budget::default());
+        let many = format!("<script>{}", "\"".repeat(3_000_000));
+        assert!(smuggled(&many, &mut Budget::default()).is_empty());
     }
 
     #[test]

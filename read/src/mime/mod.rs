@@ -438,8 +438,12 @@ fn collect(
     };
     let short_body = text_attachment && short_text;
     if every_text_part {
-        for part in &message.parts {
-            if matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
+        // (Not again the ones read above, which gave no text but may have
+        // given pictures and links: found by a helper's cases, a page of
+        // pictures counted each picture twice.)
+        for (i, part) in message.parts.iter().enumerate() {
+            let read_above = message.html_body.iter().any(|&id| id as usize == i);
+            if !read_above && matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
                 add_part(message, part, limit, body);
             }
         }

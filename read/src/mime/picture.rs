@@ -212,6 +212,10 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     // that a person would see, each distinct frame once.
     let hash = frames.iter().find_map(dhash);
     let mut codes = Vec::new();
+    // A frame without contrast (blank) shows nothing to search or read:
+    // it spends nothing (found by a helper's cases: a blank first frame
+    // used the searches up, and one of the two pictures read).
+    let frames: Vec<&image::GrayImage> = frames.iter().filter(|f| !blank(f)).collect();
     if short {
         for frame in &frames {
             if budget.code_searches == 0 || !codes.is_empty() {
@@ -560,6 +564,18 @@ fn crossing(runs: &[usize; 5]) -> bool {
 pub fn grey_hash(pixels: &[u8], w: u32, h: u32) -> Option<u64> {
     let grey = image::GrayImage::from_raw(w, h, pixels.to_vec())?;
     dhash(&grey)
+}
+
+/// A picture of one grey, near enough ([`MIN_CONTRAST`] between its
+/// darkest and brightest pixel): nothing in it to search or read. (Its
+/// cells' contrast is not the test: a small code or line of text on a
+/// large blank ground changes no cell's mean by that much.)
+fn blank(grey: &image::GrayImage) -> bool {
+    let (lo, hi) = grey
+        .as_raw()
+        .iter()
+        .fold((u8::MAX, u8::MIN), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    f64::from(hi.saturating_sub(lo)) < MIN_CONTRAST
 }
 
 fn dhash(grey: &image::GrayImage) -> Option<u64> {

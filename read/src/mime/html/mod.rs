@@ -119,6 +119,7 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         untracked: 0,
         tag: None,
         attr: Attr::Other,
+        keep_value: false,
         targets,
         hidden_words: 0,
         scratch: String::new(),
@@ -255,6 +256,12 @@ struct StartTag {
     flex_reverse: Option<bool>,
     /// `order` set (a flex or grid item's place among its siblings).
     order: Option<i32>,
+    /// A flex or grid container sets its items apart (`gap`,
+    /// `column-gap`, `justify-content: space-*`) or not.
+    flex_gap: Option<bool>,
+    /// An item sets itself apart from its neighbours (a horizontal margin
+    /// or padding of a few pixels, or `auto`) or not.
+    spaced: Option<bool>,
     href: Option<String>,
     src: Option<String>,
     /// An image's `src` when it is the picture itself (`data:image/...`),
@@ -268,6 +275,9 @@ struct StartTag {
     /// A `meta` element's `http-equiv` is `refresh`.
     refresh: bool,
     attributes: usize,
+    /// With a sheet that generates content: the attributes `attr()` may
+    /// name ([`MAX_KEPT_ATTRIBUTES`], each value [`MAX_VALUE`] at most).
+    attrs: Vec<(String, String)>,
     /// With a sheet: the inline style (applied with the sheet's
     /// declarations when the tag closes) and what selectors see.
     style: Option<String>,
@@ -295,6 +305,8 @@ impl Default for StartTag {
             flex: None,
             flex_reverse: None,
             order: None,
+            flex_gap: None,
+            spaced: None,
             href: None,
             src: None,
             data_src: None,
@@ -302,6 +314,7 @@ impl Default for StartTag {
             special: Special::None,
             refresh: false,
             attributes: 0,
+            attrs: Vec::new(),
             style: None,
             seen_style: false,
             generated: [None, None],
@@ -341,6 +354,8 @@ enum Attr {
 
 /// Most attributes of one tag that are read.
 const MAX_ATTRIBUTES: usize = 64;
+/// Most attributes of one tag kept for `attr()` in generated content.
+const MAX_KEPT_ATTRIBUTES: usize = 16;
 
 struct Renderer<'t, 's> {
     /// The document's style sheet rules that hide, if any.
@@ -361,6 +376,9 @@ struct Renderer<'t, 's> {
     untracked: usize,
     tag: Option<StartTag>,
     attr: Attr,
+    /// The attribute value next is kept for `attr()` (the last of
+    /// `StartTag::attrs`).
+    keep_value: bool,
     targets: &'t mut Targets,
     hidden_words: usize,
     /// Hosts of the links written into the text so far.
@@ -386,6 +404,10 @@ struct Flex {
     depth: usize,
     start: usize,
     reverse: bool,
+    /// Its items are set apart (`gap`, `justify-content: space-*`).
+    gap: bool,
+    /// The last item opened was set apart by its own margin or padding.
+    last_spaced: bool,
     items: Vec<(i32, usize, usize)>,
     /// An item has an order other than 0 (else nothing moves).
     ordered: bool,
@@ -421,6 +443,7 @@ impl Renderer<'_, '_> {
             }
             CallbackEvent::AttributeName { name } => {
                 self.attr = Attr::Other;
+                self.keep_value = false;
                 if let Some(tag) = self.tag.as_mut() {
                     tag.attributes += 1;
                     if tag.attributes <= MAX_ATTRIBUTES {
@@ -432,6 +455,12 @@ impl Renderer<'_, '_> {
                         };
                         if self.attr == Attr::Hidden {
                             tag.hidden = true;
+                        }
+                        let generates = self.sheet.is_some_and(|s| s.generates);
+                        if generates && tag.attrs.len() < MAX_KEPT_ATTRIBUTES {
+                            let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+                            tag.attrs.push((name, String::new()));
+                            self.keep_value = true;
                         }
                     }
                 }
@@ -461,8 +490,20 @@ impl Renderer<'_, '_> {
     /// The value of the attribute [`Renderer::attr`] names, onto the tag.
     fn attribute_value(&mut self, value: &[u8]) {
         if let Some(tag) = self.tag.as_mut() {
-            let value = value.get(..MAX_VALUE).unwrap_or(value);
+            // A picture's `src` may be the picture itself (`data:`): kept
+            // to its own bound, one past it so that a longer one is known.
+            let cap = if self.attr == Attr::Src {
+                MAX_DATA_CHARS + 1
+            } else {
+                MAX_VALUE
+            };
+            let value = value.get(..cap).unwrap_or(value);
             let value = String::from_utf8_lossy(value);
+            if std::mem::take(&mut self.keep_value) {
+                if let Some((_, kept)) = tag.attrs.last_mut() {
+                    value.as_ref().clone_into(kept);
+                }
+            }
             match self.attr {
                 // A repeated attribute is dropped, as HTML5's
                 // tokenizer drops it: the first one counts.
@@ -537,7 +578,7 @@ impl Renderer<'_, '_> {
             if !style.is_empty() {
                 apply_style(&style, &mut tag);
             }
-            tag.generated = sheet.generated(parent, &info);
+            tag.generated = sheet.generated(parent, &info, &tag.attrs);
             tag.info = Some(info);
         }
         let parent = self.top();
@@ -570,7 +611,7 @@ impl Renderer<'_, '_> {
             self.untracked += 1;
             return;
         }
-        if let Some(info) = tag.info {
+        if let Some(info) = tag.info.take() {
             self.infos.push(info);
         }
         let own_direction = tag.rtl.or(tag.dir);
@@ -599,11 +640,7 @@ impl Renderer<'_, '_> {
             fg: tag.fg.unwrap_or(parent.fg),
             bg: tag.bg.unwrap_or(parent.bg),
         });
-        self.open_flex(
-            tag.flex == Some(true),
-            tag.flex_reverse == Some(true),
-            tag.order,
-        );
+        self.open_flex(&tag);
         // Generated content is shown as the element's own text is.
         let shown = shown && !same_colour(tag.fg.unwrap_or(parent.fg), tag.bg.unwrap_or(parent.bg));
         let [before, after] = tag.generated;
@@ -763,24 +800,44 @@ impl Renderer<'_, '_> {
         self.infos.truncate(len);
     }
 
-    /// Called when an element was pushed on the stack: it starts a flex
-    /// item (of `order`) of the container it is in, or a container
-    /// (`flex`, its items shown in `reverse`).
-    fn open_flex(&mut self, flex: bool, reverse: bool, order: Option<i32>) {
+    /// Called when `tag`'s element was pushed on the stack: it starts a
+    /// flex item (of its `order`) of the container it is in, or a
+    /// container (its items shown reversed, set apart by a gap).
+    ///
+    /// Items set apart (by the container's gap or their own margin or
+    /// padding) are words apart, as a person sees them, even with no white
+    /// space between them in the source; items that touch are read
+    /// touching, as they are shown (`<span>Vi</span><span>agra</span>`).
+    fn open_flex(&mut self, tag: &StartTag) {
         let depth = self.stack.len() - 1;
+        let spaced = tag.spaced == Some(true);
+        let apart = self
+            .flex
+            .last_mut()
+            .filter(|f| f.depth + 1 == depth)
+            .is_some_and(|f| {
+                let apart = !f.items.is_empty() && (f.gap || spaced || f.last_spaced);
+                f.last_spaced = spaced;
+                apart
+            });
+        if apart && !self.top().gone && !self.top().never {
+            self.push_space();
+        }
         let at = self.visible.len();
         if let Some(f) = self.flex.last_mut().filter(|f| f.depth + 1 == depth) {
             if f.items.len() < MAX_FLEX_ITEMS {
-                let order = order.unwrap_or(0);
+                let order = tag.order.unwrap_or(0);
                 f.ordered |= order != 0;
                 f.items.push((order, at, usize::MAX));
             }
         }
-        if flex && self.flex.len() < MAX_FLEX {
+        if tag.flex == Some(true) && self.flex.len() < MAX_FLEX {
             self.flex.push(Flex {
                 depth,
                 start: at,
-                reverse,
+                reverse: tag.flex_reverse == Some(true),
+                gap: tag.flex_gap == Some(true),
+                last_spaced: false,
                 items: Vec::new(),
                 ordered: false,
             });
@@ -1387,6 +1444,8 @@ mod tests {
             "position:absolute; left:-9999px",
             "position: fixed; top: -5000px",
             "position:absolute; right: 100vw",
+            "position:absolute; left: 2000px",
+            "position:absolute; top: -600px",
             "text-indent:-10000px",
             "margin-left: -999em",
             "position:absolute; clip: rect(0 0 0 0)",
@@ -1407,6 +1466,10 @@ mod tests {
             "color:#000000ff",
             "left:-9999px",
             "position:absolute; left: 20px",
+            // On a reading pane: far from the origin is not off the page.
+            "position:absolute; left: 620px; top: 40px",
+            "position:absolute; top: 900px",
+            "position:absolute; right: 700px",
             "position:relative; top:-3px",
             "text-indent: 2em",
             "margin-left: 9999px",
@@ -1507,6 +1570,15 @@ mod tests {
         // Reversed with its element.
         let rtl = "<style>.r{direction:rtl;unicode-bidi:bidi-override}.r::after{content:'cba'}</style><p class=r>fed</p>";
         assert_eq!(shown(rtl), "abcdef");
+        // The element's own attributes, named by `attr()`, with a
+        // fallback when it has none.
+        let attrs = "<style>i::before{content: attr(data-w) \" \"} i::after{content:attr(title)}\
+            b::before{content: attr(data-none string, \"fallback\")}</style>\
+            <p><i data-w=\"Verify\" title=\"now\"></i> <i DATA-W=\"your\"></i> <b></b></p>";
+        assert_eq!(
+            words_of(&text(attrs)),
+            ["Verify", "now", "your", "fallback"]
+        );
     }
 
     #[test]
@@ -1521,6 +1593,62 @@ mod tests {
         // Not a container: source order.
         let plain = "<div><div style=\"order:2\">one</div><div style=\"order:1\">two</div></div>";
         assert_eq!(words_of(&text(plain)), ["one", "two"]);
+    }
+
+    /// Items with no white space between them in the source: set apart
+    /// (a gap, a margin, padding, spread), they are words; touching, one.
+    #[test]
+    fn flex_items_set_apart_are_words() {
+        let apart = [
+            "<div style=\"display:flex;gap:6px\">",
+            "<div style=\"display:flex; column-gap: 0.5em\">",
+            "<div style=\"display:flex;gap:0 8px\">",
+            "<div style=\"display:inline-flex;justify-content:space-between\">",
+            "<style>.f{display:flex;gap:1ch}</style><div class=f>",
+        ];
+        for open in apart {
+            let page = format!(
+                "{open}<span style=\"order:3\">now</span><span style=\"order:1\">verify</span>\
+                 <span style=\"order:2\">account</span></div>"
+            );
+            assert_eq!(
+                words_of(&text(&page)),
+                ["verify", "account", "now"],
+                "{open}"
+            );
+        }
+        let margins = [
+            "margin-right:4px",
+            "margin:0 5px",
+            "padding: 0 0 0 6px",
+            "margin-inline:auto",
+            "padding:3px",
+        ];
+        for m in margins {
+            let page = format!(
+                "<div style=\"display:flex\"><b style=\"{m};order:2\">account</b>\
+                 <b style=\"{m};order:1\">verify</b></div>"
+            );
+            assert_eq!(words_of(&text(&page)), ["verify", "account"], "{m}");
+        }
+        // Touching: what a person sees is one word.
+        for style in [
+            "",
+            "gap:0",
+            "gap:1px",
+            "margin:4px 0",
+            "justify-content:center",
+        ] {
+            let page = format!(
+                "<div style=\"display:flex;{style}\"><span style=\"order:2\">gra</span>\
+                 <span style=\"order:1\">Via</span></div>"
+            );
+            assert_eq!(words_of(&text(&page)), ["Viagra"], "{style}");
+        }
+        // From a sheet that pads every item.
+        let sheet = "<style>.f{display:flex}.f>i{padding:0 4px}</style>\
+            <div class=f><i>one</i><i>two</i><i>three</i></div>";
+        assert_eq!(words_of(&text(sheet)), ["one", "two", "three"]);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub(super) const DISPLAY: &[&str] = &[
 
 /// Applies an inline style: hiding declarations, `color`, `background`.
 pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
+    apply_spacing(style, tag);
     let s: String = style
         .chars()
         .filter(|c| !c.is_whitespace())
@@ -105,7 +106,7 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
             "text-indent" | "margin-left" | "margin-top" if far_length(val, true) => {
                 tag.hidden = true
             }
-            "left" | "top" | "right" | "bottom" if far_length(val, false) => far_offset = true,
+            "left" | "top" | "right" | "bottom" if off_page(prop, val) => far_offset = true,
             "position" if val == "absolute" || val == "fixed" => positioned = true,
             "clip" if empty_rect(val) => tag.hidden = true,
             "clip-path" if clipped_away(val) => tag.hidden = true,
@@ -143,6 +144,89 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
     }
     if let Some((t, _)) = font_tiny {
         tag.tiny = t;
+    }
+}
+
+/// Reads what sets flex and grid items apart (their values are lists, so
+/// from the style as written, not with its white space taken out): a
+/// container's `gap`, `column-gap` or `justify-content: space-*`, an
+/// item's horizontal margin or padding. The last declaration wins, but a
+/// side set by its own property adds to the other side.
+fn apply_spacing(style: &str, tag: &mut StartTag) {
+    let end = style
+        .char_indices()
+        .nth(MAX_STYLE)
+        .map_or(style.len(), |(i, _)| i);
+    for decl in style[..end].split(';') {
+        let Some((prop, val)) = decl.split_once(':') else {
+            continue;
+        };
+        let prop = prop.trim().to_ascii_lowercase();
+        let val = val.trim().to_ascii_lowercase();
+        let val = val.trim_end_matches("!important").trim_end();
+        let vals: Vec<&str> = val.split_whitespace().take(4).collect();
+        let wide_at = |i: usize| vals.get(i).is_some_and(|v| sets_apart(v));
+        match prop.as_str() {
+            // `gap: <row> <column>`: the column gap sets a row's items apart.
+            "gap" | "grid-gap" => tag.flex_gap = Some(wide_at(vals.len().min(2).saturating_sub(1))),
+            "column-gap" | "grid-column-gap" => tag.flex_gap = Some(wide_at(0)),
+            "justify-content" => {
+                tag.flex_gap = Some(matches!(
+                    val,
+                    "space-between" | "space-around" | "space-evenly"
+                ))
+            }
+            // Shorthands: one value for all sides; with two or three, the
+            // second is left and right; with four, the second and fourth.
+            "margin" | "padding" => {
+                tag.spaced = Some(match vals.len() {
+                    0 => false,
+                    1 => wide_at(0),
+                    2 | 3 => wide_at(1),
+                    _ => wide_at(1) || wide_at(3),
+                })
+            }
+            "margin-left"
+            | "margin-right"
+            | "margin-inline"
+            | "margin-inline-start"
+            | "margin-inline-end"
+            | "padding-left"
+            | "padding-right"
+            | "padding-inline"
+            | "padding-inline-start"
+            | "padding-inline-end" => {
+                tag.spaced = Some(tag.spaced == Some(true) || vals.iter().any(|v| sets_apart(v)))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A length that sets two boxes of text apart as a space does: `auto`
+/// (an auto margin takes the free room), or about a quarter of a letter's
+/// height and more (3 px); a negative one draws them together.
+fn sets_apart(val: &str) -> bool {
+    if val == "auto" {
+        return true;
+    }
+    let num_len = val
+        .bytes()
+        .take_while(|c| c.is_ascii_digit() || *c == b'.' || *c == b'+')
+        .count();
+    let (num, unit) = val.split_at(num_len);
+    let Ok(n) = num.parse::<f32>() else {
+        return false;
+    };
+    match unit {
+        "px" | "" => n >= 3.0,
+        "pt" => n >= 2.25,
+        "em" | "rem" | "ch" | "ex" | "lh" => n >= 0.2,
+        "%" | "vw" | "vh" | "vmin" | "vmax" => n >= 0.5,
+        "cm" => n >= 0.08,
+        "mm" => n >= 0.8,
+        "in" | "pc" => n >= 0.03,
+        _ => false,
     }
 }
 
@@ -184,16 +268,32 @@ pub(super) fn invisible_colour(val: &str) -> bool {
     }
 }
 
+/// An offset of a positioned box that puts it off the page: left or up
+/// by [`far_length`]'s 500 pixels, a whole width (100%), or three times
+/// 500 pixels either way (a box 600 pixels right of its container's edge
+/// is on a reading pane, and read; one 1,500 pixels away is past any).
+fn off_page(prop: &str, val: &str) -> bool {
+    let back = matches!(prop, "left" | "top");
+    // A share of the container or the screen: past its whole width.
+    let relative = val.ends_with('%') || val.ends_with("vw") || val.ends_with("vh");
+    (back && far_length(val, true)) || far_length_times(val, if relative { 1.0 } else { 3.0 })
+}
+
 /// A length far enough to put text off any screen: 500px, 375pt, 30em or
 /// 100% (or vw/vh) and more; only negative ones with `negative_only`.
 pub(super) fn far_length(val: &str, negative_only: bool) -> bool {
-    let (negative, v) = match val.strip_prefix('-') {
-        Some(v) => (true, v),
-        None => (false, val.strip_prefix('+').unwrap_or(val)),
-    };
-    if negative_only && !negative {
+    if negative_only && !val.starts_with('-') {
         return false;
     }
+    far_length_times(val, 1.0)
+}
+
+/// [`far_length`] `k` times over, either way.
+fn far_length_times(val: &str, k: f32) -> bool {
+    let v = val
+        .strip_prefix('-')
+        .or_else(|| val.strip_prefix('+'))
+        .unwrap_or(val);
     let num_len = v
         .bytes()
         .take_while(|c| c.is_ascii_digit() || *c == b'.')
@@ -202,6 +302,7 @@ pub(super) fn far_length(val: &str, negative_only: bool) -> bool {
     let Ok(n) = num.parse::<f32>() else {
         return false;
     };
+    let n = n / k;
     match unit {
         "px" | "" => n >= 500.0,
         "pt" => n >= 375.0,

@@ -301,6 +301,10 @@ fn push_folded(s: &mut String, chars: impl Iterator<Item = char>, case_fold: boo
 /// is `l` and of `0` is `O`, which would turn numbers into words before
 /// digits are folded.
 fn push_skeleton(s: &mut String, c: char, case_fold: bool) {
+    if let Some(letter) = drawn_letter(c) {
+        s.push(letter);
+        return;
+    }
     let mut buf = [0u8; 4];
     for k in unicode_security::skeleton(c.encode_utf8(&mut buf)) {
         if unicode_normalization::char::is_combining_mark(k) {
@@ -311,6 +315,55 @@ fn push_skeleton(s: &mut String, c: char, case_fold: bool) {
         } else {
             s.push(k);
         }
+    }
+}
+
+/// Small capitals with no decomposition, as in Unicode's names (`LATIN
+/// LETTER SMALL CAPITAL A`, ...), which UTS #39 maps only in part (`ᴀ`,
+/// `ʀ`, `ɴ` are not mapped, `ᴄ` and `ᴏ` are).
+const SMALL_CAPITALS: [(char, char); 25] = [
+    ('\u{262}', 'g'),
+    ('\u{26a}', 'i'),
+    ('\u{274}', 'n'),
+    ('\u{280}', 'r'),
+    ('\u{28f}', 'y'),
+    ('\u{299}', 'b'),
+    ('\u{29c}', 'h'),
+    ('\u{29f}', 'l'),
+    ('\u{1d00}', 'a'),
+    ('\u{1d04}', 'c'),
+    ('\u{1d05}', 'd'),
+    ('\u{1d07}', 'e'),
+    ('\u{1d0a}', 'j'),
+    ('\u{1d0b}', 'k'),
+    ('\u{1d0d}', 'm'),
+    ('\u{1d0f}', 'o'),
+    ('\u{1d18}', 'p'),
+    ('\u{1d1b}', 't'),
+    ('\u{1d1c}', 'u'),
+    ('\u{1d20}', 'v'),
+    ('\u{1d21}', 'w'),
+    ('\u{1d22}', 'z'),
+    ('\u{a730}', 'f'),
+    ('\u{a731}', 's'),
+    ('\u{a7af}', 'q'),
+];
+
+/// The Latin letter a person reads in `c` where neither NFKC nor UTS #39
+/// gives one: small capitals ([`SMALL_CAPITALS`]), letters in negative
+/// circles and squares (`🅐`, `🅰`) and regional indicator letters (`🇦`,
+/// which two by two show a flag, and one by one a letter).
+fn drawn_letter(c: char) -> Option<char> {
+    let from = |first: u32| char::from_u32(u32::from('a') + (u32::from(c) - first));
+    match u32::from(c) {
+        0x1f150..=0x1f169 => from(0x1f150),
+        0x1f170..=0x1f189 => from(0x1f170),
+        0x1f1e6..=0x1f1ff => from(0x1f1e6),
+        _ => SMALL_CAPITALS
+            .binary_search_by_key(&c, |(k, _)| *k)
+            .ok()
+            .and_then(|i| SMALL_CAPITALS.get(i))
+            .map(|(_, letter)| *letter),
     }
 }
 
@@ -338,6 +391,22 @@ fn strip_reply_prefixes(subject: &str) -> &str {
 /// Line-level steps: quotes, footers, greetings.
 #[cfg(test)]
 mod tests {
+    /// Letters a reader reads that no standard table maps: small
+    /// capitals, negative circled and squared letters, regional
+    /// indicators; the table is in order for its search.
+    #[test]
+    fn drawn_letters_are_read() {
+        assert!(SMALL_CAPITALS.windows(2).all(|w| w[0].0 < w[1].0));
+        let cfg = NormalizeConfig::default();
+        for (drawn, plain) in [
+            ("ᴠᴇʀɪꜰʏ ʏᴏᴜʀ ᴀᴄᴄᴏᴜɴᴛ", "verify your account"),
+            ("🅥🅔🅡🅘🅕🅨 🅽🅾🆆", "verify now"),
+            ("🇻 🇪 🇷 🇮 🇫 🇾", "v e r i f y"),
+        ] {
+            assert_eq!(fold(drawn, &cfg), plain, "{drawn}");
+        }
+    }
+
     use std::collections::HashSet;
 
     /// SplitMix64's finalizer (as the daemon's MinHash mixes).
@@ -753,6 +822,8 @@ mod tests {
             .flat_map(|c| {
                 let mapped: Vec<char> = if c.is_ascii() {
                     vec![c]
+                } else if let Some(letter) = drawn_letter(c) {
+                    vec![letter]
                 } else {
                     unicode_security::skeleton(&c.to_string())
                         .filter(|k| !unicode_normalization::char::is_combining_mark(*k))
