@@ -416,7 +416,7 @@ fn load(data: Option<&Path>, languages: &str) -> Result<(Engine, Status), String
 /// What Tesseract reads in the grey picture of `w` × `h` pixels
 /// (`pixels`, a row after another), dark text on a light ground, stopped
 /// after `deadline_ms`; nothing without Tesseract. The caller bounds the
-/// picture's size ([`MAX_PIXELS`]).
+/// picture's size (`bulkwatch_read::ocr::MAX_PIXELS`).
 pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized {
     let Some(mut guard) = engine() else {
         return Recognized::default();

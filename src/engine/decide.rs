@@ -127,7 +127,7 @@ pub struct Observation {
     /// A list's post: a List-Id field and a non-null envelope sender. A
     /// campaign whose every member is one, from one sender domain, is one
     /// list's delivery of one post and is judged as one transaction of all
-    /// its recipients ([`verdict::level_of`](super::verdict::level_of)),
+    /// its recipients ([`verdict::level_in`](super::verdict::level_in)),
     /// however the list split it (VERP: one transaction per member).
     /// Stores record it.
     pub list_post: bool,

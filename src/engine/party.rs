@@ -570,7 +570,7 @@ pub const OWN_THREAD_SECS: u64 = crate::config::OWN_THREAD_SECS;
 
 /// The Message-IDs our own users sent out (own mail's
 /// [`Parties::message`]) and who sent each, kept [`OWN_THREAD_SECS`] and
-/// at most [`OwnThreads::capacity`]: an inbound message quoting one in
+/// at most `OwnThreads::capacity`: an inbound message quoting one in
 /// `In-Reply-To` or `References` answers mail of ours, which only its
 /// recipients saw. The oldest go first; a full store forgets, and a
 /// forgotten thread is counted as any mail (never "known").

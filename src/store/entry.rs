@@ -1,7 +1,7 @@
 //! The log's entries (`crate::store::stream`): what one observation or
 //! one operator's correction becomes in the site's Redis log, and back.
 //! Little-endian fields in a fixed order ([`crate::store::codec`]),
-//! versioned ([`FORMAT`]); the reader trusts nothing (every count bounded,
+//! versioned (`FORMAT`); the reader trusts nothing (every count bounded,
 //! every read checked). Sealing is [`crate::store::seal`]'s.
 
 use crate::config::Thresholds;

@@ -915,7 +915,7 @@ const MIN_SMUGGLED: usize = 64;
 /// `decodeURIComponent(...)`, string pieces joined by `+`), a `data:`
 /// URL of a page (`data:text/html;base64,...`), and any string of a
 /// script that decodes to text however the script reaches it (through a
-/// variable, `TextDecoder`, an array joined: [`script_strings`]). Each
+/// variable, `TextDecoder`, an array joined: `script_strings`). Each
 /// decoded document that is text (UTF-8 without control bytes) is
 /// returned once for the caller to render; the decoded bytes count
 /// against `budget`. Script is not run: what it computes otherwise (keys,

@@ -559,7 +559,7 @@ fn crossing(runs: &[usize; 5]) -> bool {
 
 /// The difference hash of `grey` (see the module documentation), or
 /// `None` when it has too little contrast.
-/// [`dhash`] of a grey picture given as its `w` × `h` pixels, a row
+/// The difference hash (`dhash`) of a grey picture given as its `w` × `h` pixels, a row
 /// after another (what a recognizer gets: `crate::ocr::Recognizer`).
 pub fn grey_hash(pixels: &[u8], w: u32, h: u32) -> Option<u64> {
     let grey = image::GrayImage::from_raw(w, h, pixels.to_vec())?;
