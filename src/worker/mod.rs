@@ -79,8 +79,56 @@ struct Remembered {
     read: Mutex<Option<Family>>,
 }
 
-/// Texts read, by perceptual hash and size of the picture.
-type Family = lru::LruCache<(u64, u32, u32), Option<String>>;
+/// Texts read, by perceptual hash and size of the picture, each with the
+/// picture's [`Thumbnail`].
+type Family = lru::LruCache<(u64, u32, u32), (Thumbnail, Option<String>)>;
+
+/// Side of a [`Thumbnail`].
+const THUMB: usize = 32;
+/// A picture's grey levels averaged in [`THUMB`] × [`THUMB`] boxes.
+type Thumbnail = Box<[u8; THUMB * THUMB]>;
+/// Most mean difference of grey level between two pictures' thumbnails
+/// for one to reuse the other's text. The perceptual hash is 64 bits of
+/// 9 × 8 cells: two pictures of one layout with other words can share it,
+/// and then a sender whose picture came first would have its text read in
+/// the other (a newsletter's banner read as spam). Speckles and a few
+/// changed pixels move a thumbnail by well under a level; other words in
+/// the same place move it by several.
+const SAME_THUMB: f64 = 1.5;
+
+/// `pixels` (`w` × `h`, a row after another) averaged into
+/// [`THUMB`] × [`THUMB`] boxes.
+fn thumbnail(pixels: &[u8], w: u32, h: u32) -> Thumbnail {
+    let (w, h) = (w.max(1) as usize, h.max(1) as usize);
+    let mut sums = [0u64; THUMB * THUMB];
+    let mut counts = [0u64; THUMB * THUMB];
+    for (i, p) in pixels.iter().take(w * h).enumerate() {
+        let (x, y) = (i % w, i / w);
+        let cell = (y * THUMB / h) * THUMB + x * THUMB / w;
+        if let (Some(s), Some(c)) = (sums.get_mut(cell), counts.get_mut(cell)) {
+            *s += u64::from(*p);
+            *c += 1;
+        }
+    }
+    let mut out = Box::new([255u8; THUMB * THUMB]);
+    for ((o, s), c) in out.iter_mut().zip(sums).zip(counts) {
+        if let Some(mean) = s.checked_div(c) {
+            *o = u8::try_from(mean).unwrap_or(u8::MAX);
+        }
+    }
+    out
+}
+
+/// Two thumbnails of one picture family: their mean difference is at
+/// most [`SAME_THUMB`] grey levels.
+fn same_family(a: &Thumbnail, b: &Thumbnail) -> bool {
+    let diff: u64 = a
+        .iter()
+        .zip(b.iter())
+        .map(|(x, y)| u64::from(x.abs_diff(*y)))
+        .sum();
+    diff as f64 / (THUMB * THUMB) as f64 <= SAME_THUMB
+}
 
 impl bulkwatch_read::ocr::Recognizer for Remembered {
     fn recognize(
@@ -91,6 +139,7 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
         deadline_ms: u32,
     ) -> bulkwatch_read::ocr::Recognized {
         let key = bulkwatch_read::mime::picture::grey_hash(pixels, w, h).map(|k| (k, w, h));
+        let thumb = thumbnail(pixels, w, h);
         let lock = || self.read.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = key {
             let mut cache = lock();
@@ -99,7 +148,7 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
                     std::num::NonZeroUsize::MIN.saturating_add(REMEMBERED_PICTURES - 1),
                 )
             });
-            if let Some(text) = cache.get(&k) {
+            if let Some((_, text)) = cache.get(&k).filter(|(t, _)| same_family(t, &thumb)) {
                 REUSED.fetch_add(1, Ordering::Relaxed);
                 return bulkwatch_read::ocr::Recognized {
                     text: text.clone(),
@@ -111,7 +160,7 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
         RECOGNIZED.fetch_add(1, Ordering::Relaxed);
         if let Some(k) = key.filter(|_| !read.stopped) {
             if let Some(cache) = lock().as_mut() {
-                cache.put(k, read.text.clone());
+                cache.put(k, (thumb, read.text.clone()));
             }
         }
         read
@@ -1311,5 +1360,53 @@ impl Drop for Local {
     /// this process's children's).
     fn drop(&mut self) {
         self.rt.block_on(self.pool.shutdown());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A picture of three lines of "words" (black boxes of `widths`, in
+    /// turn, 15 pixels apart) on white, 600 × 200.
+    fn words(widths: &[usize]) -> Vec<u8> {
+        let (w, h) = (600usize, 200usize);
+        let mut p = vec![255u8; w * h];
+        for (line, top) in [40usize, 90, 140].into_iter().enumerate() {
+            let mut x = 20;
+            for (i, width) in widths.iter().cycle().skip(line * 2).take(7).enumerate() {
+                for y in top..top + 20 {
+                    for dx in 0..*width {
+                        if let Some(px) = p.get_mut(y * w + x + dx) {
+                            *px = 0;
+                        }
+                    }
+                }
+                x += width + 15 + i % 2;
+            }
+        }
+        p
+    }
+
+    /// A picture with speckles is of its family; the same layout with
+    /// other words is not, whatever hash the two share.
+    #[test]
+    fn a_family_is_the_same_picture_not_the_same_layout() {
+        let a = words(&[60, 40, 80, 50, 70]);
+        let mut speckled = a.clone();
+        let mut st = 5u64;
+        for _ in 0..40 {
+            let i = (testkit::splitmix(&mut st) % speckled.len() as u64) as usize;
+            speckled[i] = 255 - speckled[i];
+        }
+        let other = words(&[40, 80, 60, 70, 50]);
+        let t = |p: &[u8]| thumbnail(p, 600, 200);
+        assert!(same_family(&t(&a), &t(&a)));
+        assert!(same_family(&t(&a), &t(&speckled)));
+        assert!(!same_family(&t(&a), &t(&other)));
+        // Degenerate sizes are thumbnailed without a panic.
+        let _ = thumbnail(&[0, 255], 2, 1);
+        let _ = thumbnail(&[], 0, 0);
+        let _ = thumbnail(&[7; 10], 100_000, 1);
     }
 }
