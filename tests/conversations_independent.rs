@@ -553,11 +553,7 @@ impl Rng {
         Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x1357_9BDF_2468_ACE0)
     }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        testkit::splitmix(&mut self.0)
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize

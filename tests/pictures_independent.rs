@@ -17,13 +17,15 @@
 //! them) and a second one that must stay apart, or ordinary short mail
 //! that must not be merged, through the public replay API.
 
+mod common;
+
 use std::io::Cursor;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use ab_glyph::{point, Font, FontArc, PxScale, ScaleFont};
 use base64::Engine as _;
-use bulkwatch::config::Config;
 use bulkwatch::replay::{Record, ReplayOptions, Replayer};
+use common::config;
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
@@ -41,15 +43,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn config() -> Config {
-    let mut cfg = Config::default();
-    cfg.thresholds.bulk_threshold = 5.0;
-    cfg.thresholds.suspect_threshold = 3.0;
-    cfg.window.max_entries = 10_000;
-    cfg.exact.bloom_items = 10_000;
-    cfg
 }
 
 /// A message of a test, with the group it belongs to.
@@ -186,11 +179,7 @@ impl Rng {
         Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
     }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        testkit::splitmix(&mut self.0)
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)

@@ -125,6 +125,19 @@ impl<'a> Reader<'a> {
         // n <= max, a usize.
         Ok(n as usize)
     }
+    /// A 16-bit count of `what`, refused above `max` before anything is
+    /// allocated for it.
+    pub fn count16(&mut self, max: usize, what: &'static str) -> Result<usize, CodecError> {
+        let n = usize::from(self.u16()?);
+        if n > max {
+            return Err(CodecError::TooLarge {
+                what,
+                count: n as u64,
+                max: max as u64,
+            });
+        }
+        Ok(n)
+    }
     /// A count of items of `item_len` bytes each that must fit in what is
     /// left, and under `max`.
     pub fn items(&mut self, max: usize, item_len: usize) -> Result<usize, CodecError> {

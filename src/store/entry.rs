@@ -156,14 +156,7 @@ fn get_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
     let sender = Some(clamp_key(r.u32()?)).filter(|_| some && origin == Origin::Own);
     let some = r.bool()?;
     let message = Some(r.u64()?).filter(|_| some && origin == Origin::Own);
-    let n = usize::from(r.u16()?);
-    if n > MAX_MESSAGE_RCPTS {
-        return Err(CodecError::TooLarge {
-            what: "log entry recipients",
-            count: n as u64,
-            max: MAX_MESSAGE_RCPTS as u64,
-        });
-    }
+    let n = r.count16(MAX_MESSAGE_RCPTS, "log entry recipients")?;
     let mut rcpts = Vec::with_capacity(n);
     for _ in 0..n {
         let b = r.array::<KEY_BYTES>()?;

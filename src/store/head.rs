@@ -89,27 +89,13 @@ impl Head {
             });
         }
         let (version, written_at) = (r.u64()?, r.u64()?);
-        let n = usize::from(r.u16()?);
-        if n > MAX_DOMAINS {
-            return Err(CodecError::TooLarge {
-                what: "redis head domains",
-                count: n as u64,
-                max: MAX_DOMAINS as u64,
-            });
-        }
+        let n = r.count16(MAX_DOMAINS, "redis head domains")?;
         let mut domains = Vec::with_capacity(n);
         for _ in 0..n {
             let d = r.string(255)?;
             domains.push((d, r.u64()?));
         }
-        let n = usize::from(r.u16()?);
-        if n > MAX_CORRECTIONS {
-            return Err(CodecError::TooLarge {
-                what: "redis head corrections",
-                count: n as u64,
-                max: MAX_CORRECTIONS as u64,
-            });
-        }
+        let n = r.count16(MAX_CORRECTIONS, "redis head corrections")?;
         let mut corrections = Vec::with_capacity(n);
         for _ in 0..n {
             let (kind, id, until, at) = (r.u8()?, CampaignId(r.u64()?), r.u64()?, r.u64()?);

@@ -139,16 +139,16 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
         deadline_ms: u32,
     ) -> bulkwatch_read::ocr::Recognized {
         let key = bulkwatch_read::mime::picture::grey_hash(pixels, w, h).map(|k| (k, w, h));
-        let thumb = thumbnail(pixels, w, h);
+        let thumb = key.map(|_| thumbnail(pixels, w, h));
         let lock = || self.read.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = key {
+        if let (Some(k), Some(thumb)) = (key, &thumb) {
             let mut cache = lock();
             let cache = cache.get_or_insert_with(|| {
                 lru::LruCache::new(
                     std::num::NonZeroUsize::MIN.saturating_add(REMEMBERED_PICTURES - 1),
                 )
             });
-            if let Some((_, text)) = cache.get(&k).filter(|(t, _)| same_family(t, &thumb)) {
+            if let Some((_, text)) = cache.get(&k).filter(|(t, _)| same_family(t, thumb)) {
                 REUSED.fetch_add(1, Ordering::Relaxed);
                 return bulkwatch_read::ocr::Recognized {
                     text: text.clone(),
@@ -158,7 +158,7 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
         }
         let read = bulkwatch_ocr::read(pixels, w, h, deadline_ms);
         RECOGNIZED.fetch_add(1, Ordering::Relaxed);
-        if let Some(k) = key.filter(|_| !read.stopped) {
+        if let (Some(k), Some(thumb)) = (key.filter(|_| !read.stopped), thumb) {
             if let Some(cache) = lock().as_mut() {
                 cache.put(k, (thumb, read.text.clone()));
             }

@@ -921,9 +921,10 @@ const MIN_SMUGGLED: usize = 64;
 /// against `budget`. Script is not run: what it computes otherwise (keys,
 /// XOR, fetched content) is not seen.
 pub fn smuggled(html: &str, budget: &mut Budget) -> Vec<String> {
-    let mut out = called(html, budget);
+    let lower = html.to_ascii_lowercase();
+    let mut out = called(html, &lower, budget);
     if out.len() < MAX_SMUGGLED && !budget.cut {
-        for text in script_strings(html, budget) {
+        for text in script_strings(html, &lower, budget) {
             if out.len() >= MAX_SMUGGLED {
                 break;
             }
@@ -936,9 +937,8 @@ pub fn smuggled(html: &str, budget: &mut Budget) -> Vec<String> {
 }
 
 /// [`smuggled`]'s documents decoded where the page names their decoding.
-fn called(html: &str, budget: &mut Budget) -> Vec<String> {
+fn called(html: &str, lower: &str, budget: &mut Budget) -> Vec<String> {
     let mut out = Vec::new();
-    let lower = html.to_ascii_lowercase();
     let calls: [(&str, Decoder); 4] = [
         ("atob(", base64_blob),
         ("unescape(", percent_blob),
@@ -995,9 +995,8 @@ const MAX_SCRIPT_BYTES: usize = 4 << 20;
 /// escapes (`"\x3c\x70..."`) when those hide markup. What decodes to text
 /// is a document. Each byte of script is read once, at most
 /// [`MAX_SCRIPT_BYTES`] a page.
-fn script_strings(html: &str, budget: &mut Budget) -> Vec<String> {
+fn script_strings(html: &str, lower: &str, budget: &mut Budget) -> Vec<String> {
     let mut out = Vec::new();
-    let lower = html.to_ascii_lowercase();
     let mut from = 0;
     let mut read = 0;
     while let Some(open) = lower.get(from..).and_then(|l| l.find("<script")) {

@@ -210,14 +210,19 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     // An animation's first frame that has a hash stands for it (a blank
     // first frame says nothing); its codes and text are every frame's
     // that a person would see, each distinct frame once.
-    let hash = frames.iter().find_map(dhash);
+    let hashes: Vec<Option<u64>> = frames.iter().map(dhash).collect();
+    let hash = hashes.iter().find_map(|h| *h);
     let mut codes = Vec::new();
     // A frame without contrast (blank) shows nothing to search or read:
     // it spends nothing (found by a helper's cases: a blank first frame
     // used the searches up, and one of the two pictures read).
-    let frames: Vec<&image::GrayImage> = frames.iter().filter(|f| !blank(f)).collect();
+    let frames: Vec<(&image::GrayImage, Option<u64>)> = frames
+        .iter()
+        .zip(hashes)
+        .filter(|(f, _)| !blank(f))
+        .collect();
     if short {
-        for frame in &frames {
+        for (frame, _) in &frames {
             if budget.code_searches == 0 || !codes.is_empty() {
                 break;
             }
@@ -229,8 +234,7 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     let mut text: Option<String> = None;
     if short && codes.is_empty() {
         let mut read: Vec<u64> = Vec::new();
-        for frame in &frames {
-            let h = dhash(frame);
+        for &(frame, h) in &frames {
             if h.is_some_and(|h| read.iter().any(|r| (r ^ h).count_ones() <= SAME_FRAME_BITS)) {
                 continue;
             }
