@@ -334,6 +334,7 @@ pub fn verdict_of(cfg: &Config, obs: &Observation, out: Outcome) -> Verdict {
         step: Some(out.step),
         kept_cut: obs.kept_cut,
         partial: obs.partial,
+        unread: false,
         own: obs.parties.own(),
     }
 }

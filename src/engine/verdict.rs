@@ -274,6 +274,12 @@ pub struct Verdict {
     /// or the deep reading failed and what was read first stands (the
     /// fingerprint is of what was read).
     pub partial: bool,
+    /// A picture of text in the message was not read for its text: the
+    /// OCR workers had no time for it (a flood of pictures from elsewhere,
+    /// or its own) or failed. The message was judged on the rest and is
+    /// read again later (`milter::later`), which counts it in its
+    /// campaign then. Set by the daemon, never stored.
+    pub unread: bool,
     /// The site's own mail ([`crate::engine::party::Origin::Own`]): judged
     /// on its campaign's own tally, and given `policy.own`'s action.
     pub own: bool,
@@ -300,6 +306,7 @@ impl Verdict {
             step: None,
             kept_cut: None,
             partial: false,
+            unread: false,
             own: false,
         }
     }
@@ -365,6 +372,9 @@ impl Verdict {
         }
         if self.partial {
             s.push_str("; read=partial");
+        }
+        if self.unread {
+            s.push_str("; pictures=unread");
         }
         s
     }

@@ -252,6 +252,7 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 added = verdict.step.map(|m| m.added),
                 quote = verdict.kept_cut.map(|_| "read"),
                 read = verdict.partial.then_some("partial"),
+                pictures = verdict.unread.then_some("unread"),
                 engine_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0,
                 action = decision.as_str(),
                 truncated = truncated.then_some(true),

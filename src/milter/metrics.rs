@@ -190,6 +190,9 @@ pub fn render(state: &State, now: u64) -> String {
     if let Some(w) = state.workers() {
         render_workers(&mut s, w);
     }
+    if let Some(l) = state.later() {
+        render_later(&mut s, l);
+    }
     render_engine_time(&mut s, m);
     render_alerts(&mut s, &state.alert_counts);
     if let Some(sh) = state.redis() {
@@ -435,6 +438,37 @@ fn render_ocr(s: &mut String, w: &Pool) {
         let n = ocr.map_or(0, |o| o.failures(l) + o.partial_failures(l));
         let _ = writeln!(s, "bulkwatch_ocr_failures_total{{cause=\"{l}\"}} {n}");
     }
+}
+
+/// The messages read later, their pictures' text (`milter::later`).
+fn render_later(s: &mut String, l: &crate::milter::later::Later) {
+    let c = &l.counts;
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_ocr_later_total Messages judged without their pictures' text \
+         (pictures=unread) and queued to be read later: queued, read and counted in their \
+         campaign (read), dropped from a full queue, the largest client's first (dropped), \
+         not read again (failed).\n\
+         # TYPE bulkwatch_ocr_later_total counter"
+    );
+    for (l, n) in [
+        ("queued", &c.queued),
+        ("read", &c.read),
+        ("dropped", &c.dropped),
+        ("failed", &c.failed),
+    ] {
+        let _ = writeln!(
+            s,
+            "bulkwatch_ocr_later_total{{outcome=\"{l}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_ocr_later_waiting Messages waiting to be read later.\n\
+         # TYPE bulkwatch_ocr_later_waiting gauge\nbulkwatch_ocr_later_waiting {}",
+        l.len()
+    );
 }
 
 /// The engine time histogram.

@@ -21,6 +21,7 @@ pub mod callbacks;
 pub mod control;
 pub mod forensics;
 pub mod guard;
+pub mod later;
 pub mod listener;
 pub mod metrics;
 pub mod origin;
@@ -75,6 +76,9 @@ pub struct State {
     /// `mynetworks` read by `serve`): whose mail is own
     /// ([`origin`]). Replaced whole at each reload.
     own_networks: RwLock<Arc<Vec<ipnet::IpNet>>>,
+    /// Messages whose pictures the OCR workers had no time for, to read
+    /// later ([`later`]); with workers only.
+    later: Option<Arc<later::Later>>,
 }
 
 /// A message's verdict, for the reply and the log line.
@@ -171,6 +175,7 @@ impl State {
             forensics: None,
             control: control::Control::default(),
             own_networks: RwLock::new(Arc::new(Vec::new())),
+            later: None,
         }
     }
 
@@ -200,7 +205,13 @@ impl State {
     /// Reads mail in `workers` instead of this process.
     pub fn with_workers(mut self, workers: crate::worker::Pool) -> State {
         self.workers = Some(workers);
+        self.later = Some(Arc::new(later::Later::new()));
         self
+    }
+
+    /// The messages waiting to be read later ([`later`]), with workers.
+    pub fn later(&self) -> Option<&later::Later> {
+        self.later.as_deref()
     }
 
     /// Keeps messages that killed their reading in `f`'s directory.
@@ -334,12 +345,29 @@ impl State {
         }
         // Hashing a worker's reading is guarded as reading is: a panic
         // costs this message its verdict, not the connection.
+        // A picture the OCR workers had no time for (or failed on): the
+        // readers' reading stands, and the message is read again later.
+        let unread = reading.wants_ocr;
         let analysis =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fingerprint(reading, cfg)))
                 .map_err(|_| AnalysisError::Fingerprint)?;
-        let (verdict, elapsed) = self
+        let (mut verdict, elapsed) = self
             .judge_analysis(cfg, &analysis, &env, &authenticated, start, own)
             .await;
+        self.metrics.record_verdict(verdict.level, elapsed);
+        self.metrics.record_class(&verdict);
+        verdict.unread = unread;
+        if unread && !matches!(verdict.level, crate::engine::verdict::Level::Allowed(_)) {
+            if let (Some(later), Some(_)) = (&self.later, &self.workers) {
+                later.push(later::Pending {
+                    key: fair_key(&env, msg.client),
+                    raw,
+                    env,
+                    authenticated,
+                    own,
+                });
+            }
+        }
         Ok(Decided {
             verdict,
             elapsed,
@@ -349,10 +377,81 @@ impl State {
         })
     }
 
+    /// Reads `p` again with its pictures' text and judges that reading as
+    /// a copy of the message: its campaign counts it ([`later`]). The
+    /// message was delivered; the verdict is logged, not applied.
+    async fn read_later(&self, later: &later::Later, p: later::Pending) {
+        let Some(pool) = &self.workers else {
+            return;
+        };
+        let cfg = self.config();
+        let queue_id = p.env.queue_id.as_deref().unwrap_or("NOQUEUE").to_owned();
+        let answer = pool
+            .read_later(
+                &p.raw,
+                &p.env.rcpts,
+                &p.key,
+                later::MAX_WAIT,
+                cfg.milter.engine_timeout,
+            )
+            .await;
+        let reading = match answer {
+            Some(Ok(r)) if !r.wants_ocr && r.deep_failure.is_none() => r,
+            other => {
+                later
+                    .counts
+                    .failed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let cause = match &other {
+                    Some(Err(f)) => f.label(),
+                    Some(Ok(_)) => "picture",
+                    None => "no OCR workers",
+                };
+                tracing::warn!(
+                    queue_id = %queue_id,
+                    cause,
+                    "picture not read later either: the message stays counted as first read"
+                );
+                return;
+            }
+        };
+        let Ok(analysis) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fingerprint(reading, &cfg)))
+        else {
+            later
+                .counts
+                .failed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        let (verdict, _) = self
+            .judge_analysis(
+                &cfg,
+                &analysis,
+                &p.env,
+                &p.authenticated,
+                Instant::now(),
+                p.own,
+            )
+            .await;
+        later
+            .counts
+            .read
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let campaign = verdict.campaign.as_ref();
+        tracing::info!(
+            queue_id = %queue_id,
+            level = verdict.level.as_str(),
+            campaign = campaign.map(|c| tracing::field::display(c.id)),
+            size = campaign.map(|c| if verdict.own { u64::from(c.own) } else { c.recipients }),
+            "picture read later: the message counted in its campaign (delivered already)"
+        );
+    }
+
     /// Judges an analysis at the current time ([`Judge`]): the Redis call,
     /// when there is one, on the blocking pool and bounded by twice the
     /// store's timeout (the blocking call ends by its own socket
-    /// timeouts). Counts the verdict and queues an alert.
+    /// timeouts). Queues an alert; the caller counts the verdict.
     async fn judge_analysis(
         &self,
         cfg: &Arc<Config>,
@@ -393,8 +492,6 @@ impl State {
         };
         let verdict = judged.verdict;
         let elapsed = start.elapsed();
-        self.metrics.record_verdict(verdict.level, elapsed);
-        self.metrics.record_class(&verdict);
         if verdict.newly_bulk && (!verdict.own || cfg.own.alert) {
             if let (Some(tx), Some(c)) = (&self.alerts, &verdict.campaign) {
                 let a = alert::Alert {
@@ -466,7 +563,10 @@ pub async fn run(listener: Listener, state: Arc<State>, shutdown: impl Future) -
         connection_timeout: cfg.milter.idle_timeout,
     };
     let listener = guard::Guarded::new(listener, cap, Arc::clone(&state));
-    indymilter::run(listener, callbacks::callbacks(state), config, shutdown).await
+    let later = tokio::spawn(later::run(Arc::clone(&state)));
+    let served = indymilter::run(listener, callbacks::callbacks(state), config, shutdown).await;
+    later.abort();
+    served
 }
 
 /// Connections beyond `max_connections` the milter library admits: evicted

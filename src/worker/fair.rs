@@ -6,6 +6,10 @@
 //! takes it at once, whoever sent it: the order only matters while some
 //! wait.
 //!
+//! A reading done later ([`Slots::acquire_later`]: a picture the OCR
+//! workers had no time for while a flood waited) takes a slot only when no
+//! message of now waits: it never delays mail.
+//!
 //! A sender is what the caller names: the milter names what the client
 //! cannot choose, its SMTP client's network (`milter::fair_key`: an IPv4
 //! /24, an IPv6 /64, or local submission), never the envelope sender,
@@ -26,8 +30,9 @@ struct State {
     free: usize,
     /// Workers each sender holds.
     holding: HashMap<String, usize>,
-    /// Messages waiting, in order: their sender and where to send a slot.
-    waiting: VecDeque<(String, oneshot::Sender<Slot>)>,
+    /// Messages waiting, in order: their sender, whether it is a reading
+    /// done later ([`Slots::acquire_later`]), and where to send a slot.
+    waiting: VecDeque<(String, bool, oneshot::Sender<Slot>)>,
 }
 
 /// The workers' slots (module documentation). Cheap to clone.
@@ -65,6 +70,17 @@ impl Slots {
     /// Cancel-safe: a wait given up (a timeout) leaves the line, and a slot
     /// handed to it meanwhile goes on to the next.
     pub async fn acquire(&self, sender: &str) -> Slot {
+        self.acquire_as(sender, false).await
+    }
+
+    /// A slot for a reading done later: at once when one is free and
+    /// nobody waits, else after every message of now that waits (module
+    /// documentation). Cancel-safe as [`Slots::acquire`].
+    pub async fn acquire_later(&self, sender: &str) -> Slot {
+        self.acquire_as(sender, true).await
+    }
+
+    async fn acquire_as(&self, sender: &str, later: bool) -> Slot {
         let rx = {
             let mut st = lock(&self.state);
             if st.free > 0 && st.waiting.is_empty() {
@@ -78,19 +94,19 @@ impl Slots {
             }
             let (tx, rx) = oneshot::channel();
             if st.waiting.len() < MAX_WAITING {
-                st.waiting.push_back((sender.to_owned(), tx));
+                st.waiting.push_back((sender.to_owned(), later, tx));
             } else {
                 // (Past the line's bound: the oldest waiter's channel is
                 // reused by nobody; this one waits as the last.)
                 st.waiting.pop_front();
-                st.waiting.push_back((sender.to_owned(), tx));
+                st.waiting.push_back((sender.to_owned(), later, tx));
             }
             rx
         };
         match rx.await {
             Ok(slot) => slot,
             // The line dropped this waiter (past its bound): wait again.
-            Err(_) => Box::pin(self.acquire(sender)).await,
+            Err(_) => Box::pin(self.acquire_as(sender, later)).await,
         }
     }
 
@@ -112,16 +128,19 @@ impl Drop for Slot {
                 st.holding.remove(&self.sender);
             }
         }
-        // The waiter whose sender holds the fewest, the earliest among
-        // equals; a waiter that gave up is passed over.
+        // A message of now before a reading done later; then the waiter
+        // whose sender holds the fewest, the earliest among equals; a
+        // waiter that gave up is passed over.
         loop {
             let best = st
                 .waiting
                 .iter()
                 .enumerate()
-                .min_by_key(|(i, (s, _))| (st.holding.get(s).copied().unwrap_or(0), *i))
+                .min_by_key(|(i, (s, later, _))| {
+                    (*later, st.holding.get(s).copied().unwrap_or(0), *i)
+                })
                 .map(|(i, _)| i);
-            let Some((sender, tx)) = best.and_then(|i| st.waiting.remove(i)) else {
+            let Some((sender, _, tx)) = best.and_then(|i| st.waiting.remove(i)) else {
                 st.free += 1;
                 return;
             };
@@ -183,6 +202,31 @@ mod tests {
         drop((got, f));
         assert_eq!(slots.free(), 2);
         assert!(lock(&slots.state).holding.is_empty());
+    }
+
+    /// A reading done later waits behind every message of now, even one
+    /// from a sender holding more, and takes a free slot when none waits.
+    #[tokio::test]
+    async fn a_later_reading_waits_behind_the_messages_of_now() {
+        let slots = Slots::new(1);
+        let held = slots.acquire("flood.example").await;
+        let s = slots.clone();
+        let later = tokio::spawn(async move { s.acquire_later("people.example").await });
+        while lock(&slots.state).waiting.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let s = slots.clone();
+        let now = tokio::spawn(async move { s.acquire("flood.example").await });
+        while lock(&slots.state).waiting.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        let got = now.await.unwrap();
+        assert_eq!(got.sender, "flood.example");
+        assert!(!later.is_finished());
+        drop(got);
+        assert_eq!(later.await.unwrap().sender, "people.example");
+        assert_eq!(slots.free(), 1);
     }
 
     /// A wait given up (a timeout) leaves no slot lost: the slot it would

@@ -730,6 +730,14 @@ pub struct Pool {
     ocr: Option<Arc<Ocr>>,
 }
 
+/// Whose turn a reading takes a worker in ([`fair`]): a message of now,
+/// or one read again later, after every message of now that waits.
+#[derive(Debug, Clone, Copy)]
+enum Turn<'a> {
+    Now(&'a str),
+    Later(&'a str),
+}
+
 /// The OCR workers of a [`Pool`], started when first needed (or by
 /// [`Pool::start_ocr`]): a replay without pictures of text never starts
 /// them.
@@ -851,6 +859,15 @@ impl Pool {
         }
     }
 
+    /// One OCR worker's slot taken for `sender` and held until dropped, as
+    /// a message being read holds it (tests: the OCR workers busy without
+    /// a clock). `None` when no OCR workers read pictures.
+    #[doc(hidden)]
+    pub async fn hold_ocr_worker(&self, sender: &str) -> Option<fair::Slot> {
+        let ocr = self.ocr.as_ref()?.pool().await?;
+        Some(ocr.inner.slots.acquire(sender).await)
+    }
+
     /// [`Pool::start`] of one kind of worker: `size` workers reading with
     /// `read`.
     async fn start_with(
@@ -961,7 +978,14 @@ impl Pool {
     ) -> Result<Reading, Failure> {
         let mut results = Vec::with_capacity(1);
         let taken = self
-            .read_some(&[(raw, rcpts)], sender, wait, limit, None, &mut results)
+            .read_some(
+                &[(raw, rcpts)],
+                Turn::Now(sender),
+                wait,
+                limit,
+                None,
+                &mut results,
+            )
             .await;
         // The message's deadline, by this process's clock: `limit` from
         // when a reader took it. The OCR workers get what is left of it,
@@ -1028,7 +1052,7 @@ impl Pool {
         let mut results = Vec::with_capacity(1);
         self.read_some(
             &[(raw, rcpts)],
-            sender,
+            Turn::Now(sender),
             left,
             left,
             Some(until),
@@ -1040,6 +1064,37 @@ impl Pool {
             self.inner.count(f);
         }
         r
+    }
+
+    /// Reads `raw` again with its pictures' text, later: a message whose
+    /// picture the OCR workers had no time for (its verdict said
+    /// `pictures=unread`). It takes an OCR worker only when no message of
+    /// now waits for one ([`fair`]), waiting at most `wait`; `limit` bounds
+    /// the reading. `None` when no OCR workers read pictures.
+    pub async fn read_later(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        sender: &str,
+        wait: Duration,
+        limit: Duration,
+    ) -> Option<Result<Reading, Failure>> {
+        let ocr = self.ocr.as_ref()?.pool().await?;
+        let mut results = Vec::with_capacity(1);
+        ocr.read_some(
+            &[(raw, rcpts)],
+            Turn::Later(sender),
+            wait,
+            limit,
+            None,
+            &mut results,
+        )
+        .await;
+        let r = results.pop().unwrap_or(Err(Failure::Timeout(limit)));
+        if let Err(f) = &r {
+            ocr.inner.count(f);
+        }
+        Some(r)
     }
 
     /// The OCR workers, once started and reading pictures.
@@ -1076,7 +1131,7 @@ impl Pool {
         let mut results = Vec::with_capacity(msgs.len());
         while let Some(rest) = msgs.get(results.len()..).filter(|r| !r.is_empty()) {
             let before = results.len();
-            self.read_some(rest, "", limit, limit, None, &mut results)
+            self.read_some(rest, Turn::Now(""), limit, limit, None, &mut results)
                 .await;
             if results.len() == before {
                 // (read_some answers at least one; guard against a loop.)
@@ -1092,7 +1147,7 @@ impl Pool {
                 for msg in msgs.get(results.len()..).unwrap_or_default() {
                     self.read_some(
                         std::slice::from_ref(msg),
-                        "",
+                        Turn::Now(""),
                         limit,
                         limit,
                         None,
@@ -1128,7 +1183,7 @@ impl Pool {
     async fn read_some(
         &self,
         msgs: &[(&[u8], &[String])],
-        sender: &str,
+        turn: Turn<'_>,
         wait: Duration,
         limit: Duration,
         until: Option<Instant>,
@@ -1136,7 +1191,13 @@ impl Pool {
     ) -> Option<Instant> {
         let inner = &self.inner;
         // The wait for a worker is the queue's, not the reading's.
-        let Ok(permit) = timeout(wait, inner.slots.acquire(sender)).await else {
+        let slot = async {
+            match turn {
+                Turn::Now(sender) => inner.slots.acquire(sender).await,
+                Turn::Later(sender) => inner.slots.acquire_later(sender).await,
+            }
+        };
+        let Ok(permit) = timeout(wait, slot).await else {
             results.push(Err(Failure::Queue(wait)));
             return None;
         };
