@@ -18,6 +18,28 @@ pub fn zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     w.finish().expect("zip finish").into_inner()
 }
 
+/// A zip archive of `entries`, each encrypted with `password`: ZipCrypto
+/// (what most archivers write by default), or AES-256 when `aes`.
+pub fn encrypted_zip(entries: &[(&str, &[u8])], password: &str, aes: bool) -> Vec<u8> {
+    use zip::unstable::write::FileOptionsExt;
+    let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    for (name, content) in entries {
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .last_modified_time(zip::DateTime::default());
+        let options = if aes {
+            options.with_aes_encryption(zip::AesMode::Aes256, password)
+        } else {
+            options
+                .with_deprecated_encryption(password.as_bytes())
+                .expect("a password")
+        };
+        w.start_file(*name, options).expect("zip entry");
+        w.write_all(content).expect("zip write");
+    }
+    w.finish().expect("zip finish").into_inner()
+}
+
 /// `s` escaped for XML text and attribute values.
 pub fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")

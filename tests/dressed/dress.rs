@@ -85,6 +85,8 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("signs_for_letters", signs_for_letters),
     ("flex_order_shuffle", flex_order_shuffle),
     ("form_fields", form_fields),
+    // Issue 65: an archive encrypted with the password its body states.
+    ("encrypted_zip", encrypted_zip),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2017,6 +2019,39 @@ fn zipped_page(text: &str, copy: usize) -> Vec<u8> {
     let page = html_doc(&p_elements(&paras));
     let zip = testkit::documents::zip(&[(&format!("invoice_{copy}.html"), page.as_bytes())]);
     attached_document(text, copy, "zipped", "application/zip", "zip", &zip)
+}
+
+/// The page of [`zipped_page`] in an archive encrypted (ZipCrypto or
+/// AES, by copy) with a password of its own per copy, stated in the
+/// one-line body as such campaigns state it.
+fn encrypted_zip(text: &str, copy: usize) -> Vec<u8> {
+    const COVERS: [&str; 5] = [
+        "Invoice attached. Password: {pw}",
+        "The archive password is {pw}.",
+        "Please find the statement attached (password {pw}).",
+        "Passwort für das Dokument: {pw}",
+        "Your documents are attached, use PIN {pw} to open them.",
+    ];
+    let mut pr = rng(text, copy, "encrypted_zip");
+    let paras = html_paragraphs(&body(text, copy), &mut pr, 0.0, |w, _| esc(w));
+    let page = html_doc(&p_elements(&paras));
+    let password = format!("{}", 1000 + pr.below(9000));
+    let zip = testkit::documents::encrypted_zip(
+        &[(&format!("invoice_{copy}.html"), page.as_bytes())],
+        &password,
+        copy % 2 == 1,
+    );
+    let cover = COVERS[pr.below(COVERS.len())].replace("{pw}", &password);
+    let name = format!("documents_{copy}.zip");
+    under_cover(
+        text,
+        copy,
+        "encrypted",
+        &cover,
+        "application/zip",
+        &name,
+        &zip,
+    )
 }
 
 /// The text as `<text>` lines of an SVG picture (attached SVGs are shown

@@ -22,8 +22,15 @@
 //! attachments and their nested entries): a zip bomb, a gzip of zeros or a
 //! thousand entries stop there, and what was read so far is kept (`cut`).
 //! At most [`MAX_ENTRIES`] entries of all archives of a message are
-//! opened, archives are followed [`MAX_DEPTH`] deep, and encrypted entries
-//! are skipped.
+//! opened, archives are followed [`MAX_DEPTH`] deep.
+//!
+//! **Encrypted archives.** A campaign that sends its text in an encrypted
+//! zip states the password in the message, or its reader could not open
+//! it: an encrypted entry is tried with the passwords the message's own
+//! text states ([`stated_passwords`]: at most [`MAX_PASSWORDS`], each tried
+//! once per entry, an entry accepted only when it decrypts and inflates
+//! without error), with ZipCrypto and AES alike; without one it is
+//! skipped, as before.
 //!
 //! **What a viewer hides.** Word's hidden runs (`w:vanish`), deleted
 //! revisions (`w:delText`) and field codes; SVG elements with
@@ -141,6 +148,11 @@ fn looks_like_message(head: &[u8]) -> bool {
 /// What one message may still spend on documents.
 #[derive(Debug)]
 pub struct Budget {
+    /// The passwords the message states, for its encrypted archives
+    /// ([`stated_passwords`]); the one that opened an entry moves first.
+    pub passwords: Vec<String>,
+    /// Passwords still to try on encrypted entries ([`PASSWORD_TRIES`]).
+    pub password_tries: usize,
     /// Bytes still to decompress or parse ([`WORK_BYTES`]).
     pub bytes: usize,
     /// Archive entries still to open ([`MAX_ENTRIES`]).
@@ -152,6 +164,8 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
+            passwords: Vec::new(),
+            password_tries: PASSWORD_TRIES,
             bytes: WORK_BYTES,
             entries: MAX_ENTRIES,
             cut: false,
@@ -452,14 +466,23 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
             return;
         }
         budget.entries -= 1;
-        let Ok(file) = archive.by_index(i) else {
-            continue;
+        let encrypted = match archive.by_index_raw(i) {
+            Ok(f) if f.is_dir() => continue,
+            Ok(f) => f.encrypted(),
+            Err(_) => continue,
         };
-        if file.encrypted() || file.is_dir() {
-            continue;
-        }
-        // A broken or unsupported entry keeps what was read before.
-        let content = read_squeezed(file, budget);
+        let content = if encrypted {
+            match decrypted(&mut archive, i, budget) {
+                Some(c) => c,
+                None => continue,
+            }
+        } else {
+            let Ok(file) = archive.by_index(i) else {
+                continue;
+            };
+            // A broken or unsupported entry keeps what was read before.
+            read_squeezed(file, budget)
+        };
         match kind {
             EntryKind::OfficeText => xml_text(&content, out),
             EntryKind::Relations => relation_links(&content, out),
@@ -468,6 +491,244 @@ fn read_zip(bytes: &[u8], depth: usize, budget: &mut Budget, out: &mut Vec<Piece
                 depth: depth + 1,
             }),
         }
+    }
+}
+
+/// Most passwords a message's text states that are tried on its
+/// encrypted entries (a wrong one costs ZipCrypto a 12-byte check, AES a
+/// key derivation of about half a millisecond).
+pub const MAX_PASSWORDS: usize = 32;
+/// Passwords tried on one message's encrypted entries in all (an AES
+/// entry's key derivation is about half a millisecond each).
+pub const PASSWORD_TRIES: usize = 128;
+/// Longest password taken from a message's text, in characters.
+const MAX_PASSWORD_CHARS: usize = 64;
+/// Most bytes of a message's text searched for passwords.
+const PASSWORD_SEARCH_BYTES: usize = 64 * 1024;
+
+/// Words that name a password (lowercase, matched as whole words): the
+/// strong ones first, tried first, so that "pass", "code" or "pin" strewn
+/// before the real statement cannot use up the bound.
+const PASSWORD_WORDS: &[&[&str]] = &[
+    &[
+        "password",
+        "passwords",
+        "passwort",
+        "passcode",
+        "passwd",
+        "kennwort",
+        "mot de passe",
+        "contraseña",
+        "contrasena",
+        "senha",
+        "wachtwoord",
+        "parola",
+        "hasło",
+        "haslo",
+        "密码",
+        "パスワード",
+    ],
+    &["pass", "pwd", "pw", "code", "pin", "clave", "key"],
+];
+
+/// Words between a password's name and the password itself ("the password
+/// *is* 1234", "password *for the archive*: 1234"), never taken for one.
+const LINKING_WORDS: &[&str] = &[
+    "is",
+    "ist",
+    "est",
+    "es",
+    "será",
+    "the",
+    "for",
+    "to",
+    "open",
+    "opening",
+    "archive",
+    "file",
+    "files",
+    "document",
+    "documents",
+    "attachment",
+    "attached",
+    "zip",
+    "of",
+    "de",
+    "la",
+    "le",
+    "el",
+    "das",
+    "der",
+    "die",
+    "zum",
+    "öffnen",
+    "für",
+    "da",
+    "do",
+    "van",
+    "het",
+    "use",
+    "enter",
+    "with",
+    "your",
+    "our",
+    "this",
+    "it",
+    "den",
+    "del",
+    "pour",
+    "para",
+    "und",
+    "and",
+    "below",
+    "here",
+    "a",
+    "an",
+    "you",
+    "will",
+    "need",
+    "required",
+    "requires",
+    "please",
+    "-",
+    "–",
+    ":",
+    "=",
+    "as",
+    "follows",
+    "ouvrir",
+    "fichier",
+    "datei",
+    "bestand",
+];
+
+/// The passwords `text` states for an attachment: the first word after
+/// each word that names one ("Password: 4411", "the archive password is
+/// \"inv-2231\"", "Passwort für die Datei: abc"), linking words passed
+/// over, with and without its quotes and trailing punctuation; those named
+/// by a strong word first (see [`PASSWORD_WORDS`]), each group in text
+/// order; at most [`MAX_PASSWORDS`], each at most 64 characters.
+pub fn stated_passwords(text: &str) -> Vec<String> {
+    let text = cut_at(text, PASSWORD_SEARCH_BYTES);
+    let lower = text.to_lowercase();
+    // The words are taken from the text itself where lowercasing kept its
+    // length (almost always), else from the lowercase text.
+    let source = if lower.len() == text.len() {
+        text
+    } else {
+        lower.as_str()
+    };
+    let mut found: Vec<String> = Vec::new();
+    for names in PASSWORD_WORDS {
+        let mut at: Vec<(usize, usize)> = Vec::new();
+        for w in *names {
+            let mut from = 0;
+            while let Some(i) = lower.get(from..).and_then(|r| r.find(w)) {
+                let (start, end) = (from + i, from + i + w.len());
+                from = end;
+                let before = lower.get(..start).and_then(|b| b.chars().next_back());
+                let after = lower.get(end..).and_then(|a| a.chars().next());
+                if before.is_none_or(|c| !c.is_alphanumeric())
+                    && after.is_none_or(|c| !c.is_alphanumeric())
+                {
+                    at.push((start, end));
+                }
+                if at.len() > 4 * MAX_PASSWORDS {
+                    break;
+                }
+            }
+        }
+        at.sort_unstable();
+        for (_, end) in at {
+            let rest = source.get(end..).unwrap_or("");
+            // The words after the name, linking words passed over: the
+            // one after a colon or an equals sign first, then up to three
+            // others ("Passwort für das Dokument: 4411").
+            let words: Vec<&str> = rest
+                .split_whitespace()
+                .take(10)
+                .filter(|w| {
+                    let b = bare(w);
+                    !b.is_empty() && !LINKING_WORDS.contains(&b.to_lowercase().as_str())
+                })
+                .collect();
+            let after_colon = rest
+                .split_whitespace()
+                .take(10)
+                .scan(false, |colon, w| {
+                    let take = *colon;
+                    *colon = w.ends_with([':', '=']);
+                    Some((take, w))
+                })
+                .find(|(take, w)| *take && !bare(w).is_empty())
+                .map(|(_, w)| w);
+            for word in after_colon.into_iter().chain(words.into_iter().take(3)) {
+                for candidate in [bare(word), word.trim_start_matches([':', '='])] {
+                    let fits = (1..=MAX_PASSWORD_CHARS).contains(&candidate.chars().count());
+                    if fits && found.len() < MAX_PASSWORDS && !found.iter().any(|f| f == candidate)
+                    {
+                        found.push(candidate.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A word without the quotes and punctuation around it.
+fn bare(word: &str) -> &str {
+    word.trim_start_matches(['"', '\'', '«', '“', '‘', '(', '[', '<', '*', ':', '=', '`'])
+        .trim_end_matches([
+            '"', '\'', '»', '”', '’', ')', ']', '>', '*', '.', ',', ';', ':', '!', '`',
+        ])
+}
+
+/// Entry `i` of `archive`, encrypted, decrypted with the first of the
+/// message's passwords that opens it and inflates it without error, within
+/// the budget; `None` when none does.
+fn decrypted(
+    archive: &mut zip::ZipArchive<Cursor<&[u8]>>,
+    i: usize,
+    budget: &mut Budget,
+) -> Option<Vec<u8>> {
+    let passwords = budget.passwords.clone();
+    for (k, pw) in passwords.iter().enumerate() {
+        if budget.password_tries == 0 {
+            budget.cut = true;
+            return None;
+        }
+        budget.password_tries -= 1;
+        let Ok(file) = archive.by_index_decrypt(i, pw.as_bytes()) else {
+            continue;
+        };
+        let mut checked = Checked {
+            inner: file,
+            failed: false,
+        };
+        let content = read_squeezed(&mut checked, budget);
+        if !checked.failed {
+            // An archive's entries share their password, mostly.
+            let first = budget.passwords.remove(k);
+            budget.passwords.insert(0, first);
+            return Some(content);
+        }
+    }
+    None
+}
+
+/// A reader that remembers whether it failed (a wrong password that passed
+/// ZipCrypto's one-byte check fails in the inflater or the checksum).
+struct Checked<R> {
+    inner: R,
+    failed: bool,
+}
+
+impl<R: Read> Read for Checked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let r = self.inner.read(buf);
+        self.failed |= r.is_err();
+        r
     }
 }
 
@@ -1434,6 +1695,93 @@ mod tests {
         assert_eq!(sniff(b"Hello: this is text\nand more"), None);
         assert_eq!(sniff(b"\x89PNG\r\n\x1a\n"), None);
         assert_eq!(sniff(b"just some words"), None);
+    }
+
+    /// An archive of `entries`, each encrypted with `password`: ZipCrypto,
+    /// or AES-256 when `aes`.
+    fn encrypted_zip_of(entries: &[(&str, &[u8])], password: &str, aes: bool) -> Vec<u8> {
+        use zip::unstable::write::FileOptionsExt;
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, content) in entries {
+            let options = zip::write::SimpleFileOptions::default();
+            let options = if aes {
+                options.with_aes_encryption(zip::AesMode::Aes256, password)
+            } else {
+                options
+                    .with_deprecated_encryption(password.as_bytes())
+                    .unwrap()
+            };
+            w.start_file(*name, options).unwrap();
+            w.write_all(content).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    /// Passwords as messages state them: after the word that names one,
+    /// linking words passed over, quotes taken off; "passed" or
+    /// "passport" name none; strong names come first, so that "pass" or
+    /// "code" strewn ahead cannot use the bound up.
+    #[test]
+    fn stated_passwords_are_found_as_a_reader_finds_them() {
+        let has = |text: &str, pw: &str| {
+            let got = stated_passwords(text);
+            assert!(got.iter().any(|g| g == pw), "{text:?}: {got:?}");
+        };
+        has("Password: 4411", "4411");
+        has("The archive password is \"inv-2231\".", "inv-2231");
+        has("Passwort für die Datei: Abc#9", "Abc#9");
+        has("Mot de passe : X7y-Q", "X7y-Q");
+        has("Use PW 8812 to open the attached file", "8812");
+        has("Invoice attached (pass: 5521)", "5521");
+        has("your code to open it is 7730", "7730");
+        let none = stated_passwords("I passed the exam with my passport and a bypass.");
+        assert!(none.is_empty(), "{none:?}");
+        let stuffed = format!(
+            "{} The password is hunter2.",
+            "code pin pass key ".repeat(40)
+        );
+        let got = stated_passwords(&stuffed);
+        assert_eq!(got.first().map(String::as_str), Some("hunter2"), "{got:?}");
+        assert!(got.len() <= MAX_PASSWORDS);
+        let long = format!("password: {}", "x".repeat(200));
+        assert!(stated_passwords(&long).is_empty());
+    }
+
+    /// An encrypted archive whose password the message states is read
+    /// (ZipCrypto and AES); with other passwords it is skipped, as before,
+    /// and the tries are bounded.
+    #[test]
+    fn an_encrypted_archive_is_opened_with_the_stated_password() {
+        let doc = b"Your invoice 2231 is overdue: pay at secure-billing now.";
+        for aes in [false, true] {
+            let z = encrypted_zip_of(&[("invoice.txt", doc), ("more.txt", doc)], "inv-2231", aes);
+            let mut budget = Budget {
+                passwords: vec!["wrong".into(), "inv-2231".into()],
+                ..Budget::default()
+            };
+            let pieces = read(&z, Format::Zip, 0, &mut budget);
+            let inner: Vec<&Vec<u8>> = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Inner { bytes, .. } => Some(bytes),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(inner.len(), 2, "aes {aes}");
+            assert!(inner.iter().all(|b| b.as_slice() == doc));
+            // The one that opened the first entry was tried first on the
+            // second: three tries in all.
+            assert_eq!(budget.password_tries, PASSWORD_TRIES - 3, "aes {aes}");
+            let mut wrong = Budget {
+                passwords: (0..MAX_PASSWORDS).map(|i| format!("guess{i}")).collect(),
+                password_tries: 40,
+                ..Budget::default()
+            };
+            assert!(read(&z, Format::Zip, 0, &mut wrong).is_empty());
+            assert_eq!(wrong.password_tries, 0);
+            assert!(wrong.cut, "tries ran out: read partly");
+            assert!(read(&z, Format::Zip, 0, &mut Budget::default()).is_empty());
+        }
     }
 
     /// Word opens the part its relationships name, and shows headers and

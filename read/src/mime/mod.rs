@@ -448,6 +448,26 @@ fn collect(
             }
         }
     }
+    // The passwords the message states, for its encrypted archives
+    // (`document::stated_passwords`): its own text's, then its subject's.
+    if short_body && spend.docs.passwords.len() < document::MAX_PASSWORDS {
+        let own = body.text.get(before..).unwrap_or("");
+        let subject = if depth == 0 {
+            message.subject().unwrap_or("")
+        } else {
+            ""
+        };
+        for pw in document::stated_passwords(own)
+            .into_iter()
+            .chain(document::stated_passwords(subject))
+        {
+            if spend.docs.passwords.len() < document::MAX_PASSWORDS
+                && !spend.docs.passwords.contains(&pw)
+            {
+                spend.docs.passwords.push(pw);
+            }
+        }
+    }
     let read = Reading {
         limit,
         short_text,
