@@ -87,6 +87,8 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("form_fields", form_fields),
     // Issue 65: an archive encrypted with the password its body states.
     ("encrypted_zip", encrypted_zip),
+    // Issue 65: SVG text read where it is drawn, not in source order.
+    ("svg_shuffled", svg_shuffled),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -2059,6 +2061,57 @@ fn encrypted_zip(text: &str, copy: usize) -> Vec<u8> {
 fn svg_text(text: &str, copy: usize) -> Vec<u8> {
     let svg = testkit::documents::svg(&paragraphs(text, copy));
     attached_document(text, copy, "svg", "image/svg+xml", "svg", &svg)
+}
+
+/// The text's lines drawn in an SVG picture, written in a shuffled order:
+/// each line placed by its `y`, some in translated groups, some split
+/// into words each placed by its `x` (a viewer shows them in order).
+fn svg_shuffled(text: &str, copy: usize) -> Vec<u8> {
+    use testkit::documents::xml_escape;
+    let mut r = rng(text, copy, "svg_shuffled");
+    let mut items: Vec<String> = Vec::new();
+    let mut y = 30;
+    for lines in paragraphs(text, copy) {
+        for line in lines {
+            items.push(match r.below(3) {
+                0 => format!(
+                    "<text x=\"20\" y=\"{y}\" font-size=\"14\">{}</text>",
+                    xml_escape(&line)
+                ),
+                1 => format!(
+                    "<g transform=\"translate(20 {y})\"><text font-size=\"14\">{}</text></g>",
+                    xml_escape(&line)
+                ),
+                _ => {
+                    let mut x = 20.0f32;
+                    let mut spans = String::new();
+                    for w in line.split_whitespace() {
+                        spans.push_str(&format!("<tspan x=\"{x}\">{}</tspan>", xml_escape(w)));
+                        x += w.chars().count() as f32 * 8.5 + 5.0;
+                    }
+                    format!("<text y=\"{y}\" font-size=\"14\">{spans}</text>")
+                }
+            });
+            y += 18;
+        }
+        y += 18;
+    }
+    for i in (1..items.len()).rev() {
+        items.swap(i, r.below(i + 1));
+    }
+    let svg = format!(
+        "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" \
+         height=\"{y}\">\n{}\n</svg>\n",
+        items.join("\n")
+    );
+    attached_document(
+        text,
+        copy,
+        "svgshuffled",
+        "image/svg+xml",
+        "svg",
+        svg.as_bytes(),
+    )
 }
 
 /// The text as the DESCRIPTION of a meeting invitation: a one-line body
