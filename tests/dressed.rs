@@ -623,3 +623,23 @@ fn a_picture_of_text_campaign_is_one_campaign() {
         "pictures of two texts made one campaign"
     );
 }
+
+/// A scanned page (issue 65, one picture path): the text drawn as the one
+/// picture of a PDF page without text (JPEG or deflated grey samples),
+/// attached under a one-line body. The PDF's pictures are read as
+/// attached ones are: one campaign per text.
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[test]
+fn a_scanned_pdf_campaign_is_one_campaign() {
+    let cfg = threshold5();
+    let bases = all_bases();
+    let rate = alike_rate(&cfg, &bases, "scanned PDFs", dress::scanned_pdf_message);
+    assert!(
+        rate >= OCR_RATE,
+        "scanned-PDF campaigns {:.0}%",
+        100.0 * rate
+    );
+}

@@ -138,6 +138,38 @@ pub fn pdf(lines: &[&str], extra: &str) -> Vec<u8> {
     pdf_file(&objects)
 }
 
+/// A one-page PDF without text whose page is one picture (a scan): the
+/// picture's stream `data` of `width` x `height` pixels, written with
+/// `filter` (`DCTDecode`: a JPEG file; `FlateDecode`: zlib-compressed
+/// 8-bit samples) in `color` (`DeviceRGB`, `DeviceGray`).
+pub fn pdf_of_picture(width: u32, height: u32, filter: &str, color: &str, data: &[u8]) -> Vec<u8> {
+    let content = format!("q {width} 0 0 {height} 0 0 cm /Im1 Do Q\n");
+    let mut image = format!(
+        "<< /Type /XObject /Subtype /Image /Width {width} /Height {height} \
+         /ColorSpace /{color} /BitsPerComponent 8 /Filter /{filter} /Length {} >>\nstream\n",
+        data.len()
+    )
+    .into_bytes();
+    image.extend_from_slice(data);
+    image.extend_from_slice(b"\nendstream");
+    let objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents 4 0 R \
+             /Resources << /XObject << /Im1 5 0 R >> >> >>"
+        )
+        .into_bytes(),
+        format!(
+            "<< /Length {} >>\nstream\n{content}endstream",
+            content.len()
+        )
+        .into_bytes(),
+        image,
+    ];
+    pdf_file(&objects)
+}
+
 /// A PDF file of `objects` (numbered from 1; the first the catalog), with
 /// its cross-reference table and trailer.
 pub fn pdf_file(objects: &[Vec<u8>]) -> Vec<u8> {

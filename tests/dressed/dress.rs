@@ -1815,6 +1815,85 @@ pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 /// perceptual hash; under a one-line body, as an inline picture
 /// (multipart/related) or an attachment. Needs [`FONT`].
 pub fn text_picture_message(text: &str, copy: usize) -> Vec<u8> {
+    let (img, mut r) = text_picture_image(text, copy);
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("encodes");
+    let cover = *rng(text, 0, "text_picture_cover").pick(&[
+        "Please see the picture below.",
+        "If you cannot see this offer, turn on pictures.",
+        "Details inside.",
+    ]);
+    if r.below(2) == 0 {
+        return under_cover(
+            text,
+            copy,
+            "text_picture",
+            cover,
+            "image/png",
+            &format!("offer{copy}.png"),
+            &png,
+        );
+    }
+    // Inline, as a page shows it.
+    let bd = boundary(text, copy, "related");
+    let cid = format!("img{}@{}", tracking(text, copy), host(text));
+    let parts = [
+        (
+            "Content-Type: text/html; charset=utf-8".to_owned(),
+            format!("<html><body><p>{cover}</p><img src=\"cid:{cid}\"></body></html>\n"),
+        ),
+        (
+            format!(
+                "Content-Type: image/png\n\
+                 Content-Transfer-Encoding: base64\n\
+                 Content-ID: <{cid}>\n\
+                 Content-Disposition: inline"
+            ),
+            b64_lines(&png),
+        ),
+    ];
+    message(
+        text,
+        copy,
+        &format!("Content-Type: multipart/related; boundary=\"{bd}\""),
+        multipart(&bd, &parts).as_bytes(),
+    )
+}
+
+/// The text drawn as a scanned page: the picture of
+/// [`text_picture_message`] as the one picture of a PDF page without text
+/// (a JPEG in even copies, deflated grey samples in odd ones), attached
+/// under a one-line body.
+pub fn scanned_pdf_message(text: &str, copy: usize) -> Vec<u8> {
+    let (img, _) = text_picture_image(text, copy);
+    let (w, h) = img.dimensions();
+    let pdf = if copy.is_multiple_of(2) {
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 85)
+            .encode_image(&img)
+            .expect("encodes");
+        testkit::pdf_of_picture(w, h, "DCTDecode", "DeviceRGB", &jpeg)
+    } else {
+        use std::io::Write as _;
+        let grey = image::DynamicImage::ImageRgb8(img).to_luma8();
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(grey.as_raw()).expect("deflates");
+        testkit::pdf_of_picture(
+            w,
+            h,
+            "FlateDecode",
+            "DeviceGray",
+            &z.finish().expect("deflates"),
+        )
+    };
+    attached_document(text, copy, "scan", "application/pdf", "pdf", &pdf)
+}
+
+/// The text drawn into a picture, each copy at its own size, width,
+/// offset and colours, with speckles; and the copy's generator after it.
+fn text_picture_image(text: &str, copy: usize) -> (image::RgbImage, Rng) {
     use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
     use image::Rgb;
     static FONT_BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
@@ -1903,50 +1982,7 @@ pub fn text_picture_message(text: &str, copy: usize) -> Vec<u8> {
             *p = Rgb([c[0], c[1], c[2]]);
         }
     }
-    let mut png = Vec::new();
-    image::DynamicImage::ImageRgb8(img)
-        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .expect("encodes");
-    let cover = *rng(text, 0, "text_picture_cover").pick(&[
-        "Please see the picture below.",
-        "If you cannot see this offer, turn on pictures.",
-        "Details inside.",
-    ]);
-    if r.below(2) == 0 {
-        return under_cover(
-            text,
-            copy,
-            "text_picture",
-            cover,
-            "image/png",
-            &format!("offer{copy}.png"),
-            &png,
-        );
-    }
-    // Inline, as a page shows it.
-    let bd = boundary(text, copy, "related");
-    let cid = format!("img{}@{}", tracking(text, copy), host(text));
-    let parts = [
-        (
-            "Content-Type: text/html; charset=utf-8".to_owned(),
-            format!("<html><body><p>{cover}</p><img src=\"cid:{cid}\"></body></html>\n"),
-        ),
-        (
-            format!(
-                "Content-Type: image/png\n\
-                 Content-Transfer-Encoding: base64\n\
-                 Content-ID: <{cid}>\n\
-                 Content-Disposition: inline"
-            ),
-            b64_lines(&png),
-        ),
-    ];
-    message(
-        text,
-        copy,
-        &format!("Content-Type: multipart/related; boundary=\"{bd}\""),
-        multipart(&bd, &parts).as_bytes(),
-    )
+    (img, r)
 }
 
 // --------------------------------------------------------------- documents

@@ -359,6 +359,13 @@ fn entry_kind(name: &str, main: Option<&str>) -> Option<EntryKind> {
                     .then_some(EntryKind::Relations)
             });
     }
+    // The pictures an Office document shows: read as pictures.
+    if ["word/media/", "xl/media/", "ppt/media/"]
+        .iter()
+        .any(|m| lower.starts_with(m))
+    {
+        return Some(EntryKind::Other);
+    }
     // An Office package's other parts and an EPUB's or ODF's manifests.
     let package_part = lower.starts_with("word/")
         || lower.starts_with("xl/")

@@ -802,7 +802,7 @@ fn add_document(
                         }
                     }
                     document::Piece::Inner { bytes, depth } => {
-                        add_document(&bytes, limit, body, spend, depth, nested);
+                        add_inner(&bytes, limit, body, spend, depth, nested);
                     }
                 }
             }
@@ -815,6 +815,49 @@ fn add_document(
     let read = body.text.get(before..).unwrap_or("");
     read.trim().is_empty().then(|| body.text.truncate(before));
     body.text.len() > before
+}
+
+/// An archive's entry, as a desktop opens it: a document ([`add_document`]),
+/// a picture (read as an attached one: a document's pictures, a scan in a
+/// zip), or plain text (a `.txt` in a zip: Notepad shows it).
+fn add_inner(
+    bytes: &[u8],
+    limit: usize,
+    body: &mut BodyText,
+    spend: &mut Spend,
+    depth: usize,
+    nested: usize,
+) {
+    if document::sniff(bytes).is_some() {
+        add_document(bytes, limit, body, spend, depth, nested);
+    } else if picture::is_picture(bytes) {
+        if body.attachments.len() < MAX_ATTACHMENTS {
+            let exact: [u8; 32] = Sha256::digest(bytes).into();
+            add_picture(bytes, exact, true, limit, body, spend);
+        }
+    } else if let Some(text) = plain_text(bytes) {
+        new_paragraph(body);
+        push_plain(&text, limit, body);
+    }
+}
+
+/// `bytes` as plain text when they are: UTF-8 (or, failing that, Windows
+/// Latin-1 as Notepad reads it) without NUL, nine in ten characters
+/// printable or white space. Junk entries are not text.
+fn plain_text(bytes: &[u8]) -> Option<String> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t.to_owned(),
+        Err(_) => bytes.iter().map(|&b| char::from(b)).collect(),
+    };
+    let (mut shown, mut all) = (0usize, 0usize);
+    for c in text.chars() {
+        all += 1;
+        shown += usize::from(!c.is_control() || c.is_whitespace());
+    }
+    (all > 0 && shown * 10 >= all * 9 && text.split_whitespace().next().is_some()).then_some(text)
 }
 
 /// Appends the text of the PDF in `bytes` ([`pdf`]) to the body, within
@@ -837,7 +880,18 @@ fn add_pdf_text(bytes: &[u8], limit: usize, body: &mut BodyText, spend: &mut Spe
     let read = pdf::text(bytes, room, &mut spend.pdf_work);
     body.partial |= read.cut;
     let Some(text) = read.text else {
-        return false;
+        // A page without text is a picture (a scan, or a picture of text
+        // put there to be read by a person): its pictures are read as
+        // attached ones, after the message's own.
+        let before = (body.text.len(), body.attachments.len());
+        for p in read.pictures {
+            if body.attachments.len() >= MAX_ATTACHMENTS {
+                break;
+            }
+            let exact: [u8; 32] = Sha256::digest(&p).into();
+            add_picture(&p, exact, true, limit, body, spend);
+        }
+        return (body.text.len(), body.attachments.len()) != before;
     };
     if !body.text.is_empty() {
         body.text.push_str("\n\n");
@@ -1316,6 +1370,59 @@ mod tests {
             END:VEVENT\r\nEND:VCALENDAR\r\n--B--\r\n";
         let text = parsed(raw).text;
         assert!(text.contains("payroll account is suspended"), "{text:?}");
+    }
+
+    /// What a desktop opens from an archive: a text file is read, a
+    /// document's pictures (Word's `word/media/`) and a PDF page that is
+    /// one picture are read as pictures (their perceptual hashes here; their
+    /// text with OCR).
+    #[test]
+    fn an_archives_text_files_and_documents_pictures_are_read() {
+        use base64::Engine as _;
+        let attached = |bytes: &[u8], ctype: &str| {
+            let raw = format!(
+                "From: a@b.example\r\nTo: c@d.example\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+                 Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+                 See attached.\r\n--B\r\nContent-Type: {ctype}\r\nContent-Transfer-Encoding: base64\r\n\r\n{}\r\n--B--\r\n",
+                base64::engine::general_purpose::STANDARD.encode(bytes)
+            );
+            parsed(&raw)
+        };
+        let zip = testkit::documents::zip(&[(
+            "notice.txt",
+            b"Your parcel is held at customs: pay the fee",
+        )]);
+        assert!(attached(&zip, "application/zip")
+            .text
+            .contains("held at customs"));
+        let junk = testkit::documents::zip(&[("blob.bin", &[0u8, 1, 2, 3, 200, 201][..])]);
+        assert!(!attached(&junk, "application/zip").text.contains('\u{1}'));
+        let mut img = image::GrayImage::from_pixel(120, 60, image::Luma([240]));
+        for x in 10..110 {
+            for y in 20..40 {
+                img.put_pixel(x, y, image::Luma([if (x / 7) % 2 == 0 { 10 } else { 240 }]));
+            }
+        }
+        let mut png = Vec::new();
+        image::DynamicImage::ImageLuma8(img.clone())
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        let docx = testkit::documents::zip(&[
+            (
+                "word/document.xml",
+                b"<w:document xmlns:w=\"w\"><w:body/></w:document>",
+            ),
+            ("word/media/image1.png", &png),
+        ]);
+        assert_eq!(
+            attached(&docx, "application/octet-stream").pictures.len(),
+            1
+        );
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut z, img.as_raw()).unwrap();
+        let pdf =
+            testkit::pdf_of_picture(120, 60, "FlateDecode", "DeviceGray", &z.finish().unwrap());
+        assert_eq!(attached(&pdf, "application/pdf").pictures.len(), 1);
     }
 
     #[test]

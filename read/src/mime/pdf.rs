@@ -39,12 +39,19 @@ pub fn is_pdf(bytes: &[u8]) -> bool {
 pub const WORK_BYTES: usize = 512 << 10;
 
 /// What reading one PDF gave: its text, if any, and whether the work
-/// budget stopped it before its last page.
+/// budget stopped it before its last page; when it has no text (a scanned
+/// page, a page that is one picture of text), the pictures its first
+/// pages draw, as picture files for the picture path (`mime::picture`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PdfText {
     pub text: Option<String>,
     pub cut: bool,
+    pub pictures: Vec<Vec<u8>>,
 }
+
+/// Most pictures taken from a PDF without text (the picture path's own
+/// bounds then apply: pixels, OCR, per message).
+pub const MAX_PICTURES: usize = 4;
 
 /// The text of the first pages of the PDF in `bytes`, at most `limit`
 /// bytes of it, within `budget` (bytes of content and font maps the
@@ -83,9 +90,13 @@ pub fn text(bytes: &[u8], limit: usize, budget: &mut usize) -> PdfText {
         } else {
             doc.extract_text_with_limit(&pages, MAX_STREAM_BYTES).ok()
         };
-        Some((text, cut, left))
+        let blank = text
+            .as_deref()
+            .is_none_or(|t| t.split_whitespace().next().is_none());
+        let pictures = if blank { pictures(&doc) } else { Vec::new() };
+        Some((text, cut, left, pictures))
     });
-    let Ok(Some((text, cut, left))) = read else {
+    let Ok(Some((text, cut, left, pictures))) = read else {
         return PdfText::default();
     };
     *budget = left;
@@ -102,7 +113,86 @@ pub fn text(bytes: &[u8], limit: usize, budget: &mut usize) -> PdfText {
     PdfText {
         text: text.filter(|t| t.split_whitespace().next().is_some()),
         cut,
+        pictures,
     }
+}
+
+/// The pictures the first pages of `doc` draw (at most [`MAX_PICTURES`],
+/// each once), as picture files: a JPEG stream as it is, an 8-bit grey or
+/// RGB one that is deflated or raw written as a PNG within the picture
+/// path's pixel bound. Other encodings (JPEG 2000, fax, indexed colours)
+/// are not read.
+fn pictures(doc: &Document) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (_, id) in doc.get_pages().into_iter().take(MAX_PAGES) {
+        let Ok(images) = doc.get_page_images(id) else {
+            continue;
+        };
+        for image in images {
+            if out.len() >= MAX_PICTURES {
+                return out;
+            }
+            if seen.insert(image.id) {
+                out.extend(picture_file(&image));
+            }
+        }
+    }
+    out
+}
+
+/// One picture of a PDF as a picture file (see [`pictures`]).
+fn picture_file(image: &lopdf::xobject::PdfImage<'_>) -> Option<Vec<u8>> {
+    let filters = image.filters.as_deref().unwrap_or_default();
+    match filters {
+        [f] if f == "DCTDecode" => return Some(image.content.to_vec()),
+        [] => {}
+        [f] if f == "FlateDecode" => {}
+        _ => return None,
+    }
+    let (w, h) = (
+        u32::try_from(image.width).ok()?,
+        u32::try_from(image.height).ok()?,
+    );
+    let channels: u64 = match image.color_space.as_deref() {
+        Some("DeviceGray") => 1,
+        Some("DeviceRGB") => 3,
+        _ => return None,
+    };
+    if image.bits_per_component != Some(8)
+        || w == 0
+        || h == 0
+        || u64::from(w) * u64::from(h) > super::picture::MAX_MESSAGE_PIXELS
+    {
+        return None;
+    }
+    let size = usize::try_from(u64::from(w) * u64::from(h) * channels).ok()?;
+    let raw = if filters.is_empty() {
+        image.content.get(..size)?.to_vec()
+    } else {
+        use std::io::Read;
+        let mut raw = Vec::with_capacity(size);
+        flate2::read::ZlibDecoder::new(image.content)
+            .take(size as u64)
+            .read_to_end(&mut raw)
+            .ok()?;
+        raw
+    };
+    let mut png = Vec::new();
+    let color = if channels == 1 {
+        image::ExtendedColorType::L8
+    } else {
+        image::ExtendedColorType::Rgb8
+    };
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut png),
+        raw.get(..size)?,
+        w,
+        h,
+        color,
+    )
+    .ok()?;
+    Some(png)
 }
 
 /// The first [`MAX_PAGES`] pages the budget pays for, by number, and
