@@ -3,7 +3,9 @@
 //! judged at once without their pictures' text and say so
 //! (`pictures=unread`), are read again when the workers are free, and
 //! their campaign counts them then; a flood of picture mail from one
-//! client cannot keep a 24-domain picture campaign from bulk.
+//! client cannot keep a 24-domain picture campaign from bulk. And a
+//! message's pictures of text are paid once per family: a picture an OCR
+//! worker remembers costs a message none of its four pictures.
 
 mod common;
 #[allow(dead_code)]
@@ -210,4 +212,71 @@ async fn a_flood_of_picture_mail_cannot_keep_a_campaign_from_bulk() {
     assert!(h.starts_with("bulk"), "{h}");
     let m = Arc::into_inner(m).expect("the sends are done");
     m.stop().await;
+}
+
+/// A message of `pngs` attached under one short line.
+fn pictures_message(pngs: &[Vec<u8>]) -> Vec<u8> {
+    let mut m = String::from(
+        "From: Deals <offers@deals.example>\r\nTo: ann@example.net\r\nSubject: see\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n\
+         --B\r\nContent-Type: text/plain\r\n\r\nDetails inside.\r\n",
+    );
+    for (i, png) in pngs.iter().enumerate() {
+        m.push_str(&format!(
+            "--B\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=p{i}.png\r\n\
+             Content-Transfer-Encoding: base64\r\n\r\n{}\r\n",
+            testkit::base64_lines(png)
+        ));
+    }
+    m.push_str("--B--\r\n");
+    m.into_bytes()
+}
+
+/// The share of the words of `part`'s reading found in `whole`'s.
+fn share_read(part: &bulkwatch::engine::Reading, whole: &bulkwatch::engine::Reading) -> f64 {
+    let words: Vec<&str> = part.normalized.text.split_whitespace().collect();
+    let found = words
+        .iter()
+        .filter(|w| whole.normalized.text.contains(*w))
+        .count();
+    found as f64 / words.len().max(1) as f64
+}
+
+/// Decoys ahead of the picture of text (issue 65: two pictures a message
+/// were read, so two pictures ahead kept the third from being read): the
+/// third and the fourth pictures are read; and pictures an OCR worker
+/// read before cost nothing, so a fifth picture behind four remembered
+/// ones is read too.
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[test]
+fn pictures_behind_decoys_and_remembered_ones_are_read() {
+    use bulkwatch::engine::{read, read_config};
+    let cfg = Config::default();
+    bulkwatch::worker::provide_ocr_here(&cfg);
+    let rcpts = vec!["ann@example.net".to_owned()];
+    let rc = read_config(&cfg);
+    let pngs: Vec<Vec<u8>> = (4..9)
+        .map(|t| dress::text_picture_png(&texts::OWN[t].1.join("\n\n"), 7))
+        .collect();
+    let four = read(&pictures_message(&pngs[..4]), &rcpts, &rc);
+    let five = read(&pictures_message(&pngs), &rcpts, &rc);
+    // Each picture alone, after (remembered, or read once for the fifth).
+    let alone: Vec<_> = pngs
+        .iter()
+        .map(|p| read(&pictures_message(std::slice::from_ref(p)), &rcpts, &rc))
+        .collect();
+    for (i, a) in alone.iter().enumerate().take(4) {
+        assert!(
+            a.normalized.tokens > 20,
+            "picture {i}: {:?}",
+            a.normalized.text
+        );
+        let share = share_read(a, &four);
+        assert!(share > 0.9, "picture {i} of 4: {share:.2}");
+    }
+    let share = share_read(&alone[4], &five);
+    assert!(share > 0.9, "the fifth behind four remembered: {share:.2}");
 }

@@ -466,6 +466,7 @@ pub fn read(pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized {
         Recognized {
             text: text.filter(|t| conf >= MIN_CONFIDENCE && !t.trim().is_empty()),
             stopped: !ok,
+            remembered: false,
         }
     }
 }

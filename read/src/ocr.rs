@@ -10,8 +10,11 @@
 
 use std::sync::OnceLock;
 
-/// Pictures of one message whose text is read.
-pub const MAX_PICTURES: usize = 2;
+/// Pictures of one message whose text is read by the recognizer (a
+/// reading remembered from another message is not counted): the pixels
+/// ([`MAX_PIXELS`]) and the time ([`DEADLINE_MS`]) bound what they cost
+/// together.
+pub const MAX_PICTURES: usize = 4;
 /// Pixels one message may have read, in all (a larger picture is read
 /// scaled down to them, or its top part).
 pub const MAX_PIXELS: u64 = 1_500_000;
@@ -28,6 +31,10 @@ pub struct Recognized {
     pub text: Option<String>,
     /// Recognition was stopped at its deadline (nothing is kept).
     pub stopped: bool,
+    /// The text is a reading of the same picture remembered from before
+    /// (a picture family, paid once): it costs the message none of its
+    /// pictures, pixels or time.
+    pub remembered: bool,
 }
 
 /// An OCR engine a process provides.

@@ -153,6 +153,7 @@ impl bulkwatch_read::ocr::Recognizer for Remembered {
                 return bulkwatch_read::ocr::Recognized {
                     text: text.clone(),
                     stopped: false,
+                    remembered: true,
                 };
             }
         }

@@ -1891,6 +1891,15 @@ pub fn scanned_pdf_message(text: &str, copy: usize) -> Vec<u8> {
     attached_document(text, copy, "scan", "application/pdf", "pdf", &pdf)
 }
 
+/// The picture of [`text_picture_message`] as a PNG file.
+pub fn text_picture_png(text: &str, copy: usize) -> Vec<u8> {
+    let mut png = Vec::new();
+    image::DynamicImage::ImageRgb8(text_picture_image(text, copy).0)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("encodes");
+    png
+}
+
 /// The text drawn into a picture, each copy at its own size, width,
 /// offset and colours, with speckles; and the copy's generator after it.
 fn text_picture_image(text: &str, copy: usize) -> (image::RgbImage, Rng) {

@@ -215,7 +215,7 @@ pub fn read(bytes: &[u8], budget: &mut Budget, short: bool) -> Read {
     let mut codes = Vec::new();
     // A frame without contrast (blank) shows nothing to search or read:
     // it spends nothing (found by a helper's cases: a blank first frame
-    // used the searches up, and one of the two pictures read).
+    // used the searches up, and one of the pictures read).
     let frames: Vec<(&image::GrayImage, Option<u64>)> = frames
         .iter()
         .zip(hashes)
@@ -319,6 +319,15 @@ fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> 
     let read = recognizer.recognize(grey.as_raw(), w, h, budget.ocr_ms);
     let took = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
     budget.ocr_ms = budget.ocr_ms.saturating_sub(took);
+    if read.remembered {
+        // A picture family read before (a logo, a banner, the same
+        // picture of text): paid once, not by every message that shows it.
+        budget.ocr_pictures += 1;
+        budget.ocr_pixels = budget
+            .ocr_pixels
+            .saturating_add(u64::from(w) * u64::from(h))
+            .min(crate::ocr::MAX_PIXELS);
+    }
     budget.spent |= read.stopped;
     budget.stopped |= read.stopped;
     read.text
