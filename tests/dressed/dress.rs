@@ -1891,7 +1891,9 @@ pub fn scanned_pdf_message(text: &str, copy: usize) -> Vec<u8> {
     attached_document(text, copy, "scan", "application/pdf", "pdf", &pdf)
 }
 
-/// The picture of [`text_picture_message`] as a PNG file.
+/// The picture of [`text_picture_message`] as a PNG file
+/// (`tests/ocr_flood.rs`).
+#[allow(dead_code)]
 pub fn text_picture_png(text: &str, copy: usize) -> Vec<u8> {
     let mut png = Vec::new();
     image::DynamicImage::ImageRgb8(text_picture_image(text, copy).0)
