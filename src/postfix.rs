@@ -1,8 +1,11 @@
 //! What the local Postfix's own settings say, read with `postconf`: the
 //! networks of `mynetworks`, which are the site's own clients
-//! (`own.networks`, `crate::milter::origin`).
+//! (`own.networks`, `crate::milter::origin`); and the copies it holds in
+//! its hold queue for a campaign (`policy.bulk = "quarantine"`), released
+//! or deleted in one step (`bulkwatch campaigns held|release|delete-held`)
+//! with `postqueue`, `postcat` and `postsuper`.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -10,20 +13,32 @@ use std::time::{Duration, Instant};
 
 use ipnet::IpNet;
 
-/// Longest `postconf` is waited for.
-const POSTCONF_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most output read from `postconf`.
-const MAX_OUTPUT: u64 = 1 << 20;
+/// Longest a Postfix tool is waited for.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most output read from a Postfix tool.
+const MAX_OUTPUT: u64 = 64 << 20;
 
-/// Why Postfix's settings could not be read.
+/// Why a Postfix tool gave no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum PostfixError {
-    #[error("cannot run postconf (is Postfix installed and on PATH?)")]
-    Run(#[source] std::io::Error),
-    #[error("postconf {args} failed: {stderr}")]
-    Failed { args: String, stderr: String },
-    #[error("postconf {args} did not answer within {secs} s")]
-    Timeout { args: String, secs: u64 },
+    #[error("cannot run {program} (is Postfix installed and on PATH?)")]
+    Run {
+        program: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{program} {args} failed: {stderr}")]
+    Failed {
+        program: &'static str,
+        args: String,
+        stderr: String,
+    },
+    #[error("{program} {args} did not answer within {secs} s")]
+    Timeout {
+        program: &'static str,
+        args: String,
+        secs: u64,
+    },
 }
 
 impl PostfixError {
@@ -31,7 +46,7 @@ impl PostfixError {
     /// `postconf`, or no `main.cf`): the milter serves a Postfix elsewhere.
     pub fn no_postfix_here(&self) -> bool {
         match self {
-            PostfixError::Run(e) => e.kind() == std::io::ErrorKind::NotFound,
+            PostfixError::Run { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
             PostfixError::Failed { stderr, .. } => stderr.contains("No such file or directory"),
             PostfixError::Timeout { .. } => false,
         }
@@ -45,54 +60,208 @@ impl PostfixError {
 /// # Errors
 /// `postconf` could not be run, failed or did not answer.
 pub fn mynetworks(config_dir: Option<&Path>) -> Result<(Vec<IpNet>, Vec<String>), PostfixError> {
-    let out = postconf(config_dir, &["-xh", "mynetworks"])?;
+    let out = tool("postconf", config_dir, &["-xh", "mynetworks"], None)?;
     Ok(parse_networks(&out))
 }
 
-/// Runs `postconf ARGS` (with `-c DIR`), bounded in time and output.
-fn postconf(config_dir: Option<&Path>, args: &[&str]) -> Result<String, PostfixError> {
-    let mut cmd = Command::new("postconf");
+/// Runs Postfix's `program ARGS` (with `-c DIR`), `input` on its standard
+/// input, bounded in time and output; its standard output.
+fn tool(
+    program: &'static str,
+    config_dir: Option<&Path>,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Result<String, PostfixError> {
+    let mut cmd = Command::new(program);
     if let Some(d) = config_dir {
         cmd.arg("-c").arg(d);
     }
+    let run = |source| PostfixError::Run { program, source };
     let mut child = cmd
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(PostfixError::Run)?;
-    let deadline = Instant::now() + POSTCONF_TIMEOUT;
+        .map_err(run)?;
+    // Output read while the tool runs (a full pipe would stop it).
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            if let Some(r) = r {
+                let _ = r.take(MAX_OUTPUT).read_to_end(&mut s);
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    if let (Some(mut w), Some(input)) = (child.stdin.take(), input) {
+        let _ = w.write_all(input);
+    }
+    let deadline = Instant::now() + TOOL_TIMEOUT;
     let status = loop {
-        match child.try_wait().map_err(PostfixError::Run)? {
+        match child.try_wait().map_err(run)? {
             Some(s) => break s,
             None if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(PostfixError::Timeout {
+                    program,
                     args: args.join(" "),
-                    secs: POSTCONF_TIMEOUT.as_secs(),
+                    secs: TOOL_TIMEOUT.as_secs(),
                 });
             }
             None => std::thread::sleep(Duration::from_millis(10)),
         }
     };
-    let read = |r: Option<&mut dyn Read>| {
-        let mut s = String::new();
-        if let Some(r) = r {
-            let _ = r.take(MAX_OUTPUT).read_to_string(&mut s);
-        }
-        s
-    };
-    let stdout = read(child.stdout.as_mut().map(|r| r as &mut dyn Read));
-    let stderr = read(child.stderr.as_mut().map(|r| r as &mut dyn Read));
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
     if !status.success() {
         return Err(PostfixError::Failed {
+            program,
             args: args.join(" "),
             stderr: stderr.trim().to_owned(),
         });
     }
     Ok(stdout)
+}
+
+/// A copy of a campaign in Postfix's hold queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub queue_id: String,
+    /// Its `X-Bulkwatch` header, as bulkwatch wrote it when it held it.
+    pub verdict: String,
+    pub subject: Option<String>,
+}
+
+/// The copies of campaign `campaign` (its id as the `X-Bulkwatch` header
+/// names it: `campaign=ID`) in the hold queue of the Postfix of
+/// `config_dir`: the held messages `postqueue -j` lists, each read by
+/// `postcat -h` for the header bulkwatch wrote when it held it. A
+/// sender's own `X-Bulkwatch` never reaches the queue (the milter
+/// deletes it), so the header is this site's verdict.
+///
+/// # Errors
+/// A Postfix tool could not be run, failed or did not answer.
+pub fn held_copies(config_dir: Option<&Path>, campaign: &str) -> Result<Vec<Held>, PostfixError> {
+    let queue = tool("postqueue", config_dir, &["-j"], None)?;
+    let mut out = Vec::new();
+    for line in queue.lines() {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if entry.get("queue_name").and_then(|q| q.as_str()) != Some("hold") {
+            continue;
+        }
+        let Some(id) = entry.get("queue_id").and_then(|q| q.as_str()) else {
+            continue;
+        };
+        if !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            continue;
+        }
+        // A message removed meanwhile is no longer held: passed over.
+        let Ok(head) = tool("postcat", config_dir, &["-h", "-q", id], None) else {
+            continue;
+        };
+        let headers = unfolded(&head);
+        let verdict = headers
+            .iter()
+            .filter_map(|h| strip_name(h, "x-bulkwatch"))
+            .find(|v| names_campaign(v, campaign));
+        if let Some(verdict) = verdict {
+            out.push(Held {
+                queue_id: id.to_owned(),
+                verdict: verdict.to_owned(),
+                subject: headers
+                    .iter()
+                    .find_map(|h| strip_name(h, "subject"))
+                    .map(str::to_owned),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Releases `ids` from the hold queue (`postsuper -H`) and has Postfix
+/// deliver them now (`postqueue -i`).
+///
+/// # Errors
+/// A Postfix tool could not be run, failed or did not answer.
+pub fn release(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let list = ids.join("\n") + "\n";
+    tool("postsuper", config_dir, &["-H", "-"], Some(list.as_bytes()))?;
+    for id in ids {
+        // (Delivered meanwhile by a queue run: nothing to do.)
+        let _ = tool("postqueue", config_dir, &["-i", id], None);
+    }
+    Ok(())
+}
+
+/// Deletes `ids` from the hold queue (`postsuper -d - hold`).
+///
+/// # Errors
+/// A Postfix tool could not be run, failed or did not answer.
+pub fn delete_held(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let list = ids.join("\n") + "\n";
+    tool(
+        "postsuper",
+        config_dir,
+        &["-d", "-", "hold"],
+        Some(list.as_bytes()),
+    )?;
+    Ok(())
+}
+
+/// The header fields of `postcat -h` output, each on one line.
+fn unfolded(head: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in head.lines() {
+        if line.starts_with([' ', '\t']) {
+            if let Some(last) = out.last_mut() {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        } else if !line.starts_with("*** ") {
+            out.push(line.to_owned());
+        }
+    }
+    out
+}
+
+/// The value of header field `h` when it is `name` (ASCII case ignored).
+fn strip_name<'a>(h: &'a str, name: &str) -> Option<&'a str> {
+    let (n, v) = h.split_once(':')?;
+    n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+}
+
+/// Whether an `X-Bulkwatch` value names `campaign` (`campaign=ID`).
+fn names_campaign(value: &str, campaign: &str) -> bool {
+    value
+        .split(';')
+        .filter_map(|p| p.trim().strip_prefix("campaign="))
+        .any(|id| id.eq_ignore_ascii_case(campaign.trim()))
 }
 
 /// The networks of a `mynetworks` value: `a.b.c.d`, `a.b.c.d/n`,
@@ -133,6 +302,19 @@ fn network(item: &str) -> Option<IpNet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_copy_is_known_by_the_campaign_its_header_names() {
+        let head = "*** ENVELOPE RECORDS ***\nSubject: Win\n big\nX-Bulkwatch: bulk; campaign=3fa9c1;\n size=57; held=yes\n";
+        let h = unfolded(head);
+        let v = h.iter().find_map(|h| strip_name(h, "X-Bulkwatch")).unwrap();
+        assert!(names_campaign(v, "3FA9C1"));
+        assert!(!names_campaign(v, "3fa9c"));
+        assert_eq!(
+            h.iter().find_map(|h| strip_name(h, "subject")),
+            Some("Win big")
+        );
+    }
 
     #[test]
     fn mynetworks_values_read_as_postfix_writes_them() {

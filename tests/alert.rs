@@ -76,6 +76,7 @@ fn alert(id: u64) -> alert::Alert {
         judged_here: true,
         logs: alert::LogPlace::Journal,
         inside: None,
+        held: false,
     }
 }
 

@@ -1450,12 +1450,13 @@ fn a_campaign_of_slow_pdfs_through_postfix_is_flagged() {
     assert!(!log().contains("not judged"), "{}", log());
 }
 
-/// Quarantined mail through Postfix, released as bulkwatch(8) says: under
+/// Quarantined mail through Postfix, released in one step: under
 /// `policy.bulk = "quarantine"` a campaign's copies past the threshold are
 /// put on hold (never delivered meanwhile), the verdict's log line names
-/// each one's queue id, and `postsuper -H` followed by `postqueue -i`
-/// delivers it, tagged as judged. The queue manager's scan of the deferred
-/// queue is made an hour here, so only `postqueue -i` can deliver it.
+/// each one's queue id, `bulkwatch campaigns held ID` lists them and
+/// `bulkwatch campaigns release ID` delivers them all, tagged as judged
+/// and `held=yes`. The queue manager's scan of the deferred queue is made
+/// an hour here, so only the release can deliver them.
 #[cfg_attr(
     not(all(bulkwatch_postfix, bulkwatch_root)),
     ignore = "needs root and Postfix (apt-get install postfix)"
@@ -1555,14 +1556,51 @@ fn quarantined_mail_is_released_by_postsuper_h_and_postqueue_i() {
         !sink_files(&dir).iter().any(|f| f.contains(id.as_str())),
         "{id} was delivered while held"
     );
-    run(Command::new("/usr/sbin/postsuper")
-        .arg("-c")
-        .arg(&conf)
-        .args(["-H", &q]));
-    run(Command::new("/usr/sbin/postqueue")
-        .arg("-c")
-        .arg(&conf)
-        .args(["-i", &q]));
+    // The campaign's held copies, listed and released in one command each
+    // (issue 66): by the campaign id of the verdict line.
+    let campaign = log()
+        .lines()
+        .find(|l| l.contains(&format!("queue_id=\"{q}\"")) || l.contains(&format!("queue_id={q}")))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("campaign="))
+        })
+        .map(|c| c.trim_matches('"').to_owned())
+        .unwrap_or_else(|| panic!("no campaign for {q}:\n{}", log()));
+    let bulkwatch = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(["campaigns"])
+            .args(args)
+            .arg(&campaign)
+            .arg("--config")
+            .arg(&bw_config)
+            .arg("--postfix-config")
+            .arg(&conf)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let in_hold_now: Vec<String> = held().into_iter().filter(|h| in_hold(h)).collect();
+    let listed = bulkwatch(&["held"]);
+    assert!(
+        listed.starts_with(&format!(
+            "{} copies of campaign {campaign} held",
+            in_hold_now.len()
+        )),
+        "{listed}"
+    );
+    assert!(
+        in_hold_now.iter().all(|h| listed.contains(h.as_str())),
+        "{listed}"
+    );
+    let released = bulkwatch(&["release"]);
+    assert!(released.contains("released"), "{released}");
     let delivered = || {
         sink_files(&dir)
             .into_iter()
@@ -1575,9 +1613,12 @@ fn quarantined_mail_is_released_by_postsuper_h_and_postqueue_i() {
     );
     let copy = delivered().unwrap();
     assert!(
-        copy.lines().any(|l| l.starts_with("X-Bulkwatch: bulk;")),
-        "the released copy is not tagged as judged:\n{copy}"
+        copy.lines()
+            .any(|l| l.starts_with("X-Bulkwatch: bulk;") && l.trim_end().ends_with("held=yes")),
+        "the released copy does not say it was held:\n{copy}"
     );
+    assert!(in_hold_now.iter().all(|h| !in_hold(h)), "all released");
+    assert!(bulkwatch(&["held"]).starts_with("0 copies"));
 }
 
 /// A stand-in for the site's DKIM verifier (OpenDKIM) as a milter before

@@ -1,7 +1,10 @@
 //! `bulkwatch campaigns list|show|allow|disallow|forget|allow-domain|
 //! disallow-domain|domains`: the running daemon's campaigns and
 //! corrections, through its control socket (`control.sock` in the
-//! configuration's state directory; see `crate::milter::control`).
+//! configuration's state directory; see `crate::milter::control`). And
+//! `held|release|delete-held`: a campaign's copies in this host's Postfix
+//! hold queue (`policy.bulk = "quarantine"`), through Postfix's own tools
+//! (`crate::postfix`), without the daemon.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -114,6 +117,38 @@ pub enum Action {
     DisallowDomain { domain: String },
     /// The domain allowances in force, and the authserv-ids trusted.
     Domains,
+    /// The campaign's copies held in this host's Postfix hold queue
+    /// (policy.bulk = "quarantine"): queue id and subject. Run as root
+    /// (or the Postfix admin), on each MX host.
+    Held {
+        id: String,
+        #[command(flatten)]
+        postfix: PostfixArgs,
+    },
+    /// Release the campaign's held copies: delivered now, their
+    /// X-Bulkwatch header saying held=yes (downstream.md's rule delivers
+    /// them to the inbox). Allow the campaign too if its next copies should
+    /// not be held.
+    Release {
+        id: String,
+        #[command(flatten)]
+        postfix: PostfixArgs,
+    },
+    /// Delete the campaign's held copies from the hold queue.
+    DeleteHeld {
+        id: String,
+        #[command(flatten)]
+        postfix: PostfixArgs,
+    },
+}
+
+/// Which Postfix holds the copies.
+#[derive(Debug, Args, Default)]
+pub struct PostfixArgs {
+    /// The Postfix configuration directory (`postqueue -c`; default:
+    /// own.postfix_config_dir, else Postfix's own).
+    #[arg(long, value_name = "DIR")]
+    pub postfix_config: Option<PathBuf>,
 }
 
 /// How long the daemon may take to answer.
@@ -130,6 +165,12 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         }
     }
     let cfg = load_config(args.config.as_ref())?;
+    if let Action::Held { id, postfix }
+    | Action::Release { id, postfix }
+    | Action::DeleteHeld { id, postfix } = &args.action
+    {
+        return hold_queue(&args.action, id, postfix, &cfg, args.json);
+    }
     let request = match &args.action {
         Action::List(l) => l.request(),
         Action::Show { id } => format!("show {id}"),
@@ -145,6 +186,7 @@ pub fn run(args: CampaignsArgs) -> Result<Exit, CliError> {
         },
         Action::DisallowDomain { domain } => format!("disallow-domain {domain}"),
         Action::Domains => "domains".to_owned(),
+        Action::Held { .. } | Action::Release { .. } | Action::DeleteHeld { .. } => String::new(),
     };
     if request.contains('\n') {
         return Err(UsageError::CampaignIdOneWord.into());
@@ -240,6 +282,7 @@ fn shown(v: &serde_json::Value, missing: &str) -> String {
 
 fn human(action: &Action, a: &serde_json::Value) -> String {
     match action {
+        Action::Held { .. } | Action::Release { .. } | Action::DeleteHeld { .. } => String::new(),
         Action::List(_) => {
             let list = field(a, "campaigns")
                 .as_array()
@@ -333,6 +376,59 @@ fn human(action: &Action, a: &serde_json::Value) -> String {
             s
         }
     }
+}
+
+/// `held`, `release` and `delete-held` of campaign `id` in the hold queue
+/// of the Postfix `postfix` names (or the configuration's).
+fn hold_queue(
+    action: &Action,
+    id: &str,
+    postfix: &PostfixArgs,
+    cfg: &crate::config::Config,
+    json: bool,
+) -> Result<Exit, CliError> {
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(UsageError::CampaignIdOneWord.into());
+    }
+    let dir = postfix.postfix_config.clone().or_else(|| {
+        let d = &cfg.own.postfix_config_dir;
+        (!d.is_empty()).then(|| PathBuf::from(d))
+    });
+    let held = crate::postfix::held_copies(dir.as_deref(), id)?;
+    let ids: Vec<String> = held.iter().map(|h| h.queue_id.clone()).collect();
+    let done = match action {
+        Action::Release { .. } => {
+            crate::postfix::release(dir.as_deref(), &ids)?;
+            "released"
+        }
+        Action::DeleteHeld { .. } => {
+            crate::postfix::delete_held(dir.as_deref(), &ids)?;
+            "deleted"
+        }
+        _ => "held",
+    };
+    let text = if json {
+        let copies: Vec<serde_json::Value> = held
+            .iter()
+            .map(|h| serde_json::json!({"queue_id": h.queue_id, "subject": h.subject}))
+            .collect();
+        format!(
+            "{}\n",
+            crate::escape::json(&serde_json::json!({"campaign": id, done: copies}).to_string())
+        )
+    } else {
+        let mut s = format!("{} copies of campaign {id} {done}\n", held.len());
+        for h in &held {
+            s.push_str(&format!(
+                "  {}  {}\n",
+                h.queue_id,
+                crate::escape::printable(h.subject.as_deref().unwrap_or(""))
+            ));
+        }
+        s
+    };
+    print_stdout(&text)?;
+    Ok(Exit::Ok)
 }
 
 /// A JSON object's field, `Null` when absent (never panics).

@@ -48,6 +48,9 @@ pub enum CliError {
     Workers(#[source] crate::worker::Failure),
     #[error("the message could not be read")]
     Unread(#[source] crate::worker::Failure),
+    /// A Postfix tool (`bulkwatch campaigns held|release|delete-held`).
+    #[error("Postfix's hold queue")]
+    Postfix(#[from] crate::postfix::PostfixError),
     #[error("{what}")]
     Other {
         what: String,

@@ -57,6 +57,9 @@ pub struct Alert {
     /// tally (`[own]`): who sent it from inside, as Postfix saw it. Its
     /// alert is claimed apart from the same campaign's inbound one.
     pub inside: Option<Inside>,
+    /// This host puts the campaign's bulk copies on hold (`policy.bulk =
+    /// "quarantine"`): the alert says how to release or delete them.
+    pub held: bool,
 }
 
 /// Who sent a campaign from inside the site, as Postfix saw it.
@@ -257,6 +260,17 @@ pub fn body(a: &Alert, held_back: usize) -> String {
         s.push_str(&cmd);
         s.push('\n');
     }
+    if a.held {
+        s.push_str(&format!(
+            "\nIts copies judged bulk are held in Postfix's hold queue\n\
+             (policy.bulk = \"quarantine\"), not delivered. On each MX host,\n\
+             list, release (delivered, marked held=yes) or delete them:\n  \
+             bulkwatch campaigns held {id}\n  \
+             bulkwatch campaigns release {id}\n  \
+             bulkwatch campaigns delete-held {id}\n",
+            id = c.id
+        ));
+    }
     if held_back > 0 {
         s.push_str(&format!(
             "\n{held_back} more campaigns turned bulk since the last alert (rate limit).\n"
@@ -393,6 +407,7 @@ pub async fn run(
                             client: None,
                             sender: None,
                         }),
+                        held: false,
                     }));
                 }
                 while waiting.front().is_some_and(|(t, _)| *t <= Instant::now()) {
@@ -549,6 +564,7 @@ mod tests {
             judged_here: true,
             logs: LogPlace::Journal,
             inside: None,
+            held: false,
         };
         let b = body(&c, 2);
         for part in [
@@ -577,12 +593,20 @@ mod tests {
                 judged_here: false,
                 message_id: None,
                 queue_id: None,
-                ..c
+                ..c.clone()
             },
             0,
         );
         assert!(b.contains("Another host of the site judged"), "{b}");
         assert!(!b.contains("queue id"), "{b}");
+        // Held copies: the alert says so, and how to release them.
+        assert!(!b.contains("hold queue"), "{b}");
+        let b = body(&Alert { held: true, ..c }, 0);
+        assert!(
+            b.contains("held in Postfix's hold queue")
+                && b.contains("bulkwatch campaigns release 000000000abc"),
+            "{b}"
+        );
     }
 
     /// The alert says where to search the log: the journal, mail.log on a
@@ -615,6 +639,7 @@ mod tests {
             judged_here: true,
             logs: LogPlace::Syslog("mail"),
             inside: None,
+            held: false,
         };
         let last = |a: &Alert| a.show_commands().pop().unwrap_or_default();
         assert_eq!(last(&a), "grep 000000000abc /var/log/mail.log");

@@ -508,6 +508,11 @@ impl State {
                         client: env.client_addr.map(|a| a.to_string()),
                         sender: env.mail_from.clone(),
                     }),
+                    held: (if own.is_some() {
+                        cfg.policy.own
+                    } else {
+                        cfg.policy.bulk
+                    }) == crate::config::Action::Quarantine,
                 };
                 if tx.try_send(a).is_err() {
                     tracing::warn!(campaign = %c.id, "alert queue full, alert dropped");

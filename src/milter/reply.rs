@@ -11,6 +11,11 @@ use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
 use crate::engine::verdict::{Level, Verdict};
 use crate::milter::session::{Forged, HEADER_NAME, SCORE_HEADER_NAME};
 
+/// What ends the `X-Bulkwatch` value of a copy put on hold: it reaches a
+/// mailbox only when an operator released it (downstream.md's rule
+/// delivers it to the inbox).
+pub const HELD: &str = "held=yes";
+
 /// Actions negotiated with the MTA: exactly those [`apply`] uses.
 pub fn needed_actions() -> indymilter::Actions {
     indymilter::Actions::ADD_HEADER
@@ -146,13 +151,21 @@ pub async fn apply(
                     actions.change_header(name, index, None::<&str>).await?;
                 }
             }
-            if let Decision::Tag(t) | Decision::Quarantine(t) = decision {
+            if let Decision::Tag(t) = decision {
                 actions.add_header(HEADER_NAME, t.value.as_str()).await?;
+            }
+            if let Decision::Tag(t) | Decision::Quarantine(t) = decision {
                 actions
                     .add_header(SCORE_HEADER_NAME, t.score_text())
                     .await?;
             }
             if let Decision::Quarantine(t) = decision {
+                // Held: the copy arrives only when an operator releases it
+                // (`bulkwatch campaigns release`), and says so, so that a
+                // downstream rule can deliver it as released.
+                actions
+                    .add_header(HEADER_NAME, format!("{}; {HELD}", t.value))
+                    .await?;
                 actions
                     .quarantine(format!("bulkwatch: {}", t.value))
                     .await?;

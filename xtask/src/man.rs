@@ -109,7 +109,18 @@ pass unfiltered.
 With \fBquarantine\fR as a level's action in \fB[policy]\fR (e.g.
 \fBbulk = "quarantine"\fR), Postfix holds the message:
 \fBmailq\fR lists it (marked \fB!\fR) and the log line of its verdict names
-its queue id. To deliver it:
+its queue id and its campaign. A campaign's held copies, on this host, in
+one step (as root):
+.PP
+.nf
+bulkwatch campaigns held \fIcampaign\fR
+bulkwatch campaigns release \fIcampaign\fR
+bulkwatch campaigns delete\-held \fIcampaign\fR
+.fi
+.PP
+A release delivers them now, their \fBX\-Bulkwatch\fR header ending in
+\fBheld=yes\fR (a downstream rule then knows an operator released it).
+One message, by hand:
 .PP
 .nf
 postsuper \-H \fIqueue_id\fR
@@ -120,8 +131,7 @@ postqueue \-i \fIqueue_id\fR
 where it would wait for the queue manager's next scan of that queue (up to
 \fBqueue_run_delay\fR, and longer for a message long in the queue);
 \fBpostqueue \-i\fR delivers it now. \fBpostsuper \-d\fR \fIqueue_id\fR
-deletes it instead. A quarantined message is tagged \fBX\-Bulkwatch\fR: a
-release delivers it as judged.
+deletes it instead.
 .SH FILES
 .TP
 \fI/etc/bulkwatch/bulkwatch.toml\fR
@@ -358,6 +368,7 @@ mod tests {
         }
         assert!(main.contains("non_smtpd_milters"));
         assert!(main.contains("postsuper \\-H") && main.contains("postqueue \\-i"));
+        assert!(main.contains("bulkwatch campaigns release"));
         let serve = pages
             .iter()
             .find(|(n, _)| n == "bulkwatch-serve.8")
