@@ -899,21 +899,83 @@ fn referenced(r: &quick_xml::events::BytesRef<'_>) -> Option<char> {
 
 /// Font size where none is given (CSS's `medium`).
 const DEFAULT_FONT_SIZE: f32 = 16.0;
-/// A glyph's advance as a share of the font size, roughly as a
-/// proportional sans-serif font draws it (for where a run of text ends).
-fn advance(c: char) -> f32 {
-    match c {
-        'i' | 'l' | 'j' | 't' | 'f' | 'r' | 'I' | '.' | ',' | ';' | ':' | '\'' | '!' | '|' => 0.3,
-        ' ' => 0.28,
-        'm' | 'w' | 'M' | 'W' => 0.85,
-        'A'..='Z' => 0.68,
+/// The kind of face a run is drawn in, as far as widths go: what
+/// `font-family` names (a browser draws SVG text without one in its
+/// default face, here taken as a sans-serif one, which campaigns name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Face {
+    #[default]
+    Sans,
+    Serif,
+    Mono,
+}
+
+impl Face {
+    /// The face a `font-family` list names (its first generic or known
+    /// family).
+    fn of(family: &str) -> Face {
+        let f = family.to_ascii_lowercase();
+        if ["mono", "courier", "consolas", "menlo"]
+            .iter()
+            .any(|m| f.contains(m))
+        {
+            Face::Mono
+        } else if f.contains("sans") {
+            Face::Sans
+        } else if [
+            "serif", "times", "georgia", "garamond", "cambria", "palatino", "book",
+        ]
+        .iter()
+        .any(|m| f.contains(m))
+        {
+            Face::Serif
+        } else {
+            Face::Sans
+        }
+    }
+}
+
+/// Advances of the printable ASCII characters, in thousandths of the
+/// font size: Helvetica's and Times-Roman's standard metrics (Arial and
+/// Times New Roman share them).
+const SANS: [u16; 95] = [
+    278, 278, 355, 556, 556, 889, 667, 191, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556, 556,
+    556, 556, 556, 556, 556, 556, 556, 278, 278, 584, 584, 584, 556, 1015, 667, 667, 722, 722, 667,
+    611, 778, 722, 278, 500, 667, 556, 833, 722, 778, 667, 778, 722, 667, 611, 722, 667, 944, 667,
+    667, 611, 278, 278, 278, 469, 556, 333, 556, 556, 500, 556, 556, 278, 556, 556, 222, 222, 500,
+    222, 833, 556, 556, 556, 556, 333, 500, 278, 556, 500, 722, 500, 500, 500, 334, 260, 334, 584,
+];
+const SERIF: [u16; 95] = [
+    250, 333, 408, 500, 500, 833, 778, 180, 333, 333, 500, 564, 250, 333, 250, 278, 500, 500, 500,
+    500, 500, 500, 500, 500, 500, 500, 278, 278, 564, 564, 564, 444, 921, 722, 667, 667, 722, 611,
+    556, 722, 722, 333, 389, 722, 611, 889, 722, 722, 556, 722, 667, 556, 611, 722, 722, 944, 722,
+    722, 611, 333, 278, 333, 469, 500, 333, 444, 500, 444, 500, 444, 333, 500, 500, 278, 278, 500,
+    278, 778, 500, 500, 500, 500, 333, 389, 278, 500, 500, 722, 500, 500, 444, 480, 200, 480, 541,
+];
+
+/// A glyph's advance as a share of the font size in `face` (for where a
+/// run of text ends): the standard metrics for ASCII, a wide character's
+/// em, an average for the rest.
+fn advance(c: char, face: Face) -> f32 {
+    let table = match face {
+        Face::Mono => return if c.is_ascii() { 0.6 } else { 1.0 },
+        Face::Sans => &SANS,
+        Face::Serif => &SERIF,
+    };
+    match u32::from(c) {
+        n @ 32..=126 => table
+            .get((n - 32) as usize)
+            .map_or(0.55, |w| f32::from(*w) / 1000.0),
+        0x1100..=0x11ff | 0x2e80..=0xa4cf | 0xac00..=0xd7a3 | 0xf900..=0xfaff | 0xff00..=0xff60 => {
+            1.0
+        }
         _ => 0.55,
     }
 }
 
-/// Where a run of `text` at `x` in `size` ends.
-fn run_end(x: f32, text: &str, size: f32) -> f32 {
-    x + text.chars().map(advance).sum::<f32>() * size
+/// Where a run of `text` at `x` in `size` and `face` ends.
+fn run_end(x: f32, text: &str, size: f32, face: Face) -> f32 {
+    x + text.chars().map(|c| advance(c, face)).sum::<f32>() * size
 }
 /// Most runs of text kept from one SVG picture.
 const MAX_RUNS: usize = 20_000;
@@ -927,12 +989,35 @@ const MAX_RUNS: usize = 20_000;
 /// not followed (a translation is the matrix's last two numbers).
 #[derive(Debug, Default)]
 struct Placed {
-    /// Per open element: its translation (its ancestors' included), its
-    /// font size, whether text in it is drawn.
-    open: Vec<(f32, f32, f32, bool)>,
+    /// Per open element, what its content inherits.
+    open: Vec<Frame>,
     /// Where the next glyph goes.
     pen: (f32, f32),
     runs: Vec<Run>,
+}
+
+/// What an open SVG element's content inherits.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    /// Its translation, its ancestors' included.
+    ox: f32,
+    oy: f32,
+    size: f32,
+    face: Face,
+    /// Text in it is drawn (it is in a `<text>` or `<foreignObject>`).
+    drawn: bool,
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Frame {
+            ox: 0.0,
+            oy: 0.0,
+            size: DEFAULT_FONT_SIZE,
+            face: Face::default(),
+            drawn: false,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -940,6 +1025,7 @@ struct Run {
     x: f32,
     y: f32,
     size: f32,
+    face: Face,
     text: String,
 }
 
@@ -967,12 +1053,7 @@ impl Placed {
     }
 
     fn start(&mut self, e: &BytesStart<'_>) {
-        let (px, py, psize, pdrawn) =
-            self.open
-                .last()
-                .copied()
-                .unwrap_or((0.0, 0.0, DEFAULT_FONT_SIZE, false));
-        let (mut ox, mut oy, mut size) = (px, py, psize);
+        let mut f = self.open.last().copied().unwrap_or_default();
         let mut at = [None::<f32>; 4];
         for a in attributes(e).flatten() {
             let v: &str = a.value.as_ref();
@@ -980,9 +1061,21 @@ impl Placed {
             match a.key.local_name().as_ref() {
                 "transform" => {
                     let (tx, ty) = translation(v);
-                    (ox, oy) = (ox + tx, oy + ty);
+                    (f.ox, f.oy) = (f.ox + tx, f.oy + ty);
                 }
-                "font-size" => size = first().filter(|s| *s > 0.0).unwrap_or(size),
+                "font-size" => f.size = first().filter(|s| *s > 0.0).unwrap_or(f.size),
+                "font-family" => f.face = Face::of(v),
+                "style" => {
+                    for d in v.split(';') {
+                        match d.split_once(':').map(|(k, v)| (k.trim(), v)) {
+                            Some(("font-size", v)) => {
+                                f.size = first_number(v).filter(|s| *s > 0.0).unwrap_or(f.size);
+                            }
+                            Some(("font-family", v)) => f.face = Face::of(v),
+                            _ => {}
+                        }
+                    }
+                }
                 "x" => at[0] = first(),
                 "y" => at[1] = first(),
                 "dx" => at[2] = first(),
@@ -992,11 +1085,12 @@ impl Placed {
         }
         let name = e.local_name();
         let starts = matches!(name.as_ref(), "text" | "foreignObject");
-        let drawn = pdrawn || starts;
-        self.open.push((ox, oy, size, drawn));
-        if !drawn {
+        f.drawn |= starts;
+        self.open.push(f);
+        if !f.drawn {
             return;
         }
+        let (ox, oy, size, face) = (f.ox, f.oy, f.size, f.face);
         if starts {
             self.pen = (ox + at[0].unwrap_or(0.0), oy + at[1].unwrap_or(0.0));
         } else {
@@ -1014,6 +1108,7 @@ impl Placed {
                 x: self.pen.0,
                 y: self.pen.1,
                 size,
+                face,
                 text: String::new(),
             });
         }
@@ -1021,28 +1116,29 @@ impl Placed {
 
     /// Text drawn at the pen, which it moves on.
     fn push(&mut self, s: &str) {
-        let Some(&(_, _, size, true)) = self.open.last() else {
+        let Some(f) = self.open.last().copied().filter(|f| f.drawn) else {
             return;
         };
         if self.runs.is_empty() {
             self.runs.push(Run {
                 x: self.pen.0,
                 y: self.pen.1,
-                size,
+                size: f.size,
+                face: f.face,
                 text: String::new(),
             });
         }
         if let Some(run) = self.runs.last_mut() {
             push_collapsed(&mut run.text, s);
-            self.pen.0 = run_end(self.pen.0, s, size);
+            self.pen.0 = run_end(self.pen.0, s, f.size, f.face);
         }
     }
 
     /// The runs read line by line from the top, each line from the left:
     /// a run within half its font size of a line's height is on it; a gap
-    /// of more than a sixth of the font size between where a run ends (by
-    /// [`advance`]) and the next begins is a space (a space's advance is
-    /// about 0.28 of it, an estimate's error per letter about 0.08); lines
+    /// of more than an eighth of the font size between where a run ends
+    /// (by the metrics of its face, [`advance`]) and the next begins is a
+    /// space (a space's advance is a quarter of it and more); lines
     /// further apart than one and a half font sizes are paragraphs.
     fn text(mut self) -> String {
         self.runs.retain(|r| !r.text.trim().is_empty());
@@ -1083,11 +1179,11 @@ impl Placed {
             let mut end: Option<f32> = None;
             for run in line {
                 let t = run.text.trim();
-                if end.is_some_and(|e| key(run.x) - e > run.size / 6.0) {
+                if end.is_some_and(|e| key(run.x) - e > run.size / 8.0) {
                     text.push(' ');
                 }
                 text.push_str(t);
-                end = Some(run_end(key(run.x), t, run.size));
+                end = Some(run_end(key(run.x), t, run.size, run.face));
             }
         }
         text

@@ -732,8 +732,8 @@ fn push_plain(text: &str, limit: usize, body: &mut BodyText) {
 
 /// Appends the text of the document in `bytes` ([`document`]: its format
 /// told by its bytes) to the body, within `limit` and the message's work
-/// budget in `spend`; false when it is no document or gave no text.
-/// `depth` is the archive depth, `nested` the message depth.
+/// budget in `spend`; false when it is no document or gave neither text
+/// nor pictures. `depth` is the archive depth, `nested` the message depth.
 fn add_document(
     bytes: &[u8],
     limit: usize,
@@ -770,6 +770,7 @@ fn add_document(
         return true;
     }
     let before = body.text.len();
+    let pictures_before = body.attachments.len();
     match format {
         document::Format::Pdf => {
             return spend.pdfs < MAX_PDFS && add_pdf_text(bytes, limit, body, spend);
@@ -814,7 +815,11 @@ fn add_document(
     }
     let read = body.text.get(before..).unwrap_or("");
     read.trim().is_empty().then(|| body.text.truncate(before));
-    body.text.len() > before
+    // Its pictures read (a document that is one picture) stand for it as
+    // its text would: the container's own bytes, which change with every
+    // copy's picture, are not an anchor beside them (found by a helper's
+    // cases: a picture in a zip or a Word file kept each copy apart).
+    body.text.len() > before || body.attachments.len() > pictures_before
 }
 
 /// An archive's entry, as a desktop opens it: a document ([`add_document`]),
