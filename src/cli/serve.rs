@@ -335,9 +335,25 @@ fn one_line(text: &str) -> String {
     parts.join(" ")
 }
 
+/// Tells the service manager (systemd's `NOTIFY_SOCKET`) the daemon's
+/// state. Outside systemd the variable is unset and nothing is sent; set
+/// but with no manager listening (inherited from a shell that systemd
+/// started), the first failure is logged once, as what it means, and the
+/// others not (each stop logged a warning before).
 fn notify(states: &[NotifyState<'_>]) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Err(e) = sd_notify::notify(states) {
-        warn!(error = %e, "sd_notify failed");
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            warn!(
+                error = %e,
+                socket = ?std::env::var_os("NOTIFY_SOCKET"),
+                "NOTIFY_SOCKET is set but no service manager answers there: readiness and \
+                 stops are not reported to it (said once; harmless outside systemd, where the \
+                 variable was inherited)"
+            );
+        } else {
+            tracing::debug!(error = %e, "sd_notify failed");
+        }
     }
 }
 
