@@ -96,15 +96,25 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     if let Some(report) = postfix {
         print_stdout(&report.text)?;
         if report.problems > 0 {
+            let unfiltered = report.problems - report.forgeable;
+            let source = match (unfiltered, report.forgeable) {
+                (0, _) => "mail is filtered, but a sender can write the Authentication-Results \
+                           a domain allowance trusts, and so claim that allowance: add the \
+                           header_checks line given above"
+                    .to_owned(),
+                (_, 0) => "until they are fixed, mail passes Postfix unfiltered".to_owned(),
+                (u, f) => format!(
+                    "{u} let mail pass Postfix unfiltered; {f} let a sender claim a domain \
+                     allowance (add the header_checks line given above)"
+                ),
+            };
             return Err(CliError::Other {
                 what: format!(
                     "{} problem(s) between Postfix and bulkwatch, each on a \"# postfix: \
                      problem:\" line above (postconf itself ran fine)",
                     report.problems
                 ),
-                source: "until they are fixed, Postfix and bulkwatch do not work together as \
-                         configured"
-                    .into(),
+                source: source.into(),
             });
         }
         if args.quiet {
@@ -292,6 +302,9 @@ pub fn postfix_problems(
 struct PostfixReport {
     text: String,
     problems: usize,
+    /// Of the problems, those that let a sender write what a domain
+    /// allowance trusts: mail is filtered meanwhile.
+    forgeable: usize,
 }
 
 /// Connects to the milter socket, as Postfix will, and hangs up: an error
@@ -356,9 +369,11 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     // Each trusted authserv-id: a header of it arriving from outside must
     // be dropped before any milter (and bulkwatch) sees the message, or a
     // sender could write the pass that a domain allowance asks for.
+    let before = problems.len();
     for id in &cfg.allow.authserv_ids {
         problems.extend(auth_results_kept(id, &settings.header_checks, dir));
     }
+    let forgeable = problems.len() - before;
     if let Err(e) = probe_socket(&cfg.milter.socket) {
         problems.push(format!(
             "nothing answers on {} ({e}): bulkwatch serve is not running there, so Postfix \
@@ -389,6 +404,7 @@ fn check_postfix(cfg: &Config, dir: Option<&Path>) -> Result<PostfixReport, CliE
     Ok(PostfixReport {
         text,
         problems: problems.len(),
+        forgeable,
     })
 }
 

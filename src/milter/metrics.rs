@@ -881,9 +881,14 @@ fn campaigns_at(state: &State, now: u64, filter: &Filter) -> CampaignList {
             View::HostRedisUnavailable
         }
     };
+    // A campaign whose last message left the window is gone, though the
+    // engine drops it only at its next expiry (the next message): it was
+    // listed as active meanwhile (issue 66's frictions).
+    let window = state.config().window.window.as_secs();
     let mut list: Vec<CampaignJson> = state.with_view(|e| {
         let mut arrivals = e.arrivals(crate::engine::UnixSecs(now), ARRIVAL_BUCKETS);
         e.campaigns()
+            .filter(|c| u64::from(c.last_seen).saturating_add(window) >= now)
             .map(|c| {
                 let a = arrivals
                     .remove(&c.id)
@@ -1072,6 +1077,10 @@ mod tests {
         assert!(Filter::parse(query_pairs("level=loud")).is_err());
         assert!(Filter::parse(query_pairs("color=red")).is_err());
         assert_eq!(parse("limit=999999").limit, MAX_LIMIT);
+        // Past the window, with no message since: nothing is active.
+        let later = 10_020 + state.config().window.window.as_secs() + 100;
+        let gone = campaigns_at(&state, later, &Filter::default());
+        assert_eq!((gone.active, gone.campaigns.len()), (0, 0));
     }
 
     /// The views give a campaign the level its message got: one list post
