@@ -5,7 +5,9 @@
 //! maps; nesting, attributes and style rules of HTML; sides and count of
 //! pictures; parts and nesting of MIME; archives, Office XML, SVG, RTF,
 //! calendars and smuggled pages; pictures tiled with QR finder patterns;
-//! pictures of glyph-like ink for Tesseract);
+//! pictures of glyph-like ink for Tesseract; encrypted archives under
+//! many stated passwords, SVG of many positioned runs in nested translated
+//! groups, PDFs of many pictures and no text);
 //! the search times
 //! `bulkwatch::engine::read` (what a worker runs) on random genomes, then
 //! climbs from the slowest by doubling, halving and redrawing one number
@@ -471,7 +473,171 @@ const READERS: &[Reader] = &[
         ],
         make: ocr,
     },
+    Reader {
+        name: "locked",
+        genes: &[
+            ("entries", 1, 512),
+            ("passwords", 0, 400),
+            ("aes", 0, 1),
+            ("kib", 0, 2048),
+        ],
+        make: locked,
+    },
+    Reader {
+        name: "drawn",
+        genes: &[
+            ("runs", 1, 200_000),
+            ("groups", 0, 100_000),
+            ("words", 1, 64),
+            ("shuffle", 0, 1),
+        ],
+        make: drawn,
+    },
+    Reader {
+        name: "scan",
+        genes: &[
+            ("pages", 1, 64),
+            ("pictures", 1, 64),
+            ("side", 16, 4096),
+            ("jpeg", 0, 1),
+        ],
+        make: scan,
+    },
 ];
+
+/// An encrypted archive (issue 65) of `entries` entries of `kib` KiB,
+/// under a body stating `passwords` wrong passwords before the right one:
+/// the tries are bounded, and AES's key derivation is the cost.
+fn locked(g: &[u64]) -> Vec<u8> {
+    let (entries, passwords, aes, kib) = (g[0], g[1], g[2] == 1, g[3]);
+    let content = vec![b'x'; (kib as usize) << 10];
+    let names: Vec<String> = (0..entries).map(|i| format!("doc{i}.txt")).collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| {
+            (
+                n.as_str(),
+                content
+                    .get(..content.len().min((32 << 20) / names.len().max(1)))
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let zip = testkit::documents::encrypted_zip(&files, "right-one", aes);
+    let mut body = String::new();
+    for i in 0..passwords {
+        let _ = write!(body, "Password: wrong{i} ");
+    }
+    body.push_str("Password: right-one\n");
+    let mut m = format!(
+        "From: a@b.example\r\nTo: c@d.example\r\nSubject: s\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
+         {body}\r\n--B\r\nContent-Type: application/zip\r\nContent-Transfer-Encoding: base64\r\n\r\n{}\r\n--B--\r\n",
+        b64(&zip)
+    )
+    .into_bytes();
+    m.truncate(MAX_MESSAGE);
+    m
+}
+
+/// An SVG picture (issue 65) of `runs` positioned runs of `words` words,
+/// inside `groups` nested translated groups, in shuffled or plain order.
+fn drawn(g: &[u64]) -> Vec<u8> {
+    let (runs, groups, words, shuffle) = (g[0], g[1], g[2], g[3] == 1);
+    let mut svg = String::from("<svg xmlns=\"http://www.w3.org/2000/svg\">");
+    svg.push_str(&"<g transform=\"translate(1 1) matrix(1 0 0 1 2 2)\">".repeat(groups as usize));
+    let text = "word ".repeat(words as usize);
+    let mut rng = Rng(runs ^ groups);
+    for i in 0..runs {
+        let y = if shuffle { rng.below(100_000) } else { i };
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{y}\" font-family=\"Arial\"><tspan dx=\"3\">{text}</tspan></text>",
+            rng.below(1000)
+        );
+        if svg.len() > MAX_MESSAGE / 2 {
+            break;
+        }
+    }
+    svg.push_str(&"</g>".repeat(groups as usize));
+    svg.push_str("</svg>");
+    let mut m = with_attachments(&[("image/svg+xml", svg.into_bytes())]);
+    m.truncate(MAX_MESSAGE);
+    m
+}
+
+/// A PDF without text (issue 65) of `pages` pages, each drawing
+/// `pictures` pictures of `side` pixels (JPEG or deflated grey): read
+/// through the picture path, at most 4 a PDF.
+fn scan(g: &[u64]) -> Vec<u8> {
+    let (pages, pictures, side, jpeg) = (g[0], g[1], g[2] as u32, g[3] == 1);
+    let img = image::GrayImage::from_fn(side, side, |x, y| image::Luma([((x ^ y) & 0xff) as u8]));
+    let data = if jpeg {
+        let mut out = Vec::new();
+        let _ = image::codecs::jpeg::JpegEncoder::new(&mut out).encode_image(&img);
+        out
+    } else {
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        let _ = z.write_all(img.as_raw());
+        z.finish().unwrap_or_default()
+    };
+    let filter = if jpeg { "DCTDecode" } else { "FlateDecode" };
+    // Objects: catalog, pages, then per page a page and its content, and
+    // the pictures shared by every page.
+    let n_pictures = pictures as usize;
+    let first_picture = 3 + 2 * pages as usize;
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            (0..pages)
+                .map(|p| format!("{} 0 R", 3 + 2 * p))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+        .into_bytes(),
+    ];
+    let xobjects: String = (0..n_pictures)
+        .map(|i| format!("/Im{i} {} 0 R ", first_picture + i))
+        .collect();
+    let content: String = (0..n_pictures)
+        .map(|i| format!("q {side} 0 0 {side} 0 0 cm /Im{i} Do Q\n"))
+        .collect();
+    for p in 0..pages as usize {
+        objects.push(
+            format!(
+                "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {side} {side}] /Contents {} 0 R \
+                 /Resources << /XObject << {xobjects}>> >> >>",
+                4 + 2 * p
+            )
+            .into_bytes(),
+        );
+        objects.push(
+            format!(
+                "<< /Length {} >>\nstream\n{content}endstream",
+                content.len()
+            )
+            .into_bytes(),
+        );
+    }
+    for _ in 0..n_pictures {
+        let mut o = format!(
+            "<< /Type /XObject /Subtype /Image /Width {side} /Height {side} /ColorSpace /DeviceGray \
+             /BitsPerComponent 8 /Filter /{filter} /Length {} >>\nstream\n",
+            data.len()
+        )
+        .into_bytes();
+        o.extend_from_slice(&data);
+        o.extend_from_slice(b"\nendstream");
+        objects.push(o);
+        if objects.iter().map(Vec::len).sum::<usize>() > MAX_MESSAGE / 2 {
+            break;
+        }
+    }
+    let mut m = with_attachments(&[("application/pdf", testkit::pdf_file(&objects))]);
+    m.truncate(MAX_MESSAGE);
+    m
+}
 
 /// The least of three timings of reading `raw`.
 fn cost(raw: &[u8], cfg: &ReadConfig) -> Duration {

@@ -613,7 +613,7 @@ const LINKING_WORDS: &[&str] = &[
 /// each word that names one ("Password: 4411", "the archive password is
 /// \"inv-2231\"", "Passwort für die Datei: abc"), linking words passed
 /// over, with and without its quotes and trailing punctuation; those named
-/// by a strong word first (see [`PASSWORD_WORDS`]), each group in text
+/// by a strong word first (`PASSWORD_WORDS`), each group in text
 /// order; at most [`MAX_PASSWORDS`], each at most 64 characters.
 pub fn stated_passwords(text: &str) -> Vec<String> {
     let text = cut_at(text, PASSWORD_SEARCH_BYTES);
