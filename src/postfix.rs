@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use ipnet::IpNet;
 
-/// Longest a Postfix tool is waited for.
+/// Longest `postconf` is waited for (the daemon asks it at start and at
+/// each reload).
+const POSTCONF_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a queue tool is waited for (`bulkwatch campaigns held`, ...).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most output read from a Postfix tool.
 const MAX_OUTPUT: u64 = 64 << 20;
@@ -60,17 +63,24 @@ impl PostfixError {
 /// # Errors
 /// `postconf` could not be run, failed or did not answer.
 pub fn mynetworks(config_dir: Option<&Path>) -> Result<(Vec<IpNet>, Vec<String>), PostfixError> {
-    let out = tool("postconf", config_dir, &["-xh", "mynetworks"], None)?;
+    let out = tool(
+        "postconf",
+        config_dir,
+        &["-xh", "mynetworks"],
+        None,
+        POSTCONF_TIMEOUT,
+    )?;
     Ok(parse_networks(&out))
 }
 
 /// Runs Postfix's `program ARGS` (with `-c DIR`), `input` on its standard
-/// input, bounded in time and output; its standard output.
+/// input, bounded in time (`limit`) and output; its standard output.
 fn tool(
     program: &'static str,
     config_dir: Option<&Path>,
     args: &[&str],
     input: Option<&[u8]>,
+    limit: Duration,
 ) -> Result<String, PostfixError> {
     let mut cmd = Command::new(program);
     if let Some(d) = config_dir {
@@ -110,10 +120,15 @@ fn tool(
             .take()
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
     );
+    // Its input written beside it, so that a tool that stops reading
+    // cannot hold this past the deadline.
     if let (Some(mut w), Some(input)) = (child.stdin.take(), input) {
-        let _ = w.write_all(input);
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = w.write_all(&input);
+        });
     }
-    let deadline = Instant::now() + TOOL_TIMEOUT;
+    let deadline = Instant::now() + limit;
     let status = loop {
         match child.try_wait().map_err(run)? {
             Some(s) => break s,
@@ -123,7 +138,7 @@ fn tool(
                 return Err(PostfixError::Timeout {
                     program,
                     args: args.join(" "),
-                    secs: TOOL_TIMEOUT.as_secs(),
+                    secs: limit.as_secs(),
                 });
             }
             None => std::thread::sleep(Duration::from_millis(10)),
@@ -160,7 +175,7 @@ pub struct Held {
 /// # Errors
 /// A Postfix tool could not be run, failed or did not answer.
 pub fn held_copies(config_dir: Option<&Path>, campaign: &str) -> Result<Vec<Held>, PostfixError> {
-    let queue = tool("postqueue", config_dir, &["-j"], None)?;
+    let queue = tool("postqueue", config_dir, &["-j"], None, TOOL_TIMEOUT)?;
     let mut out = Vec::new();
     for line in queue.lines() {
         let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -176,7 +191,7 @@ pub fn held_copies(config_dir: Option<&Path>, campaign: &str) -> Result<Vec<Held
             continue;
         }
         // A message removed meanwhile is no longer held: passed over.
-        let Ok(head) = tool("postcat", config_dir, &["-h", "-q", id], None) else {
+        let Ok(head) = tool("postcat", config_dir, &["-h", "-q", id], None, TOOL_TIMEOUT) else {
             continue;
         };
         let headers = unfolded(&head);
@@ -208,10 +223,16 @@ pub fn release(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixE
         return Ok(());
     }
     let list = ids.join("\n") + "\n";
-    tool("postsuper", config_dir, &["-H", "-"], Some(list.as_bytes()))?;
+    tool(
+        "postsuper",
+        config_dir,
+        &["-H", "-"],
+        Some(list.as_bytes()),
+        TOOL_TIMEOUT,
+    )?;
     for id in ids {
         // (Delivered meanwhile by a queue run: nothing to do.)
-        let _ = tool("postqueue", config_dir, &["-i", id], None);
+        let _ = tool("postqueue", config_dir, &["-i", id], None, TOOL_TIMEOUT);
     }
     Ok(())
 }
@@ -230,6 +251,7 @@ pub fn delete_held(config_dir: Option<&Path>, ids: &[String]) -> Result<(), Post
         config_dir,
         &["-d", "-", "hold"],
         Some(list.as_bytes()),
+        TOOL_TIMEOUT,
     )?;
     Ok(())
 }

@@ -17,8 +17,10 @@
 //! - The queue is read round robin by client network (the key the worker
 //!   slots use, which the client cannot choose), one message at a time and
 //!   only while no message of now waits for an OCR worker
-//!   ([`crate::worker::fair`]): a flood is read at one client's share, and
-//!   reading later never delays mail.
+//!   ([`crate::worker::fair`]): a flood is read at one client's share. A
+//!   message of now that comes while a reading done later holds the worker
+//!   waits for it, at most [`MAX_READING`]; a message waits in the queue at
+//!   most [`MAX_WAIT`] in all.
 //! - A copy read later counts its recipients once more in the campaign its
 //!   pictures' text joins; a campaign counts distinct recipients, so
 //!   nobody is counted twice in one campaign.
@@ -40,9 +42,13 @@ use crate::milter::origin::OwnReason;
 pub const MAX_MESSAGES: usize = 512;
 /// Most bytes of messages waiting to be read later (all together).
 pub const MAX_BYTES: usize = 64 << 20;
-/// How long a message waits for an OCR worker free of mail of now before
-/// it is dropped (counted `expired`): past it, its campaign has moved on.
+/// How long a message waits, from when it was queued, before it is given
+/// up (counted `failed`): past it, its campaign has moved on.
 pub const MAX_WAIT: Duration = Duration::from_secs(600);
+/// Longest a reading done later may take an OCR worker: a message of now
+/// that comes meanwhile waits at most this long behind it (Tesseract's own
+/// stop is 1.5 s a message).
+pub const MAX_READING: Duration = Duration::from_secs(3);
 
 /// One message to read later.
 #[derive(Debug)]
@@ -54,6 +60,8 @@ pub struct Pending {
     /// The authenticated identities the site's authenticators stated.
     pub authenticated: Vec<String>,
     pub own: Option<OwnReason>,
+    /// When it was queued: a message waits at most [`MAX_WAIT`] in all.
+    pub queued: std::time::Instant,
 }
 
 /// What became of the messages queued to be read later (`/metrics`).
@@ -218,6 +226,7 @@ mod tests {
             env: Envelope::default(),
             authenticated: Vec::new(),
             own: None,
+            queued: std::time::Instant::now(),
         }
     }
 

@@ -365,6 +365,7 @@ impl State {
                     env,
                     authenticated,
                     own,
+                    queued: Instant::now(),
                 });
             }
         }
@@ -386,15 +387,20 @@ impl State {
         };
         let cfg = self.config();
         let queue_id = p.env.queue_id.as_deref().unwrap_or("NOQUEUE").to_owned();
-        let answer = pool
-            .read_later(
-                &p.raw,
-                &p.env.rcpts,
-                &p.key,
-                later::MAX_WAIT,
-                cfg.milter.engine_timeout,
-            )
-            .await;
+        let age = p.queued.elapsed();
+        let answer = match later::MAX_WAIT.checked_sub(age) {
+            Some(wait) => {
+                pool.read_later(
+                    &p.raw,
+                    &p.env.rcpts,
+                    &p.key,
+                    wait,
+                    cfg.milter.engine_timeout.min(later::MAX_READING),
+                )
+                .await
+            }
+            None => Some(Err(crate::worker::Failure::Queue(age))),
+        };
         let reading = match answer {
             Some(Ok(r)) if !r.wants_ocr && r.deep_failure.is_none() => r,
             other => {

@@ -8,7 +8,8 @@
 //!
 //! A reading done later ([`Slots::acquire_later`]: a picture the OCR
 //! workers had no time for while a flood waited) takes a slot only when no
-//! message of now waits: it never delays mail.
+//! message of now waits; one that comes while it reads waits for it (its
+//! reading is bounded: `milter::later::MAX_READING`).
 //!
 //! A sender is what the caller names: the milter names what the client
 //! cannot choose, its SMTP client's network (`milter::fair_key`: an IPv4

@@ -646,8 +646,15 @@ pub fn stated_passwords(text: &str) -> Vec<String> {
             }
         }
         at.sort_unstable();
+        at.truncate(4 * MAX_PASSWORDS);
         for (_, end) in at {
+            if found.len() >= MAX_PASSWORDS {
+                break;
+            }
+            // The few words after the name: a bounded look, whatever
+            // follows.
             let rest = source.get(end..).unwrap_or("");
+            let rest = cut_at(rest, 256);
             // The words after the name, linking words passed over: the
             // one after a colon or an equals sign first, then up to three
             // others ("Passwort für das Dokument: 4411").
@@ -1193,16 +1200,24 @@ impl Placed {
 /// The first number of an SVG length or list ("12", "12.5px 30", "1e2").
 fn first_number(v: &str) -> Option<f32> {
     let v = v.trim_start();
-    let end = v
-        .char_indices()
-        .find(|&(i, c)| {
-            !(c.is_ascii_digit()
-                || c == '.'
-                || ((c == '-' || c == '+') && i == 0)
-                || c == 'e'
-                || c == 'E')
+    let b = v.as_bytes();
+    let digits = |from: usize| {
+        b.get(from..).map_or(0, |r| {
+            r.iter()
+                .take_while(|c| c.is_ascii_digit() || **c == b'.')
+                .count()
         })
-        .map_or(v.len(), |(i, _)| i);
+    };
+    let mut end = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    end += digits(end);
+    // An exponent only when digits follow ("1e2", not the "e" of "1.5em").
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(end + 1), Some(b'-' | b'+')));
+        if b.get(end + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            end += 1 + sign;
+            end += digits(end);
+        }
+    }
     v.get(..end)?.parse::<f32>().ok().filter(|f| f.is_finite())
 }
 
@@ -2282,6 +2297,16 @@ mod tests {
         let pieces = read(svg, Format::Xml, 0, &mut Budget::default());
         assert_eq!(texts(&pieces), "Claim your\nprize today");
         assert!(pieces.contains(&Piece::Link("https://phish.example/".into())));
+    }
+
+    #[test]
+    fn svg_numbers_are_read_as_a_viewer_reads_them() {
+        assert_eq!(first_number("1.5em"), Some(1.5));
+        assert_eq!(first_number(" -12px 30"), Some(-12.0));
+        assert_eq!(first_number("1e2"), Some(100.0));
+        assert_eq!(first_number("2E-1x"), Some(0.2));
+        assert_eq!(first_number("e"), None);
+        assert_eq!(first_number("1e999"), None);
     }
 
     /// SVG text is read where it is drawn, whatever the source's order:

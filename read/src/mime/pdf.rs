@@ -167,15 +167,30 @@ fn picture_file(image: &lopdf::xobject::PdfImage<'_>) -> Option<Vec<u8>> {
         return None;
     }
     let size = usize::try_from(u64::from(w) * u64::from(h) * channels).ok()?;
+    let row = usize::try_from(u64::from(w) * channels).ok()?;
+    // PNG predictors (`/DecodeParms << /Predictor 10..15 >>`: what most
+    // tools that put a PNG into a PDF write): a filter byte a row, undone
+    // below. TIFF's predictor (2) is not read.
+    let png_rows = match predictor(image) {
+        1 => false,
+        p if p >= 10 => true,
+        _ => return None,
+    };
+    let want = if png_rows { size + h as usize } else { size };
     let raw = if filters.is_empty() {
-        image.content.get(..size)?.to_vec()
+        image.content.get(..want)?.to_vec()
     } else {
         use std::io::Read;
-        let mut raw = Vec::with_capacity(size);
+        let mut raw = Vec::with_capacity(want);
         flate2::read::ZlibDecoder::new(image.content)
-            .take(size as u64)
+            .take(want as u64)
             .read_to_end(&mut raw)
             .ok()?;
+        raw
+    };
+    let raw = if png_rows {
+        unpredicted(&raw, row, channels as usize)?
+    } else {
         raw
     };
     let mut png = Vec::new();
@@ -242,8 +257,89 @@ fn stream_size(doc: &Document, id: lopdf::ObjectId) -> usize {
     }
 }
 
+/// The `/Predictor` of a picture's `/DecodeParms` (1: none).
+fn predictor(image: &lopdf::xobject::PdfImage<'_>) -> i64 {
+    let parms = match image.origin_dict.get(b"DecodeParms") {
+        Ok(lopdf::Object::Dictionary(d)) => Some(d),
+        Ok(lopdf::Object::Array(a)) => a.first().and_then(|o| o.as_dict().ok()),
+        _ => None,
+    };
+    parms
+        .and_then(|d| d.get(b"Predictor").ok())
+        .and_then(|p| p.as_i64().ok())
+        .unwrap_or(1)
+}
+
+/// Samples of `data` written with PNG's predictors: rows of `row` bytes,
+/// each after its filter byte (none, sub, up, average, Paeth), `bpp`
+/// bytes a pixel. `None` when a row is short or its filter unknown.
+fn unpredicted(data: &[u8], row: usize, bpp: usize) -> Option<Vec<u8>> {
+    let mut out: Vec<u8> = Vec::with_capacity(data.len());
+    let mut prev = vec![0u8; row];
+    for line in data.chunks(row + 1) {
+        let (&filter, line) = line.split_first()?;
+        if line.len() != row {
+            return None;
+        }
+        let mut cur = vec![0u8; row];
+        for (x, &v) in line.iter().enumerate() {
+            let a = x
+                .checked_sub(bpp)
+                .and_then(|i| cur.get(i))
+                .copied()
+                .unwrap_or(0);
+            let b = prev.get(x).copied().unwrap_or(0);
+            let c = x
+                .checked_sub(bpp)
+                .and_then(|i| prev.get(i))
+                .copied()
+                .unwrap_or(0);
+            let add = match filter {
+                0 => 0,
+                1 => a,
+                2 => b,
+                3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
+                4 => {
+                    let p = i16::from(a) + i16::from(b) - i16::from(c);
+                    let (pa, pb, pc) = (
+                        (p - i16::from(a)).abs(),
+                        (p - i16::from(b)).abs(),
+                        (p - i16::from(c)).abs(),
+                    );
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+                _ => return None,
+            };
+            if let Some(slot) = cur.get_mut(x) {
+                *slot = v.wrapping_add(add);
+            }
+        }
+        out.extend_from_slice(&cur);
+        prev = cur;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
+    /// PNG's predictors undone: sub, up, average and Paeth rows; a short
+    /// row or an unknown filter gives nothing.
+    #[test]
+    fn png_predictors_are_undone() {
+        let data = [1, 10, 5, 5, 2, 1, 1, 1, 3, 0, 2, 2, 4, 1, 0, 0];
+        assert_eq!(
+            unpredicted(&data, 3, 1),
+            Some(vec![10, 15, 20, 11, 16, 21, 5, 12, 18, 6, 12, 18])
+        );
+        assert_eq!(unpredicted(&[1, 2], 3, 1), None);
+        assert_eq!(unpredicted(&[9, 1, 2, 3], 3, 1), None);
+    }
     use super::*;
     use testkit::pdf;
 
