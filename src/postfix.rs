@@ -219,17 +219,7 @@ pub fn held_copies(config_dir: Option<&Path>, campaign: &str) -> Result<Vec<Held
 /// # Errors
 /// A Postfix tool could not be run, failed or did not answer.
 pub fn release(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixError> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let list = ids.join("\n") + "\n";
-    tool(
-        "postsuper",
-        config_dir,
-        &["-H", "-"],
-        Some(list.as_bytes()),
-        TOOL_TIMEOUT,
-    )?;
+    postsuper(config_dir, &["-H", "-"], ids)?;
     for id in ids {
         // (Delivered meanwhile by a queue run: nothing to do.)
         let _ = tool("postqueue", config_dir, &["-i", id], None, TOOL_TIMEOUT);
@@ -242,6 +232,12 @@ pub fn release(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixE
 /// # Errors
 /// A Postfix tool could not be run, failed or did not answer.
 pub fn delete_held(config_dir: Option<&Path>, ids: &[String]) -> Result<(), PostfixError> {
+    postsuper(config_dir, &["-d", "-", "hold"], ids)
+}
+
+/// `postsuper ARGS` with `ids` on its standard input, a line each (its
+/// `-` argument); nothing when there are none.
+fn postsuper(config_dir: Option<&Path>, args: &[&str], ids: &[String]) -> Result<(), PostfixError> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -249,11 +245,11 @@ pub fn delete_held(config_dir: Option<&Path>, ids: &[String]) -> Result<(), Post
     tool(
         "postsuper",
         config_dir,
-        &["-d", "-", "hold"],
+        args,
         Some(list.as_bytes()),
         TOOL_TIMEOUT,
-    )?;
-    Ok(())
+    )
+    .map(drop)
 }
 
 /// The header fields of `postcat -h` output, each on one line.

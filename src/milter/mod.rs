@@ -312,9 +312,10 @@ impl State {
         let raw = msg.raw;
         let authenticated =
             crate::engine::allowance::authenticated(&msg.auth_results, &cfg.allow.authserv_ids);
+        // Whose turn the reading takes (and a reading done later).
+        let sender = fair_key(&env, msg.client);
         let reading = match &self.workers {
             Some(pool) => {
-                let sender = fair_key(&env, msg.client);
                 let wait = cfg.milter.queue_timeout;
                 match pool
                     .read_as(&raw, &env.rcpts, &sender, wait, cfg.milter.engine_timeout)
@@ -360,7 +361,7 @@ impl State {
         if unread && !matches!(verdict.level, crate::engine::verdict::Level::Allowed(_)) {
             if let (Some(later), Some(_)) = (&self.later, &self.workers) {
                 later.push(later::Pending {
-                    key: fair_key(&env, msg.client),
+                    key: sender,
                     raw,
                     env,
                     authenticated,

@@ -1050,17 +1050,25 @@ impl Pool {
         until: Instant,
     ) -> Result<Reading, Failure> {
         let left = until.saturating_duration_since(Instant::now());
+        self.read_one(raw, rcpts, Turn::Now(sender), left, left, Some(until))
+            .await
+    }
+
+    /// Reads one message in a worker taken in `turn` (waiting at most
+    /// `wait`), within `limit` (and `until`); a failure is counted.
+    async fn read_one(
+        &self,
+        raw: &[u8],
+        rcpts: &[String],
+        turn: Turn<'_>,
+        wait: Duration,
+        limit: Duration,
+        until: Option<Instant>,
+    ) -> Result<Reading, Failure> {
         let mut results = Vec::with_capacity(1);
-        self.read_some(
-            &[(raw, rcpts)],
-            Turn::Now(sender),
-            left,
-            left,
-            Some(until),
-            &mut results,
-        )
-        .await;
-        let r = results.pop().unwrap_or(Err(Failure::Timeout(left)));
+        self.read_some(&[(raw, rcpts)], turn, wait, limit, until, &mut results)
+            .await;
+        let r = results.pop().unwrap_or(Err(Failure::Timeout(limit)));
         if let Err(f) = &r {
             self.inner.count(f);
         }
@@ -1081,21 +1089,10 @@ impl Pool {
         limit: Duration,
     ) -> Option<Result<Reading, Failure>> {
         let ocr = self.ocr.as_ref()?.pool().await?;
-        let mut results = Vec::with_capacity(1);
-        ocr.read_some(
-            &[(raw, rcpts)],
-            Turn::Later(sender),
-            wait,
-            limit,
-            None,
-            &mut results,
+        Some(
+            ocr.read_one(raw, rcpts, Turn::Later(sender), wait, limit, None)
+                .await,
         )
-        .await;
-        let r = results.pop().unwrap_or(Err(Failure::Timeout(limit)));
-        if let Err(f) = &r {
-            ocr.inner.count(f);
-        }
-        Some(r)
     }
 
     /// The OCR workers, once started and reading pictures.
