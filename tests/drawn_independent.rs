@@ -114,8 +114,7 @@ mod common;
 use std::io::Write;
 
 use bulkwatch::engine::verdict::Level;
-use bulkwatch::replay::{Record, ReplayOptions, Replayer};
-use common::config;
+use common::{config, replay, Fed, Msg};
 use image::{GrayImage, ImageEncoder, Luma, Rgb, RgbImage};
 use testkit::documents::{xml_escape, zip};
 use testkit::Rng;
@@ -222,42 +221,11 @@ impl Mail {
     }
 }
 
-/// A message of a test, with the group it belongs to.
-struct Msg {
-    group: &'static str,
-    raw: Vec<u8>,
-}
-
 fn msg(group: &'static str, n: usize, m: &Mail) -> Msg {
     Msg {
         group,
         raw: m.raw(n),
     }
-}
-
-struct Fed {
-    group: &'static str,
-    rec: Record,
-    raw: Vec<u8>,
-}
-
-/// Replays `msgs` in order through a fresh replayer.
-fn replay(msgs: Vec<Msg>) -> Vec<Fed> {
-    let cfg = config();
-    let mut r = Replayer::new(&cfg, ReplayOptions::default());
-    for (i, m) in msgs.iter().enumerate() {
-        r.feed("test", i + 1, &m.raw);
-    }
-    let records = r.into_summary().records;
-    assert_eq!(records.len(), msgs.len());
-    msgs.into_iter()
-        .zip(records)
-        .map(|(m, rec)| Fed {
-            group: m.group,
-            rec,
-            raw: m.raw,
-        })
-        .collect()
 }
 
 /// Pictures' text is read here as the replayer reads it (OCR where

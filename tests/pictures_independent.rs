@@ -24,8 +24,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use ab_glyph::{point, Font, FontArc, PxScale, ScaleFont};
 use base64::Engine as _;
-use bulkwatch::replay::{Record, ReplayOptions, Replayer};
-use common::config;
+use common::{config, replay, Fed, Msg};
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
@@ -43,37 +42,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A message of a test, with the group it belongs to.
-struct Msg {
-    group: &'static str,
-    raw: Vec<u8>,
-}
-
-struct Fed {
-    group: &'static str,
-    rec: Record,
-    raw: Vec<u8>,
-}
-
-/// Replays `msgs` in order through a fresh replayer.
-fn replay(msgs: Vec<Msg>) -> Vec<Fed> {
-    let cfg = config();
-    let mut r = Replayer::new(&cfg, ReplayOptions::default());
-    for (i, m) in msgs.iter().enumerate() {
-        r.feed("test", i + 1, &m.raw);
-    }
-    let records = r.into_summary().records;
-    assert_eq!(records.len(), msgs.len());
-    msgs.into_iter()
-        .zip(records)
-        .map(|(m, rec)| Fed {
-            group: m.group,
-            rec,
-            raw: m.raw,
-        })
-        .collect()
 }
 
 /// What was read of each message and how it was judged, for a failure.

@@ -265,3 +265,38 @@ pub async fn send(addr: SocketAddr, m: &Mail) -> (EomActions, Status) {
     conn.close().await.unwrap();
     r
 }
+
+/// A message of an independent case (`tests/*_independent.rs`), with the
+/// group it belongs to: messages of a group must share a campaign, or
+/// stay apart.
+pub struct Msg {
+    pub group: &'static str,
+    pub raw: Vec<u8>,
+}
+
+/// A message of an independent case as the replayer judged it.
+pub struct Fed {
+    pub group: &'static str,
+    pub rec: bulkwatch::replay::Record,
+    pub raw: Vec<u8>,
+}
+
+/// Replays `msgs` in order through a fresh replayer of [`config`].
+pub fn replay(msgs: Vec<Msg>) -> Vec<Fed> {
+    use bulkwatch::replay::{ReplayOptions, Replayer};
+    let cfg = config();
+    let mut r = Replayer::new(&cfg, ReplayOptions::default());
+    for (i, m) in msgs.iter().enumerate() {
+        r.feed("test", i + 1, &m.raw);
+    }
+    let records = r.into_summary().records;
+    assert_eq!(records.len(), msgs.len());
+    msgs.into_iter()
+        .zip(records)
+        .map(|(m, rec)| Fed {
+            group: m.group,
+            rec,
+            raw: m.raw,
+        })
+        .collect()
+}
