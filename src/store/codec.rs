@@ -129,14 +129,13 @@ impl<'a> Reader<'a> {
     /// allocated for it.
     pub fn count16(&mut self, max: usize, what: &'static str) -> Result<usize, CodecError> {
         let n = usize::from(self.u16()?);
-        if n > max {
-            return Err(CodecError::TooLarge {
-                what,
-                count: n as u64,
-                max: max as u64,
-            });
-        }
-        Ok(n)
+        bounded(n, max, what)
+    }
+
+    /// A one-byte count of `what`, refused above `max`.
+    pub fn count8(&mut self, max: usize, what: &'static str) -> Result<usize, CodecError> {
+        let n = usize::from(self.u8()?);
+        bounded(n, max, what)
     }
     /// A count of items of `item_len` bytes each that must fit in what is
     /// left, and under `max`.
@@ -200,6 +199,18 @@ impl<'a> Reader<'a> {
             })
         }
     }
+}
+
+/// `n`, or the error of a count of `what` above `max`.
+fn bounded(n: usize, max: usize, what: &'static str) -> Result<usize, CodecError> {
+    if n > max {
+        return Err(CodecError::TooLarge {
+            what,
+            count: n as u64,
+            max: max as u64,
+        });
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -166,7 +166,7 @@ fn get_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
         }
     }
     let anonymous = r.u32()?;
-    let n = byte_count(r, MAX_ANSWERS, "log entry answers")?;
+    let n = r.count8(MAX_ANSWERS, "log entry answers")?;
     let answers = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
     Ok(Parties {
         origin,
@@ -184,12 +184,12 @@ fn get_old_parties(r: &mut Reader<'_>) -> Result<Parties, CodecError> {
     for _ in 0..2 {
         let _ = (r.bool()?, r.u32()?);
     }
-    let n = byte_count(r, 64, "log entry recipients")?;
+    let n = r.count8(64, "log entry recipients")?;
     for _ in 0..n {
         let _ = r.u32()?;
     }
     let anonymous = r.u32()?;
-    let m = byte_count(r, MAX_ANSWERS, "log entry answers")?;
+    let m = r.count8(MAX_ANSWERS, "log entry answers")?;
     for _ in 0..m {
         let _ = r.u32()?;
     }
@@ -254,19 +254,6 @@ pub fn decode(bytes: &[u8]) -> Result<(Observation, UnixSecs), StoreError> {
     read_entry(&mut Reader::new(bytes, "log entry")).map_err(|e| BadStream::Entry(e).into())
 }
 
-/// A one-byte count of an entry's items, refused above `max`.
-fn byte_count(r: &mut Reader<'_>, max: usize, what: &'static str) -> Result<usize, CodecError> {
-    let n = usize::from(r.u8()?);
-    if n > max {
-        return Err(CodecError::TooLarge {
-            what,
-            count: n as u64,
-            max: max as u64,
-        });
-    }
-    Ok(n)
-}
-
 /// The thresholds an entry was judged with (format 2 added the single
 /// transaction's size).
 fn get_thresholds(r: &mut Reader<'_>, format: u8) -> Result<Thresholds, CodecError> {
@@ -283,7 +270,7 @@ fn get_thresholds(r: &mut Reader<'_>, format: u8) -> Result<Thresholds, CodecErr
 /// The sentence keys of an entry (format 7 on): 32 bits each.
 fn get_sentences(r: &mut Reader<'_>) -> Result<Sentences, CodecError> {
     let mut keys = |what| -> Result<Vec<u64>, CodecError> {
-        let n = byte_count(r, MAX_SENTENCES, what)?;
+        let n = r.count8(MAX_SENTENCES, what)?;
         (0..n).map(|_| Ok(u64::from(r.u32()?) << 32)).collect()
     };
     Ok(Sentences {
@@ -303,7 +290,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
     let exact = r.array::<32>()?;
     let simhash = r.u64()?;
     let sketch = r.u64()?;
-    let nbands = byte_count(r, MAX_BANDS, "log entry bands")?;
+    let nbands = r.count8(MAX_BANDS, "log entry bands")?;
     let mut bands = (0..nbands)
         .map(|_| r.u64())
         .collect::<Result<Vec<_>, _>>()?;
@@ -326,7 +313,7 @@ fn read_entry(r: &mut Reader<'_>) -> Result<(Observation, UnixSecs), CodecError>
         ([sketch; 2], true)
     };
     let smallest = if format >= 5 {
-        let n = byte_count(r, MAX_SMALLEST, "log entry smallest values")?;
+        let n = r.count8(MAX_SMALLEST, "log entry smallest values")?;
         let smallest = (0..n)
             .map(|_| Ok([r.u32()?, r.u32()?, r.u32()?]))
             .collect::<Result<Vec<_>, CodecError>>()?;
