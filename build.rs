@@ -1,5 +1,5 @@
 //! Finds what some integration tests need from the machine (Postfix and
-//! root, redis-server, miltertest, spamassassin, systemd-analyze,
+//! root, redis-server, miltertest, spamassassin, systemd-analyze, Dovecot,
 //! Tesseract and a font, the real-mail corpus) and sets a `cfg` for each that is there. A test whose need is missing is
 //! compiled as ignored, with the reason, so `cargo test` lists it as
 //! `ignored, needs ...` instead of passing it unseen.
@@ -57,6 +57,11 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
         "bulkwatch_dejavu",
         &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"],
         "apt-get install fonts-dejavu-core",
+    ),
+    (
+        "bulkwatch_dovecot",
+        &["/usr/lib/dovecot/modules/sieve/lib90_sieve_imapsieve_plugin.so"],
+        "apt-get install dovecot-imapd dovecot-lmtpd dovecot-sieve",
     ),
     (
         "bulkwatch_systemd_analyze",

@@ -8,6 +8,7 @@ pub mod campaigns;
 pub mod check_config;
 pub mod keygen;
 pub mod replay;
+pub mod report;
 pub mod scan;
 pub mod serve;
 pub mod tune;
@@ -62,6 +63,8 @@ pub enum CliError {
 /// A command line that asks for something impossible.
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
+    #[error("the message has no X-Bulkwatch-Copy header: bulkwatch did not deliver it with zero-hour on")]
+    NoCopyHeader,
     #[error("a campaign id is one word")]
     CampaignIdOneWord,
     #[error("`{0}` is not a domain name (letters, digits, '-', '_', two labels at least)")]
@@ -142,6 +145,9 @@ pub enum Command {
     Keygen(keygen::KeygenArgs),
     /// List, show, allow or forget the running daemon's campaigns.
     Campaigns(campaigns::CampaignsArgs),
+    /// Report the message on standard input as spam or not spam for a
+    /// user (Dovecot's Junk button: docs/admin/zero-hour.md).
+    Report(report::ReportArgs),
     /// A worker process that reads mail for the daemon (started by it,
     /// never by hand: `crate::worker`).
     #[command(hide = true)]
@@ -233,6 +239,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::CheckConfig(a) => check_config::run(a),
         Command::Keygen(a) => keygen::run(a),
         Command::Campaigns(a) => campaigns::run(a),
+        Command::Report(a) => report::run(a),
         Command::Worker => {
             // (main runs the worker before dispatching here.)
             crate::worker::child::run();

@@ -1092,6 +1092,20 @@ async fn build_state(
         Ok(None) => {}
         Err(e) => return Err(other("cannot set up the redis store", e)),
     }
+    if cfg.zero_hour.enabled {
+        match crate::milter::zerohour::client(cfg) {
+            Ok(c) => {
+                info!(
+                    doveadm = %format!("{}:{}{}", c.host, c.port, c.path),
+                    action = ?cfg.zero_hour.action,
+                    "zero-hour on: delivered copies are recorded"
+                );
+                state = state.with_zero_hour(Arc::new(crate::milter::zerohour::ZeroHour::new(cfg)));
+            }
+            // Mail flows without it; the error says what to mend.
+            Err(e) => tracing::error!(error = %e, "zero-hour stays off"),
+        }
+    }
     // The alert task runs whatever `alerts.to` holds, so that a reload
     // that sets it (or clears it) applies at once.
     {
@@ -1173,6 +1187,9 @@ async fn start_tasks(
     if state.redis().is_some() {
         tasks.push(tokio::spawn(domains_loop(Arc::clone(state))));
     }
+    if let Some(z) = state.zero_hour() {
+        start_zero_hour(cfg, state, z, tasks)?;
+    }
     let control_socket = crate::milter::control::socket_path(dir);
     match bind_control(&control_socket) {
         Ok(l) => {
@@ -1187,6 +1204,63 @@ async fn start_tasks(
         Err(e) => warn!(socket = %control_socket.display(), error = %e, "no control socket"),
     }
     Ok(control_socket)
+}
+
+/// The zero-hour task and the report socket (`zero_hour.report_socket`,
+/// mode 0660, `zero_hour.report_group`).
+///
+/// # Errors
+/// The report socket cannot be bound or given its group.
+fn start_zero_hour(
+    cfg: &Config,
+    state: &Arc<State>,
+    z: &Arc<crate::milter::zerohour::ZeroHour>,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> Result<(), CliError> {
+    use std::os::unix::fs::PermissionsExt;
+    match crate::milter::zerohour::client(cfg) {
+        Ok(c) => tasks.push(tokio::spawn(crate::milter::zerohour::run(
+            Arc::clone(state),
+            Arc::clone(z),
+            c,
+        ))),
+        Err(e) => tracing::error!(error = %e, "zero-hour acts on nothing"),
+    }
+    let path = &cfg.zero_hour.report_socket;
+    if path.is_empty() {
+        return Ok(());
+    }
+    let path = Path::new(path);
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => {
+            fs::remove_file(path)
+                .map_err(|e| other(format!("cannot remove {}", path.display()), e))?;
+        }
+        Ok(_) => return Err(StartError::NotASocket(path.to_owned()).into()),
+        Err(_) => {}
+    }
+    let l = tokio::net::UnixListener::bind(path)
+        .map_err(|e| other(format!("cannot listen on {}", path.display()), e))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o660))
+        .map_err(|e| other(format!("cannot set mode of {}", path.display()), e))?;
+    let group = &cfg.zero_hour.report_group;
+    if !group.is_empty() {
+        let gid = lookup_id("/etc/group", group).ok_or_else(|| {
+            other(
+                "zero_hour.report_group",
+                std::io::Error::other(format!("unknown group `{group}`")),
+            )
+        })?;
+        std::os::unix::fs::chown(path, None, Some(gid))
+            .map_err(|e| other(format!("cannot chown {}", path.display()), e))?;
+    }
+    info!(socket = %path.display(), "report socket listening");
+    tasks.push(tokio::spawn(crate::milter::zerohour::serve_reports(
+        l,
+        Arc::clone(state),
+        Arc::clone(z),
+    )));
+    Ok(())
 }
 
 /// How often a daemon on Redis reads the site's domain allowances: one

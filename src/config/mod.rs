@@ -39,6 +39,7 @@ mod store;
 mod thresholds;
 mod warnings;
 mod window;
+mod zero_hour;
 
 pub use alerts::{parse_relay, AlertTls, AlertsConfig};
 pub use allow::AllowConfig;
@@ -58,6 +59,7 @@ pub use store::{redacted_url, RedisConfig, RedisLayout, StoreBackend, StoreConfi
 pub use thresholds::Thresholds;
 pub use warnings::ConfigWarning;
 pub use window::WindowConfig;
+pub use zero_hour::{parse_url as parse_doveadm_url, UserName, ZeroHourAction, ZeroHourConfig};
 
 use std::path::Path;
 
@@ -148,6 +150,7 @@ sections! {
     state: StateConfig in RawState,
     metrics: MetricsConfig in RawMetrics,
     alerts: AlertsConfig in RawAlerts,
+    zero_hour: ZeroHourConfig in RawZeroHour,
     store: StoreConfig in RawStore,
 }
 

@@ -21,5 +21,6 @@ pub use super::state::RawState;
 pub use super::store::{RawRedis, RawStore};
 pub use super::thresholds::RawThresholds;
 pub use super::window::RawWindow;
+pub use super::zero_hour::RawZeroHour;
 
 pub use super::RawConfig;

@@ -795,6 +795,19 @@ impl Campaigns {
         self.by_id.get(&id).copied()
     }
 
+    /// Every merged-away id still kept, with the live slot it forwards to
+    /// (one scan of the slots).
+    pub fn aliases(&self) -> std::collections::HashMap<CampaignId, u32> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Slot::Alias { id, .. } => Some((*id, self.resolve(u32::try_from(i).ok()?)?)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The live slot of a campaign id, or of the campaign it was merged
     /// into while its alias is kept (a scan of the slots: for operators'
     /// commands, not per message).

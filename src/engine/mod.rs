@@ -111,6 +111,15 @@ impl Correction {
     }
 }
 
+/// Where a campaign stands ([`Engine::standing`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    /// Its counts now (`summary.id` is its live id).
+    pub summary: CampaignSummary,
+    /// An operator's allowance is in force.
+    pub allowed: bool,
+}
+
 impl Engine {
     /// An empty engine.
     pub fn new(cfg: &Config) -> Engine {
@@ -269,6 +278,32 @@ impl Engine {
     /// was merged into), unless forgotten.
     pub fn live_id(&self, id: CampaignId) -> Option<CampaignId> {
         self.root_id(id).filter(|l| !self.forgotten.contains(l))
+    }
+
+    /// Where each of `ids` stands now (its live campaign, whatever it was
+    /// merged into): a lookup each, and one scan of the slots when some id
+    /// is not live itself. A campaign of one message (no slot) has no
+    /// standing: it is clean. For zero-hour, every few seconds.
+    pub fn standing(&self, ids: &[CampaignId], now: u64) -> Vec<Option<Standing>> {
+        let mut aliases = None;
+        ids.iter()
+            .map(|id| {
+                let slot = match self.campaigns.slot_of(*id) {
+                    Some(s) => s,
+                    None => *aliases
+                        .get_or_insert_with(|| self.campaigns.aliases())
+                        .get(id)?,
+                };
+                let c = self.campaigns.get(slot)?;
+                if self.forgotten.contains(&c.id) {
+                    return None;
+                }
+                Some(Standing {
+                    summary: CampaignSummary::from(c),
+                    allowed: c.allowed_until.is_some_and(|u| u.get() > now),
+                })
+            })
+            .collect()
     }
 
     /// Allowed campaigns (forgotten ones left out): (id, allowed until;

@@ -134,6 +134,9 @@ pub enum AllowReason {
     /// allow-domain`), and a trusted Authentication-Results header says
     /// the From domain passed DKIM or DMARC ([`crate::engine::allowance`]).
     Domain,
+    /// Every recipient reported the campaign as not spam (zero-hour
+    /// reports, `bulkwatch report ham`).
+    Reported,
 }
 
 impl AllowReason {
@@ -145,17 +148,19 @@ impl AllowReason {
             AllowReason::Campaign => "campaign",
             AllowReason::Recipient => "recipient",
             AllowReason::Domain => "domain_allowance",
+            AllowReason::Reported => "reported_ham",
         }
     }
 
     /// All reasons, for metrics.
-    pub const ALL: [AllowReason; 6] = [
+    pub const ALL: [AllowReason; 7] = [
         AllowReason::SenderDomain,
         AllowReason::ClientNetwork,
         AllowReason::Authenticated,
         AllowReason::Campaign,
         AllowReason::Recipient,
         AllowReason::Domain,
+        AllowReason::Reported,
     ];
 }
 

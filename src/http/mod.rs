@@ -169,6 +169,7 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
             serde_json::json!({"enabled": state.config().metrics.control_token.is_some()})
                 .to_string(),
         ),
+        ("GET", "/zero-hour") => Reply::new(ok, json, zero_hour(state).to_string()),
         ("GET", "/domains") => {
             let answer = state.control.run(
                 state,
@@ -187,6 +188,27 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
              with the control token\n",
         ),
     }
+}
+
+/// `/zero-hour`: whether it is on, the copies recorded, what was done
+/// (counts and the latest events, newest first).
+fn zero_hour(state: &State) -> serde_json::Value {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(z) = state.zero_hour() else {
+        return serde_json::json!({"enabled": false});
+    };
+    let c = &z.counts;
+    serde_json::json!({
+        "enabled": true,
+        "copies": z.len(),
+        "moved": c.junked.load(Relaxed),
+        "moved_back": c.restored.load(Relaxed),
+        "given_up": c.given_up.load(Relaxed),
+        "spam_reports": c.spam_reports.load(Relaxed),
+        "ham_reports": c.ham_reports.load(Relaxed),
+        "refused_reports": c.refused_reports.load(Relaxed),
+        "events": z.events(),
+    })
 }
 
 /// `POST /campaigns/ID/allow`, `/disallow` or `/forget`, with `Authorization: Bearer

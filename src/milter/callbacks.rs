@@ -206,6 +206,11 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
     // Lines logged inside the engine step (alerts) carry the queue id too.
     let span = tracing::info_span!("message", queue_id = %queue_id);
     let sender = msg.envelope.mail_from.clone().unwrap_or_default();
+    let rcpts = match state.zero_hour() {
+        Some(_) => msg.envelope.rcpts.clone(),
+        None => Vec::new(),
+    };
+    let mut copy = None;
     let decision = match state.judge_message(&cfg, msg).instrument(span).await {
         Ok(Decided {
             verdict,
@@ -227,6 +232,10 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 &verdict.merged,
             );
             let decision = reply::decision_for(&verdict, &cfg.policy);
+            copy = state.zero_hour().and_then(|z| {
+                let now = crate::milter::unix_now();
+                z.stamp(&cfg, &verdict, &decision, &rcpts, &queue_id, now)
+            });
             // Absent values are left out rather than written as -1 or "".
             let campaign = verdict.campaign.as_ref();
             info!(
@@ -273,7 +282,16 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             decision
         }
     };
-    match reply::apply(&cx.actions, &mut cx.reply, &cfg.milter, &decision, forged).await {
+    match reply::apply(
+        &cx.actions,
+        &mut cx.reply,
+        &cfg.milter,
+        &decision,
+        forged,
+        copy.as_deref(),
+    )
+    .await
+    {
         Ok(status) => status,
         Err(e) => {
             state.metrics.record_error();

@@ -553,6 +553,9 @@ impl Control {
     /// Answers one request line (module notes). Blocks for a Redis round
     /// trip at most (its timeouts) with Redis: call it off the runtime.
     pub fn handle(&self, state: &State, line: &str, now: u64) -> serde_json::Value {
+        if let Some(rest) = line.strip_prefix("report ") {
+            return report(state, rest, now);
+        }
         match Command::parse(line) {
             Ok(cmd) => self.run(state, cmd, now),
             Err(e) => error(&e),
@@ -667,6 +670,21 @@ impl Control {
                     "members": members,
                 })
             }
+        }
+    }
+}
+
+/// `report spam|ham USER VALUE`: a user's report, as the report socket
+/// takes it ([`crate::milter::zerohour`]).
+fn report(state: &State, rest: &str, now: u64) -> serde_json::Value {
+    let Some(z) = state.zero_hour() else {
+        return error("report: zero-hour is off (zero_hour.enabled)");
+    };
+    match crate::milter::zerohour::parse_report(rest) {
+        Err(e) => error(&format!("report: {e}")),
+        Ok((spam, user, value)) => {
+            let resolve = |c| state.with_view(|e| e.live_id(c));
+            z.report(&state.config(), spam, user, value, resolve, now)
         }
     }
 }

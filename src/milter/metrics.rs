@@ -195,6 +195,9 @@ pub fn render(state: &State, now: u64) -> String {
     }
     render_engine_time(&mut s, m);
     render_alerts(&mut s, &state.alert_counts);
+    if let Some(z) = state.zero_hour() {
+        render_zero_hour(&mut s, z);
+    }
     if let Some(sh) = state.redis() {
         render_redis(&mut s, sh);
     }
@@ -468,6 +471,55 @@ fn render_later(s: &mut String, l: &crate::milter::later::Later) {
         "# HELP bulkwatch_ocr_later_waiting Messages waiting to be read later.\n\
          # TYPE bulkwatch_ocr_later_waiting gauge\nbulkwatch_ocr_later_waiting {}",
         l.len()
+    );
+}
+
+/// Zero-hour's copies and reports (`milter::zerohour`).
+fn render_zero_hour(s: &mut String, z: &crate::milter::zerohour::ZeroHour) {
+    let c = &z.counts;
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_zero_hour_copies_total Delivered copies zero-hour recorded (recorded), \
+         acted on in a recipient's mailbox when their campaign turned bulk, by recipient (junk), \
+         moved back when it was allowed (back), requests that failed and were tried again \
+         (failed), copies given up after their last try (given_up).\n\
+         # TYPE bulkwatch_zero_hour_copies_total counter"
+    );
+    for (l, n) in [
+        ("recorded", &c.recorded),
+        ("junk", &c.junked),
+        ("back", &c.restored),
+        ("failed", &c.failed),
+        ("given_up", &c.given_up),
+    ] {
+        let _ = writeln!(
+            s,
+            "bulkwatch_zero_hour_copies_total{{outcome=\"{l}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_zero_hour_reports_total Users' reports: spam, ham, and refused \
+         (no copy delivered to the reporter).\n\
+         # TYPE bulkwatch_zero_hour_reports_total counter"
+    );
+    for (l, n) in [
+        ("spam", &c.spam_reports),
+        ("ham", &c.ham_reports),
+        ("refused", &c.refused_reports),
+    ] {
+        let _ = writeln!(
+            s,
+            "bulkwatch_zero_hour_reports_total{{kind=\"{l}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bulkwatch_zero_hour_recorded Copies in the zero-hour ledger now.\n\
+         # TYPE bulkwatch_zero_hour_recorded gauge\nbulkwatch_zero_hour_recorded {}",
+        z.len()
     );
 }
 

@@ -19,6 +19,7 @@
 pub mod alert;
 pub mod callbacks;
 pub mod control;
+pub mod doveadm;
 pub mod forensics;
 pub mod guard;
 pub mod later;
@@ -27,6 +28,7 @@ pub mod metrics;
 pub mod origin;
 pub mod reply;
 pub mod session;
+pub mod zerohour;
 
 use std::future::Future;
 use std::io;
@@ -79,6 +81,8 @@ pub struct State {
     /// Messages whose pictures the OCR workers had no time for, to read
     /// later ([`later`]); with workers only.
     later: Option<Arc<later::Later>>,
+    /// Delivered copies and users' reports (`[zero_hour]`), when enabled.
+    zero_hour: Option<Arc<zerohour::ZeroHour>>,
 }
 
 /// A message's verdict, for the reply and the log line.
@@ -176,7 +180,19 @@ impl State {
             control: control::Control::default(),
             own_networks: RwLock::new(Arc::new(Vec::new())),
             later: None,
+            zero_hour: None,
         }
+    }
+
+    /// Records delivered copies and takes users' reports ([`zerohour`]).
+    pub fn with_zero_hour(mut self, z: Arc<zerohour::ZeroHour>) -> State {
+        self.zero_hour = Some(z);
+        self
+    }
+
+    /// The zero-hour ledger and reports, when `zero_hour.enabled`.
+    pub fn zero_hour(&self) -> Option<&Arc<zerohour::ZeroHour>> {
+        self.zero_hour.as_ref()
     }
 
     /// Sets the site's own networks (`own.networks` with `mynetworks`
@@ -497,7 +513,10 @@ impl State {
                 self.judge.complete(cfg, &ask, answer)
             }
         };
-        let verdict = judged.verdict;
+        let mut verdict = judged.verdict;
+        if let Some(z) = &self.zero_hour {
+            z.amend(cfg, &mut verdict, &env.rcpts);
+        }
         let elapsed = start.elapsed();
         if verdict.newly_bulk && (!verdict.own || cfg.own.alert) {
             if let (Some(tx), Some(c)) = (&self.alerts, &verdict.campaign) {

@@ -125,10 +125,11 @@ pub fn failure(cfg: &MilterConfig) -> Decision {
 }
 
 /// Carries out `decision` at end of message. `forged` counts the
-/// `X-Bulkwatch` and `X-Bulkwatch-Score` headers that arrived with the
-/// message: each is deleted (highest index first, so indexes stay valid)
+/// `X-Bulkwatch`, `X-Bulkwatch-Score` and `X-Bulkwatch-Copy` headers that
+/// arrived with the message: each is deleted (highest index first, so indexes stay valid)
 /// whenever the message is delivered, so a sender cannot forge a verdict
-/// or a score.
+/// or a score. `copy` is the `X-Bulkwatch-Copy` of a copy zero-hour
+/// may act on ([`crate::milter::zerohour`]).
 ///
 /// # Errors
 /// The connection to the MTA failed or an action was not negotiated; the
@@ -139,12 +140,14 @@ pub async fn apply(
     cfg: &MilterConfig,
     decision: &Decision,
     forged: Forged,
+    copy: Option<&str>,
 ) -> Result<Status, indymilter::ActionError> {
     match decision {
         Decision::Accept | Decision::Tag(_) | Decision::Quarantine(_) => {
             for (name, n) in [
                 (HEADER_NAME, forged.headers),
                 (SCORE_HEADER_NAME, forged.scores),
+                (crate::milter::zerohour::HEADER, forged.copies),
             ] {
                 for i in (1..=n).rev() {
                     let index = i32::try_from(i).unwrap_or(i32::MAX);
@@ -153,6 +156,11 @@ pub async fn apply(
             }
             if let Decision::Tag(t) = decision {
                 actions.add_header(HEADER_NAME, t.value.as_str()).await?;
+            }
+            if let Some(value) = copy {
+                actions
+                    .add_header(crate::milter::zerohour::HEADER, value)
+                    .await?;
             }
             if let Decision::Tag(t) | Decision::Quarantine(t) = decision {
                 actions

@@ -51,6 +51,8 @@ pub struct Forged {
     pub headers: usize,
     /// `X-Bulkwatch-Score`.
     pub scores: usize,
+    /// `X-Bulkwatch-Copy` ([`crate::milter::zerohour::HEADER`]).
+    pub copies: usize,
 }
 
 /// What was collected for one message.
@@ -198,6 +200,8 @@ impl Session {
             self.message.forged.headers += 1;
         } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
             self.message.forged.scores += 1;
+        } else if name.eq_ignore_ascii_case(crate::milter::zerohour::HEADER.as_bytes()) {
+            self.message.forged.copies += 1;
         } else if name.eq_ignore_ascii_case(b"Authentication-Results")
             && self.message.auth_results.len() < crate::engine::allowance::MAX_HEADERS
             && value.len() <= crate::engine::allowance::MAX_HEADER_LEN
