@@ -9,6 +9,8 @@
 //! Needs root, Postfix and Dovecot (imapd, lmtpd, sieve); ignored, with
 //! the reason, otherwise.
 
+mod common;
+
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -57,32 +59,22 @@ fn user(i: usize) -> String {
     format!("u{i}@example.net")
 }
 
-/// One host (a Postfix and its bulkwatch) and the Dovecot they deliver to.
-struct Rig {
-    _tmp: tempfile::TempDir,
+/// A host: a Postfix and its bulkwatch, delivering to the rig's Dovecot.
+struct Host {
     dir: PathBuf,
     smtp_port: u16,
-    imap_port: u16,
     bw_config: PathBuf,
     bw_log: PathBuf,
     daemon: Child,
     postfix_up: bool,
-    dovecot_up: bool,
 }
 
-impl Drop for Rig {
+impl Drop for Host {
     fn drop(&mut self) {
         if self.postfix_up {
             let _ = Command::new("/usr/sbin/postfix")
                 .arg("-c")
                 .arg(self.dir.join("conf"))
-                .arg("stop")
-                .output();
-        }
-        if self.dovecot_up {
-            let _ = Command::new("/usr/sbin/dovecot")
-                .arg("-c")
-                .arg(self.dir.join("dovecot.conf"))
                 .arg("stop")
                 .output();
         }
@@ -93,8 +85,40 @@ impl Drop for Rig {
     }
 }
 
+/// The Dovecot every host delivers to, and the hosts (the first one's
+/// report socket takes the sieve scripts' reports).
+struct Rig {
+    hosts: Vec<Host>,
+    dir: PathBuf,
+    imap_port: u16,
+    dovecot_up: bool,
+    _tmp: tempfile::TempDir,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        self.hosts.clear();
+        if self.dovecot_up {
+            let _ = Command::new("/usr/sbin/dovecot")
+                .arg("-c")
+                .arg(self.dir.join("dovecot.conf"))
+                .arg("stop")
+                .output();
+        }
+    }
+}
+
+impl std::ops::Deref for Rig {
+    type Target = Host;
+
+    fn deref(&self) -> &Host {
+        &self.hosts[0]
+    }
+}
+
 const SPAM_SIEVE: &str = include_str!("../debian/sieve/report-spam.sieve");
 const HAM_SIEVE: &str = include_str!("../debian/sieve/report-ham.sieve");
+const PIPE: &str = include_str!("../debian/sieve/bulkwatch-report");
 
 fn dovecot_conf(d: &Path, imap: u16, lmtp: u16, doveadm: u16) -> String {
     let d = d.display();
@@ -163,15 +187,15 @@ const MASTER_CF: &[&str] = &[
     "postlog unix-dgram n - n - 1 postlogd",
 ];
 
-/// The daemon's configuration: zero-hour on, this Dovecot's doveadm.
-fn bw_config(d: &Path, milter: u16, doveadm: u16, extra: &str) -> String {
+/// A host's daemon configuration: zero-hour on, the rig's doveadm.
+fn config_text(d: &Path, milter: u16, doveadm: u16, extra: &str) -> String {
     let d = d.display();
     format!(
         "[milter]\nsocket = \"inet:127.0.0.1:{milter}\"\n\n[state]\nstate_dir = \"{d}/state\"\n\n\
          [metrics]\nlisten = \"\"\n\n[thresholds]\nbulk_threshold = 20.0\nsuspect_threshold = 10.0\n\n\
          [own]\nnetworks = []\n\n[policy]\nsuspect = \"tag\"\nbulk = \"reject\"\n\n\
          [zero_hour]\nenabled = true\ndoveadm_url = \"http://127.0.0.1:{doveadm}/doveadm/v1\"\n\
-         doveadm_key_file = \"{d}/doveadm.key\"\nreport_socket = \"{d}/report.sock\"\n\
+         doveadm_key_file = \"{d}/../doveadm.key\"\nreport_socket = \"{d}/report.sock\"\n\
          report_group = \"nogroup\"\n{extra}"
     )
 }
@@ -188,18 +212,16 @@ fn start_daemon(config: &Path, log: &Path) -> Child {
         .unwrap()
 }
 
-/// Dovecot, bulkwatch and Postfix, in that order, each waited for.
-fn rig(extra: &str) -> Rig {
+/// Dovecot with `hosts` hosts, each configured with `extra` after its
+/// `[zero_hour]` keys (more keys of that section, then other sections).
+fn rig_of(hosts: usize, extra: &str) -> Rig {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_owned();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    for d in ["conf", "queue", "data", "mail", "sieve", "sieve-bin", "bin"] {
+    for d in ["mail", "sieve", "sieve-bin", "bin"] {
         fs::create_dir_all(dir.join(d)).unwrap();
     }
-    run(Command::new("chown").arg("postfix").arg(dir.join("data")));
-    run(Command::new("chown")
-        .arg("nobody:nogroup")
-        .arg(dir.join("mail")));
+    run(Command::new("chown").arg("nobody:nogroup").arg(dir.join("mail")));
     let users: String = (0..USERS)
         .map(|i| format!("{}:{{PLAIN}}pw::::::\n", user(i)))
         .collect();
@@ -214,21 +236,12 @@ fn rig(extra: &str) -> Rig {
     let pipe = dir.join("sieve-bin/bulkwatch-report");
     fs::write(
         &pipe,
-        format!(
-            "#!/bin/sh\nexec {}/bin/bulkwatch report \"$1\" --user \"$2\" --socket {}/report.sock\n",
-            dir.display(),
-            dir.display()
-        ),
+        PIPE.replace("/usr/bin/bulkwatch", &format!("{}/bin/bulkwatch", dir.display()))
+            .replace("/run/bulkwatch/report.sock", &format!("{}/host0/report.sock", dir.display())),
     )
     .unwrap();
     fs::set_permissions(&pipe, fs::Permissions::from_mode(0o755)).unwrap();
-    let (imap, lmtp, doveadm, smtp, milter) = (
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-        free_port(),
-    );
+    let (imap, lmtp, doveadm) = (free_port(), free_port(), free_port());
     let conf = dir.join("dovecot.conf");
     fs::write(&conf, dovecot_conf(&dir, imap, lmtp, doveadm)).unwrap();
     for s in ["report-spam", "report-ham"] {
@@ -237,20 +250,12 @@ fn rig(extra: &str) -> Rig {
             .arg(&conf)
             .arg(dir.join(format!("sieve/{s}.sieve"))));
     }
-    let bw_config = dir.join("bulkwatch.toml");
-    fs::write(&bw_config, bw_config_text(&dir, milter, doveadm, extra)).unwrap();
-    let bw_log = dir.join("bulkwatch.log");
-    let daemon = start_daemon(&bw_config, &bw_log);
     let mut rig = Rig {
-        _tmp: tmp,
+        hosts: Vec::new(),
         dir: dir.clone(),
-        smtp_port: smtp,
         imap_port: imap,
-        bw_config,
-        bw_log: bw_log.clone(),
-        daemon,
-        postfix_up: false,
         dovecot_up: false,
+        _tmp: tmp,
     };
     // (Its master goes to the background holding whatever output it was
     // given: none, or `output()` would wait for it.)
@@ -261,47 +266,51 @@ fn rig(extra: &str) -> Rig {
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    assert!(
-        started.success(),
-        "dovecot did not start\n{}",
-        rig.dovecot_log()
-    );
-    rig.dovecot_up = true;
-    wait_for(
-        "dovecot",
-        30,
-        || TcpStream::connect(("127.0.0.1", imap)).is_ok(),
-        || rig.dovecot_log(),
-    );
-    wait_for(
-        "bulkwatch to serve",
-        60,
-        || rig.log().contains("bulkwatch serving"),
-        || rig.log(),
-    );
-    fs::write(dir.join("conf/main.cf"), main_cf(&dir, lmtp, milter)).unwrap();
-    let mut services = vec![format!("127.0.0.1:{smtp} inet n - n - - smtpd")];
-    services.extend(MASTER_CF.iter().map(|s| (*s).to_owned()));
-    fs::write(dir.join("conf/master.cf"), services.join("\n") + "\n").unwrap();
-    run(Command::new("/usr/sbin/postfix")
-        .arg("-c")
-        .arg(dir.join("conf"))
-        .arg("start"));
-    rig.postfix_up = true;
-    wait_for(
-        "postfix",
-        30,
-        || TcpStream::connect(("127.0.0.1", smtp)).is_ok(),
-        || rig.maillog(),
-    );
+    rig.dovecot_up = started.success();
+    assert!(started.success(), "dovecot did not start\n{}", rig.dovecot_log());
+    wait_for("dovecot", 30, || TcpStream::connect(("127.0.0.1", imap)).is_ok(), || rig.dovecot_log());
+    for n in 0..hosts {
+        let h = host(&dir.join(format!("host{n}")), lmtp, doveadm, extra);
+        rig.hosts.push(h);
+    }
     rig
 }
 
-fn bw_config_text(d: &Path, milter: u16, doveadm: u16, extra: &str) -> String {
-    bw_config(d, milter, doveadm, extra)
+fn rig(extra: &str) -> Rig {
+    rig_of(1, extra)
 }
 
-impl Rig {
+/// A Postfix delivering over LMTP on `lmtp`, and its bulkwatch.
+fn host(dir: &Path, lmtp: u16, doveadm: u16, extra: &str) -> Host {
+    for d in ["conf", "queue", "data"] {
+        fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    run(Command::new("chown").arg("postfix").arg(dir.join("data")));
+    let (smtp, milter) = (free_port(), free_port());
+    let bw_config = dir.join("bulkwatch.toml");
+    fs::write(&bw_config, config_text(dir, milter, doveadm, extra)).unwrap();
+    let bw_log = dir.join("bulkwatch.log");
+    let daemon = start_daemon(&bw_config, &bw_log);
+    let mut h = Host {
+        dir: dir.to_owned(),
+        smtp_port: smtp,
+        bw_config,
+        bw_log,
+        daemon,
+        postfix_up: false,
+    };
+    wait_for("bulkwatch to serve", 60, || h.log().contains("bulkwatch serving"), || h.log());
+    fs::write(dir.join("conf/main.cf"), main_cf(dir, lmtp, milter)).unwrap();
+    let mut services = vec![format!("127.0.0.1:{smtp} inet n - n - - smtpd")];
+    services.extend(MASTER_CF.iter().map(|s| (*s).to_owned()));
+    fs::write(dir.join("conf/master.cf"), services.join("\n") + "\n").unwrap();
+    run(Command::new("/usr/sbin/postfix").arg("-c").arg(dir.join("conf")).arg("start"));
+    h.postfix_up = true;
+    wait_for("postfix", 30, || TcpStream::connect(("127.0.0.1", smtp)).is_ok(), || h.maillog());
+    h
+}
+
+impl Host {
     fn log(&self) -> String {
         fs::read_to_string(&self.bw_log).unwrap_or_default()
     }
@@ -310,17 +319,29 @@ impl Rig {
         fs::read_to_string(self.dir.join("maillog")).unwrap_or_default()
     }
 
+    /// Sends one message over SMTP; `Err` holds the refusal.
+    fn send(&self, from: &str, rcpts: &[String], raw: &str) -> Result<(), String> {
+        smtp(self.smtp_port, from, rcpts, raw)
+    }
+
+    fn bulkwatch(&self, args: &[&str]) -> String {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_bulkwatch"));
+        c.args(args).arg("--config").arg(&self.bw_config);
+        run(&mut c)
+    }
+}
+
+impl Rig {
     fn dovecot_log(&self) -> String {
         fs::read_to_string(self.dir.join("dovecot.log")).unwrap_or_default()
     }
 
     fn all_logs(&self) -> String {
-        format!(
-            "--- bulkwatch\n{}\n--- postfix\n{}\n--- dovecot\n{}",
-            self.log(),
-            self.maillog(),
-            self.dovecot_log()
-        )
+        let mut out = String::new();
+        for (n, h) in self.hosts.iter().enumerate() {
+            out.push_str(&format!("--- bulkwatch {n}\n{}\n--- postfix {n}\n{}\n", h.log(), h.maillog()));
+        }
+        out + "--- dovecot\n" + &self.dovecot_log()
     }
 
     /// The messages in a user's mailbox (`INBOX` or `Junk`), read from the
@@ -358,17 +379,6 @@ impl Rig {
             .collect();
         s.sort();
         s
-    }
-
-    /// Sends one message over SMTP; `Err` holds the refusal.
-    fn send(&self, from: &str, rcpts: &[String], raw: &str) -> Result<(), String> {
-        smtp(self.smtp_port, from, rcpts, raw)
-    }
-
-    fn bulkwatch(&self, args: &[&str]) -> String {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_bulkwatch"));
-        c.args(args).arg("--config").arg(&self.bw_config);
-        run(&mut c)
     }
 }
 
@@ -813,4 +823,56 @@ fn the_junk_button_reports_by_distinct_recipients_and_one_user_alone_changes_not
         r.send(&from, &[user(10)], &raw).is_err(),
         "others' copies are still refused"
     );
+}
+
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_dovecot, bulkwatch_redis, bulkwatch_root)),
+    ignore = "needs root, Postfix, Dovecot and redis-server (apt-get install postfix dovecot-imapd dovecot-lmtpd dovecot-sieve redis-server)"
+)]
+#[test]
+fn two_hosts_on_one_redis_act_once_per_copy() {
+    let server = common::redis::RedisServer::start();
+    let r = rig_of(
+        2,
+        &format!(
+            "\n[store]\nbackend = \"redis\"\n\n[store.redis]\nurls = [\"{}\"]\nkey_prefix = \"zero-hour\"\n",
+            server.url()
+        ),
+    );
+    // Copies go in through both hosts, turn about, until one refuses.
+    let mut by_host = [0usize; 2];
+    let mut sent = 0;
+    while sent < USERS {
+        let (from, raw) = campaign_copy(sent);
+        match r.hosts[sent % 2].send(&from, &[user(sent)], &raw) {
+            Ok(()) => {
+                by_host[sent % 2] += 1;
+                sent += 1;
+            }
+            Err(e) => {
+                assert!(e.contains("550"), "{e}");
+                break;
+            }
+        }
+    }
+    assert!((10..USERS).contains(&sent), "{sent} copies delivered\n{}", r.all_logs());
+    wait_for(
+        "every delivered copy in Junk",
+        60,
+        || delivered(&r, 0..sent, "Junk", "Invoice overdue"),
+        || r.all_logs(),
+    );
+    // Each host moved the copies it delivered, the host whose message did
+    // not make the campaign bulk included; each copy was moved once.
+    for (n, h) in r.hosts.iter().enumerate() {
+        let moved = h.log().matches("zero-hour: copy moved to junk").count();
+        assert_eq!(moved, by_host[n], "host {n}\n{}", r.all_logs());
+    }
+    let dovecot = r.dovecot_log();
+    for i in 0..sent {
+        let moves = dovecot
+            .matches(&format!("Executing command 'move' as '{}'", user(i)))
+            .count();
+        assert_eq!(moves, 1, "{}\n{dovecot}", user(i));
+    }
 }

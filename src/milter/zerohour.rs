@@ -715,10 +715,16 @@ pub async fn run(state: Arc<State>, z: Arc<ZeroHour>, client: Doveadm) {
         }
         let st = Arc::clone(&state);
         let lookup = ids.clone();
-        let standing =
-            tokio::task::spawn_blocking(move || st.with_view(|e| e.standing(&lookup, now)))
-                .await
-                .unwrap_or_default();
+        let standing = tokio::task::spawn_blocking(move || {
+            // With Redis, the site's replica brought up to the log first:
+            // a campaign that turned bulk through another host is seen.
+            if let Some(r) = st.redis() {
+                let _ = r.site();
+            }
+            st.with_view(|e| e.standing(&lookup, now))
+        })
+        .await
+        .unwrap_or_default();
         for job in z.plan(&cfg, &ids, &standing, now) {
             let done = carry_out(&client, &cfg, &job).await;
             z.settle(cfg.zero_hour.action, &job, done, now);
