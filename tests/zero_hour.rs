@@ -118,6 +118,14 @@ impl std::ops::Deref for Rig {
 
 const SPAM_SIEVE: &str = include_str!("../debian/sieve/report-spam.sieve");
 const HAM_SIEVE: &str = include_str!("../debian/sieve/report-ham.sieve");
+/// The site's rule of docs/admin/downstream.md, before every user's: bulk
+/// copies to a folder, unless they are list mail or were held and
+/// released.
+const DOWNSTREAM_SIEVE: &str = "require [\"fileinto\"];\n\
+    if allof (header :matches \"X-Bulkwatch\" \"bulk;*\",\n\
+              not header :contains \"X-Bulkwatch\" \"list=yes\",\n\
+              not header :contains \"X-Bulkwatch\" \"held=yes\") {\n\
+        fileinto \"Bulk\";\n    stop;\n}\n";
 const PIPE: &str = include_str!("../debian/sieve/bulkwatch-report");
 
 fn dovecot_conf(d: &Path, imap: u16, lmtp: u16, doveadm: u16) -> String {
@@ -135,13 +143,14 @@ fn dovecot_conf(d: &Path, imap: u16, lmtp: u16, doveadm: u16) -> String {
          service lmtp {{\n  inet_listener lmtp {{\n    address = 127.0.0.1\n    port = {lmtp}\n  }}\n}}\n\
          service doveadm {{\n  inet_listener http {{\n    port = {doveadm}\n  }}\n}}\n\
          protocol imap {{\n  mail_plugins = $mail_plugins imap_sieve\n}}\n\
+         protocol lmtp {{\n  mail_plugins = $mail_plugins sieve\n}}\nlda_mailbox_autocreate = yes\n\
          plugin {{\n  sieve_plugins = sieve_imapsieve sieve_extprograms\n\
          imapsieve_mailbox1_name = Junk\n  imapsieve_mailbox1_causes = COPY APPEND\n\
          imapsieve_mailbox1_before = file:{d}/sieve/report-spam.sieve\n\
          imapsieve_mailbox2_name = *\n  imapsieve_mailbox2_from = Junk\n\
          imapsieve_mailbox2_causes = COPY\n\
          imapsieve_mailbox2_before = file:{d}/sieve/report-ham.sieve\n\
-         sieve_pipe_bin_dir = {d}/sieve-bin\n\
+         sieve_pipe_bin_dir = {d}/sieve-bin\n  sieve_before = {d}/sieve/downstream.sieve\n\
          sieve_global_extensions = +vnd.dovecot.pipe +vnd.dovecot.environment\n}}\n"
     )
 }
@@ -221,7 +230,9 @@ fn rig_of(hosts: usize, extra: &str) -> Rig {
     for d in ["mail", "sieve", "sieve-bin", "bin"] {
         fs::create_dir_all(dir.join(d)).unwrap();
     }
-    run(Command::new("chown").arg("nobody:nogroup").arg(dir.join("mail")));
+    run(Command::new("chown")
+        .arg("nobody:nogroup")
+        .arg(dir.join("mail")));
     let users: String = (0..USERS)
         .map(|i| format!("{}:{{PLAIN}}pw::::::\n", user(i)))
         .collect();
@@ -232,19 +243,26 @@ fn rig_of(hosts: usize, extra: &str) -> Rig {
     // user can run it (the build directory may be mode 0700).
     fs::write(dir.join("sieve/report-spam.sieve"), SPAM_SIEVE).unwrap();
     fs::write(dir.join("sieve/report-ham.sieve"), HAM_SIEVE).unwrap();
+    fs::write(dir.join("sieve/downstream.sieve"), DOWNSTREAM_SIEVE).unwrap();
     fs::copy(env!("CARGO_BIN_EXE_bulkwatch"), dir.join("bin/bulkwatch")).unwrap();
     let pipe = dir.join("sieve-bin/bulkwatch-report");
     fs::write(
         &pipe,
-        PIPE.replace("/usr/bin/bulkwatch", &format!("{}/bin/bulkwatch", dir.display()))
-            .replace("/run/bulkwatch/report.sock", &format!("{}/host0/report.sock", dir.display())),
+        PIPE.replace(
+            "/usr/bin/bulkwatch",
+            &format!("{}/bin/bulkwatch", dir.display()),
+        )
+        .replace(
+            "/run/bulkwatch/report.sock",
+            &format!("{}/host0/report.sock", dir.display()),
+        ),
     )
     .unwrap();
     fs::set_permissions(&pipe, fs::Permissions::from_mode(0o755)).unwrap();
     let (imap, lmtp, doveadm) = (free_port(), free_port(), free_port());
     let conf = dir.join("dovecot.conf");
     fs::write(&conf, dovecot_conf(&dir, imap, lmtp, doveadm)).unwrap();
-    for s in ["report-spam", "report-ham"] {
+    for s in ["report-spam", "report-ham", "downstream"] {
         run(Command::new("/usr/bin/sievec")
             .arg("-c")
             .arg(&conf)
@@ -267,8 +285,17 @@ fn rig_of(hosts: usize, extra: &str) -> Rig {
         .status()
         .unwrap();
     rig.dovecot_up = started.success();
-    assert!(started.success(), "dovecot did not start\n{}", rig.dovecot_log());
-    wait_for("dovecot", 30, || TcpStream::connect(("127.0.0.1", imap)).is_ok(), || rig.dovecot_log());
+    assert!(
+        started.success(),
+        "dovecot did not start\n{}",
+        rig.dovecot_log()
+    );
+    wait_for(
+        "dovecot",
+        30,
+        || TcpStream::connect(("127.0.0.1", imap)).is_ok(),
+        || rig.dovecot_log(),
+    );
     for n in 0..hosts {
         let h = host(&dir.join(format!("host{n}")), lmtp, doveadm, extra);
         rig.hosts.push(h);
@@ -299,14 +326,27 @@ fn host(dir: &Path, lmtp: u16, doveadm: u16, extra: &str) -> Host {
         daemon,
         postfix_up: false,
     };
-    wait_for("bulkwatch to serve", 60, || h.log().contains("bulkwatch serving"), || h.log());
+    wait_for(
+        "bulkwatch to serve",
+        60,
+        || h.log().contains("bulkwatch serving"),
+        || h.log(),
+    );
     fs::write(dir.join("conf/main.cf"), main_cf(dir, lmtp, milter)).unwrap();
     let mut services = vec![format!("127.0.0.1:{smtp} inet n - n - - smtpd")];
     services.extend(MASTER_CF.iter().map(|s| (*s).to_owned()));
     fs::write(dir.join("conf/master.cf"), services.join("\n") + "\n").unwrap();
-    run(Command::new("/usr/sbin/postfix").arg("-c").arg(dir.join("conf")).arg("start"));
+    run(Command::new("/usr/sbin/postfix")
+        .arg("-c")
+        .arg(dir.join("conf"))
+        .arg("start"));
     h.postfix_up = true;
-    wait_for("postfix", 30, || TcpStream::connect(("127.0.0.1", smtp)).is_ok(), || h.maillog());
+    wait_for(
+        "postfix",
+        30,
+        || TcpStream::connect(("127.0.0.1", smtp)).is_ok(),
+        || h.maillog(),
+    );
     h
 }
 
@@ -339,7 +379,11 @@ impl Rig {
     fn all_logs(&self) -> String {
         let mut out = String::new();
         for (n, h) in self.hosts.iter().enumerate() {
-            out.push_str(&format!("--- bulkwatch {n}\n{}\n--- postfix {n}\n{}\n", h.log(), h.maillog()));
+            out.push_str(&format!(
+                "--- bulkwatch {n}\n{}\n--- postfix {n}\n{}\n",
+                h.log(),
+                h.maillog()
+            ));
         }
         out + "--- dovecot\n" + &self.dovecot_log()
     }
@@ -753,14 +797,34 @@ fn the_junk_button_reports_by_distinct_recipients_and_one_user_alone_changes_not
         || r.log().contains("reported spam by a recipient"),
         || r.all_logs(),
     );
-    // Two users report the campaign: not yet three.
+    wait_for(
+        "the thread's reports",
+        30,
+        || r.log().matches("reported spam by a recipient").count() >= 3,
+        || r.all_logs(),
+    );
+    // The thread goes on for the others: Marco sends it again to two more.
+    let more: Vec<String> = (24..26).map(user).collect();
+    r.send(
+        "marco@supplier.example",
+        &more,
+        &thread.replace("<order@", "<order2@"),
+    )
+    .unwrap_or_else(|e| panic!("one user's reports refused a colleague's thread: {e}"));
+    // Two users report the campaign, one of them over and over: not yet
+    // three reporters.
+    for _ in 0..2 {
+        let mut s = Imap::login(r.imap_port, &user(0));
+        s.move_subject("INBOX", "Invoice", "Junk");
+        s.move_subject("Junk", "Invoice", "INBOX");
+    }
     for i in 0..2 {
         Imap::login(r.imap_port, &user(i)).move_subject("INBOX", "Invoice", "Junk");
     }
     wait_for(
-        "three spam reports",
+        "the campaign's reports",
         30,
-        || r.log().matches("reported spam by a recipient").count() >= 5,
+        || r.log().matches("reported spam by a recipient").count() >= 7,
         || r.all_logs(),
     );
     assert!(
@@ -855,7 +919,11 @@ fn two_hosts_on_one_redis_act_once_per_copy() {
             }
         }
     }
-    assert!((10..USERS).contains(&sent), "{sent} copies delivered\n{}", r.all_logs());
+    assert!(
+        (10..USERS).contains(&sent),
+        "{sent} copies delivered\n{}",
+        r.all_logs()
+    );
     wait_for(
         "every delivered copy in Junk",
         60,
@@ -874,5 +942,73 @@ fn two_hosts_on_one_redis_act_once_per_copy() {
             .matches(&format!("Executing command 'move' as '{}'", user(i)))
             .count();
         assert_eq!(moves, 1, "{}\n{dovecot}", user(i));
+    }
+}
+
+#[cfg_attr(
+    not(all(bulkwatch_postfix, bulkwatch_dovecot, bulkwatch_root)),
+    ignore = "needs root, Postfix and Dovecot (apt-get install postfix dovecot-imapd dovecot-lmtpd dovecot-sieve)"
+)]
+#[test]
+fn a_campaigns_held_copies_released_in_one_command_reach_the_inbox_not_the_bulk_folder() {
+    let r = rig("");
+    let held = fs::read_to_string(&r.bw_config)
+        .unwrap()
+        .replace("bulk = \"reject\"", "bulk = \"quarantine\"");
+    fs::write(&r.bw_config, held).unwrap();
+    run(Command::new("kill").args(["-HUP", &r.daemon.id().to_string()]));
+    wait_for(
+        "reload",
+        30,
+        || r.log().contains("configuration reloaded"),
+        || r.log(),
+    );
+    for i in 0..USERS {
+        let (from, raw) = campaign_copy(i);
+        r.send(&from, &[user(i)], &raw)
+            .unwrap_or_else(|e| panic!("{e}\n{}", r.all_logs()));
+    }
+    let log = r.log();
+    let id = bulk_campaign(&log);
+    let held: Vec<usize> = (0..USERS)
+        .filter(|i| {
+            log.lines().any(|l| {
+                l.contains(&format!("inv{i}@pay{i}.example")) && l.contains("action=\"quarantine\"")
+            })
+        })
+        .collect();
+    assert!(held.len() >= 5, "{held:?}\n{log}");
+    let conf = r.hosts[0].dir.join("conf");
+    let conf = conf.to_str().unwrap();
+    wait_for(
+        "the held copies in the hold queue",
+        60,
+        || {
+            r.bulkwatch(&["campaigns", "held", &id, "--postfix-config", conf])
+                .lines()
+                .count()
+                >= held.len()
+        },
+        || r.all_logs(),
+    );
+    r.bulkwatch(&["campaigns", "release", &id, "--postfix-config", conf]);
+    wait_for(
+        "the released copies delivered",
+        60,
+        || delivered(&r, held.iter().copied(), "INBOX", "Invoice overdue"),
+        || r.all_logs(),
+    );
+    for i in &held {
+        assert!(
+            r.subjects(*i, "Bulk").is_empty(),
+            "{}: filed as bulk",
+            user(*i)
+        );
+        let copy = r
+            .mailbox(*i, "INBOX")
+            .into_iter()
+            .find(|m| m.contains("Invoice overdue"))
+            .unwrap();
+        assert!(copy.contains("held=yes"), "{copy}");
     }
 }
