@@ -85,6 +85,12 @@ pub fn run(args: CheckConfigArgs) -> Result<Exit, CliError> {
     for w in warnings {
         eprintln!("bulkwatch: warning: {w}");
     }
+    // Zero-hour stays off (the daemon says so) without its doveadm key.
+    if cfg.zero_hour.enabled {
+        if let Err(e) = crate::milter::zerohour::client(&cfg) {
+            eprintln!("bulkwatch: warning: zero-hour would stay off: {e}");
+        }
+    }
     let postfix = if args.postfix {
         Some(check_postfix(&cfg, args.postfix_config.as_deref())?)
     } else {

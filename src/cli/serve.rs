@@ -1188,7 +1188,7 @@ async fn start_tasks(
         tasks.push(tokio::spawn(domains_loop(Arc::clone(state))));
     }
     if let Some(z) = state.zero_hour() {
-        start_zero_hour(cfg, state, z, tasks)?;
+        start_zero_hour(cfg, state, z, tasks);
     }
     let control_socket = crate::milter::control::socket_path(dir);
     match bind_control(&control_socket) {
@@ -1208,16 +1208,12 @@ async fn start_tasks(
 
 /// The zero-hour task and the report socket (`zero_hour.report_socket`,
 /// mode 0660, `zero_hour.report_group`).
-///
-/// # Errors
-/// The report socket cannot be bound or given its group.
 fn start_zero_hour(
     cfg: &Config,
     state: &Arc<State>,
     z: &Arc<crate::milter::zerohour::ZeroHour>,
     tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-) -> Result<(), CliError> {
-    use std::os::unix::fs::PermissionsExt;
+) {
     match crate::milter::zerohour::client(cfg) {
         Ok(c) => tasks.push(tokio::spawn(crate::milter::zerohour::run(
             Arc::clone(state),
@@ -1228,9 +1224,27 @@ fn start_zero_hour(
     }
     let path = &cfg.zero_hour.report_socket;
     if path.is_empty() {
-        return Ok(());
+        return;
     }
-    let path = Path::new(path);
+    // Mail flows without reports: a socket that cannot be set up is said,
+    // not a reason to stop.
+    match bind_reports(cfg, Path::new(path)) {
+        Ok(l) => {
+            info!(socket = %path, "report socket listening");
+            tasks.push(tokio::spawn(crate::milter::zerohour::serve_reports(
+                l,
+                Arc::clone(state),
+                Arc::clone(z),
+            )));
+        }
+        Err(e) => tracing::error!(error = %e, socket = %path, "no report socket: users' reports are not taken"),
+    }
+}
+
+/// The report socket at `path`, mode 0660, of `zero_hour.report_group`
+/// (the daemon's own group when empty).
+fn bind_reports(cfg: &Config, path: &Path) -> Result<tokio::net::UnixListener, CliError> {
+    use std::os::unix::fs::PermissionsExt;
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => {
             fs::remove_file(path)
@@ -1254,13 +1268,7 @@ fn start_zero_hour(
         std::os::unix::fs::chown(path, None, Some(gid))
             .map_err(|e| other(format!("cannot chown {}", path.display()), e))?;
     }
-    info!(socket = %path.display(), "report socket listening");
-    tasks.push(tokio::spawn(crate::milter::zerohour::serve_reports(
-        l,
-        Arc::clone(state),
-        Arc::clone(z),
-    )));
-    Ok(())
+    Ok(l)
 }
 
 /// How often a daemon on Redis reads the site's domain allowances: one

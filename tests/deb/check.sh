@@ -42,10 +42,13 @@ check_contents() {
     expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/README.md"
     expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/copyright"
     expect "-rw-r--r-- 0/0 ./usr/share/doc/bulkwatch/changelog.Debian.gz"
+    expect "-rw-r--r-- 0/0 ./usr/share/bulkwatch/sieve/report-spam.sieve"
+    expect "-rw-r--r-- 0/0 ./usr/share/bulkwatch/sieve/report-ham.sieve"
+    expect "-rwxr-xr-x 0/0 ./usr/lib/bulkwatch/sieve-pipe/bulkwatch-report"
     # Nothing of the build leaks in (a target/ path, the sources): every
     # file is under one of the package's places.
     if grep -v '^d' <<<"$list" \
-        | grep -vE ' \./(usr/bin|usr/share/man|usr/share/doc/bulkwatch|etc/bulkwatch|etc/init\.d|usr/share/lintian/overrides|(usr/)?lib/systemd/system)/'; then
+        | grep -vE ' \./(usr/bin|usr/share/man|usr/share/doc/bulkwatch|usr/share/bulkwatch/sieve|usr/lib/bulkwatch/sieve-pipe|etc/bulkwatch|etc/init\.d|usr/share/lintian/overrides|(usr/)?lib/systemd/system)/'; then
         fail "unexpected paths in the package (above)"
     fi
     ok "no other paths"
