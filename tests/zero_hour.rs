@@ -721,7 +721,7 @@ fn copies_delivered_before_the_campaign_turned_bulk_go_to_junk_and_come_back_whe
         assert_eq!(r.subjects(i, "Junk"), want_junk, "{}", user(i));
         assert_eq!(
             r.subjects(i, "INBOX"),
-            [format!("Club newsletter"), format!("Note for u{i}")],
+            ["Club newsletter".to_owned(), format!("Note for u{i}")],
             "{}",
             user(i)
         );

@@ -1237,7 +1237,9 @@ fn start_zero_hour(
                 Arc::clone(z),
             )));
         }
-        Err(e) => tracing::error!(error = %e, socket = %path, "no report socket: users' reports are not taken"),
+        Err(e) => {
+            tracing::error!(error = %e, socket = %path, "no report socket: users' reports are not taken")
+        }
     }
 }
 

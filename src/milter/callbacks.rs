@@ -236,37 +236,16 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
                 let now = crate::milter::unix_now();
                 z.stamp(&cfg, &verdict, &decision, &rcpts, &queue_id, now)
             });
-            // Absent values are left out rather than written as -1 or "".
-            let campaign = verdict.campaign.as_ref();
-            info!(
-                queue_id = %queue_id,
-                message_id = message_id.as_deref().map(crate::escape::printable),
-                sender = %crate::escape::printable(&sender),
-                level = verdict.level.as_str(),
-                reason = verdict.level.reason(),
-                list = verdict.list.then_some(true),
-                own = own.map(|r| r.as_str()),
-                campaign = campaign.map(|c| tracing::field::display(c.id)),
-                size = campaign.map(|c| if verdict.own {
-                    u64::from(c.own)
-                } else {
-                    c.recipients
-                }),
-                distance = verdict.distance,
-                corroborating = (verdict.corroborating > 0).then_some(verdict.corroborating),
-                conversation = campaign
-                    .filter(|c| c.conversation && c.messages > 1)
-                    .map(|_| true),
-                step = verdict.step.map(|m| m.kind.as_str()),
-                added = verdict.step.map(|m| m.added),
-                quote = verdict.kept_cut.map(|_| "read"),
-                read = verdict.partial.then_some("partial"),
-                pictures = verdict.unread.then_some("unread"),
-                engine_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0,
-                action = decision.as_str(),
-                truncated = truncated.then_some(true),
-                "message judged"
-            );
+            log_judged(&Judged {
+                queue_id: &queue_id,
+                message_id: message_id.as_deref(),
+                sender: &sender,
+                verdict: &verdict,
+                own,
+                elapsed,
+                decision: &decision,
+                truncated,
+            });
             decision
         }
         Err(e) => {
@@ -302,6 +281,63 @@ async fn handle_eom(state: Arc<State>, cx: &mut EomContext<Session>) -> Status {
             }
         }
     }
+}
+
+/// What the "message judged" line says.
+struct Judged<'a> {
+    queue_id: &'a str,
+    message_id: Option<&'a str>,
+    sender: &'a str,
+    verdict: &'a crate::engine::verdict::Verdict,
+    own: Option<crate::milter::origin::OwnReason>,
+    elapsed: std::time::Duration,
+    decision: &'a Decision,
+    truncated: bool,
+}
+
+/// The line logged for every judged message.
+fn log_judged(j: &Judged<'_>) {
+    let (queue_id, sender, verdict, own, elapsed, decision, truncated) = (
+        j.queue_id,
+        j.sender,
+        j.verdict,
+        j.own,
+        j.elapsed,
+        j.decision,
+        j.truncated,
+    );
+    let message_id = j.message_id;
+    // Absent values are left out rather than written as -1 or "".
+    let campaign = verdict.campaign.as_ref();
+    info!(
+        queue_id = %queue_id,
+        message_id = message_id.map(crate::escape::printable),
+        sender = %crate::escape::printable(sender),
+        level = verdict.level.as_str(),
+        reason = verdict.level.reason(),
+        list = verdict.list.then_some(true),
+        own = own.map(|r| r.as_str()),
+        campaign = campaign.map(|c| tracing::field::display(c.id)),
+        size = campaign.map(|c| if verdict.own {
+            u64::from(c.own)
+        } else {
+            c.recipients
+        }),
+        distance = verdict.distance,
+        corroborating = (verdict.corroborating > 0).then_some(verdict.corroborating),
+        conversation = campaign
+            .filter(|c| c.conversation && c.messages > 1)
+            .map(|_| true),
+        step = verdict.step.map(|m| m.kind.as_str()),
+        added = verdict.step.map(|m| m.added),
+        quote = verdict.kept_cut.map(|_| "read"),
+        read = verdict.partial.then_some("partial"),
+        pictures = verdict.unread.then_some("unread"),
+        engine_ms = (elapsed.as_secs_f64() * 100_000.0).round() / 100.0,
+        action = decision.as_str(),
+        truncated = truncated.then_some(true),
+        "message judged"
+    );
 }
 
 async fn handle_abort(cx: &mut Context<Session>) -> Status {

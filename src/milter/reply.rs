@@ -9,7 +9,7 @@ use indymilter::{ContextActions, SetErrorReply, SmtpReply, Status};
 
 use crate::config::{Action, FailureAction, MilterConfig, PolicyConfig};
 use crate::engine::verdict::{Level, Verdict};
-use crate::milter::session::{Forged, HEADER_NAME, SCORE_HEADER_NAME};
+use crate::milter::session::{Forged, COPY_HEADER_NAME, HEADER_NAME, SCORE_HEADER_NAME};
 
 /// What ends the `X-Bulkwatch` value of a copy put on hold: it reaches a
 /// mailbox only when an operator released it (downstream.md's rule
@@ -147,7 +147,7 @@ pub async fn apply(
             for (name, n) in [
                 (HEADER_NAME, forged.headers),
                 (SCORE_HEADER_NAME, forged.scores),
-                (crate::milter::zerohour::HEADER, forged.copies),
+                (COPY_HEADER_NAME, forged.copies),
             ] {
                 for i in (1..=n).rev() {
                     let index = i32::try_from(i).unwrap_or(i32::MAX);
@@ -158,9 +158,7 @@ pub async fn apply(
                 actions.add_header(HEADER_NAME, t.value.as_str()).await?;
             }
             if let Some(value) = copy {
-                actions
-                    .add_header(crate::milter::zerohour::HEADER, value)
-                    .await?;
+                actions.add_header(COPY_HEADER_NAME, value).await?;
             }
             if let Decision::Tag(t) | Decision::Quarantine(t) = decision {
                 actions

@@ -25,6 +25,10 @@ pub const HEADER_NAME: &str = "X-Bulkwatch";
 /// message are removed too.
 pub const SCORE_HEADER_NAME: &str = "X-Bulkwatch-Score";
 
+/// The header of a delivered copy zero-hour may act on later
+/// (`crate::milter::zerohour`).
+pub const COPY_HEADER_NAME: &str = "X-Bulkwatch-Copy";
+
 /// State of one MTA connection.
 #[derive(Debug, Default)]
 pub struct Session {
@@ -51,7 +55,7 @@ pub struct Forged {
     pub headers: usize,
     /// `X-Bulkwatch-Score`.
     pub scores: usize,
-    /// `X-Bulkwatch-Copy` ([`crate::milter::zerohour::HEADER`]).
+    /// `X-Bulkwatch-Copy` ([`COPY_HEADER_NAME`]).
     pub copies: usize,
 }
 
@@ -200,7 +204,7 @@ impl Session {
             self.message.forged.headers += 1;
         } else if name.eq_ignore_ascii_case(SCORE_HEADER_NAME.as_bytes()) {
             self.message.forged.scores += 1;
-        } else if name.eq_ignore_ascii_case(crate::milter::zerohour::HEADER.as_bytes()) {
+        } else if name.eq_ignore_ascii_case(COPY_HEADER_NAME.as_bytes()) {
             self.message.forged.copies += 1;
         } else if name.eq_ignore_ascii_case(b"Authentication-Results")
             && self.message.auth_results.len() < crate::engine::allowance::MAX_HEADERS

@@ -47,7 +47,7 @@ use crate::milter::reply::Decision;
 use crate::milter::State;
 
 /// The header a delivered copy carries.
-pub const HEADER: &str = "X-Bulkwatch-Copy";
+pub const HEADER: &str = crate::milter::session::COPY_HEADER_NAME;
 /// Recipients of a copy acted on and able to report it (the first ones).
 pub const MAX_USERS: usize = 48;
 /// Copies kept in the ledger; the oldest go first.
@@ -149,7 +149,11 @@ impl Stamp {
         let mut fields = body.split("; ").filter_map(|f| f.split_once('='));
         let mut next = |name: &str| fields.next().filter(|(k, _)| *k == name).map(|(_, v)| v);
         let nonce = next("n")?.to_owned();
-        let campaign = crate::milter::control::campaign_id(next("c")?).ok()?;
+        let c = next("c")?;
+        let campaign = (c.len() == 12)
+            .then(|| u64::from_str_radix(c, 16).ok())
+            .flatten()
+            .map(CampaignId)?;
         let at = next("t")?.parse().ok()?;
         let macs = next("r")?
             .split(',')
@@ -167,7 +171,7 @@ impl Stamp {
     /// Whether the copy was delivered to `user`.
     pub fn received_by(&self, key: &Key, user: &str) -> bool {
         let mine = key.user_mac(&self.nonce, &user.to_lowercase());
-        self.macs.iter().any(|m| *m == mine)
+        self.macs.contains(&mine)
     }
 }
 
@@ -947,6 +951,7 @@ mod tests {
         let mut thread = verdict(7, Level::Clean);
         if let Some(c) = thread.campaign.as_mut() {
             c.conversation = true;
+            c.messages = 2;
         }
         z.amend(&cfg, &mut thread, &rcpts);
         assert_eq!(thread.level, Level::Clean);
