@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod dovecot;
 pub mod redis;
 pub mod synthetic;
 

@@ -202,6 +202,32 @@ function render(list, view, total, matched) {
   document.getElementById("status").classList.toggle("partial", partial);
 }
 
+// Zero hour (GET /zero-hour), when it is on: what was moved and reported,
+// newest first.
+async function refreshZeroHour() {
+  try {
+    const r = await fetch("/zero-hour", { cache: "no-store" });
+    if (!r.ok) return;
+    const z = await r.json();
+    document.getElementById("zero-hour").hidden = !z.enabled;
+    if (!z.enabled) return;
+    document.getElementById("zero-hour-note").textContent =
+      z.copies + " delivered copies remembered; moved to junk " + z.moved +
+      ", moved back " + z.moved_back + ", given up " + z.given_up +
+      "; reports: spam " + z.spam_reports + ", ham " + z.ham_reports +
+      ", refused " + z.refused_reports + ".";
+    const items = (z.events || []).slice(0, 20).map((e) => {
+      const li = document.createElement("li");
+      li.textContent = when(e.at) + " campaign " + e.campaign + ": " + e.what +
+        (e.queue_id ? " (queue id " + e.queue_id + ", " + e.users + " users)" : "");
+      return li;
+    });
+    document.getElementById("zero-hour-events").replaceChildren(...items);
+  } catch (e) {
+    document.getElementById("zero-hour-note").textContent = "cannot read /zero-hour: " + e.message;
+  }
+}
+
 async function refresh() {
   try {
     const q = filterParams().toString();
@@ -217,6 +243,7 @@ async function refresh() {
     document.getElementById("status").textContent = "cannot read /campaigns: " + e.message;
   }
   refreshDomains();
+  refreshZeroHour();
 }
 
 async function start() {
