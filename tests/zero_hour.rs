@@ -135,7 +135,7 @@ fn ordinary_mail(r: &Rig) {
 )]
 #[test]
 fn copies_delivered_before_the_campaign_turned_bulk_go_to_junk_and_come_back_when_allowed() {
-    let r = rig("");
+    let mut r = rig("");
     ordinary_mail(&r);
     wait_for(
         "ordinary mail",
@@ -143,9 +143,15 @@ fn copies_delivered_before_the_campaign_turned_bulk_go_to_junk_and_come_back_whe
         || delivered(&r, 0..USERS, "INBOX", "Note"),
         || r.all_logs(),
     );
-    // Copies until the first refusal: the campaign turned bulk there.
+    // Copies until the first refusal: the campaign turned bulk there. The
+    // daemon is restarted after the first five: the copies it delivered
+    // before are moved all the same.
     let mut sent = 0;
     while sent < USERS {
+        if sent == 5 {
+            r.hosts[0].restart();
+            assert!(r.log().contains("zero-hour ledger restored"), "{}", r.log());
+        }
         let (from, raw) = campaign_copy(sent);
         match r.send(&from, &[user(sent)], &raw) {
             Ok(()) => sent += 1,

@@ -809,10 +809,48 @@ pub async fn write_snapshot(
     Ok(written)
 }
 
+/// The zero-hour ledger of the last run ([`crate::milter::zerohour::FILE`]),
+/// if there is one; a bad file is said and left for the next write.
+fn restore_zero_hour(z: &crate::milter::zerohour::ZeroHour, cfg: &Config, dir: &Path) {
+    use crate::milter::zerohour::{FILE, MAX_FILE};
+    let path = dir.join(FILE);
+    match crate::file::read_regular(&path, MAX_FILE, crate::file::Links::Refuse) {
+        Ok(bytes) => match z.restore(
+            &bytes,
+            crate::milter::unix_now(),
+            cfg.window.window.as_secs(),
+        ) {
+            Ok(n) => info!(path = %path.display(), copies = n, "zero-hour ledger restored"),
+            Err(e) => {
+                warn!(path = %path.display(), error = %e, "zero-hour ledger unreadable; starting empty")
+            }
+        },
+        Err(e) if e.is_not_found() => {}
+        Err(e) => warn!(error = %e, "zero-hour ledger not read; starting empty"),
+    }
+}
+
+/// Writes the zero-hour ledger beside the snapshot (off the runtime's
+/// threads), when zero-hour is on.
+pub async fn write_zero_hour(state: &Arc<State>, dir: &Path) {
+    let Some(z) = state.zero_hour().cloned() else {
+        return;
+    };
+    let dir = dir.to_owned();
+    let written = tokio::task::spawn_blocking(move || {
+        crate::file::write_atomic(&dir, crate::milter::zerohour::FILE, &z.saved(), 0o600)
+    })
+    .await;
+    if let Ok(Err(e)) = written {
+        error!(error = %e, "zero-hour ledger not written; the previous one kept");
+    }
+}
+
 async fn snapshot_loop(state: Arc<State>, dir: PathBuf) {
     loop {
         let every = state.config().state.snapshot_interval;
         tokio::time::sleep(every).await;
+        write_zero_hour(&state, &dir).await;
         match write_snapshot(&state, &dir, SnapshotOf::Local).await {
             Ok(p) => tracing::debug!(path = %p.display(), "snapshot written"),
             Err(e) => {
@@ -1025,6 +1063,7 @@ async fn serve(
     for t in &tasks {
         t.abort();
     }
+    write_zero_hour(&state, &dir).await;
     let saved = write_snapshot(&state, &dir, SnapshotOf::View).await;
     match &saved {
         Ok(p) => info!(path = %p.display(), "snapshot written at shutdown"),
@@ -1100,7 +1139,9 @@ async fn build_state(
                     action = ?cfg.zero_hour.action,
                     "zero-hour on: delivered copies are recorded"
                 );
-                state = state.with_zero_hour(Arc::new(crate::milter::zerohour::ZeroHour::new(cfg)));
+                let z = crate::milter::zerohour::ZeroHour::new(cfg);
+                restore_zero_hour(&z, cfg, dir);
+                state = state.with_zero_hour(Arc::new(z));
             }
             // Mail flows without it; the error says what to mend.
             Err(e) => tracing::error!(error = %e, "zero-hour stays off"),

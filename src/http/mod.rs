@@ -1,7 +1,8 @@
 //! The HTTP listener (`metrics.listen`): `/metrics` (Prometheus text),
 //! `/campaigns` and `/domains` (JSON), the dashboard at `/`, and, with a
 //! control token, `POST /campaigns/ID/allow|disallow|forget` and `POST
-//! /domains/DOMAIN/allow|disallow`.
+//! /domains/DOMAIN/allow|disallow`, and `POST /report/spam|ham?user=USER`
+//! (a user's report of the copy named in `X-Bulkwatch-Copy`).
 //!
 //! HTTP/1.1 is read by hyper, one request per connection. Anyone who can
 //! reach the port is assumed hostile:
@@ -79,6 +80,8 @@ pub struct Request<'a> {
     pub query: Option<&'a str>,
     pub host: Option<&'a str>,
     pub authorization: Option<&'a str>,
+    /// `X-Bulkwatch-Copy`: the copy a `POST /report/…` reports.
+    pub copy: Option<&'a str>,
 }
 
 /// An answer: status, content type, body, and for `/campaigns` whose
@@ -178,6 +181,7 @@ pub fn respond(state: &State, req: &Request<'_>) -> Reply {
             );
             Reply::new(ok, json, answer.to_string())
         }
+        ("POST", p @ ("/report/spam" | "/report/ham")) => report(state, p == "/report/spam", req),
         ("POST", p) if p.starts_with("/campaigns/") || p.starts_with("/domains/") => {
             control(state, p, req.authorization)
         }
@@ -211,15 +215,49 @@ fn zero_hour(state: &State) -> serde_json::Value {
     })
 }
 
-/// `POST /campaigns/ID/allow`, `/disallow` or `/forget`, with `Authorization: Bearer
-/// TOKEN` (`metrics.control_token`); off (404) when no token is set.
-fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
+/// `POST /report/spam|ham?user=USER` with the copy's header value in
+/// `X-Bulkwatch-Copy` and the control token: a user's report, as the
+/// report socket takes it (`crate::milter::zerohour`).
+fn report(state: &State, spam: bool, req: &Request<'_>) -> Reply {
     let json = "application/json";
+    if let Some(refusal) = unauthorized(state, req.authorization) {
+        return refusal;
+    }
+    let user = query_pairs(req.query.unwrap_or(""))
+        .into_iter()
+        .find_map(|(k, v)| (k == "user").then_some(v));
+    let (Some(user), Some(copy)) = (user, req.copy) else {
+        let answer = crate::milter::control::error(
+            "report: the user in ?user= and the copy's header value in X-Bulkwatch-Copy",
+        );
+        return Reply::new(StatusCode::BAD_REQUEST, json, answer.to_string());
+    };
+    let kind = if spam { "spam" } else { "ham" };
+    let answer = state.control.handle(
+        state,
+        &format!("report {kind} {user} {copy}"),
+        crate::milter::unix_now(),
+    );
+    Reply::new(ok_or_bad(&answer), json, answer.to_string())
+}
+
+/// 200 for an answer that says ok, 400 for a refusal.
+fn ok_or_bad(answer: &serde_json::Value) -> StatusCode {
+    if answer.get("ok").and_then(serde_json::Value::as_bool) == Some(true) {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    }
+}
+
+/// The refusal of a control request without the token (`None`: it has
+/// it).
+fn unauthorized(state: &State, authorization: Option<&str>) -> Option<Reply> {
     let Some(token) = state.config().metrics.control_token.clone() else {
-        return Reply::text(
+        return Some(Reply::text(
             StatusCode::NOT_FOUND,
             "control is off (metrics.control_token)\n",
-        );
+        ));
     };
     let given = authorization
         .and_then(|v| v.trim().strip_prefix("Bearer "))
@@ -227,7 +265,21 @@ fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
         .unwrap_or_default();
     if !same(given.as_bytes(), token.as_bytes()) {
         let body = serde_json::json!({"ok": false, "error": "a valid control token is needed"});
-        return Reply::new(StatusCode::UNAUTHORIZED, json, body.to_string());
+        return Some(Reply::new(
+            StatusCode::UNAUTHORIZED,
+            "application/json",
+            body.to_string(),
+        ));
+    }
+    None
+}
+
+/// `POST /campaigns/ID/allow`, `/disallow` or `/forget`, with `Authorization: Bearer
+/// TOKEN` (`metrics.control_token`); off (404) when no token is set.
+fn control(state: &State, path: &str, authorization: Option<&str>) -> Reply {
+    let json = "application/json";
+    if let Some(refusal) = unauthorized(state, authorization) {
+        return refusal;
     }
     use crate::milter::control::{campaign_id, Command};
     let command = if let Some(rest) = path.strip_prefix("/domains/") {
@@ -335,6 +387,7 @@ async fn answer(
             .map(str::to_owned)
     };
     let (host, authorization) = (header(HOST), header(AUTHORIZATION));
+    let copy = header(hyper::header::HeaderName::from_static("x-bulkwatch-copy"));
     // (With Redis, `/campaigns` and control make a round trip: off the
     // runtime's threads.)
     let reply = tokio::task::spawn_blocking(move || {
@@ -346,6 +399,7 @@ async fn answer(
                 query: query.as_deref(),
                 host: host.as_deref(),
                 authorization: authorization.as_deref(),
+                copy: copy.as_deref(),
             },
         )
     })
@@ -448,6 +502,7 @@ mod tests {
                 query,
                 host: header("host"),
                 authorization: header("authorization"),
+                copy: header("x-bulkwatch-copy"),
             },
         )
     }
@@ -524,6 +579,28 @@ mod tests {
         assert_eq!(
             respond_to(&state, "GET /campaigns HTTP/1.0").status,
             StatusCode::OK
+        );
+    }
+
+    #[test]
+    fn reports_need_the_control_token_and_zero_hour() {
+        let mut cfg = Config::default();
+        cfg.metrics.control_token = Some("0123456789abcdef0123".into());
+        let state = State::new(Engine::new(&cfg));
+        let head = "POST /report/spam?user=a%40example.org HTTP/1.0\nHost: 127.0.0.1\n\
+                    X-Bulkwatch-Copy: n=1; c=000000000001; t=1; r=; s=00\n";
+        assert_eq!(respond_to(&state, head).status, StatusCode::UNAUTHORIZED);
+        let with = format!("{head}Authorization: Bearer 0123456789abcdef0123\n");
+        let r = respond_to(&state, &with);
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.body.contains("zero-hour is off"), "{}", r.body);
+        let z = crate::milter::zerohour::ZeroHour::new(&cfg);
+        let state = State::new(Engine::new(&cfg)).with_zero_hour(std::sync::Arc::new(z));
+        let r = respond_to(&state, &with);
+        assert!(
+            r.body.contains("no copy of this message was delivered"),
+            "{}",
+            r.body
         );
     }
 

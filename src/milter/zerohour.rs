@@ -149,11 +149,7 @@ impl Stamp {
         let mut fields = body.split("; ").filter_map(|f| f.split_once('='));
         let mut next = |name: &str| fields.next().filter(|(k, _)| *k == name).map(|(_, v)| v);
         let nonce = next("n")?.to_owned();
-        let c = next("c")?;
-        let campaign = (c.len() == 12)
-            .then(|| u64::from_str_radix(c, 16).ok())
-            .flatten()
-            .map(CampaignId)?;
+        let campaign = parse_id(next("c")?)?;
         let at = next("t")?.parse().ok()?;
         let macs = next("r")?
             .split(',')
@@ -410,6 +406,7 @@ impl ZeroHour {
         let g = lock(&self.inner);
         let users = users_of(rcpts, cfg.zero_hour.user);
         if !users.is_empty()
+            && !g.ham.is_empty()
             && users
                 .iter()
                 .all(|u| g.ham.contains(&(c.id, self.key.reporter(u))))
@@ -525,15 +522,13 @@ impl ZeroHour {
             } else {
                 continue;
             };
-            let ham: Vec<u64> = g
-                .ham
-                .iter()
-                .filter(|(c, _)| *c == s.id)
-                .map(|(_, u)| *u)
-                .collect();
-            let Some(list) = g.copies.get_mut(id) else {
+            let inner = &mut *g;
+            let Some(list) = inner.copies.get_mut(id) else {
                 continue;
             };
+            // The campaign's ham reporters, gathered only when a copy is
+            // due (most rounds find none).
+            let mut ham: Option<Vec<u64>> = None;
             for copy in list.iter_mut() {
                 let due = if junk {
                     copy.place == Place::Delivered
@@ -543,6 +538,14 @@ impl ZeroHour {
                 if !due || copy.next_try > now || jobs.len() >= MAX_ROUND {
                     continue;
                 }
+                let ham = ham.get_or_insert_with(|| {
+                    inner
+                        .ham
+                        .iter()
+                        .filter(|(c, _)| *c == s.id)
+                        .map(|(_, u)| *u)
+                        .collect()
+                });
                 let users: Vec<String> = copy
                     .users
                     .iter()
@@ -632,6 +635,116 @@ impl ZeroHour {
 /// as a conversation in the engine, and is what every first copy is).
 fn talk(c: &crate::engine::verdict::CampaignSummary) -> bool {
     c.conversation && c.messages > 1
+}
+
+/// The file in the state directory that keeps the ledger and the reports
+/// between runs (written with each snapshot and at shutdown).
+pub const FILE: &str = "zero-hour.json";
+/// Largest such file read at start.
+pub const MAX_FILE: u64 = 64 << 20;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedCopy {
+    c: String,
+    n: String,
+    u: Vec<String>,
+    q: String,
+    t: u64,
+    /// 0 delivered, 1 acted on, 2 given up.
+    p: u8,
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Default)]
+struct Saved {
+    copies: Vec<SavedCopy>,
+    /// (campaign, last report, reporters).
+    spam: Vec<(String, u64, Vec<u64>)>,
+    ham: Vec<(String, u64)>,
+}
+
+fn parse_id(c: &str) -> Option<CampaignId> {
+    (c.len() == 12)
+        .then(|| u64::from_str_radix(c, 16).ok())
+        .flatten()
+        .map(CampaignId)
+}
+
+impl ZeroHour {
+    /// The ledger and reports as [`FILE`] holds them.
+    pub fn saved(&self) -> Vec<u8> {
+        let g = lock(&self.inner);
+        let mut out = Saved::default();
+        for (c, list) in &g.copies {
+            for copy in list {
+                out.copies.push(SavedCopy {
+                    c: c.to_string(),
+                    n: copy.nonce.clone(),
+                    u: copy.users.clone(),
+                    q: copy.queue_id.clone(),
+                    t: copy.at,
+                    p: match copy.place {
+                        Place::Delivered => 0,
+                        Place::Acted => 1,
+                        Place::GivenUp => 2,
+                    },
+                });
+            }
+        }
+        out.copies.sort_by_key(|c| c.t);
+        out.spam = g
+            .spam
+            .iter()
+            .map(|(c, (t, r))| (c.to_string(), *t, r.iter().copied().collect()))
+            .collect();
+        out.ham = g.ham.iter().map(|(c, u)| (c.to_string(), *u)).collect();
+        drop(g);
+        serde_json::to_vec(&out).unwrap_or_default()
+    }
+
+    /// Takes back what [`ZeroHour::saved`] wrote, leaving out what is older
+    /// than the window and anything past the bounds: the copies restored.
+    ///
+    /// # Errors
+    /// The bytes are not such a file.
+    pub fn restore(&self, bytes: &[u8], now: u64, window: u64) -> Result<usize, String> {
+        let saved: Saved = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let fresh = |t: u64| t.saturating_add(window) >= now;
+        let mut n = 0;
+        for s in saved.copies.into_iter().filter(|s| fresh(s.t)) {
+            let Some(c) = parse_id(&s.c) else { continue };
+            let mut users = s.u;
+            users.truncate(MAX_USERS);
+            let place = match s.p {
+                0 => Place::Delivered,
+                1 => Place::Acted,
+                _ => Place::GivenUp,
+            };
+            let copy = Copy {
+                nonce: s.n,
+                users,
+                queue_id: s.q,
+                at: s.t,
+                place,
+                tries: 0,
+                next_try: 0,
+            };
+            self.record(c, copy);
+            n += 1;
+        }
+        let mut g = lock(&self.inner);
+        for (c, t, r) in saved.spam.into_iter().take(MAX_REPORTED) {
+            if let (Some(c), true) = (parse_id(&c), fresh(t)) {
+                g.spam
+                    .insert(c, (t, r.into_iter().take(MAX_REPORTERS).collect()));
+            }
+        }
+        for (c, u) in saved.ham.into_iter().take(MAX_HAM) {
+            if let Some(c) = parse_id(&c) {
+                g.ham.insert((c, u));
+            }
+        }
+        Ok(n)
+    }
 }
 
 fn drop_oldest(g: &mut Inner) {
@@ -880,6 +993,48 @@ mod tests {
         let mut cfg = Config::default();
         cfg.fingerprint.hash_key = (1, 2);
         assert!(Stamp::read(&Key::new(&cfg), &v).is_none());
+    }
+
+    /// The ledger and reports survive a restart through [`FILE`]; what
+    /// left the window does not come back.
+    #[test]
+    fn the_ledger_is_saved_and_restored() {
+        let cfg = Config::default();
+        let z = ZeroHour::new(&cfg);
+        let rcpts = ["a@example.org".to_owned(), "b@example.org".to_owned()];
+        let value = z
+            .stamp(
+                &cfg,
+                &verdict(7, Level::Clean),
+                &Decision::Accept,
+                &rcpts,
+                "Q1",
+                100,
+            )
+            .unwrap();
+        z.stamp(
+            &cfg,
+            &verdict(8, Level::Clean),
+            &Decision::Accept,
+            &rcpts,
+            "Q2",
+            5,
+        )
+        .unwrap();
+        z.report(&cfg, true, "a@example.org", &value, |_| None, 101);
+        let bytes = z.saved();
+        let back = ZeroHour::new(&cfg);
+        assert_eq!(
+            back.restore(&bytes, 200, 150),
+            Ok(1),
+            "the copy of time 5 left"
+        );
+        assert_eq!(back.campaigns(), [CampaignId(7)]);
+        assert_eq!(
+            back.report(&cfg, true, "b@example.org", &value, |_| None, 201)["spam_reporters"],
+            2
+        );
+        assert!(back.restore(b"{", 0, 0).is_err());
     }
 
     #[test]

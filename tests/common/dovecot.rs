@@ -357,6 +357,33 @@ impl Host {
         fs::read_to_string(self.dir.join("maillog")).unwrap_or_default()
     }
 
+    /// Stops the daemon (SIGTERM, as a service manager does) and starts
+    /// it again on the same configuration, its log appended to.
+    pub fn restart(&mut self) {
+        run(Command::new("kill").args(["-TERM", &self.daemon.id().to_string()]));
+        let _ = self.daemon.wait();
+        let before = self.log().matches("bulkwatch serving").count();
+        let log = fs::OpenOptions::new()
+            .append(true)
+            .open(&self.bw_log)
+            .unwrap();
+        self.daemon = Command::new(env!("CARGO_BIN_EXE_bulkwatch"))
+            .args(["serve", "--config"])
+            .arg(&self.bw_config)
+            .env("RUST_LOG", "info")
+            .env_remove("NOTIFY_SOCKET")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        wait_for(
+            "bulkwatch to serve again",
+            60,
+            || self.log().matches("bulkwatch serving").count() > before,
+            || self.log(),
+        );
+    }
+
     /// Sends one message over SMTP; `Err` holds the refusal.
     pub fn send(&self, from: &str, rcpts: &[String], raw: &str) -> Result<(), String> {
         smtp(self.smtp_port, from, rcpts, raw)
