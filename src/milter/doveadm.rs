@@ -37,7 +37,9 @@ pub struct Doveadm {
 /// One command's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    Done,
+    /// Done; how many items its answer lists (a search: the messages
+    /// found).
+    Done(usize),
     /// The server does not know the user (another server's recipient).
     NoUser,
     /// It failed (exit code): tried again later.
@@ -146,7 +148,9 @@ fn outcomes(answer: &[u8], n: usize) -> Result<Vec<Outcome>, DoveadmError> {
             return Err(bad("an answer without its tag"));
         };
         let outcome = match kind {
-            "doveadmResponse" => Outcome::Done,
+            "doveadmResponse" => {
+                Outcome::Done(item.get(1).and_then(|r| r.as_array()).map_or(0, Vec::len))
+            }
             "error" => {
                 match item
                     .get(1)
@@ -175,12 +179,16 @@ mod tests {
 
     #[test]
     fn answers_read_by_their_tags() {
-        let a = br#"[["doveadmResponse",[],"c1"],["error",{"type":"exitCode","exitCode":67},"c0"],["error",{"type":"exitCode","exitCode":75},"c2"]]"#;
+        let a = br#"[["doveadmResponse",[{"uid":"1"}],"c1"],["error",{"type":"exitCode","exitCode":67},"c0"],["error",{"type":"exitCode","exitCode":75},"c2"]]"#;
         assert_eq!(
             outcomes(a, 3).unwrap(),
-            [Outcome::NoUser, Outcome::Done, Outcome::Failed(75)]
+            [Outcome::NoUser, Outcome::Done(1), Outcome::Failed(75)]
         );
         assert!(outcomes(br#"[["doveadmResponse",[],"c0"]]"#, 2).is_err());
+        assert_eq!(
+            outcomes(br#"[["doveadmResponse",[],"c0"]]"#, 1).unwrap(),
+            [Outcome::Done(0)]
+        );
         assert!(outcomes(b"{}", 1).is_err());
         assert!(outcomes(br#"[["x",[],"c0"]]"#, 1).is_err());
     }

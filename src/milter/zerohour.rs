@@ -203,6 +203,9 @@ enum Place {
 struct Copy {
     nonce: String,
     users: Vec<String>,
+    /// The users whose copy zero-hour moved (found where it was
+    /// delivered): what an allowance moves back, and nothing else.
+    moved: Vec<String>,
     queue_id: String,
     at: u64,
     place: Place,
@@ -347,6 +350,7 @@ impl ZeroHour {
             Copy {
                 nonce,
                 users,
+                moved: Vec::new(),
                 queue_id: queue_id.to_owned(),
                 at: now,
                 place: Place::Delivered,
@@ -546,12 +550,17 @@ impl ZeroHour {
                         .map(|(_, u)| *u)
                         .collect()
                 });
-                let users: Vec<String> = copy
-                    .users
-                    .iter()
-                    .filter(|u| !junk || !ham.contains(&self.key.reporter(u)))
-                    .cloned()
-                    .collect();
+                // Toward Junk: every recipient but those who said it is
+                // not spam; back: only those whose copy was moved.
+                let users: Vec<String> = if junk {
+                    copy.users
+                        .iter()
+                        .filter(|u| !ham.contains(&self.key.reporter(u)))
+                        .cloned()
+                        .collect()
+                } else {
+                    copy.moved.clone()
+                };
                 jobs.push(Job {
                     campaign: *id,
                     live: s.id,
@@ -566,7 +575,13 @@ impl ZeroHour {
     }
 
     /// A job's result: done, or tried again later, or given up.
-    fn settle(&self, action: ZeroHourAction, job: &Job, done: Result<(), String>, now: u64) {
+    fn settle(
+        &self,
+        action: ZeroHourAction,
+        job: &Job,
+        done: Result<Vec<String>, String>,
+        now: u64,
+    ) {
         let mut g = lock(&self.inner);
         let Some(copy) = g
             .copies
@@ -575,8 +590,9 @@ impl ZeroHour {
         else {
             return;
         };
+        let mut users = job.users.len();
         let what = match done {
-            Ok(()) => {
+            Ok(acted) => {
                 copy.place = if job.junk {
                     Place::Acted
                 } else {
@@ -585,7 +601,18 @@ impl ZeroHour {
                 copy.tries = 0;
                 // (Moved back: not moved again while the allowance holds;
                 // should it end, the copy is moved again.)
-                let n = job.users.len() as u64;
+                users = acted.len();
+                copy.moved = if job.junk && action != ZeroHourAction::Log {
+                    acted
+                } else {
+                    Vec::new()
+                };
+                if users == 0 {
+                    // Not where it was delivered for anyone (the users
+                    // moved or deleted it themselves): nothing was done.
+                    return;
+                }
+                let n = users as u64;
                 if job.junk {
                     self.counts.junked.fetch_add(n, Ordering::Relaxed);
                 } else {
@@ -616,7 +643,7 @@ impl ZeroHour {
             }
         };
         if what != "given up" {
-            tracing::info!(queue_id = %job.queue_id, campaign = %job.live, users = job.users.len(), "zero-hour: copy {what}");
+            tracing::info!(queue_id = %job.queue_id, campaign = %job.live, users, "zero-hour: copy {what}");
         }
         self.event(
             &mut g,
@@ -625,7 +652,7 @@ impl ZeroHour {
                 campaign: job.live.to_string(),
                 what,
                 queue_id: Some(job.queue_id.clone()),
-                users: job.users.len(),
+                users,
             },
         );
     }
@@ -652,6 +679,9 @@ struct SavedCopy {
     t: u64,
     /// 0 delivered, 1 acted on, 2 given up.
     p: u8,
+    /// The users whose copy was moved.
+    #[serde(default)]
+    m: Vec<String>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Default)]
@@ -682,6 +712,7 @@ impl ZeroHour {
                     u: copy.users.clone(),
                     q: copy.queue_id.clone(),
                     t: copy.at,
+                    m: copy.moved.clone(),
                     p: match copy.place {
                         Place::Delivered => 0,
                         Place::Acted => 1,
@@ -722,6 +753,7 @@ impl ZeroHour {
             let copy = Copy {
                 nonce: s.n,
                 users,
+                moved: s.m,
                 queue_id: s.q,
                 at: s.t,
                 place,
@@ -761,40 +793,92 @@ fn drop_oldest(g: &mut Inner) {
     }
 }
 
-/// The doveadm commands of a job.
-fn commands(cfg: &Config, job: &Job) -> Vec<(&'static str, serde_json::Value)> {
+/// What finds a job's copy in a user's mailbox where zero-hour acts on
+/// it: the inbox (toward Junk) or Junk (back); anywhere, not yet flagged
+/// (flag) or flagged (unflag).
+fn query(cfg: &Config, job: &Job) -> serde_json::Value {
     let z = &cfg.zero_hour;
-    let by = |mailbox: &str| serde_json::json!(["mailbox", mailbox, "header", HEADER, job.nonce]);
-    job.users
-        .iter()
-        .filter_map(|user| match (z.action, job.junk) {
-            (ZeroHourAction::Junk, true) => Some(("move", serde_json::json!({
-                "user": user, "destinationMailbox": z.junk_mailbox, "query": by(&z.inbox)}))),
-            (ZeroHourAction::Junk, false) => Some(("move", serde_json::json!({
-                "user": user, "destinationMailbox": z.inbox, "query": by(&z.junk_mailbox)}))),
-            (ZeroHourAction::Flag, junk) => Some((
-                if junk { "flagsAdd" } else { "flagsRemove" },
-                serde_json::json!({"user": user, "flag": ["$Junk"], "query": ["header", HEADER, job.nonce]}),
-            )),
-            (ZeroHourAction::Log, _) => None,
-        })
-        .collect()
+    let header = |mut q: Vec<serde_json::Value>| {
+        q.extend(["header".into(), HEADER.into(), job.nonce.clone().into()]);
+        serde_json::Value::Array(q)
+    };
+    match (z.action, job.junk) {
+        (ZeroHourAction::Flag, true) => header(vec!["unkeyword".into(), "$Junk".into()]),
+        (ZeroHourAction::Flag, false) => header(vec!["keyword".into(), "$Junk".into()]),
+        (_, true) => header(vec!["mailbox".into(), z.inbox.clone().into()]),
+        (_, false) => header(vec!["mailbox".into(), z.junk_mailbox.clone().into()]),
+    }
 }
 
-/// Carries out one job: `Ok` when every command was done (or its user is
-/// another server's).
-async fn carry_out(client: &Doveadm, cfg: &Config, job: &Job) -> Result<(), String> {
-    let cmds = commands(cfg, job);
-    if cmds.is_empty() {
-        return Ok(());
+/// The doveadm command that acts on a job's copy for `user`.
+fn command(cfg: &Config, job: &Job, user: &str) -> (&'static str, serde_json::Value) {
+    let z = &cfg.zero_hour;
+    let q = query(cfg, job);
+    match (z.action, job.junk) {
+        (ZeroHourAction::Flag, junk) => (
+            if junk { "flagsAdd" } else { "flagsRemove" },
+            serde_json::json!({"user": user, "flag": ["$Junk"], "query": q}),
+        ),
+        (_, junk) => (
+            "move",
+            serde_json::json!({
+                "user": user,
+                "destinationMailbox": if junk { &z.junk_mailbox } else { &z.inbox },
+                "query": q,
+            }),
+        ),
     }
-    let outcomes = client.send(&cmds).await.map_err(|e| e.to_string())?;
+}
+
+/// The first failure among `outcomes`, in words.
+fn failure(outcomes: &[Outcome]) -> Result<(), String> {
     match outcomes.iter().find(|o| matches!(o, Outcome::Failed(_))) {
         Some(Outcome::Failed(code)) => {
             Err(format!("a doveadm command ended with exit code {code}"))
         }
         _ => Ok(()),
     }
+}
+
+/// Carries out one job: the users whose copy was acted on. Toward Junk,
+/// a search first finds the recipients whose copy is still where it was
+/// delivered (one request), and only those are acted on (a second): a
+/// user who filed it themselves is neither counted nor, on an allowance,
+/// moved back. With `action = "log"` nothing is sent.
+async fn carry_out(client: &Doveadm, cfg: &Config, job: &Job) -> Result<Vec<String>, String> {
+    if cfg.zero_hour.action == ZeroHourAction::Log || job.users.is_empty() {
+        return Ok(job.users.clone());
+    }
+    let users: Vec<String> = if job.junk {
+        let q = query(cfg, job);
+        let search: Vec<(&str, serde_json::Value)> = job
+            .users
+            .iter()
+            .map(|u| ("search", serde_json::json!({"user": u, "query": q})))
+            .collect();
+        let found = client.send(&search).await.map_err(|e| e.to_string())?;
+        failure(&found)?;
+        job.users
+            .iter()
+            .zip(&found)
+            .filter(|(_, o)| matches!(o, Outcome::Done(n) if *n > 0))
+            .map(|(u, _)| u.clone())
+            .collect()
+    } else {
+        job.users.clone()
+    };
+    if users.is_empty() {
+        return Ok(users);
+    }
+    let cmds: Vec<(&str, serde_json::Value)> = users.iter().map(|u| command(cfg, job, u)).collect();
+    let outcomes = client.send(&cmds).await.map_err(|e| e.to_string())?;
+    failure(&outcomes)?;
+    Ok(users
+        .into_iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| matches!(o, Outcome::Done(_)))
+        .map(|(u, _)| u)
+        .collect())
 }
 
 /// The doveadm client of `cfg`, its key read from its file.
