@@ -4,7 +4,7 @@
 //! With `zero_hour.enabled`, a copy delivered to mailboxes (clean or
 //! suspect, in a campaign that is neither list mail, the site's own mail,
 //! nor allowed) carries `X-Bulkwatch-Copy: n=NONCE; c=CAMPAIGN; t=TIME;
-//! r=MACS; s=SEAL`, and this host keeps it in its [`Ledger`]: the nonce,
+//! r=MACS; s=SEAL`, and this host keeps it in its ledger: the nonce,
 //! the recipients' Dovecot users and the queue id. Every
 //! [`EVERY`] the task looks up where the ledger's campaigns stand in the
 //! view (this host's engine, or the site's replica on Redis, so a campaign
