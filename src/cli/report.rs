@@ -86,7 +86,7 @@ pub fn run(a: ReportArgs) -> Result<Exit, CliError> {
         Kind::Spam => "spam",
         Kind::Ham => "ham",
     };
-    let line = format!("{kind} {} {value}\n", a.user.trim());
+    let line = format!("report {kind} {} {value}\n", a.user.trim());
     let answer = exchange(&a.socket, &line).map_err(|source| CliError::Read {
         path: a.socket.clone(),
         source,

@@ -1238,6 +1238,7 @@ async fn start_tasks(
             tasks.push(tokio::spawn(crate::milter::control::serve(
                 l,
                 Arc::clone(state),
+                crate::milter::control::Scope::All,
             )));
         }
         // The daemon filters mail without it: `bulkwatch campaigns` says
@@ -1272,10 +1273,10 @@ fn start_zero_hour(
     match bind_reports(cfg, Path::new(path)) {
         Ok(l) => {
             info!(socket = %path, "report socket listening");
-            tasks.push(tokio::spawn(crate::milter::zerohour::serve_reports(
+            tasks.push(tokio::spawn(crate::milter::control::serve(
                 l,
                 Arc::clone(state),
-                Arc::clone(z),
+                crate::milter::control::Scope::Reports,
             )));
         }
         Err(e) => {

@@ -26,6 +26,13 @@ impl CampaignId {
         b[2..].copy_from_slice(&exact[..6]);
         CampaignId(u64::from_be_bytes(b))
     }
+
+    /// The id as it is written (12 hex digits), if `s` is one.
+    pub fn from_hex(s: &str) -> Option<CampaignId> {
+        (s.len() == 12 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u64::from_str_radix(s, 16).ok().map(CampaignId))
+            .flatten()
+    }
 }
 
 impl std::fmt::Display for CampaignId {

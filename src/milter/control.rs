@@ -231,13 +231,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// # Errors
 /// `s` is not 12 hex digits.
 pub fn campaign_id(s: &str) -> Result<CampaignId, String> {
-    parse_id(s).ok_or_else(|| format!("not a campaign id: {s:?} (12 hex digits)"))
-}
-
-fn parse_id(s: &str) -> Option<CampaignId> {
-    (s.len() == 12 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| u64::from_str_radix(s, 16).ok().map(CampaignId))
-        .flatten()
+    CampaignId::from_hex(s).ok_or_else(|| format!("not a campaign id: {s:?} (12 hex digits)"))
 }
 
 impl Control {
@@ -262,12 +256,12 @@ impl Control {
                         }
                     };
                     for (id, until) in saved.allowed.iter().take(MAX_ALLOWED) {
-                        if let Some(id) = parse_id(id).filter(|id| known(engine, *id)) {
+                        if let Some(id) = CampaignId::from_hex(id).filter(|id| known(engine, *id)) {
                             engine.allow(id, *until);
                         }
                     }
                     for id in saved.forgotten.iter().take(MAX_ALLOWED) {
-                        if let Some(id) = parse_id(id).filter(|id| known(engine, *id)) {
+                        if let Some(id) = CampaignId::from_hex(id).filter(|id| known(engine, *id)) {
                             engine.forget(id);
                         }
                     }
@@ -801,8 +795,18 @@ pub const MAX_CONTROL_CONNECTIONS: usize = 8;
 /// included.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a socket served by [`serve`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every command (`control.sock`, mode 0600).
+    All,
+    /// `report …` lines only: zero-hour's report socket, which the mail
+    /// user Dovecot's sieve scripts run as may reach.
+    Reports,
+}
+
 /// One control connection: a request line in, one answer line out.
-async fn exchange(state: Arc<State>, stream: tokio::net::UnixStream) {
+async fn exchange(state: Arc<State>, stream: tokio::net::UnixStream, scope: Scope) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let got = tokio::time::timeout(READ_TIMEOUT, async {
@@ -812,6 +816,9 @@ async fn exchange(state: Arc<State>, stream: tokio::net::UnixStream) {
     })
     .await;
     let answer = match got {
+        Ok(Ok(_)) if scope == Scope::Reports && !line.starts_with("report ") => {
+            error("this socket takes reports only: report spam|ham USER VALUE")
+        }
         Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REQUEST => {
             // (With Redis, a round trip: off the runtime's threads.)
             let st = Arc::clone(&state);
@@ -836,7 +843,7 @@ async fn exchange(state: Arc<State>, stream: tokio::net::UnixStream) {
 /// [`MAX_CONTROL_CONNECTIONS`] clients at once, each bounded in time (a
 /// client that never sends its line, or never reads the answer, holds one
 /// slot for a bounded time and never the others).
-pub async fn serve(listener: UnixListener, state: Arc<State>) {
+pub async fn serve(listener: UnixListener, state: Arc<State>, scope: Scope) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_CONNECTIONS));
     loop {
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
@@ -848,7 +855,7 @@ pub async fn serve(listener: UnixListener, state: Arc<State>) {
         };
         let state = Arc::clone(&state);
         tokio::spawn(async move {
-            exchange(state, stream).await;
+            exchange(state, stream, scope).await;
             drop(permit);
         });
     }

@@ -24,7 +24,8 @@
 //! (the first [`MAX_USERS`]), so a report proves that its reporter
 //! received the copy without naming the other recipients.
 //!
-//! **Reports** (`bulkwatch report spam|ham`, the Dovecot sieve scripts of
+//! **Reports** (`bulkwatch report spam|ham` over the report socket, which
+//! `control::serve` serves with `Scope::Reports`; the Dovecot sieve scripts of
 //! docs/admin/zero-hour.md): a user's report counts only with a copy that
 //! was delivered to that user. Spam reports are weighed by distinct
 //! reporters, never by count: one user can move nothing but their own
@@ -149,7 +150,7 @@ impl Stamp {
         let mut fields = body.split("; ").filter_map(|f| f.split_once('='));
         let mut next = |name: &str| fields.next().filter(|(k, _)| *k == name).map(|(_, v)| v);
         let nonce = next("n")?.to_owned();
-        let campaign = parse_id(next("c")?)?;
+        let campaign = CampaignId::from_hex(next("c")?)?;
         let at = next("t")?.parse().ok()?;
         let macs = next("r")?
             .split(',')
@@ -408,6 +409,10 @@ impl ZeroHour {
             return;
         }
         let g = lock(&self.inner);
+        // (Most messages: no report at all, nothing to read.)
+        if g.spam.is_empty() && g.ham.is_empty() {
+            return;
+        }
         let users = users_of(rcpts, cfg.zero_hour.user);
         if !users.is_empty()
             && !g.ham.is_empty()
@@ -692,13 +697,6 @@ struct Saved {
     ham: Vec<(String, u64)>,
 }
 
-fn parse_id(c: &str) -> Option<CampaignId> {
-    (c.len() == 12)
-        .then(|| u64::from_str_radix(c, 16).ok())
-        .flatten()
-        .map(CampaignId)
-}
-
 impl ZeroHour {
     /// The ledger and reports as [`FILE`] holds them.
     pub fn saved(&self) -> Vec<u8> {
@@ -742,7 +740,9 @@ impl ZeroHour {
         let fresh = |t: u64| t.saturating_add(window) >= now;
         let mut n = 0;
         for s in saved.copies.into_iter().filter(|s| fresh(s.t)) {
-            let Some(c) = parse_id(&s.c) else { continue };
+            let Some(c) = CampaignId::from_hex(&s.c) else {
+                continue;
+            };
             let mut users = s.u;
             users.truncate(MAX_USERS);
             let place = match s.p {
@@ -765,13 +765,13 @@ impl ZeroHour {
         }
         let mut g = lock(&self.inner);
         for (c, t, r) in saved.spam.into_iter().take(MAX_REPORTED) {
-            if let (Some(c), true) = (parse_id(&c), fresh(t)) {
+            if let (Some(c), true) = (CampaignId::from_hex(&c), fresh(t)) {
                 g.spam
                     .insert(c, (t, r.into_iter().take(MAX_REPORTERS).collect()));
             }
         }
         for (c, u) in saved.ham.into_iter().take(MAX_HAM) {
-            if let Some(c) = parse_id(&c) {
+            if let Some(c) = CampaignId::from_hex(&c) {
                 g.ham.insert((c, u));
             }
         }
@@ -933,14 +933,6 @@ pub async fn run(state: Arc<State>, z: Arc<ZeroHour>, client: Doveadm) {
     }
 }
 
-/// Most report connections served at once (more wait in the backlog).
-pub const MAX_REPORT_CONNECTIONS: usize = 16;
-/// Longest report line: `spam USER HEADER-VALUE` (the header of a copy
-/// to [`MAX_USERS`] recipients is about 650 bytes).
-pub const MAX_REPORT_LINE: usize = 4096;
-/// A client sends its line within this, and the exchange ends within it.
-const REPORT_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Reads a report line: (spam, user, header value).
 ///
 /// # Errors
@@ -958,77 +950,6 @@ pub fn parse_report(line: &str) -> Result<(bool, &str, &str), &'static str> {
         return Err("the user is 1 to 320 characters without control characters");
     }
     Ok((spam, user, value.trim()))
-}
-
-/// One report connection: a line in, one JSON line out.
-async fn report_exchange(state: Arc<State>, z: Arc<ZeroHour>, stream: tokio::net::UnixStream) {
-    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-    let (read, mut write) = stream.into_split();
-    let mut line = String::new();
-    let got = tokio::time::timeout(REPORT_TIMEOUT, async {
-        BufReader::new(read.take(MAX_REPORT_LINE as u64))
-            .read_line(&mut line)
-            .await
-    })
-    .await;
-    let answer = match got {
-        Ok(Ok(_)) if line.ends_with('\n') || line.len() < MAX_REPORT_LINE => {
-            match parse_report(&line) {
-                Err(e) => serde_json::json!({"ok": false, "error": e}),
-                Ok((spam, user, value)) => {
-                    let cfg = state.config();
-                    let (user, value) = (user.to_owned(), value.to_owned());
-                    let st = Arc::clone(&state);
-                    tokio::task::spawn_blocking(move || {
-                        let resolve = |c| st.with_view(|e| e.live_id(c));
-                        z.report(
-                            &cfg,
-                            spam,
-                            &user,
-                            &value,
-                            resolve,
-                            crate::milter::unix_now(),
-                        )
-                    })
-                    .await
-                    .unwrap_or_else(
-                        |_| serde_json::json!({"ok": false, "error": "the report failed"}),
-                    )
-                }
-            }
-        }
-        Ok(Ok(_)) => serde_json::json!({"ok": false, "error": "report too long"}),
-        _ => return,
-    };
-    let _ = tokio::time::timeout(REPORT_TIMEOUT, async {
-        let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
-        let _ = write.shutdown().await;
-    })
-    .await;
-}
-
-/// Serves the report socket until the task is dropped, each exchange
-/// bounded in time, at most [`MAX_REPORT_CONNECTIONS`] at once.
-pub async fn serve_reports(
-    listener: tokio::net::UnixListener,
-    state: Arc<State>,
-    z: Arc<ZeroHour>,
-) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_REPORT_CONNECTIONS));
-    loop {
-        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
-        let Ok((stream, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let (state, z) = (Arc::clone(&state), Arc::clone(&z));
-        tokio::spawn(async move {
-            report_exchange(state, z, stream).await;
-            drop(permit);
-        });
-    }
 }
 
 #[cfg(test)]
