@@ -624,6 +624,66 @@ fn a_picture_of_text_campaign_is_one_campaign() {
     );
 }
 
+/// A font cipher (issue 65, text drawn by the page's own font): every
+/// copy's text written through its own permutation of a font's character
+/// map, the font written into the page. The text is read as the font
+/// draws it (`bulkwatch_read::mime::drawn`): one campaign per text, and
+/// two texts in ciphers stay two campaigns.
+#[cfg_attr(
+    not(all(bulkwatch_tesseract, bulkwatch_dejavu)),
+    ignore = "needs Tesseract and a font (apt-get install libtesseract5 tesseract-ocr-eng fonts-dejavu-core)"
+)]
+#[test]
+fn a_font_cipher_campaign_is_one_campaign() {
+    let cfg = threshold5();
+    let bases = all_bases();
+    if let Ok(dir) = std::env::var("DRESSED_DUMP") {
+        let _ = std::fs::create_dir_all(&dir);
+        for base in &bases {
+            for copy in 0..ALIKE_COPIES {
+                let raw = match copy {
+                    0..3 => dress::plain(&base.text, copy),
+                    _ => dress::font_cipher_message(&base.text, copy),
+                };
+                let name = format!("{dir}/font_cipher_{}_{copy}.eml", base.name);
+                std::fs::write(name, raw).expect("dump");
+            }
+        }
+    }
+    // Plain copies first, then copies in ciphers that must join them.
+    let rate = alike_rate(&cfg, &bases, "font cipher", |t, c| {
+        if c < 3 {
+            dress::plain(t, c)
+        } else {
+            dress::font_cipher_message(t, c)
+        }
+    });
+    let mut apart = 0;
+    let pairs: Vec<_> = bases.windows(2).take(6).collect();
+    for pair in &pairs {
+        let mut r = Replayer::new(&cfg, ReplayOptions::default());
+        for (i, base) in pair.iter().enumerate() {
+            for copy in 0..3 {
+                r.feed(
+                    "pair",
+                    i * 3 + copy + 1,
+                    &dress::font_cipher_message(&base.text, copy),
+                );
+            }
+        }
+        let ids = final_ids(r);
+        if ids[0] != ids[3] {
+            apart += 1;
+        }
+    }
+    assert!(
+        rate >= OCR_RATE,
+        "font-cipher campaigns {:.0}%",
+        100.0 * rate
+    );
+    assert_eq!(apart, pairs.len(), "two texts in ciphers made one campaign");
+}
+
 /// A scanned page (issue 65, one picture path): the text drawn as the one
 /// picture of a PDF page without text (JPEG or deflated grey samples),
 /// attached under a one-line body. The PDF's pictures are read as

@@ -284,3 +284,4 @@ mod tests {
         assert_eq!(*r.pick(&[42]), 42);
     }
 }
+pub mod fonts;

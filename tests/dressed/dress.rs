@@ -1891,6 +1891,77 @@ pub fn scanned_pdf_message(text: &str, copy: usize) -> Vec<u8> {
     attached_document(text, copy, "scan", "application/pdf", "pdf", &pdf)
 }
 
+/// A font cipher (issue 65): the text written through a font of the page
+/// whose character map each copy permutes (its own key: the code points of
+/// no two copies agree), so that the page shows the text and its code
+/// points hold none of it. The font (DejaVu Sans or Serif with a rewritten
+/// `cmap`) is written into the page as a `data:` address, TrueType or WOFF,
+/// and set by the body's style, a class of the sheet, `<font face>`, the
+/// `font` shorthand or after a family no client has. Needs [`FONT`].
+pub fn font_cipher_message(text: &str, copy: usize) -> Vec<u8> {
+    static FONTS: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
+    let fonts = FONTS.get_or_init(|| {
+        [
+            std::fs::read(FONT).expect("the DejaVu font"),
+            std::fs::read(FONT.replace("DejaVuSans.ttf", "DejaVuSerif.ttf"))
+                .expect("the DejaVu font"),
+        ]
+    });
+    let mut r = rng(text, copy, "font_cipher");
+    let key = testkit::fonts::cipher_key(r.next_u64());
+    let font = testkit::fonts::cipher_font(&fonts[r.below(2)], &key);
+    let (mime, bytes) = if r.chance(0.5) {
+        ("font/ttf", font)
+    } else {
+        ("application/font-woff", testkit::fonts::woff(&font))
+    };
+    let family = format!("F{}", r.below(1_000_000));
+    let face = format!(
+        "@font-face {{ font-family: '{family}'; src: url(data:{mime};base64,{}) format('truetype'); }}\n",
+        base64(&bytes)
+    );
+    let paras: Vec<Vec<String>> = paragraphs(text, copy)
+        .iter()
+        .map(|lines| {
+            lines
+                .iter()
+                .map(|l| esc(&testkit::fonts::encode(l, &key)))
+                .collect()
+        })
+        .collect();
+    let inner = p_elements(&paras);
+    let (rule, body) = match r.below(5) {
+        0 => (
+            String::new(),
+            format!("<body style=\"font-family: '{family}', Arial\">{inner}</body>"),
+        ),
+        1 => (
+            format!(".t {{ font-family: \"{family}\", sans-serif; }}"),
+            format!("<body><div class=\"t\">{inner}</div></body>"),
+        ),
+        2 => (
+            String::new(),
+            format!("<body><font face=\"{family}\">{inner}</font></body>"),
+        ),
+        3 => (
+            format!("p {{ font: 16px/1.4 {family}, serif; }}"),
+            format!("<body>{inner}</body>"),
+        ),
+        _ => (
+            format!(
+                "body {{ font-family: NoSuchFont{}, {family}; }}",
+                r.below(1000)
+            ),
+            format!("<body>{inner}</body>"),
+        ),
+    };
+    html_message(
+        text,
+        copy,
+        &format!("<html><head><style>\n{face}{rule}\n</style></head>{body}</html>"),
+    )
+}
+
 /// The picture of [`text_picture_message`] as a PNG file
 /// (`tests/ocr_flood.rs`).
 #[allow(dead_code)]

@@ -81,6 +81,9 @@ const READ: &[&str] = &[
     "content",
     "order",
     "flex-direction",
+    // The page's own fonts (`drawn`).
+    "font-family",
+    "font",
     // What sets flex and grid items apart (`html::style::apply_spacing`).
     "gap",
     "grid-gap",
@@ -268,15 +271,49 @@ struct Parsed {
 /// Each rule is parsed on its own: simplecss finds the line and column of
 /// every error by counting from the start of its text, which over a whole
 /// sheet of broken rules is quadratic.
-fn parse_rules(css: &str) -> Vec<Parsed> {
+fn parse_rules(css: &str, fonts: bool) -> Vec<Parsed> {
     let mut parsed: Vec<Parsed> = Vec::new();
     let mut same: HashMap<(Option<Pseudo>, String), usize> = HashMap::new();
     for (order, chunk) in rule_texts(css).enumerate() {
+        let chunk = match fonts {
+            true => font_shorthand_unslashed(&chunk),
+            false => chunk,
+        };
         for (pseudo, chunk) in split_pseudo(&chunk) {
-            parse_chunk(&chunk, pseudo, order, &mut parsed, &mut same);
+            parse_chunk(&chunk, pseudo, order, fonts, &mut parsed, &mut same);
         }
     }
     parsed
+}
+
+/// `rule` with the `/` of its `font` shorthands (`12px/1.5 family`)
+/// written as a space: simplecss ends a value at a `/`, which would leave
+/// the family out.
+fn font_shorthand_unslashed(rule: &str) -> std::borrow::Cow<'_, str> {
+    if !rule.contains('/') || !rule.contains("font") {
+        return rule.into();
+    }
+    let mut out = String::with_capacity(rule.len());
+    let mut rest = rule;
+    while let Some(i) = rest.find("font") {
+        let (before, at) = rest.split_at(i);
+        out.push_str(before);
+        let starts = before
+            .chars()
+            .next_back()
+            .is_none_or(|c| c == '{' || c == ';' || c.is_whitespace());
+        let after = at.get(4..).unwrap_or("").trim_start();
+        if starts && after.starts_with(':') {
+            let end = at.find([';', '}']).unwrap_or(at.len());
+            out.push_str(&at.get(..end).unwrap_or("").replace('/', " "));
+            rest = at.get(end..).unwrap_or("");
+        } else {
+            out.push_str("font");
+            rest = at.get(4..).unwrap_or("");
+        }
+    }
+    out.push_str(rest);
+    out.into()
 }
 
 /// A rule's text, its selectors for pseudo-elements (`p.x::before`) apart
@@ -307,6 +344,7 @@ fn parse_chunk(
     chunk: &str,
     pseudo: Option<Pseudo>,
     order: usize,
+    fonts: bool,
     parsed: &mut Vec<Parsed>,
     same: &mut HashMap<(Option<Pseudo>, String), usize>,
 ) {
@@ -322,6 +360,8 @@ fn parse_chunk(
                 })
                 // `content` is a pseudo-element's, never an element's.
                 .filter(|d| d.name != "content" || pseudo.is_some())
+                // Fonts only where the page brings its own (`drawn`).
+                .filter(|d| fonts || !matches!(d.name, "font-family" | "font"))
                 .filter_map(|d| {
                     Some(Decl {
                         prop: READ.iter().position(|p| *p == d.name)?,
@@ -423,8 +463,15 @@ fn keep(mut parsed: Vec<Parsed>) -> Vec<(Kept, String, Option<String>)> {
 impl Sheet {
     /// The rules of `css` (lower case, at most [`MAX_CSS_BYTES`]) that set
     /// a property read here; `None` when there is none.
+    #[cfg(test)]
     pub fn parse(css: &str) -> Option<Sheet> {
-        Sheet::index(keep(parse_rules(css)))
+        Sheet::parse_with_fonts(css, false)
+    }
+
+    /// [`Sheet::parse`], with the rules that set `font-family` or `font`
+    /// when `fonts` (the page brings its own fonts: `drawn`).
+    pub fn parse_with_fonts(css: &str, fonts: bool) -> Option<Sheet> {
+        Sheet::index(keep(parse_rules(css, fonts)))
     }
 
     /// The sheet of the kept rules, listed by the keys of their parts.
@@ -638,7 +685,7 @@ fn rule_texts(css: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
 }
 
 /// `s` without its `/* ... */` comments (an unclosed one runs to the end).
-fn strip_comments(s: &str) -> String {
+pub(crate) fn strip_comments(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find("/*") {
@@ -806,6 +853,53 @@ impl Compound {
 /// tokenizer as the text, so a `<style>` inside a comment or an attribute
 /// is not one.
 pub fn style_text(html: &str) -> Option<String> {
+    let css = if super::drawn::mentions_font_face(html.as_bytes()) {
+        // A font written into the sheet (`url(data:...)`, hundreds of
+        // kilobytes) must not push the rules after it past the bound.
+        let raw = style_elements(html, super::drawn::MAX_FACE_CSS, false);
+        let mut css: String = without_data_urls(&raw)
+            .chars()
+            .flat_map(char::to_lowercase)
+            .take(MAX_CSS_BYTES)
+            .collect();
+        while css.len() > MAX_CSS_BYTES {
+            css.pop();
+        }
+        css
+    } else {
+        style_elements(html, MAX_CSS_BYTES, true)
+    };
+    (!css.trim().is_empty()).then_some(unwrap_at_rules(&css))
+}
+
+/// `css` with every `url(data:...)` written `url()`.
+fn without_data_urls(css: &str) -> std::borrow::Cow<'_, str> {
+    let lower = css.to_ascii_lowercase();
+    if !lower.contains("data:") {
+        return css.into();
+    }
+    let mut out = String::with_capacity(css.len().min(1 << 16));
+    let mut at = 0;
+    while let Some(u) = lower.get(at..).and_then(|r| r.find("url(")) {
+        let open = at + u + 4;
+        let inner = lower.get(open..).unwrap_or("");
+        let lead = inner.len() - inner.trim_start_matches([' ', '"', '\'']).len();
+        out.push_str(css.get(at..open).unwrap_or(""));
+        if inner.get(lead..).is_some_and(|r| r.starts_with("data:")) {
+            let end = inner.find(')').map_or(lower.len(), |e| open + e);
+            at = end;
+        } else {
+            at = open;
+        }
+    }
+    out.push_str(css.get(at..).unwrap_or(""));
+    out.into()
+}
+
+/// The text of a document's `<style>` elements as written (lower case
+/// when `lower`), at most `max` bytes (a few more where a character is cut
+/// short of it).
+pub(crate) fn style_elements(html: &str, max: usize, lower: bool) -> String {
     use html5gum::emitters::callback::{CallbackEmitter, CallbackEvent};
     use html5gum::{Span, Tokenizer};
     let bytes = html.as_bytes();
@@ -816,7 +910,9 @@ pub fn style_text(html: &str) -> Option<String> {
                 .is_some_and(|w| w.eq_ignore_ascii_case(pat))
         })
     };
-    let last_open = last(b"<style")?;
+    let Some(last_open) = last(b"<style") else {
+        return String::new();
+    };
     // Sheets sit in the head, before most of the page: the tokenizer reads
     // up to the last `</style>` (all of the page when a `<style>` is left
     // open after it).
@@ -838,13 +934,17 @@ pub fn style_text(html: &str) -> Option<String> {
                 css.push('\n');
             }
             CallbackEvent::String { value } if inside => {
-                let room = MAX_CSS_BYTES.saturating_sub(css.len());
+                let room = max.saturating_sub(css.len());
                 let text = String::from_utf8_lossy(value.get(..room).unwrap_or(value));
-                css.extend(text.chars().flat_map(char::to_lowercase));
+                if lower {
+                    css.extend(text.chars().flat_map(char::to_lowercase));
+                } else {
+                    css.push_str(&text);
+                }
             }
             _ => {}
         }
-        (css.len() >= MAX_CSS_BYTES).then_some(())
+        (css.len() >= max).then_some(())
     });
     emitter.naively_switch_states(true);
     for stop in Tokenizer::new_with_emitter(html, emitter) {
@@ -852,7 +952,7 @@ pub fn style_text(html: &str) -> Option<String> {
             break;
         }
     }
-    (!css.trim().is_empty()).then_some(unwrap_at_rules(&css))
+    css
 }
 
 /// `css` with the blocks of `@media` and `@supports` rules that apply on

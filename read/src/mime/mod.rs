@@ -11,6 +11,7 @@
 
 mod css;
 pub mod document;
+pub mod drawn;
 pub mod html;
 pub mod normalize;
 pub mod pdf;
@@ -384,6 +385,8 @@ struct Spend {
     /// are hashed and `deferred` says one was there.
     deep: bool,
     deferred: bool,
+    /// The page fonts of the message's HTML so far ([`drawn`]).
+    fonts: Vec<Vec<u8>>,
 }
 
 impl Default for Spend {
@@ -395,6 +398,7 @@ impl Default for Spend {
             docs: document::Budget::default(),
             deep: true,
             deferred: false,
+            fonts: Vec::new(),
         }
     }
 }
@@ -411,7 +415,7 @@ fn collect(
     let before = body.text.len();
     for &id in &message.html_body {
         if let Some(part) = message.parts.get(id as usize) {
-            add_part(message, part, limit, body);
+            add_part(message, part, limit, body, spend);
         }
     }
     // Some broken messages (a missing closing boundary, odd content types)
@@ -444,7 +448,7 @@ fn collect(
         for (i, part) in message.parts.iter().enumerate() {
             let read_above = message.html_body.iter().any(|&id| id as usize == i);
             if !read_above && matches!(part.body, PartType::Text(_) | PartType::Html(_)) {
-                add_part(message, part, limit, body);
+                add_part(message, part, limit, body, spend);
             }
         }
     }
@@ -533,7 +537,7 @@ fn add_attachment(
         // follows the body's, within the same `max_scan_bytes`. Only
         // text/plain and text/html: a client shows those.
         PartType::Text(t) | PartType::Html(t) if read.short_body && plain_or_html(part) => {
-            add_part(message, part, limit, body);
+            add_part(message, part, limit, body, spend);
             if spend.deep {
                 add_smuggled(t, limit, body, spend);
             }
@@ -616,7 +620,7 @@ fn add_data_pictures(before: usize, limit: usize, body: &mut BodyText, spend: &m
 
 /// The bytes of a `data:` URI written in base64 (`data:image/png;base64,`),
 /// white space in the payload skipped.
-fn data_uri_bytes(uri: &str) -> Option<Vec<u8>> {
+pub(crate) fn data_uri_bytes(uri: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     let (head, payload) = uri.split_once(',')?;
     if !head.to_ascii_lowercase().ends_with(";base64") {
@@ -634,7 +638,13 @@ fn data_uri_bytes(uri: &str) -> Option<Vec<u8>> {
     engine.decode(clean).ok()
 }
 
-fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &mut BodyText) {
+fn add_part(
+    message: &Message<'_>,
+    part: &MessagePart<'_>,
+    limit: usize,
+    body: &mut BodyText,
+    spend: &mut Spend,
+) {
     if body.text.len() >= limit {
         body.truncated = true;
         return;
@@ -663,7 +673,7 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
     // Real spam declares HTML as text/plain; a reader's client renders it.
     let content = content.map(|(is_html, t)| (is_html || looks_like_html(t), t));
     match content {
-        Some((true, html)) => add_html(html, limit, body),
+        Some((true, html)) => add_html(html, limit, body, spend),
         Some((false, text)) => push_plain(text, limit, body),
         _ => {}
     }
@@ -673,17 +683,38 @@ fn add_part(message: &Message<'_>, part: &MessagePart<'_>, limit: usize, body: &
 }
 
 /// Renders `html` onto the body's text, its links and pictures onto the
-/// body's.
-fn add_html(html: &str, limit: usize, body: &mut BodyText) {
+/// body's; text set in the page's own fonts is read as they draw it
+/// ([`drawn`]; in the deep reading).
+fn add_html(html: &str, limit: usize, body: &mut BodyText, spend: &mut Spend) {
+    let start = body.text.len();
     let mut targets = html::Targets {
         urls: std::mem::take(&mut body.urls),
         images: std::mem::take(&mut body.images),
         data_pictures: std::mem::take(&mut body.data_pictures),
+        drawn: true,
+        fonts: std::mem::take(&mut spend.fonts),
     };
     html::to_text(html, &mut body.text, &mut targets, limit);
     body.urls = targets.urls;
     body.images = targets.images;
     body.data_pictures = targets.data_pictures;
+    spend.fonts = targets.fonts;
+    let done = drawn::resolve(
+        &mut body.text,
+        start,
+        &spend.fonts,
+        &mut spend.pictures,
+        spend.deep,
+    );
+    spend.deferred |= done.runs && !spend.deep;
+    if body.text.len() > limit {
+        let mut cut = limit;
+        while !body.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        body.text.truncate(cut);
+        body.truncated = true;
+    }
 }
 
 /// Renders the pages smuggled in an attached page
@@ -696,7 +727,7 @@ fn add_smuggled(page: &str, limit: usize, body: &mut BodyText, spend: &mut Spend
         for p in &pages {
             new_paragraph(body);
             if p.trim_start().starts_with('<') {
-                add_html(p, limit, body);
+                add_html(p, limit, body, spend);
             } else {
                 push_plain(p, limit, body);
             }
@@ -778,7 +809,7 @@ fn add_document(
         document::Format::Html => {
             new_paragraph(body);
             let page = String::from_utf8_lossy(bytes);
-            add_html(&page, limit, body);
+            add_html(&page, limit, body, spend);
             add_smuggled(&page, limit, body, spend);
         }
         document::Format::Message if nested < MAX_NESTED => {
@@ -795,7 +826,7 @@ fn add_document(
                     }
                     document::Piece::Html(h) => {
                         new_paragraph(body);
-                        add_html(&h, limit, body);
+                        add_html(&h, limit, body, spend);
                     }
                     document::Piece::Link(u) => {
                         if body.urls.len() < html::MAX_URLS {

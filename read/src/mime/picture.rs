@@ -267,7 +267,7 @@ const MIN_OCR_SCALE: f64 = 0.75;
 /// its top part only, as many whole rows as the pixels allow (the message
 /// was read partly). A picture of a long text thus gives its first part,
 /// which its copies share.
-fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
+pub(crate) fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
     if budget.ocr_pictures == 0 || budget.ocr_ms == 0 {
         return None;
     }

@@ -57,6 +57,7 @@ pub use self::entities::decode_entities;
 use self::entities::push_bounded;
 use self::style::*;
 use super::css::{style_text, ElemInfo, Sheet};
+use super::drawn;
 use super::normalize::url_host;
 
 /// Deepest element nesting tracked; deeper elements inherit their parent's
@@ -98,6 +99,14 @@ pub struct Targets {
     /// Shown pictures written into the page (`data:image/...;base64,...`),
     /// whole, at most [`MAX_DATA_PICTURES`] of [`MAX_DATA_CHARS`] in all.
     pub data_pictures: Vec<String>,
+    /// Text set in the page's own fonts is marked for
+    /// [`drawn::resolve`](crate::mime::drawn::resolve) (else it is read by
+    /// its code points).
+    pub drawn: bool,
+    /// The page fonts of the message so far (TrueType or OpenType), at most
+    /// [`drawn::MAX_FONTS`](crate::mime::drawn::MAX_FONTS): a marked run
+    /// names its font by its place here.
+    pub fonts: Vec<Vec<u8>>,
 }
 
 /// Converts HTML to the text a reader sees and appends it to `out`; pushes
@@ -107,9 +116,21 @@ pub struct Targets {
 /// hidden: then every word of the body is kept, hidden or not.
 pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize) {
     let start = out.len();
+    let mut families = Vec::new();
+    if targets.drawn {
+        for face in drawn::faces(html) {
+            if targets.fonts.len() < drawn::MAX_FONTS {
+                families.push((face.family, targets.fonts.len()));
+                targets.fonts.push(face.bytes);
+            }
+        }
+    }
     let css = style_text(html);
-    let sheet = css.as_deref().and_then(Sheet::parse);
+    let sheet = css
+        .as_deref()
+        .and_then(|css| Sheet::parse_with_fonts(css, !families.is_empty()));
     let mut r = Renderer {
+        families,
         sheet: sheet.as_ref(),
         infos: Vec::new(),
         visible: std::mem::take(out),
@@ -222,6 +243,9 @@ struct Open {
     reverse_from: Option<(usize, usize)>,
     fg: Rgb,
     bg: Rgb,
+    /// The page font the text is set in (its place in `Targets::fonts`),
+    /// inherited.
+    font: Option<usize>,
 }
 
 impl Open {
@@ -256,6 +280,11 @@ struct StartTag {
     flex_reverse: Option<bool>,
     /// `order` set (a flex or grid item's place among its siblings).
     order: Option<i32>,
+    /// The family list of `font-family` (or of the `font` shorthand), lower
+    /// case, as set last.
+    family: Option<String>,
+    /// The `face` of `<font>`.
+    face: Option<String>,
     /// A flex or grid container sets its items apart (`gap`,
     /// `column-gap`, `justify-content: space-*`) or not.
     flex_gap: Option<bool>,
@@ -305,6 +334,8 @@ impl Default for StartTag {
             flex: None,
             flex_reverse: None,
             order: None,
+            family: None,
+            face: None,
             flex_gap: None,
             spaced: None,
             href: None,
@@ -349,6 +380,7 @@ enum Attr {
     Dir,
     Class,
     Id,
+    Face,
     Other,
 }
 
@@ -358,6 +390,8 @@ const MAX_ATTRIBUTES: usize = 64;
 const MAX_KEPT_ATTRIBUTES: usize = 16;
 
 struct Renderer<'t, 's> {
+    /// The page fonts' families, each with its place in `Targets::fonts`.
+    families: Vec<(String, usize)>,
     /// The document's style sheet rules that hide, if any.
     sheet: Option<&'s Sheet>,
     /// With a sheet: what selectors see of each element of `stack`.
@@ -538,6 +572,7 @@ impl Renderer<'_, '_> {
                 Attr::Alt => set_target(&mut tag.alt, &value),
                 Attr::HttpEquiv => tag.refresh = value.trim().eq_ignore_ascii_case("refresh"),
                 Attr::Content => set_target(&mut tag.href, &value),
+                Attr::Face => tag.face = Some(value.to_lowercase()),
                 Attr::Hidden | Attr::Other => {}
             }
         }
@@ -558,6 +593,7 @@ impl Renderer<'_, '_> {
             reverse_from: None,
             fg: BLACK,
             bg: WHITE,
+            font: None,
         })
     }
 
@@ -614,6 +650,14 @@ impl Renderer<'_, '_> {
         if let Some(info) = tag.info.take() {
             self.infos.push(info);
         }
+        // The font in force: CSS's `font-family` (or `font`), then the
+        // `<font face>` hint.
+        let font = match tag.family.as_deref().or(tag.face.as_deref()) {
+            Some(list) if !self.families.is_empty() => {
+                drawn::font_in_force(list, &self.families).unwrap_or(parent.font)
+            }
+            _ => parent.font,
+        };
         let own_direction = tag.rtl.or(tag.dir);
         let rtl = own_direction.unwrap_or(parent.rtl);
         let reverses = !parent.reversed && rtl && tag.bidi_override == Some(true);
@@ -639,6 +683,7 @@ impl Renderer<'_, '_> {
             reverse_from,
             fg: tag.fg.unwrap_or(parent.fg),
             bg: tag.bg.unwrap_or(parent.bg),
+            font,
         });
         self.open_flex(&tag);
         // Generated content is shown as the element's own text is.
@@ -991,9 +1036,21 @@ impl Renderer<'_, '_> {
         self.all.get_or_insert_with(|| visible.clone())
     }
 
-    /// Appends `s` to the full text, and to the visible text when `shown`.
+    /// Appends `s` to the full text, and to the visible text when `shown`;
+    /// as a run of its page font where one is in force
+    /// ([`drawn::run`]). The marks of runs are cleared from what the
+    /// sender wrote.
     fn push_text(&mut self, s: &str, shown: bool) {
         let lim = self.limit;
+        let run;
+        let s = match self.stack.last().and_then(|o| o.font) {
+            Some(font) => {
+                run = drawn::run(font, s);
+                std::borrow::Cow::Borrowed(run.as_str())
+            }
+            None => drawn::clear_marks(s),
+        };
+        let s = s.as_ref();
         if shown {
             push_bounded(&mut self.visible, s, lim);
             if let Some(all) = self.all.as_mut() {
@@ -1179,6 +1236,7 @@ fn attr_of(name: &[u8], kind: Kind) -> Attr {
         b"style" => Attr::Style,
         b"hidden" => Attr::Hidden,
         b"color" if kind == Kind::Font => Attr::Color,
+        b"face" if kind == Kind::Font => Attr::Face,
         b"bgcolor" => Attr::BgColor,
         b"href" if kind == Kind::A => Attr::Href,
         b"dir" => Attr::Dir,

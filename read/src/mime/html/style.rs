@@ -51,6 +51,7 @@ pub(super) const DISPLAY: &[&str] = &[
 /// Applies an inline style: hiding declarations, `color`, `background`.
 pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
     apply_spacing(style, tag);
+    apply_family(style, tag);
     let s: String = style
         .chars()
         .filter(|c| !c.is_whitespace())
@@ -152,6 +153,38 @@ pub(super) fn apply_style(style: &str, tag: &mut StartTag) {
 /// container's `gap`, `column-gap` or `justify-content: space-*`, an
 /// item's horizontal margin or padding. The last declaration wins, but a
 /// side set by its own property adds to the other side.
+/// `font-family` and the family of the `font` shorthand (the last one
+/// set, unless an earlier one is `!important`), read with their white
+/// space (the shorthand's parts are apart by it).
+fn apply_family(style: &str, tag: &mut StartTag) {
+    if !style.contains("font") {
+        return;
+    }
+    let mut important = false;
+    for decl in style.split(';').take(MAX_STYLE / 8) {
+        let Some((prop, val)) = decl.split_once(':') else {
+            continue;
+        };
+        let prop = prop.trim().to_ascii_lowercase();
+        let val = val.trim().to_lowercase();
+        let (val, imp) = match val.strip_suffix("!important") {
+            Some(v) => (v.trim_end().to_owned(), true),
+            None => (val, false),
+        };
+        let family = match prop.as_str() {
+            "font-family" => Some(val.as_str()),
+            "font" => drawn::shorthand_family(&val),
+            _ => None,
+        };
+        if let Some(f) = family.filter(|f| !f.is_empty() && f.len() <= 512) {
+            if imp || !important {
+                tag.family = Some(f.to_owned());
+                important |= imp;
+            }
+        }
+    }
+}
+
 fn apply_spacing(style: &str, tag: &mut StartTag) {
     let end = style
         .char_indices()
