@@ -8,7 +8,7 @@
 mod common;
 
 use bulkwatch_read::mime::drawn;
-use testkit::fonts::{cipher_font, cipher_key, encode, woff};
+use testkit::fonts::{cipher_font, cipher_key, encode, woff, woff2};
 use testkit::{base64, Rng};
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
@@ -41,26 +41,40 @@ fn message(html: &str, n: usize) -> Vec<u8> {
 )]
 #[test]
 fn page_fonts_are_found_as_truetype_and_woff() {
-    let font = dejavu();
     let key = cipher_key(7);
-    let cipher = cipher_font(&font, &key);
-    for (mime, bytes) in [
-        ("font/ttf", cipher.clone()),
-        ("application/font-woff", woff(&cipher)),
-        ("font/woff", woff(&cipher)),
+    let sans = cipher_font(&dejavu(), &key);
+    // (WOFF2 within its bound: a smaller font.)
+    let serif = cipher_font(
+        &std::fs::read(FONT.replace("DejaVuSans.ttf", "DejaVuSerif.ttf")).unwrap(),
+        &key,
+    );
+    for (mime, bytes, plain) in [
+        ("font/ttf", sans.clone(), &sans),
+        ("application/font-woff", woff(&sans), &sans),
+        ("font/woff", woff(&serif), &serif),
+        ("font/woff2", woff2(&serif), &serif),
     ] {
         let faces = drawn::faces(&page("Brand Sans", mime, &bytes, "<p>x</p>"));
         assert_eq!(faces.len(), 1, "{mime}");
         assert_eq!(faces[0].family, "brandsans");
-        // WOFF's tables come back as the TrueType file's.
-        assert_eq!(faces[0].bytes.len(), cipher.len(), "{mime}");
+        // The tables come back as the TrueType file's: the same glyphs.
+        use ab_glyph::Font;
+        let got = ab_glyph::FontRef::try_from_slice(&faces[0].bytes).unwrap();
+        let want = ab_glyph::FontRef::try_from_slice(plain).unwrap();
+        for (written, _) in &key {
+            assert_eq!(got.glyph_id(*written), want.glyph_id(*written), "{mime}");
+        }
     }
+    // A WOFF2 font past its bound is not read.
+    let big = woff2(&sans);
+    assert!(big.len() > drawn::MAX_WOFF2_BYTES);
+    assert!(drawn::faces(&page("b", "font/woff2", &big, "")).is_empty());
     // Five fonts: four are read.
     let five: String = (0..5)
         .map(|i| {
             format!(
                 "@font-face{{font-family:f{i};src:url(data:font/ttf;base64,{})}}",
-                base64(&font)
+                base64(&dejavu())
             )
         })
         .collect();

@@ -208,3 +208,107 @@ pub fn woff(font: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&data);
     out
 }
+
+/// `font` (an sfnt file) as a WOFF2 file: every table without a
+/// transform (`glyf` and `loca` with the null transform), the tables in
+/// one Brotli stream of stored (uncompressed) meta-blocks.
+pub fn woff2(font: &[u8]) -> Vec<u8> {
+    let flavor: [u8; 4] = font[..4].try_into().unwrap();
+    let mut t = tables(font);
+    t.sort_by_key(|(tag, _)| *tag);
+    // `loca` right after `glyf`.
+    if let Some(l) = t.iter().position(|(tag, _)| tag == b"loca") {
+        let loca = t.remove(l);
+        let g = t
+            .iter()
+            .position(|(tag, _)| tag == b"glyf")
+            .map_or(t.len(), |g| g + 1);
+        t.insert(g, loca);
+    }
+    let mut dir = Vec::new();
+    let mut stream = Vec::new();
+    for (tag, d) in &t {
+        let null = if tag == b"glyf" || tag == b"loca" {
+            3 << 6
+        } else {
+            0
+        };
+        dir.push(63 | null);
+        dir.extend_from_slice(tag);
+        base128(d.len() as u32, &mut dir);
+        stream.extend_from_slice(d);
+    }
+    let compressed = brotli_stored(&stream);
+    let total_sfnt = 12 + 16 * t.len() + t.iter().map(|(_, d)| (d.len() + 3) & !3).sum::<usize>();
+    let mut out = Vec::new();
+    out.extend_from_slice(b"wOF2");
+    out.extend_from_slice(&flavor);
+    let length = (48 + dir.len() + compressed.len() + 3) & !3;
+    out.extend_from_slice(&(length as u32).to_be_bytes());
+    out.extend_from_slice(&(t.len() as u16).to_be_bytes());
+    out.extend_from_slice(&0u16.to_be_bytes());
+    out.extend_from_slice(&(total_sfnt as u32).to_be_bytes());
+    out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&0u16.to_be_bytes());
+    out.extend_from_slice(&[0u8; 20]);
+    out.extend_from_slice(&dir);
+    out.extend_from_slice(&compressed);
+    out.resize(length, 0);
+    out
+}
+
+/// WOFF2's UIntBase128: seven bits a byte, most significant first.
+fn base128(v: u32, out: &mut Vec<u8>) {
+    let mut groups = vec![(v & 0x7F) as u8];
+    let mut rest = v >> 7;
+    while rest > 0 {
+        groups.push((rest & 0x7F) as u8 | 0x80);
+        rest >>= 7;
+    }
+    out.extend(groups.into_iter().rev());
+}
+
+/// `data` as a Brotli stream of stored meta-blocks (RFC 7932: a window of
+/// 2^16, each block at most 65,536 bytes, then an empty last block).
+fn brotli_stored(data: &[u8]) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u32,
+        n: u32,
+    }
+    impl Bits {
+        fn put(&mut self, v: u32, bits: u32) {
+            self.acc |= v << self.n;
+            self.n += bits;
+            while self.n >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+        }
+        fn align(&mut self) {
+            if self.n > 0 {
+                self.put(0, 8 - self.n);
+            }
+        }
+    }
+    let mut b = Bits {
+        out: Vec::new(),
+        acc: 0,
+        n: 0,
+    };
+    b.put(0, 1); // WBITS: 16
+    for chunk in data.chunks(65536) {
+        b.put(0, 1); // ISLAST
+        b.put(0, 2); // MNIBBLES: 4
+        b.put(chunk.len() as u32 - 1, 16); // MLEN - 1
+        b.put(1, 1); // ISUNCOMPRESSED
+        b.align();
+        b.out.extend_from_slice(chunk);
+    }
+    b.put(1, 1); // ISLAST
+    b.put(1, 1); // ISLASTEMPTY
+    b.align();
+    b.out
+}

@@ -170,6 +170,45 @@ pub fn pdf_of_picture(width: u32, height: u32, filter: &str, color: &str, data: 
     pdf_file(&objects)
 }
 
+/// A one-page PDF without text whose page draws the XObjects `xobjects`
+/// (its resources' `XObject` entries, such as `/Im1 5 0 R`): object 5 is
+/// the picture, `image_dict` its dictionary's entries but `/Length`, `data`
+/// its stream; `more` are objects 6 and on (forms, colour spaces, tables).
+pub fn pdf_with_picture(
+    width: u32,
+    height: u32,
+    image_dict: &str,
+    data: &[u8],
+    xobjects: &str,
+    more: &[Vec<u8>],
+) -> Vec<u8> {
+    let content = format!("q {width} 0 0 {height} 0 0 cm /Im1 Do Q\n");
+    let mut image = format!(
+        "<< /Type /XObject /Subtype /Image /Width {width} /Height {height} {image_dict} /Length {} >>\nstream\n",
+        data.len()
+    )
+    .into_bytes();
+    image.extend_from_slice(data);
+    image.extend_from_slice(b"\nendstream");
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!(
+            "<< /Type /Pages /Kids [3 0 R] /Count 1 /Resources << /XObject << {xobjects} >> >> >>"
+        )
+        .into_bytes(),
+        format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] /Contents 4 0 R >>")
+            .into_bytes(),
+        format!(
+            "<< /Length {} >>\nstream\n{content}endstream",
+            content.len()
+        )
+        .into_bytes(),
+        image,
+    ];
+    objects.extend(more.iter().cloned());
+    pdf_file(&objects)
+}
+
 /// A PDF file of `objects` (numbered from 1; the first the catalog), with
 /// its cross-reference table and trailer.
 pub fn pdf_file(objects: &[Vec<u8>]) -> Vec<u8> {

@@ -1895,7 +1895,8 @@ pub fn scanned_pdf_message(text: &str, copy: usize) -> Vec<u8> {
 /// whose character map each copy permutes (its own key: the code points of
 /// no two copies agree), so that the page shows the text and its code
 /// points hold none of it. The font (DejaVu Sans or Serif with a rewritten
-/// `cmap`) is written into the page as a `data:` address, TrueType or WOFF,
+/// `cmap`) is written into the page as a `data:` address, TrueType, WOFF or
+/// WOFF2,
 /// and set by the body's style, a class of the sheet, `<font face>`, the
 /// `font` shorthand or after a family no client has. Needs [`FONT`].
 pub fn font_cipher_message(text: &str, copy: usize) -> Vec<u8> {
@@ -1909,11 +1910,13 @@ pub fn font_cipher_message(text: &str, copy: usize) -> Vec<u8> {
     });
     let mut r = rng(text, copy, "font_cipher");
     let key = testkit::fonts::cipher_key(r.next_u64());
-    let font = testkit::fonts::cipher_font(&fonts[r.below(2)], &key);
-    let (mime, bytes) = if r.chance(0.5) {
-        ("font/ttf", font)
-    } else {
-        ("application/font-woff", testkit::fonts::woff(&font))
+    let serif = r.below(2);
+    let font = testkit::fonts::cipher_font(&fonts[serif], &key);
+    let (mime, bytes) = match r.below(3) {
+        0 => ("font/ttf", font),
+        // WOFF2 of the smaller font (Sans is past the reader's bound).
+        1 if serif == 1 => ("font/woff2", testkit::fonts::woff2(&font)),
+        _ => ("application/font-woff", testkit::fonts::woff(&font)),
     };
     let family = format!("F{}", r.below(1_000_000));
     let face = format!(

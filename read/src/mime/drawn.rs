@@ -2,7 +2,7 @@
 //!
 //! A page may bring its own fonts: an `@font-face` rule of a `<style>`
 //! element whose source is written into the message (a `data:` address:
-//! TrueType, OpenType or WOFF). Text set in such a font shows the font's
+//! TrueType, OpenType, WOFF or WOFF2). Text set in such a font shows the font's
 //! drawings, not its code points: a font that draws `q` as `a` (a "font
 //! cipher") shows words the code points do not hold, and one that draws
 //! letters blank hides them. So such text is read as a person reads it:
@@ -27,8 +27,7 @@
 //!
 //! Bounds: [`MAX_FONTS`] fonts a message of [`MAX_FONT_BYTES`] each, found
 //! within [`MAX_FACE_CSS`] bytes of style; [`MAX_DRAWN_CHARS`] characters
-//! drawn a message, on at most [`MAX_LINES`] lines of one picture a run
-//! ([`MAX_RUNS`] runs); a glyph's drawing at most 3 em on a side, and
+//! drawn a message, on at most [`MAX_LINES`] rows of one picture; a glyph's drawing at most 3 em on a side, and
 //! [`MAX_CURVES`] outline curves drawn a message; every font is parsed by
 //! ttf-parser, which reads untrusted fonts without panicking or
 //! allocating per table.
@@ -41,16 +40,16 @@ use super::picture::{self, Budget};
 
 /// Most page fonts read from one message.
 pub const MAX_FONTS: usize = 4;
-/// Largest font read (decoded, and after WOFF's tables are inflated).
+/// Largest font read (decoded, and after WOFF's tables are inflated;
+/// four times this after WOFF2's).
 pub const MAX_FONT_BYTES: usize = 1 << 20;
+/// Largest WOFF2 font read (before Brotli).
+pub const MAX_WOFF2_BYTES: usize = 512 << 10;
 /// Most bytes of `<style>` searched for `@font-face` (a font written into
 /// the page is large: it does not fit the sheet's own bound).
 pub const MAX_FACE_CSS: usize = 6 << 20;
 /// Most characters of a message drawn and read.
 pub const MAX_DRAWN_CHARS: usize = 2400;
-/// Most runs of a message drawn (each is one picture for the recognizer;
-/// runs of one font with only white space between them are one run).
-pub const MAX_RUNS: usize = 3;
 /// Most lines of one run's picture.
 pub const MAX_LINES: u32 = 40;
 /// Most outline curves drawn for one message.
@@ -277,14 +276,22 @@ fn face_of(rule: &str) -> Option<Face> {
 }
 
 /// `bytes` as a TrueType or OpenType font this module draws with: as they
-/// are, or a WOFF font's tables inflated; `None` for anything else
-/// (WOFF2 included: its tables need Brotli and glyph transforms).
+/// are, or a WOFF or WOFF2 font's tables restored; `None` for anything
+/// else.
 pub fn font_bytes(bytes: Vec<u8>) -> Option<Vec<u8>> {
     if bytes.len() > MAX_FONT_BYTES {
         return None;
     }
     let sfnt = if bytes.starts_with(b"wOFF") {
         woff(&bytes)?
+    } else if bytes.starts_with(b"wOF2") {
+        // wuff refuses more than a hundred times its input; the input's
+        // bound keeps that to 50 MiB.
+        if bytes.len() > MAX_WOFF2_BYTES {
+            return None;
+        }
+        let sfnt = wuff::decompress_woff2(&bytes).ok()?;
+        (sfnt.len() <= MAX_FONT_BYTES * 4).then_some(sfnt)?
     } else {
         bytes
     };
@@ -463,9 +470,10 @@ pub struct Resolved {
 }
 
 /// Replaces the runs set in page fonts in `text` from `from` with what
-/// their drawing reads (runs with `fonts[n]`); a run that cannot be read
-/// (no recognizer, budget spent, a font not drawn) keeps its code points.
-/// `deep`: drawing is left to the deep reading when false.
+/// their drawing reads (runs with `fonts[n]`), all of a message's runs in
+/// one picture (one recognition, however many runs); a run that cannot be
+/// read (no recognizer, budget spent, a font not drawn) keeps its code
+/// points. `deep`: drawing is left to the deep reading when false.
 pub fn resolve(
     text: &mut String,
     from: usize,
@@ -480,165 +488,207 @@ pub fn resolve(
     if !tail.contains(is_mark) {
         return done;
     }
-    let mut chars_left = MAX_DRAWN_CHARS;
-    let mut curves_left = MAX_CURVES;
-    let mut runs_left = MAX_RUNS;
-    let mut out = String::with_capacity(tail.len());
-    for piece in pieces(tail) {
-        match piece {
-            Piece::Plain(s) => out.push_str(&s),
-            Piece::Drawn(f, s) => {
-                done.runs = true;
-                let font = fonts.get(f).and_then(|b| FontRef::try_from_slice(b).ok());
-                let reading = match font {
-                    Some(font) if deep && runs_left > 0 && chars_left > 0 => {
-                        runs_left -= 1;
-                        read_run(&font, &s, &mut chars_left, &mut curves_left, budget)
-                    }
-                    Some(_) if deep => {
-                        budget.spent = true;
-                        None
-                    }
-                    _ => None,
-                };
-                match reading {
-                    Some(t) => {
-                        done.read = true;
-                        if !out.is_empty() && !out.ends_with(char::is_whitespace) {
-                            out.push(' ');
-                        }
-                        out.push_str(&t);
-                        out.push(' ');
-                    }
-                    None => out.push_str(&s),
+    let mut pieces = pieces(tail);
+    done.runs = pieces.iter().any(|p| matches!(p, Piece::Drawn(..)));
+    if deep && done.runs {
+        let faces: Vec<Option<FontRef<'_>>> = fonts
+            .iter()
+            .map(|b| FontRef::try_from_slice(b).ok().filter(usable))
+            .collect();
+        if let Some(readings) = read_runs(&pieces, &faces, budget) {
+            done.read = true;
+            for (piece, reading) in pieces.iter_mut().zip(readings) {
+                if let (Piece::Drawn(_, s), Some(r)) = (piece, reading) {
+                    *s = r;
                 }
             }
         }
+    }
+    let mut out = String::with_capacity(tail.len());
+    for piece in pieces {
+        let (Piece::Plain(s) | Piece::Drawn(_, s)) = piece;
+        out.push_str(&s);
     }
     text.truncate(from);
     text.push_str(&out);
     done
 }
 
-/// The text of run `s` drawn with `font` and read, its lines joined (a
-/// blank line stays a paragraph break); `None` when nothing read it.
-fn read_run(
-    font: &FontRef<'_>,
-    s: &str,
-    chars_left: &mut usize,
-    curves_left: &mut usize,
+/// The readings of the drawn pieces (`None` for a piece not drawn, or not
+/// a drawn one): the first [`MAX_DRAWN_CHARS`] characters of the runs
+/// with a usable font, drawn into one picture, each line of a run a block
+/// of its own, and the recognizer's blocks given back to the lines in
+/// order. When as many blocks come back as lines were drawn, each line
+/// gets its block; else the first run drawn gets every block, a line
+/// each. `None` when nothing was read.
+fn read_runs(
+    pieces: &[Piece],
+    faces: &[Option<FontRef<'_>>],
     budget: &mut Budget,
-) -> Option<String> {
-    let take: String = s.chars().take(*chars_left).collect();
-    *chars_left = chars_left.saturating_sub(take.chars().count());
-    if take.len() < s.len() {
-        budget.spent = true;
+) -> Option<Vec<Option<String>>> {
+    let mut chars_left = MAX_DRAWN_CHARS;
+    let mut chosen: Vec<(usize, &FontRef<'_>, String)> = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        let Piece::Drawn(f, s) = p else { continue };
+        let Some(Some(font)) = faces.get(*f) else {
+            continue;
+        };
+        if chars_left == 0 {
+            budget.spent = true;
+            break;
+        }
+        let take: String = s.chars().take(chars_left).collect();
+        chars_left -= take.chars().count();
+        if take.len() < s.len() {
+            budget.spent = true;
+        }
+        chosen.push((i, font, take));
     }
-    let picture = draw(font, &take, curves_left)?;
+    let segments: Vec<(&FontRef<'_>, &str)> =
+        chosen.iter().map(|(_, f, t)| (*f, t.as_str())).collect();
+    let mut curves_left = MAX_CURVES;
+    let (picture, drawn_lines) = draw_runs(&segments, &mut curves_left)?;
     let text = picture::picture_text(&picture, budget)?;
-    // The recognizer's blocks are the run's lines (each was drawn apart):
-    // put back where the run breaks its lines and paragraphs, when as many
-    // came back; else each block a line.
     let blocks: Vec<String> = text
         .split("\n\n")
         .map(|b| b.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|b| !b.is_empty())
         .collect();
-    let lines: Vec<&str> = take.split('\n').collect();
-    let written = lines.iter().filter(|l| !l.trim().is_empty()).count();
-    if blocks.len() != written {
-        return Some(blocks.join("\n"));
+    let mut out: Vec<Option<String>> = vec![None; pieces.len()];
+    if blocks.len() != drawn_lines {
+        budget.spent |= drawn_lines > 0 && blocks.is_empty();
+        for (k, (i, _, _)) in chosen.iter().enumerate() {
+            if let Some(slot) = out.get_mut(*i) {
+                *slot = Some(match k {
+                    0 => format!(" {} ", blocks.join("\n")),
+                    _ => String::new(),
+                });
+            }
+        }
+        return Some(out);
     }
     let mut next = blocks.into_iter();
-    let out: Vec<String> = lines
-        .iter()
-        .map(|l| match l.trim().is_empty() {
-            true => String::new(),
-            false => next.next().unwrap_or_default(),
-        })
-        .collect();
-    Some(out.join("\n"))
+    for (i, _, take) in &chosen {
+        let lines: Vec<String> = take
+            .split('\n')
+            .map(|l| match l.trim().is_empty() {
+                true => String::new(),
+                false => next.next().unwrap_or_default(),
+            })
+            .collect();
+        // Words apart from the text around them, as the run was.
+        let lead = if take.starts_with(char::is_whitespace) {
+            " "
+        } else {
+            ""
+        };
+        let trail = if take.ends_with(char::is_whitespace) {
+            " "
+        } else {
+            ""
+        };
+        if let Some(slot) = out.get_mut(*i) {
+            *slot = Some(format!("{lead}{}{trail}", lines.join("\n")));
+        }
+    }
+    Some(out)
 }
 
-/// `s` drawn with `font`, dark on light, [`EM`] pixels to the em: words
-/// wrapped at [`WIDTH`], a line break where `s` has one, a blank line
-/// where it has a paragraph break, at most [`MAX_LINES`] lines. `None`
-/// when nothing was drawn.
+/// `s` drawn with `font` ([`draw_runs`] of one run).
 pub fn draw(font: &FontRef<'_>, s: &str, curves_left: &mut usize) -> Option<image::GrayImage> {
-    if !usable(font) {
-        return None;
-    }
-    let upem = font.units_per_em()?;
-    // ab_glyph scales by the font's height; a browser by its em.
-    let scale = PxScale::from(EM * font.height_unscaled() / upem);
-    let factor = EM / upem;
-    let mut glyphs: Vec<(GlyphId, f32, u32)> = Vec::new();
+    draw_runs(&[(font, s)], curves_left).map(|(img, _)| img)
+}
+
+/// Runs of text drawn each with its font, dark on light, [`EM`] pixels to
+/// the em: each line of a run (of its text between line breaks) starts a
+/// row of its own after a blank one, so that the recognizer gives it back
+/// as a block of its own; words wrap at [`WIDTH`]; at most [`MAX_LINES`]
+/// rows. With the number of lines drawn whole; `None` when nothing was
+/// drawn.
+pub fn draw_runs(
+    runs: &[(&FontRef<'_>, &str)],
+    curves_left: &mut usize,
+) -> Option<(image::GrayImage, usize)> {
+    // Each glyph: its font's place in `runs`, glyph, x, row.
+    let mut glyphs: Vec<(usize, GlyphId, f32, u32)> = Vec::new();
     let mut line = 0u32;
-    let mut x;
-    let right = (WIDTH - MARGIN) as f32;
-    let advance = |id: GlyphId, c: char| -> f32 {
-        if id.0 == 0 {
-            // Not in the font: a client draws it with another font.
-            return if c.is_whitespace() {
-                EM * 0.3
-            } else {
-                EM * 0.5
-            };
-        }
-        (font.h_advance_unscaled(id) * factor).clamp(0.0, EM * 3.0)
-    };
-    // Each line of `s` starts a row of its own after a blank one, so that
-    // the recognizer gives it back as a block of its own.
     let mut started = false;
-    'lines: for hard in s.split('\n') {
-        if hard.trim().is_empty() {
+    let mut whole = 0usize;
+    let right = (WIDTH - MARGIN) as f32;
+    'runs: for (r, (font, s)) in runs.iter().enumerate() {
+        if !usable(font) {
             continue;
         }
-        if started {
-            line += 2;
-        }
-        started = true;
-        x = MARGIN as f32;
-        for (j, word) in hard.split(' ').enumerate() {
-            let ids: Vec<(GlyphId, char)> = word.chars().map(|c| (font.glyph_id(c), c)).collect();
-            let width: f32 = ids.iter().map(|&(id, c)| advance(id, c)).sum();
-            let space = if j > 0 {
-                advance(font.glyph_id(' '), ' ')
-            } else {
-                0.0
-            };
-            if j > 0 && x + space + width > right && x > MARGIN as f32 {
-                line += 1;
-                x = MARGIN as f32;
-            } else if j > 0 {
-                glyphs.push((font.glyph_id(' '), x, line));
-                x += space;
+        let factor = EM / font.units_per_em()?;
+        let advance = |id: GlyphId, c: char| -> f32 {
+            if id.0 == 0 {
+                // Not in the font: a client draws it with another font.
+                return if c.is_whitespace() {
+                    EM * 0.3
+                } else {
+                    EM * 0.5
+                };
             }
-            for (id, c) in ids {
-                let a = advance(id, c);
-                if x + a > right && x > MARGIN as f32 {
+            (font.h_advance_unscaled(id) * factor).clamp(0.0, EM * 3.0)
+        };
+        for hard in s.split('\n') {
+            if hard.trim().is_empty() {
+                continue;
+            }
+            if started {
+                line += 2;
+            }
+            started = true;
+            let mut x = MARGIN as f32;
+            for (j, word) in hard.split(' ').enumerate() {
+                let ids: Vec<(GlyphId, char)> =
+                    word.chars().map(|c| (font.glyph_id(c), c)).collect();
+                let width: f32 = ids.iter().map(|&(id, c)| advance(id, c)).sum();
+                let space = if j > 0 {
+                    advance(font.glyph_id(' '), ' ')
+                } else {
+                    0.0
+                };
+                if j > 0 && x + space + width > right && x > MARGIN as f32 {
                     line += 1;
                     x = MARGIN as f32;
+                } else if j > 0 {
+                    glyphs.push((r, font.glyph_id(' '), x, line));
+                    x += space;
                 }
-                if line >= MAX_LINES {
-                    break 'lines;
+                for (id, c) in ids {
+                    let a = advance(id, c);
+                    if x + a > right && x > MARGIN as f32 {
+                        line += 1;
+                        x = MARGIN as f32;
+                    }
+                    if line >= MAX_LINES {
+                        break 'runs;
+                    }
+                    if id.0 != 0 {
+                        glyphs.push((r, id, x, line));
+                    }
+                    x += a;
                 }
-                if id.0 != 0 {
-                    glyphs.push((id, x, line));
-                }
-                x += a;
             }
+            whole += 1;
         }
     }
-    let lines = (line + 1).min(MAX_LINES);
-    let height = lines * LINE + 2 * MARGIN;
+    let rows = (line + 1).min(MAX_LINES);
+    let height = rows * LINE + 2 * MARGIN;
     let mut img = image::GrayImage::from_pixel(WIDTH, height, image::Luma([255]));
-    let mut outlines: std::collections::HashMap<GlyphId, Option<ab_glyph::Outline>> =
+    let mut outlines: std::collections::HashMap<(usize, GlyphId), Option<ab_glyph::Outline>> =
         std::collections::HashMap::new();
     let mut drew = false;
-    for (id, gx, line) in glyphs {
+    for (r, id, gx, line) in glyphs {
+        let Some((font, _)) = runs.get(r) else {
+            continue;
+        };
+        let Some(upem) = font.units_per_em() else {
+            continue;
+        };
         let outline = outlines
-            .entry(id)
+            .entry((r, id))
             .or_insert_with(|| font.outline(id))
             .clone();
         let Some(outline) = outline else { continue };
@@ -647,10 +697,10 @@ pub fn draw(font: &FontRef<'_>, s: &str, curves_left: &mut usize) -> Option<imag
         }
         *curves_left -= outline.curves.len();
         let baseline = (MARGIN + line * LINE) as f32 + EM * 0.95;
-        let glyph = id.with_scale_and_position(scale, ab_glyph::point(gx, baseline));
+        let glyph = id.with_scale_and_position(PxScale::from(EM), ab_glyph::point(gx, baseline));
         let factor = ab_glyph::PxScaleFactor {
-            horizontal: factor,
-            vertical: factor,
+            horizontal: EM / upem,
+            vertical: EM / upem,
         };
         let og = OutlinedGlyph::new(glyph, outline, factor);
         let b = og.px_bounds();
@@ -670,7 +720,7 @@ pub fn draw(font: &FontRef<'_>, s: &str, curves_left: &mut usize) -> Option<imag
         });
         drew = true;
     }
-    drew.then_some(img)
+    drew.then_some((img, whole))
 }
 
 #[cfg(test)]

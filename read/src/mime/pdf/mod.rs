@@ -11,7 +11,11 @@
 //! cannot read (or panics on) gives no text, and the attachment is hashed
 //! as any other.
 
+mod pictures;
+
 use lopdf::{Document, LoadOptions};
+
+use self::pictures::pictures;
 
 /// Largest file read.
 pub const MAX_BYTES: usize = 2 << 20;
@@ -117,99 +121,6 @@ pub fn text(bytes: &[u8], limit: usize, budget: &mut usize) -> PdfText {
     }
 }
 
-/// The pictures the first pages of `doc` draw (at most [`MAX_PICTURES`],
-/// each once), as picture files: a JPEG stream as it is, an 8-bit grey or
-/// RGB one that is deflated or raw written as a PNG within the picture
-/// path's pixel bound. Other encodings (JPEG 2000, fax, indexed colours)
-/// are not read.
-fn pictures(doc: &Document) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (_, id) in doc.get_pages().into_iter().take(MAX_PAGES) {
-        let Ok(images) = doc.get_page_images(id) else {
-            continue;
-        };
-        for image in images {
-            if out.len() >= MAX_PICTURES {
-                return out;
-            }
-            if seen.insert(image.id) {
-                out.extend(picture_file(&image));
-            }
-        }
-    }
-    out
-}
-
-/// One picture of a PDF as a picture file (see [`pictures`]).
-fn picture_file(image: &lopdf::xobject::PdfImage<'_>) -> Option<Vec<u8>> {
-    let filters = image.filters.as_deref().unwrap_or_default();
-    match filters {
-        [f] if f == "DCTDecode" => return Some(image.content.to_vec()),
-        [] => {}
-        [f] if f == "FlateDecode" => {}
-        _ => return None,
-    }
-    let (w, h) = (
-        u32::try_from(image.width).ok()?,
-        u32::try_from(image.height).ok()?,
-    );
-    let channels: u64 = match image.color_space.as_deref() {
-        Some("DeviceGray") => 1,
-        Some("DeviceRGB") => 3,
-        _ => return None,
-    };
-    if image.bits_per_component != Some(8)
-        || w == 0
-        || h == 0
-        || u64::from(w) * u64::from(h) > super::picture::MAX_MESSAGE_PIXELS
-    {
-        return None;
-    }
-    let size = usize::try_from(u64::from(w) * u64::from(h) * channels).ok()?;
-    let row = usize::try_from(u64::from(w) * channels).ok()?;
-    // PNG predictors (`/DecodeParms << /Predictor 10..15 >>`: what most
-    // tools that put a PNG into a PDF write): a filter byte a row, undone
-    // below. TIFF's predictor (2) is not read.
-    let png_rows = match predictor(image) {
-        1 => false,
-        p if p >= 10 => true,
-        _ => return None,
-    };
-    let want = if png_rows { size + h as usize } else { size };
-    let raw = if filters.is_empty() {
-        image.content.get(..want)?.to_vec()
-    } else {
-        use std::io::Read;
-        let mut raw = Vec::with_capacity(want);
-        flate2::read::ZlibDecoder::new(image.content)
-            .take(want as u64)
-            .read_to_end(&mut raw)
-            .ok()?;
-        raw
-    };
-    let raw = if png_rows {
-        unpredicted(&raw, row, channels as usize)?
-    } else {
-        raw
-    };
-    let mut png = Vec::new();
-    let color = if channels == 1 {
-        image::ExtendedColorType::L8
-    } else {
-        image::ExtendedColorType::Rgb8
-    };
-    image::ImageEncoder::write_image(
-        image::codecs::png::PngEncoder::new(&mut png),
-        raw.get(..size)?,
-        w,
-        h,
-        color,
-    )
-    .ok()?;
-    Some(png)
-}
-
 /// The first [`MAX_PAGES`] pages the budget pays for, by number, and
 /// whether it stopped before the last. A page costs the decompressed size
 /// of its content streams that no earlier page read (the parser reads a
@@ -255,19 +166,6 @@ fn stream_size(doc: &Document, id: lopdf::ObjectId) -> usize {
             .map_or(MAX_STREAM_BYTES, |c| c.len()),
         _ => 0,
     }
-}
-
-/// The `/Predictor` of a picture's `/DecodeParms` (1: none).
-fn predictor(image: &lopdf::xobject::PdfImage<'_>) -> i64 {
-    let parms = match image.origin_dict.get(b"DecodeParms") {
-        Ok(lopdf::Object::Dictionary(d)) => Some(d),
-        Ok(lopdf::Object::Array(a)) => a.first().and_then(|o| o.as_dict().ok()),
-        _ => None,
-    };
-    parms
-        .and_then(|d| d.get(b"Predictor").ok())
-        .and_then(|p| p.as_i64().ok())
-        .unwrap_or(1)
 }
 
 /// Samples of `data` written with PNG's predictors: rows of `row` bytes,
