@@ -51,7 +51,7 @@ pub const MAX_FACE_CSS: usize = 6 << 20;
 /// Most characters of a message drawn and read.
 pub const MAX_DRAWN_CHARS: usize = 2400;
 /// Most lines of one run's picture.
-pub const MAX_LINES: u32 = 40;
+pub const MAX_LINES: u32 = 32;
 /// Most outline curves drawn for one message.
 pub const MAX_CURVES: usize = 400_000;
 
@@ -66,8 +66,8 @@ const INDEX_BASE: u32 = 0xF_0000;
 
 /// The em of the drawing, in pixels (Tesseract reads text of this size at
 /// the 150 dpi it is told best).
-const EM: f32 = 30.0;
-const LINE: u32 = 42;
+const EM: f32 = 26.0;
+const LINE: u32 = 36;
 const WIDTH: u32 = 1200;
 const MARGIN: u32 = 16;
 
@@ -547,34 +547,39 @@ fn read_runs(
     let segments: Vec<(&FontRef<'_>, &str)> =
         chosen.iter().map(|(_, f, t)| (*f, t.as_str())).collect();
     let mut curves_left = MAX_CURVES;
-    let (picture, drawn_lines) = draw_runs(&segments, &mut curves_left)?;
+    let (picture, rows) = draw_runs(&segments, &mut curves_left)?;
     let text = picture::picture_text(&picture, budget)?;
-    let blocks: Vec<String> = text
-        .split("\n\n")
-        .map(|b| b.split_whitespace().collect::<Vec<_>>().join(" "))
-        .filter(|b| !b.is_empty())
+    // The recognizer gives a line a row drawn: when as many came back as
+    // rows were inked, each goes back to the line of the run it drew.
+    let read: Vec<String> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
         .collect();
     let mut out: Vec<Option<String>> = vec![None; pieces.len()];
-    if blocks.len() != drawn_lines {
-        budget.spent |= drawn_lines > 0 && blocks.is_empty();
+    if read.len() != rows.len() {
+        budget.spent |= !rows.is_empty() && read.is_empty();
         for (k, (i, _, _)) in chosen.iter().enumerate() {
             if let Some(slot) = out.get_mut(*i) {
                 *slot = Some(match k {
-                    0 => format!(" {} ", blocks.join("\n")),
+                    0 => format!(" {} ", read.join("\n")),
                     _ => String::new(),
                 });
             }
         }
         return Some(out);
     }
-    let mut next = blocks.into_iter();
-    for (i, _, take) in &chosen {
-        let lines: Vec<String> = take
+    // (run, line of the run) of each inked row, in order.
+    let mut lines: std::collections::BTreeMap<(usize, usize), Vec<String>> =
+        std::collections::BTreeMap::new();
+    for (owner, text) in rows.into_iter().zip(read) {
+        lines.entry(owner).or_default().push(text);
+    }
+    for (k, (i, _, take)) in chosen.iter().enumerate() {
+        let text: Vec<String> = take
             .split('\n')
-            .map(|l| match l.trim().is_empty() {
-                true => String::new(),
-                false => next.next().unwrap_or_default(),
-            })
+            .enumerate()
+            .map(|(n, _)| lines.remove(&(k, n)).unwrap_or_default().join(" "))
             .collect();
         // Words apart from the text around them, as the run was.
         let lead = if take.starts_with(char::is_whitespace) {
@@ -588,10 +593,48 @@ fn read_runs(
             ""
         };
         if let Some(slot) = out.get_mut(*i) {
-            *slot = Some(format!("{lead}{}{trail}", lines.join("\n")));
+            *slot = Some(format!("{lead}{}{trail}", text.join("\n")));
         }
     }
     Some(out)
+}
+
+/// A line as drawn: a rule of one sign repeated (`*****`, `= = =`) is
+/// left blank, and so is a run of four or more of one ASCII sign in a
+/// word (a person sees a line, not words, and the recognizer reads such a
+/// drawing as stray letters). Only repeats of one code point are left
+/// out: a text whose letters a font draws for signs is drawn.
+fn without_rules(line: &str) -> Cow<'_, str> {
+    let sign = |c: char| c.is_ascii_punctuation();
+    let repeated = |w: &[u8]| w.iter().all(|b| Some(b) == w.first());
+    let mut signs = line.chars().filter(|c| !c.is_whitespace());
+    if let Some(first) = signs.next() {
+        if sign(first) && signs.clone().all(|c| c == first) && signs.next().is_some() {
+            return Cow::Borrowed("");
+        }
+    }
+    if !line
+        .as_bytes()
+        .windows(4)
+        .any(|w| repeated(w) && w.first().is_some_and(u8::is_ascii_punctuation))
+    {
+        return Cow::Borrowed(line);
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let run = chars
+            .get(i..)
+            .map_or(0, |r| r.iter().take_while(|&&d| d == c).count());
+        if sign(c) && run >= 4 {
+            out.push(' ');
+        } else {
+            out.extend(std::iter::repeat_n(c, run.max(1)));
+        }
+        i += run.max(1);
+    }
+    Cow::Owned(out)
 }
 
 /// `s` drawn with `font` ([`draw_runs`] of one run).
@@ -599,27 +642,26 @@ pub fn draw(font: &FontRef<'_>, s: &str, curves_left: &mut usize) -> Option<imag
     draw_runs(&[(font, s)], curves_left).map(|(img, _)| img)
 }
 
-/// Runs of text drawn each with its font, dark on light, [`EM`] pixels to
-/// the em: each line of a run (of its text between line breaks) starts a
-/// row of its own after a blank one, so that the recognizer gives it back
-/// as a block of its own; words wrap at [`WIDTH`]; at most [`MAX_LINES`]
-/// rows. With the number of lines drawn whole; `None` when nothing was
-/// drawn.
-pub fn draw_runs(
-    runs: &[(&FontRef<'_>, &str)],
-    curves_left: &mut usize,
-) -> Option<(image::GrayImage, usize)> {
-    // Each glyph: its font's place in `runs`, glyph, x, row.
-    let mut glyphs: Vec<(usize, GlyphId, f32, u32)> = Vec::new();
+/// A glyph placed: its run, glyph, x, row, and the line of the run.
+type Placed = (usize, GlyphId, f32, u32, usize);
+
+/// Where each glyph of `runs` goes ([`draw_runs`]): its run, glyph, x,
+/// row and the line of the run it draws; and the last row.
+fn lay_out(runs: &[(&FontRef<'_>, &str)]) -> (Vec<Placed>, u32) {
+    // Each glyph: its font's place in `runs`, glyph, x, row, and the line
+    // of the run it draws.
+    let mut glyphs: Vec<Placed> = Vec::new();
     let mut line = 0u32;
     let mut started = false;
-    let mut whole = 0usize;
     let right = (WIDTH - MARGIN) as f32;
     'runs: for (r, (font, s)) in runs.iter().enumerate() {
         if !usable(font) {
             continue;
         }
-        let factor = EM / font.units_per_em()?;
+        let Some(upem) = font.units_per_em() else {
+            continue;
+        };
+        let factor = EM / upem;
         let advance = |id: GlyphId, c: char| -> f32 {
             if id.0 == 0 {
                 // Not in the font: a client draws it with another font.
@@ -631,12 +673,13 @@ pub fn draw_runs(
             }
             (font.h_advance_unscaled(id) * factor).clamp(0.0, EM * 3.0)
         };
-        for hard in s.split('\n') {
+        for (n, hard) in s.split('\n').enumerate() {
+            let hard = &*without_rules(hard);
             if hard.trim().is_empty() {
                 continue;
             }
             if started {
-                line += 2;
+                line += 1;
             }
             started = true;
             let mut x = MARGIN as f32;
@@ -653,7 +696,7 @@ pub fn draw_runs(
                     line += 1;
                     x = MARGIN as f32;
                 } else if j > 0 {
-                    glyphs.push((r, font.glyph_id(' '), x, line));
+                    glyphs.push((r, font.glyph_id(' '), x, line, n));
                     x += space;
                 }
                 for (id, c) in ids {
@@ -666,21 +709,34 @@ pub fn draw_runs(
                         break 'runs;
                     }
                     if id.0 != 0 {
-                        glyphs.push((r, id, x, line));
+                        glyphs.push((r, id, x, line, n));
                     }
                     x += a;
                 }
             }
-            whole += 1;
         }
     }
+    (glyphs, line)
+}
+
+/// Runs of text drawn each with its font, dark on light, [`EM`] pixels to
+/// the em: each line of a run (of its text between line breaks) starts a
+/// row of its own; words wrap at [`WIDTH`]; at most [`MAX_LINES`] rows.
+/// With the rows that hold ink, in order, each as the (run, line of the
+/// run) it draws; `None` when nothing was drawn.
+pub fn draw_runs(
+    runs: &[(&FontRef<'_>, &str)],
+    curves_left: &mut usize,
+) -> Option<(image::GrayImage, Vec<(usize, usize)>)> {
+    let (glyphs, line) = lay_out(runs);
     let rows = (line + 1).min(MAX_LINES);
     let height = rows * LINE + 2 * MARGIN;
     let mut img = image::GrayImage::from_pixel(WIDTH, height, image::Luma([255]));
     let mut outlines: std::collections::HashMap<(usize, GlyphId), Option<ab_glyph::Outline>> =
         std::collections::HashMap::new();
-    let mut drew = false;
-    for (r, id, gx, line) in glyphs {
+    let mut inked: std::collections::BTreeMap<u32, (usize, usize)> =
+        std::collections::BTreeMap::new();
+    for (r, id, gx, line, n) in glyphs {
         let Some((font, _)) = runs.get(r) else {
             continue;
         };
@@ -718,9 +774,12 @@ pub fn draw_runs(
                 }
             }
         });
-        drew = true;
+        // A row with a glyph as big as a letter's part holds ink.
+        if w * h >= EM * EM / 100.0 {
+            inked.insert(line, (r, n));
+        }
     }
-    drew.then_some((img, whole))
+    (!inked.is_empty()).then(|| (img, inked.into_values().collect()))
 }
 
 #[cfg(test)]
@@ -793,6 +852,18 @@ mod tests {
         let mut kept = format!("{CLOSE}x{}", run(0, "y"));
         resolve(&mut kept, CLOSE.len_utf8(), &[], &mut b, true);
         assert_eq!(kept, format!("{CLOSE}xy"));
+    }
+
+    #[test]
+    fn rules_of_one_sign_are_not_drawn() {
+        assert_eq!(without_rules("**********"), "");
+        assert_eq!(without_rules(" = = = = "), "");
+        assert_eq!(without_rules("Price: $5 -- now!!!!"), "Price: $5 -- now ");
+        assert_eq!(without_rules("===Offer==="), "===Offer===");
+        assert_eq!(without_rules("a"), "a");
+        assert_eq!(without_rules("*"), "*");
+        // Signs that stand for letters are drawn.
+        assert_eq!(without_rules("=*+ &^%"), "=*+ &^%");
     }
 
     #[test]
