@@ -43,6 +43,14 @@ pub trait Recognizer: Send + Sync {
     /// after another; dark text on a light ground; at most
     /// [`MAX_PIXELS`]), stopped after `deadline_ms`.
     fn recognize(&self, pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized;
+
+    /// [`Recognizer::recognize`] of a picture the reader drew itself (a
+    /// page's text in its own fonts, `mime::drawn`): read as it is, never
+    /// answered with the reading of a picture that only looks alike (two
+    /// pages of different words drawn in one font look alike when small).
+    fn recognize_drawn(&self, pixels: &[u8], w: u32, h: u32, deadline_ms: u32) -> Recognized {
+        self.recognize(pixels, w, h, deadline_ms)
+    }
 }
 
 static PROVIDED: OnceLock<&'static dyn Recognizer> = OnceLock::new();

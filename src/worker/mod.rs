@@ -131,6 +131,19 @@ fn same_family(a: &Thumbnail, b: &Thumbnail) -> bool {
 }
 
 impl bulkwatch_read::ocr::Recognizer for Remembered {
+    /// A page's text the reader drew: read every time (pictures of other
+    /// words in one font pass for one family).
+    fn recognize_drawn(
+        &self,
+        pixels: &[u8],
+        w: u32,
+        h: u32,
+        deadline_ms: u32,
+    ) -> bulkwatch_read::ocr::Recognized {
+        RECOGNIZED.fetch_add(1, Ordering::Relaxed);
+        bulkwatch_ocr::read(pixels, w, h, deadline_ms)
+    }
+
     fn recognize(
         &self,
         pixels: &[u8],

@@ -166,21 +166,34 @@ pub fn shorthand_family(value: &str) -> Option<&str> {
         "xx-small", "x-small", "small", "medium", "large", "x-large", "xx-large", "larger",
         "smaller",
     ];
+    const UNITS: &[&str] = &[
+        "px", "pt", "pc", "em", "rem", "ex", "ch", "%", "vw", "vh", "vmin", "vmax", "in", "cm",
+        "mm", "q", "lh",
+    ];
+    // A size has a unit (a bare number is a weight: `600`).
+    let is_size = |w: &str| {
+        SIZES.contains(&w)
+            || (w.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+                && UNITS.iter().any(|u| w.ends_with(u)))
+    };
     let mut rest = value.trim_start();
     while !rest.is_empty() {
         let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
         let (word, tail) = rest.split_at(end);
-        let size = word.split('/').next().unwrap_or("");
-        let is_size =
-            size.starts_with(|c: char| c.is_ascii_digit() || c == '.') || SIZES.contains(&size);
-        if is_size {
-            // A line height after the size (`12px/1.5`, or `12px 1.5` as
-            // the sheet's reader leaves it): a family never starts with a
-            // digit.
-            let mut family = tail.trim_start().trim_start_matches('/').trim_start();
-            if family.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-                let end = family.find(char::is_whitespace).unwrap_or(family.len());
-                family = family.get(end..).unwrap_or("").trim();
+        if is_size(word.split('/').next().unwrap_or("")) {
+            // A line height after the size (`12px/1.5`, `15px/normal`, or
+            // `12px 1.5` as the sheet's reader leaves it): a family never
+            // starts with a digit.
+            let mut family = tail.trim_start();
+            if !word.contains('/') {
+                let next = family.split_whitespace().next().unwrap_or("");
+                let next = next.trim_start_matches('/');
+                if next == "normal" || next.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+                    let end = family.find(char::is_whitespace).unwrap_or(family.len());
+                    family = family.get(end..).unwrap_or("");
+                } else if family.starts_with('/') {
+                    family = family.trim_start_matches('/');
+                }
             }
             let family = family.trim();
             return (!family.is_empty()).then_some(family);
@@ -548,7 +561,7 @@ fn read_runs(
         chosen.iter().map(|(_, f, t)| (*f, t.as_str())).collect();
     let mut curves_left = MAX_CURVES;
     let (picture, rows) = draw_runs(&segments, &mut curves_left)?;
-    let text = picture::picture_text(&picture, budget)?;
+    let text = picture::drawn_text(&picture, budget)?;
     // The recognizer gives a line a row drawn: when as many came back as
     // rows were inked, each goes back to the line of the run it drew.
     let read: Vec<String> = text
@@ -808,6 +821,13 @@ mod tests {
         assert_eq!(shorthand_family("16px 1.4 f1, serif"), Some("f1, serif"));
         assert_eq!(shorthand_family("italic bold 12px f1"), Some("f1"));
         assert_eq!(shorthand_family("small 'my font'"), Some("'my font'"));
+        assert_eq!(
+            shorthand_family("normal 600 15px 22px \"f\""),
+            Some("\"f\"")
+        );
+        assert_eq!(shorthand_family("15px normal \"f\""), Some("\"f\""));
+        assert_eq!(shorthand_family("15px/normal f"), Some("f"));
+        assert_eq!(shorthand_family("700 1.2em f, serif"), Some("f, serif"));
         assert_eq!(shorthand_family("bold"), None);
         assert_eq!(shorthand_family("12px"), None);
     }

@@ -268,6 +268,16 @@ const MIN_OCR_SCALE: f64 = 0.75;
 /// was read partly). A picture of a long text thus gives its first part,
 /// which its copies share.
 pub(crate) fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
+    text_of(grey, budget, false)
+}
+
+/// [`picture_text`] of a picture this crate drew (`drawn`: read as it
+/// is, [`crate::ocr::Recognizer::recognize_drawn`]).
+pub(crate) fn drawn_text(grey: &image::GrayImage, budget: &mut Budget) -> Option<String> {
+    text_of(grey, budget, true)
+}
+
+fn text_of(grey: &image::GrayImage, budget: &mut Budget, drawn: bool) -> Option<String> {
     if budget.ocr_pictures == 0 || budget.ocr_ms == 0 {
         return None;
     }
@@ -316,7 +326,10 @@ pub(crate) fn picture_text(grey: &image::GrayImage, budget: &mut Budget) -> Opti
         .ocr_pixels
         .saturating_sub(u64::from(w) * u64::from(h));
     let started = std::time::Instant::now();
-    let read = recognizer.recognize(grey.as_raw(), w, h, budget.ocr_ms);
+    let read = match drawn {
+        true => recognizer.recognize_drawn(grey.as_raw(), w, h, budget.ocr_ms),
+        false => recognizer.recognize(grey.as_raw(), w, h, budget.ocr_ms),
+    };
     let took = u32::try_from(started.elapsed().as_millis()).unwrap_or(u32::MAX);
     budget.ocr_ms = budget.ocr_ms.saturating_sub(took);
     if read.remembered {
