@@ -853,10 +853,10 @@ impl Compound {
 /// tokenizer as the text, so a `<style>` inside a comment or an attribute
 /// is not one.
 pub fn style_text(html: &str) -> Option<String> {
-    let css = if super::drawn::mentions_font_face(html.as_bytes()) {
+    let css = if mentions_font_face(html.as_bytes()) {
         // A font written into the sheet (`url(data:...)`, hundreds of
         // kilobytes) must not push the rules after it past the bound.
-        let raw = style_elements(html, super::drawn::MAX_FACE_CSS, false);
+        let raw = style_elements(html, MAX_FACE_CSS, false);
         let mut css: String = without_data_urls(&raw)
             .chars()
             .flat_map(char::to_lowercase)
@@ -870,6 +870,19 @@ pub fn style_text(html: &str) -> Option<String> {
         style_elements(html, MAX_CSS_BYTES, true)
     };
     (!css.trim().is_empty()).then_some(unwrap_at_rules(&css))
+}
+
+/// Most bytes of `<style>` searched for `@font-face` (a font written into
+/// the page is large: it does not fit the sheet's own bound).
+pub const MAX_FACE_CSS: usize = 6 << 20;
+
+/// `@font-face`, in any case, is in `bytes`.
+pub(crate) fn mentions_font_face(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'@', bytes).any(|i| {
+        bytes
+            .get(i + 1..i + 10)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"font-face"))
+    })
 }
 
 /// `css` with every `url(data:...)` written `url()`.

@@ -13,7 +13,7 @@
 //! points, as before.
 //!
 //! The HTML reader marks each run of text set in a page font
-//! ([`push_run`]: [`OPEN`], the font's number, the text, [`CLOSE`]);
+//! ([`run`]: [`OPEN`], the font's number, the text, [`CLOSE`]);
 //! [`resolve`] replaces the marked runs once the message's parts are read.
 //! The marks are characters no sender can place: every text the reader
 //! takes from the message is cleared of them ([`clear_marks`]).
@@ -26,7 +26,7 @@
 //! is drawn with the cipher.
 //!
 //! Bounds: [`MAX_FONTS`] fonts a message of [`MAX_FONT_BYTES`] each, found
-//! within [`MAX_FACE_CSS`] bytes of style; [`MAX_DRAWN_CHARS`] characters
+//! within `css::MAX_FACE_CSS` bytes of style; [`MAX_DRAWN_CHARS`] characters
 //! drawn a message, on at most [`MAX_LINES`] rows of one picture; a glyph's drawing at most 3 em on a side, and
 //! [`MAX_CURVES`] outline curves drawn a message; every font is parsed by
 //! ttf-parser, which reads untrusted fonts without panicking or
@@ -45,9 +45,6 @@ pub const MAX_FONTS: usize = 4;
 pub const MAX_FONT_BYTES: usize = 1 << 20;
 /// Largest WOFF2 font read (before Brotli).
 pub const MAX_WOFF2_BYTES: usize = 512 << 10;
-/// Most bytes of `<style>` searched for `@font-face` (a font written into
-/// the page is large: it does not fit the sheet's own bound).
-pub const MAX_FACE_CSS: usize = 6 << 20;
 /// Most characters of a message drawn and read.
 pub const MAX_DRAWN_CHARS: usize = 2400;
 /// Most lines of one run's picture.
@@ -56,7 +53,7 @@ pub const MAX_LINES: u32 = 32;
 pub const MAX_CURVES: usize = 400_000;
 
 /// Starts a run set in a page font; the next character is the font's
-/// number ([`INDEX_BASE`] + n).
+/// number (U+F0000 + n).
 pub const OPEN: char = '\u{FFF9}';
 /// Ends a run set in a page font.
 pub const CLOSE: char = '\u{FFFB}';
@@ -208,10 +205,10 @@ pub fn shorthand_family(value: &str) -> Option<&str> {
 /// font this module reads, at most [`MAX_FONTS`].
 pub fn faces(html: &str) -> Vec<Face> {
     let mut out = Vec::new();
-    if !mentions_font_face(html.as_bytes()) {
+    if !super::css::mentions_font_face(html.as_bytes()) {
         return out;
     }
-    let css = super::css::style_elements(html, MAX_FACE_CSS, false);
+    let css = super::css::style_elements(html, super::css::MAX_FACE_CSS, false);
     let css = super::css::strip_comments(&css);
     let mut rest = css.as_str();
     while let Some(at) = find_font_face(rest) {
@@ -229,15 +226,6 @@ pub fn faces(html: &str) -> Vec<Face> {
         }
     }
     out
-}
-
-/// `@font-face`, in any case, is in `bytes`.
-pub(crate) fn mentions_font_face(bytes: &[u8]) -> bool {
-    memchr::memchr_iter(b'@', bytes).any(|i| {
-        bytes
-            .get(i + 1..i + 10)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"font-face"))
-    })
 }
 
 fn find_font_face(css: &str) -> Option<usize> {
@@ -732,9 +720,9 @@ fn lay_out(runs: &[(&FontRef<'_>, &str)]) -> (Vec<Placed>, u32) {
     (glyphs, line)
 }
 
-/// Runs of text drawn each with its font, dark on light, [`EM`] pixels to
+/// Runs of text drawn each with its font, dark on light, 26 pixels to
 /// the em: each line of a run (of its text between line breaks) starts a
-/// row of its own; words wrap at [`WIDTH`]; at most [`MAX_LINES`] rows.
+/// row of its own; words wrap at 1,200 pixels; at most [`MAX_LINES`] rows.
 /// With the rows that hold ink, in order, each as the (run, line of the
 /// run) it draws; `None` when nothing was drawn.
 pub fn draw_runs(
@@ -798,7 +786,6 @@ pub fn draw_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mime::html::{to_text, Targets};
 
     #[test]
     fn the_font_in_force_follows_the_browsers_search() {
@@ -837,21 +824,6 @@ mod tests {
         let forged = format!("a{OPEN}\u{F0000}secret{CLOSE}b \u{FFFA}");
         assert_eq!(clear_marks(&forged), "a\u{F0000}secretb ");
         assert!(matches!(clear_marks("plain text"), Cow::Borrowed(_)));
-        // Written into a page, as characters or references: the reader
-        // clears them too, so nothing is drawn.
-        for html in [
-            format!("<p>{forged}</p>"),
-            "<p>a&#xFFF9;&#xF0000;secret&#xFFFB;b</p>".to_owned(),
-        ] {
-            let mut out = String::new();
-            let mut t = Targets {
-                drawn: true,
-                ..Targets::default()
-            };
-            to_text(&html, &mut out, &mut t, 1 << 16);
-            assert!(!out.contains(is_mark), "{out:?}");
-            assert!(t.fonts.is_empty());
-        }
     }
 
     #[test]

@@ -100,11 +100,11 @@ pub struct Targets {
     /// whole, at most [`MAX_DATA_PICTURES`] of [`MAX_DATA_CHARS`] in all.
     pub data_pictures: Vec<String>,
     /// Text set in the page's own fonts is marked for
-    /// [`drawn::resolve`](crate::mime::drawn::resolve) (else it is read by
+    /// [`drawn::resolve`] (else it is read by
     /// its code points).
     pub drawn: bool,
     /// The page fonts of the message so far (TrueType or OpenType), at most
-    /// [`drawn::MAX_FONTS`](crate::mime::drawn::MAX_FONTS): a marked run
+    /// [`drawn::MAX_FONTS`]: a marked run
     /// names its font by its place here.
     pub fonts: Vec<Vec<u8>>,
 }
@@ -650,14 +650,7 @@ impl Renderer<'_, '_> {
         if let Some(info) = tag.info.take() {
             self.infos.push(info);
         }
-        // The font in force: CSS's `font-family` (or `font`), then the
-        // `<font face>` hint.
-        let font = match tag.family.as_deref().or(tag.face.as_deref()) {
-            Some(list) if !self.families.is_empty() => {
-                drawn::font_in_force(list, &self.families).unwrap_or(parent.font)
-            }
-            _ => parent.font,
-        };
+        let font = self.font_of(&tag, parent.font);
         let own_direction = tag.rtl.or(tag.dir);
         let rtl = own_direction.unwrap_or(parent.rtl);
         let reverses = !parent.reversed && rtl && tag.bidi_override == Some(true);
@@ -696,6 +689,18 @@ impl Renderer<'_, '_> {
         if let Some((after, style)) = after {
             let shown = shown && !hides(&style);
             self.after.push((self.stack.len() - 1, after, shown));
+        }
+    }
+
+    /// The page font in force for `tag` under a parent whose font is
+    /// `parent`: CSS's `font-family` (or `font`), then the `<font face>`
+    /// hint.
+    fn font_of(&self, tag: &StartTag, parent: Option<usize>) -> Option<usize> {
+        match tag.family.as_deref().or(tag.face.as_deref()) {
+            Some(list) if !self.families.is_empty() => {
+                drawn::font_in_force(list, &self.families).unwrap_or(parent)
+            }
+            _ => parent,
         }
     }
 
@@ -1760,6 +1765,26 @@ mod tests {
 
     fn shown(html: &str) -> String {
         text(html).trim().to_owned()
+    }
+
+    #[test]
+    fn marks_of_runs_a_sender_writes_are_cleared() {
+        // Written into a page, as characters or references: cleared, so
+        // nothing is drawn.
+        let forged = format!("a{}{}secret{}b", drawn::OPEN, '\u{F0000}', drawn::CLOSE);
+        for html in [
+            format!("<p>{forged}</p>"),
+            "<p>a&#xFFF9;&#xF0000;secret&#xFFFB;b</p>".to_owned(),
+        ] {
+            let mut out = String::new();
+            let mut t = Targets {
+                drawn: true,
+                ..Targets::default()
+            };
+            to_text(&html, &mut out, &mut t, 1 << 16);
+            assert!(!out.contains(drawn::is_mark), "{out:?}");
+            assert!(t.fonts.is_empty());
+        }
     }
 
     #[test]

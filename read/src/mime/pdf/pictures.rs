@@ -527,9 +527,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn scanned_pages_in_every_encoding_are_read() {
-        let (w, h) = (120u32, 60u32);
+    /// The stripes page as CCITT group 4.
+    fn g4(w: u32, h: u32) -> Vec<u8> {
+        let mut e = fax::encoder::Encoder::new(fax::VecWriter::new());
+        for y in 0..h {
+            let line = (0..w).map(|x| match ink(x, y) {
+                true => fax::Color::Black,
+                false => fax::Color::White,
+            });
+            e.encode_line(line, w as u16).unwrap();
+        }
+        e.finish().unwrap().finish()
+    }
+
+    /// (label, picture dictionary, stream, the page's XObjects, objects 6 on)
+    type Case = (&'static str, String, Vec<u8>, String, Vec<Vec<u8>>);
+
+    /// The stripes page of `w` × `h` in every encoding read (the JPEG 2000
+    /// files are of 120 × 60).
+    fn encoding_cases(w: u32, h: u32) -> Vec<Case> {
         let white_bits = bits(w, h, |x, y| !ink(x, y));
         let ink_bits = bits(w, h, ink);
         let grey8: Vec<u8> = (0..h)
@@ -545,20 +561,8 @@ mod tests {
                 })
             })
             .collect();
-        let g4 = {
-            let mut e = fax::encoder::Encoder::new(fax::VecWriter::new());
-            for y in 0..h {
-                let line = (0..w).map(|x| match ink(x, y) {
-                    true => fax::Color::Black,
-                    false => fax::Color::White,
-                });
-                e.encode_line(line, w as u16).unwrap();
-            }
-            e.finish().unwrap().finish()
-        };
-        // (label, picture dictionary, stream, the page's XObjects, objects 6 on)
-        type Case = (&'static str, String, Vec<u8>, String, Vec<Vec<u8>>);
-        let cases: Vec<Case> = vec![
+        let g4 = g4(w, h);
+        vec![
             (
                 "1-bit grey, deflated",
                 "/ColorSpace /DeviceGray /BitsPerComponent 1 /Filter /FlateDecode".into(),
@@ -633,7 +637,13 @@ mod tests {
                 "/Im1 5 0 R".into(),
                 vec![],
             ),
-        ];
+        ]
+    }
+
+    #[test]
+    fn scanned_pages_in_every_encoding_are_read() {
+        let (w, h) = (120u32, 60u32);
+        let cases = encoding_cases(w, h);
         for (label, dict, data, xobjects, more) in cases {
             let pdf = testkit::pdf_with_picture(w, h, &dict, &data, &xobjects, &more);
             let files = pictures_of(&pdf);
