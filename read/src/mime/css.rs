@@ -878,7 +878,12 @@ pub const MAX_FACE_CSS: usize = 6 << 20;
 
 /// `@font-face`, in any case, is in `bytes`.
 pub(crate) fn mentions_font_face(bytes: &[u8]) -> bool {
-    memchr::memchr_iter(b'@', bytes).any(|i| {
+    find_font_face(bytes).is_some()
+}
+
+/// Where the first `@font-face` (in any case) of `bytes` starts.
+pub(crate) fn find_font_face(bytes: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'@', bytes).find(|&i| {
         bytes
             .get(i + 1..i + 10)
             .is_some_and(|w| w.eq_ignore_ascii_case(b"font-face"))

@@ -211,7 +211,7 @@ pub fn faces(html: &str) -> Vec<Face> {
     let css = super::css::style_elements(html, super::css::MAX_FACE_CSS, false);
     let css = super::css::strip_comments(&css);
     let mut rest = css.as_str();
-    while let Some(at) = find_font_face(rest) {
+    while let Some(at) = super::css::find_font_face(rest.as_bytes()) {
         let block = rest.get(at..).unwrap_or("");
         let Some(open) = block.find('{') else { break };
         let body = block.get(open + 1..).unwrap_or("");
@@ -228,15 +228,6 @@ pub fn faces(html: &str) -> Vec<Face> {
     out
 }
 
-fn find_font_face(css: &str) -> Option<usize> {
-    let bytes = css.as_bytes();
-    memchr::memchr_iter(b'@', bytes).find(|&i| {
-        bytes
-            .get(i + 1..i + 10)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"font-face"))
-    })
-}
-
 /// The face of one `@font-face` block's declarations.
 fn face_of(rule: &str) -> Option<Face> {
     let lower = rule.to_ascii_lowercase();
@@ -250,16 +241,17 @@ fn face_of(rule: &str) -> Option<Face> {
     }
     // Every `url(...)` of the block, in order: the first a client can use
     // is the one it shows (a remote one is not read here).
-    let mut rest = rule;
-    while let Some(u) = rest.to_ascii_lowercase().find("url(") {
-        let inner = rest.get(u + 4..)?;
+    // (`lower` has `rule`'s byte offsets: ASCII case only.)
+    let mut at = 0;
+    while let Some(u) = lower.get(at..).and_then(|r| r.find("url(")) {
+        let inner = rule.get(at + u + 4..)?;
         let end = inner.find(')').unwrap_or(inner.len());
         let url = inner
             .get(..end)?
             .trim()
             .trim_matches(|c| c == '"' || c == '\'')
             .trim();
-        rest = inner.get(end..)?;
+        at += u + 4 + end;
         if !url
             .get(..5)
             .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
@@ -461,43 +453,33 @@ fn pieces(text: &str) -> Vec<Piece> {
     out
 }
 
-/// What [`resolve`] did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Resolved {
-    /// Runs set in page fonts were found.
-    pub runs: bool,
-    /// Runs were read from their drawing.
-    pub read: bool,
-}
-
 /// Replaces the runs set in page fonts in `text` from `from` with what
 /// their drawing reads (runs with `fonts[n]`), all of a message's runs in
 /// one picture (one recognition, however many runs); a run that cannot be
 /// read (no recognizer, budget spent, a font not drawn) keeps its code
-/// points. `deep`: drawing is left to the deep reading when false.
+/// points. `deep`: drawing is left to the deep reading when false. True
+/// when `text` held runs.
 pub fn resolve(
     text: &mut String,
     from: usize,
     fonts: &[Vec<u8>],
     budget: &mut Budget,
     deep: bool,
-) -> Resolved {
-    let mut done = Resolved::default();
+) -> bool {
     let Some(tail) = text.get(from..) else {
-        return done;
+        return false;
     };
     if !tail.contains(is_mark) {
-        return done;
+        return false;
     }
     let mut pieces = pieces(tail);
-    done.runs = pieces.iter().any(|p| matches!(p, Piece::Drawn(..)));
-    if deep && done.runs {
+    let runs = pieces.iter().any(|p| matches!(p, Piece::Drawn(..)));
+    if deep && runs {
         let faces: Vec<Option<FontRef<'_>>> = fonts
             .iter()
             .map(|b| FontRef::try_from_slice(b).ok().filter(usable))
             .collect();
         if let Some(readings) = read_runs(&pieces, &faces, budget) {
-            done.read = true;
             for (piece, reading) in pieces.iter_mut().zip(readings) {
                 if let (Piece::Drawn(_, s), Some(r)) = (piece, reading) {
                     *s = r;
@@ -512,7 +494,7 @@ pub fn resolve(
     }
     text.truncate(from);
     text.push_str(&out);
-    done
+    runs
 }
 
 /// The readings of the drawn pieces (`None` for a piece not drawn, or not
@@ -830,9 +812,9 @@ mod tests {
     fn a_run_without_a_readable_font_keeps_its_code_points() {
         let mut text = format!("before {} after", run(0, "xyz qwv"));
         let mut b = Budget::default();
-        let done = resolve(&mut text, 0, &[b"not a font".to_vec()], &mut b, true);
+        let runs = resolve(&mut text, 0, &[b"not a font".to_vec()], &mut b, true);
         assert_eq!(text, "before xyz qwv after");
-        assert!(done.runs && !done.read);
+        assert!(runs);
         // Cut at the bound inside a run, and a close with no open.
         let mut cut = format!("a {OPEN}\u{F0001}bc");
         resolve(&mut cut, 0, &[], &mut b, true);

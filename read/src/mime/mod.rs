@@ -699,14 +699,14 @@ fn add_html(html: &str, limit: usize, body: &mut BodyText, spend: &mut Spend) {
     body.images = targets.images;
     body.data_pictures = targets.data_pictures;
     spend.fonts = targets.fonts;
-    let done = drawn::resolve(
+    let runs = drawn::resolve(
         &mut body.text,
         start,
         &spend.fonts,
         &mut spend.pictures,
         spend.deep,
     );
-    spend.deferred |= done.runs && !spend.deep;
+    spend.deferred |= runs && !spend.deep;
     if body.text.len() > limit {
         let mut cut = limit;
         while !body.text.is_char_boundary(cut) {
