@@ -47,6 +47,10 @@ use crate::engine::shingle::Shingles;
 ///   CSS bidi overrides, generated content and flex order are read as
 ///   shown, and the alt text of remote pictures under a short text; signs
 ///   for letters are read with wider bounds (`7he`, `$7@7emen7`).
+/// - 9: every picture format a client shows, pictures written into the
+///   page, animations' frames, pictures in PDFs and documents; encrypted
+///   archives with their stated password; SVG text where it is drawn;
+///   style rules reach the elements a browser's selectors reach.
 pub const VERSION: u8 = 9;
 
 /// The fingerprints of one message.

@@ -89,6 +89,8 @@ pub const CLASSES: &[(&str, Dress)] = &[
     ("encrypted_zip", encrypted_zip),
     // Issue 65: SVG text read where it is drawn, not in source order.
     ("svg_shuffled", svg_shuffled),
+    // Issue 65: junk hidden by selectors as a browser reads them.
+    ("selector_hidden_junk", selector_hidden_junk),
 ];
 
 // ---------------------------------------------------------------- randomness
@@ -1612,6 +1614,83 @@ fn sheet_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
         });
     }
     let out = format!("<html>\n<head>{sheet}</head>\n<body>\n{inner}</body>\n</html>\n");
+    html_message(text, copy, &out)
+}
+
+/// Junk hidden by the page's style sheet through selectors of every
+/// kind a browser reads: long chains, child and sibling combinators,
+/// attributes, places among siblings, `:not()` and `:is()`, names written
+/// with escapes; the names, the hiding property and the selector's form
+/// drawn per copy.
+fn selector_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
+    let mut r = rng(text, copy, "selector");
+    let name = |r: &mut Rng, c: char| format!("{c}{:06x}", r.next_u64() as u32 & 0xff_ffff);
+    let (wrap, col, junk, block) = (
+        name(&mut r, 'w'),
+        name(&mut r, 'c'),
+        name(&mut r, 'k'),
+        name(&mut r, 'j'),
+    );
+    let hide = *r.pick(&[
+        "display:none",
+        "font-size:0",
+        "visibility:hidden",
+        "color:#ffffff",
+        "opacity:0",
+    ]);
+    // `.\6b 1a2b3c`: the class's first letter as a CSS escape.
+    let escaped = |n: &str| {
+        let first = n.bytes().next().map_or(0, u32::from);
+        format!("\\{first:x} {}", n.get(1..).unwrap_or(""))
+    };
+    let inline_rule = match r.below(6) {
+        0 => format!("#{wrap} .{col} p span.{junk}"),
+        1 => format!("div > div.{col} > p > span[data-n^=\"x\"]"),
+        2 => format!("body div .{col} p b + span"),
+        3 => format!("#{wrap} p i ~ span.{junk}"),
+        4 => format!(".{col} p :is(em, span).{junk}:not(.v)"),
+        _ => format!("#{wrap} .{} p span.{}", escaped(&col), escaped(&junk)),
+    };
+    let block_rule = match r.below(4) {
+        0 => format!("#{wrap} > div > div.{block}:not(.keep)"),
+        1 => format!(
+            "#{wrap} p ~ div[class*=\"{}\"]",
+            block.get(1..5).unwrap_or("")
+        ),
+        2 => format!("#{wrap} > :nth-child(n+1 of x), #{wrap} div.{col} > div.{block}"),
+        _ => format!("html body #{wrap} div.{block}"),
+    };
+    let sheet = format!(
+        "<style type=\"text/css\">\nbody {{ background:#ffffff; font-family: Arial }}\n\
+         {inline_rule} {{ {hide} }}\n{block_rule} {{ display:none }}\n\
+         p {{ margin: 0 0 1em }} a:hover {{ color: red }}\n</style>"
+    );
+    let paras = html_paragraphs(&body(text, copy), &mut r, 0.5, |w, r| {
+        let n = r.range(1, 3);
+        let words = junk_words(r, n);
+        let tag = *r.pick(&["span", "em"]);
+        let tag = if inline_rule.contains(":is(") {
+            tag
+        } else {
+            "span"
+        };
+        let serial = r.below(1_000_000);
+        format!(
+            "{}<i></i><b></b><{tag} class=\"{junk}\" data-n=\"x{serial}\"> {words}</{tag}>",
+            esc(w)
+        )
+    });
+    let mut inner = String::new();
+    for lines in &paras {
+        inner.push_str(&format!("<p>{}</p>\n", lines.join("<br>\n")));
+        let n = r.range(4, 10);
+        let words = junk_words(&mut r, n);
+        inner.push_str(&format!("<div class=\"{block}\">{words}</div>\n"));
+    }
+    let out = format!(
+        "<html>\n<head>{sheet}</head>\n<body>\n<div id=\"{wrap}\"><div class=\"{col}\">\n\
+         {inner}</div></div></body>\n</html>\n"
+    );
     html_message(text, copy, &out)
 }
 

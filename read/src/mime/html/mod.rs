@@ -56,7 +56,7 @@ use html5gum::{Emitter, ForwardingEmitter, Span, Tokenizer};
 pub use self::entities::decode_entities;
 use self::entities::push_bounded;
 use self::style::*;
-use super::css::{style_text, ElemInfo, Sheet};
+use super::css::{style_text, ElemInfo, Kids, Sheet, MAX_SELECTED_ATTRS};
 use super::drawn;
 use super::normalize::url_host;
 
@@ -133,6 +133,8 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
         families,
         sheet: sheet.as_ref(),
         infos: Vec::new(),
+        top_kids: Kids::default(),
+        select_value: false,
         visible: std::mem::take(out),
         all: None,
         limit,
@@ -396,6 +398,11 @@ struct Renderer<'t, 's> {
     sheet: Option<&'s Sheet>,
     /// With a sheet: what selectors see of each element of `stack`.
     infos: Vec<ElemInfo>,
+    /// With a sheet: what selectors see of the elements at the top.
+    top_kids: Kids,
+    /// The attribute value next is kept for the sheet's attribute
+    /// selectors (the last of `ElemInfo::attrs`).
+    select_value: bool,
     /// The visible text.
     visible: String,
     /// Visible and hidden text, for the bound on hiding; `None` while no
@@ -478,8 +485,16 @@ impl Renderer<'_, '_> {
             CallbackEvent::AttributeName { name } => {
                 self.attr = Attr::Other;
                 self.keep_value = false;
+                self.select_value = false;
                 if let Some(tag) = self.tag.as_mut() {
                     tag.attributes += 1;
+                    if let (Some(sheet), Some(info)) = (self.sheet, tag.info.as_mut()) {
+                        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+                        if info.attrs.len() < MAX_SELECTED_ATTRS && sheet.names_attribute(&name) {
+                            info.attrs.push((name, String::new()));
+                            self.select_value = true;
+                        }
+                    }
                     if tag.attributes <= MAX_ATTRIBUTES {
                         self.attr = match (tag.special, name) {
                             (Special::Input, b"value" | b"placeholder") => Attr::Alt,
@@ -536,6 +551,12 @@ impl Renderer<'_, '_> {
             if std::mem::take(&mut self.keep_value) {
                 if let Some((_, kept)) = tag.attrs.last_mut() {
                     value.as_ref().clone_into(kept);
+                }
+            }
+            if std::mem::take(&mut self.select_value) {
+                let kept = tag.info.as_mut().and_then(|i| i.attrs.last_mut());
+                if let Some((_, kept)) = kept {
+                    *kept = selected(value.as_bytes());
                 }
             }
             match self.attr {
@@ -604,19 +625,7 @@ impl Renderer<'_, '_> {
             self.close_head();
         }
         self.imply_end_tags(kind);
-        // With a sheet: its rules for this element (under its real parent,
-        // once the implied end tags are applied), then its inline style.
-        if let (Some(sheet), Some(mut info)) = (self.sheet, tag.info.take()) {
-            let parent = self.infos.last();
-            sheet.open(parent, &mut info);
-            let inline = tag.style.take().unwrap_or_default();
-            let style = sheet.style_for(parent, &info, &inline);
-            if !style.is_empty() {
-                apply_style(&style, &mut tag);
-            }
-            tag.generated = sheet.generated(parent, &info, &tag.attrs);
-            tag.info = Some(info);
-        }
+        self.apply_sheet(&mut tag);
         let parent = self.top();
         let gone = parent.gone || tag.hidden;
         let invisible = tag.visibility.unwrap_or(parent.invisible);
@@ -689,6 +698,29 @@ impl Renderer<'_, '_> {
         if let Some((after, style)) = after {
             let shown = shown && !hides(&style);
             self.after.push((self.stack.len() - 1, after, shown));
+        }
+    }
+
+    /// With a sheet: its rules for `tag`'s element (under its real parent,
+    /// once the implied end tags are applied), then its inline style; the
+    /// element joins its parent's children as the sheet sees them.
+    fn apply_sheet(&mut self, tag: &mut StartTag) {
+        if let (Some(sheet), Some(mut info)) = (self.sheet, tag.info.take()) {
+            let parent = self.infos.last();
+            let kids = parent.map_or(&self.top_kids, |p| &p.kids);
+            let matched = sheet.open(parent, kids, &mut info);
+            let inline = tag.style.take().unwrap_or_default();
+            let style = sheet.style_for(&matched, &inline);
+            if !style.is_empty() {
+                apply_style(&style, tag);
+            }
+            tag.generated = sheet.generated(&matched, &tag.attrs);
+            let kids = match self.infos.last_mut() {
+                Some(p) => &mut p.kids,
+                None => &mut self.top_kids,
+            };
+            sheet.add_kid(kids, &info);
+            tag.info = Some(info);
         }
     }
 
@@ -1131,16 +1163,25 @@ fn flex_order(text: &str, f: &Flex) -> Option<String> {
     let mut gaps: Vec<&str> = Vec::new();
     let mut items: Vec<(i32, &str)> = Vec::new();
     let mut pos = f.start;
+    // Where the gap before the next item starts: an item that shows no
+    // text (hidden, or only breaks) is part of the gap around it, so the
+    // breaks it stood between stay between the items shown.
+    let mut gap_from = f.start;
     for &(order, start, end) in &f.items {
         let end = if end == usize::MAX { text.len() } else { end };
         if start < pos || end < start {
             return None;
         }
-        gaps.push(text.get(pos..start)?);
-        items.push((order, text.get(start..end)?));
+        let item = text.get(start..end)?;
         pos = end;
+        if item.trim().is_empty() {
+            continue;
+        }
+        gaps.push(text.get(gap_from..start)?);
+        items.push((order, item));
+        gap_from = end;
     }
-    gaps.push(text.get(pos..)?);
+    gaps.push(text.get(gap_from..)?);
     items.sort_by_key(|i| i.0);
     if f.reverse {
         items.reverse();
@@ -1581,6 +1622,46 @@ mod tests {
         assert!(commented.contains("zebra"), "{commented}");
     }
 
+    /// A rule reaches the elements a browser's selector reaches: long
+    /// selectors, sibling combinators, places, attributes and escapes; and
+    /// no more: a rule a browser drops, or one that looks ahead, hides
+    /// nothing.
+    #[test]
+    fn the_sheet_reaches_what_a_browsers_selector_reaches() {
+        let t = text(&format!(
+            "<style>#o .c p span{{display:none}} h3+p{{font-size:0}} h4~i{{color:#fff}}\
+             .list li:nth-child(2n+1){{visibility:hidden}} [data-j$=\"nk\"]{{display:none}}\
+             .\\6a unk{{display:none}} p:not(.keep)>u{{display:none}}\
+             b:is(.q1,.q2)::after{{content:\" gen\"}} td:first-of-type{{opacity:0}}</style>\
+             <p class=keep>{FILLER}</p>\
+             <div id=o><div class=c><p><span>aardvark</span>visible1</p></div></div>\
+             <h3>head</h3><p>badger</p><p>visible2</p>\
+             <h4>h</h4><br><i>cobra</i>\
+             <ul class=list><li>dingo</li><li>visible3</li><li>eland</li></ul>\
+             <em data-j=jUNK>ferret</em><em data-j=junky>visible4</em>\
+             <s class=junk>gecko</s><p><u>heron</u></p><p class=keep><u>visible5</u></p>\
+             <b class=q2>x</b><table><tr><td>ibis</td><td>visible6</td></tr></table>"
+        ));
+        for w in [
+            "visible1", "visible2", "visible3", "visible4", "visible5", "visible6",
+        ] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in [
+            "aardvark", "badger", "cobra", "dingo", "eland", "ferret", "gecko", "heron", "ibis",
+        ] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
+        assert!(t.contains("gen"), "{t}");
+        // A list with a selector no browser reads is dropped whole; one
+        // that looks ahead (`:last-child`) hides nothing.
+        let t = text(&format!(
+            "<style>p:bogus,.a{{display:none}} li:last-child{{display:none}}</style>\
+             <p>{FILLER}</p><span class=a>jackal</span><ul><li>kiwi</li></ul>"
+        ));
+        assert!(t.contains("jackal") && t.contains("kiwi"), "{t}");
+    }
+
     /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
     /// bounded like any hiding, so it cannot blank out a message.
     #[test]
@@ -1656,6 +1737,10 @@ mod tests {
         // Not a container: source order.
         let plain = "<div><div style=\"order:2\">one</div><div style=\"order:1\">two</div></div>";
         assert_eq!(words_of(&text(plain)), ["one", "two"]);
+        // A hidden item between two block items: they stay apart.
+        let hidden = "<div style=\"display:flex\"><div style=\"order:2\">alpha</div>\n\
+            <div style=\"display:none\">junk</div>\n<div style=\"order:1\">beta</div></div>";
+        assert_eq!(words_of(&text(hidden)), ["beta", "alpha"]);
     }
 
     /// Items with no white space between them in the source: set apart

@@ -11,19 +11,30 @@
 //! declarations by specificity, then its inline `style`, then the sheet's
 //! `!important` ones.
 //!
+//! Selectors are read as a browser reads them (`selector`: any number
+//! of compounds, every combinator, attributes, escapes, the pseudo-classes
+//! a page shows alike to every reader when it opens) and matched while the
+//! document streams past: what a compound needs of the element's
+//! ancestors and earlier siblings is carried as bits (the selector's
+//! leading parts matched by the parent, by any ancestor, by the element
+//! just before and by any before it), so an element costs at most a few
+//! dozen compound matches however deep or long the page is. A selector
+//! that looks ahead of the element (`:last-child`, `:has()`) is left out;
+//! a rule with a selector no browser reads is dropped whole, as a browser
+//! drops it.
+//!
 //! Bounds, so a crafted sheet costs little: [`MAX_CSS_BYTES`] of sheet
 //! text, [`MAX_RULES`] rules kept, at most [`MAX_PER_KEY`] rules for one
-//! class, id or tag name, [`MAX_CLASSES`] classes of an element looked up;
-//! selectors of at most two compound parts (`.x`, `div .x`, `p > span.x`).
-//! Each compound is matched against one element only: what a descendant
-//! selector needs of the ancestors is carried down the open elements as a
-//! bit set (the left parts matched by the element or any ancestor, and by
-//! the parent itself), so an element costs at most a few dozen compound
-//! matches however deep it is. Sibling combinators and pseudo-classes
-//! never match. A sheet that hides text this module does not see (a
-//! selector it skips) leaves that text counted, as before sheets were
-//! read; one that hides text a reader sees is bounded like any hiding
-//! (`html::MIN_VISIBLE_WORDS`).
+//! class, id or tag name, [`MAX_CLASSES`] classes of an element looked up,
+//! [`MAX_CONTEXT_BITS`] leading compounds across the sheet,
+//! [`selector::MAX_COMPOUNDS`] compounds a selector. A sheet that hides
+//! text this module does not see (a selector it leaves out) leaves that
+//! text counted, as before sheets were read; one that hides text a reader
+//! sees is bounded like any hiding (`html::MIN_VISIBLE_WORDS`).
+
+mod selector;
+
+use selector::{Combinator, Compound, Cond, Selector, NO_CLASS};
 
 use std::collections::{HashMap, HashSet};
 
@@ -33,18 +44,22 @@ use simplecss::StyleSheet;
 pub const MAX_CSS_BYTES: usize = 64 * 1024;
 /// Most rules kept per document.
 pub const MAX_RULES: usize = 1024;
-/// Most rules with two parts kept (each has a bit in the sets below).
-pub const MAX_CONTEXT_RULES: usize = 128;
+/// Most leading compounds (all but the last of a selector) kept across
+/// the sheet: each has a bit in the sets of [`ElemInfo`].
+pub const MAX_CONTEXT_BITS: usize = 128;
 /// Longest rule read (its selectors and declarations).
 pub const MAX_RULE_BYTES: usize = 2048;
 /// Most rules kept for one key (class, id, tag name or universal) of
 /// their last part, and of their first part.
-pub const MAX_PER_KEY: usize = 8;
+pub const MAX_PER_KEY: usize = 32;
 /// Most class names of one element looked up (of those the sheet names).
 pub const MAX_CLASSES: usize = 16;
-/// Most conditions of one compound part read (the rest are ignored, so a
-/// long compound matches more elements, not fewer).
-const MAX_CONDS: usize = 8;
+/// Most attributes of one element kept for attribute selectors (of those
+/// the sheet names).
+pub const MAX_SELECTED_ATTRS: usize = 16;
+/// Most element names of one parent counted for `:nth-of-type()` (an
+/// element of another name has no place then: such a rule does not match).
+const MAX_TYPES: usize = 32;
 /// Longest declaration value kept (hiding values are short).
 const MAX_DECL_VALUE: usize = 256;
 
@@ -109,25 +124,6 @@ const READ: &[&str] = &[
 pub enum Pseudo {
     Before,
     After,
-}
-
-/// The selector `sel` without a trailing `::before`, `::after` (or their
-/// CSS 2 one-colon forms) and which it was (`::before` alone, or after a
-/// combinator, is on any element: `*`).
-fn pseudo_element(sel: &str) -> (String, Option<Pseudo>) {
-    let sel = sel.trim();
-    for (suffix, p) in [
-        ("::before", Pseudo::Before),
-        (":before", Pseudo::Before),
-        ("::after", Pseudo::After),
-        (":after", Pseudo::After),
-    ] {
-        if let Some(base) = sel.strip_suffix(suffix) {
-            let any = base.is_empty() || base.ends_with([' ', '>']);
-            return (format!("{base}{}", if any { "*" } else { "" }), Some(p));
-        }
-    }
-    (sel.to_owned(), None)
 }
 
 /// The text of a `content` value: its strings, joined, with CSS escapes
@@ -198,23 +194,55 @@ pub fn content_text(value: &str, attrs: &[(String, String)]) -> Option<String> {
 }
 
 /// What a selector sees of an element: its name, `class` and `id`, lower
-/// case and cut; and, once it is open, the rules' first parts it and its
-/// ancestors match.
+/// case and cut, the attributes the sheet names and its place among its
+/// siblings; and, once it is open, the leading compounds it and its
+/// ancestors match, and what its children so far matched.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ElemInfo {
     pub name: String,
     pub class: String,
     pub id: String,
-    /// Bit i: rule i's first part matches this element.
+    /// The numbers of its classes the sheet names (at most
+    /// [`MAX_CLASSES`]), set by [`Sheet::open`].
+    pub classes: Vec<u32>,
+    /// Attributes a selector of the sheet names (lower case), at most
+    /// [`MAX_SELECTED_ATTRS`].
+    pub attrs: Vec<(String, String)>,
+    /// Its place among its parent's elements (1 the first), and among
+    /// those of its name (0: not counted).
+    pub index: u32,
+    pub type_index: u32,
+    /// The `html` element at the top.
+    pub root: bool,
+    /// Bit i: leading compound i matches this element.
     pub own: u128,
-    /// Bit i: rule i's first part matches this element or an ancestor.
+    /// Bit i: leading compound i matches this element or an ancestor.
     pub any: u128,
+    /// Its children so far.
+    pub kids: Kids,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Combinator {
-    Descendant,
-    Child,
+impl ElemInfo {
+    /// The value of attribute `name`, if the element has it (and it was
+    /// kept).
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the elements opened so far under one parent matched: how sibling
+/// combinators and `:nth-child()` see them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Kids {
+    count: u32,
+    /// Bits of the last one's `own`, and of every one's.
+    last: u128,
+    earlier: u128,
+    /// How many of each name (with `:nth-of-type()` in the sheet).
+    types: Vec<(String, u32)>,
 }
 
 /// A declaration kept: the property (its place in [`READ`]), the value,
@@ -226,18 +254,28 @@ struct Decl {
     important: bool,
 }
 
-/// One kept rule: its last compound, the first one with the combinator
-/// between them (if two), and its declarations.
+/// One kept rule: its selector's compounds, and its declarations.
 struct Kept {
     /// The pseudo-element the rule styles, if any: its declarations
     /// (`content`) are the generated text, not the element's style.
     pseudo: Option<Pseudo>,
-    last: Compound,
-    /// The first part, its combinator, and its bit in `ElemInfo::own`
-    /// and `ElemInfo::any`.
-    first: Option<(Compound, Combinator, u8)>,
+    /// Outermost first; each with the combinator that joins it to the one
+    /// before and, but the last, its bit in `ElemInfo::own`.
+    parts: Vec<Part>,
     /// Its declarations of properties in [`READ`], the last of each.
     declarations: Vec<Decl>,
+}
+
+struct Part {
+    compound: Compound,
+    comb: Combinator,
+    bit: u8,
+}
+
+impl Kept {
+    fn last(&self) -> Option<&Compound> {
+        self.parts.last().map(|p| &p.compound)
+    }
 }
 
 /// The rules of a document's sheets that matter here.
@@ -246,12 +284,16 @@ pub struct Sheet {
     rules: Vec<Kept>,
     /// Rules by the key of their last part.
     by_last: HashMap<String, Vec<usize>>,
-    /// Rules with a first part, by its key.
-    by_first: HashMap<String, Vec<usize>>,
-    /// Every class name a kept rule names: only these of an element's
-    /// classes are looked up (so classes put first as decoys cannot push
-    /// the one a rule names past [`MAX_CLASSES`]).
-    classes: HashSet<String>,
+    /// Leading parts (rule, part), by their keys.
+    by_part: HashMap<String, Vec<(usize, usize)>>,
+    /// Every class name a kept rule names, numbered: only these of an
+    /// element's classes are looked up (so classes put first as decoys
+    /// cannot push the one a rule names past [`MAX_CLASSES`]).
+    classes: HashMap<String, u32>,
+    /// Every attribute name an attribute selector names.
+    attributes: HashSet<String>,
+    /// Some rule counts elements by name (`:nth-of-type()`).
+    of_type: bool,
     /// A kept rule is a pseudo-element's (generated content).
     /// Some rule generates content (`::before`, `::after`).
     pub generates: bool,
@@ -260,8 +302,7 @@ pub struct Sheet {
 /// A rule as parsed, before the bounds: its selector's text, specificity,
 /// place in the sheet and declarations of properties read here.
 struct Parsed {
-    pseudo: Option<Pseudo>,
-    text: String,
+    selector: Selector,
     specificity: [u8; 3],
     order: usize,
     declarations: Vec<Decl>,
@@ -279,9 +320,7 @@ fn parse_rules(css: &str, fonts: bool) -> Vec<Parsed> {
             true => font_shorthand_unslashed(&chunk),
             false => chunk,
         };
-        for (pseudo, chunk) in split_pseudo(&chunk) {
-            parse_chunk(&chunk, pseudo, order, fonts, &mut parsed, &mut same);
-        }
+        parse_chunk(&chunk, order, fonts, &mut parsed, &mut same);
     }
     parsed
 }
@@ -316,145 +355,141 @@ fn font_shorthand_unslashed(rule: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// A rule's text, its selectors for pseudo-elements (`p.x::before`) apart
-/// from the others: each its own rule on the element it is on.
-fn split_pseudo(chunk: &str) -> Vec<(Option<Pseudo>, std::borrow::Cow<'_, str>)> {
-    let Some((selectors, block)) = chunk.split_once('{') else {
-        return vec![(None, chunk.into())];
-    };
-    if !selectors.contains(":before") && !selectors.contains(":after") {
-        return vec![(None, chunk.into())];
-    }
-    let mut plain: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    for sel in selectors.split(',') {
-        match pseudo_element(sel) {
-            (base, Some(p)) => out.push((Some(p), format!("{base} {{{block}").into())),
-            (base, None) => plain.push(base),
-        }
-    }
-    if !plain.is_empty() {
-        out.push((None, format!("{} {{{block}", plain.join(",")).into()));
-    }
-    out
-}
-
-/// The rules of one rule text ([`parse_rules`]).
+/// The rules of one rule text ([`parse_rules`]): one per selector of its
+/// list that is read; none when a browser would drop the rule (a selector
+/// it does not read, a rule without a block, an at-rule).
 fn parse_chunk(
     chunk: &str,
-    pseudo: Option<Pseudo>,
     order: usize,
     fonts: bool,
     parsed: &mut Vec<Parsed>,
     same: &mut HashMap<(Option<Pseudo>, String), usize>,
 ) {
+    let Some((list, block)) = chunk.split_once('{') else {
+        return;
+    };
+    if list.trim_start().starts_with('@') {
+        return;
+    }
+    let selectors = selector::parse_list(list);
+    if selectors
+        .iter()
+        .any(|(_, s)| *s == selector::Parsed::Invalid)
     {
-        for rule in StyleSheet::parse(chunk).rules {
-            let read: Vec<Decl> = rule
-                .declarations
-                .iter()
-                .filter(|d| {
-                    // A `;` or brace in a value would split it again in
-                    // `html::style::apply_style`: such a value is not CSS.
-                    d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
+        return;
+    }
+    let block = block.rsplit_once('}').map_or(block, |(b, _)| b);
+    // The declarations as simplecss reads them (a broken one skipped).
+    let text = format!("x{{{block}}}");
+    let sheet = StyleSheet::parse(&text);
+    let Some(rule) = sheet.rules.first() else {
+        return;
+    };
+    let read = |pseudo: bool| -> Vec<Decl> {
+        rule.declarations
+            .iter()
+            .filter(|d| {
+                // A `;` or brace in a value would split it again in
+                // `html::style::apply_style`: such a value is not CSS.
+                d.value.len() <= MAX_DECL_VALUE && !d.value.contains([';', '{', '}'])
+            })
+            // `content` is a pseudo-element's, never an element's.
+            .filter(|d| d.name != "content" || pseudo)
+            // Fonts only where the page brings its own (`drawn`).
+            .filter(|d| fonts || !matches!(d.name, "font-family" | "font"))
+            .filter_map(|d| {
+                Some(Decl {
+                    prop: READ.iter().position(|p| *p == d.name)?,
+                    value: d.value.to_owned(),
+                    important: d.important,
                 })
-                // `content` is a pseudo-element's, never an element's.
-                .filter(|d| d.name != "content" || pseudo.is_some())
-                // Fonts only where the page brings its own (`drawn`).
-                .filter(|d| fonts || !matches!(d.name, "font-family" | "font"))
-                .filter_map(|d| {
-                    Some(Decl {
-                        prop: READ.iter().position(|p| *p == d.name)?,
-                        value: d.value.to_owned(),
-                        important: d.important,
-                    })
-                })
-                .collect();
-            if read.is_empty() {
-                continue;
-            }
-            // simplecss keeps a selector's parts to itself; its text (in
-            // a fixed form: `p > span[class~='x']`) gives them back.
-            let text = rule.selector.to_string();
-            // One rule per selector: a later one with the same
-            // selector adds to it (and takes its place in the order),
-            // so repeating a selector cannot crowd out a rule below.
-            let at = *same.entry((pseudo, text.clone())).or_insert_with(|| {
-                parsed.push(Parsed {
-                    pseudo,
-                    text,
-                    specificity: rule.selector.specificity(),
-                    order,
-                    declarations: Vec::new(),
-                });
-                parsed.len() - 1
+            })
+            .collect()
+    };
+    for (text, sel) in selectors {
+        let selector::Parsed::Read(sel) = sel else {
+            continue;
+        };
+        let declarations = read(sel.pseudo.is_some());
+        if declarations.is_empty() {
+            continue;
+        }
+        // One rule per selector: a later one with the same selector adds
+        // to it (and takes its place in the order), so repeating a
+        // selector cannot crowd out a rule below.
+        let at = *same.entry((sel.pseudo, text.clone())).or_insert_with(|| {
+            parsed.push(Parsed {
+                specificity: sel.specificity,
+                selector: sel,
+                order,
+                declarations: Vec::new(),
             });
-            if let Some(p) = parsed.get_mut(at) {
-                p.order = order;
-                for d in read {
-                    p.declarations.retain(|k| k.prop != d.prop);
-                    p.declarations.push(d);
-                }
+            parsed.len() - 1
+        });
+        if let Some(p) = parsed.get_mut(at) {
+            p.order = order;
+            for d in declarations {
+                p.declarations.retain(|k| k.prop != d.prop);
+                p.declarations.push(d);
             }
         }
     }
 }
 
 /// The rules kept, within [`MAX_RULES`], [`MAX_PER_KEY`] and
-/// [`MAX_CONTEXT_RULES`], in the cascade's order, each with the keys of
-/// its last and first parts.
-fn keep(mut parsed: Vec<Parsed>) -> Vec<(Kept, String, Option<String>)> {
+/// [`MAX_CONTEXT_BITS`], in the cascade's order.
+fn keep(mut parsed: Vec<Parsed>) -> Vec<Kept> {
     // The cascade's order: specificity, then the sheet's order.
     parsed.sort_by_key(|p| (p.specificity, p.order));
     // Kept from the highest precedence down, so rules put before a
     // hiding rule cannot crowd it out of a key's list.
-    let mut kept: Vec<(Kept, String, Option<String>)> = Vec::new();
-    let mut per_last: HashMap<String, usize> = HashMap::new();
-    let mut per_first: HashMap<String, usize> = HashMap::new();
-    let mut bits = 0u8;
+    let mut kept: Vec<Kept> = Vec::new();
+    let mut per_key: HashMap<String, usize> = HashMap::new();
+    let mut bits = 0usize;
     for p in parsed.into_iter().rev() {
         if kept.len() >= MAX_RULES {
             break;
         }
-        let Some((first, last)) = split(&p.text) else {
-            continue;
-        };
-        let (last_c, first_c) = (Compound::of(last), first.map(|(f, _)| Compound::of(f)));
-        // A rule that can never match here (a pseudo-class, another
-        // attribute) is not kept: it must not crowd out one that can.
-        if last_c.never() || first_c.as_ref().is_some_and(Compound::never) {
+        let parts = p.selector.parts;
+        // A rule that can never match here (`:hover`) is not kept: it
+        // must not crowd out one that can.
+        if parts.is_empty() || parts.iter().any(|(_, c)| c.never()) {
             continue;
         }
-        let last_key = last_c.key();
-        let first_key = first_c.as_ref().map(Compound::key);
-        let full = |map: &HashMap<String, usize>, key: &str| {
-            map.get(key).is_some_and(|n| *n >= MAX_PER_KEY)
-        };
-        if full(&per_last, &last_key)
-            || first_key.as_ref().is_some_and(|k| full(&per_first, k))
-            || (first.is_some() && usize::from(bits) >= MAX_CONTEXT_RULES)
-        {
+        let lead = parts.len() - 1;
+        // The keys it is listed under: its last part's, and each leading
+        // part's (`l` and `p` keep the two lists apart).
+        let keys: Vec<String> = parts
+            .iter()
+            .enumerate()
+            .map(|(j, (_, c))| format!("{}{}", if j == lead { 'l' } else { 'p' }, c.key()))
+            .collect();
+        let full = |k: &String| per_key.get(k).is_some_and(|n| *n >= MAX_PER_KEY);
+        if bits + lead > MAX_CONTEXT_BITS || keys.iter().any(full) {
             continue;
         }
-        *per_last.entry(last_key.clone()).or_default() += 1;
-        let first = first.zip(first_c).map(|((_, comb), f)| {
-            let bit = bits;
-            bits += 1;
-            (f, comb, bit)
+        for k in keys {
+            *per_key.entry(k).or_default() += 1;
+        }
+        let parts = parts
+            .into_iter()
+            .map(|(comb, compound)| {
+                let bit = bits as u8;
+                bits += 1;
+                Part {
+                    compound,
+                    comb,
+                    bit,
+                }
+            })
+            .collect::<Vec<_>>();
+        // The last part's bit is not used.
+        bits -= 1;
+        kept.push(Kept {
+            pseudo: p.selector.pseudo,
+            parts,
+            declarations: p.declarations,
         });
-        if let Some(k) = &first_key {
-            *per_first.entry(k.clone()).or_default() += 1;
-        }
-        kept.push((
-            Kept {
-                pseudo: p.pseudo,
-                last: last_c,
-                first,
-                declarations: p.declarations,
-            },
-            last_key,
-            first_key,
-        ));
     }
     kept.reverse();
     kept
@@ -475,24 +510,38 @@ impl Sheet {
     }
 
     /// The sheet of the kept rules, listed by the keys of their parts.
-    fn index(kept: Vec<(Kept, String, Option<String>)>) -> Option<Sheet> {
+    fn index(kept: Vec<Kept>) -> Option<Sheet> {
         let mut sheet = Sheet {
             rules: Vec::new(),
             by_last: HashMap::new(),
-            by_first: HashMap::new(),
-            classes: HashSet::new(),
+            by_part: HashMap::new(),
+            classes: HashMap::new(),
+            attributes: HashSet::new(),
+            of_type: false,
             generates: false,
         };
-        for (i, (rule, last_key, first_key)) in kept.into_iter().enumerate() {
-            sheet.by_last.entry(last_key).or_default().push(i);
-            if let Some(k) = first_key {
-                sheet.by_first.entry(k).or_default().push(i);
-            }
-            let conds = rule.last.conds.iter();
-            for c in conds.chain(rule.first.iter().flat_map(|(f, _, _)| f.conds.iter())) {
-                if let Cond::Class(v) = c {
-                    sheet.classes.insert(v.clone());
+        for (i, mut rule) in kept.into_iter().enumerate() {
+            let n = rule.parts.len();
+            for (j, part) in rule.parts.iter_mut().enumerate() {
+                let key = part.compound.key();
+                match j + 1 == n {
+                    true => sheet.by_last.entry(key).or_default().push(i),
+                    false => sheet.by_part.entry(key).or_default().push((i, j)),
                 }
+                part.compound.each_cond(&mut |c| match c {
+                    Cond::Class(v, number) => {
+                        let next = u32::try_from(sheet.classes.len()).unwrap_or(NO_CLASS);
+                        *number = *sheet.classes.entry(v.clone()).or_insert(next);
+                    }
+                    Cond::Attr { name, .. } => {
+                        sheet.attributes.insert(name.clone());
+                    }
+                    Cond::Link => {
+                        sheet.attributes.insert("href".to_owned());
+                    }
+                    Cond::Nth { of_type: true, .. } => sheet.of_type = true,
+                    _ => {}
+                });
             }
             sheet.generates |= rule.pseudo.is_some();
             sheet.rules.push(rule);
@@ -500,61 +549,158 @@ impl Sheet {
         (!sheet.rules.is_empty()).then_some(sheet)
     }
 
-    /// Rule indices listed under `cur`'s keys in `map`.
-    fn candidates(&self, map: &HashMap<String, Vec<usize>>, cur: &ElemInfo) -> Vec<usize> {
-        let mut hits: Vec<usize> = Vec::new();
+    /// An attribute selector of the sheet names attribute `name`: its
+    /// value is kept in [`ElemInfo::attrs`].
+    pub fn names_attribute(&self, name: &str) -> bool {
+        self.attributes.contains(name)
+    }
+
+    /// The lists of `map` that `cur` is under: its name's, its id's, its
+    /// classes' (`named`, distinct) and `*`'s.
+    fn listed<'m, T>(
+        map: &'m HashMap<String, Vec<T>>,
+        cur: &ElemInfo,
+        named: &[&str],
+    ) -> Vec<&'m [T]> {
+        let mut lists = Vec::new();
         if map.is_empty() {
-            return hits;
+            return lists;
         }
         let mut key = String::with_capacity(64);
-        let mut look = |prefix: &str, v: &str| {
+        let id = (!cur.id.is_empty()).then_some(("i:", cur.id.as_str()));
+        let keys = [("t:", cur.name.as_str())]
+            .into_iter()
+            .chain(id)
+            .chain(named.iter().map(|c| ("c:", *c)))
+            .chain([("*", "")]);
+        for (prefix, v) in keys {
             key.clear();
             key.push_str(prefix);
             key.push_str(v);
             if let Some(list) = map.get(key.as_str()) {
-                hits.extend_from_slice(list);
+                lists.push(list.as_slice());
             }
-        };
-        look("t:", &cur.name);
-        if !cur.id.is_empty() {
-            look("i:", &cur.id);
         }
-        let named = cur
-            .class
-            .split_ascii_whitespace()
-            .filter(|c| self.classes.contains(*c));
-        for class in named.take(MAX_CLASSES) {
-            look("c:", class);
-        }
-        look("*", "");
-        hits.sort_unstable();
-        hits.dedup();
-        hits
+        lists
     }
 
-    /// Sets `cur.own` and `cur.any` from the rules' first parts, under
-    /// `parent` (`None` at the top).
-    pub fn open(&self, parent: Option<&ElemInfo>, cur: &mut ElemInfo) {
+    /// Whether part `j` of `rule` is in context for an element under
+    /// `parent` after the siblings `kids`: the part before it matched
+    /// where the combinator looks.
+    fn in_context(rule: &Kept, j: usize, parent: Option<&ElemInfo>, kids: &Kids) -> bool {
+        let Some(before) = j.checked_sub(1).and_then(|b| rule.parts.get(b)) else {
+            return true;
+        };
+        let Some(part) = rule.parts.get(j) else {
+            return false;
+        };
+        let bit = 1u128 << before.bit;
+        let (own, any) = parent.map_or((0, 0), |p| (p.own, p.any));
+        let set = match part.comb {
+            Combinator::Descendant => any,
+            Combinator::Child => own,
+            Combinator::Next => kids.last,
+            Combinator::Later => kids.earlier,
+        };
+        set & bit != 0
+    }
+
+    /// Opens `cur` under `parent` (`None` at the top) after the siblings
+    /// `kids`: sets its place and the leading compounds it matches, and
+    /// gives the rules whose selector matches it, in the cascade's order.
+    /// Then add it to `kids` ([`Sheet::add_kid`]).
+    pub fn open(&self, parent: Option<&ElemInfo>, kids: &Kids, cur: &mut ElemInfo) -> Vec<usize> {
+        cur.index = kids.count.saturating_add(1);
+        cur.type_index = match self.of_type {
+            true => match kids.types.iter().find(|(n, _)| *n == cur.name) {
+                Some((_, k)) => k.saturating_add(1),
+                None if kids.types.len() < MAX_TYPES => 1,
+                None => 0,
+            },
+            false => 0,
+        };
+        cur.root = parent.is_none() && cur.name == "html";
+        // The classes the sheet names, distinct, at most MAX_CLASSES.
+        let mut named: Vec<&str> = Vec::new();
+        cur.classes.clear();
+        for c in cur.class.split_ascii_whitespace() {
+            if cur.classes.len() >= MAX_CLASSES {
+                break;
+            }
+            if let Some(&n) = self.classes.get(c) {
+                if !cur.classes.contains(&n) {
+                    cur.classes.push(n);
+                    named.push(c);
+                }
+            }
+        }
         let mut own = 0u128;
-        for i in self.candidates(&self.by_first, cur) {
-            let first = self.rules.get(i).and_then(|r| r.first.as_ref());
-            if let Some((sel, _, bit)) = first {
-                if sel.matches(cur) {
-                    own |= 1 << bit;
+        for list in Sheet::listed(&self.by_part, cur, &named) {
+            for &(i, j) in list {
+                let Some(rule) = self.rules.get(i) else {
+                    continue;
+                };
+                if let Some(part) = rule.parts.get(j) {
+                    // The context first: a test of one bit.
+                    if own & (1 << part.bit) == 0
+                        && Sheet::in_context(rule, j, parent, kids)
+                        && part.compound.matches(cur)
+                    {
+                        own |= 1 << part.bit;
+                    }
+                }
+            }
+        }
+        // The rules whose last part matches, as a set of their places (in
+        // the cascade's order, each once).
+        let mut hits = [0u64; MAX_RULES / 64];
+        for list in Sheet::listed(&self.by_last, cur, &named) {
+            for &i in list {
+                if let Some(word) = hits.get_mut(i / 64) {
+                    *word |= 1 << (i % 64);
                 }
             }
         }
         cur.own = own;
         cur.any = own | parent.map_or(0, |p| p.any);
+        let mut matched = Vec::new();
+        for (w, mut word) in hits.into_iter().enumerate() {
+            while word != 0 {
+                let i = w * 64 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                let Some(rule) = self.rules.get(i) else {
+                    continue;
+                };
+                let last = rule.parts.len().saturating_sub(1);
+                if Sheet::in_context(rule, last, parent, kids)
+                    && rule.last().is_some_and(|c| c.matches(cur))
+                {
+                    matched.push(i);
+                }
+            }
+        }
+        matched
     }
 
-    /// The text generated before and after `cur` (under `parent`, opened
-    /// with [`Sheet::open`]): the `content` of its `::before` and
-    /// `::after` rules in force, `!important` last.
+    /// Adds `cur` (opened with [`Sheet::open`]) to its parent's `kids`.
+    pub fn add_kid(&self, kids: &mut Kids, cur: &ElemInfo) {
+        kids.count = kids.count.saturating_add(1);
+        kids.last = cur.own;
+        kids.earlier |= cur.own;
+        if self.of_type && cur.type_index > 0 {
+            match kids.types.iter_mut().find(|(n, _)| *n == cur.name) {
+                Some((_, k)) => *k = cur.type_index,
+                None => kids.types.push((cur.name.clone(), cur.type_index)),
+            }
+        }
+    }
+
+    /// The text generated before and after an element whose matching
+    /// rules are `matched` ([`Sheet::open`]): the `content` of its
+    /// `::before` and `::after` rules in force, `!important` last.
     pub fn generated(
         &self,
-        parent: Option<&ElemInfo>,
-        cur: &ElemInfo,
+        matched: &[usize],
         attrs: &[(String, String)],
     ) -> [Option<(String, String)>; 2] {
         if !self.generates {
@@ -564,22 +710,13 @@ impl Sheet {
         // The pseudo-elements' other declarations, in cascade order
         // (normal, then `!important`), as a style text.
         let mut styles: [(String, String); 2] = Default::default();
-        let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
-        for i in self.candidates(&self.by_last, cur) {
+        for &i in matched {
             let Some(rule) = self.rules.get(i) else {
                 continue;
             };
             let Some(pseudo) = rule.pseudo else {
                 continue;
             };
-            let context = match rule.first {
-                None => true,
-                Some((_, Combinator::Descendant, bit)) => p_any & (1 << bit) != 0,
-                Some((_, Combinator::Child, bit)) => p_own & (1 << bit) != 0,
-            };
-            if !context || !rule.last.matches(cur) {
-                continue;
-            }
             let after = pseudo == Pseudo::After;
             let [before_slot, after_slot] = &mut out;
             let slot = if after { after_slot } else { before_slot };
@@ -612,29 +749,21 @@ impl Sheet {
         })
     }
 
-    /// The declarations for `cur` (under `parent`, opened with
-    /// [`Sheet::open`]) with its inline style, as one style text in cascade
-    /// order.
-    pub fn style_for(&self, parent: Option<&ElemInfo>, cur: &ElemInfo, inline: &str) -> String {
-        let hits = self.candidates(&self.by_last, cur);
-        if hits.is_empty() {
+    /// The declarations of the rules `matched` ([`Sheet::open`]) with the
+    /// element's inline style, as one style text in cascade order.
+    pub fn style_for(&self, matched: &[usize], inline: &str) -> String {
+        if matched.is_empty() {
             return inline.to_owned();
         }
-        let (p_own, p_any) = parent.map_or((0, 0), |p| (p.own, p.any));
         // The value in force for each property read: a later rule (higher
         // specificity) replaces an earlier one's.
         let mut normal: [Option<&str>; READ.len()] = [None; READ.len()];
         let mut important: [Option<&str>; READ.len()] = [None; READ.len()];
-        for i in hits {
+        for &i in matched {
             let Some(rule) = self.rules.get(i) else {
                 continue;
             };
-            let context = match rule.first {
-                None => true,
-                Some((_, Combinator::Descendant, bit)) => p_any & (1 << bit) != 0,
-                Some((_, Combinator::Child, bit)) => p_own & (1 << bit) != 0,
-            };
-            if rule.pseudo.is_some() || !context || !rule.last.matches(cur) {
+            if rule.pseudo.is_some() {
                 continue;
             }
             for d in &rule.declarations {
@@ -745,107 +874,6 @@ fn rule_texts_with_comments(css: &str) -> impl Iterator<Item = std::borrow::Cow<
             format!("{rest}{}", "}".repeat(rest.matches('{').count())).into()
         })
     })
-}
-
-/// A selector's text (as `simplecss` writes it) as its first part with the
-/// combinator and its last part; `None` for one skipped: more than two
-/// parts, a sibling combinator, or a leading combinator.
-fn split(selector: &str) -> Option<(Option<(&str, Combinator)>, &str)> {
-    if selector.is_empty() || selector.starts_with(' ') || selector.contains(" + ") {
-        return None;
-    }
-    if let Some((a, b)) = selector.split_once(" > ") {
-        return (!a.contains(' ') && !b.contains(' ')).then_some((Some((a, Combinator::Child)), b));
-    }
-    match selector.split_once(' ') {
-        Some((a, b)) => (!b.contains(' ')).then_some((Some((a, Combinator::Descendant)), b)),
-        None => Some((None, selector)),
-    }
-}
-
-/// One condition of a compound part on the element.
-#[derive(Debug, Clone, PartialEq)]
-enum Cond {
-    /// `.x` (`[class~='x']`): a class of the element.
-    Class(String),
-    /// `#x` (`[id='x']`).
-    Id(String),
-    /// A condition never met here: another attribute, a pseudo-class.
-    Never,
-}
-
-/// A compound part: element name (none for `*`) and conditions.
-#[derive(Debug, Clone, PartialEq)]
-struct Compound {
-    name: Option<String>,
-    conds: Vec<Cond>,
-}
-
-impl Compound {
-    /// Reads a part as simplecss writes it: `name` or `*`, then
-    /// `[class~='x']`, `[id='x']`, other `[...]` and `:pseudo`.
-    fn of(part: &str) -> Compound {
-        let name_end = part.find(['[', ':']).unwrap_or(part.len());
-        let name = match part.get(..name_end).unwrap_or("") {
-            "" | "*" => None,
-            n => Some(n.to_owned()),
-        };
-        let mut conds = Vec::new();
-        let mut rest = part.get(name_end..).unwrap_or("");
-        while !rest.is_empty() {
-            if let Some(attr) = rest.strip_prefix('[') {
-                let end = attr.find(']').unwrap_or(attr.len());
-                let body = attr.get(..end).unwrap_or("");
-                conds.push(match body.split_once('=') {
-                    Some(("class~", v)) => Cond::Class(v.trim_matches('\'').to_owned()),
-                    Some(("id", v)) => Cond::Id(v.trim_matches('\'').to_owned()),
-                    _ => Cond::Never,
-                });
-                rest = attr.get(end + 1..).unwrap_or("");
-            } else {
-                // A pseudo-class, or anything else: never here.
-                conds.insert(0, Cond::Never);
-                break;
-            }
-        }
-        if let Some(i) = conds.iter().position(|c| *c == Cond::Never) {
-            conds.swap(0, i);
-        }
-        conds.truncate(MAX_CONDS);
-        Compound { name, conds }
-    }
-
-    /// The lookup key of the part: `i:ID`, `c:CLASS` (the first), `t:NAME`
-    /// or `*`: a condition every element it matches meets.
-    fn key(&self) -> String {
-        let id = self.conds.iter().find_map(|c| match c {
-            Cond::Id(v) => Some(format!("i:{v}")),
-            _ => None,
-        });
-        let class = || {
-            self.conds.iter().find_map(|c| match c {
-                Cond::Class(v) => Some(format!("c:{v}")),
-                _ => None,
-            })
-        };
-        id.or_else(class)
-            .or_else(|| self.name.as_ref().map(|n| format!("t:{n}")))
-            .unwrap_or_else(|| "*".to_owned())
-    }
-
-    /// Never met by an element here.
-    fn never(&self) -> bool {
-        self.conds.contains(&Cond::Never)
-    }
-
-    fn matches(&self, el: &ElemInfo) -> bool {
-        self.name.as_ref().is_none_or(|n| *n == el.name)
-            && self.conds.iter().all(|c| match c {
-                Cond::Class(v) => el.class.split_ascii_whitespace().any(|c| c == v),
-                Cond::Id(v) => el.id == *v,
-                Cond::Never => false,
-            })
-    }
 }
 
 /// The text of a document's `<style>` elements, lower case, at most
@@ -1074,6 +1102,16 @@ fn unwrap_at_rules(css: &str) -> String {
 mod tests {
     use super::*;
 
+    impl Sheet {
+        /// The style of `cur` as the first child of `parent`.
+        fn style_under(&self, parent: Option<&ElemInfo>, cur: &ElemInfo, inline: &str) -> String {
+            let mut cur = cur.clone();
+            let kids = parent.map(|p| p.kids.clone()).unwrap_or_default();
+            let matched = self.open(parent, &kids, &mut cur);
+            self.style_for(&matched, inline)
+        }
+    }
+
     fn info(name: &str, class: &str, id: &str) -> ElemInfo {
         ElemInfo {
             name: name.into(),
@@ -1089,7 +1127,8 @@ mod tests {
         let mut parent: Option<ElemInfo> = None;
         for e in chain {
             let mut e = e.clone();
-            sheet.open(parent.as_ref(), &mut e);
+            let kids = parent.as_ref().map(|p| p.kids.clone()).unwrap_or_default();
+            sheet.open(parent.as_ref(), &kids, &mut e);
             parent = Some(e);
         }
         parent
@@ -1106,31 +1145,31 @@ mod tests {
         );
         // Both rules: one value per property, in a fixed order.
         assert_eq!(
-            sheet.style_for(in_p.as_ref(), &info("span", "y x", ""), ""),
+            sheet.style_under(in_p.as_ref(), &info("span", "y x", ""), ""),
             "display:none;color:#fff;;;"
         );
         // Of two rules setting one property, the more specific wins.
         let s = Sheet::parse("#k{display:inline} span{display:none}").unwrap();
         assert_eq!(
-            s.style_for(None, &info("span", "", "k"), ""),
+            s.style_under(None, &info("span", "", "k"), ""),
             "display:inline;;;"
         );
         assert!(sheet
-            .style_for(in_p.as_ref(), &info("b", "", "j1"), "")
+            .style_under(in_p.as_ref(), &info("b", "", "j1"), "")
             .contains("font-size:0"));
         // Not under a p: the descendant rule does not match.
-        assert_eq!(sheet.style_for(None, &info("span", "", ""), "c:1"), ";c:1;");
+        assert_eq!(sheet.style_under(None, &info("span", "", ""), "c:1"), "c:1");
         // A child rule needs the parent itself.
         let div = opened(&sheet, &[info("div", "", "")]);
         let deeper = opened(&sheet, &[info("div", "", ""), info("i", "", "")]);
         assert!(sheet
-            .style_for(div.as_ref(), &info("em", "", ""), "")
+            .style_under(div.as_ref(), &info("em", "", ""), "")
             .contains("opacity:0"));
         assert!(!sheet
-            .style_for(deeper.as_ref(), &info("em", "", ""), "")
+            .style_under(deeper.as_ref(), &info("em", "", ""), "")
             .contains("opacity"));
         // A rule that sets nothing read here is not kept.
-        assert_eq!(sheet.style_for(None, &info("a", "", ""), ""), "");
+        assert_eq!(sheet.style_under(None, &info("a", "", ""), ""), "");
     }
 
     /// What a sender can write into a sheet to make it crowd out, split
@@ -1145,28 +1184,30 @@ mod tests {
         css.push_str(".j{display:none}");
         let sheet = Sheet::parse(&css).unwrap();
         assert!(sheet
-            .style_for(None, &info("b", "j", ""), "")
+            .style_under(None, &info("b", "j", ""), "")
             .contains("display:none"));
         // A comment cannot pad a rule past the length bound.
         let padded = format!(".j{{/*{}*/display:none}}", "x".repeat(MAX_RULE_BYTES * 2));
         let sheet = Sheet::parse(&padded).unwrap();
         assert!(sheet
-            .style_for(None, &info("b", "j", ""), "")
+            .style_under(None, &info("b", "j", ""), "")
             .contains("display:none"));
         // A value with a `;` in it is no declaration.
         assert!(
             Sheet::parse(".r{color:x(;display:none;)}").is_none_or(|s| !s
-                .style_for(None, &info("b", "r", ""), "")
+                .style_under(None, &info("b", "r", ""), "")
                 .contains("display:none"))
         );
         // A long compound is read as its first conditions.
         let long = format!(".a{}{{display:none}}", ".b".repeat(200));
         let sheet = Sheet::parse(&long).unwrap();
-        assert!(sheet.rules.iter().all(|r| r.last.conds.len() <= MAX_CONDS));
+        assert!(sheet.rules.iter().all(|r| r
+            .last()
+            .is_some_and(|c| c.conds.len() <= selector::MAX_CONDS)));
         // Many classes before the one a rule names.
         let sheet = Sheet::parse(".a,.b,.c,.d,.e,.f{color:red} .j{display:none}").unwrap();
         let el = info("b", "a b c d e f j", "");
-        assert!(sheet.style_for(None, &el, "").contains("display:none"));
+        assert!(sheet.style_under(None, &el, "").contains("display:none"));
         // A run of `@` is read in one pass.
         assert_eq!(unwrap_at_rules(&"@".repeat(1000)), "@".repeat(1000));
     }
@@ -1175,49 +1216,94 @@ mod tests {
     fn decoy_classes_do_not_hide_the_one_a_rule_names() {
         let sheet = Sheet::parse(".x{display:none}").unwrap();
         let decoys = info("span", "a b c d e f g h x", "");
-        assert!(sheet.style_for(None, &decoys, "").contains("display:none"));
+        assert!(sheet
+            .style_under(None, &decoys, "")
+            .contains("display:none"));
     }
 
     #[test]
     fn the_cascade_puts_inline_after_the_sheet_and_important_last() {
         let sheet = Sheet::parse(".x{display:none} .y{display:none !important}").unwrap();
-        let s = sheet.style_for(None, &info("span", "x", ""), "display:inline");
+        let s = sheet.style_under(None, &info("span", "x", ""), "display:inline");
         assert!(s.find("display:none") < s.find("display:inline"), "{s}");
-        let s = sheet.style_for(None, &info("span", "y", ""), "display:inline");
+        let s = sheet.style_under(None, &info("span", "y", ""), "display:inline");
         assert!(s.find("display:inline") < s.find("display:none"), "{s}");
     }
 
-    #[test]
-    fn compounds_are_read_back_from_simplecss_text() {
-        assert_eq!(split(".a .b .c"), None);
-        assert_eq!(split("p + .b"), None);
-        assert_eq!(split(" > p"), None);
-        assert_eq!(split(""), None);
-        assert_eq!(
-            split("div > span[class~='x']"),
-            Some((Some(("div", Combinator::Child)), "span[class~='x']"))
-        );
-        let key = |part: &str| Compound::of(part).key();
-        assert_eq!(key("span[class~='x'][id='k']"), "i:k");
-        assert_eq!(key("*[class~='x']"), "c:x");
-        assert_eq!(key("td"), "t:td");
-        assert_eq!(key("*:first-child"), "*");
-        let c = Compound::of("span[class~='x'][id='k']");
-        assert!(c.matches(&info("span", "a x", "k")));
-        assert!(!c.matches(&info("span", "a", "k")) && !c.matches(&info("b", "x", "k")));
-        assert!(!Compound::of("p:first-child").matches(&info("p", "", "")));
-        assert!(!Compound::of("p[title='t']").matches(&info("p", "", "")));
-        assert!(Compound::of("*").matches(&info("p", "", "")));
-        for css in [
-            "> p{display:none}",
-            "+ p{display:none}",
-            "{display:none}",
-            ">{x:y}",
-        ] {
-            if let Some(sheet) = Sheet::parse(css) {
-                sheet.style_for(None, &info("p", "", ""), "");
+    /// The styles of each element of `doc`, in order: `name.class#id`
+    /// opens an element (under the one open), `/` closes the last.
+    fn styles(sheet: &Sheet, doc: &str) -> Vec<String> {
+        let mut stack: Vec<ElemInfo> = Vec::new();
+        let mut top = Kids::default();
+        let mut out = Vec::new();
+        for tok in doc.split_whitespace() {
+            if tok == "/" {
+                stack.pop();
+                continue;
             }
+            let (rest, id) = tok.split_once('#').unwrap_or((tok, ""));
+            let (name, class) = rest.split_once('.').unwrap_or((rest, ""));
+            let mut e = info(name, &class.replace('.', " "), id);
+            let parent = stack.last();
+            let kids = parent.map_or(&top, |p| &p.kids);
+            let matched = sheet.open(parent, kids, &mut e);
+            out.push(sheet.style_for(&matched, ""));
+            let kids = match stack.last_mut() {
+                Some(p) => &mut p.kids,
+                None => &mut top,
+            };
+            sheet.add_kid(kids, &e);
+            stack.push(e);
         }
+        out
+    }
+
+    #[test]
+    fn selectors_of_any_length_and_siblings_reach_their_elements() {
+        let sheet = Sheet::parse(
+            "#offer .content p span{display:none} h1 + p{opacity:0} h2 ~ p.x{color:red} \
+             li:nth-child(2n){font-size:0} ul > li:first-of-type b{left:-9999px} \
+             div :not(.keep){visibility:hidden}",
+        )
+        .unwrap();
+        let got = styles(
+            &sheet,
+            "body div#offer div.content p span / / / / \
+             h1 / p / p / h2 / br / p.x / p.y / \
+             ul li b / / li b / / / div i.keep / em / /",
+        );
+        let hidden = |i: usize, what: &str| got.get(i).is_some_and(|s| s.contains(what));
+        // Four compounds.
+        assert!(
+            hidden(4, "display:none") && !hidden(3, "display"),
+            "{got:?}"
+        );
+        // `+`: the p just after the h1, not the one after it.
+        assert!(hidden(6, "opacity:0") && !hidden(7, "opacity"), "{got:?}");
+        // `~`: a later p.x after an h2, past a `<br>`.
+        assert!(hidden(10, "color:red") && !hidden(11, "color"), "{got:?}");
+        // `:nth-child(2n)` of the ul's items; `:first-of-type` through `>`.
+        assert!(
+            !hidden(13, "font-size") && hidden(15, "font-size:0"),
+            "{got:?}"
+        );
+        assert!(hidden(14, "left:-9999px") && !hidden(16, "left"), "{got:?}");
+        // `:not()`.
+        assert!(
+            !hidden(18, "visibility") && hidden(19, "visibility:hidden"),
+            "{got:?}"
+        );
+        // A rule a browser drops whole; one that looks ahead is left out,
+        // the others of its list read.
+        assert!(Sheet::parse("p:nosuch, .x{display:none}").is_none());
+        let part = Sheet::parse("p:last-child, .x{display:none}").unwrap();
+        assert_eq!(part.rules.len(), 1);
+        // Attribute selectors see the attributes the sheet names.
+        let attr = Sheet::parse("[data-k^=ju i]{display:none}").unwrap();
+        assert!(attr.names_attribute("data-k") && !attr.names_attribute("title"));
+        let mut e = info("span", "", "");
+        e.attrs = vec![("data-k".into(), "junk".into())];
+        assert!(attr.style_under(None, &e, "").contains("display:none"));
     }
 
     #[test]
@@ -1234,7 +1320,7 @@ mod tests {
         let sheet = Sheet::parse(&crowd).unwrap();
         assert_eq!(sheet.rules.len(), MAX_PER_KEY);
         assert!(sheet
-            .style_for(None, &info("i", "x z w", ""), "")
+            .style_under(None, &info("i", "x z w", ""), "")
             .contains("display:none"));
         let spread: String = (0..2000)
             .map(|i| format!(".x{i}{{display:none}}"))
@@ -1303,7 +1389,7 @@ mod tests {
             if let Some(sheet) = Sheet::parse(&css) {
                 let parent = opened(&sheet, &[info("body", "x", "p"), info("p", "x p", "x")]);
                 for cur in [info("p", "x", "x"), info("span", "", "p"), info("", "", "")] {
-                    sheet.style_for(parent.as_ref(), &cur, "display:inline");
+                    sheet.style_under(parent.as_ref(), &cur, "display:inline");
                 }
             }
         }
@@ -1323,7 +1409,7 @@ mod tests {
         assert_eq!(Sheet::parse(&broken).map(|s| s.rules.len()), None);
         let unclosed = Sheet::parse(".x{display:none").unwrap();
         assert!(unclosed
-            .style_for(None, &info("b", "x", ""), "")
+            .style_under(None, &info("b", "x", ""), "")
             .contains("display:none"));
     }
 
@@ -1358,7 +1444,7 @@ mod tests {
         let css = unwrap_at_rules("@media screen{.x{display:none}}");
         let sheet = Sheet::parse(&css).unwrap();
         assert!(sheet
-            .style_for(None, &info("b", "x", ""), "")
+            .style_under(None, &info("b", "x", ""), "")
             .contains("display:none"));
     }
 
