@@ -1619,8 +1619,8 @@ fn sheet_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
 
 /// Junk hidden by the page's style sheet through selectors of every
 /// kind a browser reads: long chains, child and sibling combinators,
-/// attributes, places among siblings, `:not()` and `:is()`, names written
-/// with escapes; the names, the hiding property and the selector's form
+/// attributes, places among siblings (from the end too), `:empty`,
+/// `:not()` and `:is()`, names written with escapes; the names, the hiding property and the selector's form
 /// drawn per copy.
 fn selector_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
     let mut r = rng(text, copy, "selector");
@@ -1643,21 +1643,23 @@ fn selector_hidden_junk(text: &str, copy: usize) -> Vec<u8> {
         let first = n.bytes().next().map_or(0, u32::from);
         format!("\\{first:x} {}", n.get(1..).unwrap_or(""))
     };
-    let inline_rule = match r.below(6) {
+    let inline_rule = match r.below(7) {
         0 => format!("#{wrap} .{col} p span.{junk}"),
         1 => format!("div > div.{col} > p > span[data-n^=\"x\"]"),
         2 => format!("body div .{col} p b + span"),
         3 => format!("#{wrap} p i ~ span.{junk}"),
         4 => format!(".{col} p :is(em, span).{junk}:not(.v)"),
+        5 => format!("#{wrap} p i:empty + b + span"),
         _ => format!("#{wrap} .{} p span.{}", escaped(&col), escaped(&junk)),
     };
-    let block_rule = match r.below(4) {
+    let block_rule = match r.below(5) {
         0 => format!("#{wrap} > div > div.{block}:not(.keep)"),
         1 => format!(
             "#{wrap} p ~ div[class*=\"{}\"]",
             block.get(1..5).unwrap_or("")
         ),
         2 => format!("#{wrap} > :nth-child(n+1 of x), #{wrap} div.{col} > div.{block}"),
+        3 => format!("#{wrap} .{col} > :nth-last-child(odd)"),
         _ => format!("html body #{wrap} div.{block}"),
     };
     let sheet = format!(

@@ -18,10 +18,11 @@
 //! ancestors and earlier siblings is carried as bits (the selector's
 //! leading parts matched by the parent, by any ancestor, by the element
 //! just before and by any before it), so an element costs at most a few
-//! dozen compound matches however deep or long the page is. A selector
-//! that looks ahead of the element (`:last-child`, `:has()`) is left out;
-//! a rule with a selector no browser reads is dropped whole, as a browser
-//! drops it.
+//! dozen compound matches however deep or long the page is. Selectors
+//! that look ahead of the element (`:last-child`, `:empty`) read what a
+//! first reading of the page recorded of it ([`Ahead`]); `:has()` is left
+//! out; a rule with a selector no browser reads is dropped whole, as a
+//! browser drops it.
 //!
 //! Bounds, so a crafted sheet costs little: [`MAX_CSS_BYTES`] of sheet
 //! text, [`MAX_RULES`] rules kept, at most [`MAX_PER_KEY`] rules for one
@@ -50,7 +51,7 @@ pub const MAX_CONTEXT_BITS: usize = 128;
 /// Longest rule read (its selectors and declarations).
 pub const MAX_RULE_BYTES: usize = 2048;
 /// Most rules kept for one key (class, id, tag name or universal) of
-/// their last part, and of their first part.
+/// their last part, and of each of their leading parts.
 pub const MAX_PER_KEY: usize = 32;
 /// Most class names of one element looked up (of those the sheet names).
 pub const MAX_CLASSES: usize = 16;
@@ -212,6 +213,15 @@ pub struct ElemInfo {
     /// those of its name (0: not counted).
     pub index: u32,
     pub type_index: u32,
+    /// Its place counted from the last of its parent's elements (1 the
+    /// last), and from the last of those of its name (0: not known), and
+    /// whether it holds nothing: known from a first reading of the page
+    /// ([`Ahead`]) when the sheet looks ahead.
+    pub from_end: u32,
+    pub from_end_of_type: u32,
+    pub empty: bool,
+    /// Its number in the order elements open.
+    pub number: u32,
     /// The `html` element at the top.
     pub root: bool,
     /// Bit i: leading compound i matches this element.
@@ -243,6 +253,83 @@ pub struct Kids {
     earlier: u128,
     /// How many of each name (with `:nth-of-type()` in the sheet).
     types: Vec<(String, u32)>,
+}
+
+/// What a first reading of a page tells of each element, by its place in
+/// the order elements open, for the selectors that look ahead of it.
+#[derive(Debug, Default)]
+pub struct Ahead {
+    /// Each element's parent (`u32::MAX` at the top), a hash of its name,
+    /// and whether text was read inside it, as the first reading opens
+    /// them.
+    seen: Vec<(u32, u64, bool)>,
+    /// Per element: from the end among its parent's elements, among those
+    /// of its name, and whether it holds nothing.
+    facts: Vec<(u32, u32, bool)>,
+}
+
+impl Ahead {
+    /// Most elements recorded: those after are not known (a rule that
+    /// looks ahead does not match them).
+    pub const MAX_ELEMENTS: usize = 1 << 18;
+
+    /// The first reading opens the next element (numbered by the count
+    /// so far) under `parent`.
+    pub fn opened(&mut self, parent: Option<u32>, name: &str) {
+        if self.seen.len() < Ahead::MAX_ELEMENTS {
+            let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            self.seen.push((parent.unwrap_or(u32::MAX), hash, false));
+        }
+    }
+
+    /// The first reading read text inside element `number`.
+    pub fn text_in(&mut self, number: u32) {
+        if let Some(e) = usize::try_from(number)
+            .ok()
+            .and_then(|n| self.seen.get_mut(n))
+        {
+            e.2 = true;
+        }
+    }
+
+    /// Ends the first reading: each element's places from the end.
+    pub fn finish(&mut self) {
+        let mut kids: HashMap<u32, u32> = HashMap::new();
+        let mut typed: HashMap<(u32, u64), u32> = HashMap::new();
+        let mut places = Vec::with_capacity(self.seen.len());
+        for (parent, name, _) in &self.seen {
+            let k = kids.entry(*parent).or_default();
+            *k += 1;
+            let t = typed.entry((*parent, *name)).or_default();
+            *t += 1;
+            places.push((*k, *t));
+        }
+        self.facts = self
+            .seen
+            .iter()
+            .zip(places)
+            .enumerate()
+            .map(|(n, ((parent, name, text), (k, t)))| {
+                let all = kids.get(parent).copied().unwrap_or(0);
+                let of_name = typed.get(&(*parent, *name)).copied().unwrap_or(0);
+                let has_kids = u32::try_from(n).is_ok_and(|n| kids.contains_key(&n));
+                (all - k + 1, of_name - t + 1, !text && !has_kids)
+            })
+            .collect();
+    }
+
+    /// Sets what the first reading told of element `number` on `info`.
+    pub fn fill(&self, number: u32, info: &mut ElemInfo) {
+        if let Some(&(from_end, of_type, empty)) =
+            usize::try_from(number).ok().and_then(|n| self.facts.get(n))
+        {
+            info.from_end = from_end;
+            info.from_end_of_type = of_type;
+            info.empty = empty;
+        }
+    }
 }
 
 /// A declaration kept: the property (its place in [`READ`]), the value,
@@ -294,6 +381,9 @@ pub struct Sheet {
     attributes: HashSet<String>,
     /// Some rule counts elements by name (`:nth-of-type()`).
     of_type: bool,
+    /// Some rule needs what comes after an element (`:last-child`,
+    /// `:empty`): the page is read twice ([`Ahead`]).
+    pub looks_ahead: bool,
     /// A kept rule is a pseudo-element's (generated content).
     /// Some rule generates content (`::before`, `::after`).
     pub generates: bool,
@@ -518,6 +608,7 @@ impl Sheet {
             classes: HashMap::new(),
             attributes: HashSet::new(),
             of_type: false,
+            looks_ahead: false,
             generates: false,
         };
         for (i, mut rule) in kept.into_iter().enumerate() {
@@ -539,11 +630,14 @@ impl Sheet {
                     Cond::Link => {
                         sheet.attributes.insert("href".to_owned());
                     }
-                    Cond::Nth { of_type: true, .. } => sheet.of_type = true,
+                    Cond::Nth { of_type: true, .. }
+                    | Cond::NthLast { of_type: true, .. }
+                    | Cond::Only { of_type: true } => sheet.of_type = true,
                     _ => {}
                 });
             }
             sheet.generates |= rule.pseudo.is_some();
+            sheet.looks_ahead |= rule.parts.iter().any(|p| p.compound.looks_ahead());
             sheet.rules.push(rule);
         }
         (!sheet.rules.is_empty()).then_some(sheet)
@@ -1296,7 +1390,7 @@ mod tests {
         // A rule a browser drops whole; one that looks ahead is left out,
         // the others of its list read.
         assert!(Sheet::parse("p:nosuch, .x{display:none}").is_none());
-        let part = Sheet::parse("p:last-child, .x{display:none}").unwrap();
+        let part = Sheet::parse("p:has(b), .x{display:none}").unwrap();
         assert_eq!(part.rules.len(), 1);
         // Attribute selectors see the attributes the sheet names.
         let attr = Sheet::parse("[data-k^=ju i]{display:none}").unwrap();

@@ -11,9 +11,9 @@
 //! every input is bounded by the rule's length (`super::MAX_RULE_BYTES`).
 //!
 //! Three outcomes: a selector this module matches; one a browser reads but
-//! this module does not evaluate ([`Parsed::Unsupported`]: it needs to
-//! look ahead of the element, as `:last-child` does; the rule is left out
-//! for that selector, so text it would hide counts); and one a browser
+//! this module does not evaluate ([`Parsed::Unsupported`]: `:has()`, a
+//! form's state; the rule is left out for that selector, so text it would
+//! hide counts); and one a browser
 //! rejects ([`Parsed::Invalid`]: the whole rule is dropped, as a browser
 //! drops it, so a sender cannot hide from this reader what a person sees).
 
@@ -87,6 +87,14 @@ pub enum Cond {
     /// `:nth-child(an+b)` (`:first-child` is `0n+1`); among the elements
     /// of its own name when `of_type`.
     Nth { a: i32, b: i32, of_type: bool },
+    /// `:nth-last-child(an+b)` (`:last-child` is `0n+1`), counted from the
+    /// last; of its type when `of_type`. Known from a first reading of the
+    /// page (`super::Ahead`).
+    NthLast { a: i32, b: i32, of_type: bool },
+    /// `:only-child`, `:only-of-type`.
+    Only { of_type: bool },
+    /// `:empty`: no element and no text inside.
+    Empty,
     /// `:root`: the `html` element at the top.
     Root,
     /// `:link`, `:any-link`: `a` or `area` with an `href`.
@@ -349,6 +357,19 @@ impl Parser<'_> {
                 b: 1,
                 of_type: true,
             },
+            "last-child" => Cond::NthLast {
+                a: 0,
+                b: 1,
+                of_type: false,
+            },
+            "last-of-type" => Cond::NthLast {
+                a: 0,
+                b: 1,
+                of_type: true,
+            },
+            "only-child" => Cond::Only { of_type: false },
+            "only-of-type" => Cond::Only { of_type: true },
+            "empty" => Cond::Empty,
             "root" => Cond::Root,
             "link" | "any-link" => Cond::Link,
             "hover" | "focus" | "focus-within" | "focus-visible" | "active" | "visited"
@@ -382,6 +403,15 @@ impl Parser<'_> {
                     of_type: name == "nth-of-type",
                 }
             }
+            "nth-last-child" | "nth-last-of-type" => {
+                let (a, b) = nth(args)?;
+                spec[1] = spec[1].saturating_add(1);
+                Cond::NthLast {
+                    a,
+                    b,
+                    of_type: name == "nth-last-of-type",
+                }
+            }
             "not" | "is" | "where" | "matches" | "-webkit-any" | "-moz-any" => {
                 if nesting >= MAX_NESTING {
                     return Err(Parsed::Unsupported);
@@ -397,8 +427,9 @@ impl Parser<'_> {
                     _ => Cond::Is(list),
                 }
             }
-            "nth-last-child" | "nth-last-of-type" | "has" | "lang" | "dir" | "host"
-            | "host-context" | "state" => return Err(Parsed::Unsupported),
+            "has" | "lang" | "dir" | "host" | "host-context" | "state" => {
+                return Err(Parsed::Unsupported)
+            }
             n if n.starts_with("-webkit-") || n.starts_with("-moz-") => {
                 return Err(Parsed::Unsupported)
             }
@@ -582,15 +613,9 @@ impl Parser<'_> {
     }
 }
 
-/// Pseudo-classes a browser reads and this module does not: they look
-/// ahead of the element (its later siblings, its content) or read a state
-/// of a form or of the client.
+/// Pseudo-classes a browser reads and this module does not: they read a
+/// state of a form or of the client.
 const LOOKS_AHEAD_OR_STATE: &[&str] = &[
-    "last-child",
-    "only-child",
-    "last-of-type",
-    "only-of-type",
-    "empty",
     "checked",
     "disabled",
     "enabled",
@@ -747,11 +772,32 @@ impl Cond {
             Cond::Nth { a, b, of_type } => {
                 nth_matches(*a, *b, if *of_type { el.type_index } else { el.index })
             }
+            Cond::NthLast { a, b, of_type } => {
+                let from_end = if *of_type {
+                    el.from_end_of_type
+                } else {
+                    el.from_end
+                };
+                nth_matches(*a, *b, from_end)
+            }
+            Cond::Only { of_type: false } => el.index == 1 && el.from_end == 1,
+            Cond::Only { of_type: true } => el.type_index == 1 && el.from_end_of_type == 1,
+            Cond::Empty => el.empty,
             Cond::Root => el.root,
             Cond::Link => matches!(el.name.as_str(), "a" | "area") && el.attr("href").is_some(),
             Cond::Never => false,
             Cond::Not(list) => !list.iter().any(|c| c.matches(el)),
             Cond::Is(list) => list.iter().any(|c| c.matches(el)),
+        }
+    }
+
+    /// Every condition nested in this one (itself included), to read.
+    fn each_ref(&self, f: &mut dyn FnMut(&Cond)) {
+        f(self);
+        if let Cond::Not(list) | Cond::Is(list) = self {
+            for c in list.iter().flat_map(|c| c.conds.iter()) {
+                c.each_ref(f);
+            }
         }
     }
 
@@ -800,6 +846,17 @@ impl Compound {
                 _ => 1,
             })
             .sum()
+    }
+
+    /// It needs what comes after the element (`:last-child`, `:empty`).
+    pub fn looks_ahead(&self) -> bool {
+        let mut ahead = false;
+        for c in &self.conds {
+            c.each_ref(&mut |c| {
+                ahead |= matches!(c, Cond::NthLast { .. } | Cond::Only { .. } | Cond::Empty);
+            });
+        }
+        ahead
     }
 
     /// Never met by an element here (a state no reader is in).
@@ -902,10 +959,7 @@ mod tests {
             assert_eq!(parse(bad), Parsed::Invalid, "{bad:?}");
         }
         for unread in [
-            "li:last-child",
-            "p:empty",
             "div:has(p)",
-            "p:nth-last-child(2)",
             "p:nth-child(2 of .x)",
             "svg|a",
             "p::first-line",

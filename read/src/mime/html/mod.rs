@@ -56,7 +56,7 @@ use html5gum::{Emitter, ForwardingEmitter, Span, Tokenizer};
 pub use self::entities::decode_entities;
 use self::entities::push_bounded;
 use self::style::*;
-use super::css::{style_text, ElemInfo, Kids, Sheet, MAX_SELECTED_ATTRS};
+use super::css::{style_text, Ahead, ElemInfo, Kids, Sheet, MAX_SELECTED_ATTRS};
 use super::drawn;
 use super::normalize::url_host;
 
@@ -129,37 +129,36 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
     let sheet = css
         .as_deref()
         .and_then(|css| Sheet::parse_with_fonts(css, !families.is_empty()));
-    let mut r = Renderer {
+    // A sheet that looks ahead of elements (`:last-child`, `:empty`): a
+    // first reading of the page (its text and targets thrown away) tells
+    // each element's place from the end.
+    let ahead = sheet.as_ref().filter(|s| s.looks_ahead).map(|sheet| {
+        let mut scratch = Targets {
+            drawn: targets.drawn,
+            ..Targets::default()
+        };
+        let mut first = Renderer::new(
+            families.clone(),
+            Some(sheet),
+            String::new(),
+            limit,
+            &mut scratch,
+        );
+        first.record = Some(Ahead::default());
+        first.run(html);
+        let mut ahead = first.record.take().unwrap_or_default();
+        ahead.finish();
+        ahead
+    });
+    let mut r = Renderer::new(
         families,
-        sheet: sheet.as_ref(),
-        infos: Vec::new(),
-        top_kids: Kids::default(),
-        select_value: false,
-        visible: std::mem::take(out),
-        all: None,
+        sheet.as_ref(),
+        std::mem::take(out),
         limit,
-        stack: Vec::new(),
-        untracked: 0,
-        tag: None,
-        attr: Attr::Other,
-        keep_value: false,
         targets,
-        hidden_words: 0,
-        scratch: String::new(),
-        link_hosts: Vec::new(),
-        after: Vec::new(),
-        flex: Vec::new(),
-    };
-    let mut emitter = CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| r.on(event));
-    emitter.naively_switch_states(true);
-    for stop in Tokenizer::new_with_emitter(html, Quiet(emitter)) {
-        if stop.is_ok() {
-            break;
-        }
-    }
-    // Elements left open end with the document (a reversed run among
-    // them is put in order).
-    r.truncate(0);
+    );
+    r.ahead = ahead.as_ref();
+    r.run(html);
     // (Words are counted only where text was hidden: most documents hide
     // none.)
     *out = match r.all {
@@ -400,6 +399,12 @@ struct Renderer<'t, 's> {
     infos: Vec<ElemInfo>,
     /// With a sheet: what selectors see of the elements at the top.
     top_kids: Kids,
+    /// With a sheet: elements opened so far (each one's number).
+    opened: u32,
+    /// What a first reading told of each element (selectors that look
+    /// ahead), or what this reading records, when it is the first.
+    ahead: Option<&'s Ahead>,
+    record: Option<Ahead>,
     /// The attribute value next is kept for the sheet's attribute
     /// selectors (the last of `ElemInfo::attrs`).
     select_value: bool,
@@ -452,6 +457,55 @@ struct Flex {
     items: Vec<(i32, usize, usize)>,
     /// An item has an order other than 0 (else nothing moves).
     ordered: bool,
+}
+
+impl<'t, 's> Renderer<'t, 's> {
+    fn new(
+        families: Vec<(String, usize)>,
+        sheet: Option<&'s Sheet>,
+        visible: String,
+        limit: usize,
+        targets: &'t mut Targets,
+    ) -> Self {
+        Renderer {
+            families,
+            sheet,
+            infos: Vec::new(),
+            top_kids: Kids::default(),
+            opened: 0,
+            ahead: None,
+            record: None,
+            select_value: false,
+            visible,
+            all: None,
+            limit,
+            stack: Vec::new(),
+            untracked: 0,
+            tag: None,
+            attr: Attr::Other,
+            keep_value: false,
+            targets,
+            hidden_words: 0,
+            scratch: String::new(),
+            link_hosts: Vec::new(),
+            after: Vec::new(),
+            flex: Vec::new(),
+        }
+    }
+
+    /// Reads `html` through, then ends the elements left open with the
+    /// document (a reversed run among them is put in order).
+    fn run(&mut self, html: &str) {
+        let mut emitter =
+            CallbackEmitter::new(|event: CallbackEvent<'_>, _: Span<()>| self.on(event));
+        emitter.naively_switch_states(true);
+        for stop in Tokenizer::new_with_emitter(html, Quiet(emitter)) {
+            if stop.is_ok() {
+                break;
+            }
+        }
+        self.truncate(0);
+    }
 }
 
 impl Renderer<'_, '_> {
@@ -707,6 +761,14 @@ impl Renderer<'_, '_> {
     fn apply_sheet(&mut self, tag: &mut StartTag) {
         if let (Some(sheet), Some(mut info)) = (self.sheet, tag.info.take()) {
             let parent = self.infos.last();
+            info.number = self.opened;
+            self.opened = self.opened.saturating_add(1);
+            if let Some(record) = self.record.as_mut() {
+                record.opened(parent.map(|p| p.number), &info.name);
+            }
+            if let Some(ahead) = self.ahead {
+                ahead.fill(info.number, &mut info);
+            }
             let kids = parent.map_or(&self.top_kids, |p| &p.kids);
             let matched = sheet.open(parent, kids, &mut info);
             let inline = tag.style.take().unwrap_or_default();
@@ -994,6 +1056,9 @@ impl Renderer<'_, '_> {
     }
 
     fn text(&mut self, raw: &str) {
+        if let (Some(record), Some(info)) = (self.record.as_mut(), self.infos.last()) {
+            record.text_in(info.number);
+        }
         let top = self.top();
         if top.kind == Kind::Head && raw.bytes().any(|b| !b.is_ascii_whitespace()) {
             // Text in <head> starts the body.
@@ -1654,12 +1719,37 @@ mod tests {
         }
         assert!(t.contains("gen"), "{t}");
         // A list with a selector no browser reads is dropped whole; one
-        // that looks ahead (`:last-child`) hides nothing.
+        // this reader does not evaluate (`:has()`) hides nothing.
         let t = text(&format!(
-            "<style>p:bogus,.a{{display:none}} li:last-child{{display:none}}</style>\
-             <p>{FILLER}</p><span class=a>jackal</span><ul><li>kiwi</li></ul>"
+            "<style>p:bogus,.a{{display:none}} li:has(b){{display:none}}</style>\
+             <p>{FILLER}</p><span class=a>jackal</span><ul><li><b>kiwi</b></li></ul>"
         ));
         assert!(t.contains("jackal") && t.contains("kiwi"), "{t}");
+    }
+
+    /// Selectors that look ahead of the element (its later siblings, its
+    /// content) reach what a browser's reach: the page is read twice.
+    #[test]
+    fn selectors_that_look_ahead_reach_what_a_browsers_reach() {
+        let t = text(&format!(
+            "<style>li:last-child{{display:none}} td:nth-last-child(2){{font-size:0}}\
+             p span:only-child{{visibility:hidden}} i:empty+b{{display:none}}\
+             em:last-of-type{{display:none}} div.k:only-of-type{{opacity:0}}</style>\
+             <p>{FILLER}</p><ul><li>seen1</li><li>seen2</li><li>lark</li>\n</ul>\
+             <table><tr><td>seen3</td><td>mole</td><td>seen4</td></tr></table>\
+             <p><span>newt</span></p><p><span>seen5</span><span>seen6</span></p>\
+             <p><i></i><b>owl</b><i> </i><b>seen7</b></p>\
+             <p><em>seen8</em><u>x</u><em>puma</em><u>seen9</u></p>\
+             <section><div class=k>quail</div><p>y</p></section>"
+        ));
+        for w in [
+            "seen1", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "seen9",
+        ] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in ["lark", "mole", "newt", "owl", "puma", "quail"] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
     }
 
     /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
