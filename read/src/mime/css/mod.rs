@@ -35,7 +35,7 @@
 
 mod selector;
 
-use selector::{Combinator, Compound, Cond, Selector, NO_CLASS};
+use selector::{Combinator, Compound, Cond, Selector, NO_CLASS, NO_HAS};
 
 use std::collections::{HashMap, HashSet};
 
@@ -58,6 +58,9 @@ pub const MAX_CLASSES: usize = 16;
 /// Most attributes of one element kept for attribute selectors (of those
 /// the sheet names).
 pub const MAX_SELECTED_ATTRS: usize = 16;
+/// Most distinct compounds of `:has()` across the sheet (each a bit of
+/// what the first reading records of an element).
+const MAX_HAS: usize = 64;
 /// Most element names of one parent counted for `:nth-of-type()` (an
 /// element of another name has no place then: such a rule does not match).
 const MAX_TYPES: usize = 32;
@@ -222,6 +225,9 @@ pub struct ElemInfo {
     pub empty: bool,
     /// Its number in the order elements open.
     pub number: u32,
+    /// The `:has()` compounds (bit by number) that a descendant, a child,
+    /// the next element and a later one match ([`Ahead`]).
+    pub has: [u64; 4],
     /// The `html` element at the top.
     pub root: bool,
     /// Bit i: leading compound i matches this element.
@@ -263,9 +269,13 @@ pub struct Ahead {
     /// and whether text was read inside it, as the first reading opens
     /// them.
     seen: Vec<(u32, u64, bool)>,
+    /// The `:has()` compounds each element matches.
+    matches: Vec<u64>,
     /// Per element: from the end among its parent's elements, among those
     /// of its name, and whether it holds nothing.
     facts: Vec<(u32, u32, bool)>,
+    /// Per element: [`ElemInfo::has`].
+    has: Vec<[u64; 4]>,
 }
 
 impl Ahead {
@@ -281,6 +291,14 @@ impl Ahead {
                 (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
             });
             self.seen.push((parent.unwrap_or(u32::MAX), hash, false));
+            self.matches.push(0);
+        }
+    }
+
+    /// The `:has()` compounds the element opened last matches.
+    pub fn matched(&mut self, m: u64) {
+        if let Some(last) = self.matches.last_mut() {
+            *last = m;
         }
     }
 
@@ -318,6 +336,53 @@ impl Ahead {
                 (all - k + 1, of_name - t + 1, !text && !has_kids)
             })
             .collect();
+        if self.matches.iter().any(|m| *m != 0) {
+            self.has = self.relatives();
+        }
+    }
+
+    /// For each element, the `:has()` compounds matched by a descendant,
+    /// a child, the next element and a later one (elements are numbered
+    /// in the order they open, so a parent's number is below its
+    /// children's).
+    fn relatives(&self) -> Vec<[u64; 4]> {
+        let n = self.seen.len();
+        let mut has = vec![[0u64; 4]; n];
+        let parent_of = |e: usize| {
+            self.seen
+                .get(e)
+                .and_then(|(p, _, _)| usize::try_from(*p).ok())
+                .filter(|p| *p < n)
+        };
+        let m = |e: usize| self.matches.get(e).copied().unwrap_or(0);
+        // The next element: the one opened after under the same parent.
+        let mut last_kid: HashMap<u32, usize> = HashMap::new();
+        for (e, (p, _, _)) in self.seen.iter().enumerate() {
+            if let Some(before) = last_kid.insert(*p, e) {
+                if let Some(h) = has.get_mut(before) {
+                    h[2] = m(e);
+                }
+            }
+        }
+        // Descendants, children and later elements: from the last opened
+        // back, so each is done before its parent and earlier siblings.
+        let mut later: HashMap<u32, u64> = HashMap::new();
+        for e in (0..n).rev() {
+            let own = has.get(e).copied().unwrap_or_default();
+            let Some((p, _, _)) = self.seen.get(e) else {
+                continue;
+            };
+            let acc = later.entry(*p).or_default();
+            if let Some(h) = has.get_mut(e) {
+                h[3] = *acc;
+            }
+            *acc |= m(e);
+            if let Some(h) = parent_of(e).and_then(|p| has.get_mut(p)) {
+                h[0] |= m(e) | own[0];
+                h[1] |= m(e);
+            }
+        }
+        has
     }
 
     /// Sets what the first reading told of element `number` on `info`.
@@ -328,6 +393,9 @@ impl Ahead {
             info.from_end = from_end;
             info.from_end_of_type = of_type;
             info.empty = empty;
+        }
+        if let Some(has) = usize::try_from(number).ok().and_then(|n| self.has.get(n)) {
+            info.has = *has;
         }
     }
 }
@@ -384,6 +452,8 @@ pub struct Sheet {
     /// Some rule needs what comes after an element (`:last-child`,
     /// `:empty`): the page is read twice ([`Ahead`]).
     pub looks_ahead: bool,
+    /// The compounds of `:has()` rules, by their number.
+    has: Vec<Compound>,
     /// A kept rule is a pseudo-element's (generated content).
     /// Some rule generates content (`::before`, `::after`).
     pub generates: bool,
@@ -609,16 +679,11 @@ impl Sheet {
             attributes: HashSet::new(),
             of_type: false,
             looks_ahead: false,
+            has: Vec::new(),
             generates: false,
         };
-        for (i, mut rule) in kept.into_iter().enumerate() {
-            let n = rule.parts.len();
-            for (j, part) in rule.parts.iter_mut().enumerate() {
-                let key = part.compound.key();
-                match j + 1 == n {
-                    true => sheet.by_last.entry(key).or_default().push(i),
-                    false => sheet.by_part.entry(key).or_default().push((i, j)),
-                }
+        for mut rule in kept {
+            for part in &mut rule.parts {
                 part.compound.each_cond(&mut |c| match c {
                     Cond::Class(v, number) => {
                         let next = u32::try_from(sheet.classes.len()).unwrap_or(NO_CLASS);
@@ -636,11 +701,59 @@ impl Sheet {
                     _ => {}
                 });
             }
+            // The compounds of `:has()`, numbered once their classes are: a
+            // rule past MAX_HAS of them is left out.
+            if !sheet.number_has(&mut rule) {
+                continue;
+            }
+            let i = sheet.rules.len();
+            let n = rule.parts.len();
+            for (j, part) in rule.parts.iter().enumerate() {
+                let key = part.compound.key();
+                match j + 1 == n {
+                    true => sheet.by_last.entry(key).or_default().push(i),
+                    false => sheet.by_part.entry(key).or_default().push((i, j)),
+                }
+            }
             sheet.generates |= rule.pseudo.is_some();
             sheet.looks_ahead |= rule.parts.iter().any(|p| p.compound.looks_ahead());
             sheet.rules.push(rule);
         }
         (!sheet.rules.is_empty()).then_some(sheet)
+    }
+
+    /// Numbers the `:has()` compounds of `rule` among the sheet's (equal
+    /// ones alike); false when there is no number left for one.
+    fn number_has(&mut self, rule: &mut Kept) -> bool {
+        let mut numbered = true;
+        for part in &mut rule.parts {
+            part.compound.each_cond(&mut |c| {
+                let Cond::Has(list) = c else {
+                    return;
+                };
+                for (_, compound, n) in list.iter_mut() {
+                    match self.has.iter().position(|h| h == compound) {
+                        Some(at) => *n = u32::try_from(at).unwrap_or(NO_HAS),
+                        None if self.has.len() < MAX_HAS => {
+                            *n = u32::try_from(self.has.len()).unwrap_or(NO_HAS);
+                            self.has.push(compound.clone());
+                        }
+                        None => numbered = false,
+                    }
+                }
+            });
+        }
+        numbered
+    }
+
+    /// The `:has()` compounds (by number) that `cur` matches, for the
+    /// first reading ([`Ahead::matched`]).
+    pub fn has_matches(&self, cur: &ElemInfo) -> u64 {
+        self.has
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.matches(cur))
+            .fold(0, |m, (i, _)| m | 1u64.checked_shl(i as u32).unwrap_or(0))
     }
 
     /// An attribute selector of the sheet names attribute `name`: its
@@ -1390,7 +1503,7 @@ mod tests {
         // A rule a browser drops whole; one that looks ahead is left out,
         // the others of its list read.
         assert!(Sheet::parse("p:nosuch, .x{display:none}").is_none());
-        let part = Sheet::parse("p:has(b), .x{display:none}").unwrap();
+        let part = Sheet::parse("p:has(i b), .x{display:none}").unwrap();
         assert_eq!(part.rules.len(), 1);
         // Attribute selectors see the attributes the sheet names.
         let attr = Sheet::parse("[data-k^=ju i]{display:none}").unwrap();

@@ -37,6 +37,12 @@ pub const MAX_WEIGHT: usize = 16;
 
 /// The number of a class before the sheet numbers it.
 pub const NO_CLASS: u32 = u32::MAX;
+/// A compound of `:has()`: how it is reached from the element, it, and
+/// its number.
+pub type Relative = (Combinator, Compound, u32);
+
+/// The number of a `:has()` compound before the sheet numbers it.
+pub const NO_HAS: u32 = u32::MAX;
 
 /// How a compound is joined to the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +101,11 @@ pub enum Cond {
     Only { of_type: bool },
     /// `:empty`: no element and no text inside.
     Empty,
+    /// `:has(...)`: a descendant (` `), a child (`>`), the next element
+    /// (`+`) or a later one (`~`) matches the compound; each with its
+    /// number among the sheet's (`super::Sheet`; [`NO_HAS`] until it is
+    /// numbered). Known from a first reading of the page.
+    Has(Vec<Relative>),
     /// `:root`: the `html` element at the top.
     Root,
     /// `:link`, `:any-link`: `a` or `area` with an `href`.
@@ -427,9 +438,17 @@ impl Parser<'_> {
                     _ => Cond::Is(list),
                 }
             }
-            "has" | "lang" | "dir" | "host" | "host-context" | "state" => {
-                return Err(Parsed::Unsupported)
+            "has" => {
+                if nesting >= MAX_NESTING {
+                    return Err(Parsed::Unsupported);
+                }
+                let (list, inner) = relative_list(args, nesting + 1)?;
+                for (s, i) in spec.iter_mut().zip(inner) {
+                    *s = s.saturating_add(i);
+                }
+                Cond::Has(list)
             }
+            "lang" | "dir" | "host" | "host-context" | "state" => return Err(Parsed::Unsupported),
             n if n.starts_with("-webkit-") || n.starts_with("-moz-") => {
                 return Err(Parsed::Unsupported)
             }
@@ -685,6 +704,43 @@ fn inner_list(args: &str, nesting: usize, strict: bool) -> Step<(Vec<Compound>, 
     Ok((list, most))
 }
 
+/// The relative compounds of a `:has()` list (`.x`, `> .x`, `+ .x`,
+/// `~ .x`) and the specificity of the most specific. One that is more
+/// than a compound, or looks ahead itself, is not evaluated here; one a
+/// browser rejects makes the whole selector rejected.
+fn relative_list(args: &str, nesting: usize) -> Step<(Vec<Relative>, [u8; 3])> {
+    let mut list = Vec::new();
+    let mut most = [0u8; 3];
+    for item in split_top(args, ',') {
+        let item = item.trim();
+        let (comb, rest) = match item.chars().next() {
+            Some('>') => (Combinator::Child, item.get(1..).unwrap_or("")),
+            Some('+') => (Combinator::Next, item.get(1..).unwrap_or("")),
+            Some('~') => (Combinator::Later, item.get(1..).unwrap_or("")),
+            _ => (Combinator::Descendant, item),
+        };
+        let chars: Vec<char> = rest.trim().chars().collect();
+        let mut p = Parser { s: &chars, at: 0 };
+        match p.selector(nesting) {
+            Parsed::Read(mut sel) if sel.parts.len() == 1 && sel.pseudo.is_none() => {
+                most = most.max(sel.specificity);
+                let Some((_, c)) = sel.parts.pop() else {
+                    return Err(Parsed::Invalid);
+                };
+                if c.looks_ahead() {
+                    return Err(Parsed::Unsupported);
+                }
+                if list.len() < MAX_LIST {
+                    list.push((comb, c, NO_HAS));
+                }
+            }
+            Parsed::Invalid => return Err(Parsed::Invalid),
+            _ => return Err(Parsed::Unsupported),
+        }
+    }
+    Ok((list, most))
+}
+
 /// `an+b` of `:nth-child()`: `odd`, `even`, `3`, `-n+3`, `2n + 1`.
 fn nth(args: &str) -> Step<(i32, i32)> {
     let s: String = args.chars().filter(|c| !c.is_whitespace()).collect();
@@ -783,6 +839,16 @@ impl Cond {
             Cond::Only { of_type: false } => el.index == 1 && el.from_end == 1,
             Cond::Only { of_type: true } => el.type_index == 1 && el.from_end_of_type == 1,
             Cond::Empty => el.empty,
+            Cond::Has(list) => list.iter().any(|(comb, _, n)| {
+                let bit = 1u64.checked_shl(*n).unwrap_or(0);
+                let set = match comb {
+                    Combinator::Descendant => el.has[0],
+                    Combinator::Child => el.has[1],
+                    Combinator::Next => el.has[2],
+                    Combinator::Later => el.has[3],
+                };
+                set & bit != 0
+            }),
             Cond::Root => el.root,
             Cond::Link => matches!(el.name.as_str(), "a" | "area") && el.attr("href").is_some(),
             Cond::Never => false,
@@ -799,6 +865,11 @@ impl Cond {
                 c.each_ref(f);
             }
         }
+        if let Cond::Has(list) = self {
+            for c in list.iter().flat_map(|(_, c, _)| c.conds.iter()) {
+                c.each_ref(f);
+            }
+        }
     }
 
     /// Every condition nested in this one (itself included).
@@ -806,6 +877,11 @@ impl Cond {
         f(self);
         if let Cond::Not(list) | Cond::Is(list) = self {
             for c in list.iter_mut().flat_map(|c| c.conds.iter_mut()) {
+                c.each(f);
+            }
+        }
+        if let Cond::Has(list) = self {
+            for c in list.iter_mut().flat_map(|(_, c, _)| c.conds.iter_mut()) {
                 c.each(f);
             }
         }
@@ -843,6 +919,7 @@ impl Compound {
                 Cond::Not(list) | Cond::Is(list) => {
                     1 + list.iter().map(Compound::weight).sum::<usize>()
                 }
+                Cond::Has(list) => 1 + list.iter().map(|(_, c, _)| c.weight()).sum::<usize>(),
                 _ => 1,
             })
             .sum()
@@ -853,7 +930,10 @@ impl Compound {
         let mut ahead = false;
         for c in &self.conds {
             c.each_ref(&mut |c| {
-                ahead |= matches!(c, Cond::NthLast { .. } | Cond::Only { .. } | Cond::Empty);
+                ahead |= matches!(
+                    c,
+                    Cond::NthLast { .. } | Cond::Only { .. } | Cond::Empty | Cond::Has(_)
+                );
             });
         }
         ahead
@@ -959,7 +1039,8 @@ mod tests {
             assert_eq!(parse(bad), Parsed::Invalid, "{bad:?}");
         }
         for unread in [
-            "div:has(p)",
+            "div:has(p .x)",
+            "div:has(p:last-child)",
             "p:nth-child(2 of .x)",
             "svg|a",
             "p::first-line",

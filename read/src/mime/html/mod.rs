@@ -771,6 +771,9 @@ impl Renderer<'_, '_> {
             }
             let kids = parent.map_or(&self.top_kids, |p| &p.kids);
             let matched = sheet.open(parent, kids, &mut info);
+            if let Some(record) = self.record.as_mut() {
+                record.matched(sheet.has_matches(&info));
+            }
             let inline = tag.style.take().unwrap_or_default();
             let style = sheet.style_for(&matched, &inline);
             if !style.is_empty() {
@@ -1719,9 +1722,10 @@ mod tests {
         }
         assert!(t.contains("gen"), "{t}");
         // A list with a selector no browser reads is dropped whole; one
-        // this reader does not evaluate (`:has()`) hides nothing.
+        // this reader does not evaluate (`:has()` of two compounds) hides
+        // nothing.
         let t = text(&format!(
-            "<style>p:bogus,.a{{display:none}} li:has(b){{display:none}}</style>\
+            "<style>p:bogus,.a{{display:none}} li:has(p b){{display:none}}</style>\
              <p>{FILLER}</p><span class=a>jackal</span><ul><li><b>kiwi</b></li></ul>"
         ));
         assert!(t.contains("jackal") && t.contains("kiwi"), "{t}");
@@ -1748,6 +1752,23 @@ mod tests {
             assert!(t.contains(w), "{w}: {t}");
         }
         for w in ["lark", "mole", "newt", "owl", "puma", "quail"] {
+            assert!(!t.contains(w), "{w}: {t}");
+        }
+        // `:has()`: a descendant, a child, the next element, a later one.
+        let t = text(&format!(
+            "<style>div:has(i.m){{display:none}} p:has(> b.m){{font-size:0}}\
+             span:has(+ u.m){{visibility:hidden}} em:has(~ s.m){{display:none}}\
+             section:not(:has(img)){{opacity:0}}</style><p>{FILLER}</p>\
+             <div><p>rook <span><i class=m></i></span></p></div><div><p>seen1 <i>x</i></p></div>\
+             <p>swan <b class=m>!</b></p><p>seen2 <span><b class=m>!</b></span></p>\
+             <p><span>tern</span><u class=m></u><span>seen3</span><u></u></p>\
+             <p><em>urchin</em><a>seen4</a><s class=m></s><em>seen5</em></p>\
+             <section>vole</section><section><img src=x.png>seen6</section>"
+        ));
+        for w in ["seen1", "seen2", "seen3", "seen4", "seen5", "seen6"] {
+            assert!(t.contains(w), "{w}: {t}");
+        }
+        for w in ["rook", "swan", "tern", "urchin", "vole"] {
             assert!(!t.contains(w), "{w}: {t}");
         }
     }
