@@ -164,18 +164,46 @@ fn compressed_stream(content: &[u8]) -> Vec<u8> {
 
 fn html(g: &[u64]) -> Vec<u8> {
     let (depth, attrs, repeat, rules, entities, inline) = (g[0], g[1], g[2], g[3], g[4], g[5]);
+    let (shape, classes) = (g[6], g[7]);
     let mut h = String::from("<html><head><style>");
+    let list = |r: u64| -> String {
+        (0..7)
+            .map(|j| format!(".c{}", (r + j) % 16))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     for r in 0..rules {
-        let _ = writeln!(
-            h,
-            ".c{r} p span:not(.x{r}) > b ~ i {{ display: none; color: red }}"
-        );
+        // The selector reader's costly shapes: long chains of siblings,
+        // heavy `:not()`/`:is()` compounds on keys every element has,
+        // selectors that look ahead (the page read twice) and `:has()`.
+        let _ = match shape {
+            0 => writeln!(
+                h,
+                ".c{r} p span:not(.x{r}) > b ~ i {{ display: none; color: red }}"
+            ),
+            1 => writeln!(h, "* b:not({l}):is({l}) {{ display: none }}", l = list(r)),
+            2 => writeln!(
+                h,
+                "b:nth-last-child(2n+{r}) ~ b:has(+ b.c{m}) b:last-of-type {{ display: none }}",
+                m = r % 16
+            ),
+            _ => writeln!(
+                h,
+                ".c{m}:not({l}) ~ b:is({l}) b:nth-child(2n+{r}) + b:empty {{ display: none }}",
+                m = r % 16,
+                l = list(r)
+            ),
+        };
     }
     h.push_str("</style></head><body>");
     for _ in 0..depth {
         h.push_str("<div class=c1><span>");
     }
-    let mut tag = String::from("<b ");
+    let mut tag = String::from("<b class=\"");
+    for c in 0..classes {
+        let _ = write!(tag, "c{c} ");
+    }
+    tag.push_str("\" ");
     for a in 0..attrs {
         let _ = write!(tag, "a{a}=\"x\" ");
     }
@@ -421,6 +449,8 @@ const READERS: &[Reader] = &[
             ("style_rules", 0, 20_000),
             ("entities", 0, 50),
             ("inline_spans", 0, 50),
+            ("selector_shape", 0, 3),
+            ("classes", 0, 16),
         ],
         make: html,
     },

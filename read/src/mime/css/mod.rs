@@ -817,6 +817,22 @@ impl Sheet {
     /// gives the rules whose selector matches it, in the cascade's order.
     /// Then add it to `kids` ([`Sheet::add_kid`]).
     pub fn open(&self, parent: Option<&ElemInfo>, kids: &Kids, cur: &mut ElemInfo) -> Vec<usize> {
+        self.open_with(parent, kids, cur, true)
+    }
+
+    /// [`Sheet::open`] without the rules: what a first reading needs
+    /// (the element's place, its classes, for `:has()`).
+    pub fn place(&self, parent: Option<&ElemInfo>, kids: &Kids, cur: &mut ElemInfo) {
+        self.open_with(parent, kids, cur, false);
+    }
+
+    fn open_with(
+        &self,
+        parent: Option<&ElemInfo>,
+        kids: &Kids,
+        cur: &mut ElemInfo,
+        rules: bool,
+    ) -> Vec<usize> {
         cur.index = kids.count.saturating_add(1);
         cur.type_index = match self.of_type {
             true => match kids.types.iter().find(|(n, _)| *n == cur.name) {
@@ -840,6 +856,9 @@ impl Sheet {
                     named.push(c);
                 }
             }
+        }
+        if !rules {
+            return Vec::new();
         }
         let mut own = 0u128;
         for list in Sheet::listed(&self.by_part, cur, &named) {

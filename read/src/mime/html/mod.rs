@@ -770,16 +770,20 @@ impl Renderer<'_, '_> {
                 ahead.fill(info.number, &mut info);
             }
             let kids = parent.map_or(&self.top_kids, |p| &p.kids);
-            let matched = sheet.open(parent, kids, &mut info);
             if let Some(record) = self.record.as_mut() {
+                // A first reading: where the element is and what `:has()`
+                // compounds it matches; its style is not needed.
+                sheet.place(parent, kids, &mut info);
                 record.matched(sheet.has_matches(&info));
+            } else {
+                let matched = sheet.open(parent, kids, &mut info);
+                let inline = tag.style.take().unwrap_or_default();
+                let style = sheet.style_for(&matched, &inline);
+                if !style.is_empty() {
+                    apply_style(&style, tag);
+                }
+                tag.generated = sheet.generated(&matched, &tag.attrs);
             }
-            let inline = tag.style.take().unwrap_or_default();
-            let style = sheet.style_for(&matched, &inline);
-            if !style.is_empty() {
-                apply_style(&style, tag);
-            }
-            tag.generated = sheet.generated(&matched, &tag.attrs);
             let kids = match self.infos.last_mut() {
                 Some(p) => &mut p.kids,
                 None => &mut self.top_kids,
