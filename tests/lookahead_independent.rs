@@ -493,7 +493,7 @@ fn copies(
     let mut mails = Vec::new();
     let mut pages = Vec::new();
     for (i, person) in PEOPLE.iter().take(7).enumerate() {
-        let p = page_of(i, 1000 + i as u64, *person);
+        let p = page_of(i, 1000 + i as u64, person);
         mails.push(Mailed {
             group,
             from: format!("{sender} <notice@{group}-desk{i}.example>"),
@@ -657,8 +657,8 @@ fn attack_1_page(v: usize, seed: u64, name: &str) -> Page {
 #[test]
 fn attack_1_last_child_hides_per_line_junk() {
     for seed in [1u64, 2] {
-        for v in 0..7 {
-            let p = attack_1_page(v, seed * 77 + v as u64, PEOPLE[v]);
+        for (v, person) in PEOPLE.iter().enumerate().take(7) {
+            let p = attack_1_page(v, seed * 77 + v as u64, person);
             expect_attack(&format!("attack 1 variant {v} seed {seed}"), &p);
         }
     }
@@ -811,8 +811,8 @@ fn attack_2_page(v: usize, seed: u64, name: &str) -> Page {
 #[test]
 fn attack_2_only_child_hides_junk_blocks() {
     for seed in [1u64, 2] {
-        for v in 0..7 {
-            let p = attack_2_page(v, seed * 91 + v as u64, PEOPLE[v]);
+        for (v, person) in PEOPLE.iter().enumerate().take(7) {
+            let p = attack_2_page(v, seed * 91 + v as u64, person);
             expect_attack(&format!("attack 2 variant {v} seed {seed}"), &p);
         }
     }
@@ -994,8 +994,8 @@ fn attack_3_page(v: usize, seed: u64, name: &str) -> Page {
 #[test]
 fn attack_3_has_hides_marked_containers() {
     for seed in [1u64, 2] {
-        for v in 0..7 {
-            let p = attack_3_page(v, seed * 131 + v as u64, PEOPLE[v]);
+        for (v, person) in PEOPLE.iter().enumerate().take(7) {
+            let p = attack_3_page(v, seed * 131 + v as u64, person);
             expect_attack(&format!("attack 3 variant {v} seed {seed}"), &p);
         }
     }
@@ -1108,8 +1108,8 @@ fn attack_4_page(v: usize, seed: u64, name: &str) -> Page {
 #[test]
 fn attack_4_has_sibling_hides_junk_before_marker() {
     for seed in [1u64, 2] {
-        for v in 0..7 {
-            let p = attack_4_page(v, seed * 173 + v as u64, PEOPLE[v]);
+        for (v, person) in PEOPLE.iter().enumerate().take(7) {
+            let p = attack_4_page(v, seed * 173 + v as u64, person);
             expect_attack(&format!("attack 4 variant {v} seed {seed}"), &p);
         }
     }
@@ -1230,8 +1230,8 @@ fn attack_5_page(v: usize, seed: u64, name: &str) -> Page {
 #[test]
 fn attack_5_empty_and_counted_from_end_hide_junk() {
     for seed in [1u64, 2] {
-        for v in 0..7 {
-            let p = attack_5_page(v, seed * 211 + v as u64, PEOPLE[v]);
+        for (v, person) in PEOPLE.iter().enumerate().take(7) {
+            let p = attack_5_page(v, seed * 211 + v as u64, person);
             expect_attack(&format!("attack 5 variant {v} seed {seed}"), &p);
         }
     }
