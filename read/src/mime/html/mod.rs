@@ -1777,6 +1777,22 @@ mod tests {
         }
     }
 
+    /// A page of more elements than a first reading records, deep and
+    /// wide, under a sheet that looks ahead: read, the elements past the
+    /// bound not reached by the rules that look ahead.
+    #[test]
+    fn a_first_reading_is_bounded() {
+        let n = Ahead::MAX_ELEMENTS + 1000;
+        let page = format!(
+            "<style>i:last-child{{display:none}} b:has(> i){{color:red}}</style>\
+             <p>{FILLER}</p>{}<u>{}<i>tail</i></u>",
+            "<b><i></i>".repeat(1000),
+            "<i>x</i>".repeat(n)
+        );
+        let t = text(&page);
+        assert!(t.contains("twelve") && t.contains("tail"), "{}", t.len());
+    }
+
     /// `<rp>` text is hidden as browsers hide it; an unclosed `<rp>` is
     /// bounded like any hiding, so it cannot blank out a message.
     #[test]
