@@ -225,6 +225,12 @@ pub struct ElemInfo {
     pub empty: bool,
     /// Its number in the order elements open.
     pub number: u32,
+    /// The first reading told its places from the end ([`Ahead::fill`]).
+    pub ahead_known: bool,
+    /// Every place a rule of the sheet reads is known (its place among
+    /// those of its name, its places from the end): else a compound that
+    /// reads one is not matched, even under `:not()`.
+    pub known: bool,
     /// The `:has()` compounds (bit by number) that a descendant, a child,
     /// the next element and a later one match ([`Ahead`]).
     pub has: [u64; 4],
@@ -295,10 +301,13 @@ impl Ahead {
         }
     }
 
-    /// The `:has()` compounds the element opened last matches.
-    pub fn matched(&mut self, m: u64) {
-        if let Some(last) = self.matches.last_mut() {
-            *last = m;
+    /// The `:has()` compounds element `number` matches.
+    pub fn matched(&mut self, number: u32, m: u64) {
+        if let Some(at) = usize::try_from(number)
+            .ok()
+            .and_then(|n| self.matches.get_mut(n))
+        {
+            *at = m;
         }
     }
 
@@ -385,14 +394,20 @@ impl Ahead {
         has
     }
 
-    /// Sets what the first reading told of element `number` on `info`.
+    /// Sets what the first reading told of element `number` on `info`;
+    /// nothing when it stopped at its bound (a parent open there would
+    /// have too few children counted).
     pub fn fill(&self, number: u32, info: &mut ElemInfo) {
+        if self.seen.len() >= Ahead::MAX_ELEMENTS {
+            return;
+        }
         if let Some(&(from_end, of_type, empty)) =
             usize::try_from(number).ok().and_then(|n| self.facts.get(n))
         {
             info.from_end = from_end;
             info.from_end_of_type = of_type;
             info.empty = empty;
+            info.ahead_known = true;
         }
         if let Some(has) = usize::try_from(number).ok().and_then(|n| self.has.get(n)) {
             info.has = *has;
@@ -425,6 +440,8 @@ struct Part {
     compound: Compound,
     comb: Combinator,
     bit: u8,
+    /// It reads a place not always known ([`ElemInfo::known`]).
+    places: bool,
 }
 
 impl Kept {
@@ -528,9 +545,9 @@ fn parse_chunk(
     let Some((list, block)) = chunk.split_once('{') else {
         return;
     };
-    if list.trim_start().starts_with('@') {
+    let Some(list) = prelude(list) else {
         return;
-    }
+    };
     let selectors = selector::parse_list(list);
     if selectors
         .iter()
@@ -596,6 +613,54 @@ fn parse_chunk(
     }
 }
 
+/// The selectors of a rule's text before its block, without the
+/// statements that end with `;` before it (`@import url(x);`,
+/// `@charset "utf-8";`) and the `<!--` and `-->` a sheet may be wrapped in
+/// (both skipped by a browser); `None` for an at-rule with a block.
+fn prelude(list: &str) -> Option<&str> {
+    let mut rest = list;
+    loop {
+        let t = rest.trim_start();
+        if let Some(r) = t.strip_prefix("<!--").or_else(|| t.strip_prefix("-->")) {
+            rest = r;
+            continue;
+        }
+        if !t.starts_with('@') {
+            return Some(t);
+        }
+        // The `;` that ends the statement, outside quotes and parentheses.
+        let mut depth = 0usize;
+        let mut quote = None;
+        let mut end = None;
+        for (i, c) in t.char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '(') => depth += 1,
+                (None, ')') => depth = depth.saturating_sub(1),
+                (None, ';') if depth == 0 => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = t.get(end? + 1..)?;
+    }
+}
+
+/// A leading compound that every element of a page's body is under
+/// (`html`, `body`, `:root`, `*`, joined by a descendant combinator): a
+/// page need not write those elements (`<body>` is implied), and this
+/// reader's tree holds only those written.
+fn of_every_page(part: &(Combinator, Compound), next: Option<&(Combinator, Compound)>) -> bool {
+    let (_, c) = part;
+    next.is_some_and(|(comb, _)| *comb == Combinator::Descendant)
+        && c.name.as_deref().is_none_or(|n| n == "html" || n == "body")
+        && c.conds.iter().all(|cond| *cond == Cond::Root)
+}
+
 /// The rules kept, within [`MAX_RULES`], [`MAX_PER_KEY`] and
 /// [`MAX_CONTEXT_BITS`], in the cascade's order.
 fn keep(mut parsed: Vec<Parsed>) -> Vec<Kept> {
@@ -610,7 +675,13 @@ fn keep(mut parsed: Vec<Parsed>) -> Vec<Kept> {
         if kept.len() >= MAX_RULES {
             break;
         }
-        let parts = p.selector.parts;
+        let mut parts = p.selector.parts;
+        while parts
+            .first()
+            .is_some_and(|f| of_every_page(f, parts.get(1)))
+        {
+            parts.remove(0);
+        }
         // A rule that can never match here (`:hover`) is not kept: it
         // must not crowd out one that can.
         if parts.is_empty() || parts.iter().any(|(_, c)| c.never()) {
@@ -637,6 +708,7 @@ fn keep(mut parsed: Vec<Parsed>) -> Vec<Kept> {
                 let bit = bits as u8;
                 bits += 1;
                 Part {
+                    places: compound.reads_places(),
                     compound,
                     comb,
                     bit,
@@ -843,6 +915,7 @@ impl Sheet {
             false => 0,
         };
         cur.root = parent.is_none() && cur.name == "html";
+        cur.known = (!self.of_type || cur.type_index > 0) && (!self.looks_ahead || cur.ahead_known);
         // The classes the sheet names, distinct, at most MAX_CLASSES.
         let mut named: Vec<&str> = Vec::new();
         cur.classes.clear();
@@ -869,6 +942,7 @@ impl Sheet {
                 if let Some(part) = rule.parts.get(j) {
                     // The context first: a test of one bit.
                     if own & (1 << part.bit) == 0
+                        && (cur.known || !part.places)
                         && Sheet::in_context(rule, j, parent, kids)
                         && part.compound.matches(cur)
                     {
@@ -898,7 +972,9 @@ impl Sheet {
                     continue;
                 };
                 let last = rule.parts.len().saturating_sub(1);
-                if Sheet::in_context(rule, last, parent, kids)
+                let places = rule.parts.last().is_some_and(|p| p.places);
+                if (cur.known || !places)
+                    && Sheet::in_context(rule, last, parent, kids)
                     && rule.last().is_some_and(|c| c.matches(cur))
                 {
                     matched.push(i);
@@ -1424,12 +1500,10 @@ mod tests {
                 .style_under(None, &info("b", "r", ""), "")
                 .contains("display:none"))
         );
-        // A long compound is read as its first conditions.
-        let long = format!(".a{}{{display:none}}", ".b".repeat(200));
-        let sheet = Sheet::parse(&long).unwrap();
-        assert!(sheet.rules.iter().all(|r| r
-            .last()
-            .is_some_and(|c| c.conds.len() <= selector::MAX_CONDS)));
+        // A long compound is not evaluated (cut short, it would reach
+        // more than a browser's).
+        let long = format!(".a{}.nope{{display:none}}", ".a".repeat(200));
+        assert!(Sheet::parse(&long).is_none());
         // Many classes before the one a rule names.
         let sheet = Sheet::parse(".a,.b,.c,.d,.e,.f{color:red} .j{display:none}").unwrap();
         let el = info("b", "a b c d e f j", "");

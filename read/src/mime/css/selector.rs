@@ -19,13 +19,12 @@
 
 use super::{ElemInfo, Pseudo};
 
-/// Most compounds of one selector read; a longer one is read as its last
-/// ones (it reaches more elements, never fewer).
-pub const MAX_COMPOUNDS: usize = 8;
-/// Most conditions of one compound read (the rest are ignored, so a long
-/// compound matches more elements, not fewer).
-pub const MAX_CONDS: usize = 8;
-/// Most selectors in one `:not()` or `:is()` list read.
+/// Most compounds of one selector evaluated (a longer one is not: cut
+/// short, it would reach elements a browser's does not).
+pub const MAX_COMPOUNDS: usize = 32;
+/// Most selectors of one `:is()` list read (the rest are left out: it
+/// reaches fewer elements, never more); a longer `:not()` or `:has()`
+/// list is not evaluated.
 const MAX_LIST: usize = 8;
 /// Deepest nesting of `:not()` and `:is()`.
 const MAX_NESTING: usize = 3;
@@ -263,7 +262,7 @@ impl Parser<'_> {
             spec[2] = spec[2].saturating_add(1);
         }
         if parts.len() > MAX_COMPOUNDS {
-            parts.drain(..parts.len() - MAX_COMPOUNDS);
+            return Err(Parsed::Unsupported);
         }
         Ok(Selector {
             parts,
@@ -326,8 +325,11 @@ impl Parser<'_> {
                 _ => break,
             };
             any = true;
-            if c.conds.len() < MAX_CONDS {
-                c.conds.push(cond);
+            // Bounded by MAX_WEIGHT below (a compound is at most a rule's
+            // length, MAX_RULE_BYTES, in any case).
+            c.conds.push(cond);
+            if c.conds.len() > MAX_WEIGHT {
+                return Err(Parsed::Unsupported);
             }
         }
         match any {
@@ -338,11 +340,24 @@ impl Parser<'_> {
     }
 
     fn pseudo_element(&mut self) -> Step<Pseudo> {
-        match self.ident()?.as_str() {
+        let name = self.ident()?;
+        if self.peek() == Some('(') {
+            // `::part()`, `::slotted()`, `::highlight()`.
+            self.at += 1;
+            self.arguments()?;
+            return Err(Parsed::Unsupported);
+        }
+        match name.as_str() {
             "before" => Ok(Pseudo::Before),
             "after" => Ok(Pseudo::After),
-            // `::first-line`, `::marker`, `::placeholder`, ...
-            _ => Err(Parsed::Unsupported),
+            n if OTHER_ELEMENTS.contains(&n)
+                || n.starts_with("-webkit-")
+                || n.starts_with("-moz-") =>
+            {
+                Err(Parsed::Unsupported)
+            }
+            // A browser drops the rule.
+            _ => Err(Parsed::Invalid),
         }
     }
 
@@ -667,6 +682,21 @@ const LOOKS_AHEAD_OR_STATE: &[&str] = &[
     "host",
 ];
 
+/// Pseudo-elements a browser reads besides `::before` and `::after`.
+const OTHER_ELEMENTS: &[&str] = &[
+    "first-line",
+    "first-letter",
+    "marker",
+    "placeholder",
+    "selection",
+    "backdrop",
+    "file-selector-button",
+    "cue",
+    "grammar-error",
+    "spelling-error",
+    "target-text",
+];
+
 /// A pseudo-class read: a condition, or a CSS 2 pseudo-element.
 enum PseudoRead {
     Cond(Cond),
@@ -687,6 +717,9 @@ fn inner_list(args: &str, nesting: usize, strict: bool) -> Step<(Vec<Compound>, 
         match p.selector(nesting) {
             Parsed::Read(mut sel) if sel.parts.len() == 1 && sel.pseudo.is_none() => {
                 most = most.max(sel.specificity);
+                if list.len() >= MAX_LIST && strict {
+                    return Err(Parsed::Unsupported);
+                }
                 if list.len() < MAX_LIST {
                     if let Some((_, c)) = sel.parts.pop() {
                         list.push(c);
@@ -727,12 +760,10 @@ fn relative_list(args: &str, nesting: usize) -> Step<(Vec<Relative>, [u8; 3])> {
                 let Some((_, c)) = sel.parts.pop() else {
                     return Err(Parsed::Invalid);
                 };
-                if c.looks_ahead() {
+                if c.looks_ahead() || list.len() >= MAX_LIST {
                     return Err(Parsed::Unsupported);
                 }
-                if list.len() < MAX_LIST {
-                    list.push((comb, c, NO_HAS));
-                }
+                list.push((comb, c, NO_HAS));
             }
             Parsed::Invalid => return Err(Parsed::Invalid),
             _ => return Err(Parsed::Unsupported),
@@ -743,11 +774,25 @@ fn relative_list(args: &str, nesting: usize) -> Step<(Vec<Relative>, [u8; 3])> {
 
 /// `an+b` of `:nth-child()`: `odd`, `even`, `3`, `-n+3`, `2n + 1`.
 fn nth(args: &str) -> Step<(i32, i32)> {
-    let s: String = args.chars().filter(|c| !c.is_whitespace()).collect();
-    if s.contains("of") {
+    let tokens: Vec<&str> = args.split_whitespace().collect();
+    if tokens.contains(&"of") {
         // `:nth-child(2n of .x)`.
         return Err(Parsed::Unsupported);
     }
+    // Blanks only around the sign between `an` and `b` (`2n + 1`): `2 n`
+    // and `1 2` are no selector.
+    let s = match tokens.as_slice() {
+        [one] => (*one).to_owned(),
+        [an, sign, b]
+            if an.ends_with('n')
+                && matches!(*sign, "+" | "-")
+                && b.bytes().all(|c| c.is_ascii_digit()) =>
+        {
+            format!("{an}{sign}{b}")
+        }
+        [an, b] if an.ends_with('n') && b.starts_with(['+', '-']) => format!("{an}{b}"),
+        _ => return Err(Parsed::Invalid),
+    };
     let int = |t: &str| -> Step<i32> {
         let t = t.strip_prefix('+').unwrap_or(t);
         let digits = t.strip_prefix('-').unwrap_or(t);
@@ -939,6 +984,26 @@ impl Compound {
         ahead
     }
 
+    /// It reads a place that is not always known: among the elements of
+    /// its name (past `super::MAX_TYPES` names), or from the end (past the
+    /// first reading's bound).
+    pub fn reads_places(&self) -> bool {
+        let mut reads = false;
+        for c in &self.conds {
+            c.each_ref(&mut |c| {
+                reads |= matches!(
+                    c,
+                    Cond::Nth { of_type: true, .. }
+                        | Cond::NthLast { .. }
+                        | Cond::Only { .. }
+                        | Cond::Empty
+                        | Cond::Has(_)
+                );
+            });
+        }
+        reads
+    }
+
     /// Never met by an element here (a state no reader is in).
     pub fn never(&self) -> bool {
         self.conds.contains(&Cond::Never)
@@ -1016,8 +1081,15 @@ mod tests {
                 value: "ab".into()
             }]
         );
-        let long = read(&vec!["div"; 20].join(" "));
-        assert_eq!(long.parts.len(), MAX_COMPOUNDS);
+        assert_eq!(read(&["div"; 32].join(" ")).parts.len(), MAX_COMPOUNDS);
+        assert_eq!(parse(&["div"; 33].join(" ")), Parsed::Unsupported);
+        assert_eq!(parse(&".a".repeat(17)), Parsed::Unsupported);
+        let nine = (0..9)
+            .map(|i| format!(".a{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(parse(&format!("p:not({nine})")), Parsed::Unsupported);
+        assert_eq!(read("p:nth-child(2n + 1)").parts[0].1.conds.len(), 1);
         for bad in [
             "",
             "> p",
@@ -1035,6 +1107,9 @@ mod tests {
             "#1x",
             "a,",
             "p:not(:nosuch)",
+            "p::bogus",
+            "p:nth-child(2 n)",
+            "p:nth-child(1 2)",
         ] {
             assert_eq!(parse(bad), Parsed::Invalid, "{bad:?}");
         }

@@ -137,11 +137,14 @@ pub fn to_text(html: &str, out: &mut String, targets: &mut Targets, limit: usize
             drawn: targets.drawn,
             ..Targets::default()
         };
+        // Read to the end (no bound on its text, which is the page's at
+        // most): stopped where the page's text fills, it would count too
+        // few children for the elements open there.
         let mut first = Renderer::new(
             families.clone(),
             Some(sheet),
             String::new(),
-            limit,
+            usize::MAX,
             &mut scratch,
         );
         first.record = Some(Ahead::default());
@@ -544,7 +547,10 @@ impl Renderer<'_, '_> {
                     tag.attributes += 1;
                     if let (Some(sheet), Some(info)) = (self.sheet, tag.info.as_mut()) {
                         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-                        if info.attrs.len() < MAX_SELECTED_ATTRS && sheet.names_attribute(&name) {
+                        if info.attrs.len() < MAX_SELECTED_ATTRS
+                            && sheet.names_attribute(&name)
+                            && info.attrs.iter().all(|(n, _)| *n != name)
+                        {
                             info.attrs.push((name, String::new()));
                             self.select_value = true;
                         }
@@ -774,7 +780,7 @@ impl Renderer<'_, '_> {
                 // A first reading: where the element is and what `:has()`
                 // compounds it matches; its style is not needed.
                 sheet.place(parent, kids, &mut info);
-                record.matched(sheet.has_matches(&info));
+                record.matched(info.number, sheet.has_matches(&info));
             } else {
                 let matched = sheet.open(parent, kids, &mut info);
                 let inline = tag.style.take().unwrap_or_default();
@@ -1775,6 +1781,51 @@ mod tests {
         for w in ["rook", "swan", "tern", "urchin", "vole"] {
             assert!(!t.contains(w), "{w}: {t}");
         }
+    }
+
+    /// What a review found a sender could write: statements and comment
+    /// markers before the first rule, a page without `<body>`, a first
+    /// reading stopped where the text fills, places not known past the
+    /// bounds, attribute names repeated, selectors cut short.
+    #[test]
+    fn the_sheet_holds_where_a_review_pushed() {
+        // Each hides `junk` in a browser.
+        for sheet in [
+            "@import url(\"x;y.css\"); @charset \"utf-8\"; .j{display:none}",
+            "<!-- .j{display:none} -->",
+            "body .j{display:none}",
+            "html body :root .j{display:none}",
+            "[data-a][data-x=junk]{display:none}",
+        ] {
+            let t = text(&format!(
+                "<style>{sheet}</style><p>{FILLER}</p><span class=j {} data-x=junk>junk</span>",
+                "data-a=1 ".repeat(20)
+            ));
+            assert!(!t.contains("junk"), "{sheet}: {t}");
+        }
+        // The text of a first reading does not stop it: the last child
+        // after a page's worth of hidden words is known.
+        let long = "w ".repeat(600_000);
+        let t = text(&format!(
+            "<style>.h{{display:none}} .w:last-child{{display:none}}</style><p>{FILLER}</p>\
+             <div><div class=w><span class=h>{long}</span> shown</div><div></div></div>"
+        ));
+        assert!(t.contains("shown"), "{}", t.len());
+        // Past the bound of the first reading, no place from the end is
+        // known: `:not(:last-child)` does not match.
+        let t = text(&format!(
+            "<style>div:not(:last-child){{display:none}}</style><p>{FILLER}</p>{}\
+             <div>seen</div><div>last</div>",
+            "<br>".repeat(Ahead::MAX_ELEMENTS)
+        ));
+        assert!(t.contains("seen"), "{}", t.len());
+        // Cut short, these would reach more than a browser's.
+        let t = text(&format!(
+            "<style>.a.a.a.a.a.a.a.a.nope{{display:none}} p:not(.b,.c,.d,.e,.f,.g,.h,.i,.keep){{display:none}}\
+             .nope div div div div div div div p{{display:none}}</style>\
+             <p>{FILLER}</p><p class=\"a keep\"><span>kept</span></p>"
+        ));
+        assert!(t.contains("kept"), "{t}");
     }
 
     /// A page of more elements than a first reading records, deep and
