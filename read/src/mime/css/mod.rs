@@ -290,13 +290,12 @@ impl Ahead {
     pub const MAX_ELEMENTS: usize = 1 << 18;
 
     /// The first reading opens the next element (numbered by the count
-    /// so far) under `parent`.
-    pub fn opened(&mut self, parent: Option<u32>, name: &str) {
+    /// so far) under `parent`; `name_hash` is the hash of its name the
+    /// HTML reader keeps (`StartTag::name`).
+    pub fn opened(&mut self, parent: Option<u32>, name_hash: u64) {
         if self.seen.len() < Ahead::MAX_ELEMENTS {
-            let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            self.seen.push((parent.unwrap_or(u32::MAX), hash, false));
+            self.seen
+                .push((parent.unwrap_or(u32::MAX), name_hash, false));
             self.matches.push(0);
         }
     }
@@ -476,11 +475,10 @@ pub struct Sheet {
     pub generates: bool,
 }
 
-/// A rule as parsed, before the bounds: its selector's text, specificity,
+/// A rule as parsed, before the bounds: its selector (and specificity),
 /// place in the sheet and declarations of properties read here.
 struct Parsed {
     selector: Selector,
-    specificity: [u8; 3],
     order: usize,
     declarations: Vec<Decl>,
 }
@@ -596,7 +594,6 @@ fn parse_chunk(
         // selector cannot crowd out a rule below.
         let at = *same.entry((sel.pseudo, text.clone())).or_insert_with(|| {
             parsed.push(Parsed {
-                specificity: sel.specificity,
                 selector: sel,
                 order,
                 declarations: Vec::new(),
@@ -665,7 +662,7 @@ fn of_every_page(part: &(Combinator, Compound), next: Option<&(Combinator, Compo
 /// [`MAX_CONTEXT_BITS`], in the cascade's order.
 fn keep(mut parsed: Vec<Parsed>) -> Vec<Kept> {
     // The cascade's order: specificity, then the sheet's order.
-    parsed.sort_by_key(|p| (p.specificity, p.order));
+    parsed.sort_by_key(|p| (p.selector.specificity, p.order));
     // Kept from the highest precedence down, so rules put before a
     // hiding rule cannot crowd it out of a key's list.
     let mut kept: Vec<Kept> = Vec::new();
@@ -826,6 +823,11 @@ impl Sheet {
             .enumerate()
             .filter(|(_, c)| c.matches(cur))
             .fold(0, |m, (i, _)| m | 1u64.checked_shl(i as u32).unwrap_or(0))
+    }
+
+    /// Some attribute selector (or `:link`) is in the sheet.
+    pub fn selects_attributes(&self) -> bool {
+        !self.attributes.is_empty()
     }
 
     /// An attribute selector of the sheet names attribute `name`: its

@@ -545,7 +545,10 @@ impl Renderer<'_, '_> {
                 self.select_value = false;
                 if let Some(tag) = self.tag.as_mut() {
                     tag.attributes += 1;
-                    if let (Some(sheet), Some(info)) = (self.sheet, tag.info.as_mut()) {
+                    // Only a sheet with attribute selectors keeps attributes
+                    // (most name none: no name is copied then).
+                    let selecting = self.sheet.filter(|s| s.selects_attributes());
+                    if let (Some(sheet), Some(info)) = (selecting, tag.info.as_mut()) {
                         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
                         if info.attrs.len() < MAX_SELECTED_ATTRS
                             && sheet.names_attribute(&name)
@@ -770,7 +773,7 @@ impl Renderer<'_, '_> {
             info.number = self.opened;
             self.opened = self.opened.saturating_add(1);
             if let Some(record) = self.record.as_mut() {
-                record.opened(parent.map(|p| p.number), &info.name);
+                record.opened(parent.map(|p| p.number), tag.name);
             }
             if let Some(ahead) = self.ahead {
                 ahead.fill(info.number, &mut info);
